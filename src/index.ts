@@ -1,0 +1,2 @@
+export default { fetch() { return new Response("x"); } };
+export class BackendSnapshotController {}

@@ -1,0 +1,15 @@
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+// Runtime tests: run inside workerd with the Worker's own bindings (Durable Objects included).
+export default defineConfig({
+  plugins: [
+    cloudflareTest({
+      wrangler: { configPath: "./wrangler.toml" },
+      miniflare: { bindings: { SLUICE_ADMIN_TOKEN: "test-admin-token" } },
+    }),
+  ],
+  test: {
+    include: ["test/runtime/**/*.test.ts"],
+  },
+});
