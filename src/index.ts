@@ -1,2 +1,28 @@
-export default { fetch() { return new Response("x"); } };
-export class BackendSnapshotController {}
+import { env as bootEnv, WorkerEntrypoint } from "cloudflare:workers";
+import { createAdminApp } from "./http/admin-app.ts";
+import { createPublicApp } from "./http/public-app.ts";
+import { isolateConfig } from "./worker/isolate-config.ts";
+import { getRuntime } from "./worker/runtime.ts";
+
+// Composition root. Validate config at module load: an invalid config fails the Worker's start
+// with every issue listed, instead of failing the Nth request.
+isolateConfig(bootEnv as Env);
+
+const publicApp = createPublicApp(getRuntime);
+const adminApp = createAdminApp(getRuntime);
+
+/** Public listener. */
+export default class Gateway extends WorkerEntrypoint<Env> {
+  override fetch(request: Request): Promise<Response> | Response {
+    return publicApp.fetch(request, this.env, this.ctx);
+  }
+}
+
+/** Admin listener: bound only to the admin socket (workerd) or a service binding, never public. */
+export class Admin extends WorkerEntrypoint<Env> {
+  override fetch(request: Request): Promise<Response> | Response {
+    return adminApp.fetch(request, this.env, this.ctx);
+  }
+}
+
+export { BackendSnapshotController } from "../durable-objects/backend-snapshot-controller.ts";

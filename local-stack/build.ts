@@ -1,0 +1,42 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+
+/** Repository root (this file lives one folder below it). */
+export const ROOT = join(import.meta.dirname, "..");
+
+/** Environment for wrangler on a machine without internet access. */
+export const OFFLINE_ENV = { WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" } as const;
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Bundles the Worker exactly as it would deploy (`wrangler deploy --dry-run`), into `outDir`.
+ * Skipped when the bundle is newer than every source and config file.
+ */
+export function buildBundle(outDir = join(ROOT, "dist")): string {
+  const bundle = join(outDir, "index.js");
+  if (existsSync(bundle)) {
+    const sources = Math.max(
+      ...["src", "durable-objects", "config"].map((d) => newestMtime(join(ROOT, d))),
+      statSync(join(ROOT, "wrangler.toml")).mtimeMs,
+      statSync(join(ROOT, "package-lock.json")).mtimeMs,
+    );
+    if (statSync(bundle).mtimeMs > sources) return outDir;
+  }
+  const wrangler = join(ROOT, "node_modules", ".bin", "wrangler");
+  const res = spawnSync(wrangler, ["deploy", "--dry-run", "--outdir", outDir], {
+    cwd: ROOT,
+    env: { ...process.env, ...OFFLINE_ENV },
+    encoding: "utf8",
+  });
+  if (res.status !== 0) throw new Error(`bundling failed:\n${res.stdout}\n${res.stderr}`);
+  return outDir;
+}

@@ -1,0 +1,165 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { buildBundle, ROOT } from "./build.ts";
+import { freePort, waitForHttp } from "./ports.ts";
+import { renderWorkerdConfig } from "./workerd-config.ts";
+
+const NODE = process.execPath;
+const WORKERD = join(ROOT, "node_modules", ".bin", "workerd");
+
+/** The simulator's credential in the default config (a local test key, not a secret). */
+export const SIMULATOR_API_KEY = "sim-local-key";
+
+/** A child process with its output kept in a bounded tail for error reports. */
+export interface Child {
+  readonly process: ChildProcess;
+  readonly output: () => string;
+  readonly alive: () => boolean;
+  stop(): Promise<void>;
+}
+
+function track(proc: ChildProcess, echo: boolean): Child {
+  let tail = "";
+  let exited = proc.exitCode !== null;
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-64_000);
+    if (echo) process.stdout.write(chunk);
+  };
+  proc.stdout?.on("data", keep);
+  proc.stderr?.on("data", keep);
+  const exit = new Promise<void>((resolve) => proc.once("exit", () => {
+    exited = true;
+    resolve();
+  }));
+  return {
+    process: proc,
+    output: () => tail,
+    alive: () => !exited,
+    async stop() {
+      if (exited) return;
+      proc.kill("SIGTERM");
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 5000);
+      await exit;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Starts the provider simulator and resolves once it printed its listening line. */
+export async function startSimulatorProcess(options: { port?: number; apiKey?: string; args?: readonly string[]; echo?: boolean } = {}): Promise<Child & { url: string }> {
+  const args = [join(ROOT, "simulator", "main.ts"), "--port", String(options.port ?? 0)];
+  if (options.apiKey !== undefined) args.push("--api-key", options.apiKey);
+  args.push(...(options.args ?? []));
+  const proc = spawn(NODE, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const lines = createInterface({ input: proc.stdout! });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("simulator did not start within 15 s")), 15_000);
+    lines.on("line", (line) => {
+      try {
+        const msg = JSON.parse(line) as { event?: string; url?: string };
+        if (msg.event === "listening" && msg.url) {
+          clearTimeout(timer);
+          resolve(msg.url);
+        }
+      } catch {
+        // not the listening line
+      }
+    });
+    proc.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`simulator exited with code ${code}`));
+    });
+  });
+  lines.close();
+  return { ...track(proc, options.echo ?? false), url };
+}
+
+/** Reads the compatibility settings from wrangler.toml, so workerd runs what wrangler deploys. */
+export function compatibilitySettings(): { date: string; flags: string[] } {
+  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+  const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)?.[1];
+  const flags = /^compatibility_flags\s*=\s*\[([^\]]*)\]/m.exec(toml)?.[1];
+  if (!date) throw new Error("wrangler.toml has no compatibility_date");
+  return { date, flags: [...(flags ?? "").matchAll(/"([^"]+)"/g)].map((m) => m[1]!) };
+}
+
+export interface GatewayOptions {
+  readonly publicPort?: number | undefined;
+  readonly adminPort?: number | undefined;
+  readonly host?: string | undefined;
+  /** Persistent Durable Object state; a fresh temporary directory when unset. */
+  readonly stateDir?: string | undefined;
+  readonly adminToken: string;
+  /** Secret values for workerd's environment (provider credentials). */
+  readonly secrets?: Readonly<Record<string, string>> | undefined;
+  /** Replacement config texts (otherwise the bundled config/ files are used). */
+  readonly config?: { gateway?: string; publication?: string; backends?: string } | undefined;
+  readonly echo?: boolean | undefined;
+  /** Extra secret names to bind from the environment. */
+  readonly secretNames?: readonly string[] | undefined;
+}
+
+export interface RunningGateway extends Child {
+  readonly publicUrl: string;
+  readonly adminUrl: string;
+  readonly workDir: string;
+}
+
+/** Builds the bundle and runs it on plain `workerd serve` with a public and an admin socket. */
+export async function startGateway(o: GatewayOptions): Promise<RunningGateway> {
+  const bundleDir = buildBundle();
+  const workDir = mkdtempSync(join(tmpdir(), "sluice-"));
+  const stateDir = o.stateDir ?? join(workDir, "state");
+  mkdirSync(stateDir, { recursive: true });
+  const host = o.host ?? "127.0.0.1";
+  const publicPort = o.publicPort ?? (await freePort());
+  const adminPort = o.adminPort ?? (await freePort());
+  const configFiles: Record<string, string> = {};
+  for (const [name, text] of Object.entries(o.config ?? {})) {
+    if (text === undefined) continue;
+    const file = join(workDir, `${name}.yaml`);
+    writeFileSync(file, text);
+    configFiles[name] = file;
+  }
+  const compat = compatibilitySettings();
+  const secrets = { SIMULATOR_API_KEY, ...o.secrets, SLUICE_ADMIN_TOKEN: o.adminToken };
+  const capnp = renderWorkerdConfig({
+    configDir: workDir,
+    bundleDir,
+    publicAddress: `${host}:${publicPort}`,
+    adminAddress: `127.0.0.1:${adminPort}`,
+    stateDir,
+    compatibilityDate: compat.date,
+    compatibilityFlags: compat.flags,
+    vars: {},
+    secretsFromEnv: [...new Set([...Object.keys(secrets), ...(o.secretNames ?? [])])],
+    configFiles,
+  });
+  const configPath = join(workDir, "sluice.capnp");
+  writeFileSync(configPath, capnp);
+  const proc = spawn(WORKERD, ["serve", configPath, "--experimental", "--verbose"], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...secrets },
+  });
+  const child = track(proc, o.echo ?? false);
+  const publicUrl = `http://${host}:${publicPort}`;
+  try {
+    await waitForHttp(`${publicUrl}/ready`, 30_000, child.alive);
+  } catch (err) {
+    await child.stop();
+    throw new Error(`gateway did not become ready: ${String(err)}\n${child.output()}`);
+  }
+  return {
+    ...child,
+    publicUrl,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+    workDir,
+    async stop() {
+      await child.stop();
+      rmSync(workDir, { recursive: true, force: true });
+    },
+  };
+}

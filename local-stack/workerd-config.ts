@@ -1,0 +1,76 @@
+import { readdirSync } from "node:fs";
+import { join, relative } from "node:path";
+
+/** What one `workerd serve` of the gateway needs. */
+export interface WorkerdConfigOptions {
+  /** Directory the config file is written to: workerd resolves `embed` paths relative to it. */
+  readonly configDir: string;
+  /** Directory with the bundle (`index.js`) and its text modules. */
+  readonly bundleDir: string;
+  readonly publicAddress: string;
+  readonly adminAddress: string;
+  /** Writable directory for Durable Object storage. */
+  readonly stateDir: string;
+  readonly compatibilityDate: string;
+  readonly compatibilityFlags: readonly string[];
+  /** Plain-text bindings (non-secret values, e.g. wrangler vars). */
+  readonly vars: Readonly<Record<string, string>>;
+  /** Bindings read from the workerd process environment (secrets; values never enter the file). */
+  readonly secretsFromEnv: readonly string[];
+  /** Config override files (absolute paths), bound as SLUICE_*_YAML text. */
+  readonly configFiles?: { readonly gateway?: string; readonly publication?: string; readonly backends?: string } | undefined;
+}
+
+const str = (s: string) => JSON.stringify(s);
+
+/**
+ * Renders a workerd Cap'n Proto config: public socket → default entrypoint, admin socket → the
+ * `Admin` entrypoint (the admin API exists on no other socket), SQLite Durable Objects on local
+ * disk, and an outbound network that may reach loopback backends (the simulator).
+ */
+export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
+  const embed = (file: string) => `embed ${str(relative(o.configDir, file))}`;
+  const modules = readdirSync(o.bundleDir)
+    .filter((f) => f === "index.js" || f.endsWith(".yaml"))
+    .sort((a, b) => (a === "index.js" ? -1 : b === "index.js" ? 1 : a.localeCompare(b)))
+    .map((f) => (f.endsWith(".js") ? `(name = ${str(f)}, esModule = ${embed(join(o.bundleDir, f))})` : `(name = ${str(f)}, text = ${embed(join(o.bundleDir, f))})`));
+  const bindings = [
+    ...Object.entries(o.vars).map(([k, v]) => `(name = ${str(k)}, text = ${str(v)})`),
+    ...o.secretsFromEnv.map((k) => `(name = ${str(k)}, fromEnvironment = ${str(k)})`),
+    `(name = "SNAPSHOT_CONTROLLER", durableObjectNamespace = "BackendSnapshotController")`,
+  ];
+  const files = o.configFiles ?? {};
+  if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
+  if (files.publication) bindings.push(`(name = "SLUICE_PUBLICATION_YAML", text = ${embed(files.publication)})`);
+  if (files.backends) bindings.push(`(name = "SLUICE_BACKENDS_YAML", text = ${embed(files.backends)})`);
+  return `using Workerd = import "/workerd/workerd.capnp";
+
+const config :Workerd.Config = (
+  services = [
+    (name = "sluice", worker = .sluice),
+    (name = "internet", network = (allow = ["public", "local"])),
+    (name = "state", disk = (path = ${str(o.stateDir)}, writable = true)),
+  ],
+  sockets = [
+    (name = "public", address = ${str(o.publicAddress)}, http = (), service = "sluice"),
+    (name = "admin", address = ${str(o.adminAddress)}, http = (), service = (name = "sluice", entrypoint = "Admin")),
+  ],
+);
+
+const sluice :Workerd.Worker = (
+  modules = [
+    ${modules.join(",\n    ")}
+  ],
+  compatibilityDate = ${str(o.compatibilityDate)},
+  compatibilityFlags = [${o.compatibilityFlags.map(str).join(", ")}],
+  bindings = [
+    ${bindings.join(",\n    ")}
+  ],
+  durableObjectNamespaces = [
+    (className = "BackendSnapshotController", uniqueKey = "sluice-backend-snapshot-controller", enableSql = true),
+  ],
+  durableObjectStorage = (localDisk = "state"),
+  globalOutbound = "internet",
+);
+`;
+}

@@ -1,0 +1,58 @@
+import { z } from "zod";
+
+const port = z.number().int().min(1).max(65535);
+const headerName = z
+  .string()
+  .regex(/^[a-z0-9-]+$/, "header names are lower-case letters, digits and '-'");
+
+/** Bootstrap config (`config/gateway.yaml`): owned by whoever runs the gateway process. */
+export const gatewayConfigSchema = z.strictObject({
+  version: z.literal(1),
+  listeners: z.strictObject({
+    public: z.strictObject({ host: z.string().min(1), port }),
+    /** Admin listener; keep it on loopback or a private interface. */
+    admin: z.strictObject({ host: z.string().min(1), port }),
+  }),
+  limits: z
+    .strictObject({
+      maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
+      maxHeaderCount: z.number().int().min(8).max(1000).default(100),
+      maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).default(32 * 1024),
+      maxJsonDepth: z.number().int().min(4).max(512).default(64),
+    })
+    .prefault({}),
+  traffic: z
+    .strictObject({
+      /** One absolute deadline per request; retries and fallbacks never refresh it. */
+      requestDeadlineMs: z.number().int().min(1000).max(3_600_000).default(600_000),
+      /** Bounded staleness of each isolate's cached BackendSnapshot. */
+      snapshotCacheTtlMs: z.number().int().min(0).max(300_000).default(5_000),
+      /** A latency sample older than this no longer steers the p2c selector. */
+      loadFreshnessMs: z.number().int().min(100).max(3_600_000).default(30_000),
+      /** Half-life of the time-decayed latency EWMA. */
+      latencyHalfLifeMs: z.number().int().min(10).max(600_000).default(5_000),
+    })
+    .prefault({}),
+  security: z
+    .strictObject({
+      /**
+       * Request headers the engine may read (decision rules, affinity). Everything else a caller
+       * sends is ignored by routing and never forwarded upstream.
+       */
+      trustedHeaders: z.array(headerName).default([]),
+      /** Name of the secret that holds the admin bearer token. */
+      adminTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).default("SLUICE_ADMIN_TOKEN"),
+    })
+    .prefault({}),
+  observability: z
+    .strictObject({
+      /** Response header that carries the request id. */
+      requestIdHeader: headerName.default("x-request-id"),
+      /** Structured access log (one JSON line per request) on stdout. */
+      accessLog: z.boolean().default(true),
+    })
+    .prefault({}),
+});
+
+/** Parsed and defaulted bootstrap config. */
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -1,0 +1,145 @@
+import { gatewayConfigSchema, type GatewayConfig } from "./gateway-schema.ts";
+import { publicationSchema, type PublicationConfig, type Capability } from "./publication-schema.ts";
+import { snapshotSourceSchema, type SnapshotSource } from "../snapshot/snapshot-schema.ts";
+import { ConfigValidationError, parseConfigText, type ConfigIssue } from "./parse-file.ts";
+
+/** The three config texts, as bundled or as overridden by the deployment. */
+export interface ConfigTexts {
+  readonly gateway: string;
+  readonly publication: string;
+  readonly backends: string;
+}
+
+/** Validated config: bootstrap, publication, and the seed BackendSnapshot source. */
+export interface LoadedConfig {
+  readonly gateway: GatewayConfig;
+  readonly publication: PublicationConfig;
+  readonly backendsSeed: SnapshotSource;
+}
+
+/** What a publication needs from a BackendSnapshot: checked whenever a snapshot is activated. */
+export interface PoolRequirement {
+  readonly pool: string;
+  readonly requires: readonly Capability[];
+  /** Who needs it, for error messages: `model chat-small revision 2`. */
+  readonly neededBy: string;
+}
+
+export const CONFIG_FILES = {
+  gateway: "gateway.yaml",
+  publication: "publication.yaml",
+  backends: "backends.yaml",
+} as const;
+
+/**
+ * Parses and validates all three files, collecting the issues of every file before failing, then
+ * checks the references between them. Throws ConfigValidationError.
+ */
+export function loadConfig(texts: ConfigTexts): LoadedConfig {
+  const issues: ConfigIssue[] = [];
+  const attempt = <T>(fn: () => T): T | undefined => {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof ConfigValidationError) {
+        issues.push(...err.issues);
+        return undefined;
+      }
+      throw err;
+    }
+  };
+  const gateway = attempt(() => parseConfigText(CONFIG_FILES.gateway, texts.gateway, gatewayConfigSchema));
+  const publication = attempt(() =>
+    parseConfigText(CONFIG_FILES.publication, texts.publication, publicationSchema),
+  );
+  const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
+  if (gateway && publication) issues.push(...checkPublication(gateway, publication));
+  if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
+  return { gateway, publication, backendsSeed };
+}
+
+function duplicates(values: readonly string[]): string[] {
+  const seen = new Set<string>();
+  const dup = new Set<string>();
+  for (const v of values) (seen.has(v) ? dup : seen).add(v);
+  return [...dup];
+}
+
+/** Cross-reference checks inside the publication, and against the bootstrap's trusted headers. */
+export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
+  const file = CONFIG_FILES.publication;
+  const issues: ConfigIssue[] = [];
+  const models = new Map(pub.models.map((m) => [m.id, m]));
+  const entrypointNames = new Set(pub.entrypoints.map((e) => e.name));
+  const trusted = new Set(gateway.security.trustedHeaders);
+
+  for (const d of duplicates(pub.tenants.map((t) => t.id))) issues.push({ file, path: "tenants", message: `duplicate tenant id "${d}"` });
+  for (const d of duplicates(pub.entrypoints.map((e) => e.name))) issues.push({ file, path: "entrypoints", message: `duplicate entrypoint "${d}"` });
+  for (const d of duplicates(pub.models.map((m) => m.id))) issues.push({ file, path: "models", message: `duplicate model id "${d}"` });
+  for (const d of duplicates(pub.tenants.flatMap((t) => t.apiKeys.map((k) => k.sha256)))) {
+    issues.push({ file, path: "tenants", message: `API key hash ${d.slice(0, 8)}… is listed twice` });
+  }
+  for (const d of duplicates(pub.tenants.flatMap((t) => t.apiKeys.map((k) => `${t.id}/${k.id}`)))) {
+    issues.push({ file, path: "tenants", message: `duplicate API key id "${d}"` });
+  }
+
+  pub.tenants.forEach((t, ti) =>
+    t.apiKeys.forEach((k, ki) =>
+      k.entrypoints.forEach((e, ei) => {
+        if (e !== "*" && !entrypointNames.has(e)) {
+          issues.push({ file, path: `tenants[${ti}].apiKeys[${ki}].entrypoints[${ei}]`, message: `unknown entrypoint "${e}"` });
+        }
+      }),
+    ),
+  );
+
+  pub.models.forEach((m, mi) => {
+    if (!m.revisions.some((r) => r.revision === m.activeRevision)) {
+      issues.push({ file, path: `models[${mi}].activeRevision`, message: `revision ${m.activeRevision} is not defined` });
+    }
+    for (const d of duplicates(m.revisions.map((r) => String(r.revision)))) {
+      issues.push({ file, path: `models[${mi}].revisions`, message: `duplicate revision ${d}` });
+    }
+  });
+
+  pub.entrypoints.forEach((ep, ei) => {
+    const checkTiers = (tiers: readonly (readonly string[])[], path: string) =>
+      tiers.forEach((tier, ti) =>
+        tier.forEach((modelId, mi) => {
+          if (!models.has(modelId)) issues.push({ file, path: `${path}[${ti}][${mi}]`, message: `unknown model "${modelId}"` });
+        }),
+      );
+    checkTiers(ep.default, `entrypoints[${ei}].default`);
+    ep.routes.forEach((r, ri) => {
+      checkTiers(r.models, `entrypoints[${ei}].routes[${ri}].models`);
+      if (r.when.header && !trusted.has(r.when.header.name)) {
+        issues.push({
+          file,
+          path: `entrypoints[${ei}].routes[${ri}].when.header.name`,
+          message: `header "${r.when.header.name}" is not in gateway.yaml security.trustedHeaders`,
+        });
+      }
+    });
+    for (const d of duplicates(ep.routes.map((r) => r.name))) issues.push({ file, path: `entrypoints[${ei}].routes`, message: `duplicate route "${d}"` });
+    if (ep.affinityHeader !== undefined && !trusted.has(ep.affinityHeader)) {
+      issues.push({
+        file,
+        path: `entrypoints[${ei}].affinityHeader`,
+        message: `header "${ep.affinityHeader}" is not in gateway.yaml security.trustedHeaders`,
+      });
+    }
+  });
+  return issues;
+}
+
+/**
+ * The pool each logical model's ACTIVE revision names, with the capabilities it needs. Inactive
+ * revisions are not required, so operators can retire the pools of revisions nobody routes to.
+ */
+export function poolRequirements(pub: PublicationConfig): PoolRequirement[] {
+  return pub.models.flatMap((m) =>
+    m.revisions
+      .filter((r) => r.revision === m.activeRevision)
+      .map((r) => ({ pool: r.pool, requires: r.requires, neededBy: `model ${m.id} revision ${r.revision}` })),
+  );
+}

@@ -1,0 +1,75 @@
+import { parseDocument } from "yaml";
+import type { z } from "zod";
+
+/** One problem found in a config file, precise enough to fix without guessing. */
+export interface ConfigIssue {
+  readonly file: string;
+  /** Dotted path inside the file, e.g. `entrypoints[0].routes[1].when`. */
+  readonly path: string;
+  readonly message: string;
+}
+
+/** Thrown when a config file is unreadable or invalid; carries every issue found, not just the first. */
+export class ConfigValidationError extends Error {
+  readonly issues: readonly ConfigIssue[];
+  constructor(issues: readonly ConfigIssue[]) {
+    super(formatIssues(issues));
+    this.name = "ConfigValidationError";
+    this.issues = issues;
+  }
+}
+
+/** Renders issues one per line: `file: path: message`. */
+export function formatIssues(issues: readonly ConfigIssue[]): string {
+  return issues.map((i) => `${i.file}: ${i.path || "(root)"}: ${i.message}`).join("\n");
+}
+
+/** Formats a zod path the way people write it: `a.b[2].c`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const seg of path) {
+    if (typeof seg === "number") out += `[${seg}]`;
+    else out += out === "" ? String(seg) : `.${String(seg)}`;
+  }
+  return out;
+}
+
+/** Maps zod issues to ConfigIssues; unknown keys are reported one per key with its full path. */
+export function zodIssues(file: string, error: z.ZodError): ConfigIssue[] {
+  const out: ConfigIssue[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === "unrecognized_keys") {
+      for (const key of issue.keys) {
+        out.push({ file, path: formatPath([...issue.path, key]), message: "unknown key" });
+      }
+    } else {
+      out.push({ file, path: formatPath(issue.path), message: issue.message });
+    }
+  }
+  return out;
+}
+
+/** Validates an already-parsed value against a schema, or throws with every issue. */
+export function validateValue<S extends z.ZodType>(file: string, value: unknown, schema: S): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new ConfigValidationError(zodIssues(file, result.error));
+  return result.data;
+}
+
+/**
+ * Parses YAML text and validates it. YAML syntax errors carry line and column; duplicate keys are
+ * errors because a silently-overridden key in a routing file is a production incident.
+ */
+export function parseConfigText<S extends z.ZodType>(file: string, text: string, schema: S): z.output<S> {
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigValidationError(
+      doc.errors.map((e) => ({
+        file,
+        path: e.linePos ? `line ${e.linePos[0].line}, column ${e.linePos[0].col}` : "",
+        message: e.message.split("\n")[0] ?? e.message,
+      })),
+    );
+  }
+  return validateValue(file, doc.toJS(), schema);
+}

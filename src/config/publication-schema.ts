@@ -1,0 +1,112 @@
+import { z } from "zod";
+
+const id = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "ids are 1-64 lower-case letters, digits, '.', '_' or '-'");
+/** Public model names may carry upper case and '/', as vendors' names do. */
+const publicName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, "invalid public model name");
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be a lower-case hex SHA-256 digest of the key");
+
+/** A capability a logical model revision needs from every backend that may serve it. */
+export const capabilitySchema = z.enum(["chat", "streaming", "tools", "images", "stream-usage", "json-schema"]);
+export type Capability = z.infer<typeof capabilitySchema>;
+
+const regexSource = z.string().refine(
+  (source) => {
+    try {
+      new RegExp(source);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: "not a valid regular expression" },
+);
+
+/**
+ * Conditions on trusted inputs only; all given conditions must hold. The caller's own words count
+ * (it is their prompt), but never a header the bootstrap config did not mark as trusted.
+ */
+const whenSchema = z
+  .strictObject({
+    /** Any of these words (case-insensitive, whole word) in the last user message. */
+    keywords: z.array(z.string().min(1)).min(1).optional(),
+    /** A regular expression tested against the last user message. */
+    regex: z.strictObject({ pattern: regexSource, flags: z.string().regex(/^[imsu]*$/).default("") }).optional(),
+    /** Estimated prompt tokens strictly above / at or below a bound. */
+    promptTokensAbove: z.number().int().min(0).optional(),
+    promptTokensAtMost: z.number().int().min(0).optional(),
+    toolsPresent: z.boolean().optional(),
+    imagesPresent: z.boolean().optional(),
+    /** A trusted header (listed in gateway.yaml security.trustedHeaders) equal to one of the values. */
+    header: z.strictObject({ name: z.string().regex(/^[a-z0-9-]+$/), in: z.array(z.string()).min(1) }).optional(),
+  })
+  .refine((w) => Object.keys(w).length > 0, { message: "a rule needs at least one condition" });
+
+/** Logical models in priority tiers: tier 0 first; fallback (a later issue) walks the tiers in order. */
+const tiersSchema = z.array(z.array(id).min(1)).min(1);
+
+const routeSchema = z.strictObject({
+  name: id,
+  when: whenSchema,
+  models: tiersSchema,
+});
+
+const entrypointSchema = z.strictObject({
+  /** The model name clients send. */
+  name: publicName,
+  description: z.string().optional(),
+  /** Decision rules, first match wins. */
+  routes: z.array(routeSchema).default([]),
+  /** Tiers used when no rule matches. */
+  default: tiersSchema,
+  retry: z.strictObject({ maxAttempts: z.number().int().min(1).max(10).default(1) }).prefault({}),
+  /** Trusted header whose value keys the affinity selector (sticky sessions). */
+  affinityHeader: z.string().regex(/^[a-z0-9-]+$/).optional(),
+});
+
+const revisionSchema = z.strictObject({
+  revision: z.number().int().min(1),
+  /** The BackendSnapshot pool that serves this revision. */
+  pool: id,
+  /** Capabilities every backend of the pool must declare. */
+  requires: z.array(capabilitySchema).default(["chat"]),
+  /** Context window in tokens, for estimation and later budget checks. */
+  contextWindow: z.number().int().min(1).optional(),
+});
+
+const logicalModelSchema = z.strictObject({
+  id,
+  description: z.string().optional(),
+  activeRevision: z.number().int().min(1),
+  revisions: z.array(revisionSchema).min(1),
+});
+
+const apiKeySchema = z.strictObject({
+  id,
+  /** SHA-256 (hex) of the key; the key itself never appears in config. */
+  sha256: sha256Hex,
+  /** Entrypoint names this key may call; "*" allows all of its tenant's. */
+  entrypoints: z.array(z.union([publicName, z.literal("*")])).min(1),
+  disabled: z.boolean().default(false),
+});
+
+const tenantSchema = z.strictObject({
+  id,
+  name: z.string().optional(),
+  apiKeys: z.array(apiKeySchema).default([]),
+});
+
+/** Semantic config (`config/publication.yaml`): owned by the platform team that publishes models. */
+export const publicationSchema = z.strictObject({
+  version: z.literal(1),
+  /** Publication revision label, pinned by every request and shown on the admin status. */
+  revision: z.string().min(1).max(64),
+  tenants: z.array(tenantSchema).min(1),
+  entrypoints: z.array(entrypointSchema).min(1),
+  models: z.array(logicalModelSchema).min(1),
+});
+
+export type PublicationConfig = z.infer<typeof publicationSchema>;
+export type EntrypointConfig = z.infer<typeof entrypointSchema>;
+export type RouteCondition = z.infer<typeof whenSchema>;

@@ -1,0 +1,138 @@
+/**
+ * Every failure Sluice reports has one of these codes. The code, not the message text, decides the
+ * HTTP status, the protocol envelope and whether a retry could help.
+ */
+export type ErrorCode =
+  | "invalid_json"
+  | "invalid_request"
+  | "unsupported_media_type"
+  | "request_too_large"
+  | "headers_too_large"
+  | "json_too_deep"
+  | "missing_api_key"
+  | "invalid_api_key"
+  | "model_not_found"
+  | "model_not_allowed"
+  | "not_found"
+  | "method_not_allowed"
+  | "no_backend_available"
+  | "deadline_exceeded"
+  | "client_closed"
+  | "upstream_error"
+  | "upstream_unreachable"
+  | "upstream_rate_limited"
+  | "upstream_overloaded"
+  | "upstream_protocol_error"
+  | "upstream_stream_cut"
+  | "snapshot_unavailable"
+  | "config_invalid"
+  | "admin_unauthorized"
+  | "snapshot_rejected"
+  | "revision_not_found"
+  | "internal_error";
+
+/** Who caused the failure. */
+export type ErrorSource = "client" | "upstream" | "internal";
+
+interface CodeFacts {
+  readonly status: number;
+  readonly source: ErrorSource;
+  /** Whether repeating the same request later could succeed (advisory for clients). */
+  readonly retryable: boolean;
+}
+
+/**
+ * One exhaustive table: adding a code without facts is a compile error.
+ * 499 is the de-facto "client closed request" status; it never reaches a client that left.
+ */
+function factsOf(code: ErrorCode): CodeFacts {
+  switch (code) {
+    case "invalid_json":
+    case "invalid_request":
+    case "json_too_deep":
+      return { status: 400, source: "client", retryable: false };
+    case "unsupported_media_type":
+      return { status: 415, source: "client", retryable: false };
+    case "request_too_large":
+      return { status: 413, source: "client", retryable: false };
+    case "headers_too_large":
+      return { status: 431, source: "client", retryable: false };
+    case "missing_api_key":
+    case "invalid_api_key":
+    case "admin_unauthorized":
+      return { status: 401, source: "client", retryable: false };
+    case "model_not_allowed":
+      return { status: 403, source: "client", retryable: false };
+    case "model_not_found":
+    case "not_found":
+    case "revision_not_found":
+      return { status: 404, source: "client", retryable: false };
+    case "method_not_allowed":
+      return { status: 405, source: "client", retryable: false };
+    case "snapshot_rejected":
+    case "config_invalid":
+      return { status: 422, source: "client", retryable: false };
+    case "client_closed":
+      return { status: 499, source: "client", retryable: false };
+    case "no_backend_available":
+    case "snapshot_unavailable":
+      return { status: 503, source: "internal", retryable: true };
+    case "deadline_exceeded":
+      return { status: 504, source: "internal", retryable: true };
+    case "upstream_rate_limited":
+      return { status: 429, source: "upstream", retryable: true };
+    case "upstream_overloaded":
+      return { status: 503, source: "upstream", retryable: true };
+    case "upstream_unreachable":
+    case "upstream_error":
+    case "upstream_protocol_error":
+    case "upstream_stream_cut":
+      return { status: 502, source: "upstream", retryable: true };
+    case "internal_error":
+      return { status: 500, source: "internal", retryable: false };
+  }
+}
+
+export interface GatewayErrorOptions {
+  /** The request field at fault, when there is one (OpenAI's `param`). */
+  readonly param?: string | undefined;
+  /** Seconds a client should wait before retrying (sets `retry-after`). */
+  readonly retryAfterSeconds?: number | undefined;
+  /** Internal detail for logs only; never rendered to a client. */
+  readonly cause?: unknown;
+  /** Structured reasons (e.g. snapshot validation failures) safe to show the caller. */
+  readonly details?: readonly unknown[] | undefined;
+}
+
+/**
+ * The single error type of Sluice. `message` is public text: write it for the caller, never include
+ * secrets, addresses or stack traces.
+ */
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly source: ErrorSource;
+  readonly retryable: boolean;
+  readonly param: string | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  readonly details: readonly unknown[] | undefined;
+
+  constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    const facts = factsOf(code);
+    this.name = "GatewayError";
+    this.code = code;
+    this.status = facts.status;
+    this.source = facts.source;
+    this.retryable = facts.retryable;
+    this.param = options.param;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.details = options.details;
+  }
+}
+
+/** Wraps anything thrown into a GatewayError without exposing its text to clients. */
+export function toGatewayError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  return new GatewayError("internal_error", "The gateway failed to process the request.", { cause: err });
+}

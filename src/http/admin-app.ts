@@ -1,0 +1,132 @@
+import { Hono } from "hono";
+import { parseDocument } from "yaml";
+import { redactedConfig } from "../config/redact.ts";
+import { sha256Hex } from "../digest/canonical-digest.ts";
+import { GatewayError } from "../errors/gateway-error.ts";
+import type { GatewayRuntime } from "../worker/runtime.ts";
+import { errorResponse } from "./error-response.ts";
+import { readBodyText } from "./limits.ts";
+import { describeRoutes } from "./route-table.ts";
+
+type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
+
+/** Compares digests, not the token text, so timing does not reveal a matching prefix. */
+async function tokenMatches(presented: string, expected: string): Promise<boolean> {
+  const [a, b] = await Promise.all([sha256Hex(presented), sha256Hex(expected)]);
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
+}
+
+/** A snapshot candidate as JSON, or as YAML (the same shape as config/backends.yaml). */
+async function readCandidate(request: Request, maxBodyBytes: number): Promise<unknown> {
+  const text = await readBodyText(request, { maxBodyBytes, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
+  const type = request.headers.get("content-type") ?? "";
+  if (/^application\/json\s*(;|$)/i.test(type)) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new GatewayError("invalid_json", "The candidate is not valid JSON.");
+    }
+  }
+  if (/^(application|text)\/(x-)?yaml\s*(;|$)/i.test(type)) {
+    const doc = parseDocument(text, { uniqueKeys: true });
+    if (doc.errors.length > 0) {
+      throw new GatewayError("invalid_request", `The candidate is not valid YAML: ${doc.errors[0]?.message.split("\n")[0] ?? ""}`);
+    }
+    return doc.toJS();
+  }
+  throw new GatewayError("unsupported_media_type", "Send the candidate as application/json or application/yaml.");
+}
+
+/**
+ * The admin API: served only by the Admin entrypoint, which only the admin listener reaches.
+ * Bearer-token authenticated; errors use the OpenAI envelope so one client library can read both.
+ */
+export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>): Hono<AdminEnv> {
+  const app = new Hono<AdminEnv>().basePath("/admin");
+
+  app.use("*", async (c, next) => {
+    const rt = await runtimeOf(c.env);
+    c.set("runtime", rt);
+    if (rt.adminToken === undefined) {
+      throw new GatewayError("admin_unauthorized", "The admin API is disabled: no admin token is configured.");
+    }
+    const m = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization")?.trim() ?? "");
+    if (!m?.[1] || !(await tokenMatches(m[1], rt.adminToken))) {
+      throw new GatewayError("admin_unauthorized", "A valid admin bearer token is required.");
+    }
+    await next();
+  });
+
+  app.get("/status", async (c) => {
+    const rt = c.var.runtime;
+    const snap = await rt.snapshots.current().catch(() => undefined);
+    return c.json({
+      configDigest: rt.configDigest,
+      publicationRevision: rt.engine.publicationRevision,
+      snapshot: snap ? { revision: snap.revision, digest: snap.digest } : null,
+      startedAt: new Date(rt.startedAt).toISOString(),
+      uptimeSeconds: Math.floor((rt.clock.now() - rt.startedAt) / 1000),
+    });
+  });
+
+  app.get("/config", (c) => c.json(redactedConfig(c.var.runtime.config)));
+
+  app.get("/snapshot", async (c) => c.json(await c.var.runtime.controller.getActive()));
+
+  app.put("/snapshot", async (c) => {
+    const rt = c.var.runtime;
+    const candidate = await readCandidate(c.req.raw, rt.config.gateway.limits.maxBodyBytes);
+    const result = await rt.controller.propose(candidate, "admin");
+    if (result.status === "rejected") {
+      throw new GatewayError("snapshot_rejected", "The snapshot candidate was rejected; the active snapshot is unchanged.", {
+        details: result.reasons,
+      });
+    }
+    // This isolate sees the new revision at once; others within the cache TTL.
+    rt.snapshots.invalidate();
+    return c.json(result);
+  });
+
+  app.get("/snapshot/history", async (c) => {
+    const limit = Math.min(200, Math.max(1, Number(c.req.query("limit") ?? "50") || 50));
+    return c.json(await c.var.runtime.controller.history(limit));
+  });
+
+  app.post("/snapshot/rollback", async (c) => {
+    const rt = c.var.runtime;
+    const text = await readBodyText(c.req.raw, { maxBodyBytes: 4096, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
+    let revision: number | undefined;
+    if (text.trim() !== "") {
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new GatewayError("invalid_json", "The rollback body is not valid JSON.");
+      }
+      const r = (body as { revision?: unknown } | null)?.revision;
+      if (r !== undefined && (typeof r !== "number" || !Number.isInteger(r) || r < 1)) {
+        throw new GatewayError("invalid_request", "'revision' must be a positive integer.", { param: "revision" });
+      }
+      revision = r;
+    }
+    const result = await rt.controller.rollback(revision, "admin");
+    if (result.status === "not_found") throw new GatewayError("revision_not_found", result.message);
+    rt.snapshots.invalidate();
+    return c.json(result);
+  });
+
+  app.get("/routes", async (c) => {
+    const rt = c.var.runtime;
+    return c.json(describeRoutes(rt.config.publication, await rt.snapshots.current()));
+  });
+
+  app.notFound((c) => errorResponse(new GatewayError("not_found", `Unknown admin URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), "openai-chat"));
+  app.onError((err) => {
+    const ge = err instanceof GatewayError ? err : new GatewayError("internal_error", "The admin request failed.", { cause: err });
+    if (!(err instanceof GatewayError)) console.error(JSON.stringify({ kind: "admin_error", error: String(err) }));
+    return errorResponse(ge, "openai-chat");
+  });
+  return app;
+}

@@ -1,0 +1,96 @@
+import { GatewayError } from "../errors/gateway-error.ts";
+import type { ProtocolId, ResponseStamp } from "../protocol/codec.ts";
+import { createClientStream } from "../pipeline/stream-pipeline.ts";
+import type { GatewayRuntime } from "../worker/runtime.ts";
+import { errorResponse } from "./error-response.ts";
+import { checkHeaders, readJsonBody } from "./limits.ts";
+
+/** Transport facts the adapter passes along; nothing here is Hono-specific. */
+export interface GenerationInput {
+  readonly request: Request;
+  readonly protocol: ProtocolId;
+  readonly requestId: string;
+  readonly receivedAt: number;
+  readonly waitUntil: (p: Promise<unknown>) => void;
+}
+
+/** The caller's key from `Authorization: Bearer` or `x-api-key`; never forwarded anywhere. */
+export function presentedKey(headers: Headers): string | undefined {
+  const auth = headers.get("authorization");
+  if (auth !== null) {
+    const m = /^Bearer\s+(.+)$/i.exec(auth.trim());
+    return m?.[1]?.trim();
+  }
+  return headers.get("x-api-key")?.trim() ?? undefined;
+}
+
+/** Trusted headers only: the ones the bootstrap config lists. */
+export function trustedHeaders(headers: Headers, names: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const n of names) {
+    const v = headers.get(n);
+    if (v !== null) out.set(n, v);
+  }
+  return out;
+}
+
+/**
+ * One generation request end to end: limits → auth → body → engine → executor → client encoding.
+ * Headers are committed only once the provider has answered successfully, so every failure before
+ * that is a proper HTTP error in the client's protocol.
+ */
+export async function handleGeneration(rt: GatewayRuntime, input: GenerationInput): Promise<Response> {
+  const { request, protocol, requestId } = input;
+  const idHeader = { [rt.config.gateway.observability.requestIdHeader]: requestId };
+  try {
+    const limits = rt.config.gateway.limits;
+    checkHeaders(request.headers, limits);
+    const principal = await rt.authenticator.authenticate(presentedKey(request.headers));
+    const body = await readJsonBody(request, limits);
+    const action = rt.engine
+      .begin({
+        principal,
+        protocol,
+        body,
+        requestId,
+        receivedAt: input.receivedAt,
+        trustedHeaders: trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders),
+      })
+      .prepare();
+    if (action.kind === "immediate") return errorResponse(action.error, protocol, idHeader);
+
+    const { plan, request: neutral } = action;
+    // Pin the snapshot once: this object serves the request to its end, whatever activates meanwhile.
+    const snapshot = await rt.snapshots.current();
+    const execution = await rt.executor.execute(plan, neutral, { snapshot, clientSignal: request.signal });
+    const codec = rt.codecs.get(protocol)!;
+    const stamp: ResponseStamp = { id: `chatcmpl-${requestId.slice(4)}`, created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
+
+    if (execution.kind === "buffered") {
+      return new Response(JSON.stringify(codec.encodeResponse(execution.response, stamp)), {
+        headers: { "content-type": "application/json", ...idHeader },
+      });
+    }
+    const clientStream = createClientStream(execution.body, {
+      decoder: execution.decoder,
+      encoder: codec.createStreamEncoder(stamp, neutral),
+      finalizer: execution.finalizer,
+      clock: rt.clock,
+      deadlineAt: plan.deadlineAt,
+    });
+    // The pipe runs under waitUntil so the attempt settles even if the client goes away; a client
+    // disconnect cancels the readable side, which cancels the provider's body.
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    input.waitUntil(clientStream.pipeTo(writable).catch(() => {}));
+    return new Response(readable, {
+      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...idHeader },
+    });
+  } catch (err) {
+    if (err instanceof GatewayError) {
+      if (err.source === "internal") console.error(JSON.stringify({ kind: "request_failed", requestId, code: err.code, cause: String(err.cause) }));
+      return errorResponse(err, protocol, idHeader);
+    }
+    console.error(JSON.stringify({ kind: "request_failed", requestId, code: "internal_error", cause: String(err) }));
+    return errorResponse(new GatewayError("internal_error", "The gateway failed to process the request."), protocol, idHeader);
+  }
+}

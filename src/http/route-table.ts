@@ -1,0 +1,44 @@
+import type { PublicationConfig } from "../config/publication-schema.ts";
+import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
+
+/**
+ * Entrypoints → decision rules → logical model revisions → pools → backends, for operators. Shows
+ * backend names and protocols, never credentials (only the name of the secret a backend uses).
+ */
+export function describeRoutes(pub: PublicationConfig, snapshot: PinnedSnapshot) {
+  const models = new Map(pub.models.map((m) => [m.id, m]));
+  const model = (id: string) => {
+    const m = models.get(id);
+    const rev = m?.revisions.find((r) => r.revision === m.activeRevision);
+    const pool = rev ? snapshot.pools.get(rev.pool) : undefined;
+    return {
+      model: id,
+      revision: rev?.revision ?? null,
+      pool: rev?.pool ?? null,
+      requires: rev?.requires ?? [],
+      selector: pool?.selector ?? null,
+      backends: (pool?.members ?? []).map((mem) => ({
+        id: mem.backend.id,
+        name: mem.backend.name,
+        protocol: mem.backend.protocol,
+        model: mem.model,
+        weight: mem.weight,
+        capabilities: mem.backend.capabilities,
+        credentialSecret: mem.backend.credential?.secret ?? null,
+      })),
+      resolvable: (pool?.members.length ?? 0) > 0,
+    };
+  };
+  const tiers = (t: readonly (readonly string[])[]) => t.map((tier) => tier.map(model));
+  return {
+    snapshotRevision: snapshot.revision,
+    publicationRevision: pub.revision,
+    entrypoints: pub.entrypoints.map((ep) => ({
+      name: ep.name,
+      routes: ep.routes.map((r) => ({ name: r.name, when: r.when, tiers: tiers(r.models) })),
+      default: tiers(ep.default),
+      maxAttempts: ep.retry.maxAttempts,
+      affinityHeader: ep.affinityHeader ?? null,
+    })),
+  };
+}

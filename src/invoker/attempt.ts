@@ -1,0 +1,47 @@
+import type { ErrorCode } from "../errors/gateway-error.ts";
+import type { StopReason, Usage } from "../protocol/neutral.ts";
+
+/**
+ * How an attempt ended. The later retry policy reads these classes, never error text:
+ * - `connect_failed`: the request never reached the backend (known zero).
+ * - `network_error`, `timeout`, `stream_cut`: it may have been accepted (unknown).
+ */
+export type AttemptOutcome =
+  | "in_progress"
+  | "success"
+  | "upstream_status"
+  | "connect_failed"
+  | "network_error"
+  | "timeout"
+  | "client_cancelled"
+  | "stream_cut"
+  | "protocol_error";
+
+/** One physical call to one backend. Every attempt has an id, whether it ends well or not. */
+export interface AttemptRecord {
+  readonly id: string;
+  readonly requestId: string;
+  readonly snapshotRevision: number;
+  readonly logicalModel: string;
+  readonly modelRevision: number;
+  readonly pool: string;
+  readonly backendId: string;
+  readonly backendName: string;
+  readonly upstreamModel: string;
+  readonly startedAt: number;
+  headersAt?: number;
+  /** First non-empty content delta (text or tool arguments), not the first byte or a heartbeat. */
+  firstContentAt?: number;
+  endedAt?: number;
+  status?: number;
+  outcome: AttemptOutcome;
+  errorCode?: ErrorCode;
+  stopReason?: StopReason;
+  /** Undefined = unknown (the provider reported none), never zero. */
+  usage?: Usage;
+}
+
+/** Random, unguessable attempt id. */
+export function newAttemptId(): string {
+  return `att_${crypto.randomUUID().replaceAll("-", "")}`;
+}

@@ -1,0 +1,35 @@
+import { GatewayError } from "../errors/gateway-error.ts";
+
+/** Parses `retry-after` (seconds or HTTP date) into whole seconds, bounded to a sane range. */
+export function retryAfterSeconds(header: string | null, now: number): number | undefined {
+  if (header === null) return undefined;
+  const secs = Number(header);
+  if (Number.isFinite(secs)) return Math.min(3600, Math.max(0, Math.ceil(secs)));
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.min(3600, Math.max(0, Math.ceil((at - now) / 1000)));
+}
+
+/**
+ * Maps a provider's error status to the gateway's error. The provider's own message is kept as the
+ * internal cause only: it can name provider model ids and accounts, which stay off public responses.
+ */
+export function errorFromUpstreamStatus(status: number, retryAfter: number | undefined, detail: string): GatewayError {
+  const cause = { status, detail: detail.slice(0, 2000) };
+  if (status === 429) {
+    return new GatewayError("upstream_rate_limited", "The model provider is rate limiting requests. Retry later.", {
+      retryAfterSeconds: retryAfter ?? 1,
+      cause,
+    });
+  }
+  if (status === 503 || status === 529) {
+    return new GatewayError("upstream_overloaded", "The model provider is overloaded. Retry later.", {
+      retryAfterSeconds: retryAfter,
+      cause,
+    });
+  }
+  if (status === 400 || status === 422) {
+    return new GatewayError("invalid_request", "The model provider rejected the request as invalid.", { cause });
+  }
+  if (status === 413) return new GatewayError("request_too_large", "The request is too large for the model provider.", { cause });
+  return new GatewayError("upstream_error", "The model provider failed to answer.", { cause });
+}

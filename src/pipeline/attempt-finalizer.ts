@@ -1,0 +1,45 @@
+import type { ErrorCode } from "../errors/gateway-error.ts";
+import type { AttemptOutcome, AttemptRecord } from "../invoker/attempt.ts";
+import type { Clock } from "../traffic/deps.ts";
+
+/** Receives every finished attempt exactly once (access log, metrics, later: ledger settlement). */
+export interface AttemptSink {
+  attemptFinished(attempt: Readonly<AttemptRecord>): void;
+}
+
+/**
+ * The terminal path of one attempt: runs exactly once whichever of success, cut, error or client
+ * cancel comes first, releases the load lease and hands the record to the sink.
+ */
+export class AttemptFinalizer {
+  readonly attempt: AttemptRecord;
+  readonly #release: (latencyMs?: number) => void;
+  readonly #sink: AttemptSink;
+  readonly #clock: Clock;
+  #done = false;
+
+  constructor(attempt: AttemptRecord, release: (latencyMs?: number) => void, sink: AttemptSink, clock: Clock) {
+    this.attempt = attempt;
+    this.#release = release;
+    this.#sink = sink;
+    this.#clock = clock;
+  }
+
+  get finished(): boolean {
+    return this.#done;
+  }
+
+  /** Ends the attempt; later calls are ignored. */
+  finish(outcome: AttemptOutcome, errorCode?: ErrorCode): void {
+    if (this.#done) return;
+    this.#done = true;
+    const a = this.attempt;
+    a.endedAt = this.#clock.now();
+    a.outcome = outcome;
+    if (errorCode !== undefined) a.errorCode = errorCode;
+    // Latency that steers p2c: time to response headers, so long streams do not look slow.
+    const ok = outcome === "success" || outcome === "client_cancelled";
+    this.#release(ok && a.headersAt !== undefined ? a.headersAt - a.startedAt : undefined);
+    this.#sink.attemptFinished(a);
+  }
+}

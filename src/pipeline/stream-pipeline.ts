@@ -1,0 +1,145 @@
+import { createParser } from "eventsource-parser";
+import type { StreamDecoder, StreamEncoder } from "../protocol/codec.ts";
+import type { NeutralEvent } from "../protocol/neutral.ts";
+import type { Clock } from "../traffic/deps.ts";
+import type { AttemptFinalizer } from "./attempt-finalizer.ts";
+
+/** Largest SSE event (or unterminated buffer) accepted from a provider before the stream is failed. */
+export const MAX_SSE_BUFFER_CHARS = 1024 * 1024;
+
+export interface StreamPipelineOptions {
+  readonly decoder: StreamDecoder;
+  readonly encoder: StreamEncoder;
+  readonly finalizer: AttemptFinalizer;
+  readonly clock: Clock;
+  /** Epoch ms after which a read failure counts as the request deadline, not a cut. */
+  readonly deadlineAt: number;
+}
+
+/**
+ * Provider SSE bytes → neutral events (decoded once) → client SSE bytes (encoded last).
+ *
+ * Pull-based, so nothing is read from the provider faster than the client takes it. A read error
+ * (reset, abort, deadline) still ends the client's stream with its protocol's error event rather
+ * than a silent close; `[DONE]`-style endings are written only after a complete upstream stream.
+ * Cancelling the client side cancels the provider's body, which aborts the upstream request.
+ */
+export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: StreamPipelineOptions): ReadableStream<Uint8Array> {
+  const { decoder, encoder, finalizer, clock } = opts;
+  const attempt = finalizer.attempt;
+  const textDecoder = new TextDecoder();
+  const textEncoder = new TextEncoder();
+  const reader = upstream.getReader();
+  let failed = false;
+  let out = "";
+
+  const handle = (events: readonly NeutralEvent[]) => {
+    for (const ev of events) {
+      switch (ev.type) {
+        case "text":
+        case "reasoning":
+          if (ev.text !== "") attempt.firstContentAt ??= clock.now();
+          break;
+        case "tool_call_start":
+          attempt.firstContentAt ??= clock.now();
+          break;
+        case "tool_call_args":
+          if (ev.delta !== "") attempt.firstContentAt ??= clock.now();
+          break;
+        case "stop":
+          attempt.stopReason = ev.reason;
+          break;
+        case "usage":
+          attempt.usage = ev.usage;
+          break;
+        case "error":
+          failed = true;
+          break;
+        case "start":
+        case "heartbeat":
+          break;
+      }
+      out += encoder.encode(ev);
+    }
+  };
+
+  const parser = createParser({
+    onEvent: (msg) => {
+      if (!failed) handle(decoder.decode({ event: msg.event, data: msg.data }));
+    },
+    onComment: () => {
+      if (!failed) handle([{ type: "heartbeat" }]);
+    },
+    onError: () => {
+      if (!failed) handle([{ type: "error", code: "upstream_protocol_error", message: "The provider's stream was malformed." }]);
+    },
+    maxBufferSize: MAX_SSE_BUFFER_CHARS,
+  });
+
+  const take = (): Uint8Array | undefined => {
+    if (out === "") return undefined;
+    const bytes = textEncoder.encode(out);
+    out = "";
+    return bytes;
+  };
+
+  const end = (controller: ReadableStreamDefaultController<Uint8Array>) => {
+    out += encoder.end();
+    const bytes = take();
+    if (bytes) controller.enqueue(bytes);
+    controller.close();
+  };
+
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        // Loop until there is something to hand the client, so a partial event never stalls it.
+        for (;;) {
+          let result: ReadableStreamReadResult<Uint8Array>;
+          try {
+            result = await reader.read();
+          } catch {
+            if (finalizer.finished) return; // the client left first; cancel() already settled it
+            const timedOut = clock.now() >= opts.deadlineAt;
+            handle(
+              timedOut
+                ? [{ type: "error", code: "deadline_exceeded", message: "The request deadline passed before the stream completed." }]
+                : [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }],
+            );
+            finalizer.finish(timedOut ? "timeout" : "stream_cut", timedOut ? "deadline_exceeded" : "upstream_stream_cut");
+            end(controller);
+            return;
+          }
+          if (result.done) {
+            if (!failed) {
+              parser.feed(textDecoder.decode());
+              handle(decoder.finish());
+            }
+            finalizer.finish(failed ? "stream_cut" : "success", failed ? "upstream_stream_cut" : undefined);
+            end(controller);
+            return;
+          }
+          parser.feed(textDecoder.decode(result.value, { stream: true }));
+          const bytes = take();
+          if (failed) {
+            // A protocol error ends the stream now; the provider's remaining bytes are not read.
+            finalizer.finish("protocol_error", "upstream_protocol_error");
+            if (bytes) controller.enqueue(bytes);
+            end(controller);
+            reader.cancel().catch(() => {});
+            return;
+          }
+          if (bytes) {
+            controller.enqueue(bytes);
+            return;
+          }
+        }
+      },
+      async cancel(reason) {
+        finalizer.finish("client_cancelled", "client_closed");
+        await reader.cancel(reason).catch(() => {});
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}

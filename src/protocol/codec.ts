@@ -1,0 +1,78 @@
+import type { BackendProtocol } from "../snapshot/snapshot-schema.ts";
+import type { NeutralEvent, NeutralRequest, NeutralResponse } from "./neutral.ts";
+
+/** Wire protocols, for clients and backends alike. */
+export type ProtocolId = BackendProtocol;
+
+/** What the gateway stamps on every response it writes, instead of the provider's identifiers. */
+export interface ResponseStamp {
+  /** Gateway response id (derived from the request id). */
+  readonly id: string;
+  /** Unix seconds. */
+  readonly created: number;
+  /** The public model name the client asked for; the provider's model id stays internal. */
+  readonly model: string;
+}
+
+/** One server-sent event as the SSE parser hands it over. */
+export interface SseEvent {
+  readonly event?: string | undefined;
+  readonly data: string;
+}
+
+/** Turns neutral events into the client's SSE text, one call per event. */
+export interface StreamEncoder {
+  /** SSE text for one event ("" when the protocol has nothing to send for it). */
+  encode(event: NeutralEvent): string;
+  /** Closing text after the last event (e.g. `data: [DONE]`), only if the stream ended cleanly. */
+  end(): string;
+}
+
+/** Turns a provider's SSE events into neutral events; stateful, one per upstream stream. */
+export interface StreamDecoder {
+  decode(event: SseEvent): readonly NeutralEvent[];
+  /** Called at end of input; yields an error event when the stream did not end the protocol's way. */
+  finish(): readonly NeutralEvent[];
+}
+
+/**
+ * One wire protocol, both directions. The client side decodes requests and encodes responses; the
+ * backend side encodes requests and decodes responses. Each direction runs exactly once per message.
+ */
+export interface Codec {
+  readonly id: ProtocolId;
+  /** Client side: body → neutral request; throws GatewayError (invalid_request with `param`). */
+  decodeRequest(body: unknown): NeutralRequest;
+  /** Client side: neutral response → JSON body. */
+  encodeResponse(response: NeutralResponse, stamp: ResponseStamp): unknown;
+  /** Client side: a stream encoder for one response. */
+  createStreamEncoder(stamp: ResponseStamp, request: NeutralRequest): StreamEncoder;
+  /** Backend side: path appended to the backend's base URL. */
+  readonly upstreamPath: string;
+  /** Backend side: neutral request → provider JSON body for the provider's own model id. */
+  encodeRequest(request: NeutralRequest, upstreamModel: string, options: UpstreamOptions): unknown;
+  /** Backend side: provider JSON body → neutral response; throws GatewayError(upstream_protocol_error). */
+  decodeResponse(body: unknown): NeutralResponse;
+  /** Backend side: a stream decoder for one upstream stream. */
+  createStreamDecoder(): StreamDecoder;
+}
+
+/** Backend facts the request encoder needs. */
+export interface UpstreamOptions {
+  /** The backend reports usage in streams when asked (OpenAI `stream_options.include_usage`). */
+  readonly streamUsage: boolean;
+}
+
+/** Codecs by protocol id; a protocol without a codec cannot be named by a backend. */
+export class CodecRegistry {
+  readonly #codecs: ReadonlyMap<ProtocolId, Codec>;
+  constructor(codecs: readonly Codec[]) {
+    this.#codecs = new Map(codecs.map((c) => [c.id, c]));
+  }
+  get(id: ProtocolId): Codec | undefined {
+    return this.#codecs.get(id);
+  }
+  ids(): ReadonlySet<ProtocolId> {
+    return new Set(this.#codecs.keys());
+  }
+}

@@ -1,0 +1,24 @@
+import type { z } from "zod";
+import { formatPath } from "../config/parse-file.ts";
+import { GatewayError } from "../errors/gateway-error.ts";
+
+/**
+ * Turns the first zod issue of a request body into a client error that names the parameter, the
+ * way the providers' own APIs do. Shared by every codec's request decoder.
+ */
+export function invalidRequestFromZod(error: z.ZodError): GatewayError {
+  const issue = error.issues[0];
+  if (!issue) return new GatewayError("invalid_request", "The request body is invalid.");
+  if (issue.code === "unrecognized_keys") {
+    const key = issue.keys[0] ?? "";
+    const param = formatPath([...issue.path, key]);
+    return new GatewayError("invalid_request", `Unrecognized request argument supplied: ${param}`, { param });
+  }
+  const param = formatPath(issue.path);
+  if (issue.code === "invalid_type" && issue.input === undefined) {
+    return new GatewayError("invalid_request", `Missing required parameter: '${param}'.`, { param });
+  }
+  return new GatewayError("invalid_request", `Invalid value for '${param || "body"}': ${issue.message}`, {
+    param: param || undefined,
+  });
+}

@@ -1,0 +1,117 @@
+/**
+ * The neutral model every codec decodes into and encodes from. Policy (routing, limits, accounting)
+ * runs on these objects only; public bytes are never re-parsed.
+ */
+
+/** A content part of a message. */
+export type ContentPart =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image"; readonly url: string; readonly detail?: "auto" | "low" | "high" | undefined };
+
+/** A tool call made by the model. `arguments` is the raw JSON text the model produced. */
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: string;
+}
+
+export type NeutralMessage =
+  | { readonly role: "system" | "developer"; readonly content: readonly ContentPart[] }
+  | { readonly role: "user"; readonly content: readonly ContentPart[]; readonly name?: string | undefined }
+  | {
+      readonly role: "assistant";
+      readonly content: readonly ContentPart[];
+      readonly toolCalls?: readonly ToolCall[] | undefined;
+      readonly name?: string | undefined;
+    }
+  | { readonly role: "tool"; readonly toolCallId: string; readonly content: readonly ContentPart[] };
+
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description?: string | undefined;
+  /** JSON Schema of the arguments. */
+  readonly parameters?: Readonly<Record<string, unknown>> | undefined;
+  readonly strict?: boolean | undefined;
+}
+
+export type ToolChoice =
+  | { readonly type: "auto" }
+  | { readonly type: "none" }
+  | { readonly type: "required" }
+  | { readonly type: "tool"; readonly name: string };
+
+export type ResponseFormat =
+  | { readonly type: "text" }
+  | { readonly type: "json_object" }
+  | {
+      readonly type: "json_schema";
+      readonly name: string;
+      readonly schema?: Readonly<Record<string, unknown>> | undefined;
+      readonly strict?: boolean | undefined;
+      readonly description?: string | undefined;
+    };
+
+/** A request as the engine sees it, whichever protocol it arrived in. */
+export interface NeutralRequest {
+  /** The public model name the client asked for (an entrypoint name). */
+  readonly model: string;
+  readonly messages: readonly NeutralMessage[];
+  readonly tools?: readonly ToolDefinition[] | undefined;
+  readonly toolChoice?: ToolChoice | undefined;
+  readonly parallelToolCalls?: boolean | undefined;
+  readonly maxOutputTokens?: number | undefined;
+  readonly temperature?: number | undefined;
+  readonly topP?: number | undefined;
+  readonly presencePenalty?: number | undefined;
+  readonly frequencyPenalty?: number | undefined;
+  readonly seed?: number | undefined;
+  readonly stop?: readonly string[] | undefined;
+  readonly responseFormat?: ResponseFormat | undefined;
+  readonly reasoningEffort?: "minimal" | "low" | "medium" | "high" | undefined;
+  /** Caller metadata; carried as data, never used for routing. */
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
+  /** End-user id for the provider's abuse tooling. */
+  readonly user?: string | undefined;
+  readonly stream: boolean;
+  /** Whether the client asked to receive usage in the stream (OpenAI `stream_options.include_usage`). */
+  readonly streamUsage: boolean;
+}
+
+/** Where a usage figure came from: the provider said so, or the gateway estimated it. */
+export type UsageSource = "provider" | "estimated";
+
+export interface Usage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /** Input tokens served from the provider's prompt cache (a subset of inputTokens). */
+  readonly cachedInputTokens?: number | undefined;
+  /** Output tokens spent on reasoning (a subset of outputTokens). */
+  readonly reasoningTokens?: number | undefined;
+  readonly source: UsageSource;
+}
+
+/** Why generation stopped, in neutral terms each protocol maps exactly. */
+export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "content_filter" | "other";
+
+/** A buffered response as decoded from the provider. */
+export interface NeutralResponse {
+  /** Provider's response id (not shown to clients; the gateway stamps its own). */
+  readonly providerId?: string | undefined;
+  readonly text: string;
+  readonly toolCalls: readonly ToolCall[];
+  readonly stopReason: StopReason;
+  /** Undefined when the provider reported none: unknown, never zero. */
+  readonly usage: Usage | undefined;
+}
+
+/** Neutral stream events; a stream ends with `stop` then optional `usage`, or with `error`. */
+export type NeutralEvent =
+  | { readonly type: "start" }
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "tool_call_start"; readonly index: number; readonly id: string; readonly name: string }
+  | { readonly type: "tool_call_args"; readonly index: number; readonly delta: string }
+  | { readonly type: "reasoning"; readonly text: string }
+  | { readonly type: "stop"; readonly reason: StopReason }
+  | { readonly type: "usage"; readonly usage: Usage }
+  | { readonly type: "heartbeat" }
+  | { readonly type: "error"; readonly code: "upstream_stream_cut" | "upstream_protocol_error" | "upstream_error" | "deadline_exceeded"; readonly message: string };

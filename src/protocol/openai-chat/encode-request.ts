@@ -1,0 +1,78 @@
+import type { UpstreamOptions } from "../codec.ts";
+import type { ContentPart, NeutralMessage, NeutralRequest } from "../neutral.ts";
+
+type WirePart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: string } };
+
+function wireParts(content: readonly ContentPart[]): string | WirePart[] {
+  // A single text part goes as a plain string: every OpenAI-compatible server accepts that form.
+  if (content.length === 1 && content[0]?.type === "text") return content[0].text;
+  return content.map((p): WirePart =>
+    p.type === "text"
+      ? { type: "text", text: p.text }
+      : { type: "image_url", image_url: p.detail ? { url: p.url, detail: p.detail } : { url: p.url } },
+  );
+}
+
+function textOnly(content: readonly ContentPart[]): string {
+  return content.map((p) => (p.type === "text" ? p.text : "")).join("");
+}
+
+function wireMessage(m: NeutralMessage): Record<string, unknown> {
+  switch (m.role) {
+    case "system":
+    case "developer":
+      return { role: m.role, content: textOnly(m.content) };
+    case "user":
+      return m.name === undefined ? { role: "user", content: wireParts(m.content) } : { role: "user", content: wireParts(m.content), name: m.name };
+    case "assistant": {
+      const out: Record<string, unknown> = { role: "assistant", content: m.content.length ? textOnly(m.content) : null };
+      if (m.toolCalls?.length) {
+        out.tool_calls = m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+      }
+      if (m.name !== undefined) out.name = m.name;
+      return out;
+    }
+    case "tool":
+      return { role: "tool", tool_call_id: m.toolCallId, content: textOnly(m.content) };
+  }
+}
+
+/** Neutral request → OpenAI Chat Completions body for the provider's model id. */
+export function encodeChatRequest(req: NeutralRequest, upstreamModel: string, options: UpstreamOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = { model: upstreamModel, messages: req.messages.map(wireMessage) };
+  if (req.stream) {
+    body.stream = true;
+    // Usage is always requested upstream: the gateway needs it to account, whether or not the
+    // client asked to see it (the encoder drops it for clients that did not).
+    if (options.streamUsage) body.stream_options = { include_usage: true };
+  }
+  if (req.maxOutputTokens !== undefined) body.max_completion_tokens = req.maxOutputTokens;
+  if (req.temperature !== undefined) body.temperature = req.temperature;
+  if (req.topP !== undefined) body.top_p = req.topP;
+  if (req.presencePenalty !== undefined) body.presence_penalty = req.presencePenalty;
+  if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
+  if (req.seed !== undefined) body.seed = req.seed;
+  if (req.stop !== undefined) body.stop = req.stop;
+  if (req.tools !== undefined) {
+    body.tools = req.tools.map((t) => ({
+      type: "function",
+      function: { name: t.name, description: t.description, parameters: t.parameters, strict: t.strict },
+    }));
+  }
+  if (req.toolChoice !== undefined) {
+    body.tool_choice =
+      req.toolChoice.type === "tool" ? { type: "function", function: { name: req.toolChoice.name } } : req.toolChoice.type;
+  }
+  if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
+  if (req.responseFormat !== undefined) {
+    const f = req.responseFormat;
+    body.response_format =
+      f.type === "json_schema"
+        ? { type: "json_schema", json_schema: { name: f.name, description: f.description, schema: f.schema, strict: f.strict } }
+        : { type: f.type };
+  }
+  if (req.reasoningEffort !== undefined) body.reasoning_effort = req.reasoningEffort;
+  if (req.metadata !== undefined) body.metadata = req.metadata;
+  if (req.user !== undefined) body.user = req.user;
+  return body;
+}

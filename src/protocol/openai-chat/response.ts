@@ -1,0 +1,128 @@
+import { z } from "zod";
+import { GatewayError } from "../../errors/gateway-error.ts";
+import type { ResponseStamp } from "../codec.ts";
+import type { NeutralResponse, StopReason, Usage } from "../neutral.ts";
+
+/** OpenAI `finish_reason` ↔ neutral stop reason. "stop" covers both a natural end and a stop sequence. */
+export function stopFromFinish(reason: string | null | undefined): StopReason {
+  switch (reason) {
+    case "stop":
+      return "end_turn";
+    case "length":
+      return "max_tokens";
+    case "tool_calls":
+    case "function_call":
+      return "tool_use";
+    case "content_filter":
+      return "content_filter";
+    default:
+      return "other";
+  }
+}
+
+export function finishFromStop(reason: StopReason): string {
+  switch (reason) {
+    case "end_turn":
+    case "stop_sequence":
+    case "other":
+      return "stop";
+    case "max_tokens":
+      return "length";
+    case "tool_use":
+      return "tool_calls";
+    case "content_filter":
+      return "content_filter";
+  }
+}
+
+export const wireUsageSchema = z.looseObject({
+  prompt_tokens: z.number().int().min(0),
+  completion_tokens: z.number().int().min(0),
+  total_tokens: z.number().int().min(0).optional(),
+  prompt_tokens_details: z.looseObject({ cached_tokens: z.number().int().min(0).optional() }).nullable().optional(),
+  completion_tokens_details: z.looseObject({ reasoning_tokens: z.number().int().min(0).optional() }).nullable().optional(),
+});
+
+export function usageFromWire(u: z.infer<typeof wireUsageSchema>): Usage {
+  return {
+    inputTokens: u.prompt_tokens,
+    outputTokens: u.completion_tokens,
+    cachedInputTokens: u.prompt_tokens_details?.cached_tokens,
+    reasoningTokens: u.completion_tokens_details?.reasoning_tokens,
+    source: "provider",
+  };
+}
+
+export function usageToWire(u: Usage): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    prompt_tokens: u.inputTokens,
+    completion_tokens: u.outputTokens,
+    total_tokens: u.inputTokens + u.outputTokens,
+  };
+  if (u.cachedInputTokens !== undefined) out.prompt_tokens_details = { cached_tokens: u.cachedInputTokens };
+  if (u.reasoningTokens !== undefined) out.completion_tokens_details = { reasoning_tokens: u.reasoningTokens };
+  return out;
+}
+
+// Providers add fields freely (system_fingerprint, service_tier, logprobs, ...): the response side
+// is loose, and only what Sluice carries is read.
+const responseSchema = z.looseObject({
+  id: z.string().optional(),
+  choices: z
+    .array(
+      z.looseObject({
+        message: z.looseObject({
+          content: z.string().nullable().optional(),
+          refusal: z.string().nullable().optional(),
+          tool_calls: z
+            .array(z.looseObject({ id: z.string(), function: z.looseObject({ name: z.string(), arguments: z.string() }) }))
+            .nullable()
+            .optional(),
+        }),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .min(1),
+  usage: wireUsageSchema.nullable().optional(),
+});
+
+/** Provider body → neutral response. Throws GatewayError("upstream_protocol_error"). */
+export function decodeChatResponse(body: unknown): NeutralResponse {
+  const parsed = responseSchema.safeParse(body);
+  if (!parsed.success) {
+    throw new GatewayError("upstream_protocol_error", "The provider returned a response the gateway could not read.", {
+      cause: parsed.error,
+    });
+  }
+  const r = parsed.data;
+  const choice = r.choices[0]!;
+  return {
+    providerId: r.id,
+    text: choice.message.content ?? choice.message.refusal ?? "",
+    toolCalls: (choice.message.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
+    stopReason: stopFromFinish(choice.finish_reason),
+    usage: r.usage ? usageFromWire(r.usage) : undefined,
+  };
+}
+
+/** Neutral response → OpenAI Chat Completions body, stamped with the gateway's id and public model. */
+export function encodeChatResponse(res: NeutralResponse, stamp: ResponseStamp): Record<string, unknown> {
+  const message: Record<string, unknown> = {
+    role: "assistant",
+    content: res.text === "" && res.toolCalls.length > 0 ? null : res.text,
+    refusal: null,
+  };
+  if (res.toolCalls.length > 0) {
+    message.tool_calls = res.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+  }
+  const body: Record<string, unknown> = {
+    id: stamp.id,
+    object: "chat.completion",
+    created: stamp.created,
+    model: stamp.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishFromStop(res.stopReason) }],
+  };
+  // Unknown usage is left out rather than reported as zero.
+  if (res.usage) body.usage = usageToWire(res.usage);
+  return body;
+}

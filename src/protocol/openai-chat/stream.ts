@@ -1,0 +1,143 @@
+import { z } from "zod";
+import type { ResponseStamp, SseEvent, StreamDecoder, StreamEncoder } from "../codec.ts";
+import type { NeutralEvent, NeutralRequest } from "../neutral.ts";
+import { finishFromStop, stopFromFinish, usageFromWire, usageToWire, wireUsageSchema } from "./response.ts";
+
+const chunkSchema = z.looseObject({
+  choices: z
+    .array(
+      z.looseObject({
+        delta: z
+          .looseObject({
+            role: z.string().nullable().optional(),
+            content: z.string().nullable().optional(),
+            reasoning_content: z.string().nullable().optional(),
+            tool_calls: z
+              .array(
+                z.looseObject({
+                  index: z.number().int().min(0),
+                  id: z.string().nullable().optional(),
+                  function: z
+                    .looseObject({ name: z.string().nullable().optional(), arguments: z.string().nullable().optional() })
+                    .nullable()
+                    .optional(),
+                }),
+              )
+              .nullable()
+              .optional(),
+          })
+          .nullable()
+          .optional(),
+        finish_reason: z.string().nullable().optional(),
+      }),
+    )
+    .optional(),
+  usage: wireUsageSchema.nullable().optional(),
+  error: z.looseObject({ message: z.string().optional() }).optional(),
+});
+
+/**
+ * Decodes an OpenAI Chat Completions SSE stream. A stream is complete only when `data: [DONE]`
+ * arrived; anything else at end of input is a cut, reported as an error event, never as success.
+ */
+export function createChatStreamDecoder(): StreamDecoder {
+  let started = false;
+  let done = false;
+  let failed = false;
+  return {
+    decode(sse: SseEvent): readonly NeutralEvent[] {
+      if (done || failed) return [];
+      if (sse.data === "[DONE]") {
+        done = true;
+        return [];
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(sse.data);
+      } catch {
+        failed = true;
+        return [{ type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." }];
+      }
+      const parsed = chunkSchema.safeParse(json);
+      if (!parsed.success) {
+        failed = true;
+        return [{ type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." }];
+      }
+      const chunk = parsed.data;
+      if (chunk.error) {
+        failed = true;
+        return [{ type: "error", code: "upstream_error", message: "The provider reported an error mid-stream." }];
+      }
+      const out: NeutralEvent[] = [];
+      if (!started) {
+        started = true;
+        out.push({ type: "start" });
+      }
+      const choice = chunk.choices?.[0];
+      const delta = choice?.delta;
+      if (delta) {
+        if (delta.reasoning_content) out.push({ type: "reasoning", text: delta.reasoning_content });
+        if (delta.content) out.push({ type: "text", text: delta.content });
+        for (const tc of delta.tool_calls ?? []) {
+          if (tc.id && tc.function?.name) out.push({ type: "tool_call_start", index: tc.index, id: tc.id, name: tc.function.name });
+          if (tc.function?.arguments) out.push({ type: "tool_call_args", index: tc.index, delta: tc.function.arguments });
+        }
+      }
+      if (choice?.finish_reason) out.push({ type: "stop", reason: stopFromFinish(choice.finish_reason) });
+      if (chunk.usage) out.push({ type: "usage", usage: usageFromWire(chunk.usage) });
+      return out;
+    },
+    finish(): readonly NeutralEvent[] {
+      if (done || failed) return [];
+      failed = true;
+      return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
+    },
+  };
+}
+
+/**
+ * Encodes neutral events as OpenAI Chat Completions chunks. Usage reaches the client only when it
+ * asked for it (`stream_options.include_usage`); `[DONE]` is written only after a clean stop, so a
+ * cut upstream never looks like a finished answer.
+ */
+export function createChatStreamEncoder(stamp: ResponseStamp, request: NeutralRequest): StreamEncoder {
+  const includeUsage = request.streamUsage;
+  const head = `{"id":${JSON.stringify(stamp.id)},"object":"chat.completion.chunk","created":${stamp.created},"model":${JSON.stringify(stamp.model)}`;
+  const usageNull = includeUsage ? ',"usage":null' : "";
+  let stopped = false;
+  let failed = false;
+  const chunk = (delta: string, finish: string | null = null) =>
+    `data: ${head},"choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? "null" : JSON.stringify(finish)}}]${usageNull}}\n\n`;
+  return {
+    encode(ev: NeutralEvent): string {
+      switch (ev.type) {
+        case "start":
+          return chunk('{"role":"assistant","content":""}');
+        case "text":
+          return chunk(`{"content":${JSON.stringify(ev.text)}}`);
+        case "reasoning":
+          // Not part of OpenAI's schema; the de-facto field of OpenAI-compatible reasoning servers.
+          return chunk(`{"reasoning_content":${JSON.stringify(ev.text)}}`);
+        case "tool_call_start":
+          return chunk(
+            `{"tool_calls":[{"index":${ev.index},"id":${JSON.stringify(ev.id)},"type":"function","function":{"name":${JSON.stringify(ev.name)},"arguments":""}}]}`,
+          );
+        case "tool_call_args":
+          return chunk(`{"tool_calls":[{"index":${ev.index},"function":{"arguments":${JSON.stringify(ev.delta)}}}]}`);
+        case "stop":
+          stopped = true;
+          return chunk("{}", finishFromStop(ev.reason));
+        case "usage":
+          return includeUsage ? `data: ${head},"choices":[],"usage":${JSON.stringify(usageToWire(ev.usage))}}\n\n` : "";
+        case "heartbeat":
+          return ": keep-alive\n\n";
+        case "error":
+          failed = true;
+          return `data: ${JSON.stringify({ error: { message: ev.message, type: "server_error", param: null, code: ev.code } })}\n\n`;
+      }
+    },
+    end(): string {
+      return stopped && !failed ? "data: [DONE]\n\n" : "";
+    },
+  };
+}

@@ -1,0 +1,195 @@
+import type { Capability } from "../config/publication-schema.ts";
+import type { PoolRequirement } from "../config/load-config.ts";
+import { canonicalDigest, sha256Hex } from "../digest/canonical-digest.ts";
+import { formatPath } from "../config/parse-file.ts";
+import type { SelectorKind } from "../traffic/selector.ts";
+import { snapshotSourceSchema, type BackendProtocol } from "./snapshot-schema.ts";
+
+/** Why a snapshot candidate was refused; safe to return to the admin caller. */
+export interface SnapshotReason {
+  readonly code:
+    | "schema"
+    | "duplicate_name"
+    | "unknown_backend"
+    | "duplicate_member"
+    | "unsupported_protocol"
+    | "url_not_allowed"
+    | "missing_pool"
+    | "capability_missing";
+  readonly path: string;
+  readonly message: string;
+}
+
+/** A backend after normalization; `id` is deterministic, so equal content has equal ids everywhere. */
+export interface NormalizedBackend {
+  readonly id: string;
+  readonly name: string;
+  readonly protocol: BackendProtocol;
+  /** No trailing slash. */
+  readonly baseUrl: string;
+  readonly credential?: { readonly secret: string; readonly scheme: "bearer" | "x-api-key" } | undefined;
+  /** Sorted, unique. */
+  readonly capabilities: readonly Capability[];
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface NormalizedMember {
+  readonly backendId: string;
+  readonly model: string;
+  readonly weight: number;
+}
+
+export interface NormalizedPool {
+  readonly name: string;
+  readonly selector: SelectorKind;
+  /** Sorted by backend id then model, so member order carries no meaning. */
+  readonly members: readonly NormalizedMember[];
+}
+
+/** The canonical form of a BackendSnapshot: what is digested, stored and served. */
+export interface NormalizedSnapshot {
+  readonly version: 1;
+  /** Sorted by name. */
+  readonly backends: readonly NormalizedBackend[];
+  /** Sorted by name. */
+  readonly pools: readonly NormalizedPool[];
+}
+
+/** What a candidate is checked against besides itself. */
+export interface SnapshotContext {
+  /** Backend protocols this build can speak (registered codecs). */
+  readonly supportedProtocols: ReadonlySet<BackendProtocol>;
+  /** Pools and capabilities the running publication needs. */
+  readonly requirements: readonly PoolRequirement[];
+}
+
+export type NormalizeResult =
+  | { readonly ok: true; readonly snapshot: NormalizedSnapshot; readonly digest: string }
+  | { readonly ok: false; readonly reasons: readonly SnapshotReason[] };
+
+const byString = <T>(key: (t: T) => string) => (a: T, b: T) => {
+  const ka = key(a);
+  const kb = key(b);
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+};
+
+/**
+ * Deterministic backend id: the same name, protocol and address always get the same id, on every
+ * isolate and every revision, so per-backend state (load, breakers) follows the backend itself. A
+ * changed address is a different physical backend and gets a new id.
+ */
+async function backendId(name: string, protocol: string, baseUrl: string): Promise<string> {
+  return `be_${(await sha256Hex(`${name}\n${protocol}\n${baseUrl}`)).slice(0, 16)}`;
+}
+
+/**
+ * validate → normalize → deterministic ids → reference, protocol and capability checks → digest.
+ * Collects every reason rather than stopping at the first, so one push shows all that is wrong.
+ */
+export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext): Promise<NormalizeResult> {
+  const parsed = snapshotSourceSchema.safeParse(candidate);
+  if (!parsed.success) {
+    const reasons: SnapshotReason[] = parsed.error.issues.flatMap((issue) =>
+      issue.code === "unrecognized_keys"
+        ? issue.keys.map((k) => ({ code: "schema" as const, path: formatPath([...issue.path, k]), message: "unknown key" }))
+        : [{ code: "schema" as const, path: formatPath(issue.path), message: issue.message }],
+    );
+    return { ok: false, reasons };
+  }
+  const source = parsed.data;
+  const reasons: SnapshotReason[] = [];
+
+  const backends: NormalizedBackend[] = [];
+  const byName = new Map<string, NormalizedBackend>();
+  for (const [i, b] of source.backends.entries()) {
+    const path = `backends[${i}]`;
+    if (byName.has(b.name)) {
+      reasons.push({ code: "duplicate_name", path: `${path}.name`, message: `backend "${b.name}" is defined twice` });
+      continue;
+    }
+    const url = new URL(b.baseUrl);
+    if (url.username !== "" || url.password !== "") {
+      reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: "credentials in a URL are not allowed; use credential.secret" });
+    }
+    if (url.search !== "" || url.hash !== "") {
+      reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: "a base URL has no query or fragment" });
+    }
+    if (!ctx.supportedProtocols.has(b.protocol)) {
+      reasons.push({ code: "unsupported_protocol", path: `${path}.protocol`, message: `protocol "${b.protocol}" is not supported by this build` });
+    }
+    const baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+    const nb: NormalizedBackend = {
+      id: await backendId(b.name, b.protocol, baseUrl),
+      name: b.name,
+      protocol: b.protocol,
+      baseUrl,
+      credential: b.credential,
+      capabilities: [...new Set(b.capabilities)].sort(),
+      headers: Object.fromEntries(Object.entries(b.headers).sort(([a], [c]) => (a < c ? -1 : 1))),
+    };
+    byName.set(b.name, nb);
+    backends.push(nb);
+  }
+
+  const pools: NormalizedPool[] = [];
+  const poolByName = new Map<string, NormalizedPool>();
+  for (const [i, p] of source.pools.entries()) {
+    const path = `pools[${i}]`;
+    if (poolByName.has(p.name)) {
+      reasons.push({ code: "duplicate_name", path: `${path}.name`, message: `pool "${p.name}" is defined twice` });
+      continue;
+    }
+    const members: NormalizedMember[] = [];
+    const seen = new Set<string>();
+    for (const [j, m] of p.members.entries()) {
+      const backend = byName.get(m.backend);
+      if (!backend) {
+        reasons.push({ code: "unknown_backend", path: `${path}.members[${j}].backend`, message: `no backend named "${m.backend}"` });
+        continue;
+      }
+      const key = `${backend.id}\n${m.model}`;
+      if (seen.has(key)) {
+        reasons.push({ code: "duplicate_member", path: `${path}.members[${j}]`, message: `"${m.backend}" with model "${m.model}" is listed twice` });
+        continue;
+      }
+      seen.add(key);
+      members.push({ backendId: backend.id, model: m.model, weight: m.weight });
+    }
+    const pool: NormalizedPool = {
+      name: p.name,
+      selector: p.selector,
+      members: members.sort(byString((m) => `${m.backendId}\n${m.model}`)),
+    };
+    poolByName.set(p.name, pool);
+    pools.push(pool);
+  }
+
+  const backendById = new Map(backends.map((b) => [b.id, b]));
+  for (const req of ctx.requirements) {
+    const pool = poolByName.get(req.pool);
+    if (!pool) {
+      reasons.push({ code: "missing_pool", path: "pools", message: `pool "${req.pool}" is needed by ${req.neededBy}` });
+      continue;
+    }
+    for (const m of pool.members) {
+      const b = backendById.get(m.backendId);
+      if (!b) continue;
+      const missing = req.requires.filter((c) => !b.capabilities.includes(c));
+      if (missing.length > 0) {
+        reasons.push({
+          code: "capability_missing",
+          path: `pools.${pool.name}`,
+          message: `backend "${b.name}" lacks ${missing.join(", ")} needed by ${req.neededBy}`,
+        });
+      }
+    }
+  }
+
+  if (reasons.length > 0) return { ok: false, reasons };
+  const snapshot: NormalizedSnapshot = {
+    version: 1,
+    backends: backends.sort(byString((b) => b.name)),
+    pools: pools.sort(byString((p) => p.name)),
+  };
+  return { ok: true, snapshot, digest: await canonicalDigest(snapshot) };
+}

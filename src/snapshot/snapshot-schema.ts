@@ -1,0 +1,50 @@
+import { z } from "zod";
+import { capabilitySchema } from "../config/publication-schema.ts";
+
+const name = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "names are 1-64 lower-case letters, digits, '.', '_' or '-'");
+
+/** Wire protocols a backend may speak; each needs a registered codec. */
+export const backendProtocolSchema = z.enum(["openai-chat", "openai-responses", "anthropic-messages"]);
+export type BackendProtocol = z.infer<typeof backendProtocolSchema>;
+
+/** A provider credential is only ever a reference to a secret or env binding by name. */
+const credentialSchema = z.strictObject({
+  secret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "secret names are upper-case env-style names"),
+  /** How the provider expects it: `Authorization: Bearer` (OpenAI style) or `x-api-key` (Anthropic). */
+  scheme: z.enum(["bearer", "x-api-key"]).default("bearer"),
+});
+
+const backendSchema = z.strictObject({
+  name,
+  protocol: backendProtocolSchema,
+  /** Base URL the protocol's paths are appended to, e.g. `https://api.openai.com/v1`. */
+  baseUrl: z.url({ protocol: /^https?$/ }),
+  credential: credentialSchema.optional(),
+  capabilities: z.array(capabilitySchema).min(1),
+  /** Extra static headers for the provider (never secrets: use `credential`). */
+  headers: z.record(z.string().regex(/^[a-z0-9-]+$/), z.string()).default({}),
+});
+
+const memberSchema = z.strictObject({
+  backend: name,
+  /** The provider's own model id. */
+  model: z.string().min(1).max(256),
+  weight: z.number().int().min(1).max(10_000).default(1),
+});
+
+const poolSchema = z.strictObject({
+  name,
+  selector: z.enum(["random", "round-robin", "weighted-round-robin", "affinity", "p2c"]).default("p2c"),
+  members: z.array(memberSchema).min(1),
+});
+
+/** BackendSnapshot source (`config/backends.yaml`, or a candidate pushed through the admin API). */
+export const snapshotSourceSchema = z.strictObject({
+  version: z.literal(1),
+  backends: z.array(backendSchema).min(1),
+  pools: z.array(poolSchema).min(1),
+});
+
+export type SnapshotSource = z.infer<typeof snapshotSourceSchema>;

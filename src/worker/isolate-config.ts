@@ -1,0 +1,37 @@
+import backendsYaml from "../../config/backends.yaml";
+import gatewayYaml from "../../config/gateway.yaml";
+import publicationYaml from "../../config/publication.yaml";
+import { loadConfig, poolRequirements, type ConfigTexts, type LoadedConfig } from "../config/load-config.ts";
+import { builtinCodecs } from "../protocol/registry.ts";
+import type { SnapshotContext } from "../snapshot/normalize.ts";
+
+/** Config for this isolate: the bundled YAML, each file replaceable by an env/secret binding. */
+export function configTexts(env: Env): ConfigTexts {
+  return {
+    gateway: env.SLUICE_GATEWAY_YAML ?? gatewayYaml,
+    publication: env.SLUICE_PUBLICATION_YAML ?? publicationYaml,
+    backends: env.SLUICE_BACKENDS_YAML ?? backendsYaml,
+  };
+}
+
+let cached: { texts: ConfigTexts; config: LoadedConfig } | undefined;
+
+/**
+ * Validated once per isolate (and again only if the bound texts change). Throws
+ * ConfigValidationError listing every issue; the entry module calls this at startup so an invalid
+ * config fails the start, not the Nth request.
+ */
+export function isolateConfig(env: Env): LoadedConfig {
+  const texts = configTexts(env);
+  if (cached && cached.texts.gateway === texts.gateway && cached.texts.publication === texts.publication && cached.texts.backends === texts.backends) {
+    return cached.config;
+  }
+  const config = loadConfig(texts);
+  cached = { texts, config };
+  return config;
+}
+
+/** What every snapshot candidate is checked against in this build and publication. */
+export function snapshotContext(config: LoadedConfig): SnapshotContext {
+  return { supportedProtocols: builtinCodecs.ids(), requirements: poolRequirements(config.publication) };
+}

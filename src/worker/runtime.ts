@@ -1,0 +1,116 @@
+import { ApiKeyAuthenticator } from "../auth/api-key-authenticator.ts";
+import type { LoadedConfig } from "../config/load-config.ts";
+import { canonicalDigest } from "../digest/canonical-digest.ts";
+import { createEngine, type Engine } from "../engine/engine.ts";
+import { GatewayExecutor } from "../invoker/executor.ts";
+import type { AttemptSink } from "../pipeline/attempt-finalizer.ts";
+import { builtinCodecs } from "../protocol/registry.ts";
+import type { CodecRegistry } from "../protocol/codec.ts";
+import type { SnapshotControllerClient } from "../snapshot/controller-client.ts";
+import { SnapshotCache } from "../snapshot/snapshot-cache.ts";
+import { systemClock, systemRng, type Clock } from "../traffic/deps.ts";
+import { LoadTracker } from "../traffic/load-tracker.ts";
+import { isolateConfig } from "./isolate-config.ts";
+
+/** Everything a request handler needs, built once per isolate from config and bindings. */
+export interface GatewayRuntime {
+  readonly config: LoadedConfig;
+  /** Digest of the effective (parsed, defaulted) bootstrap + publication config. */
+  readonly configDigest: string;
+  readonly engine: Engine;
+  readonly codecs: CodecRegistry;
+  readonly authenticator: ApiKeyAuthenticator;
+  readonly executor: GatewayExecutor;
+  readonly snapshots: SnapshotCache;
+  readonly controller: SnapshotControllerClient;
+  readonly clock: Clock;
+  readonly startedAt: number;
+  readonly adminToken: string | undefined;
+}
+
+/** Access log: one JSON line per finished attempt; ids only, never a key, prompt or provider secret. */
+function accessLogSink(enabled: boolean): AttemptSink {
+  return {
+    attemptFinished(a) {
+      if (!enabled) return;
+      console.log(
+        JSON.stringify({
+          kind: "attempt",
+          requestId: a.requestId,
+          attemptId: a.id,
+          snapshotRevision: a.snapshotRevision,
+          model: a.logicalModel,
+          modelRevision: a.modelRevision,
+          backend: a.backendName,
+          status: a.status,
+          outcome: a.outcome,
+          errorCode: a.errorCode,
+          stopReason: a.stopReason,
+          headersMs: a.headersAt === undefined ? undefined : a.headersAt - a.startedAt,
+          ttftMs: a.firstContentAt === undefined ? undefined : a.firstContentAt - a.startedAt,
+          durationMs: a.endedAt === undefined ? undefined : a.endedAt - a.startedAt,
+          usage: a.usage ?? "unknown",
+        }),
+      );
+    },
+  };
+}
+
+/**
+ * Typed client over the controller's RPC stub. A stub is an I/O object bound to the request that
+ * created it, so each call takes a fresh one (cheap) instead of caching one per isolate.
+ */
+function snapshotControllerClient(env: Env): SnapshotControllerClient {
+  const stub = () => env.SNAPSHOT_CONTROLLER.getByName("global");
+  return {
+    getActive: async () => await stub().getActive(),
+    propose: async (candidate, source) => await stub().propose(candidate, source),
+    rollback: async (revision, source) => await stub().rollback(revision, source),
+    history: async (limit) => await stub().history(limit),
+  };
+}
+
+let runtime: { env: Env; value: Promise<GatewayRuntime> } | undefined;
+
+/** The isolate's runtime, built on first use and rebuilt only if the bindings object changes. */
+export function getRuntime(env: Env): Promise<GatewayRuntime> {
+  if (runtime?.env !== env) runtime = { env, value: buildRuntime(env) };
+  return runtime.value;
+}
+
+async function buildRuntime(env: Env): Promise<GatewayRuntime> {
+  const config = isolateConfig(env);
+  const clock = systemClock;
+  const controller = snapshotControllerClient(env);
+  const load = new LoadTracker(clock, {
+    freshnessMs: config.gateway.traffic.loadFreshnessMs,
+    halfLifeMs: config.gateway.traffic.latencyHalfLifeMs,
+  });
+  const secrets = env as unknown as Record<string, unknown>;
+  return {
+    config,
+    configDigest: await canonicalDigest({ gateway: config.gateway, publication: config.publication }),
+    engine: createEngine(config.gateway, config.publication, { clock, codecs: builtinCodecs }),
+    codecs: builtinCodecs,
+    authenticator: new ApiKeyAuthenticator(config.publication),
+    executor: new GatewayExecutor({
+      codecs: builtinCodecs,
+      credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
+      load,
+      clock,
+      rng: systemRng,
+      sink: accessLogSink(config.gateway.observability.accessLog),
+      fetch: (input, init) => fetch(input, init),
+    }),
+    snapshots: new SnapshotCache(() => controller.getActive(), clock, config.gateway.traffic.snapshotCacheTtlMs, (err) =>
+      console.error(JSON.stringify({ kind: "snapshot_refresh_failed", error: String(err) })),
+    ),
+    controller,
+    clock,
+    startedAt: clock.now(),
+    adminToken: (() => {
+      const t = secrets[config.gateway.security.adminTokenSecret];
+      return typeof t === "string" && t !== "" ? t : undefined;
+    })(),
+  };
+}
