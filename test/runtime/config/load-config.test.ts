@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig, poolRequirements } from "../../../src/config/load-config.ts";
+import { ConfigValidationError } from "../../../src/config/parse-file.ts";
+import { redactedConfig } from "../../../src/config/redact.ts";
+import { bundled, bundledTexts, textsWith } from "../support/fixtures.ts";
+
+function issuesOf(fn: () => unknown) {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigValidationError);
+    return (err as ConfigValidationError).issues;
+  }
+  throw new Error("expected a ConfigValidationError");
+}
+
+describe("config loading", () => {
+  it("loads the bundled defaults and fills defaults", () => {
+    const c = loadConfig(bundledTexts);
+    expect(c.gateway.listeners.public.port).toBe(8787);
+    expect(c.gateway.listeners.admin.port).toBe(8788);
+    expect(c.publication.entrypoints.map((e) => e.name)).toContain("sluice-chat");
+    expect(c.publication.entrypoints.find((e) => e.name === "sluice-large")?.retry.maxAttempts).toBe(1);
+    expect(c.backendsSeed.pools.length).toBeGreaterThan(0);
+  });
+
+  it("rejects an unknown key with the file and the full path", () => {
+    const g = bundled("gateway");
+    g.limits.maxBodyBytez = 10;
+    const issues = issuesOf(() => loadConfig(textsWith({ gateway: g })));
+    expect(issues).toContainEqual({ file: "gateway.yaml", path: "limits.maxBodyBytez", message: "unknown key" });
+  });
+
+  it("collects the issues of every file before failing", () => {
+    const g = bundled("gateway");
+    g.listeners.public.port = 70000;
+    const b = bundled("backends");
+    b.backends[0].protocol = "smoke-signals";
+    const issues = issuesOf(() => loadConfig(textsWith({ gateway: g, backends: b })));
+    expect(issues.map((i) => `${i.file}:${i.path}`)).toEqual(
+      expect.arrayContaining(["gateway.yaml:listeners.public.port", "backends.yaml:backends[0].protocol"]),
+    );
+  });
+
+  it("reports YAML syntax errors and duplicate keys with a line", () => {
+    const issues = issuesOf(() => loadConfig({ ...bundledTexts, gateway: "version: 1\nversion: 1\n" }));
+    expect(issues[0]?.file).toBe("gateway.yaml");
+    expect(issues[0]?.path).toMatch(/^line 2/);
+  });
+
+  it("refuses inline secrets: a credential is a secret name, not a value", () => {
+    const b = bundled("backends");
+    b.backends[0].credential = { secret: "sk-live-abc123" };
+    const issues = issuesOf(() => loadConfig(textsWith({ backends: b })));
+    expect(issues.some((i) => i.path === "backends[0].credential.secret")).toBe(true);
+  });
+
+  it("checks publication references", () => {
+    const p = bundled("publication");
+    p.entrypoints[0].default = [["no-such-model"]];
+    p.entrypoints[0].routes[0].when = { header: { name: "x-untrusted", in: ["a"] } };
+    p.tenants[0].apiKeys[1].entrypoints = ["ghost"];
+    p.models[0].activeRevision = 9;
+    const issues = issuesOf(() => loadConfig(textsWith({ publication: p })));
+    const paths = issues.map((i) => i.path);
+    expect(paths).toContain("entrypoints[0].default[0][0]");
+    expect(paths).toContain("entrypoints[0].routes[0].when.header.name");
+    expect(paths).toContain("tenants[0].apiKeys[1].entrypoints[0]");
+    expect(paths).toContain("models[0].activeRevision");
+  });
+
+  it("rejects API keys that are not SHA-256 digests", () => {
+    const p = bundled("publication");
+    p.tenants[0].apiKeys[0].sha256 = "sk-sluice-demo";
+    const issues = issuesOf(() => loadConfig(textsWith({ publication: p })));
+    expect(issues.map((i) => i.path)).toContain("tenants[0].apiKeys[0].sha256");
+  });
+
+  it("derives pool requirements from active revisions only", () => {
+    const p = bundled("publication");
+    p.models[0].revisions.push({ revision: 2, pool: "retired-pool", requires: ["chat"] });
+    const reqs = poolRequirements(loadConfig(textsWith({ publication: p })).publication);
+    expect(reqs.map((r) => r.pool)).not.toContain("retired-pool");
+    expect(reqs.map((r) => r.pool)).toEqual(expect.arrayContaining(["sim-small", "sim-large"]));
+  });
+
+  it("redacts key hashes when printing", () => {
+    const printed = JSON.stringify(redactedConfig(loadConfig(bundledTexts)));
+    expect(printed).not.toContain("1c590839af894cf25f9a5fe06929af05b377f60efbe55508ef93d251887b9213");
+    expect(printed).toContain("1c590839…(redacted)");
+  });
+});

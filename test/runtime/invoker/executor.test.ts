@@ -1,0 +1,206 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig, poolRequirements } from "../../../src/config/load-config.ts";
+import { createEngine, type DispatchAction } from "../../../src/engine/engine.ts";
+import { GatewayError } from "../../../src/errors/gateway-error.ts";
+import type { AttemptRecord } from "../../../src/invoker/attempt.ts";
+import { GatewayExecutor } from "../../../src/invoker/executor.ts";
+import { builtinCodecs } from "../../../src/protocol/registry.ts";
+import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
+import { pinSnapshot, type PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
+import { LoadTracker } from "../../../src/traffic/load-tracker.ts";
+import { bundledTexts, FakeClock } from "../support/fixtures.ts";
+
+const config = loadConfig(bundledTexts);
+const clock = new FakeClock();
+const engine = createEngine(config.gateway, config.publication, { clock, codecs: builtinCodecs });
+
+async function snapshot(backends: { name: string; port: number; caps?: string[]; weight?: number }[], selector = "weighted-round-robin", revision = 1): Promise<PinnedSnapshot> {
+  const src = {
+    version: 1,
+    backends: backends.map((b) => ({
+      name: b.name,
+      protocol: "openai-chat",
+      baseUrl: `http://127.0.0.1:${b.port}/v1`,
+      credential: { secret: "SIM_KEY" },
+      capabilities: b.caps ?? ["chat", "streaming", "stream-usage", "tools"],
+    })),
+    pools: ["sim-small", "sim-large"].map((name) => ({
+      name,
+      selector,
+      members: backends.map((b) => ({ backend: b.name, model: `${name}-upstream`, weight: b.weight ?? 1 })),
+    })),
+  };
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: poolRequirements(config.publication) });
+  if (!r.ok) throw new Error(JSON.stringify(r.reasons));
+  return pinSnapshot({ revision, digest: r.digest, snapshot: r.snapshot });
+}
+
+interface Seen {
+  url: string;
+  headers: Headers;
+  body: any;
+}
+
+function harness(respond: (seen: Seen) => Response | Promise<Response>, secrets: Record<string, string> = { SIM_KEY: "provider-secret" }) {
+  const seen: Seen[] = [];
+  const attempts: AttemptRecord[] = [];
+  const executor = new GatewayExecutor({
+    codecs: builtinCodecs,
+    credentials: { get: (n) => secrets[n] },
+    load: new LoadTracker(clock),
+    clock,
+    rng: { next: () => 0.5 },
+    sink: { attemptFinished: (a) => attempts.push({ ...a }) },
+    fetch: async (input, init) => {
+      const s = { url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) };
+      seen.push(s);
+      if ((init?.signal as AbortSignal | undefined)?.aborted) throw new DOMException("aborted", "AbortError");
+      return respond(s);
+    },
+  });
+  return { executor, seen, attempts };
+}
+
+const okBody = (model = "x") =>
+  Response.json({
+    id: "chatcmpl-provider",
+    model,
+    choices: [{ index: 0, message: { role: "assistant", content: "Hi!" }, finish_reason: "stop" }],
+    usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+  });
+
+function plan(body: Record<string, unknown> = {}, headers = new Map<string, string>()): DispatchAction {
+  const a = engine
+    .begin({
+      principal: { tenantId: "demo", keyId: "demo" },
+      protocol: "openai-chat",
+      body: { model: "sluice-chat", messages: [{ role: "user", content: "hello" }], ...body },
+      requestId: "req_1",
+      receivedAt: clock.now(),
+      trustedHeaders: headers,
+    })
+    .prepare();
+  if (a.kind !== "dispatch") throw new Error(a.error.message);
+  return a;
+}
+const live = () => new AbortController().signal;
+
+describe("GatewayExecutor", () => {
+  it("sends only what the provider needs: its credential, identity encoding, the upstream model", async () => {
+    const { executor, seen, attempts } = harness(() => okBody());
+    const a = plan();
+    const res = await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() });
+    expect(res.kind).toBe("buffered");
+    const s = seen[0]!;
+    expect(s.url).toBe("http://127.0.0.1:9001/v1/chat/completions");
+    expect([...s.headers.keys()].sort()).toEqual(["accept", "accept-encoding", "authorization", "content-type", "user-agent"]);
+    expect(s.headers.get("authorization")).toBe("Bearer provider-secret");
+    expect(s.headers.get("accept-encoding")).toBe("identity");
+    expect(s.body.model).toBe("sim-small-upstream");
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]).toMatchObject({ outcome: "success", status: 200, backendName: "a", logicalModel: "chat-small", snapshotRevision: 1 });
+    expect(attempts[0]!.id).toMatch(/^att_[0-9a-f]{32}$/);
+    expect(attempts[0]!.usage).toMatchObject({ inputTokens: 5, outputTokens: 2, source: "provider" });
+  });
+
+  it("uses the snapshot the request pinned, whatever is newer", async () => {
+    const { executor, seen } = harness(() => okBody());
+    const old = await snapshot([{ name: "old", port: 9001 }], "weighted-round-robin", 1);
+    const newer = await snapshot([{ name: "new", port: 9002 }], "weighted-round-robin", 2);
+    const a = plan();
+    await executor.execute(a.plan, a.request, { snapshot: old, clientSignal: live() });
+    await executor.execute(a.plan, a.request, { snapshot: newer, clientSignal: live() });
+    expect(seen.map((s) => new URL(s.url).port)).toEqual(["9001", "9002"]);
+  });
+
+  it("spreads traffic by the pool's selector (smooth weighted round robin)", async () => {
+    const { executor, seen } = harness(() => okBody());
+    const snap = await snapshot([{ name: "a", port: 9001, weight: 3 }, { name: "b", port: 9002, weight: 1 }]);
+    const a = plan();
+    for (let i = 0; i < 40; i++) await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() });
+    const counts = seen.reduce<Record<string, number>>((m, s) => ((m[new URL(s.url).port] = (m[new URL(s.url).port] ?? 0) + 1), m), {});
+    expect(counts).toEqual({ "9001": 30, "9002": 10 });
+  });
+
+  it("narrows candidates by capability and says which feature is missing", async () => {
+    const { executor, seen } = harness(() => okBody());
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    const a = plan({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png;base64,AA" } }] }] });
+    const err = await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GatewayError);
+    expect((err as GatewayError).code).toBe("invalid_request");
+    expect((err as GatewayError).message).toContain("images");
+    expect(seen).toHaveLength(0);
+  });
+
+  it("maps provider statuses to stable codes and keeps provider text internal", async () => {
+    const cases: [number, string, Record<string, string>][] = [
+      [429, "upstream_rate_limited", { "retry-after": "7" }],
+      [503, "upstream_overloaded", {}],
+      [529, "upstream_overloaded", {}],
+      [500, "upstream_error", {}],
+      [400, "invalid_request", {}],
+    ];
+    for (const [status, code, headers] of cases) {
+      const { executor, attempts } = harness(() => Response.json({ error: { message: "sk-provider-detail model gpt-secret" } }, { status, headers }));
+      const a = plan();
+      const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+      expect(err.code).toBe(code);
+      expect(err.message).not.toContain("gpt-secret");
+      if (status === 429) expect(err.retryAfterSeconds).toBe(7);
+      expect(attempts[0]).toMatchObject({ outcome: "upstream_status", status, errorCode: code });
+    }
+  });
+
+  it("classifies a network failure, a client abort and a passed deadline by signal, not by text", async () => {
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    const down = harness(() => {
+      throw new TypeError("fetch failed");
+    });
+    const a = plan();
+    const e1 = (await down.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    expect(e1.code).toBe("upstream_unreachable");
+    expect(down.attempts[0]?.outcome).toBe("network_error");
+
+    const gone = harness(() => okBody());
+    const ac = new AbortController();
+    ac.abort();
+    const e2 = (await gone.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: ac.signal }).catch((e: unknown) => e)) as GatewayError;
+    expect(e2.code).toBe("client_closed");
+    expect(gone.attempts[0]?.outcome).toBe("client_cancelled");
+
+    const late = harness(() => okBody());
+    const expired = { ...a.plan, deadlineAt: clock.now() - 1 };
+    const e3 = (await late.executor.execute(expired, a.request, { snapshot: snap, clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    expect(e3.code).toBe("deadline_exceeded");
+    expect(late.seen).toHaveLength(0);
+  });
+
+  it("fails without calling the provider when its credential is not set", async () => {
+    const { executor, seen, attempts } = harness(() => okBody(), {});
+    const a = plan();
+    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    expect(err.code).toBe("internal_error");
+    expect(err.message).not.toContain("SIM_KEY");
+    expect(seen).toHaveLength(0);
+    expect(attempts).toHaveLength(1);
+  });
+
+  it("answers 503 when the pinned snapshot has no pool for the plan", async () => {
+    const { executor } = harness(() => okBody());
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    const a = plan();
+    const bare = { ...snap, pools: new Map() } as PinnedSnapshot;
+    const err = (await executor.execute(a.plan, a.request, { snapshot: bare, clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    expect(err.code).toBe("no_backend_available");
+    expect(err.status).toBe(503);
+  });
+
+  it("rejects a stream answered without text/event-stream", async () => {
+    const { executor, attempts } = harness(() => okBody());
+    const a = plan({ stream: true });
+    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    expect(err.code).toBe("upstream_protocol_error");
+    expect(attempts[0]?.outcome).toBe("protocol_error");
+  });
+});

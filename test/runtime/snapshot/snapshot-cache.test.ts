@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { loadConfig, poolRequirements } from "../../../src/config/load-config.ts";
+import { GatewayError } from "../../../src/errors/gateway-error.ts";
+import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
+import type { ActiveSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
+import { SnapshotCache } from "../../../src/snapshot/snapshot-cache.ts";
+import { bundledTexts, FakeClock } from "../support/fixtures.ts";
+
+async function active(revision: number, port = 9901): Promise<ActiveSnapshot> {
+  const s = parse(bundledTexts.backends) as any;
+  s.backends[0].baseUrl = `http://127.0.0.1:${port}/v1`;
+  const cfg = loadConfig(bundledTexts);
+  const r = await normalizeSnapshot(s, { supportedProtocols: new Set(["openai-chat"]), requirements: poolRequirements(cfg.publication) });
+  if (!r.ok) throw new Error("fixture invalid");
+  return { revision, digest: r.digest, snapshot: r.snapshot };
+}
+
+describe("SnapshotCache", () => {
+  it("serves the cached revision within the TTL and refreshes after it", async () => {
+    const clock = new FakeClock();
+    let calls = 0;
+    let next = await active(1);
+    const cache = new SnapshotCache(async () => (calls++, next), clock, 1000);
+    const a = await cache.current();
+    clock.advance(999);
+    expect(await cache.current()).toBe(a);
+    expect(calls).toBe(1);
+    next = await active(2, 9902);
+    clock.advance(1);
+    const b = await cache.current();
+    expect(b.revision).toBe(2);
+    expect(calls).toBe(2);
+    // A request that pinned `a` still holds revision 1, frozen.
+    expect(a.revision).toBe(1);
+    expect(Object.isFrozen(a) && Object.isFrozen(a.pools.get("sim-small")!.members[0]!.backend)).toBe(true);
+  });
+
+  it("keeps the same pinned object when the revision did not change", async () => {
+    const clock = new FakeClock();
+    const snap = await active(1);
+    const cache = new SnapshotCache(async () => snap, clock, 10);
+    const a = await cache.current();
+    clock.advance(50);
+    expect(await cache.current()).toBe(a);
+  });
+
+  it("makes one controller call for concurrent refreshes", async () => {
+    const clock = new FakeClock();
+    let calls = 0;
+    const snap = await active(1);
+    const cache = new SnapshotCache(async () => {
+      calls++;
+      await new Promise((r) => setTimeout(r, 5));
+      return snap;
+    }, clock, 1000);
+    await Promise.all(Array.from({ length: 20 }, () => cache.current()));
+    expect(calls).toBe(1);
+  });
+
+  it("serves the last-known revision when the controller fails, and fails closed with none", async () => {
+    const clock = new FakeClock();
+    let fail = false;
+    const failures: unknown[] = [];
+    const snap = await active(3);
+    const cache = new SnapshotCache(async () => {
+      if (fail) throw new Error("controller down");
+      return snap;
+    }, clock, 100, (e) => failures.push(e));
+    await cache.current();
+    fail = true;
+    clock.advance(200);
+    expect((await cache.current()).revision).toBe(3);
+    expect(failures).toHaveLength(1);
+
+    const empty = new SnapshotCache(async () => {
+      throw new Error("controller down");
+    }, clock, 100);
+    const err = await empty.current().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GatewayError);
+    expect((err as GatewayError).code).toBe("snapshot_unavailable");
+    expect((err as GatewayError).status).toBe(503);
+  });
+
+  it("asks again at once after invalidate()", async () => {
+    const clock = new FakeClock();
+    let n = 1;
+    const cache = new SnapshotCache(async () => active(n), clock, 60_000);
+    expect((await cache.current()).revision).toBe(1);
+    n = 2;
+    cache.invalidate();
+    expect((await cache.current()).revision).toBe(2);
+  });
+});
