@@ -1,8 +1,8 @@
-import type { BackendProtocol } from "../snapshot/snapshot-schema.ts";
 import type { NeutralEvent, NeutralRequest, NeutralResponse } from "./neutral.ts";
 
 /** Wire protocols, for clients and backends alike. */
-export type ProtocolId = BackendProtocol;
+export const PROTOCOL_IDS = ["openai-chat", "openai-responses", "anthropic-messages"] as const;
+export type ProtocolId = (typeof PROTOCOL_IDS)[number];
 
 /** What the gateway stamps on every response it writes, instead of the provider's identifiers. */
 export interface ResponseStamp {

@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { capabilitySchema } from "../config/publication-schema.ts";
+import { PROTOCOL_IDS } from "../protocol/codec.ts";
 
 const name = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "names are 1-64 lower-case letters, digits, '.', '_' or '-'");
 
 /** Wire protocols a backend may speak; each needs a registered codec. */
-export const backendProtocolSchema = z.enum(["openai-chat", "openai-responses", "anthropic-messages"]);
+export const backendProtocolSchema = z.enum(PROTOCOL_IDS);
 export type BackendProtocol = z.infer<typeof backendProtocolSchema>;
 
 /** A provider credential is only ever a reference to a secret or env binding by name. */
