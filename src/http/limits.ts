@@ -26,10 +26,13 @@ export function checkHeaders(headers: Headers, limits: RequestLimits): void {
  */
 export async function readBodyText(request: Request, limits: RequestLimits): Promise<string> {
   const tooLarge = () => new GatewayError("request_too_large", `The request body exceeds ${limits.maxBodyBytes} bytes.`);
-  const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > limits.maxBodyBytes) throw tooLarge();
   if (!request.body) return "";
   const reader = request.body.getReader();
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > limits.maxBodyBytes) {
+    await discardRest(reader, limits.maxBodyBytes);
+    throw tooLarge();
+  }
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
@@ -37,7 +40,7 @@ export async function readBodyText(request: Request, limits: RequestLimits): Pro
     if (done) break;
     total += value.byteLength;
     if (total > limits.maxBodyBytes) {
-      await reader.cancel().catch(() => {});
+      await discardRest(reader, limits.maxBodyBytes);
       throw tooLarge();
     }
     chunks.push(value);
@@ -52,6 +55,25 @@ export async function readBodyText(request: Request, limits: RequestLimits): Pro
     return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(all);
   } catch {
     throw new GatewayError("invalid_json", "The request body is not valid UTF-8.");
+  }
+}
+
+/**
+ * Reads and drops the rest of an oversized body (up to a hard cap) before answering 413: a client
+ * still writing when the connection closes sees a reset instead of the error that explains it.
+ * Nothing is kept, so memory stays bounded; past the cap the connection is cut.
+ */
+async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, maxBodyBytes: number): Promise<void> {
+  const cap = maxBodyBytes * 16;
+  let seen = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    seen += value.byteLength;
+    if (seen > cap) {
+      await reader.cancel().catch(() => {});
+      return;
+    }
   }
 }
 

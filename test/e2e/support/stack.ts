@@ -1,0 +1,71 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { parse, stringify } from "yaml";
+import { ROOT } from "../../../local-stack/build.ts";
+import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type Child, type RunningGateway } from "../../../local-stack/stack.ts";
+
+export const DEMO_KEY = "sk-sluice-demo";
+export const LIMITED_KEY = "sk-sluice-limited";
+export const ADMIN_TOKEN = "e2e-admin-token";
+
+export type Simulator = Child & { url: string };
+
+/** The bundled config file, parsed, for a test to edit. */
+export function bundledConfig(file: "gateway" | "publication" | "backends"): any {
+  return parse(readFileSync(join(ROOT, "config", `${file}.yaml`), "utf8"));
+}
+
+/** A backends.yaml source whose one backend points at the given simulator. */
+export function backendsFor(simUrl: string, name = "sim-local"): any {
+  const b = bundledConfig("backends");
+  b.backends[0].baseUrl = `${simUrl}/v1`;
+  b.backends[0].name = name;
+  for (const p of b.pools) for (const m of p.members) m.backend = name;
+  return b;
+}
+
+export interface Stack {
+  readonly sims: readonly Simulator[];
+  readonly gateway: RunningGateway;
+  readonly client: OpenAI;
+  admin(path: string, init?: RequestInit): Promise<Response>;
+  simRequests(sim: Simulator, limit?: number): Promise<any[]>;
+  simStats(sim: Simulator): Promise<any>;
+  stop(): Promise<void>;
+}
+
+/** Starts `simulators` provider simulators and a gateway whose seed snapshot points at the first. */
+export async function startStack(options: { simulators?: number; gateway?: any; publication?: any } = {}): Promise<Stack> {
+  const sims: Simulator[] = [];
+  try {
+    for (let i = 0; i < (options.simulators ?? 1); i++) sims.push(await startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }));
+    const gateway = await startGateway({
+      adminToken: ADMIN_TOKEN,
+      config: {
+        backends: stringify(backendsFor(sims[0]!.url)),
+        gateway: options.gateway === undefined ? undefined : stringify(options.gateway),
+        publication: options.publication === undefined ? undefined : stringify(options.publication),
+      },
+    });
+    const client = new OpenAI({ apiKey: DEMO_KEY, baseURL: `${gateway.publicUrl}/v1`, maxRetries: 0 });
+    return {
+      sims,
+      gateway,
+      client,
+      admin: (path, init = {}) =>
+        fetch(`${gateway.adminUrl}${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(init.headers ?? {}) } }),
+      simRequests: async (sim, limit = 50) => {
+        const body = (await (await fetch(`${sim.url}/__sim/requests?limit=${limit}`)).json()) as any;
+        return Array.isArray(body) ? body : body.requests;
+      },
+      simStats: async (sim) => (await fetch(`${sim.url}/__sim/stats`)).json(),
+      async stop() {
+        await Promise.all([gateway.stop(), ...sims.map((s) => s.stop())]);
+      },
+    };
+  } catch (err) {
+    await Promise.all(sims.map((s) => s.stop()));
+    throw err;
+  }
+}
