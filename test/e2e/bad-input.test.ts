@@ -11,7 +11,7 @@ afterAll(async () => {
 });
 
 const url = () => `${stack.gateway.publicUrl}/v1/chat/completions`;
-const post = (body: BodyInit, headers: Record<string, string> = {}) =>
+const post = (body: string, headers: Record<string, string> = {}) =>
   fetch(url(), { method: "POST", headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json", ...headers }, body });
 const valid = JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content: "hi" }] });
 
