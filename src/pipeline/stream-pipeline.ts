@@ -1,4 +1,5 @@
 import { createParser } from "eventsource-parser";
+import type { AttemptOutcome } from "../invoker/attempt.ts";
 import type { StreamDecoder, StreamEncoder } from "../protocol/codec.ts";
 import type { NeutralEvent } from "../protocol/neutral.ts";
 import type { Clock } from "../traffic/deps.ts";
@@ -16,6 +17,21 @@ export interface StreamPipelineOptions {
   readonly deadlineAt: number;
 }
 
+type StreamErrorCode = Extract<NeutralEvent, { type: "error" }>["code"];
+
+/** The attempt outcome for the error event that ended a stream. */
+function outcomeOf(code: StreamErrorCode): AttemptOutcome {
+  switch (code) {
+    case "upstream_protocol_error":
+      return "protocol_error";
+    case "deadline_exceeded":
+      return "timeout";
+    case "upstream_stream_cut":
+    case "upstream_error":
+      return "stream_cut";
+  }
+}
+
 /**
  * Provider SSE bytes → neutral events (decoded once) → client SSE bytes (encoded last).
  *
@@ -31,6 +47,8 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
   const textEncoder = new TextEncoder();
   const reader = upstream.getReader();
   let failed = false;
+  // The code of the error event that ended the stream (the first one), for the attempt record.
+  let failure: StreamErrorCode = "upstream_stream_cut";
   let out = "";
 
   const handle = (events: readonly NeutralEvent[]) => {
@@ -53,6 +71,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
           attempt.usage = ev.usage;
           break;
         case "error":
+          if (!failed) failure = ev.code;
           failed = true;
           break;
         case "start":
@@ -115,15 +134,17 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
               parser.feed(textDecoder.decode());
               handle(decoder.finish());
             }
-            finalizer.finish(failed ? "stream_cut" : "success", failed ? "upstream_stream_cut" : undefined);
+            if (failed) finalizer.finish(outcomeOf(failure), failure);
+            else finalizer.finish("success");
             end(controller);
             return;
           }
           parser.feed(textDecoder.decode(result.value, { stream: true }));
           const bytes = take();
           if (failed) {
-            // A protocol error ends the stream now; the provider's remaining bytes are not read.
-            finalizer.finish("protocol_error", "upstream_protocol_error");
+            // A protocol error (or the provider's own error event) ends the stream now; the
+            // provider's remaining bytes are not read.
+            finalizer.finish(outcomeOf(failure), failure);
             if (bytes) controller.enqueue(bytes);
             end(controller);
             reader.cancel().catch(() => {});

@@ -4,7 +4,8 @@ import { GatewayError } from "../errors/gateway-error.ts";
 
 /**
  * Turns the first zod issue of a request body into a client error that names the parameter, the
- * way the providers' own APIs do. Shared by every codec's request decoder.
+ * way the providers' own APIs do. Shared by every codec's request decoder, which must parse with
+ * `{ reportInput: true }` so a missing parameter can be told from a present one of the wrong type.
  */
 export function invalidRequestFromZod(error: z.ZodError): GatewayError {
   const issue = error.issues[0];

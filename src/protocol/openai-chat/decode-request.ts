@@ -56,7 +56,9 @@ function responseFormat(f: ChatRequestBody["response_format"]): ResponseFormat |
 
 /** OpenAI Chat Completions body → neutral request. Throws GatewayError("invalid_request"). */
 export function decodeChatRequest(body: unknown): NeutralRequest {
-  const parsed = chatRequestSchema.safeParse(body);
+  // reportInput: zod drops `input` from issues otherwise, and the error text needs it to tell a
+  // missing parameter from a present one of the wrong type.
+  const parsed = chatRequestSchema.safeParse(body, { reportInput: true });
   if (!parsed.success) throw invalidRequestFromZod(parsed.error);
   const b = parsed.data;
   if (b.max_tokens != null && b.max_completion_tokens != null && b.max_tokens !== b.max_completion_tokens) {

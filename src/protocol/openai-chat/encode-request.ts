@@ -25,9 +25,11 @@ function wireMessage(m: NeutralMessage): Record<string, unknown> {
     case "user":
       return m.name === undefined ? { role: "user", content: wireParts(m.content) } : { role: "user", content: wireParts(m.content), name: m.name };
     case "assistant": {
-      const out: Record<string, unknown> = { role: "assistant", content: m.content.length ? textOnly(m.content) : null };
-      if (m.toolCalls?.length) {
-        out.tool_calls = m.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+      // null content is valid only beside tool_calls; an empty assistant turn goes as "".
+      const calls = m.toolCalls ?? [];
+      const out: Record<string, unknown> = { role: "assistant", content: m.content.length || !calls.length ? textOnly(m.content) : null };
+      if (calls.length) {
+        out.tool_calls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
       }
       if (m.name !== undefined) out.name = m.name;
       return out;
