@@ -1,0 +1,197 @@
+/**
+ * One request/response exchange: outcome bookkeeping, disconnect-aware waiting, and the
+ * format-neutral delivery of a generation with its timing and faults.
+ */
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { generate, uniqueId } from "./generate.ts";
+import type { Knobs } from "./knobs.ts";
+import type { Outcome, Recorder } from "./stats.ts";
+import type { GenerationRequest, SimError, WireFormat } from "./wire-format.ts";
+import { errorKindForStatus } from "./wire-format.ts";
+
+/**
+ * Tracks one exchange. The outcome is recorded exactly once: by whichever of the server
+ * (completed, faulted, cut, …) or the client (closing early → aborted) gets there first.
+ */
+export class Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly #recorder: Recorder;
+  #settled = false;
+  #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+  #wake: ((open: boolean) => void) | undefined;
+
+  constructor(req: IncomingMessage, res: ServerResponse, recorder: Recorder) {
+    this.req = req;
+    this.res = res;
+    this.#recorder = recorder;
+    recorder.inFlight(1);
+    res.once("close", () => {
+      this.#closed = true;
+      recorder.inFlight(-1);
+      this.settle("aborted");
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#wake?.(false);
+      this.#wake = undefined;
+    });
+  }
+
+  /** Whether the connection is gone (client disconnect, fault or normal end). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Records the outcome unless one was already recorded. */
+  settle(outcome: Outcome): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#recorder.outcome(outcome);
+  }
+
+  /** Waits `ms`; resolves `false` (early, timer cleared) if the connection closes meanwhile. */
+  sleep(ms: number): Promise<boolean> {
+    if (this.#closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      this.#wake = resolve;
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        this.#wake = undefined;
+        resolve(true);
+      }, ms);
+    });
+  }
+
+  /** Sends a complete JSON response and records `outcome`. */
+  json(status: number, body: string, outcome: Outcome, extraHeaders?: Record<string, string>): void {
+    this.settle(outcome);
+    this.res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      "x-request-id": `req_${uniqueId()}`,
+      ...extraHeaders,
+    });
+    this.res.end(body);
+  }
+
+  /** Sends `error` in `format`'s envelope. */
+  error(format: WireFormat, error: SimError, outcome: Outcome, extraHeaders?: Record<string, string>): void {
+    this.json(error.status, format.renderError(error), outcome, extraHeaders);
+  }
+
+  /**
+   * Writes `data`, then closes the connection mid-body. Chunked writes sit in a corked
+   * socket until the next tick, so an immediate destroy would drop them; ending the socket
+   * flushes everything already written, then sends FIN.
+   */
+  cut(data: string | Buffer, outcome: Outcome): void {
+    this.settle(outcome);
+    const socket = this.req.socket;
+    if (data.length > 0) this.res.write(data);
+    socket.end(() => socket.destroy());
+  }
+
+  /** Resets the TCP connection (RST) without sending anything. */
+  reset(outcome: Outcome): void {
+    this.settle(outcome);
+    const socket: Socket = this.req.socket;
+    if (typeof socket.resetAndDestroy === "function") socket.resetAndDestroy();
+    else socket.destroy();
+  }
+}
+
+const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } as const;
+
+function simulatedError(status: number): SimError {
+  const kind = errorKindForStatus(status);
+  const message =
+    kind === "rate_limit"
+      ? "Rate limit reached for requests (simulated). Please try again later."
+      : kind === "overloaded"
+        ? "The server is overloaded (simulated). Please try again later."
+        : `Simulated error with status ${status}.`;
+  const code = kind === "rate_limit" ? "rate_limit_exceeded" : kind === "overloaded" ? "overloaded" : null;
+  return { status, kind, message, param: null, code };
+}
+
+/**
+ * Delivers a generation for a validated request with the given knobs. `faulty` says
+ * whether this request's `status`/`fault` knobs apply (see the `times`/`only-model` knobs).
+ */
+export async function serveGeneration(
+  ex: Exchange,
+  format: WireFormat,
+  request: GenerationRequest,
+  knobs: Knobs,
+  seed: number,
+  faulty: boolean,
+): Promise<void> {
+  if (knobs.latencyMs > 0 && !(await ex.sleep(knobs.latencyMs))) return;
+
+  if (faulty && knobs.status !== undefined) {
+    const retryAfter = knobs.retryAfter ?? (knobs.status === 429 || knobs.status === 503 ? 1 : undefined);
+    const headers = retryAfter === undefined ? undefined : { "retry-after": String(retryAfter) };
+    ex.error(format, simulatedError(knobs.status), "faulted", headers);
+    return;
+  }
+  const fault = faulty ? knobs.fault : undefined;
+  if (fault === "reset-before-headers") return ex.reset("faulted");
+  if (fault === "heartbeat-only") return heartbeat(ex, request.stream, knobs);
+
+  const completion = generate(request, knobs, seed, fault === "omit-usage");
+  const cut = fault === "cut-mid-stream";
+
+  if (!request.stream) {
+    const body = format.renderBuffered(completion);
+    if (!cut) return ex.json(200, body, "completed");
+    const bytes = Buffer.from(body);
+    ex.res.writeHead(200, { "content-type": "application/json", "content-length": bytes.length });
+    return ex.cut(bytes.subarray(0, bytes.length >> 1), "cut");
+  }
+
+  const { head, pieces, tail } = format.renderStream(completion, request.streamUsage);
+  const cutAt = cut ? Math.min(knobs.cutAfter, pieces.length) : -1;
+  ex.res.writeHead(200, { ...SSE_HEADERS, "x-request-id": `req_${uniqueId()}` });
+
+  if (knobs.ttftMs === 0 && knobs.tokenIntervalMs === 0) {
+    // Unpaced: one write, which is what keeps benchmarks cheap.
+    if (cutAt >= 0) return ex.cut(head + pieces.slice(0, cutAt).join(""), "cut");
+    ex.settle("completed");
+    ex.res.end(head + pieces.join("") + tail);
+    return;
+  }
+
+  ex.res.write(head);
+  for (let i = 0; i < pieces.length; i++) {
+    if (i === cutAt) return ex.cut("", "cut");
+    const wait = i === 0 ? knobs.ttftMs : knobs.tokenIntervalMs;
+    if (wait > 0 && !(await ex.sleep(wait))) return;
+    if (ex.closed) return;
+    ex.res.write(pieces[i] ?? "");
+  }
+  if (cutAt === pieces.length) return ex.cut("", "cut");
+  ex.settle("completed");
+  ex.res.end(tail);
+}
+
+/**
+ * `heartbeat-only`: headers, then nothing but SSE comments every `heartbeat-ms` (silence
+ * for a buffered request) until the client leaves or `duration-ms` passes; then the
+ * connection is dropped without a terminating frame.
+ */
+async function heartbeat(ex: Exchange, stream: boolean, knobs: Knobs): Promise<void> {
+  ex.settle("faulted");
+  ex.res.writeHead(200, stream ? SSE_HEADERS : { "content-type": "application/json" });
+  ex.res.flushHeaders();
+  const end = Date.now() + knobs.durationMs;
+  for (;;) {
+    const wait = Math.min(stream ? knobs.heartbeatMs : knobs.durationMs, end - Date.now());
+    if (wait > 0 && !(await ex.sleep(wait))) return;
+    if (Date.now() >= end) break;
+    if (stream) ex.res.write(": keep-alive\n\n");
+  }
+  ex.cut("", "faulted");
+}

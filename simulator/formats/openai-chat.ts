@@ -1,0 +1,330 @@
+/**
+ * OpenAI Chat Completions (`POST /v1/chat/completions`): request validation with OpenAI's
+ * error messages, and rendering of `chat.completion` / `chat.completion.chunk` objects.
+ */
+
+import type {
+  Completion,
+  ErrorKind,
+  GenerationRequest,
+  NeutralMessage,
+  ParseResult,
+  SimError,
+  StreamScript,
+  ToolChoice,
+  ToolSpec,
+  Usage,
+  WireFormat,
+} from "../wire-format.ts";
+
+const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"]);
+
+/** OpenAI has no overloaded type; its 503s say `server_error`. */
+const ERROR_TYPES: Record<ErrorKind, string> = {
+  invalid_request: "invalid_request_error",
+  authentication: "invalid_request_error",
+  permission: "permission_error",
+  not_found: "invalid_request_error",
+  rate_limit: "rate_limit_error",
+  server: "server_error",
+  overloaded: "server_error",
+};
+
+const FINISH: Record<Completion["finish"], string> = { stop: "stop", length: "length", tool: "tool_calls" };
+
+/** Fixed so responses stay byte-stable apart from ids and timestamps. */
+const FINGERPRINT = "fp_sluicesim";
+
+type Json = Readonly<Record<string, unknown>>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
+
+function invalid(message: string, param: string | null, code: string | null): ParseResult {
+  return { ok: false, error: { status: 400, kind: "invalid_request", message, param, code } };
+}
+
+function missing(param: string): ParseResult {
+  return invalid(`Missing required parameter: '${param}'.`, param, "missing_required_parameter");
+}
+
+function wrongType(param: string, expected: string, value: unknown): ParseResult {
+  return invalid(`Invalid type for '${param}': expected ${expected}, but got ${typeName(value)} instead.`, param, "invalid_type");
+}
+
+/** Text and media count of a `content` value (string, parts array or null). */
+function flattenContent(content: unknown): { text: string; media: number } | undefined {
+  if (content === null || content === undefined) return { text: "", media: 0 };
+  if (typeof content === "string") return { text: content, media: 0 };
+  if (!Array.isArray(content)) return undefined;
+  let text = "";
+  let media = 0;
+  for (const part of content) {
+    if (!isObject(part)) return undefined;
+    if (typeof part["text"] === "string") text += part["text"];
+    else if (typeof part["refusal"] === "string") text += part["refusal"];
+    else media++;
+  }
+  return { text, media };
+}
+
+function parseMessages(value: unknown): NeutralMessage[] | ParseResult {
+  if (value === undefined) return missing("messages");
+  if (!Array.isArray(value)) return wrongType("messages", "an array of objects", value);
+  if (value.length === 0) {
+    return invalid(
+      "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+      "messages",
+      "empty_array",
+    );
+  }
+  const out: NeutralMessage[] = [];
+  for (let i = 0; i < value.length; i++) {
+    const at = `messages[${i}]`;
+    const message: unknown = value[i];
+    if (!isObject(message)) return wrongType(at, "an object", message);
+    const role = message["role"];
+    if (role === undefined) return missing(`${at}.role`);
+    if (typeof role !== "string" || !ROLES.has(role)) {
+      return invalid(
+        `Invalid value: '${String(role)}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`,
+        `${at}.role`,
+        "invalid_value",
+      );
+    }
+    const content = message["content"];
+    if (content === undefined && role !== "assistant") return missing(`${at}.content`);
+    const flat = flattenContent(content);
+    if (flat === undefined) return wrongType(`${at}.content`, "a string or an array of content parts", content);
+    let text = flat.text;
+    const toolCalls = message["tool_calls"];
+    if (Array.isArray(toolCalls)) {
+      for (const call of toolCalls) {
+        const fn = isObject(call) ? call["function"] : undefined;
+        if (isObject(fn)) text += `${String(fn["name"] ?? "")}${String(fn["arguments"] ?? "")}`;
+      }
+    }
+    out.push({ role, text, media: flat.media });
+  }
+  return out;
+}
+
+function parseTools(value: unknown): ToolSpec[] | ParseResult {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) return wrongType("tools", "an array of objects", value);
+  const out: ToolSpec[] = [];
+  for (let i = 0; i < value.length; i++) {
+    const tool: unknown = value[i];
+    if (!isObject(tool)) return wrongType(`tools[${i}]`, "an object", tool);
+    // Non-function tool types (custom, …) are accepted and never called.
+    if (tool["type"] !== undefined && tool["type"] !== "function") continue;
+    const fn = tool["function"];
+    if (!isObject(fn)) return missing(`tools[${i}].function`);
+    if (typeof fn["name"] !== "string") return missing(`tools[${i}].function.name`);
+    const description = typeof fn["description"] === "string" ? fn["description"] : undefined;
+    out.push({ name: fn["name"], description, parameters: fn["parameters"] });
+  }
+  return out;
+}
+
+function parseToolChoice(value: unknown, hasTools: boolean): ToolChoice | ParseResult {
+  if (value === undefined || value === null) return { type: "auto" };
+  if (!hasTools) {
+    return invalid(
+      "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+      "tool_choice",
+      null,
+    );
+  }
+  if (value === "auto" || value === "none" || value === "required") return { type: value };
+  if (isObject(value) && value["type"] === "function" && isObject(value["function"])) {
+    const name = value["function"]["name"];
+    if (typeof name === "string") return { type: "function", name };
+  }
+  return invalid(
+    `Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or a named function.`,
+    "tool_choice",
+    "invalid_value",
+  );
+}
+
+function parseCap(body: Json, param: string): number | undefined | ParseResult {
+  const value = body[param];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !Number.isInteger(value)) return wrongType(param, "an integer", value);
+  if (value < 1) {
+    return invalid(
+      `Invalid '${param}': integer below minimum value. Expected a value >= 1, but got ${value} instead.`,
+      param,
+      "integer_below_min_value",
+    );
+  }
+  return value;
+}
+
+function isResult<T>(value: T | ParseResult): value is ParseResult {
+  return isObject(value) && typeof (value as { ok?: unknown }).ok === "boolean";
+}
+
+function parse(body: unknown): ParseResult {
+  if (!isObject(body)) return wrongType("body", "an object", body);
+  const model = body["model"];
+  if (typeof model !== "string" || model === "") return invalid("you must provide a model parameter", null, null);
+
+  const messages = parseMessages(body["messages"]);
+  if (isResult(messages)) return messages;
+  const tools = parseTools(body["tools"]);
+  if (isResult(tools)) return tools;
+  const toolChoice = parseToolChoice(body["tool_choice"], Array.isArray(body["tools"]) && body["tools"].length > 0);
+  if (isResult(toolChoice)) return toolChoice;
+  const maxCompletion = parseCap(body, "max_completion_tokens");
+  if (isResult(maxCompletion)) return maxCompletion;
+  const maxTokens = parseCap(body, "max_tokens");
+  if (isResult(maxTokens)) return maxTokens;
+
+  const stream = body["stream"];
+  if (stream !== undefined && stream !== null && typeof stream !== "boolean") return wrongType("stream", "a boolean", stream);
+  const streamOptions = body["stream_options"];
+  if (streamOptions !== undefined && streamOptions !== null) {
+    if (stream !== true) {
+      return invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options", null);
+    }
+    if (!isObject(streamOptions)) return wrongType("stream_options", "an object", streamOptions);
+  }
+
+  let directiveText = "";
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message !== undefined && message.role === "user") {
+      directiveText = message.text;
+      break;
+    }
+  }
+
+  const request: GenerationRequest = {
+    model,
+    messages,
+    tools,
+    toolChoice,
+    maxTokens: maxCompletion ?? maxTokens,
+    stream: stream === true,
+    streamUsage: isObject(streamOptions) && streamOptions["include_usage"] === true,
+    directiveText,
+  };
+  return { ok: true, request };
+}
+
+function usageJson(usage: Usage): Json {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    prompt_tokens_details: { cached_tokens: usage.cachedTokens, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: usage.reasoningTokens,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+function renderBuffered(completion: Completion): string {
+  const call = completion.toolCall;
+  const message = call
+    ? {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: `call_${call.uid}`, type: "function", function: { name: call.name, arguments: call.arguments } }],
+        refusal: null,
+        annotations: [],
+      }
+    : { role: "assistant", content: completion.tokens.join(""), refusal: null, annotations: [] };
+  const body: Record<string, unknown> = {
+    id: `chatcmpl-${completion.uid}`,
+    object: "chat.completion",
+    created: completion.created,
+    model: completion.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: FINISH[completion.finish] }],
+  };
+  if (completion.usage) body["usage"] = usageJson(completion.usage);
+  body["service_tier"] = "default";
+  body["system_fingerprint"] = FINGERPRINT;
+  return JSON.stringify(body);
+}
+
+/**
+ * Chunks are built by string concatenation around a shared prefix: a stream of N tokens
+ * otherwise costs N object graphs and N full serialisations.
+ */
+function renderStream(completion: Completion, includeUsage: boolean): StreamScript {
+  const prefix =
+    `data: {"id":"chatcmpl-${completion.uid}","object":"chat.completion.chunk","created":${completion.created},` +
+    `"model":${JSON.stringify(completion.model)},"service_tier":"default","system_fingerprint":"${FINGERPRINT}","choices":[`;
+  const suffix = includeUsage ? `],"usage":null}\n\n` : `]}\n\n`;
+  const choice = (delta: string, finish: string | null): string =>
+    `${prefix}{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? "null" : `"${finish}"`}}${suffix}`;
+
+  const call = completion.toolCall;
+  let head: string;
+  let pieces: string[];
+  if (call) {
+    const opening =
+      `[{"index":0,"id":"call_${call.uid}","type":"function","function":{"name":${JSON.stringify(call.name)},"arguments":""}}]`;
+    head = choice(`{"role":"assistant","content":null,"tool_calls":${opening},"refusal":null}`, null);
+    pieces = call.pieces.map((p) => choice(`{"tool_calls":[{"index":0,"function":{"arguments":${JSON.stringify(p)}}}]}`, null));
+  } else {
+    head = choice(`{"role":"assistant","content":"","refusal":null}`, null);
+    pieces = completion.tokens.map((t) => choice(`{"content":${JSON.stringify(t)}}`, null));
+  }
+
+  let tail = choice("{}", FINISH[completion.finish]);
+  if (includeUsage && completion.usage) tail += `${prefix}],"usage":${JSON.stringify(usageJson(completion.usage))}}\n\n`;
+  tail += "data: [DONE]\n\n";
+  return { head, pieces, tail };
+}
+
+function renderError(error: SimError): string {
+  return JSON.stringify({
+    error: { message: error.message, type: ERROR_TYPES[error.kind], param: error.param, code: error.code },
+  });
+}
+
+function malformedJson(): SimError {
+  return {
+    status: 400,
+    kind: "invalid_request",
+    message:
+      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. " +
+      "The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)",
+    param: null,
+    code: null,
+  };
+}
+
+function authError(given: string | undefined): SimError {
+  const message =
+    given === undefined
+      ? "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+      : `Incorrect API key provided: ${given.length > 8 ? `${given.slice(0, 3)}***${given.slice(-4)}` : "***"}.`;
+  return { status: 401, kind: "authentication", message, param: null, code: given === undefined ? null : "invalid_api_key" };
+}
+
+/** The OpenAI Chat Completions wire format. */
+export const openaiChat: WireFormat = {
+  name: "openai-chat",
+  path: "/v1/chat/completions",
+  parse,
+  malformedJson,
+  authError,
+  renderError,
+  renderBuffered,
+  renderStream,
+};

@@ -1,0 +1,184 @@
+/**
+ * The format-neutral generation core: what the simulated model says and what it costs.
+ *
+ * Everything here is a pure function of the request and knobs (ids and `created` aside),
+ * so the same conversation yields the same text whichever wire format carried it.
+ */
+
+import { randomBytes } from "node:crypto";
+import type { Knobs } from "./knobs.ts";
+import { buildArguments } from "./tool-arguments.ts";
+import type { Completion, GenerationRequest, NeutralMessage, ToolCall, ToolSpec } from "./wire-format.ts";
+
+/** Prompt tokens added once per request, like the reply priming of real tokenizers. */
+export const PROMPT_BASE_TOKENS = 3;
+/** Prompt tokens added per message for role and framing. */
+export const PER_MESSAGE_TOKENS = 4;
+/** Prompt tokens per non-text part (image, audio, file). */
+export const PER_MEDIA_TOKENS = 85;
+/** Characters per token, for prompt text, tool declarations and tool-call arguments. */
+export const CHARS_PER_TOKEN = 4;
+
+/** The fixed vocabulary output words are drawn from. */
+export const VOCABULARY: readonly string[] = [
+  "river", "stone", "lantern", "harbor", "meadow", "signal", "copper", "window",
+  "garden", "thunder", "paper", "orbit", "candle", "forest", "silver", "bridge",
+  "echo", "marble", "valley", "anchor", "feather", "glacier", "compass", "ember",
+  "willow", "canyon", "mirror", "velvet", "summit", "ripple", "falcon", "prairie",
+  "beacon", "cedar", "quartz", "island", "tundra", "violet", "harvest", "nectar",
+  "pebble", "saddle", "timber", "lagoon", "crystal", "meteor", "orchard", "plume",
+  "rocket", "spiral", "tandem", "umbra", "vessel", "wander", "zenith", "amber",
+  "breeze", "cobalt", "dune", "fjord", "granite", "hollow", "ivory", "jasper",
+];
+
+/**
+ * Prompt tokens of a request:
+ * 3 + Σ per message (4 + ⌈text length / 4⌉ + 85 × media parts)
+ *   + Σ per declared tool ⌈length of JSON {name, description, parameters} / 4⌉.
+ * Lengths are JavaScript string lengths (UTF-16 code units).
+ */
+export function countPromptTokens(request: Pick<GenerationRequest, "messages" | "tools">): number {
+  let total = PROMPT_BASE_TOKENS;
+  for (const message of request.messages) {
+    total += PER_MESSAGE_TOKENS + Math.ceil(message.text.length / CHARS_PER_TOKEN) + PER_MEDIA_TOKENS * message.media;
+  }
+  for (const tool of request.tools) {
+    const declared = JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters });
+    total += Math.ceil(declared.length / CHARS_PER_TOKEN);
+  }
+  return total;
+}
+
+/**
+ * 32-bit FNV-1a over roles and texts of the conversation: the seed of the output and
+ * the default `key` of the `times` knob. Model and knobs are deliberately left out, so a
+ * retry or failover to another model sees the same conversation.
+ */
+export function conversationHash(messages: readonly NeutralMessage[]): number {
+  let hash = 0x811c9dc5;
+  const mix = (text: string): void => {
+    for (let i = 0; i < text.length; i++) {
+      hash ^= text.charCodeAt(i);
+      hash = Math.imul(hash, 0x01000193);
+    }
+    hash ^= 0xff; // separator, so ["ab","c"] and ["a","bc"] differ
+    hash = Math.imul(hash, 0x01000193);
+  };
+  for (const message of messages) {
+    mix(message.role);
+    mix(message.text);
+  }
+  return hash >>> 0;
+}
+
+/** mulberry32: small, fast, good enough to pick words. */
+function prng(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * The first `count` output tokens for `seed`. Token 0 is a capitalised word, every later
+ * token a space plus a word; `final` appends a full stop to the last one, so a natural
+ * end differs visibly from a cut. A shorter output is always a prefix of a longer one.
+ */
+export function textTokens(seed: number, count: number, final: boolean): string[] {
+  const next = prng(seed);
+  const tokens = new Array<string>(count);
+  for (let i = 0; i < count; i++) {
+    const word = VOCABULARY[Math.floor(next() * VOCABULARY.length)] ?? "river";
+    tokens[i] = i === 0 ? word.charAt(0).toUpperCase() + word.slice(1) : ` ${word}`;
+  }
+  if (final && count > 0) tokens[count - 1] += ".";
+  return tokens;
+}
+
+/** Splits tool-call arguments into stream pieces of {@link CHARS_PER_TOKEN} characters. */
+export function splitPieces(text: string): string[] {
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += CHARS_PER_TOKEN) pieces.push(text.slice(i, i + CHARS_PER_TOKEN));
+  return pieces;
+}
+
+// Unique ids without a syscall per request: random per process, then a counter.
+const ID_PREFIX = randomBytes(6).toString("hex");
+let idCounter = 0;
+
+/** A process-unique id suffix, e.g. `a1b2c3d4e5f6000000001`. */
+export function uniqueId(): string {
+  idCounter = (idCounter + 1) % 0x1000000000;
+  return ID_PREFIX + idCounter.toString(36).padStart(9, "0");
+}
+
+/**
+ * Which tool to call, if any: the `tool` knob, else a function named by `tool_choice`,
+ * else the first tool when the choice is `required`. Only when tools were declared.
+ */
+function chooseTool(request: GenerationRequest, knobs: Knobs): { name: string; spec: ToolSpec | undefined } | undefined {
+  if (request.tools.length === 0) return undefined;
+  const choice = request.toolChoice;
+  const name =
+    knobs.tool ??
+    (choice.type === "function" ? choice.name : choice.type === "required" ? request.tools[0]?.name : undefined);
+  if (name === undefined) return undefined;
+  return { name, spec: request.tools.find((t) => t.name === name) };
+}
+
+/**
+ * Produces the completion for a validated request.
+ *
+ * Output cap: `reasoning = min(reasoning-tokens, cap)`, and visible output may use the
+ * rest of the cap; hitting it gives finish `length` (for a tool call, truncated arguments).
+ * `completionTokens` = visible tokens emitted + reasoning tokens, as OpenAI counts them.
+ * `cachedTokens` = min(cached-tokens, promptTokens).
+ */
+export function generate(request: GenerationRequest, knobs: Knobs, seed: number, omitUsage: boolean): Completion {
+  const cap = request.maxTokens ?? Infinity;
+  const reasoningTokens = Math.min(knobs.reasoningTokens, cap);
+  const budget = cap - reasoningTokens;
+
+  let tokens: readonly string[] = [];
+  let toolCall: ToolCall | undefined;
+  let finish: Completion["finish"];
+  let emitted: number;
+
+  const tool = chooseTool(request, knobs);
+  if (tool !== undefined) {
+    const full = splitPieces(buildArguments(tool.spec?.parameters));
+    const pieces = full.length > budget ? full.slice(0, budget) : full;
+    toolCall = { uid: uniqueId(), name: tool.name, arguments: pieces.join(""), pieces };
+    finish = pieces.length < full.length ? "length" : "tool";
+    emitted = pieces.length;
+  } else {
+    emitted = Math.min(knobs.tokens, budget);
+    finish = emitted < knobs.tokens ? "length" : "stop";
+    tokens = textTokens(seed, emitted, finish === "stop");
+  }
+
+  let usage: Completion["usage"];
+  if (!omitUsage) {
+    const promptTokens = countPromptTokens(request);
+    usage = {
+      promptTokens,
+      completionTokens: emitted + reasoningTokens,
+      cachedTokens: Math.min(knobs.cachedTokens, promptTokens),
+      reasoningTokens,
+    };
+  }
+
+  return {
+    uid: uniqueId(),
+    created: Math.floor(Date.now() / 1000),
+    model: request.model,
+    tokens,
+    toolCall,
+    finish,
+    usage,
+  };
+}

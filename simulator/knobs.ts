@@ -1,0 +1,229 @@
+/**
+ * Knobs: the per-request and instance-wide controls of timing, size and faults.
+ *
+ * Three layers, later wins: instance defaults (CLI flags, `startSimulator({ knobs })`,
+ * `PUT /__sim/config`), then `[[sim key=value]]` directives in the last user message,
+ * then `x-sim-<knob>` headers. Directives exist because a gateway that translates
+ * protocols or strips unknown headers still forwards message text.
+ */
+
+import type { IncomingHttpHeaders } from "node:http";
+
+/** Faults the simulator can inject. */
+export const FAULTS = ["reset-before-headers", "cut-mid-stream", "omit-usage", "heartbeat-only"] as const;
+
+/** A fault name. */
+export type Fault = (typeof FAULTS)[number];
+
+/** Every knob name, as written in headers (`x-sim-<name>`), directives, flags and config. */
+export const KNOB_NAMES = [
+  "latency-ms",
+  "ttft-ms",
+  "token-interval-ms",
+  "tokens",
+  "status",
+  "retry-after",
+  "fault",
+  "cut-after",
+  "heartbeat-ms",
+  "duration-ms",
+  "cached-tokens",
+  "reasoning-tokens",
+  "tool",
+  "times",
+  "key",
+  "only-model",
+] as const;
+
+/** A knob name. */
+export type KnobName = (typeof KNOB_NAMES)[number];
+
+/** Knob values as a caller writes them (config JSON, `startSimulator` options). */
+export type KnobSettings = { readonly [K in KnobName]?: string | number };
+
+/** Resolved knobs for one request. */
+export interface Knobs {
+  readonly latencyMs: number;
+  readonly ttftMs: number;
+  readonly tokenIntervalMs: number;
+  readonly tokens: number;
+  /** HTTP status of a simulated error, or `undefined` for none. */
+  readonly status: number | undefined;
+  /** `retry-after` seconds; `undefined` means 1 on 429/503 and no header otherwise. */
+  readonly retryAfter: number | undefined;
+  readonly fault: Fault | undefined;
+  readonly cutAfter: number;
+  readonly heartbeatMs: number;
+  readonly durationMs: number;
+  readonly cachedTokens: number;
+  readonly reasoningTokens: number;
+  readonly tool: string | undefined;
+  /** Status/fault only for the first N requests sharing `key`; `undefined` means always. */
+  readonly times: number | undefined;
+  readonly key: string | undefined;
+  /** Status/fault only when the request names this model. */
+  readonly onlyModel: string | undefined;
+}
+
+/** Knob values with nothing overridden. */
+export const BASE_KNOBS: Knobs = {
+  latencyMs: 0,
+  ttftMs: 0,
+  tokenIntervalMs: 0,
+  tokens: 12,
+  status: undefined,
+  retryAfter: undefined,
+  fault: undefined,
+  cutAfter: 3,
+  heartbeatMs: 1000,
+  durationMs: 30_000,
+  cachedTokens: 0,
+  reasoningTokens: 0,
+  tool: undefined,
+  times: undefined,
+  key: undefined,
+  onlyModel: undefined,
+};
+
+/** A knob name or value that cannot be used; reported as a 400. */
+export class KnobError extends Error {
+  override name = "KnobError";
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** Upper bound keeps a typo from scheduling a timer for weeks or generating gigabytes. */
+const MAX_INT = 10_000_000;
+
+function int(name: string, raw: string, min: number): number {
+  if (!/^\d{1,8}$/.test(raw)) throw new KnobError(`knob '${name}' must be a non-negative integer, got '${raw}'`);
+  const value = Number(raw);
+  if (value < min || value > MAX_INT) throw new KnobError(`knob '${name}' must be between ${min} and ${MAX_INT}, got ${raw}`);
+  return value;
+}
+
+function word(name: string, raw: string): string {
+  if (raw === "" || /\s/.test(raw)) throw new KnobError(`knob '${name}' must be a non-empty word, got '${raw}'`);
+  return raw;
+}
+
+/** Sets one knob from its textual value; `none` clears `status` and `fault`. */
+function applyKnob(target: Mutable<Partial<Knobs>>, name: string, raw: string): void {
+  switch (name) {
+    case "latency-ms":
+      target.latencyMs = int(name, raw, 0);
+      return;
+    case "ttft-ms":
+      target.ttftMs = int(name, raw, 0);
+      return;
+    case "token-interval-ms":
+      target.tokenIntervalMs = int(name, raw, 0);
+      return;
+    case "tokens":
+      target.tokens = int(name, raw, 0);
+      return;
+    case "status":
+      if (raw === "none") target.status = undefined;
+      else {
+        const status = int(name, raw, 0);
+        if (status < 400 || status > 599) throw new KnobError(`knob 'status' must be a 4xx or 5xx code, got ${raw}`);
+        target.status = status;
+      }
+      return;
+    case "retry-after":
+      target.retryAfter = int(name, raw, 0);
+      return;
+    case "fault":
+      if (raw === "none") target.fault = undefined;
+      else if ((FAULTS as readonly string[]).includes(raw)) target.fault = raw as Fault;
+      else throw new KnobError(`knob 'fault' must be one of ${FAULTS.join(", ")} or none, got '${raw}'`);
+      return;
+    case "cut-after":
+      target.cutAfter = int(name, raw, 0);
+      return;
+    case "heartbeat-ms":
+      target.heartbeatMs = int(name, raw, 1);
+      return;
+    case "duration-ms":
+      target.durationMs = int(name, raw, 0);
+      return;
+    case "cached-tokens":
+      target.cachedTokens = int(name, raw, 0);
+      return;
+    case "reasoning-tokens":
+      target.reasoningTokens = int(name, raw, 0);
+      return;
+    case "tool":
+      target.tool = word(name, raw);
+      return;
+    case "times":
+      target.times = int(name, raw, 0);
+      return;
+    case "key":
+      target.key = word(name, raw);
+      return;
+    case "only-model":
+      target.onlyModel = word(name, raw);
+      return;
+    default:
+      throw new KnobError(`unknown simulator knob '${name}'; known: ${KNOB_NAMES.join(", ")}`);
+  }
+}
+
+/** `latencyMs` → `latency-ms`, so config JSON may use either spelling. */
+function kebab(name: string): string {
+  return name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/**
+ * Resolves knob settings (config JSON or options) over a base; throws {@link KnobError}.
+ * Accepts kebab-case and camelCase names.
+ */
+export function resolveSettings(base: Knobs, settings: Readonly<Record<string, unknown>>): Knobs {
+  const out: Mutable<Partial<Knobs>> = {};
+  for (const [name, value] of Object.entries(settings)) {
+    if (typeof value !== "string" && typeof value !== "number") {
+      throw new KnobError(`knob '${name}' must be a string or a number`);
+    }
+    applyKnob(out, kebab(name), String(value));
+  }
+  return { ...base, ...out };
+}
+
+const DIRECTIVE = /\[\[sim\b([^\]]*)\]\]/g;
+
+/**
+ * Knob overrides from `[[sim k=v k=v]]` directives in `text` (all of them, in order)
+ * and `x-sim-*` headers, applied over `base`. Returns `base` itself when there are none,
+ * which keeps the common path allocation-free.
+ */
+export function resolveRequestKnobs(base: Knobs, text: string, headers: IncomingHttpHeaders): Knobs {
+  let out: Mutable<Partial<Knobs>> | undefined;
+  if (text.includes("[[sim")) {
+    out = {};
+    for (const match of text.matchAll(DIRECTIVE)) {
+      for (const pair of (match[1] ?? "").trim().split(/\s+/)) {
+        if (pair === "") continue;
+        const eq = pair.indexOf("=");
+        if (eq <= 0) throw new KnobError(`directive item '${pair}' is not key=value`);
+        applyKnob(out, pair.slice(0, eq), pair.slice(eq + 1));
+      }
+    }
+  }
+  for (const name in headers) {
+    if (!name.startsWith("x-sim-")) continue;
+    const value = headers[name];
+    out ??= {};
+    applyKnob(out, name.slice(6), (Array.isArray(value) ? value.join(",") : (value ?? "")).trim());
+  }
+  return out === undefined ? base : { ...base, ...out };
+}
+
+/** Resolved knobs as config JSON (kebab-case names, unset values left out). */
+export function knobsToSettings(knobs: Knobs): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  for (const [field, value] of Object.entries(knobs)) {
+    if (value !== undefined) out[kebab(field)] = value as string | number;
+  }
+  return out;
+}

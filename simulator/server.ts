@@ -1,0 +1,271 @@
+/**
+ * The simulator's HTTP server: routing, API-key check, request recording, knob
+ * resolution, and the `/__sim/*` test-support endpoints. Usable in-process through
+ * {@link startSimulator}; `main.ts` wraps it as a CLI.
+ */
+
+import { createServer } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Exchange, serveGeneration } from "./exchange.ts";
+import { openaiChat } from "./formats/openai-chat.ts";
+import { modelNotFound, renderModel, renderModelList } from "./formats/openai-models.ts";
+import { conversationHash } from "./generate.ts";
+import { BASE_KNOBS, KnobError, knobsToSettings, resolveRequestKnobs, resolveSettings } from "./knobs.ts";
+import type { KnobSettings, Knobs } from "./knobs.ts";
+import { Recorder } from "./stats.ts";
+import type { GenerationRequest, SimError, WireFormat } from "./wire-format.ts";
+
+/** Wire formats by the POST path they serve; a new format is one more entry. */
+const FORMATS: ReadonlyMap<string, WireFormat> = new Map([openaiChat].map((f) => [f.path, f]));
+
+/** Envelope for errors outside any format's route (unknown paths, `/v1/models`). */
+const DEFAULT_FORMAT: WireFormat = openaiChat;
+
+/** Model ids listed by `GET /v1/models` when none are configured. */
+export const DEFAULT_MODELS: readonly string[] = ["sim-small", "sim-large", "sim-reasoning"];
+
+/** Default port of the CLI. */
+export const DEFAULT_PORT = 9901;
+
+/** Bodies above this are refused rather than buffered. */
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/** Bound on distinct `times` keys remembered; past it the counters start over. */
+const MAX_TIMES_KEYS = 10_000;
+
+/** Options of {@link startSimulator}. */
+export interface SimulatorOptions {
+  /** TCP port; 0 (the default here) picks a free one. */
+  readonly port?: number;
+  /** Interface to bind; default `127.0.0.1`. */
+  readonly host?: string;
+  /** When set, API requests need `Authorization: Bearer <key>` or `x-api-key: <key>`. */
+  readonly apiKey?: string;
+  /** Ids listed by `GET /v1/models`; default {@link DEFAULT_MODELS}. Any id is accepted for generation. */
+  readonly models?: readonly string[];
+  /** Instance default knobs; throws `KnobError` when one is invalid. */
+  readonly knobs?: KnobSettings;
+  /** How many recent requests `GET /__sim/requests` can return; default 200. */
+  readonly history?: number;
+}
+
+/** A running simulator. */
+export interface Simulator {
+  /** Base URL, e.g. `http://127.0.0.1:9901` (no trailing slash, no `/v1`). */
+  readonly url: string;
+  readonly port: number;
+  /** Stops listening and destroys open connections, in-flight streams included. */
+  close(): Promise<void>;
+}
+
+interface State {
+  readonly apiKey: string | undefined;
+  readonly models: readonly string[];
+  readonly startupKnobs: Knobs;
+  knobs: Knobs;
+  readonly recorder: Recorder;
+  /** Requests seen per `times` key. */
+  readonly attempts: Map<string, number>;
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+    });
+    req.once("end", () => resolve(size > MAX_BODY_BYTES ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    req.once("error", reject);
+    // After a complete body this is a no-op; before it, the client is gone.
+    req.once("close", () => reject(new Error("request closed before its body ended")));
+  });
+}
+
+/** The API key the caller presented, if any. */
+function presentedKey(req: IncomingMessage): string | undefined {
+  const auth = req.headers.authorization;
+  if (auth !== undefined && /^bearer\s/i.test(auth)) return auth.slice(7).trim();
+  const key = req.headers["x-api-key"];
+  return typeof key === "string" ? key : undefined;
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function controlError(res: ServerResponse, status: number, message: string): void {
+  sendJson(res, status, { error: { message, type: "invalid_request_error", param: null, code: null } });
+}
+
+/** Whether this request's `status`/`fault` knobs apply, counting it against `times`. */
+function faultApplies(state: State, knobs: Knobs, request: GenerationRequest, seed: number): boolean {
+  if (knobs.status === undefined && knobs.fault === undefined) return false;
+  if (knobs.onlyModel !== undefined && knobs.onlyModel !== request.model) return false;
+  if (knobs.times === undefined) return true;
+  const key = knobs.key ?? seed.toString(16);
+  if (state.attempts.size >= MAX_TIMES_KEYS && !state.attempts.has(key)) state.attempts.clear();
+  const seen = (state.attempts.get(key) ?? 0) + 1;
+  state.attempts.set(key, seen);
+  return seen <= knobs.times;
+}
+
+async function handleGeneration(state: State, ex: Exchange, format: WireFormat, body: unknown, malformed: boolean): Promise<void> {
+  if (malformed) return ex.error(format, format.malformedJson(), "rejected");
+  const parsed = format.parse(body);
+  if (!parsed.ok) return ex.error(format, parsed.error, "rejected");
+  const request = parsed.request;
+  let knobs: Knobs;
+  try {
+    knobs = resolveRequestKnobs(state.knobs, request.directiveText, ex.req.headers);
+  } catch (error) {
+    if (!(error instanceof KnobError)) throw error;
+    const simError: SimError = { status: 400, kind: "invalid_request", message: error.message, param: null, code: "invalid_sim_knob" };
+    return ex.error(format, simError, "rejected");
+  }
+  const seed = conversationHash(request.messages);
+  await serveGeneration(ex, format, request, knobs, seed, faultApplies(state, knobs, request, seed));
+}
+
+/** Routes of the provider API (everything outside `/__sim/` and `/health`). */
+async function handleApi(state: State, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void> {
+  const raw = await readBody(req);
+  if (raw === undefined) {
+    state.recorder.request(req.method ?? "", path, query, req.headers, null);
+    state.recorder.outcome("rejected");
+    controlError(res, 413, `Request body larger than ${MAX_BODY_BYTES} bytes.`);
+    return;
+  }
+  let body: unknown = null;
+  let malformed = false;
+  if (raw.length > 0) {
+    const text = raw.toString("utf8");
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+      malformed = true;
+    }
+  }
+  state.recorder.request(req.method ?? "", path, query, req.headers, body);
+  const ex = new Exchange(req, res, state.recorder);
+  const format = req.method === "POST" ? FORMATS.get(path) : undefined;
+
+  if (state.apiKey !== undefined) {
+    const given = presentedKey(req);
+    if (given !== state.apiKey) return ex.error(format ?? DEFAULT_FORMAT, (format ?? DEFAULT_FORMAT).authError(given), "rejected");
+  }
+
+  if (format !== undefined) return handleGeneration(state, ex, format, body, malformed);
+  if (req.method === "GET" && path === "/v1/models") return ex.json(200, renderModelList(state.models), "completed");
+  if (req.method === "GET" && path.startsWith("/v1/models/")) {
+    const id = decodeURIComponent(path.slice("/v1/models/".length));
+    if (state.models.includes(id)) return ex.json(200, renderModel(id), "completed");
+    return ex.error(DEFAULT_FORMAT, modelNotFound(id), "rejected");
+  }
+  const notFound: SimError = {
+    status: 404,
+    kind: "invalid_request",
+    message: `Invalid URL (${req.method ?? ""} ${path})`,
+    param: null,
+    code: null,
+  };
+  ex.error(DEFAULT_FORMAT, notFound, "rejected");
+}
+
+/** `/health` and `/__sim/*`: never recorded, never authenticated. */
+async function handleControl(state: State, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void> {
+  const raw = await readBody(req);
+  const route = `${req.method ?? ""} ${path}`;
+  switch (route) {
+    case "GET /health":
+      return sendJson(res, 200, { status: "ok" });
+    case "GET /__sim/stats":
+      return sendJson(res, 200, state.recorder.snapshot());
+    case "GET /__sim/requests": {
+      const limitText = new URLSearchParams(query).get("limit");
+      const limit = limitText === null ? Infinity : Number(limitText);
+      if (!(limit >= 0)) return controlError(res, 400, "limit must be a non-negative number");
+      return sendJson(res, 200, { requests: state.recorder.recent(limit) });
+    }
+    case "POST /__sim/reset":
+      state.recorder.reset();
+      state.attempts.clear();
+      return sendJson(res, 200, { reset: true });
+    case "GET /__sim/config":
+      return sendJson(res, 200, knobsToSettings(state.knobs));
+    case "PUT /__sim/config": {
+      let settings: unknown;
+      try {
+        settings = JSON.parse(raw === undefined || raw.length === 0 ? "{}" : raw.toString("utf8"));
+      } catch {
+        return controlError(res, 400, "config body must be a JSON object of knob settings");
+      }
+      if (typeof settings !== "object" || settings === null || Array.isArray(settings)) {
+        return controlError(res, 400, "config body must be a JSON object of knob settings");
+      }
+      try {
+        state.knobs = resolveSettings(state.startupKnobs, settings as Record<string, unknown>);
+      } catch (error) {
+        if (error instanceof KnobError) return controlError(res, 400, error.message);
+        throw error;
+      }
+      return sendJson(res, 200, knobsToSettings(state.knobs));
+    }
+    default:
+      return controlError(res, 404, `Unknown simulator endpoint: ${route}`);
+  }
+}
+
+function handle(state: State, req: IncomingMessage, res: ServerResponse): void {
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  const path = q === -1 ? url : url.slice(0, q);
+  const query = q === -1 ? "" : url.slice(q + 1);
+  const handler = path === "/health" || path.startsWith("/__sim/") ? handleControl : handleApi;
+  handler(state, req, res, path, query).catch(() => {
+    // A read or write failed, almost always because the peer vanished; nothing to answer.
+    if (!res.headersSent && !res.destroyed) controlError(res, 500, "simulator internal error");
+    else res.destroy();
+  });
+}
+
+/** Starts a simulator; resolves once it is listening. */
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  const startupKnobs = resolveSettings(BASE_KNOBS, options.knobs ?? {});
+  const state: State = {
+    apiKey: options.apiKey,
+    models: options.models ?? DEFAULT_MODELS,
+    startupKnobs,
+    knobs: startupKnobs,
+    recorder: new Recorder(options.history ?? 200),
+    attempts: new Map(),
+  };
+  const server: Server = createServer((req, res) => handle(state, req, res));
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    close() {
+      closing ??= new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,163 @@
+/**
+ * The seam between the format-neutral generation core and the wire formats.
+ *
+ * A wire format (OpenAI Chat today; OpenAI Responses and Anthropic Messages later) only
+ * translates: its request body into a {@link GenerationRequest}, and a {@link Completion}
+ * into that format's buffered JSON or SSE frames. Timing, faults, usage arithmetic and
+ * the generated text are decided elsewhere, identically for every format.
+ */
+
+/** One conversation turn, flattened to what the core needs: who spoke and what text. */
+export interface NeutralMessage {
+  /** Role as the format names it (`system`, `developer`, `user`, `assistant`, `tool` …). */
+  readonly role: string;
+  /** All text of the turn concatenated: text parts, tool-call names and arguments, tool results. */
+  readonly text: string;
+  /** Non-text parts (images, audio, files); each counts a fixed number of prompt tokens. */
+  readonly media: number;
+}
+
+/** A function tool the caller declared. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string | undefined;
+  /** JSON Schema of the arguments, as sent; placeholder arguments are built from it. */
+  readonly parameters: unknown;
+}
+
+/** The caller's tool-choice policy, format-neutral. */
+export type ToolChoice =
+  | { readonly type: "auto" }
+  | { readonly type: "none" }
+  | { readonly type: "required" }
+  | { readonly type: "function"; readonly name: string };
+
+/** What a wire format extracts from a valid request body. */
+export interface GenerationRequest {
+  /** Model id exactly as requested; echoed back. */
+  readonly model: string;
+  /** Every turn in order, system/developer instructions included as turns. */
+  readonly messages: readonly NeutralMessage[];
+  readonly tools: readonly ToolSpec[];
+  readonly toolChoice: ToolChoice;
+  /** Output cap (`max_tokens`, `max_completion_tokens`, …), if any. */
+  readonly maxTokens: number | undefined;
+  readonly stream: boolean;
+  /** Whether a stream should carry usage (formats that always report usage set true). */
+  readonly streamUsage: boolean;
+  /** Text of the last user turn, where `[[sim …]]` directives are looked for. */
+  readonly directiveText: string;
+}
+
+/** Why a generation ended, format-neutral; each format maps it to its own vocabulary. */
+export type FinishReason = "stop" | "length" | "tool";
+
+/** Token accounting of one completion. */
+export interface Usage {
+  readonly promptTokens: number;
+  /** Visible output tokens plus reasoning tokens. */
+  readonly completionTokens: number;
+  readonly cachedTokens: number;
+  readonly reasoningTokens: number;
+}
+
+/** A tool call the simulated model makes. */
+export interface ToolCall {
+  /** Unique suffix; the format adds its own prefix (`call_`, `toolu_` …). */
+  readonly uid: string;
+  readonly name: string;
+  /** The arguments JSON as emitted (truncated when the output cap cut it). */
+  readonly arguments: string;
+  /** The arguments split into the pieces a stream sends; one piece is one output token. */
+  readonly pieces: readonly string[];
+}
+
+/** Everything one simulated model turn produces, before any format renders it. */
+export interface Completion {
+  /** Unique suffix for the response id; the format adds its prefix (`chatcmpl-`, `msg_` …). */
+  readonly uid: string;
+  /** Unix seconds. */
+  readonly created: number;
+  readonly model: string;
+  /** Text tokens in order (empty for a tool call); joined they are the full text. */
+  readonly tokens: readonly string[];
+  readonly toolCall: ToolCall | undefined;
+  readonly finish: FinishReason;
+  /** `undefined` when the `omit-usage` fault asks for usage to be left out. */
+  readonly usage: Usage | undefined;
+}
+
+/** Error class of a failure, format-neutral; each format maps it to its error `type`. */
+export type ErrorKind =
+  | "invalid_request"
+  | "authentication"
+  | "permission"
+  | "not_found"
+  | "rate_limit"
+  | "server"
+  | "overloaded";
+
+/** A failure to report in the format's error envelope. */
+export interface SimError {
+  readonly status: number;
+  readonly kind: ErrorKind;
+  readonly message: string;
+  readonly param: string | null;
+  readonly code: string | null;
+}
+
+/** Result of parsing a request body. */
+export type ParseResult =
+  | { readonly ok: true; readonly request: GenerationRequest }
+  | { readonly ok: false; readonly error: SimError };
+
+/**
+ * SSE frames of one streamed completion, already framed (`data: …\n\n`).
+ * The core sends `head` with the response headers, then `pieces` one by one with the
+ * configured pacing (`ttft-ms` before the first, `token-interval-ms` between), then `tail`.
+ * `cut-mid-stream` stops after some pieces and never sends the tail.
+ */
+export interface StreamScript {
+  readonly head: string;
+  readonly pieces: readonly string[];
+  readonly tail: string;
+}
+
+/** One wire format: a route plus the translation in both directions. */
+export interface WireFormat {
+  /** Short name, e.g. `openai-chat`. */
+  readonly name: string;
+  /** The POST path it serves, e.g. `/v1/chat/completions`. */
+  readonly path: string;
+  /** Validates a JSON-decoded body the way the real provider does. */
+  parse(body: unknown): ParseResult;
+  /** The error for a body that is not valid JSON. */
+  malformedJson(): SimError;
+  /** The error for a missing (`given` undefined) or wrong API key. */
+  authError(given: string | undefined): SimError;
+  /** The provider's error envelope, as a JSON string. */
+  renderError(error: SimError): string;
+  /** The buffered response body, as a JSON string. */
+  renderBuffered(completion: Completion): string;
+  /** The SSE frames of a streamed response; `includeUsage` says whether usage may be sent. */
+  renderStream(completion: Completion, includeUsage: boolean): StreamScript;
+}
+
+/** Maps an HTTP status to the neutral error kind used for simulated failures. */
+export function errorKindForStatus(status: number): ErrorKind {
+  switch (status) {
+    case 401:
+      return "authentication";
+    case 403:
+      return "permission";
+    case 404:
+      return "not_found";
+    case 429:
+      return "rate_limit";
+    case 503:
+    case 529:
+      return "overloaded";
+    default:
+      return status >= 500 ? "server" : "invalid_request";
+  }
+}
