@@ -30,7 +30,7 @@ export interface AttemptRecord {
   readonly upstreamModel: string;
   readonly startedAt: number;
   headersAt?: number;
-  /** First non-empty content delta (text or tool arguments), not the first byte or a heartbeat. */
+  /** First content the model produced (non-empty text or reasoning, or a tool call starting), not the first byte or a heartbeat. */
   firstContentAt?: number;
   endedAt?: number;
   status?: number;

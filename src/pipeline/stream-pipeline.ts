@@ -89,7 +89,10 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
     onComment: () => {
       if (!failed) handle([{ type: "heartbeat" }]);
     },
-    onError: () => {
+    onError: (err) => {
+      // The SSE spec says unknown fields and bad `retry:` values are ignored; only an event past
+      // the size bound is fatal.
+      if (err.type !== "max-buffer-size-exceeded") return;
       if (!failed) handle([{ type: "error", code: "upstream_protocol_error", message: "The provider's stream was malformed." }]);
     },
     maxBufferSize: MAX_SSE_BUFFER_CHARS,

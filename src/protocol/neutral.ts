@@ -16,7 +16,7 @@ export interface ToolCall {
 }
 
 export type NeutralMessage =
-  | { readonly role: "system" | "developer"; readonly content: readonly ContentPart[] }
+  | { readonly role: "system" | "developer"; readonly content: readonly ContentPart[]; readonly name?: string | undefined }
   | { readonly role: "user"; readonly content: readonly ContentPart[]; readonly name?: string | undefined }
   | {
       readonly role: "assistant";

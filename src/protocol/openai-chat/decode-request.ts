@@ -24,7 +24,7 @@ function message(m: ChatMessageBody, index: number): NeutralMessage {
   switch (m.role) {
     case "system":
     case "developer":
-      return { role: m.role, content: parts(m.content) };
+      return { role: m.role, content: parts(m.content), name: m.name };
     case "user":
       return { role: "user", content: parts(m.content), name: m.name };
     case "assistant": {
@@ -79,6 +79,9 @@ export function decodeChatRequest(body: unknown): NeutralRequest {
     });
   }
   const stream = b.stream === true;
+  if (!stream && b.stream_options != null) {
+    throw new GatewayError("invalid_request", "'stream_options' is only allowed when 'stream' is true.", { param: "stream_options" });
+  }
   return {
     model: b.model,
     messages: b.messages.map(message),

@@ -6,6 +6,7 @@ type WirePart = { type: "text"; text: string } | { type: "image_url"; image_url:
 function wireParts(content: readonly ContentPart[]): string | WirePart[] {
   // A single text part goes as a plain string: every OpenAI-compatible server accepts that form.
   if (content.length === 1 && content[0]?.type === "text") return content[0].text;
+  if (content.length === 0) return "";
   return content.map((p): WirePart =>
     p.type === "text"
       ? { type: "text", text: p.text }
@@ -21,7 +22,8 @@ function wireMessage(m: NeutralMessage): Record<string, unknown> {
   switch (m.role) {
     case "system":
     case "developer":
-      return { role: m.role, content: textOnly(m.content) };
+      // Several text parts stay several parts: joining them would change the prompt.
+      return m.name === undefined ? { role: m.role, content: wireParts(m.content) } : { role: m.role, content: wireParts(m.content), name: m.name };
     case "user":
       return m.name === undefined ? { role: "user", content: wireParts(m.content) } : { role: "user", content: wireParts(m.content), name: m.name };
     case "assistant": {
@@ -35,7 +37,7 @@ function wireMessage(m: NeutralMessage): Record<string, unknown> {
       return out;
     }
     case "tool":
-      return { role: "tool", tool_call_id: m.toolCallId, content: textOnly(m.content) };
+      return { role: "tool", tool_call_id: m.toolCallId, content: wireParts(m.content) };
   }
 }
 

@@ -42,6 +42,7 @@ const chunkSchema = z.looseObject({
  */
 export function createChatStreamDecoder(): StreamDecoder {
   let started = false;
+  let stopped = false;
   let done = false;
   let failed = false;
   return {
@@ -49,7 +50,9 @@ export function createChatStreamDecoder(): StreamDecoder {
       if (done || failed) return [];
       if (sse.data === "[DONE]") {
         done = true;
-        return [];
+        // A provider that ends properly but never said why still delivered a complete answer;
+        // give the client a finish rather than a stream that just stops.
+        return stopped ? [] : [{ type: "stop", reason: "other" }];
       }
       let json: unknown;
       try {
@@ -83,7 +86,10 @@ export function createChatStreamDecoder(): StreamDecoder {
           if (tc.function?.arguments) out.push({ type: "tool_call_args", index: tc.index, delta: tc.function.arguments });
         }
       }
-      if (choice?.finish_reason) out.push({ type: "stop", reason: stopFromFinish(choice.finish_reason) });
+      if (choice?.finish_reason) {
+        stopped = true;
+        out.push({ type: "stop", reason: stopFromFinish(choice.finish_reason) });
+      }
       if (chunk.usage) out.push({ type: "usage", usage: usageFromWire(chunk.usage) });
       return out;
     },

@@ -538,3 +538,33 @@ describe("createClientStream: property — byte boundaries never change the resu
     expect(mixed.at(-1)).toEqual({ kind: "done" });
   });
 });
+
+describe("createClientStream: provider deviations that are not failures", () => {
+  it("ignores unknown SSE fields and bad retry values, as the SSE spec says", async () => {
+    const up = upstreamOf([
+      `event: message\nfoo: bar\ndata: ${JSON.stringify(deltaChunk({ role: "assistant", content: "" }))}\n\n`,
+      `retry: soon\ndata: ${JSON.stringify(deltaChunk({ content: "ok" }))}\n\n`,
+      `data: ${JSON.stringify(deltaChunk({}, "stop"))}\n\n`,
+      "data: [DONE]\n\n",
+    ]);
+    const h = pipeline(up.stream, { streamUsage: false });
+    const events = parseClientSse(await readAll(h.client));
+    expect(deltas(events)).toEqual([{ role: "assistant", content: "" }, { content: "ok" }, {}]);
+    expect(events.at(-1)?.kind).toBe("done");
+    expect(h.sink.finished[0]?.outcome).toBe("success");
+  });
+
+  it("gives the client a finish and [DONE] when the provider ends properly without a finish_reason", async () => {
+    const up = upstreamOf([
+      `data: ${JSON.stringify(deltaChunk({ role: "assistant", content: "" }))}\n\n`,
+      `data: ${JSON.stringify(deltaChunk({ content: "all here" }))}\n\n`,
+      "data: [DONE]\n\n",
+    ]);
+    const h = pipeline(up.stream, { streamUsage: false });
+    const events = parseClientSse(await readAll(h.client));
+    const last = events.filter((e) => e.kind === "json").at(-1);
+    expect(last?.kind === "json" && (last.value.choices as { finish_reason: string }[])[0]?.finish_reason).toBe("stop");
+    expect(events.at(-1)?.kind).toBe("done");
+    expect(h.sink.finished[0]).toMatchObject({ outcome: "success", stopReason: "other" });
+  });
+});

@@ -241,8 +241,8 @@ describe("openai-chat decodeRequest: parameters", () => {
     expect([s2.stream, s2.streamUsage]).toEqual([true, false]);
     const s3 = decode(base({ stream: true, stream_options: { include_usage: false } }));
     expect([s3.stream, s3.streamUsage]).toEqual([true, false]);
-    const s4 = decode(base({ stream: false, stream_options: { include_usage: true } }));
-    expect([s4.stream, s4.streamUsage]).toEqual([false, false]);
+    // OpenAI refuses stream_options on a request that does not stream.
+    expectInvalid(base({ stream: false, stream_options: { include_usage: true } }), "stream_options");
     const s5 = decode(base({ stream: null }));
     expect([s5.stream, s5.streamUsage]).toEqual([false, false]);
     expectInvalid(base({ stream: true, stream_options: { include_usage: true, extra: 1 } }), "stream_options.extra");
@@ -455,5 +455,24 @@ describe("openai-chat encodeRequest", () => {
     expect(assistant.role).toBe("assistant");
     expect(assistant.content).toBe("");
     expect(() => decode({ ...wire, model: "x" })).not.toThrow();
+  });
+});
+
+describe("openai-chat: system messages keep their shape upstream", () => {
+  it("carries a system name and keeps several text parts as parts", () => {
+    const req = decode(
+      base({
+        messages: [
+          { role: "system", name: "policy", content: [{ type: "text", text: "Be brief." }, { type: "text", text: "Be kind." }] },
+          { role: "user", content: "hi" },
+        ],
+      }),
+    );
+    const wire = openAiChatCodec.encodeRequest(req, "up", { streamUsage: true }) as { messages: Record<string, unknown>[] };
+    expect(wire.messages[0]).toEqual({
+      role: "system",
+      name: "policy",
+      content: [{ type: "text", text: "Be brief." }, { type: "text", text: "Be kind." }],
+    });
   });
 });
