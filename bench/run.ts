@@ -1,0 +1,554 @@
+/**
+ * `npm run bench`: Sluice against the provider simulator directly and against a null gateway on the
+ * same runtime, under the same closed-loop load. See docs/performance.md.
+ *
+ *   npm run bench -- [--duration 5] [--warmup 1] [--concurrency 32] [--runs 3] [--quick]
+ *                    [--buffered-tokens 16] [--stream-tokens 32] [--no-access-log] [--out FILE]
+ *
+ * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
+ * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
+ */
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { request as httpRequest } from "node:http";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { parseArgs } from "node:util";
+import { ROOT } from "../local-stack/build.ts";
+import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
+import { ShuttingDown, captureOutput, register, starting, stopAll, stopOne } from "./children.ts";
+import type { LoadResult, LoadSpec } from "./load-spec.ts";
+import { startNullGateway } from "./null-gateway.ts";
+import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
+import { median } from "./stats.ts";
+import { invalidBody, requestBody, type Workload } from "./workload.ts";
+
+const USAGE = `Usage: npm run bench -- [options]
+  --duration S          measured seconds per run (default 5)
+  --warmup S            discarded warm-up seconds before each run (default 1)
+  --concurrency N       requests in flight (default 32)
+  --runs N              interleaved runs per target and workload; the median is reported (default 3)
+  --quick               smoke test: 1 run of 1 s after 0.3 s warm-up (explicit flags still win)
+  --buffered-tokens N   output tokens of the buffered workload (default 16)
+  --stream-tokens N     output tokens of the streaming workload (default 32)
+  --no-access-log       run Sluice with observability.accessLog off (default: as shipped, on)
+  --out FILE            where the JSON results go (default: the OS temp directory)
+  --help                show this text`;
+
+const DEMO_KEY = "sk-sluice-demo";
+const PUBLIC_MODEL = "sluice-chat";
+const BACKEND_MODEL = "sim-small";
+const REQUEST_TIMEOUT_MS = 30_000;
+
+class BenchError extends Error {
+  override name = "BenchError";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+interface Options {
+  readonly durationMs: number;
+  readonly warmupMs: number;
+  readonly concurrency: number;
+  readonly runs: number;
+  readonly bufferedTokens: number;
+  readonly streamTokens: number;
+  readonly accessLog: boolean;
+  readonly out: string;
+  readonly quick: boolean;
+}
+
+function parseOptions(): Options {
+  let values;
+  try {
+    values = parseArgs({
+      options: {
+        duration: { type: "string" },
+        warmup: { type: "string" },
+        concurrency: { type: "string" },
+        runs: { type: "string" },
+        quick: { type: "boolean" },
+        "buffered-tokens": { type: "string" },
+        "stream-tokens": { type: "string" },
+        "no-access-log": { type: "boolean" },
+        out: { type: "string" },
+        help: { type: "boolean" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (err) {
+    throw new BenchError(`${(err as Error).message}\n${USAGE}`);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const quick = values.quick === true;
+  const num = (flag: string, text: string | undefined, fallback: number, min: number, max: number, integer: boolean) => {
+    if (text === undefined) return fallback;
+    const n = Number(text);
+    if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+      throw new BenchError(`--${flag} must be ${integer ? "an integer" : "a number"} between ${min} and ${max}, got '${text}'`);
+    }
+    return n;
+  };
+  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+  return {
+    durationMs: Math.round(num("duration", values.duration, quick ? 1 : 5, 0.2, 600, false) * 1000),
+    warmupMs: Math.round(num("warmup", values.warmup, quick ? 0.3 : 1, 0, 120, false) * 1000),
+    concurrency: num("concurrency", values.concurrency, 32, 1, 1024, true),
+    runs: num("runs", values.runs, quick ? 1 : 3, 1, 21, true),
+    bufferedTokens: num("buffered-tokens", values["buffered-tokens"], 16, 1, 4096, true),
+    streamTokens: num("stream-tokens", values["stream-tokens"], 32, 1, 4096, true),
+    accessLog: values["no-access-log"] !== true,
+    out: values.out ?? join(tmpdir(), "sluice-bench", `results-${stamp}.json`),
+    quick,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets
+
+type TargetName = "direct" | "null" | "sluice";
+
+interface Target {
+  readonly name: TargetName;
+  readonly description: string;
+  /** Chat completions endpoint. */
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly model: string;
+  /** The process whose CPU time is "server CPU" (the simulator itself for `direct`). */
+  readonly serverPid: number;
+  readonly alive: () => boolean;
+  readonly output: () => string;
+}
+
+interface Stack {
+  readonly simUrl: string;
+  readonly simPid: number;
+  readonly targets: readonly Target[];
+}
+
+async function startStack(o: Options): Promise<Stack> {
+  console.log("starting the provider simulator …");
+  const sim = await starting(() =>
+    startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--history", "0"] }).then((c) => ({ ...c, name: "simulator" })),
+  );
+  const simPid = sim.process.pid ?? 0;
+
+  console.log("building the gateway bundle (when stale) and starting Sluice on workerd …");
+  const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
+  const backendsForSim = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${sim.url}/v1`);
+  if (backendsForSim === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
+  let gatewayYaml: string | undefined;
+  if (!o.accessLog) {
+    const shipped = readFileSync(join(ROOT, "config", "gateway.yaml"), "utf8");
+    gatewayYaml = shipped.replace(/^(\s*accessLog:\s*)true\s*$/m, "$1false");
+    if (gatewayYaml === shipped) throw new BenchError("config/gateway.yaml has no `accessLog: true` line to turn off");
+  }
+  const sluice = await starting(() =>
+    startGateway({
+      adminToken: `bench-${randomBytes(12).toString("hex")}`,
+      config: { backends: backendsForSim, ...(gatewayYaml ? { gateway: gatewayYaml } : {}) },
+    }).then((g) => ({ ...g, name: "Sluice (workerd)" })),
+  );
+
+  console.log("starting the null gateway on workerd …");
+  const nul = await startNullGateway({ upstreamUrl: `${sim.url}/v1`, upstreamKey: SIMULATOR_API_KEY, upstreamModel: BACKEND_MODEL });
+
+  const path = "/v1/chat/completions";
+  return {
+    simUrl: sim.url,
+    simPid,
+    targets: [
+      {
+        name: "direct",
+        description: "client → simulator",
+        url: `${sim.url}${path}`,
+        headers: { authorization: `Bearer ${SIMULATOR_API_KEY}` },
+        model: BACKEND_MODEL,
+        serverPid: simPid,
+        alive: sim.alive,
+        output: sim.output,
+      },
+      {
+        name: "null",
+        description: "client → null-gateway Worker (workerd) → simulator",
+        url: `${nul.url}${path}`,
+        headers: { authorization: `Bearer ${DEMO_KEY}` },
+        model: PUBLIC_MODEL,
+        serverPid: resolveWorkerPid(nul.pid, "workerd"),
+        alive: () => nul.alive() && sim.alive(),
+        output: nul.output,
+      },
+      {
+        name: "sluice",
+        description: "client → Sluice (workerd) → simulator",
+        url: `${sluice.publicUrl}${path}`,
+        headers: { authorization: `Bearer ${DEMO_KEY}` },
+        model: PUBLIC_MODEL,
+        serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
+        alive: () => sluice.alive() && sim.alive(),
+        output: sluice.output,
+      },
+    ],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simulator control
+
+/**
+ * One HTTP exchange on a fresh connection (no keep-alive pool): control calls happen seconds apart,
+ * and a pooled connection the server has meanwhile closed would fail the call for no good reason.
+ */
+function exchange(url: string, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const length = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) };
+    const req = httpRequest(url, { method, headers: { ...headers, ...length }, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("error", reject);
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+    });
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+async function simJson(simUrl: string, method: "GET" | "PUT", path: string, body?: unknown): Promise<unknown> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const headers: Record<string, string> = payload === undefined ? {} : { "content-type": "application/json" };
+  const res = await exchange(`${simUrl}${path}`, method, headers, payload, 10_000);
+  if (res.status !== 200) throw new BenchError(`simulator ${method} ${path} answered ${res.status}: ${res.text}`);
+  return JSON.parse(res.text) as unknown;
+}
+
+/** Zero latency everywhere, so the simulator never waits and the proxies' own cost dominates. */
+function configureSimulator(simUrl: string, w: Workload): Promise<unknown> {
+  return simJson(simUrl, "PUT", "/__sim/config", { tokens: w.tokens, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0 });
+}
+
+interface SimStats {
+  readonly total: number;
+  readonly outcomes: Readonly<Record<string, number>>;
+}
+
+const simStats = (simUrl: string) => simJson(simUrl, "GET", "/__sim/stats") as Promise<SimStats>;
+
+// ---------------------------------------------------------------------------------------------
+// Running load
+
+/** One request per target, checked like the load generator checks them, so a broken target fails fast and readably. */
+async function preflight(t: Target, w: Workload): Promise<void> {
+  let status: number;
+  let text: string;
+  try {
+    ({ status, text } = await exchange(t.url, "POST", { ...t.headers, "content-type": "application/json" }, requestBody(w, t.model), REQUEST_TIMEOUT_MS));
+  } catch (err) {
+    throw new BenchError(`${t.name}: the ${w.name} check request failed: ${String(err)}\n${t.output()}`);
+  }
+  const problem = status < 200 || status > 299 ? `HTTP ${status}` : invalidBody(w, text);
+  if (problem !== undefined) throw new BenchError(`${t.name}: the ${w.name} check request got ${problem}:\n${text.slice(0, 2000)}\n${t.output()}`);
+}
+
+function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const budgetMs = spec.warmupMs + spec.durationMs + 2 * spec.requestTimeoutMs + 20_000;
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [join(import.meta.dirname, "load.ts"), JSON.stringify(spec)], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    proc.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    const output = captureOutput(proc);
+    let exited = false;
+    const exit = new Promise<void>((r) => proc.once("exit", () => ((exited = true), r())));
+    const child = register({
+      name: "load generator",
+      process: proc,
+      async stop() {
+        if (exited) return;
+        proc.kill("SIGTERM");
+        const t = setTimeout(() => proc.kill("SIGKILL"), 3000);
+        await exit;
+        clearTimeout(t);
+      },
+    });
+    const timer = setTimeout(() => proc.kill("SIGKILL"), budgetMs);
+    proc.once("error", (err) => reject(new BenchError(`load generator could not start: ${String(err)}`)));
+    proc.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      void stopOne(child);
+      if (code !== 0) return reject(new BenchError(`load generator exited with ${signal ?? `code ${code}`}:\n${output()}`));
+      try {
+        resolve(JSON.parse(stdout.trim().split("\n").pop() ?? "") as LoadResult);
+      } catch {
+        reject(new BenchError(`load generator printed no result:\n${output()}`));
+      }
+    });
+  });
+}
+
+interface RunRecord {
+  readonly run: number;
+  readonly result: LoadResult;
+  /** Server (workerd, or the simulator for `direct`) CPU per measured request, ms. */
+  readonly serverCpuMsPerReq: number;
+  readonly simCpuMsPerReq: number;
+  readonly clientCpuMsPerReq: number;
+  /** Simulator outcomes other than `completed` during the run (warm-up included), by kind. */
+  readonly upstreamAnomalies: Readonly<Record<string, number>>;
+  /** Requests the simulator saw during the run (warm-up included). */
+  readonly upstreamRequests: number;
+}
+
+async function oneRun(stack: Stack, t: Target, w: Workload, o: Options, run: number): Promise<RunRecord> {
+  const before = await simStats(stack.simUrl);
+  const result = await runLoad({
+    url: t.url,
+    headers: t.headers,
+    body: requestBody(w, t.model),
+    workload: w,
+    concurrency: o.concurrency,
+    warmupMs: o.warmupMs,
+    durationMs: o.durationMs,
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    cpuPids: { server: t.serverPid, simulator: stack.simPid },
+    clockTicksPerSecond: TICKS,
+  });
+  if (!t.alive()) throw new BenchError(`${t.name}: a server process exited during the run:\n${t.output()}`);
+  const after = await simStats(stack.simUrl);
+  const anomalies: Record<string, number> = {};
+  for (const [kind, n] of Object.entries(after.outcomes)) {
+    const delta = n - (before.outcomes[kind] ?? 0);
+    if (kind !== "completed" && delta > 0) anomalies[kind] = delta;
+  }
+  const per = (ms: number | undefined) => (result.requests > 0 && ms !== undefined ? ms / result.requests : Number.NaN);
+  return {
+    run,
+    result,
+    serverCpuMsPerReq: per(result.cpuMs.server),
+    simCpuMsPerReq: per(result.cpuMs.simulator),
+    clientCpuMsPerReq: per(result.clientCpuMs),
+    upstreamAnomalies: anomalies,
+    upstreamRequests: after.total - before.total,
+  };
+}
+
+/** Client requests that did not reach the simulator exactly once (a retry, or a request never sent upstream). */
+function upstreamMismatch(r: RunRecord): number {
+  return Math.abs(r.upstreamRequests - (r.result.requests + r.result.warmup.requests));
+}
+
+function runErrors(r: RunRecord): number {
+  return r.result.errors + r.result.warmup.errors + Object.values(r.upstreamAnomalies).reduce((a, b) => a + b, 0) + upstreamMismatch(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summaries and the report
+
+interface TargetSummary {
+  readonly rps: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly ttfbP50Ms: number;
+  readonly serverCpuMsPerReq: number;
+  readonly simCpuMsPerReq: number;
+  readonly clientCpuMsPerReq: number;
+  /** CPUs busy with work outside the bench's processes during the window (noise indicator). */
+  readonly otherBusyCores: number;
+  readonly requests: number;
+  readonly errors: number;
+}
+
+function summarize(runs: readonly RunRecord[]): TargetSummary {
+  const m = (f: (r: RunRecord) => number) => median(runs.map(f));
+  return {
+    rps: m((r) => r.result.rps),
+    p50Ms: m((r) => r.result.latencyMs.p50),
+    p99Ms: m((r) => r.result.latencyMs.p99),
+    ttfbP50Ms: m((r) => r.result.ttfbMs.p50),
+    serverCpuMsPerReq: m((r) => r.serverCpuMsPerReq),
+    simCpuMsPerReq: m((r) => r.simCpuMsPerReq),
+    clientCpuMsPerReq: m((r) => r.clientCpuMsPerReq),
+    otherBusyCores: m((r) => r.result.otherBusyCores),
+    requests: runs.reduce((a, r) => a + r.result.requests, 0),
+    errors: runs.reduce((a, r) => a + runErrors(r), 0),
+  };
+}
+
+interface Ratios {
+  readonly throughputVsDirect: number;
+  readonly throughputVsNull: number;
+  readonly p50VsDirect: number;
+  readonly p50VsNull: number;
+  readonly p50AddedVsNullMs: number;
+  readonly cpuPerReqVsNull: number;
+  readonly cpuPerReqAddedVsNullMs: number;
+}
+
+function ratios(s: Record<TargetName, TargetSummary>): Ratios {
+  return {
+    throughputVsDirect: s.sluice.rps / s.direct.rps,
+    throughputVsNull: s.sluice.rps / s.null.rps,
+    p50VsDirect: s.sluice.p50Ms / s.direct.p50Ms,
+    p50VsNull: s.sluice.p50Ms / s.null.p50Ms,
+    p50AddedVsNullMs: s.sluice.p50Ms - s.null.p50Ms,
+    cpuPerReqVsNull: s.sluice.serverCpuMsPerReq / s.null.serverCpuMsPerReq,
+    cpuPerReqAddedVsNullMs: s.sluice.serverCpuMsPerReq - s.null.serverCpuMsPerReq,
+  };
+}
+
+const f = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+}
+
+function report(w: Workload, o: Options, s: Record<TargetName, TargetSummary>, r: Ratios): string {
+  const header = ["target", "req/s", "p50 ms", "p99 ms", ...(w.stream ? ["TTFB p50 ms"] : []), "server CPU ms/req", "sim CPU ms/req", "other load", "errors"];
+  const rows = (["direct", "null", "sluice"] as const).map((name) => {
+    const t = s[name];
+    return [
+      name,
+      f(t.rps, 0),
+      f(t.p50Ms, 2),
+      f(t.p99Ms, 2),
+      ...(w.stream ? [f(t.ttfbP50Ms, 2)] : []),
+      name === "direct" ? `${f(t.serverCpuMsPerReq, 3)} (sim)` : f(t.serverCpuMsPerReq, 3),
+      f(t.simCpuMsPerReq, 3),
+      f(t.otherBusyCores, 2),
+      t.errors > 0 ? `${t.errors} !!` : "0",
+    ];
+  });
+  const title = `${w.name}: ${w.stream ? "stream: true + include_usage, " : ""}${w.tokens} output tokens, concurrency ${o.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`;
+  return [
+    title,
+    table(header, rows),
+    `sluice vs direct: throughput ×${f(r.throughputVsDirect, 2)}, p50 ×${f(r.p50VsDirect, 2)}`,
+    `sluice vs null:   throughput ×${f(r.throughputVsNull, 2)}, p50 ×${f(r.p50VsNull, 2)} (+${f(r.p50AddedVsNullMs, 2)} ms), workerd CPU/req ×${f(r.cpuPerReqVsNull, 2)} (+${f(r.cpuPerReqAddedVsNullMs, 3)} ms)`,
+  ].join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+const TICKS = clockTicksPerSecond();
+
+async function main(): Promise<number> {
+  const o = parseOptions();
+  if (!procAvailable()) throw new BenchError("CPU accounting reads /proc/<pid>/stat; run the bench on Linux");
+  const workloads: readonly Workload[] = [
+    { name: "buffered", stream: false, tokens: o.bufferedTokens },
+    { name: "streaming", stream: true, tokens: o.streamTokens },
+  ];
+  const stack = await startStack(o);
+
+  for (const w of workloads) {
+    await configureSimulator(stack.simUrl, w);
+    for (const t of stack.targets) await preflight(t, w);
+  }
+  console.log(
+    `all targets answer; ${workloads.length} workloads × ${o.runs} runs × ${stack.targets.length} targets, ` +
+      `${o.warmupMs / 1000} s warm-up + ${o.durationMs / 1000} s each, concurrency ${o.concurrency}` +
+      `${o.accessLog ? "" : ", Sluice access log off"}\n`,
+  );
+
+  const results: Record<string, { workload: Workload; runs: Record<TargetName, RunRecord[]>; median: Record<TargetName, TargetSummary>; ratios: Ratios }> = {};
+  const reports: string[] = [];
+  const problems: string[] = [];
+  for (const w of workloads) {
+    await configureSimulator(stack.simUrl, w);
+    const runs: Record<TargetName, RunRecord[]> = { direct: [], null: [], sluice: [] };
+    for (let run = 1; run <= o.runs; run++) {
+      // Interleaved: direct, null, sluice, direct, null, sluice, … so drift hits every target alike.
+      for (const t of stack.targets) {
+        const rec = await oneRun(stack, t, w, o, run);
+        runs[t.name].push(rec);
+        const res = rec.result;
+        const errors = runErrors(rec);
+        console.log(
+          `${w.name.padEnd(9)} run ${run}/${o.runs} ${t.name.padEnd(6)} ${f(res.rps, 0).padStart(6)} req/s  ` +
+            `p50 ${f(res.latencyMs.p50, 2)} ms  p99 ${f(res.latencyMs.p99, 2)} ms  ` +
+            `server CPU ${f(rec.serverCpuMsPerReq, 3)} ms/req  other load ${f(res.otherBusyCores, 2)}  ${errors > 0 ? `ERRORS ${errors}` : "0 errors"}`,
+        );
+        if (errors > 0) {
+          const detail = [
+            ...Object.entries(res.errorKinds).map(([k, n]) => `${n} × ${k}`),
+            ...(res.warmup.errors > 0 ? [`${res.warmup.errors} × error during warm-up`] : []),
+            ...Object.entries(rec.upstreamAnomalies).map(([k, n]) => `${n} × simulator outcome '${k}'`),
+            ...(upstreamMismatch(rec) > 0
+              ? [`the simulator saw ${rec.upstreamRequests} requests for ${res.requests + res.warmup.requests} client requests`]
+              : []),
+          ];
+          problems.push(`${w.name} run ${run} ${t.name}: ${detail.join(", ")}${res.errorSamples.length ? `\n    e.g. ${res.errorSamples.join("\n    e.g. ")}` : ""}`);
+        }
+      }
+    }
+    const med = { direct: summarize(runs.direct), null: summarize(runs.null), sluice: summarize(runs.sluice) };
+    const rat = ratios(med);
+    results[w.name] = { workload: w, runs, median: med, ratios: rat };
+    reports.push(report(w, o, med, rat));
+  }
+
+  console.log(`\n${reports.join("\n\n")}\n`);
+  console.log(
+    "server CPU = user+system time of the serving process (workerd; the simulator for direct) per request;\n" +
+      "sim CPU = the simulator's; other load = CPUs busy with anything outside the bench's processes.\n" +
+      "Absolute figures depend on the machine; compare the ratios.",
+  );
+  const busiest = Math.max(...Object.values(results).flatMap((r) => Object.values(r.median).map((t) => t.otherBusyCores)));
+  if (busiest > 0.25) console.log(`note: up to ${f(busiest, 2)} CPUs were busy with other work during the runs; expect noisy figures.`);
+
+  const json = {
+    date: new Date().toISOString(),
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "unknown", node: process.version, platform: process.platform },
+    options: { ...o, out: undefined },
+    targets: stack.targets.map((t) => ({ name: t.name, description: t.description })),
+    workloads: results,
+    problems,
+  };
+  mkdirSync(dirname(o.out), { recursive: true });
+  writeFileSync(o.out, `${JSON.stringify(json, null, 2)}\n`);
+  console.log(`results: ${o.out}`);
+
+  if (problems.length > 0) {
+    console.error(`\nBENCH FAILED: ${problems.length} run(s) had errors; the figures above are not valid:\n  ${problems.join("\n  ")}`);
+    return 1;
+  }
+  return 0;
+}
+
+/** Stops every child, then exits; the first caller's exit code wins. */
+let exiting: Promise<never> | undefined;
+function shutdown(code: number): Promise<never> {
+  exiting ??= stopAll().then(() => process.exit(code));
+  return exiting;
+}
+
+let interrupted = false;
+for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  process.on(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    console.error(`\n${signal}: stopping every process the bench started …`);
+    void shutdown(code);
+  });
+}
+
+try {
+  await shutdown(await main());
+} catch (err) {
+  // After an interrupt, whatever failed did so because its processes were being stopped.
+  if (!interrupted && !(err instanceof ShuttingDown)) {
+    // Plain errors (a process that did not start, a refused request) are reports; anything else is a bug here.
+    const plain = err instanceof BenchError || (err instanceof Error && err.constructor === Error);
+    console.error(`\nBENCH FAILED: ${plain ? (err as Error).message : err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  }
+  await shutdown(1);
+}
