@@ -76,6 +76,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
           break;
         case "start":
         case "heartbeat":
+        case "reasoning_signature":
           break;
       }
       out += encoder.encode(ev);

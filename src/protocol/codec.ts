@@ -1,3 +1,4 @@
+import type { RequestFeature } from "./features.ts";
 import type { NeutralEvent, NeutralRequest, NeutralResponse } from "./neutral.ts";
 
 /** Wire protocols, for clients and backends alike. */
@@ -41,6 +42,10 @@ export interface StreamDecoder {
  */
 export interface Codec {
   readonly id: ProtocolId;
+  /** Backend side: the request features this protocol carries (see features.ts). */
+  readonly carries: ReadonlySet<RequestFeature>;
+  /** Client side: this protocol's own request field for a feature, for error messages. */
+  paramName(feature: RequestFeature): string;
   /** Client side: body → neutral request; throws GatewayError (invalid_request with `param`). */
   decodeRequest(body: unknown): NeutralRequest;
   /** Client side: neutral response → JSON body. */

@@ -3,10 +3,30 @@
  * runs on these objects only; public bytes are never re-parsed.
  */
 
-/** A content part of a message. */
+/**
+ * A content part of a message. Images are URLs: `https:` or `data:<media type>;base64,…` (Anthropic
+ * base64 sources become data URLs and back). `reasoning` parts are a model's own earlier reasoning
+ * replayed in history (Anthropic thinking blocks keep their opaque `signature`); codecs whose
+ * protocol has no place for them drop them from history, which docs/protocols.md records.
+ */
 export type ContentPart =
-  | { readonly type: "text"; readonly text: string }
-  | { readonly type: "image"; readonly url: string; readonly detail?: "auto" | "low" | "high" | undefined };
+  | { readonly type: "text"; readonly text: string; readonly cacheControl?: CacheControl | undefined }
+  | {
+      readonly type: "image";
+      readonly url: string;
+      readonly detail?: "auto" | "low" | "high" | undefined;
+      readonly cacheControl?: CacheControl | undefined;
+    }
+  | { readonly type: "reasoning"; readonly text: string; readonly signature?: string | undefined };
+
+/**
+ * A prompt-cache breakpoint (Anthropic `cache_control`). OpenAI caches prompts automatically and
+ * has no such field, so OpenAI encoders leave it out (documented); it never changes the answer.
+ */
+export interface CacheControl {
+  readonly type: "ephemeral";
+  readonly ttl?: "5m" | "1h" | undefined;
+}
 
 /** A tool call made by the model. `arguments` is the raw JSON text the model produced. */
 export interface ToolCall {
@@ -24,7 +44,13 @@ export type NeutralMessage =
       readonly toolCalls?: readonly ToolCall[] | undefined;
       readonly name?: string | undefined;
     }
-  | { readonly role: "tool"; readonly toolCallId: string; readonly content: readonly ContentPart[] };
+  | {
+      readonly role: "tool";
+      readonly toolCallId: string;
+      readonly content: readonly ContentPart[];
+      /** The tool reported failure (Anthropic `is_error`). */
+      readonly isError?: boolean | undefined;
+    };
 
 export interface ToolDefinition {
   readonly name: string;
@@ -32,6 +58,7 @@ export interface ToolDefinition {
   /** JSON Schema of the arguments. */
   readonly parameters?: Readonly<Record<string, unknown>> | undefined;
   readonly strict?: boolean | undefined;
+  readonly cacheControl?: CacheControl | undefined;
 }
 
 export type ToolChoice =
@@ -68,6 +95,10 @@ export interface NeutralRequest {
   readonly stop?: readonly string[] | undefined;
   readonly responseFormat?: ResponseFormat | undefined;
   readonly reasoningEffort?: "minimal" | "low" | "medium" | "high" | undefined;
+  /** Reasoning token budget (Anthropic `thinking.budget_tokens`). */
+  readonly reasoningBudgetTokens?: number | undefined;
+  /** Top-k sampling (Anthropic only). */
+  readonly topK?: number | undefined;
   /** Caller metadata; carried as data, never used for routing. */
   readonly metadata?: Readonly<Record<string, string>> | undefined;
   /** End-user id for the provider's abuse tooling. */
@@ -81,10 +112,13 @@ export interface NeutralRequest {
 export type UsageSource = "provider" | "estimated";
 
 export interface Usage {
+  /** ALL input tokens, cached reads and cache writes included (Anthropic reports them apart). */
   readonly inputTokens: number;
   readonly outputTokens: number;
-  /** Input tokens served from the provider's prompt cache (a subset of inputTokens). */
+  /** Input tokens read from the provider's prompt cache (a subset of inputTokens). */
   readonly cachedInputTokens?: number | undefined;
+  /** Input tokens written to the provider's prompt cache (a subset of inputTokens; Anthropic). */
+  readonly cacheWriteInputTokens?: number | undefined;
   /** Output tokens spent on reasoning (a subset of outputTokens). */
   readonly reasoningTokens?: number | undefined;
   readonly source: UsageSource;
@@ -98,8 +132,12 @@ export interface NeutralResponse {
   /** Provider's response id (not shown to clients; the gateway stamps its own). */
   readonly providerId?: string | undefined;
   readonly text: string;
+  /** The model's visible reasoning, when the provider returns it. */
+  readonly reasoning?: readonly { readonly text: string; readonly signature?: string | undefined }[] | undefined;
   readonly toolCalls: readonly ToolCall[];
   readonly stopReason: StopReason;
+  /** Which stop sequence matched, when the provider says (Anthropic). */
+  readonly stopSequence?: string | undefined;
   /** Undefined when the provider reported none: unknown, never zero. */
   readonly usage: Usage | undefined;
 }
@@ -111,7 +149,9 @@ export type NeutralEvent =
   | { readonly type: "tool_call_start"; readonly index: number; readonly id: string; readonly name: string }
   | { readonly type: "tool_call_args"; readonly index: number; readonly delta: string }
   | { readonly type: "reasoning"; readonly text: string }
-  | { readonly type: "stop"; readonly reason: StopReason }
+  /** Opaque integrity token closing a reasoning block (Anthropic `signature_delta`). */
+  | { readonly type: "reasoning_signature"; readonly signature: string }
+  | { readonly type: "stop"; readonly reason: StopReason; readonly stopSequence?: string | undefined }
   | { readonly type: "usage"; readonly usage: Usage }
   | { readonly type: "heartbeat" }
   | { readonly type: "error"; readonly code: "upstream_stream_cut" | "upstream_protocol_error" | "upstream_error" | "deadline_exceeded"; readonly message: string };

@@ -3,14 +3,18 @@ import type { ContentPart, NeutralMessage, NeutralRequest } from "../neutral.ts"
 
 type WirePart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: string } };
 
-function wireParts(content: readonly ContentPart[]): string | WirePart[] {
+function wireParts(all: readonly ContentPart[]): string | WirePart[] {
+  // Chat Completions has no place for replayed reasoning: it is dropped from history (documented).
+  const content = all.filter((p) => p.type !== "reasoning");
   // A single text part goes as a plain string: every OpenAI-compatible server accepts that form.
   if (content.length === 1 && content[0]?.type === "text") return content[0].text;
   if (content.length === 0) return "";
-  return content.map((p): WirePart =>
+  return content.flatMap((p): WirePart[] =>
     p.type === "text"
-      ? { type: "text", text: p.text }
-      : { type: "image_url", image_url: p.detail ? { url: p.url, detail: p.detail } : { url: p.url } },
+      ? [{ type: "text", text: p.text }]
+      : p.type === "image"
+        ? [{ type: "image_url", image_url: p.detail ? { url: p.url, detail: p.detail } : { url: p.url } }]
+        : [],
   );
 }
 
@@ -29,7 +33,8 @@ function wireMessage(m: NeutralMessage): Record<string, unknown> {
     case "assistant": {
       // null content is valid only beside tool_calls; an empty assistant turn goes as "".
       const calls = m.toolCalls ?? [];
-      const out: Record<string, unknown> = { role: "assistant", content: m.content.length || !calls.length ? textOnly(m.content) : null };
+      const text = textOnly(m.content);
+      const out: Record<string, unknown> = { role: "assistant", content: text !== "" || !calls.length ? text : null };
       if (calls.length) {
         out.tool_calls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
       }

@@ -1,12 +1,53 @@
 import type { Codec } from "../codec.ts";
+import type { RequestFeature } from "../features.ts";
 import { decodeChatRequest } from "./decode-request.ts";
 import { encodeChatRequest } from "./encode-request.ts";
 import { decodeChatResponse, encodeChatResponse } from "./response.ts";
 import { createChatStreamDecoder, createChatStreamEncoder } from "./stream.ts";
 
+/** Chat Completions field names of each feature (for errors shown to Chat clients). */
+function paramName(feature: RequestFeature): string {
+  switch (feature) {
+    case "top_k":
+      return "top_k";
+    case "reasoning_effort":
+    case "reasoning_budget":
+      return "reasoning_effort";
+    case "json_object":
+    case "json_schema":
+      return "response_format";
+    case "seed":
+      return "seed";
+    case "presence_penalty":
+      return "presence_penalty";
+    case "frequency_penalty":
+      return "frequency_penalty";
+    case "temperature_above_1":
+      return "temperature";
+    case "parallel_tool_calls":
+      return "parallel_tool_calls";
+    case "metadata":
+      return "metadata";
+    case "tool_result_error":
+      return "messages";
+  }
+}
+
 /** OpenAI Chat Completions (`POST /v1/chat/completions`), both as client and as backend protocol. */
 export const openAiChatCodec: Codec = {
   id: "openai-chat",
+  carries: new Set<RequestFeature>([
+    "reasoning_effort",
+    "json_object",
+    "json_schema",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "temperature_above_1",
+    "parallel_tool_calls",
+    "metadata",
+  ]),
+  paramName,
   decodeRequest: decodeChatRequest,
   encodeResponse: encodeChatResponse,
   createStreamEncoder: createChatStreamEncoder,

@@ -124,6 +124,9 @@ export function createChatStreamEncoder(stamp: ResponseStamp, request: NeutralRe
         case "reasoning":
           // Not part of OpenAI's schema; the de-facto field of OpenAI-compatible reasoning servers.
           return chunk(`{"reasoning_content":${JSON.stringify(ev.text)}}`);
+        case "reasoning_signature":
+          // Chat Completions has nowhere to put a reasoning signature (documented in docs/protocols.md).
+          return "";
         case "tool_call_start":
           return chunk(
             `{"tool_calls":[{"index":${ev.index},"id":${JSON.stringify(ev.id)},"type":"function","function":{"name":${JSON.stringify(ev.name)},"arguments":""}}]}`,

@@ -1,0 +1,71 @@
+import type { ErrorCode, GatewayError } from "./gateway-error.ts";
+
+/** The error `type` each protocol's clients and dashboards branch on. */
+export interface ProtocolErrorTypes {
+  readonly openai: string;
+  readonly anthropic: string;
+}
+
+/** One exhaustive switch: every code's type in every protocol. Adding a code without one fails to compile. */
+export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
+  switch (code) {
+    case "invalid_json":
+    case "invalid_request":
+    case "unsupported_media_type":
+    case "headers_too_large":
+    case "json_too_deep":
+    case "method_not_allowed":
+    case "snapshot_rejected":
+    case "config_invalid":
+      return { openai: "invalid_request_error", anthropic: "invalid_request_error" };
+    case "request_too_large":
+      return { openai: "invalid_request_error", anthropic: "request_too_large" };
+    case "model_not_found":
+    case "not_found":
+    case "revision_not_found":
+      return { openai: "invalid_request_error", anthropic: "not_found_error" };
+    case "missing_api_key":
+    case "invalid_api_key":
+    case "admin_unauthorized":
+      return { openai: "authentication_error", anthropic: "authentication_error" };
+    case "model_not_allowed":
+      return { openai: "permission_error", anthropic: "permission_error" };
+    case "upstream_rate_limited":
+      return { openai: "rate_limit_error", anthropic: "rate_limit_error" };
+    case "upstream_overloaded":
+    case "no_backend_available":
+    case "snapshot_unavailable":
+      return { openai: "server_error", anthropic: "overloaded_error" };
+    case "deadline_exceeded":
+    case "client_closed":
+    case "upstream_error":
+    case "upstream_unreachable":
+    case "upstream_protocol_error":
+    case "upstream_stream_cut":
+    case "internal_error":
+      return { openai: "server_error", anthropic: "api_error" };
+  }
+}
+
+/** OpenAI's envelope: `{error:{message,type,param,code}}` (also used by the admin API). */
+export interface OpenAiErrorBody {
+  error: { message: string; type: string; param: string | null; code: string; details?: readonly unknown[] };
+}
+
+export function toOpenAiErrorBody(err: GatewayError): OpenAiErrorBody {
+  const body: OpenAiErrorBody = {
+    error: { message: err.message, type: errorTypes(err.code).openai, param: err.param ?? null, code: err.code },
+  };
+  if (err.details !== undefined) body.error.details = err.details;
+  return body;
+}
+
+/** Anthropic's envelope: `{type:"error",error:{type,message}}`; the stable code rides in the message's place of honour too. */
+export interface AnthropicErrorBody {
+  type: "error";
+  error: { type: string; message: string };
+}
+
+export function toAnthropicErrorBody(err: GatewayError): AnthropicErrorBody {
+  return { type: "error", error: { type: errorTypes(err.code).anthropic, message: err.message } };
+}
