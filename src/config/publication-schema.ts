@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { REQUEST_FEATURES } from "../protocol/features.ts";
 
 const id = z
   .string()
@@ -73,6 +74,11 @@ const revisionSchema = z.strictObject({
   requires: z.array(capabilitySchema).default(["chat"]),
   /** Context window in tokens, for estimation and later budget checks. */
   contextWindow: z.number().int().min(1).optional(),
+  /**
+   * Request features this revision may silently drop when its backend's protocol cannot carry
+   * them (e.g. `top_k` for an OpenAI backend). Without an entry such a request gets a 400.
+   */
+  downgrades: z.array(z.enum(REQUEST_FEATURES)).default([]),
 });
 
 const logicalModelSchema = z.strictObject({

@@ -4,6 +4,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { DispatchPlan, PlannedModel } from "../plan/dispatch-plan.ts";
 import { validatePlan } from "../plan/dispatch-plan.ts";
 import type { CodecRegistry, ProtocolId } from "../protocol/codec.ts";
+import type { RequestFeature } from "../protocol/features.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
 import type { Clock } from "../traffic/deps.ts";
 import { compileRoutes, decide, type CompiledRoute } from "./decision-rules.ts";
@@ -64,6 +65,7 @@ interface ActiveRevision {
   readonly revision: number;
   readonly pool: string;
   readonly requires: readonly Capability[];
+  readonly downgrades: readonly RequestFeature[];
 }
 
 /** The transport-neutral gateway engine, built once per publication. */
@@ -99,7 +101,7 @@ export function createEngine(gateway: GatewayConfig, publication: PublicationCon
   const models = new Map<string, ActiveRevision>();
   for (const m of publication.models) {
     const r = m.revisions.find((rev) => rev.revision === m.activeRevision);
-    if (r) models.set(m.id, { revision: r.revision, pool: r.pool, requires: r.requires });
+    if (r) models.set(m.id, { revision: r.revision, pool: r.pool, requires: r.requires, downgrades: r.downgrades });
   }
   const grants = new Map<string, "*" | ReadonlySet<string>>();
   for (const t of publication.tenants) {
@@ -137,7 +139,7 @@ export function createEngine(gateway: GatewayConfig, publication: PublicationCon
         const rev = models.get(id);
         if (!rev) return [];
         const requires = [...new Set<Capability>([...rev.requires, ...needs])].sort();
-        return [{ logicalModel: id, revision: rev.revision, pool: rev.pool, requires }];
+        return [{ logicalModel: id, revision: rev.revision, pool: rev.pool, requires, downgrades: rev.downgrades }];
       }),
     );
     const dispatchPlan: DispatchPlan = {

@@ -64,11 +64,14 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     const snapshot = await rt.snapshots.current();
     const execution = await rt.executor.execute(plan, neutral, { snapshot, clientSignal: request.signal });
     const codec = rt.codecs.get(protocol)!;
-    const stamp: ResponseStamp = { id: `chatcmpl-${requestId.slice(4)}`, created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
+    const stamp: ResponseStamp = { id: requestId.slice(4), created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
+    // A declared downgrade is the client's business: it is told which of its fields were dropped.
+    const downgradeHeader: Record<string, string> =
+      execution.downgraded.length > 0 ? { "x-sluice-downgraded": execution.downgraded.map((f) => codec.paramName(f)).join(", ") } : {};
 
     if (execution.kind === "buffered") {
       return new Response(JSON.stringify(codec.encodeResponse(execution.response, stamp)), {
-        headers: { "content-type": "application/json", ...idHeader },
+        headers: { "content-type": "application/json", ...idHeader, ...downgradeHeader },
       });
     }
     const clientStream = createClientStream(execution.body, {
@@ -83,7 +86,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     input.waitUntil(clientStream.pipeTo(writable).catch(() => {}));
     return new Response(readable, {
-      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...idHeader },
+      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...idHeader, ...downgradeHeader },
     });
   } catch (err) {
     if (err instanceof GatewayError) {

@@ -3,6 +3,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { handleGeneration, presentedKey } from "./generation.ts";
+import { GENERATION_ROUTES } from "./generation-routes.ts";
 import { checkHeaders } from "./limits.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
@@ -39,38 +40,48 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
     }
   });
 
+  // One list, two shapes: Anthropic clients (they send `anthropic-version`) get Anthropic's.
   app.get("/v1/models", async (c) => {
     const rt = c.var.runtime;
     checkHeaders(c.req.raw.headers, rt.config.gateway.limits);
     const principal = await rt.authenticator.authenticate(presentedKey(c.req.raw.headers));
+    const models = rt.engine.listModels(principal);
+    if (c.req.header("anthropic-version") !== undefined) {
+      const createdAt = new Date(rt.startedAt).toISOString();
+      const data = models.map((m) => ({ type: "model", id: m.id, display_name: m.description ?? m.id, created_at: createdAt }));
+      return c.json({ data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null });
+    }
     const created = Math.floor(rt.startedAt / 1000);
-    return c.json({
-      object: "list",
-      data: rt.engine.listModels(principal).map((m) => ({ id: m.id, object: "model", created, owned_by: "sluice" })),
+    return c.json({ object: "list", data: models.map((m) => ({ id: m.id, object: "model", created, owned_by: "sluice" })) });
+  });
+
+  for (const route of GENERATION_ROUTES) {
+    app.post(route.path, (c) =>
+      handleGeneration(c.var.runtime, {
+        request: c.req.raw,
+        protocol: route.protocol,
+        requestId: c.var.requestId,
+        receivedAt: c.var.receivedAt,
+        waitUntil: (p) => c.executionCtx.waitUntil(p),
+      }),
+    );
+    app.all(route.path, () => {
+      throw new GatewayError("method_not_allowed", `Use POST for ${route.path}.`);
     });
-  });
+  }
 
-  app.post("/v1/chat/completions", (c) =>
-    handleGeneration(c.var.runtime, {
-      request: c.req.raw,
-      protocol: "openai-chat",
-      requestId: c.var.requestId,
-      receivedAt: c.var.receivedAt,
-      waitUntil: (p) => c.executionCtx.waitUntil(p),
-    }),
+  // Errors outside a generation route are rendered for the protocol the path belongs to.
+  const protocolOf = (url: string) => GENERATION_ROUTES.find((r) => r.path === new URL(url).pathname)?.protocol ?? "openai-chat";
+  app.notFound((c) =>
+    errorResponse(new GatewayError("not_found", `Unknown request URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), protocolOf(c.req.url)),
   );
-  app.all("/v1/chat/completions", () => {
-    throw new GatewayError("method_not_allowed", "Use POST for /v1/chat/completions.");
-  });
-
-  app.notFound((c) => errorResponse(new GatewayError("not_found", `Unknown request URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), "openai-chat"));
   app.onError((err, c) => {
     const ge = err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request.", { cause: err });
     if (!(err instanceof GatewayError)) console.error(JSON.stringify({ kind: "unhandled_error", error: String(err) }));
     const headers: Record<string, string> = {};
     const rt = c.get("runtime");
     if (rt) headers[rt.config.gateway.observability.requestIdHeader] = c.get("requestId");
-    return errorResponse(ge, "openai-chat", headers);
+    return errorResponse(ge, c.req.header("anthropic-version") !== undefined ? "anthropic-messages" : protocolOf(c.req.url), headers);
   });
   return app;
 }

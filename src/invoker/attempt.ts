@@ -1,4 +1,5 @@
 import type { ErrorCode } from "../errors/gateway-error.ts";
+import type { RequestFeature } from "../protocol/features.ts";
 import type { StopReason, Usage } from "../protocol/neutral.ts";
 
 /**
@@ -39,6 +40,8 @@ export interface AttemptRecord {
   stopReason?: StopReason;
   /** Undefined = unknown (the provider reported none), never zero. */
   usage?: Usage;
+  /** Request features dropped under the revision's declared downgrades. */
+  downgraded?: readonly RequestFeature[];
 }
 
 /** Random, unguessable attempt id. */

@@ -1,6 +1,7 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { DispatchPlan, PlannedModel } from "../plan/dispatch-plan.ts";
 import type { CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import { requestFeatures, withoutFeatures, type RequestFeature } from "../protocol/features.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 import { AttemptFinalizer, type AttemptSink } from "../pipeline/attempt-finalizer.ts";
 import type { PinnedMember, PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
@@ -22,13 +23,27 @@ export interface ExecutionContext {
 
 /** The outcome of dispatch, before encoding for the client. */
 export type Execution =
-  | { readonly kind: "buffered"; readonly response: NeutralResponse; readonly finalizer: AttemptFinalizer }
+  | {
+      readonly kind: "buffered";
+      readonly response: NeutralResponse;
+      readonly finalizer: AttemptFinalizer;
+      /** Features dropped under the revision's declared downgrades (the client is told). */
+      readonly downgraded: readonly RequestFeature[];
+    }
   | {
       readonly kind: "stream";
       readonly body: ReadableStream<Uint8Array>;
       readonly decoder: StreamDecoder;
       readonly finalizer: AttemptFinalizer;
+      readonly downgraded: readonly RequestFeature[];
     };
+
+interface Choice {
+  readonly model: PlannedModel;
+  readonly member: PinnedMember;
+  /** Features the chosen backend's protocol cannot carry, all allowed by the revision's downgrades. */
+  readonly drop: readonly RequestFeature[];
+}
 
 export interface ExecutorDeps {
   readonly codecs: CodecRegistry;
@@ -61,8 +76,8 @@ export class GatewayExecutor {
   }
 
   async execute(plan: DispatchPlan, request: NeutralRequest, ctx: ExecutionContext): Promise<Execution> {
-    const choice = this.#choose(plan, ctx.snapshot);
-    return this.#attempt(plan, request, ctx, choice.model, choice.member);
+    const choice = this.#choose(plan, request, ctx.snapshot);
+    return this.#attempt(plan, request, ctx, choice);
   }
 
   #selector(snapshot: PinnedSnapshot, pool: string, kind: Selector["kind"]): Selector {
@@ -76,17 +91,35 @@ export class GatewayExecutor {
     return s;
   }
 
-  /** First tier, first model with an eligible backend. Backends only narrow the plan. */
-  #choose(plan: DispatchPlan, snapshot: PinnedSnapshot): { model: PlannedModel; member: PinnedMember } {
-    let capabilityGap: { model: PlannedModel; missing: string[] } | undefined;
+  /**
+   * First tier, first model with an eligible backend. A member is eligible when its protocol has a
+   * codec, it declares every required capability, and its protocol carries every request feature
+   * the revision does not allow dropping. Backends only narrow the plan.
+   */
+  #choose(plan: DispatchPlan, request: NeutralRequest, snapshot: PinnedSnapshot): Choice {
+    const features = requestFeatures(request);
+    let capabilityGap: string[] | undefined;
+    let featureGap: RequestFeature | undefined;
     for (const model of plan.tiers[0] ?? []) {
       const pool = snapshot.pools.get(model.pool);
       if (!pool) continue;
+      const drops = new Map<string, RequestFeature[]>();
       const eligible = pool.members.filter((m) => {
-        if (!this.#deps.codecs.get(m.backend.protocol)) return false;
+        const codec = this.#deps.codecs.get(m.backend.protocol);
+        if (!codec) return false;
         const missing = model.requires.filter((c) => !m.backend.capabilities.includes(c));
-        if (missing.length > 0) capabilityGap ??= { model, missing };
-        return missing.length === 0;
+        if (missing.length > 0) {
+          capabilityGap ??= missing;
+          return false;
+        }
+        const uncarried = features.filter((f) => !codec.carries.has(f));
+        const refused = uncarried.find((f) => !model.downgrades.includes(f));
+        if (refused !== undefined) {
+          featureGap ??= refused;
+          return false;
+        }
+        drops.set(m.key, uncarried);
+        return true;
       });
       if (eligible.length === 0) continue;
       const byKey = new Map(eligible.map((m) => [m.key, m]));
@@ -95,12 +128,16 @@ export class GatewayExecutor {
         { affinityKey: plan.affinityKey },
       );
       const member = picked && byKey.get(picked.id);
-      if (member) return { model, member };
+      if (member) return { model, member, drop: drops.get(member.key) ?? [] };
+    }
+    if (featureGap !== undefined) {
+      const param = this.#deps.codecs.get(plan.clientProtocol)?.paramName(featureGap) ?? featureGap;
+      throw new GatewayError("invalid_request", `The model '${plan.entrypoint}' does not support '${param}'.`, { param });
     }
     if (capabilityGap) {
       throw new GatewayError(
         "invalid_request",
-        `The model '${plan.entrypoint}' does not support ${capabilityGap.missing.join(", ")} for this request.`,
+        `The model '${plan.entrypoint}' does not support ${capabilityGap.join(", ")} for this request.`,
       );
     }
     throw new GatewayError("no_backend_available", `No backend is available for the model '${plan.entrypoint}'. Retry later.`, {
@@ -108,14 +145,10 @@ export class GatewayExecutor {
     });
   }
 
-  async #attempt(
-    plan: DispatchPlan,
-    request: NeutralRequest,
-    ctx: ExecutionContext,
-    model: PlannedModel,
-    member: PinnedMember,
-  ): Promise<Execution> {
+  async #attempt(plan: DispatchPlan, original: NeutralRequest, ctx: ExecutionContext, choice: Choice): Promise<Execution> {
     const { clock } = this.#deps;
+    const { model, member, drop } = choice;
+    const request = withoutFeatures(original, new Set(drop));
     const backend = member.backend;
     const codec = this.#deps.codecs.get(backend.protocol)!;
     const attempt: AttemptRecord = {
@@ -131,6 +164,7 @@ export class GatewayExecutor {
       startedAt: clock.now(),
       outcome: "in_progress",
     };
+    if (drop.length > 0) attempt.downgraded = drop;
     const finalizer = new AttemptFinalizer(attempt, this.#deps.load.begin(member.key), this.#deps.sink, clock);
 
     // Only what the provider needs: never a caller header, never a caller credential.
@@ -182,7 +216,7 @@ export class GatewayExecutor {
         finalizer.finish("protocol_error", "upstream_protocol_error");
         throw new GatewayError("upstream_protocol_error", "The model provider did not answer with a stream.");
       }
-      return { kind: "stream", body: res.body, decoder: codec.createStreamDecoder(), finalizer };
+      return { kind: "stream", body: res.body, decoder: codec.createStreamDecoder(), finalizer, downgraded: drop };
     }
 
     let json: unknown;
@@ -207,7 +241,7 @@ export class GatewayExecutor {
     attempt.stopReason = response.stopReason;
     if (response.usage) attempt.usage = response.usage;
     finalizer.finish("success");
-    return { kind: "buffered", response, finalizer };
+    return { kind: "buffered", response, finalizer, downgraded: drop };
   }
 
   /** Classifies a failed fetch without reading error text: which signal fired, else a network failure. */

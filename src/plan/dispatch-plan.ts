@@ -1,5 +1,6 @@
 import type { Capability } from "../config/publication-schema.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
+import type { RequestFeature } from "../protocol/features.ts";
 
 /** A logical model revision the engine chose. Names a pool, never an address, secret or health. */
 export interface PlannedModel {
@@ -9,6 +10,8 @@ export interface PlannedModel {
   readonly pool: string;
   /** Capabilities every backend serving this request must have (revision's plus the request's). */
   readonly requires: readonly Capability[];
+  /** Request features the revision allows dropping when the backend's protocol lacks them. */
+  readonly downgrades: readonly RequestFeature[];
 }
 
 /**

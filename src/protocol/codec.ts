@@ -7,7 +7,7 @@ export type ProtocolId = (typeof PROTOCOL_IDS)[number];
 
 /** What the gateway stamps on every response it writes, instead of the provider's identifiers. */
 export interface ResponseStamp {
-  /** Gateway response id (derived from the request id). */
+  /** Unique id derived from the request id (32 hex chars); each codec adds its protocol's prefix. */
   readonly id: string;
   /** Unix seconds. */
   readonly created: number;

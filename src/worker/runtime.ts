@@ -50,6 +50,7 @@ function accessLogSink(enabled: boolean): AttemptSink {
           ttftMs: a.firstContentAt === undefined ? undefined : a.firstContentAt - a.startedAt,
           durationMs: a.endedAt === undefined ? undefined : a.endedAt - a.startedAt,
           usage: a.usage ?? "unknown",
+          downgraded: a.downgraded,
         }),
       );
     },

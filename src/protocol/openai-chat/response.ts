@@ -116,7 +116,7 @@ export function encodeChatResponse(res: NeutralResponse, stamp: ResponseStamp): 
     message.tool_calls = res.toolCalls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
   }
   const body: Record<string, unknown> = {
-    id: stamp.id,
+    id: `chatcmpl-${stamp.id}`,
     object: "chat.completion",
     created: stamp.created,
     model: stamp.model,

@@ -108,7 +108,7 @@ export function createChatStreamDecoder(): StreamDecoder {
  */
 export function createChatStreamEncoder(stamp: ResponseStamp, request: NeutralRequest): StreamEncoder {
   const includeUsage = request.streamUsage;
-  const head = `{"id":${JSON.stringify(stamp.id)},"object":"chat.completion.chunk","created":${stamp.created},"model":${JSON.stringify(stamp.model)}`;
+  const head = `{"id":${JSON.stringify(`chatcmpl-${stamp.id}`)},"object":"chat.completion.chunk","created":${stamp.created},"model":${JSON.stringify(stamp.model)}`;
   const usageNull = includeUsage ? ',"usage":null' : "";
   let stopped = false;
   let failed = false;

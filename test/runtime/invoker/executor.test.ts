@@ -204,3 +204,26 @@ describe("GatewayExecutor", () => {
     expect(attempts[0]?.outcome).toBe("protocol_error");
   });
 });
+
+describe("GatewayExecutor: request features a backend protocol cannot carry", () => {
+  it("refuses a feature the backend protocol lacks, naming the client's own field", async () => {
+    const { executor, seen } = harness(() => okBody());
+    const a = plan();
+    const withTopK = { ...a.request, topK: 5 };
+    const err = (await executor.execute(a.plan, withTopK, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    expect(err.code).toBe("invalid_request");
+    expect(err.param).toBe("top_k");
+    expect(err.message).toContain("sluice-chat");
+    expect(seen).toHaveLength(0);
+  });
+
+  it("drops it only under the revision's declared downgrade, and reports the drop", async () => {
+    const { executor, seen, attempts } = harness(() => okBody());
+    const a = plan();
+    const downgradable = { ...a.plan, tiers: a.plan.tiers.map((t) => t.map((m) => ({ ...m, downgrades: ["top_k" as const] }))) };
+    const res = await executor.execute(downgradable, { ...a.request, topK: 5 }, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() });
+    expect(res.downgraded).toEqual(["top_k"]);
+    expect(seen[0]!.body.top_k).toBeUndefined();
+    expect(attempts[0]!.downgraded).toEqual(["top_k"]);
+  });
+});

@@ -10,7 +10,7 @@ import { deltaChunk, parseClientSse, providerSse, usageChunk, type ClientEvent }
 const STARTED_AT = 1_000;
 const HEADERS_AT = 1_040;
 const DEADLINE_AT = 60_000;
-const stamp: ResponseStamp = { id: "chatcmpl-gw-7", created: 1_760_000_000, model: "public-model" };
+const stamp: ResponseStamp = { id: "gw-7", created: 1_760_000_000, model: "public-model" };
 const enc = new TextEncoder();
 
 /** A clock that moves only when the test (or the fake upstream) sets it. */

@@ -4,7 +4,7 @@ import type { ResponseStamp } from "../../../src/protocol/codec.ts";
 import type { NeutralResponse } from "../../../src/protocol/neutral.ts";
 import { openAiChatCodec } from "../../../src/protocol/openai-chat/index.ts";
 
-const stamp: ResponseStamp = { id: "chatcmpl-gw-req123", created: 1_760_000_000, model: "public-model" };
+const stamp: ResponseStamp = { id: "gw-req123", created: 1_760_000_000, model: "public-model" };
 
 /** A realistic provider body; `over` replaces top-level keys, `choice` the first choice. */
 function providerBody(choice: Record<string, unknown>, over: Record<string, unknown> = {}): Record<string, unknown> {
@@ -244,6 +244,6 @@ describe("openai-chat encodeResponse", () => {
       ),
     );
     const again = decode(JSON.parse(JSON.stringify(encode(original))));
-    expect(again).toEqual({ ...original, providerId: stamp.id });
+    expect(again).toEqual({ ...original, providerId: "chatcmpl-gw-req123" });
   });
 });

@@ -4,7 +4,7 @@ import type { NeutralEvent, NeutralRequest } from "../../../src/protocol/neutral
 import { openAiChatCodec } from "../../../src/protocol/openai-chat/index.ts";
 import { deltaChunk, parseClientSse, usageChunk, type ClientEvent } from "./sse-helpers.ts";
 
-const stamp: ResponseStamp = { id: "chatcmpl-gw-1", created: 1_760_000_000, model: "public-model" };
+const stamp: ResponseStamp = { id: "gw-1", created: 1_760_000_000, model: "public-model" };
 
 function request(streamUsage: boolean): NeutralRequest {
   return { model: "public-model", messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }], stream: true, streamUsage };
