@@ -1,6 +1,8 @@
 import { Hono } from "hono";
 import { parseDocument } from "yaml";
+import { poolRequirements } from "../config/load-config.ts";
 import { redactedConfig } from "../config/redact.ts";
+import { unmetRequirements } from "../snapshot/requirements.ts";
 import { sha256Hex } from "../digest/canonical-digest.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
@@ -66,6 +68,8 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       configDigest: rt.configDigest,
       publicationRevision: rt.engine.publicationRevision,
       snapshot: snap ? { revision: snap.revision, digest: snap.digest } : null,
+      // A snapshot activated under an older publication may not serve this one; say what is missing.
+      unmetRequirements: snap ? unmetRequirements(snap, poolRequirements(rt.config.publication)) : null,
       startedAt: new Date(rt.startedAt).toISOString(),
       uptimeSeconds: Math.floor((rt.clock.now() - rt.startedAt) / 1000),
     });

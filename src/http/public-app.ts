@@ -1,5 +1,7 @@
 import { Hono } from "hono";
+import { poolRequirements } from "../config/load-config.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
+import { unmetRequirements } from "../snapshot/requirements.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { handleGeneration, presentedKey } from "./generation.ts";
@@ -30,10 +32,13 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
     c.header(c.var.runtime.config.gateway.observability.requestIdHeader, c.var.requestId);
   });
 
-  // Coarse on purpose: no revision numbers or backend names on the public listener.
+  // Coarse on purpose: no revision numbers or backend names on the public listener. Ready means a
+  // valid config, an active snapshot, and a snapshot that can serve every active model revision.
   app.get("/ready", async (c) => {
+    const rt = c.var.runtime;
     try {
-      await c.var.runtime.snapshots.current();
+      const snapshot = await rt.snapshots.current();
+      if (unmetRequirements(snapshot, poolRequirements(rt.config.publication)).length > 0) return c.json({ status: "not_ready" }, 503);
       return c.json({ status: "ready" });
     } catch {
       return c.json({ status: "not_ready" }, 503);

@@ -3,7 +3,8 @@ import { parse } from "yaml";
 import { loadConfig, poolRequirements } from "../../../src/config/load-config.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
-import type { ActiveSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
+import { pinSnapshot, type ActiveSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
+import { unmetRequirements } from "../../../src/snapshot/requirements.ts";
 import { SnapshotCache } from "../../../src/snapshot/snapshot-cache.ts";
 import { bundledTexts, FakeClock } from "../support/fixtures.ts";
 
@@ -90,5 +91,20 @@ describe("SnapshotCache", () => {
     n = 2;
     cache.invalidate();
     expect((await cache.current()).revision).toBe(2);
+  });
+});
+
+describe("unmetRequirements", () => {
+  it("is empty when the snapshot serves the publication, and names what is missing otherwise", async () => {
+    const cfg = loadConfig(bundledTexts);
+    const reqs = poolRequirements(cfg.publication);
+    const full = pinSnapshot(await active(1));
+    expect(unmetRequirements(full, reqs)).toEqual([]);
+    const noLarge = { ...full, pools: new Map([...full.pools].filter(([name]) => name !== "sim-large")) };
+    expect(unmetRequirements(noLarge, reqs)).toEqual(['pool "sim-large" (needed by model chat-large revision 1) is missing']);
+    const weak = [{ pool: "sim-small", requires: ["chat", "images"] as const, neededBy: "test" }];
+    const small = full.pools.get("sim-small")!;
+    const stripped = { ...full, pools: new Map([["sim-small", { ...small, members: small.members.map((m) => ({ ...m, backend: { ...m.backend, capabilities: ["chat" as const] } })) }]]) };
+    expect(unmetRequirements(stripped, weak)[0]).toContain("lacks images");
   });
 });
