@@ -56,3 +56,36 @@ export function deltaChunk(delta: Record<string, unknown>, finish_reason: string
 export function usageChunk(usage: Record<string, unknown>): Record<string, unknown> {
   return { ...PROVIDER_HEAD, choices: [], usage };
 }
+
+/** One client-visible typed SSE block: a comment, or an `event:` name with its JSON payload. */
+export type TypedClientEvent = { readonly kind: "comment"; readonly text: string } | { readonly kind: "event"; readonly event: string; readonly value: Record<string, unknown> };
+
+/**
+ * Strictly parses typed SSE text (OpenAI Responses, Anthropic Messages): LF line endings, every
+ * block terminated by a blank line, each block either comment lines or exactly `event: <name>`
+ * followed by one `data:` line holding a JSON object whose `type` is that name.
+ */
+export function parseTypedSse(text: string): TypedClientEvent[] {
+  if (text === "") return [];
+  expect(text.endsWith("\n\n"), `SSE text must end with a blank line: ${JSON.stringify(text.slice(-40))}`).toBe(true);
+  expect(text).not.toContain("\r");
+  const out: TypedClientEvent[] = [];
+  for (const block of text.slice(0, -2).split("\n\n")) {
+    const lines = block.split("\n");
+    if (lines.every((l) => l.startsWith(":"))) {
+      for (const l of lines) out.push({ kind: "comment", text: l.slice(1).trim() });
+      continue;
+    }
+    expect(lines.length, `an event line and one data line: ${JSON.stringify(block)}`).toBe(2);
+    const [eventLine, dataLine] = lines as [string, string];
+    expect(eventLine.startsWith("event: "), `event line: ${JSON.stringify(eventLine)}`).toBe(true);
+    expect(dataLine.startsWith("data: "), `data line: ${JSON.stringify(dataLine)}`).toBe(true);
+    const event = eventLine.slice("event: ".length);
+    let value: unknown;
+    expect(() => (value = JSON.parse(dataLine.slice("data: ".length))), `JSON payload: ${dataLine}`).not.toThrow();
+    expect(typeof value === "object" && value !== null && !Array.isArray(value)).toBe(true);
+    expect((value as Record<string, unknown>).type, `payload type matches the event name`).toBe(event);
+    out.push({ kind: "event", event, value: value as Record<string, unknown> });
+  }
+  return out;
+}

@@ -1,0 +1,419 @@
+import { z } from "zod";
+import type { ResponseStamp, SseEvent, StreamDecoder, StreamEncoder } from "../codec.ts";
+import type { NeutralEvent, NeutralRequest, StopReason, Usage } from "../neutral.ts";
+import {
+  functionCallItem,
+  incompleteDetailsSchema,
+  itemId,
+  messageItem,
+  messageText,
+  outcomeOf,
+  outputTextPart,
+  readOutput,
+  reasoningItem,
+  reasoningText,
+  responseObject,
+  stopFromStatus,
+  usageFromWire,
+  wireMessageSchema,
+  wireReasoningSchema,
+  wireUsageSchema,
+} from "./response.ts";
+
+// ---- Backend side: provider events → neutral events -----------------------------------------
+
+const index = z.number().int().min(0);
+const typed = z.looseObject({ type: z.string().optional() });
+const deltaSchema = z.looseObject({
+  output_index: index,
+  item_id: z.string().optional(),
+  summary_index: index.optional(),
+  content_index: index.optional(),
+  delta: z.string(),
+});
+const itemEventSchema = z.looseObject({ output_index: index, item: z.looseObject({ type: z.string(), id: z.string().optional() }) });
+const callItemSchema = z.looseObject({ call_id: z.string().min(1), name: z.string().min(1), arguments: z.string().optional() });
+const lifecycleSchema = z.looseObject({
+  response: z.looseObject({
+    status: z.string().nullable().optional(),
+    output: z.array(z.looseObject({ type: z.string() })).nullable().optional(),
+    incomplete_details: incompleteDetailsSchema,
+    usage: wireUsageSchema.nullable().optional(),
+  }),
+});
+
+const PROTOCOL_ERROR: NeutralEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
+
+/**
+ * Decodes an OpenAI Responses SSE stream. It is complete only when `response.completed` or
+ * `response.incomplete` arrived; `response.failed` or an `error` event is the provider's error, and
+ * anything else at end of input is a cut, never a success.
+ */
+export function createResponsesStreamDecoder(): StreamDecoder {
+  let started = false;
+  let done = false;
+  let failed = false;
+  let itemsSeen = false;
+  // Function calls by output index and by item id; neutral indexes count calls from 0.
+  const calls = new Map<number, { index: number; args: string }>();
+  const callsById = new Map<string, { index: number; args: string }>();
+  const text = new Map<number, string>();
+  const reasoningEmitted = new Set<number>();
+  let lastReasoningPart: string | undefined;
+
+  const fail = (out: NeutralEvent[], ev: NeutralEvent = PROTOCOL_ERROR): NeutralEvent[] => {
+    failed = true;
+    out.push(ev);
+    return out;
+  };
+
+  const startCall = (outputIndex: number, id: string | undefined, call: z.infer<typeof callItemSchema>, out: NeutralEvent[]) => {
+    const state = { index: calls.size, args: call.arguments ?? "" };
+    calls.set(outputIndex, state);
+    if (id) callsById.set(id, state);
+    out.push({ type: "tool_call_start", index: state.index, id: call.call_id, name: call.name });
+    if (state.args !== "") out.push({ type: "tool_call_args", index: state.index, delta: state.args });
+  };
+
+  const textDelta = (outputIndex: number, delta: string, out: NeutralEvent[]) => {
+    if (delta === "") return;
+    text.set(outputIndex, (text.get(outputIndex) ?? "") + delta);
+    out.push({ type: "text", text: delta });
+  };
+
+  // Summary parts (and items) are separate paragraphs: a blank line goes between them, as in
+  // the buffered decoding.
+  const reasoningDelta = (part: string, outputIndex: number, delta: string, out: NeutralEvent[]) => {
+    if (delta === "") return;
+    const sep = lastReasoningPart !== undefined && lastReasoningPart !== part ? "\n\n" : "";
+    lastReasoningPart = part;
+    reasoningEmitted.add(outputIndex);
+    out.push({ type: "reasoning", text: sep + delta });
+  };
+
+  // Servers that put an item's content only in `response.output_item.done` (no deltas) still
+  // deliver it: whatever the deltas did not carry is sent then.
+  const itemDone = (outputIndex: number, item: { type: string; id?: string | undefined }, out: NeutralEvent[]): boolean => {
+    switch (item.type) {
+      case "function_call": {
+        const c = callItemSchema.safeParse(item);
+        if (!c.success) return false;
+        const state = (item.id ? callsById.get(item.id) : undefined) ?? calls.get(outputIndex);
+        if (!state) {
+          startCall(outputIndex, item.id, c.data, out);
+          return true;
+        }
+        const full = c.data.arguments ?? "";
+        if (full.length > state.args.length && full.startsWith(state.args)) {
+          out.push({ type: "tool_call_args", index: state.index, delta: full.slice(state.args.length) });
+          state.args = full;
+        }
+        return true;
+      }
+      case "message": {
+        const m = wireMessageSchema.safeParse(item);
+        if (!m.success) return false;
+        const full = messageText(m.data);
+        const sent = text.get(outputIndex) ?? "";
+        if (full.length > sent.length && full.startsWith(sent)) textDelta(outputIndex, full.slice(sent.length), out);
+        return true;
+      }
+      case "reasoning": {
+        const r = wireReasoningSchema.safeParse(item);
+        if (!r.success) return false;
+        if (!reasoningEmitted.has(outputIndex)) reasoningDelta(`${outputIndex}`, outputIndex, reasoningText(r.data), out);
+        return true;
+      }
+      default:
+        return true;
+    }
+  };
+
+  const finishWith = (response: z.infer<typeof lifecycleSchema>["response"], status: string, out: NeutralEvent[]): NeutralEvent[] => {
+    done = true;
+    // A server that streamed no items at all still sent the answer in the final object.
+    let hasCalls = calls.size > 0;
+    if (!itemsSeen && response.output) {
+      const o = readOutput(response.output);
+      if (!o) return fail(out);
+      for (const [i, r] of o.reasoning.entries()) out.push({ type: "reasoning", text: i > 0 ? `\n\n${r}` : r });
+      if (o.text !== "") out.push({ type: "text", text: o.text });
+      for (const [i, c] of o.toolCalls.entries()) {
+        out.push({ type: "tool_call_start", index: i, id: c.id, name: c.name });
+        if (c.arguments !== "") out.push({ type: "tool_call_args", index: i, delta: c.arguments });
+      }
+      hasCalls = o.toolCalls.length > 0;
+    }
+    out.push({ type: "stop", reason: stopFromStatus(status, response.incomplete_details?.reason, hasCalls) });
+    if (response.usage) out.push({ type: "usage", usage: usageFromWire(response.usage) });
+    return out;
+  };
+
+  return {
+    decode(sse: SseEvent): readonly NeutralEvent[] {
+      if (done || failed) return [];
+      let json: unknown;
+      try {
+        json = JSON.parse(sse.data);
+      } catch {
+        return fail([]);
+      }
+      const head = typed.safeParse(json);
+      const type = head.success ? (head.data.type ?? sse.event) : undefined;
+      if (type === undefined) return fail([]);
+      const out: NeutralEvent[] = [];
+      if (!started) {
+        started = true;
+        out.push({ type: "start" });
+      }
+      switch (type) {
+        case "response.output_text.delta":
+        case "response.refusal.delta": {
+          // A refusal is what the model said instead of an answer: it is text, as in the buffered decoding.
+          const d = deltaSchema.safeParse(json);
+          if (!d.success) return fail(out);
+          itemsSeen = true;
+          textDelta(d.data.output_index, d.data.delta, out);
+          return out;
+        }
+        case "response.reasoning_summary_text.delta":
+        case "response.reasoning_text.delta": {
+          const d = deltaSchema.safeParse(json);
+          if (!d.success) return fail(out);
+          itemsSeen = true;
+          const part = `${d.data.output_index}:${type}:${d.data.summary_index ?? d.data.content_index ?? 0}`;
+          reasoningDelta(part, d.data.output_index, d.data.delta, out);
+          return out;
+        }
+        case "response.function_call_arguments.delta": {
+          const d = deltaSchema.safeParse(json);
+          if (!d.success) return fail(out);
+          const state = (d.data.item_id ? callsById.get(d.data.item_id) : undefined) ?? calls.get(d.data.output_index);
+          if (!state) return fail(out);
+          if (d.data.delta !== "") {
+            state.args += d.data.delta;
+            out.push({ type: "tool_call_args", index: state.index, delta: d.data.delta });
+          }
+          return out;
+        }
+        case "response.output_item.added": {
+          const e = itemEventSchema.safeParse(json);
+          if (!e.success) return fail(out);
+          itemsSeen = true;
+          if (e.data.item.type === "function_call") {
+            const c = callItemSchema.safeParse(e.data.item);
+            if (!c.success) return fail(out);
+            startCall(e.data.output_index, e.data.item.id, c.data, out);
+          }
+          return out;
+        }
+        case "response.output_item.done": {
+          const e = itemEventSchema.safeParse(json);
+          if (!e.success) return fail(out);
+          itemsSeen = true;
+          return itemDone(e.data.output_index, e.data.item, out) ? out : fail(out);
+        }
+        case "response.completed":
+        case "response.incomplete": {
+          const l = lifecycleSchema.safeParse(json);
+          if (!l.success) return fail(out);
+          const status = type === "response.incomplete" ? "incomplete" : (l.data.response.status ?? "completed");
+          return finishWith(l.data.response, status, out);
+        }
+        case "response.failed":
+        case "error":
+          return fail(out, { type: "error", code: "upstream_error", message: "The provider reported an error mid-stream." });
+        case "keepalive":
+          return [...out, { type: "heartbeat" }];
+        default:
+          // Lifecycle (created, in_progress, queued), content_part.*, the *.done events whose text
+          // the deltas already carried, annotations: nothing new for the neutral stream.
+          return out;
+      }
+    },
+    finish(): readonly NeutralEvent[] {
+      if (done || failed) return [];
+      failed = true;
+      return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
+    },
+  };
+}
+
+// ---- Client side: neutral events → Responses events -----------------------------------------
+
+interface OpenItem {
+  readonly kind: "message" | "reasoning" | "function_call";
+  readonly id: string;
+  readonly outputIndex: number;
+  /** Text so far (message, reasoning) or arguments so far (function call). */
+  text: string;
+  done: boolean;
+  readonly callId?: string;
+  readonly name?: string;
+}
+
+/**
+ * Encodes neutral events as Responses SSE events (`event: <type>` + `data: <json>`), numbered from
+ * 0 by `sequence_number`. Text and reasoning each live in one open item at a time; function-call
+ * items stay open until the stop, so argument pieces may arrive in any order. The terminal
+ * `response.completed` / `response.incomplete` is written by `end()`, once the upstream stream has
+ * ended cleanly, so usage that follows the stop is in it and a cut after the stop still ends in
+ * `response.failed`. An error writes `response.failed` and then an `error` event (which makes the
+ * official SDK throw); never `response.completed`.
+ */
+export function createResponsesStreamEncoder(stamp: ResponseStamp, request: NeutralRequest): StreamEncoder {
+  let seq = 0;
+  let started = false;
+  let stop: StopReason | undefined;
+  let usage: Usage | undefined;
+  let failed = false;
+  let finished = false;
+  const items: OpenItem[] = [];
+  let current: OpenItem | undefined;
+  const callsByIndex = new Map<number, OpenItem>();
+
+  const event = (type: string, fields: Record<string, unknown>) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...fields })}\n\n`;
+
+  const itemStatus = (): "completed" | "incomplete" => (stop === undefined ? "incomplete" : outcomeOf(stop).status);
+
+  /** An item as it stands: in progress until done, then completed (or incomplete after a limit). */
+  const wireItem = (item: OpenItem, final: boolean): Record<string, unknown> => {
+    const status = final ? itemStatus() : "in_progress";
+    switch (item.kind) {
+      case "message":
+        return messageItem(item.id, status, final ? item.text : undefined);
+      case "reasoning":
+        return reasoningItem(item.id, final ? item.text : undefined);
+      case "function_call":
+        return functionCallItem(item.id, status, { id: item.callId!, name: item.name!, arguments: final ? item.text : "" });
+    }
+  };
+
+  const snapshot = (): Record<string, unknown>[] => items.map((i) => wireItem(i, true));
+
+  const begin = (): string => {
+    if (started) return "";
+    started = true;
+    const response = responseObject(stamp, request, { status: "in_progress", output: [] });
+    return event("response.created", { response }) + event("response.in_progress", { response });
+  };
+
+  const close = (item: OpenItem): string => {
+    if (item.done) return "";
+    item.done = true;
+    const ref = { item_id: item.id, output_index: item.outputIndex };
+    let out = "";
+    switch (item.kind) {
+      case "message":
+        out += event("response.output_text.done", { ...ref, content_index: 0, text: item.text, logprobs: [] });
+        out += event("response.content_part.done", { ...ref, content_index: 0, part: outputTextPart(item.text) });
+        break;
+      case "reasoning":
+        out += event("response.reasoning_summary_text.done", { ...ref, summary_index: 0, text: item.text });
+        out += event("response.reasoning_summary_part.done", { ...ref, summary_index: 0, part: { type: "summary_text", text: item.text } });
+        break;
+      case "function_call":
+        out += event("response.function_call_arguments.done", { ...ref, arguments: item.text });
+        break;
+    }
+    return out + event("response.output_item.done", { output_index: item.outputIndex, item: wireItem(item, true) });
+  };
+
+  const closeCurrent = (): string => {
+    const c = current;
+    current = undefined;
+    return c ? close(c) : "";
+  };
+
+  const open = (kind: OpenItem["kind"], call?: { callId: string; name: string }): OpenItem => {
+    const outputIndex = items.length;
+    const prefix = kind === "message" ? "msg" : kind === "reasoning" ? "rs" : "fc";
+    const item: OpenItem = { kind, id: itemId(prefix, stamp, outputIndex), outputIndex, text: "", done: false, ...call };
+    items.push(item);
+    return item;
+  };
+
+  /** Appends text to the open message or reasoning item, opening one (and closing the other) first. */
+  const append = (kind: "message" | "reasoning", delta: string): string => {
+    let out = begin();
+    if (current?.kind !== kind) {
+      out += closeCurrent();
+      current = open(kind);
+      const ref = { item_id: current.id, output_index: current.outputIndex };
+      out += event("response.output_item.added", { output_index: current.outputIndex, item: wireItem(current, false) });
+      out +=
+        kind === "message"
+          ? event("response.content_part.added", { ...ref, content_index: 0, part: outputTextPart("") })
+          : event("response.reasoning_summary_part.added", { ...ref, summary_index: 0, part: { type: "summary_text", text: "" } });
+    }
+    current.text += delta;
+    const ref = { item_id: current.id, output_index: current.outputIndex };
+    return (
+      out +
+      (kind === "message"
+        ? event("response.output_text.delta", { ...ref, content_index: 0, delta, logprobs: [] })
+        : event("response.reasoning_summary_text.delta", { ...ref, summary_index: 0, delta }))
+    );
+  };
+
+  return {
+    encode(ev: NeutralEvent): string {
+      if (failed || finished) return "";
+      switch (ev.type) {
+        case "start":
+          return begin();
+        case "text":
+          return ev.text === "" || stop !== undefined ? "" : append("message", ev.text);
+        case "reasoning":
+          return ev.text === "" || stop !== undefined ? "" : append("reasoning", ev.text);
+        case "reasoning_signature":
+          // Another provider's integrity token means nothing to a Responses client (documented).
+          return "";
+        case "tool_call_start": {
+          if (stop !== undefined || callsByIndex.has(ev.index)) return "";
+          let out = begin() + closeCurrent();
+          const item = open("function_call", { callId: ev.id, name: ev.name });
+          callsByIndex.set(ev.index, item);
+          out += event("response.output_item.added", { output_index: item.outputIndex, item: wireItem(item, false) });
+          return out;
+        }
+        case "tool_call_args": {
+          const item = callsByIndex.get(ev.index);
+          if (!item || item.done || ev.delta === "") return "";
+          item.text += ev.delta;
+          return event("response.function_call_arguments.delta", { item_id: item.id, output_index: item.outputIndex, delta: ev.delta });
+        }
+        case "stop": {
+          if (stop !== undefined) return "";
+          stop = ev.reason;
+          current = undefined;
+          // Every item is finished, in output order; the terminal event waits for end().
+          return begin() + items.map(close).join("");
+        }
+        case "usage":
+          usage = ev.usage;
+          return "";
+        case "heartbeat":
+          return ": keep-alive\n\n";
+        case "error": {
+          failed = true;
+          const response = responseObject(stamp, request, { status: "failed", output: snapshot(), usage, errorMessage: ev.message });
+          return begin() + event("response.failed", { response }) + event("error", { code: ev.code, message: ev.message, param: null });
+        }
+      }
+    },
+    end(): string {
+      if (failed || finished || stop === undefined) return "";
+      finished = true;
+      const outcome = outcomeOf(stop);
+      const response = responseObject(stamp, request, {
+        status: outcome.status,
+        incompleteReason: outcome.incompleteReason,
+        output: snapshot(),
+        usage,
+      });
+      return event(outcome.status === "completed" ? "response.completed" : "response.incomplete", { response });
+    },
+  };
+}
