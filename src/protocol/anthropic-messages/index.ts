@@ -1,0 +1,52 @@
+import type { Codec } from "../codec.ts";
+import type { RequestFeature } from "../features.ts";
+import { decodeAnthropicRequest } from "./decode-request.ts";
+import { encodeAnthropicRequest } from "./encode-request.ts";
+import { decodeAnthropicResponse, encodeAnthropicResponse } from "./response.ts";
+import { createAnthropicStreamDecoder, createAnthropicStreamEncoder } from "./stream.ts";
+
+/**
+ * Anthropic field names of each feature (for errors shown to Anthropic clients). Features an
+ * Anthropic request cannot express name the Anthropic field closest to them, or the feature itself
+ * where Anthropic has none; they never arise from an Anthropic request.
+ */
+function paramName(feature: RequestFeature): string {
+  switch (feature) {
+    case "top_k":
+      return "top_k";
+    case "reasoning_effort":
+    case "reasoning_budget":
+      return "thinking";
+    case "json_object":
+    case "json_schema":
+      return "output_config.format";
+    case "seed":
+      return "seed";
+    case "presence_penalty":
+      return "presence_penalty";
+    case "frequency_penalty":
+      return "frequency_penalty";
+    case "temperature_above_1":
+      return "temperature";
+    case "parallel_tool_calls":
+      return "tool_choice.disable_parallel_tool_use";
+    case "metadata":
+      return "metadata";
+    case "tool_result_error":
+      return "messages";
+  }
+}
+
+/** Anthropic Messages (`POST /v1/messages`), both as client and as backend protocol. */
+export const anthropicMessagesCodec: Codec = {
+  id: "anthropic-messages",
+  carries: new Set<RequestFeature>(["top_k", "reasoning_budget", "parallel_tool_calls", "tool_result_error"]),
+  paramName,
+  decodeRequest: decodeAnthropicRequest,
+  encodeResponse: encodeAnthropicResponse,
+  createStreamEncoder: createAnthropicStreamEncoder,
+  upstreamPath: "/messages",
+  encodeRequest: encodeAnthropicRequest,
+  decodeResponse: decodeAnthropicResponse,
+  createStreamDecoder: createAnthropicStreamDecoder,
+};

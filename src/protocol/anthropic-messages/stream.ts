@@ -1,0 +1,417 @@
+import { z } from "zod";
+import { errorTypes } from "../../errors/envelopes.ts";
+import type { ResponseStamp, SseEvent, StreamDecoder, StreamEncoder } from "../codec.ts";
+import type { NeutralEvent, NeutralRequest, StopReason, Usage } from "../neutral.ts";
+import { anthropicFromStop, messageId, stopFromAnthropic, thinkingBlock, usageToWire } from "./response.ts";
+import { redactedData, redactedSignature } from "./thinking.ts";
+
+const count = z.number().int().min(0);
+const index = z.number().int().min(0);
+
+// Every figure is optional here: message_start carries the input side, message_delta the
+// cumulative output side (and, from newer servers, the input side again).
+const streamUsageSchema = z.looseObject({
+  input_tokens: count.nullable().optional(),
+  output_tokens: count.nullable().optional(),
+  cache_creation_input_tokens: count.nullable().optional(),
+  cache_read_input_tokens: count.nullable().optional(),
+  output_tokens_details: z.looseObject({ thinking_tokens: count.optional() }).nullable().optional(),
+});
+type StreamUsage = z.infer<typeof streamUsageSchema>;
+
+const eventSchemas = {
+  message_start: z.looseObject({ message: z.looseObject({ usage: streamUsageSchema.nullable().optional() }) }),
+  content_block_start: z.looseObject({ index, content_block: z.looseObject({ type: z.string() }) }),
+  content_block_delta: z.looseObject({ index, delta: z.looseObject({ type: z.string() }) }),
+  content_block_stop: z.looseObject({ index }),
+  message_delta: z.looseObject({
+    delta: z.looseObject({ stop_reason: z.string().nullable().optional(), stop_sequence: z.string().nullable().optional() }),
+    usage: streamUsageSchema.nullable().optional(),
+  }),
+  error: z.looseObject({ error: z.looseObject({ type: z.string().optional() }).nullable().optional() }),
+};
+
+const startBlocks = {
+  text: z.looseObject({ text: z.string().optional() }),
+  thinking: z.looseObject({ thinking: z.string().optional(), signature: z.string().nullable().optional() }),
+  redacted_thinking: z.looseObject({ data: z.string() }),
+  tool_use: z.looseObject({ id: z.string().min(1), name: z.string().min(1), input: z.unknown() }),
+};
+
+const deltas = {
+  text_delta: z.looseObject({ text: z.string() }),
+  input_json_delta: z.looseObject({ partial_json: z.string() }),
+  thinking_delta: z.looseObject({ thinking: z.string() }),
+  signature_delta: z.looseObject({ signature: z.string() }),
+};
+
+type Block = { kind: "text" | "thinking" | "other" } | { kind: "tool"; tool: number; sentArgs: boolean; startInput: unknown };
+
+const PROTOCOL_ERROR: NeutralEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
+
+/** The neutral usage once both the input side and the output side are known; never a guessed figure. */
+function combineUsage(start: StreamUsage | undefined, end: StreamUsage | undefined): Usage | undefined {
+  const input = end?.input_tokens ?? start?.input_tokens;
+  const output = end?.output_tokens;
+  if (input === null || input === undefined || output === null || output === undefined) return undefined;
+  const read = end?.cache_read_input_tokens ?? start?.cache_read_input_tokens ?? undefined;
+  const write = end?.cache_creation_input_tokens ?? start?.cache_creation_input_tokens ?? undefined;
+  return {
+    inputTokens: input + (read ?? 0) + (write ?? 0),
+    outputTokens: output,
+    cachedInputTokens: read,
+    cacheWriteInputTokens: write,
+    reasoningTokens: end?.output_tokens_details?.thinking_tokens ?? undefined,
+    source: "provider",
+  };
+}
+
+/**
+ * Decodes an Anthropic Messages SSE stream. The event's own `type` field decides (it always
+ * matches the `event:` line). A stream is complete only when `message_stop` arrived; anything else
+ * at end of input is a cut, reported as an error event, never as success. Unknown event types are
+ * skipped, as Anthropic asks clients to do.
+ */
+export function createAnthropicStreamDecoder(): StreamDecoder {
+  let started = false;
+  let stopped = false;
+  let done = false;
+  let failed = false;
+  let startUsage: StreamUsage | undefined;
+  let pendingUsage: Usage | undefined;
+  let usageSent = false;
+  let tools = 0;
+  const blocks = new Map<number, Block>();
+
+  const fail = (ev: NeutralEvent): NeutralEvent[] => {
+    failed = true;
+    return [ev];
+  };
+
+  const startBlock = (i: number, raw: { type: string }, out: NeutralEvent[]): boolean => {
+    switch (raw.type) {
+      case "text": {
+        const b = startBlocks.text.safeParse(raw);
+        if (!b.success) return false;
+        blocks.set(i, { kind: "text" });
+        if (b.data.text) out.push({ type: "text", text: b.data.text });
+        return true;
+      }
+      case "thinking": {
+        const b = startBlocks.thinking.safeParse(raw);
+        if (!b.success) return false;
+        blocks.set(i, { kind: "thinking" });
+        if (b.data.thinking) out.push({ type: "reasoning", text: b.data.thinking });
+        if (b.data.signature) out.push({ type: "reasoning_signature", signature: b.data.signature });
+        return true;
+      }
+      case "redacted_thinking": {
+        const b = startBlocks.redacted_thinking.safeParse(raw);
+        if (!b.success) return false;
+        blocks.set(i, { kind: "other" });
+        out.push({ type: "reasoning_signature", signature: redactedSignature(b.data.data) });
+        return true;
+      }
+      case "tool_use": {
+        const b = startBlocks.tool_use.safeParse(raw);
+        if (!b.success) return false;
+        const tool = tools++;
+        blocks.set(i, { kind: "tool", tool, sentArgs: false, startInput: b.data.input });
+        out.push({ type: "tool_call_start", index: tool, id: b.data.id, name: b.data.name });
+        return true;
+      }
+      default:
+        // Block types Sluice never asks for (server tools' blocks): skipped with their deltas.
+        blocks.set(i, { kind: "other" });
+        return true;
+    }
+  };
+
+  const delta = (block: Block, raw: { type: string }, out: NeutralEvent[]): boolean => {
+    switch (raw.type) {
+      case "text_delta": {
+        const d = deltas.text_delta.safeParse(raw);
+        if (!d.success) return false;
+        if (d.data.text !== "") out.push({ type: "text", text: d.data.text });
+        return true;
+      }
+      case "input_json_delta": {
+        const d = deltas.input_json_delta.safeParse(raw);
+        if (!d.success || block.kind !== "tool") return false;
+        if (d.data.partial_json !== "") {
+          block.sentArgs = true;
+          out.push({ type: "tool_call_args", index: block.tool, delta: d.data.partial_json });
+        }
+        return true;
+      }
+      case "thinking_delta": {
+        const d = deltas.thinking_delta.safeParse(raw);
+        if (!d.success) return false;
+        if (d.data.thinking !== "") out.push({ type: "reasoning", text: d.data.thinking });
+        return true;
+      }
+      case "signature_delta": {
+        const d = deltas.signature_delta.safeParse(raw);
+        if (!d.success) return false;
+        if (d.data.signature !== "") out.push({ type: "reasoning_signature", signature: d.data.signature });
+        return true;
+      }
+      default:
+        // citations_delta and future delta types carry nothing Sluice forwards.
+        return true;
+    }
+  };
+
+  return {
+    decode(sse: SseEvent): readonly NeutralEvent[] {
+      if (done || failed) return [];
+      let json: unknown;
+      try {
+        json = JSON.parse(sse.data);
+      } catch {
+        return fail(PROTOCOL_ERROR);
+      }
+      const type = typeof json === "object" && json !== null ? (json as { type?: unknown }).type : undefined;
+      if (typeof type !== "string") return fail(PROTOCOL_ERROR);
+      if (type === "error") {
+        const e = eventSchemas.error.safeParse(json);
+        // The provider's error text is not forwarded; its type decides the wording only.
+        const overloaded = e.success && e.data.error?.type === "overloaded_error";
+        return fail({
+          type: "error",
+          code: "upstream_error",
+          message: overloaded ? "The provider is overloaded and ended the stream." : "The provider reported an error mid-stream.",
+        });
+      }
+      const out: NeutralEvent[] = [];
+      if (!started) {
+        started = true;
+        out.push({ type: "start" });
+      }
+      switch (type) {
+        case "message_start": {
+          const e = eventSchemas.message_start.safeParse(json);
+          if (!e.success) return fail(PROTOCOL_ERROR);
+          startUsage = e.data.message.usage ?? undefined;
+          break;
+        }
+        case "content_block_start": {
+          const e = eventSchemas.content_block_start.safeParse(json);
+          if (!e.success || blocks.has(e.data.index) || !startBlock(e.data.index, e.data.content_block, out)) return fail(PROTOCOL_ERROR);
+          break;
+        }
+        case "content_block_delta": {
+          const e = eventSchemas.content_block_delta.safeParse(json);
+          const block = e.success ? blocks.get(e.data.index) : undefined;
+          if (!e.success || !block) return fail(PROTOCOL_ERROR);
+          // Deltas of skipped blocks are skipped with them.
+          if (block.kind !== "other" && !delta(block, e.data.delta, out)) return fail(PROTOCOL_ERROR);
+          break;
+        }
+        case "content_block_stop": {
+          const e = eventSchemas.content_block_stop.safeParse(json);
+          const block = e.success ? blocks.get(e.data.index) : undefined;
+          if (!block) return fail(PROTOCOL_ERROR);
+          // A tool called without arguments streams no JSON at all; its arguments are the start
+          // block's input (`{}`), so every client sees parseable arguments.
+          if (block.kind === "tool" && !block.sentArgs) {
+            block.sentArgs = true;
+            out.push({ type: "tool_call_args", index: block.tool, delta: JSON.stringify(block.startInput ?? {}) });
+          }
+          break;
+        }
+        case "message_delta": {
+          const e = eventSchemas.message_delta.safeParse(json);
+          if (!e.success) return fail(PROTOCOL_ERROR);
+          if (!stopped && e.data.delta.stop_reason) {
+            stopped = true;
+            const reason: StopReason = stopFromAnthropic(e.data.delta.stop_reason);
+            const seq = e.data.delta.stop_sequence ?? undefined;
+            out.push(seq === undefined ? { type: "stop", reason } : { type: "stop", reason, stopSequence: seq });
+          }
+          if (!usageSent) pendingUsage = combineUsage(startUsage, e.data.usage ?? undefined) ?? pendingUsage;
+          if (stopped && pendingUsage && !usageSent) {
+            usageSent = true;
+            out.push({ type: "usage", usage: pendingUsage });
+          }
+          break;
+        }
+        case "message_stop":
+          done = true;
+          // A provider that ends properly but never said why still delivered a complete answer.
+          if (!stopped) out.push({ type: "stop", reason: "other" });
+          if (pendingUsage && !usageSent) {
+            usageSent = true;
+            out.push({ type: "usage", usage: pendingUsage });
+          }
+          break;
+        case "ping":
+          out.push({ type: "heartbeat" });
+          break;
+        default:
+          break;
+      }
+      return out;
+    },
+    finish(): readonly NeutralEvent[] {
+      if (done || failed) return [];
+      failed = true;
+      return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
+    },
+  };
+}
+
+/** One SSE event as Anthropic writes it: the event name, then its JSON (whose `type` is the same name). */
+const sse = (type: string, body: Record<string, unknown>): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...body })}\n\n`;
+
+type Open = { kind: "text"; index: number } | { kind: "thinking"; index: number; signed: boolean } | { kind: "tool"; index: number; tool: number };
+
+/**
+ * Encodes neutral events as an Anthropic Messages stream: message_start, content blocks with
+ * consecutive indexes (each one started, filled, stopped before the next starts), message_delta,
+ * message_stop.
+ *
+ * Usage: Anthropic puts input usage in message_start, but an OpenAI-protocol provider reports it
+ * only at the end, so message_start carries placeholder zeros for input_tokens and output_tokens
+ * (cache figures null) and the real, cumulative figures go in message_delta's usage, which the
+ * Anthropic SDKs copy over the placeholders. message_delta is written once the stop reason is known
+ * and, if the provider sends usage after its stop (OpenAI does), once usage has arrived too, or at
+ * end() without it; unknown usage is written as `output_tokens: null`, never as 0.
+ *
+ * message_stop is written only after a clean stop with no error, so a cut upstream never looks
+ * like a finished answer.
+ */
+export function createAnthropicStreamEncoder(stamp: ResponseStamp, _request: NeutralRequest): StreamEncoder {
+  let started = false;
+  let open: Open | undefined;
+  let next = 0;
+  const toolBlocks = new Map<number, number>();
+  let stop: { reason: string; sequence: string | null } | undefined;
+  let usage: Usage | undefined;
+  let deltaSent = false;
+  let failed = false;
+
+  const start = (): string => {
+    if (started) return "";
+    started = true;
+    return sse("message_start", {
+      message: {
+        id: messageId(stamp),
+        type: "message",
+        role: "assistant",
+        model: stamp.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: null, cache_read_input_tokens: null },
+      },
+    });
+  };
+
+  const close = (): string => {
+    if (!open) return "";
+    const text = sse("content_block_stop", { index: open.index });
+    open = undefined;
+    return text;
+  };
+
+  const openBlock = (block: Record<string, unknown>): { text: string; index: number } => {
+    const index = next++;
+    return { text: close() + sse("content_block_start", { index, content_block: block }), index };
+  };
+
+  const messageDelta = (): string => {
+    if (!stop || deltaSent) return "";
+    deltaSent = true;
+    return sse("message_delta", {
+      delta: { stop_reason: stop.reason, stop_sequence: stop.sequence },
+      usage: usage ? usageToWire(usage) : { output_tokens: null },
+    });
+  };
+
+  const encode = (ev: NeutralEvent): string => {
+    switch (ev.type) {
+      case "start":
+        return "";
+      case "text": {
+        if (ev.text === "") return "";
+        let head = "";
+        if (open?.kind !== "text") {
+          const b = openBlock({ type: "text", text: "" });
+          open = { kind: "text", index: b.index };
+          head = b.text;
+        }
+        return head + sse("content_block_delta", { index: open.index, delta: { type: "text_delta", text: ev.text } });
+      }
+      case "reasoning": {
+        if (ev.text === "") return "";
+        let head = "";
+        // A signature closes a thinking block: more reasoning after it is a new block.
+        if (open?.kind !== "thinking" || open.signed) {
+          const b = openBlock({ type: "thinking", thinking: "", signature: "" });
+          open = { kind: "thinking", index: b.index, signed: false };
+          head = b.text;
+        }
+        return head + sse("content_block_delta", { index: open.index, delta: { type: "thinking_delta", thinking: ev.text } });
+      }
+      case "reasoning_signature": {
+        const data = redactedData(ev.signature);
+        if (data !== undefined) {
+          const b = openBlock(thinkingBlock("", ev.signature));
+          return b.text + sse("content_block_stop", { index: b.index });
+        }
+        let head = "";
+        if (open?.kind !== "thinking" || open.signed) {
+          const b = openBlock({ type: "thinking", thinking: "", signature: "" });
+          open = { kind: "thinking", index: b.index, signed: false };
+          head = b.text;
+        }
+        open.signed = true;
+        return head + sse("content_block_delta", { index: open.index, delta: { type: "signature_delta", signature: ev.signature } });
+      }
+      case "tool_call_start": {
+        if (toolBlocks.has(ev.index)) return "";
+        const b = openBlock({ type: "tool_use", id: ev.id, name: ev.name, input: {} });
+        open = { kind: "tool", index: b.index, tool: ev.index };
+        toolBlocks.set(ev.index, b.index);
+        return b.text;
+      }
+      case "tool_call_args": {
+        if (ev.delta === "") return "";
+        // Arguments for a call whose block is already closed (a provider interleaving parallel
+        // calls) keep that block's index; arguments for a call never started have no block and
+        // are dropped.
+        const index = open?.kind === "tool" && open.tool === ev.index ? open.index : toolBlocks.get(ev.index);
+        if (index === undefined) return "";
+        return sse("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: ev.delta } });
+      }
+      case "stop": {
+        if (stop) return "";
+        stop = { reason: anthropicFromStop(ev.reason, toolBlocks.size > 0), sequence: ev.stopSequence ?? null };
+        // A provider that sends usage after its stop (OpenAI) gets message_delta when usage arrives.
+        return close() + (usage ? messageDelta() : "");
+      }
+      case "usage":
+        usage = ev.usage;
+        return messageDelta();
+      case "heartbeat":
+        return sse("ping", {});
+      case "error":
+        failed = true;
+        return sse("error", { error: { type: errorTypes(ev.code).anthropic, message: ev.message } });
+    }
+  };
+
+  return {
+    encode(ev: NeutralEvent): string {
+      if (failed) return "";
+      // Every event follows message_start, even if the provider's first event was not `start`.
+      if (ev.type === "error" || ev.type === "heartbeat") return encode(ev);
+      return start() + encode(ev);
+    },
+    end(): string {
+      if (failed || !stop) return "";
+      return messageDelta() + sse("message_stop", {});
+    },
+  };
+}
