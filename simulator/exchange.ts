@@ -18,6 +18,10 @@ import { errorKindForStatus } from "./wire-format.ts";
 export class Exchange {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
+  /** Sent in the request-id header and, for formats that carry it, in error bodies. */
+  readonly requestId = `req_${uniqueId()}`;
+  /** Name of that header; a format may use its own (Anthropic: `request-id`). */
+  idHeader = "x-request-id";
   readonly #recorder: Recorder;
   #settled = false;
   #closed = false;
@@ -71,7 +75,7 @@ export class Exchange {
     this.res.writeHead(status, {
       "content-type": "application/json",
       "content-length": Buffer.byteLength(body),
-      "x-request-id": `req_${uniqueId()}`,
+      [this.idHeader]: this.requestId,
       ...extraHeaders,
     });
     this.res.end(body);
@@ -79,7 +83,7 @@ export class Exchange {
 
   /** Sends `error` in `format`'s envelope. */
   error(format: WireFormat, error: SimError, outcome: Outcome, extraHeaders?: Record<string, string>): void {
-    this.json(error.status, format.renderError(error), outcome, extraHeaders);
+    this.json(error.status, format.renderError(error, this.requestId), outcome, extraHeaders);
   }
 
   /**
@@ -131,34 +135,45 @@ export async function serveGeneration(
 ): Promise<void> {
   if (knobs.latencyMs > 0 && !(await ex.sleep(knobs.latencyMs))) return;
 
-  if (faulty && knobs.status !== undefined) {
-    const retryAfter = knobs.retryAfter ?? (knobs.status === 429 || knobs.status === 503 ? 1 : undefined);
+  const fault = faulty ? knobs.fault : undefined;
+  // error-mid-stream reports `status` (default 500) inside a stream; a buffered request
+  // has no "mid-stream", so it gets the error as its HTTP status like the `status` knob.
+  const midStreamError = fault === "error-mid-stream" && request.stream;
+  if (faulty && !midStreamError && (knobs.status !== undefined || fault === "error-mid-stream")) {
+    const status = knobs.status ?? 500;
+    const retryAfter = knobs.retryAfter ?? (status === 429 || status === 503 ? 1 : undefined);
     const headers = retryAfter === undefined ? undefined : { "retry-after": String(retryAfter) };
-    ex.error(format, simulatedError(knobs.status), "faulted", headers);
+    ex.error(format, simulatedError(status), "faulted", headers);
     return;
   }
-  const fault = faulty ? knobs.fault : undefined;
   if (fault === "reset-before-headers") return ex.reset("faulted");
-  if (fault === "heartbeat-only") return heartbeat(ex, request.stream, knobs);
+  if (fault === "heartbeat-only") return heartbeat(ex, format, request.stream, knobs);
 
   const completion = generate(request, knobs, seed, fault === "omit-usage");
   const cut = fault === "cut-mid-stream";
 
   if (!request.stream) {
-    const body = format.renderBuffered(completion);
+    const body = format.renderBuffered(completion, request);
     if (!cut) return ex.json(200, body, "completed");
     const bytes = Buffer.from(body);
-    ex.res.writeHead(200, { "content-type": "application/json", "content-length": bytes.length });
+    ex.res.writeHead(200, { "content-type": "application/json", "content-length": bytes.length, [ex.idHeader]: ex.requestId });
     return ex.cut(bytes.subarray(0, bytes.length >> 1), "cut");
   }
 
-  const { head, pieces, tail } = format.renderStream(completion, request.streamUsage);
-  const cutAt = cut ? Math.min(knobs.cutAfter, pieces.length) : -1;
-  ex.res.writeHead(200, { ...SSE_HEADERS, "x-request-id": `req_${uniqueId()}` });
+  const script = format.renderStream(completion, request);
+  const { head, pieces, tail } = script;
+  const stopAt = cut || midStreamError ? Math.min(knobs.cutAfter, pieces.length) : -1;
+  /** What replaces the rest of the stream at `stopAt`: a cut, or the in-stream error and a clean end. */
+  const stop = (sent: string): void => {
+    if (cut) return ex.cut(sent, "cut");
+    ex.settle("faulted");
+    ex.res.end(sent + script.error(simulatedError(knobs.status ?? 500), stopAt));
+  };
+  ex.res.writeHead(200, { ...SSE_HEADERS, [ex.idHeader]: ex.requestId });
 
   if (knobs.ttftMs === 0 && knobs.tokenIntervalMs === 0) {
     // Unpaced: one write, which is what keeps benchmarks cheap.
-    if (cutAt >= 0) return ex.cut(head + pieces.slice(0, cutAt).join(""), "cut");
+    if (stopAt >= 0) return stop(head + pieces.slice(0, stopAt).join(""));
     ex.settle("completed");
     ex.res.end(head + pieces.join("") + tail);
     return;
@@ -166,32 +181,33 @@ export async function serveGeneration(
 
   ex.res.write(head);
   for (let i = 0; i < pieces.length; i++) {
-    if (i === cutAt) return ex.cut("", "cut");
+    if (i === stopAt) return stop("");
     const wait = i === 0 ? knobs.ttftMs : knobs.tokenIntervalMs;
     if (wait > 0 && !(await ex.sleep(wait))) return;
     if (ex.closed) return;
     ex.res.write(pieces[i] ?? "");
   }
-  if (cutAt === pieces.length) return ex.cut("", "cut");
+  if (stopAt === pieces.length) return stop("");
   ex.settle("completed");
   ex.res.end(tail);
 }
 
 /**
- * `heartbeat-only`: headers, then nothing but SSE comments every `heartbeat-ms` (silence
- * for a buffered request) until the client leaves or `duration-ms` passes; then the
- * connection is dropped without a terminating frame.
+ * `heartbeat-only`: headers, then nothing but the format's keep-alive frame (an SSE
+ * comment, Anthropic's `ping` event) every `heartbeat-ms` (silence for a buffered request)
+ * until the client leaves or `duration-ms` passes; then the connection is dropped without
+ * a terminating frame.
  */
-async function heartbeat(ex: Exchange, stream: boolean, knobs: Knobs): Promise<void> {
+async function heartbeat(ex: Exchange, format: WireFormat, stream: boolean, knobs: Knobs): Promise<void> {
   ex.settle("faulted");
-  ex.res.writeHead(200, stream ? SSE_HEADERS : { "content-type": "application/json" });
+  ex.res.writeHead(200, { ...(stream ? SSE_HEADERS : { "content-type": "application/json" }), [ex.idHeader]: ex.requestId });
   ex.res.flushHeaders();
   const end = Date.now() + knobs.durationMs;
   for (;;) {
     const wait = Math.min(stream ? knobs.heartbeatMs : knobs.durationMs, end - Date.now());
     if (wait > 0 && !(await ex.sleep(wait))) return;
     if (Date.now() >= end) break;
-    if (stream) ex.res.write(": keep-alive\n\n");
+    if (stream) ex.res.write(format.heartbeat);
   }
   ex.cut("", "faulted");
 }

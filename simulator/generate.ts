@@ -71,6 +71,15 @@ export function conversationHash(messages: readonly NeutralMessage[]): number {
   return hash >>> 0;
 }
 
+/** Text of the last `user` turn: where `[[sim …]]` directives are read. */
+export function lastUserText(messages: readonly NeutralMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (message !== undefined && message.role === "user") return message.text;
+  }
+  return "";
+}
+
 /** mulberry32: small, fast, good enough to pick words. */
 function prng(seed: number): () => number {
   let state = seed >>> 0;
@@ -98,6 +107,46 @@ export function textTokens(seed: number, count: number, final: boolean): string[
   if (final && count > 0) tokens[count - 1] += ".";
   return tokens;
 }
+
+/**
+ * Applies stop sequences to text tokens: the text ends just before the earliest match
+ * (the sequence itself is not part of the output). `consumed` counts the tokens the model
+ * generated up to and including the end of the sequence, which is what the output costs;
+ * the token a match starts in is kept up to the match. `undefined` when nothing matches.
+ */
+export function applyStopSequences(
+  tokens: readonly string[],
+  stops: readonly string[],
+): { tokens: string[]; consumed: number; sequence: string } | undefined {
+  const text = tokens.join("");
+  let at = -1;
+  let sequence = "";
+  for (const stop of stops) {
+    if (stop === "") continue;
+    const i = text.indexOf(stop);
+    if (i !== -1 && (at === -1 || i < at)) {
+      at = i;
+      sequence = stop;
+    }
+  }
+  if (at === -1) return undefined;
+  const end = at + sequence.length;
+  const kept: string[] = [];
+  let consumed = 0;
+  let offset = 0;
+  for (const token of tokens) {
+    if (offset < at) {
+      const part = token.slice(0, at - offset);
+      if (part !== "") kept.push(part);
+    }
+    if (offset < end) consumed++;
+    offset += token.length;
+  }
+  return { tokens: kept, consumed, sequence };
+}
+
+/** Seed of the reasoning words, derived from the conversation seed so it differs from the text. */
+const REASONING_SALT = 0x9e3779b9;
 
 /** Splits tool-call arguments into stream pieces of {@link CHARS_PER_TOKEN} characters. */
 export function splitPieces(text: string): string[] {
@@ -135,6 +184,7 @@ function chooseTool(request: GenerationRequest, knobs: Knobs): { name: string; s
  *
  * Output cap: `reasoning = min(reasoning-tokens, cap)`, and visible output may use the
  * rest of the cap; hitting it gives finish `length` (for a tool call, truncated arguments).
+ * A stop sequence found in the text ends it earlier with finish `stop_sequence`.
  * `completionTokens` = visible tokens emitted + reasoning tokens, as OpenAI counts them.
  * `cachedTokens` = min(cached-tokens, promptTokens).
  */
@@ -147,6 +197,7 @@ export function generate(request: GenerationRequest, knobs: Knobs, seed: number,
   let toolCall: ToolCall | undefined;
   let finish: Completion["finish"];
   let emitted: number;
+  let stopSequence: string | undefined;
 
   const tool = chooseTool(request, knobs);
   if (tool !== undefined) {
@@ -159,6 +210,14 @@ export function generate(request: GenerationRequest, knobs: Knobs, seed: number,
     emitted = Math.min(knobs.tokens, budget);
     finish = emitted < knobs.tokens ? "length" : "stop";
     tokens = textTokens(seed, emitted, finish === "stop");
+    const stops = request.stopSequences ?? [];
+    const hit = stops.length > 0 ? applyStopSequences(tokens, stops) : undefined;
+    if (hit !== undefined) {
+      tokens = hit.tokens;
+      emitted = hit.consumed;
+      finish = "stop_sequence";
+      stopSequence = hit.sequence;
+    }
   }
 
   let usage: Completion["usage"];
@@ -179,6 +238,9 @@ export function generate(request: GenerationRequest, knobs: Knobs, seed: number,
     tokens,
     toolCall,
     finish,
+    stopSequence,
+    reasoningTokens,
+    reasoning: request.reasoningText === true ? textTokens((seed ^ REASONING_SALT) >>> 0, reasoningTokens, true) : [],
     usage,
   };
 }

@@ -10,7 +10,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 
 /** Faults the simulator can inject. */
-export const FAULTS = ["reset-before-headers", "cut-mid-stream", "omit-usage", "heartbeat-only"] as const;
+export const FAULTS = ["reset-before-headers", "cut-mid-stream", "error-mid-stream", "omit-usage", "heartbeat-only"] as const;
 
 /** A fault name. */
 export type Fault = (typeof FAULTS)[number];

@@ -8,8 +8,10 @@ import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Exchange, serveGeneration } from "./exchange.ts";
+import { anthropicMessages, anthropicModelNotFound, renderAnthropicModel, renderAnthropicModelList } from "./formats/anthropic-messages.ts";
 import { openaiChat } from "./formats/openai-chat.ts";
 import { modelNotFound, renderModel, renderModelList } from "./formats/openai-models.ts";
+import { openaiResponses } from "./formats/openai-responses.ts";
 import { conversationHash } from "./generate.ts";
 import { BASE_KNOBS, KnobError, knobsToSettings, resolveRequestKnobs, resolveSettings } from "./knobs.ts";
 import type { KnobSettings, Knobs } from "./knobs.ts";
@@ -17,10 +19,16 @@ import { Recorder } from "./stats.ts";
 import type { GenerationRequest, SimError, WireFormat } from "./wire-format.ts";
 
 /** Wire formats by the POST path they serve; a new format is one more entry. */
-const FORMATS: ReadonlyMap<string, WireFormat> = new Map([openaiChat].map((f) => [f.path, f]));
+const FORMATS: ReadonlyMap<string, WireFormat> = new Map([openaiChat, openaiResponses, anthropicMessages].map((f) => [f.path, f]));
 
-/** Envelope for errors outside any format's route (unknown paths, `/v1/models`). */
-const DEFAULT_FORMAT: WireFormat = openaiChat;
+/**
+ * Envelope for requests outside any format's route (unknown paths, `/v1/models`):
+ * Anthropic's when the request carries `anthropic-version` (what Anthropic clients send),
+ * OpenAI's otherwise.
+ */
+function envelopeFor(req: IncomingMessage): WireFormat {
+  return req.headers["anthropic-version"] === undefined ? openaiChat : anthropicMessages;
+}
 
 /** Model ids listed by `GET /v1/models` when none are configured. */
 export const DEFAULT_MODELS: readonly string[] = ["sim-small", "sim-large", "sim-reasoning"];
@@ -153,28 +161,37 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
   }
   state.recorder.request(req.method ?? "", path, query, req.headers, body);
   const ex = new Exchange(req, res, state.recorder);
-  const format = req.method === "POST" ? FORMATS.get(path) : undefined;
+  const route = req.method === "POST" ? FORMATS.get(path) : undefined;
+  const format = route ?? envelopeFor(req);
+  ex.idHeader = format.requestIdHeader;
 
   if (state.apiKey !== undefined) {
     const given = presentedKey(req);
-    if (given !== state.apiKey) return ex.error(format ?? DEFAULT_FORMAT, (format ?? DEFAULT_FORMAT).authError(given), "rejected");
+    if (given !== state.apiKey) return ex.error(format, format.authError(given), "rejected");
   }
+  const headerError = format.checkHeaders?.(req.headers);
+  if (headerError !== undefined) return ex.error(format, headerError, "rejected");
 
-  if (format !== undefined) return handleGeneration(state, ex, format, body, malformed);
-  if (req.method === "GET" && path === "/v1/models") return ex.json(200, renderModelList(state.models), "completed");
+  if (route !== undefined) return handleGeneration(state, ex, route, body, malformed);
+  const anthropic = format === anthropicMessages;
+  if (req.method === "GET" && path === "/v1/models") {
+    if (!anthropic) return ex.json(200, renderModelList(state.models), "completed");
+    const list = renderAnthropicModelList(state.models, new URLSearchParams(query));
+    return typeof list === "string" ? ex.json(200, list, "completed") : ex.error(format, list, "rejected");
+  }
   if (req.method === "GET" && path.startsWith("/v1/models/")) {
     const id = decodeURIComponent(path.slice("/v1/models/".length));
-    if (state.models.includes(id)) return ex.json(200, renderModel(id), "completed");
-    return ex.error(DEFAULT_FORMAT, modelNotFound(id), "rejected");
+    if (state.models.includes(id)) return ex.json(200, anthropic ? renderAnthropicModel(id) : renderModel(id), "completed");
+    return ex.error(format, anthropic ? anthropicModelNotFound(id) : modelNotFound(id), "rejected");
   }
   const notFound: SimError = {
     status: 404,
-    kind: "invalid_request",
-    message: `Invalid URL (${req.method ?? ""} ${path})`,
+    kind: "not_found",
+    message: anthropic ? "Not Found" : `Invalid URL (${req.method ?? ""} ${path})`,
     param: null,
     code: null,
   };
-  ex.error(DEFAULT_FORMAT, notFound, "rejected");
+  ex.error(format, notFound, "rejected");
 }
 
 /** `/health` and `/__sim/*`: never recorded, never authenticated. */

@@ -9,9 +9,9 @@ import type { IncomingHttpHeaders } from "node:http";
 export type Outcome =
   /** The full response was delivered. */
   | "completed"
-  /** Refused before generation: bad JSON, validation, bad knob, wrong API key, unknown path. */
+  /** Refused before generation: bad JSON, validation, a missing required header, bad knob, wrong API key, unknown path. */
   | "rejected"
-  /** A `status` knob error, `reset-before-headers` or `heartbeat-only`. */
+  /** A `status` knob error, `reset-before-headers`, `error-mid-stream` or `heartbeat-only`. */
   | "faulted"
   /** `cut-mid-stream`: the connection was dropped part-way through the body. */
   | "cut"

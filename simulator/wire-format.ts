@@ -1,11 +1,13 @@
 /**
  * The seam between the format-neutral generation core and the wire formats.
  *
- * A wire format (OpenAI Chat today; OpenAI Responses and Anthropic Messages later) only
+ * A wire format (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages) only
  * translates: its request body into a {@link GenerationRequest}, and a {@link Completion}
  * into that format's buffered JSON or SSE frames. Timing, faults, usage arithmetic and
  * the generated text are decided elsewhere, identically for every format.
  */
+
+import type { IncomingHttpHeaders } from "node:http";
 
 /** One conversation turn, flattened to what the core needs: who spoke and what text. */
 export interface NeutralMessage {
@@ -47,10 +49,19 @@ export interface GenerationRequest {
   readonly streamUsage: boolean;
   /** Text of the last user turn, where `[[sim …]]` directives are looked for. */
   readonly directiveText: string;
+  /** Stop sequences (Anthropic `stop_sequences`); formats without them pass none. */
+  readonly stopSequences?: readonly string[];
+  /** Whether the format shows reasoning as text (Anthropic with `thinking` enabled). */
+  readonly reasoningText?: boolean;
+  /** Format-private data from `parse` for rendering, e.g. the parameters a Response echoes. */
+  readonly echo?: unknown;
 }
 
-/** Why a generation ended, format-neutral; each format maps it to its own vocabulary. */
-export type FinishReason = "stop" | "length" | "tool";
+/**
+ * Why a generation ended, format-neutral; each format maps it to its own vocabulary.
+ * `stop_sequence` only happens when the request carried stop sequences.
+ */
+export type FinishReason = "stop" | "length" | "tool" | "stop_sequence";
 
 /** Token accounting of one completion. */
 export interface Usage {
@@ -83,6 +94,15 @@ export interface Completion {
   readonly tokens: readonly string[];
   readonly toolCall: ToolCall | undefined;
   readonly finish: FinishReason;
+  /** The stop sequence that ended the text when `finish` is `stop_sequence`. */
+  readonly stopSequence: string | undefined;
+  /** Reasoning tokens spent (also in `usage`, which `omit-usage` removes). */
+  readonly reasoningTokens: number;
+  /**
+   * Reasoning as words (one per reasoning token) when the request asked for visible
+   * reasoning (`reasoningText`); empty otherwise. Deterministic like the text.
+   */
+  readonly reasoning: readonly string[];
   /** `undefined` when the `omit-usage` fault asks for usage to be left out. */
   readonly usage: Usage | undefined;
 }
@@ -91,10 +111,13 @@ export interface Completion {
 export type ErrorKind =
   | "invalid_request"
   | "authentication"
+  | "billing"
   | "permission"
   | "not_found"
+  | "too_large"
   | "rate_limit"
   | "server"
+  | "timeout"
   | "overloaded";
 
 /** A failure to report in the format's error envelope. */
@@ -115,12 +138,15 @@ export type ParseResult =
  * SSE frames of one streamed completion, already framed (`data: …\n\n`).
  * The core sends `head` with the response headers, then `pieces` one by one with the
  * configured pacing (`ttft-ms` before the first, `token-interval-ms` between), then `tail`.
- * `cut-mid-stream` stops after some pieces and never sends the tail.
+ * `cut-mid-stream` stops after some pieces and never sends the tail; `error-mid-stream`
+ * sends `error(…, sent)` instead of the rest.
  */
 export interface StreamScript {
   readonly head: string;
   readonly pieces: readonly string[];
   readonly tail: string;
+  /** The frames reporting `error` in-stream after `head` and the first `sent` pieces. */
+  error(error: SimError, sent: number): string;
 }
 
 /** One wire format: a route plus the translation in both directions. */
@@ -129,18 +155,24 @@ export interface WireFormat {
   readonly name: string;
   /** The POST path it serves, e.g. `/v1/chat/completions`. */
   readonly path: string;
+  /** Response header carrying the request id (`x-request-id`, Anthropic's `request-id`). */
+  readonly requestIdHeader: string;
+  /** One keep-alive frame for `heartbeat-only` (an SSE comment, Anthropic's `ping` event). */
+  readonly heartbeat: string;
+  /** Checks made before the body is read, e.g. a required version header; after the API key. */
+  checkHeaders?(headers: IncomingHttpHeaders): SimError | undefined;
   /** Validates a JSON-decoded body the way the real provider does. */
   parse(body: unknown): ParseResult;
   /** The error for a body that is not valid JSON. */
   malformedJson(): SimError;
   /** The error for a missing (`given` undefined) or wrong API key. */
   authError(given: string | undefined): SimError;
-  /** The provider's error envelope, as a JSON string. */
-  renderError(error: SimError): string;
+  /** The provider's error envelope, as a JSON string; `requestId` as in the response header. */
+  renderError(error: SimError, requestId: string): string;
   /** The buffered response body, as a JSON string. */
-  renderBuffered(completion: Completion): string;
-  /** The SSE frames of a streamed response; `includeUsage` says whether usage may be sent. */
-  renderStream(completion: Completion, includeUsage: boolean): StreamScript;
+  renderBuffered(completion: Completion, request: GenerationRequest): string;
+  /** The SSE frames of a streamed response. */
+  renderStream(completion: Completion, request: GenerationRequest): StreamScript;
 }
 
 /** Maps an HTTP status to the neutral error kind used for simulated failures. */
@@ -148,12 +180,18 @@ export function errorKindForStatus(status: number): ErrorKind {
   switch (status) {
     case 401:
       return "authentication";
+    case 402:
+      return "billing";
     case 403:
       return "permission";
     case 404:
       return "not_found";
+    case 413:
+      return "too_large";
     case 429:
       return "rate_limit";
+    case 504:
+      return "timeout";
     case 503:
     case 529:
       return "overloaded";

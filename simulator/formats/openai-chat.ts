@@ -5,7 +5,6 @@
 
 import type {
   Completion,
-  ErrorKind,
   GenerationRequest,
   NeutralMessage,
   ParseResult,
@@ -16,63 +15,35 @@ import type {
   Usage,
   WireFormat,
 } from "../wire-format.ts";
+import { lastUserText } from "../generate.ts";
+import {
+  authError,
+  flattenParts,
+  invalid,
+  isObject,
+  isResult,
+  malformedJson,
+  missing,
+  openaiErrorType,
+  parseInteger,
+  renderError,
+  wrongType,
+} from "./openai-shared.ts";
+import type { Json } from "./openai-shared.ts";
 
 const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"]);
 
-/** OpenAI has no overloaded type; its 503s say `server_error`. */
-const ERROR_TYPES: Record<ErrorKind, string> = {
-  invalid_request: "invalid_request_error",
-  authentication: "invalid_request_error",
-  permission: "permission_error",
-  not_found: "invalid_request_error",
-  rate_limit: "rate_limit_error",
-  server: "server_error",
-  overloaded: "server_error",
-};
-
-const FINISH: Record<Completion["finish"], string> = { stop: "stop", length: "length", tool: "tool_calls" };
+const FINISH: Record<Completion["finish"], string> = { stop: "stop", length: "length", tool: "tool_calls", stop_sequence: "stop" };
 
 /** Fixed so responses stay byte-stable apart from ids and timestamps. */
 const FINGERPRINT = "fp_sluicesim";
-
-type Json = Readonly<Record<string, unknown>>;
-
-function isObject(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function typeName(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return typeof value === "object" ? "an object" : `a ${typeof value}`;
-}
-
-function invalid(message: string, param: string | null, code: string | null): ParseResult {
-  return { ok: false, error: { status: 400, kind: "invalid_request", message, param, code } };
-}
-
-function missing(param: string): ParseResult {
-  return invalid(`Missing required parameter: '${param}'.`, param, "missing_required_parameter");
-}
-
-function wrongType(param: string, expected: string, value: unknown): ParseResult {
-  return invalid(`Invalid type for '${param}': expected ${expected}, but got ${typeName(value)} instead.`, param, "invalid_type");
-}
 
 /** Text and media count of a `content` value (string, parts array or null). */
 function flattenContent(content: unknown): { text: string; media: number } | undefined {
   if (content === null || content === undefined) return { text: "", media: 0 };
   if (typeof content === "string") return { text: content, media: 0 };
   if (!Array.isArray(content)) return undefined;
-  let text = "";
-  let media = 0;
-  for (const part of content) {
-    if (!isObject(part)) return undefined;
-    if (typeof part["text"] === "string") text += part["text"];
-    else if (typeof part["refusal"] === "string") text += part["refusal"];
-    else media++;
-  }
-  return { text, media };
+  return flattenParts(content);
 }
 
 function parseMessages(value: unknown): NeutralMessage[] | ParseResult {
@@ -155,24 +126,6 @@ function parseToolChoice(value: unknown, hasTools: boolean): ToolChoice | ParseR
   );
 }
 
-function parseCap(body: Json, param: string): number | undefined | ParseResult {
-  const value = body[param];
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== "number" || !Number.isInteger(value)) return wrongType(param, "an integer", value);
-  if (value < 1) {
-    return invalid(
-      `Invalid '${param}': integer below minimum value. Expected a value >= 1, but got ${value} instead.`,
-      param,
-      "integer_below_min_value",
-    );
-  }
-  return value;
-}
-
-function isResult<T>(value: T | ParseResult): value is ParseResult {
-  return isObject(value) && typeof (value as { ok?: unknown }).ok === "boolean";
-}
-
 function parse(body: unknown): ParseResult {
   if (!isObject(body)) return wrongType("body", "an object", body);
   const model = body["model"];
@@ -184,9 +137,9 @@ function parse(body: unknown): ParseResult {
   if (isResult(tools)) return tools;
   const toolChoice = parseToolChoice(body["tool_choice"], Array.isArray(body["tools"]) && body["tools"].length > 0);
   if (isResult(toolChoice)) return toolChoice;
-  const maxCompletion = parseCap(body, "max_completion_tokens");
+  const maxCompletion = parseInteger(body, "max_completion_tokens", 1);
   if (isResult(maxCompletion)) return maxCompletion;
-  const maxTokens = parseCap(body, "max_tokens");
+  const maxTokens = parseInteger(body, "max_tokens", 1);
   if (isResult(maxTokens)) return maxTokens;
 
   const stream = body["stream"];
@@ -199,15 +152,6 @@ function parse(body: unknown): ParseResult {
     if (!isObject(streamOptions)) return wrongType("stream_options", "an object", streamOptions);
   }
 
-  let directiveText = "";
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i];
-    if (message !== undefined && message.role === "user") {
-      directiveText = message.text;
-      break;
-    }
-  }
-
   const request: GenerationRequest = {
     model,
     messages,
@@ -216,7 +160,7 @@ function parse(body: unknown): ParseResult {
     maxTokens: maxCompletion ?? maxTokens,
     stream: stream === true,
     streamUsage: isObject(streamOptions) && streamOptions["include_usage"] === true,
-    directiveText,
+    directiveText: lastUserText(messages),
   };
   return { ok: true, request };
 }
@@ -264,7 +208,8 @@ function renderBuffered(completion: Completion): string {
  * Chunks are built by string concatenation around a shared prefix: a stream of N tokens
  * otherwise costs N object graphs and N full serialisations.
  */
-function renderStream(completion: Completion, includeUsage: boolean): StreamScript {
+function renderStream(completion: Completion, request: GenerationRequest): StreamScript {
+  const includeUsage = request.streamUsage;
   const prefix =
     `data: {"id":"chatcmpl-${completion.uid}","object":"chat.completion.chunk","created":${completion.created},` +
     `"model":${JSON.stringify(completion.model)},"service_tier":"default","system_fingerprint":"${FINGERPRINT}","choices":[`;
@@ -288,43 +233,23 @@ function renderStream(completion: Completion, includeUsage: boolean): StreamScri
   let tail = choice("{}", FINISH[completion.finish]);
   if (includeUsage && completion.usage) tail += `${prefix}],"usage":${JSON.stringify(usageJson(completion.usage))}}\n\n`;
   tail += "data: [DONE]\n\n";
-  return { head, pieces, tail };
-}
-
-function renderError(error: SimError): string {
-  return JSON.stringify({
-    error: { message: error.message, type: ERROR_TYPES[error.kind], param: error.param, code: error.code },
-  });
-}
-
-function malformedJson(): SimError {
-  return {
-    status: 400,
-    kind: "invalid_request",
-    message:
-      "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. " +
-      "The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)",
-    param: null,
-    code: null,
-  };
-}
-
-function authError(given: string | undefined): SimError {
-  const message =
-    given === undefined
-      ? "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
-      : `Incorrect API key provided: ${given.length > 8 ? `${given.slice(0, 3)}***${given.slice(-4)}` : "***"}.`;
-  return { status: 401, kind: "authentication", message, param: null, code: given === undefined ? null : "invalid_api_key" };
+  // OpenAI reports a failure after the headers as a data line with an `error` object and
+  // ends the stream without [DONE]; the official client raises it as an APIError.
+  const error = (e: SimError): string =>
+    `data: ${JSON.stringify({ error: { message: e.message, type: openaiErrorType(e.kind), param: e.param, code: e.code } })}\n\n`;
+  return { head, pieces, tail, error };
 }
 
 /** The OpenAI Chat Completions wire format. */
 export const openaiChat: WireFormat = {
   name: "openai-chat",
   path: "/v1/chat/completions",
+  requestIdHeader: "x-request-id",
+  heartbeat: ": keep-alive\n\n",
   parse,
   malformedJson,
   authError,
-  renderError,
+  renderError: (error) => renderError(error),
   renderBuffered,
   renderStream,
 };

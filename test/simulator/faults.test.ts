@@ -141,6 +141,31 @@ describe("connection faults", () => {
     expect((await stats(sim)).outcomes.cut).toBe(1);
   });
 
+  it("error-mid-stream sends an error data line after cut-after tokens and ends without [DONE]", async () => {
+    const seen: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    const error = await caught(
+      (async () => {
+        const stream = await openai.chat.completions.create({ model: "m", messages: user("x [[sim fault=error-mid-stream cut-after=2]]"), stream: true });
+        for await (const chunk of stream) seen.push(chunk);
+      })(),
+    );
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect((error as InstanceType<typeof OpenAI.APIError>).type).toBe("server_error");
+    expect(seen.filter((c) => c.choices[0]?.delta.content)).toHaveLength(2);
+
+    const raw = await rawPost(`${sim.url}/v1/chat/completions`, { model: "m", stream: true, messages: user("x [[sim fault=error-mid-stream status=429]]") });
+    expect(raw.complete).toBe(true);
+    const data = sseData(raw.text);
+    expect(data).not.toContain("[DONE]");
+    expect(JSON.parse(data.at(-1) ?? "{}")).toMatchObject({ error: { type: "rate_limit_error", code: "rate_limit_exceeded" } });
+
+    // A buffered request has no "mid-stream": it gets the status as an HTTP error.
+    const buffered = await caught(openai.chat.completions.create({ model: "m", messages: user("x [[sim fault=error-mid-stream status=503]]") }));
+    expect(buffered).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((buffered as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
+    expect((await stats(sim)).outcomes).toMatchObject({ faulted: 3, completed: 0 });
+  });
+
   it("omit-usage leaves usage out of buffered and streamed responses", async () => {
     const buffered = await openai.chat.completions.create({ model: "m", messages: user("x [[sim fault=omit-usage]]") });
     expect(buffered.usage).toBeUndefined();

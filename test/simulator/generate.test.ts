@@ -3,7 +3,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { conversationHash, countPromptTokens, generate, splitPieces, textTokens, VOCABULARY } from "../../simulator/generate.ts";
+import { applyStopSequences, conversationHash, countPromptTokens, generate, splitPieces, textTokens, VOCABULARY } from "../../simulator/generate.ts";
 import { BASE_KNOBS, KnobError, resolveRequestKnobs, resolveSettings } from "../../simulator/knobs.ts";
 import { buildArguments, placeholderFor } from "../../simulator/tool-arguments.ts";
 import type { GenerationRequest } from "../../simulator/wire-format.ts";
@@ -145,5 +145,32 @@ describe("knobs", () => {
     expect(() => resolveRequestKnobs(BASE_KNOBS, "", { "x-sim-status": "200" })).toThrow(/4xx or 5xx/);
     expect(() => resolveSettings(BASE_KNOBS, { latencyMs: -1 })).toThrow(KnobError);
     expect(resolveSettings(BASE_KNOBS, { latencyMs: 5, "cut-after": "2" })).toMatchObject({ latencyMs: 5, cutAfter: 2 });
+  });
+});
+
+describe("stop sequences", () => {
+  const tokens = ["Alpha", " beta", " gamma", " delta."];
+
+  it("ends the text before the earliest match and counts the tokens up to the match's end", () => {
+    expect(applyStopSequences(tokens, [" gam"])).toEqual({ tokens: ["Alpha", " beta"], consumed: 3, sequence: " gam" });
+    // A match inside a token keeps that token's prefix; the earliest match wins over list order.
+    expect(applyStopSequences(tokens, ["delta", "ta g"])).toEqual({ tokens: ["Alpha", " be"], consumed: 3, sequence: "ta g" });
+    expect(applyStopSequences(tokens, ["Al"])).toEqual({ tokens: [], consumed: 1, sequence: "Al" });
+    expect(applyStopSequences(tokens, ["zeta", ""])).toBeUndefined();
+  });
+
+  it("gives finish stop_sequence in generate, and reasoning words only when asked", () => {
+    const knobs = { ...BASE_KNOBS, tokens: 4, reasoningTokens: 2 };
+    const plain = generate(request(), knobs, 7, false);
+    const second = plain.tokens[1] ?? "";
+    const stopped = generate(request({ stopSequences: [second] }), knobs, 7, false);
+    expect(stopped.finish).toBe("stop_sequence");
+    expect(stopped.stopSequence).toBe(second);
+    expect(stopped.tokens).toEqual(plain.tokens.slice(0, 1));
+    expect(stopped.usage?.completionTokens).toBe(2 + 2);
+    expect(plain.reasoning).toEqual([]);
+    const shown = generate(request({ reasoningText: true }), knobs, 7, false);
+    expect(shown.reasoning).toHaveLength(2);
+    expect(shown.reasoning).not.toEqual(shown.tokens.slice(0, 2));
   });
 });

@@ -1,10 +1,12 @@
 /**
  * Shared test helpers: an in-process simulator on an ephemeral loopback port, the official
- * OpenAI client pointed at it, and small raw-HTTP utilities for what the client hides.
+ * OpenAI and Anthropic clients pointed at it, and small raw-HTTP utilities for what the
+ * clients hide.
  */
 
 import { request as httpRequest } from "node:http";
 import { fileURLToPath } from "node:url";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { startSimulator } from "../../simulator/server.ts";
 import type { Simulator, SimulatorOptions } from "../../simulator/server.ts";
@@ -19,6 +21,14 @@ export function start(options: SimulatorOptions = {}): Promise<Simulator> {
 export function client(sim: Simulator, apiKey = "test-key"): OpenAI {
   return new OpenAI({ apiKey, baseURL: `${sim.url}/v1`, maxRetries: 0, timeout: 10_000 });
 }
+
+/** The official Anthropic client (it sends `anthropic-version` and Bearer auth), no retries. */
+export function anthropicClient(sim: Simulator, apiKey = "test-key"): Anthropic {
+  return new Anthropic({ apiKey, baseURL: sim.url, maxRetries: 0, timeout: 10_000 });
+}
+
+/** Headers an Anthropic client sends, for raw requests. */
+export const ANTHROPIC_HEADERS: Readonly<Record<string, string>> = { "anthropic-version": "2023-06-01" };
 
 /** `GET /__sim/stats`. */
 export async function stats(sim: Simulator): Promise<StatsSnapshot> {
@@ -55,6 +65,36 @@ export function postChat(sim: Simulator, body: unknown, headers: Record<string, 
   });
 }
 
+/** Posts JSON to any path with plain fetch. */
+export function post(sim: Simulator, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${sim.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+/** One SSE event: its `event:` name (null when absent) and parsed `data:` JSON. */
+export interface SseEvent {
+  readonly event: string | null;
+  readonly data: Record<string, unknown>;
+}
+
+/** The events of an SSE body that carry data, in order; comment-only frames are skipped. */
+export function sseEvents(text: string): SseEvent[] {
+  const out: SseEvent[] = [];
+  for (const frame of text.split("\n\n")) {
+    let event: string | null = null;
+    let data: string | undefined;
+    for (const line of frame.split("\n")) {
+      if (line.startsWith("event: ")) event = line.slice(7);
+      else if (line.startsWith("data: ")) data = line.slice(6);
+    }
+    if (data !== undefined) out.push({ event, data: JSON.parse(data) as Record<string, unknown> });
+  }
+  return out;
+}
+
 /** The `data:` payloads of an SSE body, in order. */
 export function sseData(text: string): string[] {
   return text
@@ -77,7 +117,7 @@ export interface RawResult {
 }
 
 /** Posts with node:http and collects the body even when the server drops the connection. */
-export function rawPost(url: string, body: unknown, headers: Record<string, string> = {}): Promise<RawResult> {
+export function rawPost(url: string, body: unknown, headers: Readonly<Record<string, string>> = {}): Promise<RawResult> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method: "POST", headers: { "content-type": "application/json", ...headers } }, (res) => {
       let text = "";
