@@ -54,6 +54,8 @@ export interface Codec {
   createStreamEncoder(stamp: ResponseStamp, request: NeutralRequest): StreamEncoder;
   /** Backend side: path appended to the backend's base URL. */
   readonly upstreamPath: string;
+  /** Backend side: headers the protocol itself requires (e.g. `anthropic-version`); config may override. */
+  readonly upstreamHeaders?: Readonly<Record<string, string>> | undefined;
   /** Backend side: neutral request → provider JSON body for the provider's own model id. */
   encodeRequest(request: NeutralRequest, upstreamModel: string, options: UpstreamOptions): unknown;
   /** Backend side: provider JSON body → neutral response; throws GatewayError(upstream_protocol_error). */

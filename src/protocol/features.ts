@@ -19,6 +19,7 @@ export const REQUEST_FEATURES = [
   "parallel_tool_calls",
   "metadata",
   "tool_result_error",
+  "stop_sequences",
 ] as const;
 export type RequestFeature = (typeof REQUEST_FEATURES)[number];
 
@@ -37,6 +38,7 @@ export function requestFeatures(req: NeutralRequest): RequestFeature[] {
   if (req.parallelToolCalls !== undefined) out.push("parallel_tool_calls");
   if (req.metadata !== undefined && Object.keys(req.metadata).length > 0) out.push("metadata");
   if (req.messages.some((m) => m.role === "tool" && m.isError === true)) out.push("tool_result_error");
+  if (req.stop !== undefined && req.stop.length > 0) out.push("stop_sequences");
   return out;
 }
 
@@ -55,6 +57,7 @@ export function withoutFeatures(req: NeutralRequest, drop: ReadonlySet<RequestFe
   if (drop.has("temperature_above_1") && r.temperature !== undefined && r.temperature > 1) r.temperature = 1;
   if (drop.has("parallel_tool_calls")) r.parallelToolCalls = undefined;
   if (drop.has("metadata")) r.metadata = undefined;
+  if (drop.has("stop_sequences")) r.stop = undefined;
   if (drop.has("tool_result_error")) {
     r.messages = r.messages.map((m) => (m.role === "tool" && m.isError ? { ...m, isError: undefined } : m));
   }

@@ -26,7 +26,6 @@ beforeAll(async () => {
       baseUrl: `${sim.url}/v1`,
       credential: { secret: "SIMULATOR_API_KEY", scheme: p === "anthropic-messages" ? "x-api-key" : "bearer" },
       capabilities: caps,
-      ...(p === "anthropic-messages" ? { headers: { "anthropic-version": "2023-06-01" } } : {}),
     })),
     pools: BACKENDS.map((p) => ({ name: `pool-${p}`, members: [{ backend: `sim-${p}`, model: "sim-small" }] })),
   };

@@ -32,6 +32,8 @@ function paramName(feature: RequestFeature): string {
       return "tool_choice.disable_parallel_tool_use";
     case "metadata":
       return "metadata";
+    case "stop_sequences":
+      return "stop_sequences";
     case "tool_result_error":
       return "messages";
   }
@@ -40,7 +42,9 @@ function paramName(feature: RequestFeature): string {
 /** Anthropic Messages (`POST /v1/messages`), both as client and as backend protocol. */
 export const anthropicMessagesCodec: Codec = {
   id: "anthropic-messages",
-  carries: new Set<RequestFeature>(["top_k", "reasoning_budget", "parallel_tool_calls", "tool_result_error"]),
+  carries: new Set<RequestFeature>(["top_k", "reasoning_budget", "parallel_tool_calls", "tool_result_error", "stop_sequences"]),
+  // The Messages API refuses requests without a version; a backend's own `headers` may override it.
+  upstreamHeaders: { "anthropic-version": "2023-06-01" },
   paramName,
   decodeRequest: decodeAnthropicRequest,
   encodeResponse: encodeAnthropicResponse,

@@ -30,6 +30,8 @@ function paramName(feature: RequestFeature): string {
       return "metadata";
     case "tool_result_error":
       return "messages";
+    case "stop_sequences":
+      return "stop";
   }
 }
 
@@ -46,6 +48,7 @@ export const openAiChatCodec: Codec = {
     "temperature_above_1",
     "parallel_tool_calls",
     "metadata",
+    "stop_sequences",
   ]),
   paramName,
   decodeRequest: decodeChatRequest,

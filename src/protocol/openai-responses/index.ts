@@ -33,6 +33,8 @@ function paramName(feature: RequestFeature): string {
       return "metadata";
     case "tool_result_error":
       return "input";
+    case "stop_sequences":
+      return "stop";
   }
 }
 

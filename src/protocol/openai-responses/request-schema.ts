@@ -180,8 +180,15 @@ export const responsesRequestSchema = z.strictObject({
   conversation: z.null({ error: `stored conversations are not supported: ${STATELESS}` }).optional(),
   background: z.literal(false, { error: "background responses are not supported (they are stored to be fetched later); use 'stream' instead" }).nullable().optional(),
   truncation: z.literal("disabled", { error: "only 'disabled' is supported: Sluice never drops input items to fit a context window" }).nullable().optional(),
+  // Stateless clients (store: false) ask for encrypted reasoning to replay it next turn. Sluice
+  // accepts the ask and returns no encrypted reasoning; replayed reasoning items are accepted
+  // without it. Any other include is refused by name.
   include: z
-    .array(z.custom<never>(() => false, { error: (iss) => `'${String(iss.input)}' is not supported: Sluice returns no extra output data` }))
+    .array(
+      z.string().refine((v) => v === "reasoning.encrypted_content", {
+        error: (iss) => `'${String(iss.input)}' is not supported: Sluice returns no extra output data`,
+      }),
+    )
     .nullable()
     .optional(),
 });

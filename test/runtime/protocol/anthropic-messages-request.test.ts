@@ -51,7 +51,7 @@ describe("anthropic-messages codec identity", () => {
   it("names itself, its upstream path and the features it carries", () => {
     expect(codec.id).toBe("anthropic-messages");
     expect(codec.upstreamPath).toBe("/messages");
-    expect([...codec.carries].sort()).toEqual(["parallel_tool_calls", "reasoning_budget", "tool_result_error", "top_k"]);
+    expect([...codec.carries].sort()).toEqual(["parallel_tool_calls", "reasoning_budget", "stop_sequences", "tool_result_error", "top_k"]);
     for (const f of ["temperature_above_1", "json_object", "json_schema", "seed", "presence_penalty", "frequency_penalty", "metadata", "reasoning_effort"] as const) {
       expect(codec.carries.has(f), f).toBe(false);
     }
@@ -303,7 +303,7 @@ describe("anthropic-messages decodeRequest: parameters", () => {
       streamUsage: true,
     });
     expect(req.metadata).toBeUndefined();
-    expect(requestFeatures(req).sort()).toEqual(["reasoning_budget", "top_k"]);
+    expect(requestFeatures(req).sort()).toEqual(["reasoning_budget", "stop_sequences", "top_k"]);
     const off = decode(base({ thinking: { type: "disabled" }, metadata: { user_id: null }, stream: false }));
     expect([off.reasoningBudgetTokens, off.user, off.stream, off.streamUsage]).toEqual([undefined, undefined, false, false]);
     expect(decode(base({ metadata: {} })).user).toBeUndefined();

@@ -249,10 +249,14 @@ describe("openai-responses decodeRequest: refusals name the parameter", () => {
     expectInvalid(base({ conversation: { id: "conv_1" } }), "conversation");
   });
 
-  it("refuses background, truncation auto, and any include value", () => {
+  it("refuses background, truncation auto, and any include value but encrypted reasoning", () => {
     expect(expectInvalid(base({ background: true }), "background").message).toContain("background responses are not supported");
     expect(expectInvalid(base({ truncation: "auto" }), "truncation").message).toContain("'disabled'");
-    expect(expectInvalid(base({ include: ["reasoning.encrypted_content"] }), "include[0]").message).toContain("'reasoning.encrypted_content'");
+    // Stateless clients always ask for encrypted reasoning; it is accepted and none is returned.
+    expect(decode(base({ include: ["reasoning.encrypted_content"] })).model).toBe("public-model");
+    expect(expectInvalid(base({ include: ["reasoning.encrypted_content", "message.output_text.logprobs"] }), "include[1]").message).toContain(
+      "'message.output_text.logprobs'",
+    );
   });
 
   it("refuses built-in tools, naming the tool", () => {
