@@ -168,7 +168,8 @@ export class GatewayExecutor {
     const finalizer = new AttemptFinalizer(attempt, this.#deps.load.begin(member.key), this.#deps.sink, clock);
 
     // Only what the provider needs: never a caller header, never a caller credential.
-    const headers = new Headers(backend.headers);
+    const headers = new Headers(codec.upstreamHeaders);
+    for (const [k, v] of Object.entries(backend.headers)) headers.set(k, v);
     headers.set("content-type", "application/json");
     headers.set("accept", plan.stream ? "text/event-stream" : "application/json");
     headers.set("accept-encoding", "identity");
