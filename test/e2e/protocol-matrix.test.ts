@@ -154,3 +154,53 @@ describe("capability errors across protocols", () => {
     expect(page.data.map((m) => m.id).sort()).toEqual(BACKENDS.map(entry).sort());
   });
 });
+
+describe("bad input gets each protocol's own error envelope", () => {
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${gateway.publicUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+
+  it("Anthropic: missing max_tokens, bad key, unknown model — Anthropic envelope and SDK error classes", async () => {
+    const res = await post("/v1/messages", { model: entry("anthropic-messages"), messages: [{ role: "user", content: "hi" }] }, { "x-api-key": DEMO_KEY, "anthropic-version": "2023-06-01" });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as any;
+    expect(body.type).toBe("error");
+    expect(body.error.type).toBe("invalid_request_error");
+    expect(body.error.message).toContain("max_tokens");
+    expect(res.headers.get("x-sluice-error-code")).toBe("invalid_request");
+
+    const badKey = new Anthropic({ apiKey: "sk-wrong", baseURL: gateway.publicUrl, maxRetries: 0 });
+    expect(await badKey.messages.create({ model: entry("anthropic-messages"), max_tokens: 8, messages: [{ role: "user", content: "hi" }] }).catch((e: unknown) => e)).toBeInstanceOf(
+      Anthropic.AuthenticationError,
+    );
+    const unknown = await anthropic.messages.create({ model: "nope", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(Anthropic.NotFoundError);
+  });
+
+  it("Responses: stored-state parameters are refused by name in OpenAI's envelope", async () => {
+    const err = await openai.responses.create({ model: entry("openai-chat"), input: "hi", previous_response_id: "resp_123" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("previous_response_id");
+    const stored = await openai.responses.create({ model: entry("openai-chat"), input: "hi", store: true }).catch((e: unknown) => e);
+    expect((stored as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("store");
+  });
+
+  it("malformed JSON on every route answers in that route's envelope", async () => {
+    for (const [path, anthropicShape] of [["/v1/chat/completions", false], ["/v1/responses", false], ["/v1/messages", true]] as const) {
+      const res = await fetch(`${gateway.publicUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${DEMO_KEY}` }, body: "{oops" });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as any;
+      if (anthropicShape) expect(body).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
+      else expect(body).toMatchObject({ error: { type: "invalid_request_error", code: "invalid_json" } });
+    }
+  });
+
+  it("provider errors map to each client's status and envelope", async () => {
+    const overloaded = "hi [[sim status=529]]";
+    const a = await anthropic.messages.create({ model: entry("anthropic-messages"), max_tokens: 8, messages: [{ role: "user", content: overloaded }] }).catch((e: unknown) => e);
+    expect((a as InstanceType<typeof Anthropic.APIError>).status).toBe(503);
+    const o = await openai.responses.create({ model: entry("anthropic-messages"), input: overloaded }).catch((e: unknown) => e);
+    expect((o as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
+    const limited = await openai.chat.completions.create({ model: entry("openai-responses"), messages: [{ role: "user", content: "hi [[sim status=429]]" }] }).catch((e: unknown) => e);
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+  });
+});
