@@ -11,7 +11,6 @@ export interface GenerationInput {
   readonly protocol: ProtocolId;
   readonly requestId: string;
   readonly receivedAt: number;
-  readonly waitUntil: (p: Promise<unknown>) => void;
 }
 
 /** The caller's key from `Authorization: Bearer` or `x-api-key`; never forwarded anywhere. */
@@ -81,11 +80,9 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
       clock: rt.clock,
       deadlineAt: plan.deadlineAt,
     });
-    // The pipe runs under waitUntil so the attempt settles even if the client goes away; a client
-    // disconnect cancels the readable side, which cancels the provider's body.
-    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    input.waitUntil(clientStream.pipeTo(writable).catch(() => {}));
-    return new Response(readable, {
+    // The client stream is handed to the runtime directly: a client disconnect cancels it, and its
+    // cancel() settles the attempt and cancels the provider's body (aborting the upstream fetch).
+    return new Response(clientStream, {
       headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...idHeader, ...downgradeHeader },
     });
   } catch (err) {
