@@ -20,6 +20,11 @@ export const REQUEST_FEATURES = [
   "metadata",
   "tool_result_error",
   "stop_sequences",
+  "verbosity",
+  "openai_service_tier",
+  "anthropic_service_tier",
+  "speed",
+  "inference_geo",
 ] as const;
 export type RequestFeature = (typeof REQUEST_FEATURES)[number];
 
@@ -39,6 +44,11 @@ export function requestFeatures(req: NeutralRequest): RequestFeature[] {
   if (req.metadata !== undefined && Object.keys(req.metadata).length > 0) out.push("metadata");
   if (req.messages.some((m) => m.role === "tool" && m.isError === true)) out.push("tool_result_error");
   if (req.stop !== undefined && req.stop.length > 0) out.push("stop_sequences");
+  if (req.verbosity !== undefined) out.push("verbosity");
+  if (req.openAiServiceTier !== undefined) out.push("openai_service_tier");
+  if (req.anthropicServiceTier !== undefined) out.push("anthropic_service_tier");
+  if (req.speed !== undefined) out.push("speed");
+  if (req.inferenceGeo !== undefined) out.push("inference_geo");
   return out;
 }
 
@@ -48,7 +58,11 @@ export function withoutFeatures(req: NeutralRequest, drop: ReadonlySet<RequestFe
   const r: { -readonly [K in keyof NeutralRequest]: NeutralRequest[K] } = { ...req };
   if (drop.has("top_k")) r.topK = undefined;
   if (drop.has("reasoning_effort")) r.reasoningEffort = undefined;
-  if (drop.has("reasoning_budget")) r.reasoningBudgetTokens = undefined;
+  if (drop.has("reasoning_budget")) {
+    // The display setting only qualifies thinking the budget turned on.
+    r.reasoningBudgetTokens = undefined;
+    r.reasoningDisplay = undefined;
+  }
   if (drop.has("json_object") && r.responseFormat?.type === "json_object") r.responseFormat = undefined;
   if (drop.has("json_schema") && r.responseFormat?.type === "json_schema") r.responseFormat = undefined;
   if (drop.has("seed")) r.seed = undefined;
@@ -58,6 +72,11 @@ export function withoutFeatures(req: NeutralRequest, drop: ReadonlySet<RequestFe
   if (drop.has("parallel_tool_calls")) r.parallelToolCalls = undefined;
   if (drop.has("metadata")) r.metadata = undefined;
   if (drop.has("stop_sequences")) r.stop = undefined;
+  if (drop.has("verbosity")) r.verbosity = undefined;
+  if (drop.has("openai_service_tier")) r.openAiServiceTier = undefined;
+  if (drop.has("anthropic_service_tier")) r.anthropicServiceTier = undefined;
+  if (drop.has("speed")) r.speed = undefined;
+  if (drop.has("inference_geo")) r.inferenceGeo = undefined;
   if (drop.has("tool_result_error")) {
     r.messages = r.messages.map((m) => (m.role === "tool" && m.isError ? { ...m, isError: undefined } : m));
   }

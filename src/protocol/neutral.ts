@@ -67,12 +67,32 @@ export type ToolChoice =
   | { readonly type: "required" }
   | { readonly type: "tool"; readonly name: string };
 
+/**
+ * Reasoning effort: the union of every protocol's values. OpenAI has all of them; Anthropic
+ * (`output_config.effort`) has low to max. An encoder whose protocol lacks the value refuses the
+ * request (never maps it to a neighbour).
+ */
+export const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh", "max"] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
+/**
+ * How much the model may think (Anthropic `thinking`): a token budget, `"adaptive"` (thinking on,
+ * the model chooses how much) or `"between_tools"` (the model thinks only between tool calls).
+ * All three are the feature `reasoning_budget`, which only Anthropic carries.
+ */
+export type ReasoningBudget = number | "adaptive" | "between_tools";
+
+/** OpenAI service tiers (Chat has all but `ultrafast`, which is Responses only). */
+export const OPENAI_SERVICE_TIERS = ["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"] as const;
+export type OpenAiServiceTier = (typeof OPENAI_SERVICE_TIERS)[number];
+
 export type ResponseFormat =
   | { readonly type: "text" }
   | { readonly type: "json_object" }
   | {
       readonly type: "json_schema";
-      readonly name: string;
+      /** A label; Anthropic has none (its clients' schemas arrive without one). */
+      readonly name?: string | undefined;
       readonly schema?: Readonly<Record<string, unknown>> | undefined;
       readonly strict?: boolean | undefined;
       readonly description?: string | undefined;
@@ -94,9 +114,31 @@ export interface NeutralRequest {
   readonly seed?: number | undefined;
   readonly stop?: readonly string[] | undefined;
   readonly responseFormat?: ResponseFormat | undefined;
-  readonly reasoningEffort?: "minimal" | "low" | "medium" | "high" | undefined;
-  /** Reasoning token budget (Anthropic `thinking.budget_tokens`). */
-  readonly reasoningBudgetTokens?: number | undefined;
+  readonly reasoningEffort?: ReasoningEffort | undefined;
+  /** Reasoning budget (Anthropic `thinking`: `enabled` + `budget_tokens`, `adaptive`, `between_tools`). */
+  readonly reasoningBudgetTokens?: ReasoningBudget | undefined;
+  /** Whether thinking text is returned or omitted (Anthropic `thinking.display`); rides with the budget. */
+  readonly reasoningDisplay?: "summarized" | "omitted" | undefined;
+  /** Output length hint (OpenAI `verbosity` / `text.verbosity`). */
+  readonly verbosity?: "low" | "medium" | "high" | undefined;
+  /**
+   * Request-level prompt-cache breakpoint (Anthropic top-level `cache_control`): a cache hint like
+   * the per-block ones, left out by OpenAI encoders.
+   */
+  readonly cacheControl?: CacheControl | undefined;
+  /** OpenAI prompt-cache routing hints; cache hints only, left out by the Anthropic encoder. */
+  readonly promptCacheKey?: string | undefined;
+  readonly promptCacheRetention?: "in_memory" | "24h" | undefined;
+  /** End-user id for OpenAI's abuse tooling (`safety_identifier`, the successor of `user`). */
+  readonly safetyIdentifier?: string | undefined;
+  /** OpenAI `service_tier` (changes price: feature `openai_service_tier`). */
+  readonly openAiServiceTier?: OpenAiServiceTier | undefined;
+  /** Anthropic `service_tier` (capacity and price: feature `anthropic_service_tier`). */
+  readonly anthropicServiceTier?: "auto" | "standard_only" | undefined;
+  /** Anthropic `speed` (fast mode changes price: feature `speed`). */
+  readonly speed?: "standard" | "fast" | undefined;
+  /** Anthropic `inference_geo` (where inference runs; residency and price: feature `inference_geo`). */
+  readonly inferenceGeo?: string | undefined;
   /** Top-k sampling (Anthropic only). */
   readonly topK?: number | undefined;
   /** Caller metadata; carried as data, never used for routing. */

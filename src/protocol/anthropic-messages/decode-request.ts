@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import { invalidRequestFromZod } from "../invalid-request.ts";
-import type { CacheControl, ContentPart, NeutralMessage, NeutralRequest, ToolCall, ToolChoice } from "../neutral.ts";
+import type { CacheControl, ContentPart, NeutralMessage, NeutralRequest, ResponseFormat, ToolCall, ToolChoice } from "../neutral.ts";
 import {
   anthropicRequestSchema,
   type AnthropicCacheControl,
@@ -86,6 +86,7 @@ function toolResultContent(b: UserBlock): ContentPart[] {
  * results first anyway). An assistant message's tool_use blocks become its tool calls.
  */
 function messages(m: AnthropicMessageBody): NeutralMessage[] {
+  if (m.role === "system") return system(m.content);
   if (m.role === "user") {
     if (typeof m.content === "string") return [{ role: "user", content: stringParts(m.content) }];
     const out: NeutralMessage[] = [];
@@ -150,6 +151,29 @@ function toolChoice(c: AnthropicRequestBody["tool_choice"]): ToolChoice | undefi
   }
 }
 
+/** `thinking` → the neutral budget and display (`disabled` is no thinking: nothing). */
+function thinking(t: AnthropicRequestBody["thinking"]): Pick<NeutralRequest, "reasoningBudgetTokens" | "reasoningDisplay"> {
+  switch (t?.type) {
+    case undefined:
+    case "disabled":
+      return {};
+    case "between_tools":
+      return { reasoningBudgetTokens: "between_tools" };
+    case "enabled":
+      return { reasoningBudgetTokens: t.budget_tokens, reasoningDisplay: t.display ?? undefined };
+    case "adaptive":
+      return { reasoningBudgetTokens: "adaptive", reasoningDisplay: t.display ?? undefined };
+  }
+}
+
+/**
+ * `output_config.format` → a neutral JSON schema format. Anthropic always holds the output to the
+ * schema, so it is strict; it has no name (OpenAI encoders supply one, documented).
+ */
+function responseFormat(schema: Record<string, unknown>): ResponseFormat {
+  return { type: "json_schema", schema, strict: true };
+}
+
 /** Anthropic Messages body → neutral request. Throws GatewayError("invalid_request"). */
 export function decodeAnthropicRequest(body: unknown): NeutralRequest {
   refuseServerTools(body);
@@ -183,7 +207,13 @@ export function decodeAnthropicRequest(body: unknown): NeutralRequest {
     topP: b.top_p,
     topK: b.top_k,
     stop: b.stop_sequences,
-    reasoningBudgetTokens: b.thinking?.type === "enabled" ? b.thinking.budget_tokens : undefined,
+    ...thinking(b.thinking),
+    reasoningEffort: b.output_config?.effort ?? undefined,
+    responseFormat: b.output_config?.format ? responseFormat(b.output_config.format.schema) : undefined,
+    cacheControl: cacheControl(b.cache_control),
+    anthropicServiceTier: b.service_tier,
+    speed: b.speed ?? undefined,
+    inferenceGeo: b.inference_geo ?? undefined,
     user: b.metadata?.user_id ?? undefined,
     stream,
     // Anthropic streams always report usage; the encoder always writes it.

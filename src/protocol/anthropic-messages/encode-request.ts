@@ -140,12 +140,50 @@ function conversation(all: readonly NeutralMessage[]): { system: Block[]; messag
   return { system, messages };
 }
 
+/** The neutral reasoning budget → Anthropic `thinking`, with its display setting. */
+function thinking(req: NeutralRequest): Block {
+  const b = req.reasoningBudgetTokens;
+  const display = req.reasoningDisplay === undefined ? {} : { display: req.reasoningDisplay };
+  if (b === "between_tools") return { type: "between_tools" };
+  if (b === "adaptive") return { type: "adaptive", ...display };
+  return { type: "enabled", budget_tokens: b, ...display };
+}
+
+/** Effort values Anthropic's `output_config.effort` has; the others are refused, never mapped. */
+const ANTHROPIC_EFFORTS: ReadonlySet<string> = new Set(["low", "medium", "high", "xhigh", "max"]);
+
+function refuse(message: string): GatewayError {
+  return new GatewayError("invalid_request", message);
+}
+
+/**
+ * Reasoning effort and structured output → `output_config`. Anthropic's format is a bare JSON
+ * schema: the name (a label) is left out; a schema-less format or one with a description (which
+ * the model would read) cannot be expressed and is refused. `json_object` is a feature this codec
+ * does not carry, so it never reaches here unless dropped.
+ */
+function outputConfigOf(req: NeutralRequest): Block | undefined {
+  const out: Block = {};
+  const effort = req.reasoningEffort;
+  if (effort !== undefined) {
+    if (!ANTHROPIC_EFFORTS.has(effort)) throw refuse(`reasoning effort '${effort}' is not supported by this model's backend.`);
+    out.effort = effort;
+  }
+  const f = req.responseFormat;
+  if (f?.type === "json_schema") {
+    if (f.schema === undefined) throw refuse("a JSON schema response format without a schema is not supported by this model's backend.");
+    if (f.description !== undefined) throw refuse("a response format description is not supported by this model's backend.");
+    out.format = { type: "json_schema", schema: f.schema };
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
 /** Neutral request → Anthropic Messages body for the provider's model id. */
 export function encodeAnthropicRequest(req: NeutralRequest, upstreamModel: string, _options: UpstreamOptions): Record<string, unknown> {
   const { system, messages } = conversation(req.messages);
   const body: Record<string, unknown> = {
     model: upstreamModel,
-    max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS + (req.reasoningBudgetTokens ?? 0),
+    max_tokens: req.maxOutputTokens ?? DEFAULT_MAX_TOKENS + (typeof req.reasoningBudgetTokens === "number" ? req.reasoningBudgetTokens : 0),
     messages,
   };
   if (system.length > 0) body.system = content(system);
@@ -155,8 +193,17 @@ export function encodeAnthropicRequest(req: NeutralRequest, upstreamModel: strin
   if (req.topP !== undefined) body.top_p = req.topP;
   if (req.topK !== undefined) body.top_k = req.topK;
   if (req.stop !== undefined) body.stop_sequences = req.stop;
-  if (req.reasoningBudgetTokens !== undefined) body.thinking = { type: "enabled", budget_tokens: req.reasoningBudgetTokens };
-  if (req.user !== undefined) body.metadata = { user_id: req.user };
+  if (req.reasoningBudgetTokens !== undefined) body.thinking = thinking(req);
+  const outputConfig = outputConfigOf(req);
+  if (outputConfig !== undefined) body.output_config = outputConfig;
+  if (req.cacheControl !== undefined) body.cache_control = req.cacheControl;
+  if (req.anthropicServiceTier !== undefined) body.service_tier = req.anthropicServiceTier;
+  if (req.speed !== undefined) body.speed = req.speed;
+  if (req.inferenceGeo !== undefined) body.inference_geo = req.inferenceGeo;
+  // Anthropic's one end-user id serves OpenAI's `user` and `safety_identifier` alike (both are
+  // for abuse tooling); `user` wins when both are set. Cache routing hints are left out.
+  const userId = req.user ?? req.safetyIdentifier;
+  if (userId !== undefined) body.metadata = { user_id: userId };
   const tools = req.tools ?? [];
   if (req.tools !== undefined) {
     body.tools = req.tools.map((t) => {

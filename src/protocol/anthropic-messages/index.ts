@@ -15,6 +15,7 @@ function paramName(feature: RequestFeature): string {
     case "top_k":
       return "top_k";
     case "reasoning_effort":
+      return "output_config.effort";
     case "reasoning_budget":
       return "thinking";
     case "json_object":
@@ -36,13 +37,33 @@ function paramName(feature: RequestFeature): string {
       return "stop_sequences";
     case "tool_result_error":
       return "messages";
+    case "anthropic_service_tier":
+      return "service_tier";
+    case "speed":
+      return "speed";
+    case "inference_geo":
+      return "inference_geo";
+    case "verbosity":
+    case "openai_service_tier":
+      return feature;
   }
 }
 
 /** Anthropic Messages (`POST /v1/messages`), both as client and as backend protocol. */
 export const anthropicMessagesCodec: Codec = {
   id: "anthropic-messages",
-  carries: new Set<RequestFeature>(["top_k", "reasoning_budget", "parallel_tool_calls", "tool_result_error", "stop_sequences"]),
+  carries: new Set<RequestFeature>([
+    "top_k",
+    "reasoning_effort",
+    "reasoning_budget",
+    "json_schema",
+    "parallel_tool_calls",
+    "tool_result_error",
+    "stop_sequences",
+    "anthropic_service_tier",
+    "speed",
+    "inference_geo",
+  ]),
   // The Messages API refuses requests without a version; a backend's own `headers` may override it.
   upstreamHeaders: { "anthropic-version": "2023-06-01" },
   paramName,

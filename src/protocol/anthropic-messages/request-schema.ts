@@ -89,12 +89,10 @@ export const anthropicMessageSchema = z.discriminatedUnion(
   [
     z.strictObject({ role: z.literal("user"), content: z.union([z.string(), z.array(userBlock).min(1)]) }),
     z.strictObject({ role: z.literal("assistant"), content: z.union([z.string(), z.array(assistantBlock)]) }),
+    // A system message in the conversation (text only), kept where it stands.
+    z.strictObject({ role: z.literal("system"), content: z.union([z.string(), z.array(textBlock)]) }),
   ],
-  {
-    error: unsupported("role", "'user' and 'assistant'", (role) =>
-      role === "system" ? "role 'system' is not supported in messages; use the top-level 'system' parameter." : undefined,
-    ),
-  },
+  { error: unsupported("role", "'user', 'assistant' and 'system'") },
 );
 
 const toolSchema = z.strictObject({
@@ -118,14 +116,23 @@ const toolChoiceSchema = z.discriminatedUnion(
   { error: unsupported("tool_choice type", "'auto', 'any', 'tool' and 'none'") },
 );
 
+const display = z.enum(["summarized", "omitted"]).nullable().optional();
 const thinkingSchema = z.discriminatedUnion(
   "type",
   [
-    z.strictObject({ type: z.literal("enabled"), budget_tokens: z.number().int().min(1024) }),
+    z.strictObject({ type: z.literal("enabled"), budget_tokens: z.number().int().min(1024), display }),
+    z.strictObject({ type: z.literal("adaptive"), display }),
+    z.strictObject({ type: z.literal("between_tools") }),
     z.strictObject({ type: z.literal("disabled") }),
   ],
-  { error: unsupported("thinking type", "'enabled' (with budget_tokens) and 'disabled'") },
+  { error: unsupported("thinking type", "'enabled' (with budget_tokens), 'adaptive', 'between_tools' and 'disabled'") },
 );
+
+const outputConfigSchema = z.strictObject({
+  effort: z.enum(["low", "medium", "high", "xhigh", "max"]).nullable().optional(),
+  // Structured output: a JSON schema, passed on as it is (the provider checks which keywords it supports).
+  format: z.strictObject({ type: z.literal("json_schema"), schema: z.record(z.string(), z.unknown()) }).nullable().optional(),
+});
 
 export const anthropicRequestSchema = z.strictObject({
   model: z.string().min(1),
@@ -135,12 +142,24 @@ export const anthropicRequestSchema = z.strictObject({
   metadata: z.strictObject({ user_id: z.string().nullable().optional() }).optional(),
   stop_sequences: z.array(z.string()).optional(),
   stream: z.boolean().optional(),
+  // Current SDK types no longer list temperature, top_p and top_k; older clients still send them.
   temperature: z.number().min(0).max(1).optional(),
   top_p: z.number().min(0).max(1).optional(),
   top_k: z.number().int().min(0).optional(),
   tools: z.array(toolSchema).optional(),
   tool_choice: toolChoiceSchema.optional(),
   thinking: thinkingSchema.optional(),
+  output_config: outputConfigSchema.optional(),
+  // Request-level cache breakpoint: a cache hint, like the per-block ones.
+  cache_control: cacheControl,
+  // Change capacity, price or where inference runs: carried to Anthropic backends only (features).
+  service_tier: z.enum(["auto", "standard_only"]).optional(),
+  speed: z.enum(["standard", "fast"]).nullable().optional(),
+  inference_geo: z.string().min(1).nullable().optional(),
+  container: z.null({ error: "containers are not supported: Sluice keeps no code-execution state and forwards no server tools" }).optional(),
+  diagnostics: z
+    .null({ error: "diagnostics are not supported: the message ids Sluice returns are its own, not the provider's, and no diagnostics are returned" })
+    .optional(),
 });
 
 export type AnthropicRequestBody = z.infer<typeof anthropicRequestSchema>;

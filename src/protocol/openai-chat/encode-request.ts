@@ -1,3 +1,4 @@
+import { GatewayError } from "../../errors/gateway-error.ts";
 import type { UpstreamOptions } from "../codec.ts";
 import type { ContentPart, NeutralMessage, NeutralRequest } from "../neutral.ts";
 
@@ -46,6 +47,12 @@ function wireMessage(m: NeutralMessage): Record<string, unknown> {
   }
 }
 
+/**
+ * The `json_schema.name` sent for a schema that arrived without one (Anthropic clients have no
+ * name field; OpenAI requires it). A label only: it does not change the answer.
+ */
+export const DEFAULT_SCHEMA_NAME = "response";
+
 /** Neutral request → OpenAI Chat Completions body for the provider's model id. */
 export function encodeChatRequest(req: NeutralRequest, upstreamModel: string, options: UpstreamOptions): Record<string, unknown> {
   const body: Record<string, unknown> = { model: upstreamModel, messages: req.messages.map(wireMessage) };
@@ -77,11 +84,24 @@ export function encodeChatRequest(req: NeutralRequest, upstreamModel: string, op
     const f = req.responseFormat;
     body.response_format =
       f.type === "json_schema"
-        ? { type: "json_schema", json_schema: { name: f.name, description: f.description, schema: f.schema, strict: f.strict } }
+        ? { type: "json_schema", json_schema: { name: f.name ?? DEFAULT_SCHEMA_NAME, description: f.description, schema: f.schema, strict: f.strict } }
         : { type: f.type };
   }
+  // Chat has every neutral effort value (OpenAI's union is the neutral one).
   if (req.reasoningEffort !== undefined) body.reasoning_effort = req.reasoningEffort;
+  if (req.verbosity !== undefined) body.verbosity = req.verbosity;
   if (req.metadata !== undefined) body.metadata = req.metadata;
   if (req.user !== undefined) body.user = req.user;
+  if (req.safetyIdentifier !== undefined) body.safety_identifier = req.safetyIdentifier;
+  if (req.promptCacheKey !== undefined) body.prompt_cache_key = req.promptCacheKey;
+  if (req.promptCacheRetention !== undefined) body.prompt_cache_retention = req.promptCacheRetention;
+  if (req.openAiServiceTier !== undefined) {
+    // 'ultrafast' exists in the Responses API only; mapping it to another tier would change the price.
+    if (req.openAiServiceTier === "ultrafast") {
+      throw new GatewayError("invalid_request", "service tier 'ultrafast' is not supported by this model's backend.");
+    }
+    body.service_tier = req.openAiServiceTier;
+  }
+  // Cache-control hints (per block and request-level) are left out: OpenAI caches automatically.
   return body;
 }

@@ -32,6 +32,15 @@ function paramName(feature: RequestFeature): string {
       return "messages";
     case "stop_sequences":
       return "stop";
+    case "verbosity":
+      return "verbosity";
+    case "openai_service_tier":
+      return "service_tier";
+    // Anthropic-only features cannot come from a Chat client; they keep their own names.
+    case "anthropic_service_tier":
+    case "speed":
+    case "inference_geo":
+      return feature;
   }
 }
 
@@ -49,6 +58,8 @@ export const openAiChatCodec: Codec = {
     "parallel_tool_calls",
     "metadata",
     "stop_sequences",
+    "verbosity",
+    "openai_service_tier",
   ]),
   paramName,
   decodeRequest: decodeChatRequest,

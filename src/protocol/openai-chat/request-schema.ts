@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { REASONING_EFFORTS } from "../neutral.ts";
 
 /**
  * OpenAI Chat Completions request body, as far as Sluice carries it. Top-level objects are strict:
@@ -86,7 +87,14 @@ export const chatRequestSchema = z.strictObject({
   tool_choice: toolChoiceSchema.optional(),
   parallel_tool_calls: z.boolean().optional(),
   response_format: responseFormatSchema.optional(),
-  reasoning_effort: z.enum(["minimal", "low", "medium", "high"]).nullable().optional(),
+  reasoning_effort: z.enum(REASONING_EFFORTS).nullable().optional(),
+  verbosity: z.enum(["low", "medium", "high"]).nullable().optional(),
+  // Cache routing hints and the end-user id: no effect on the answer (docs/protocols/openai-chat.md).
+  prompt_cache_key: z.string().nullable().optional(),
+  prompt_cache_retention: z.enum(["in_memory", "24h"]).nullable().optional(),
+  safety_identifier: z.string().nullable().optional(),
+  // Changes the price: carried to OpenAI backends only (feature openai_service_tier).
+  service_tier: z.enum(["auto", "default", "flex", "scale", "priority", "fast"]).nullable().optional(),
   metadata: z.record(z.string(), z.string()).nullable().optional(),
   user: z.string().optional(),
   // Accepted only at their defaults: Sluice returns one choice, no logprobs, and stores nothing.

@@ -39,7 +39,10 @@ export const wireUsageSchema = z.looseObject({
   prompt_tokens: z.number().int().min(0),
   completion_tokens: z.number().int().min(0),
   total_tokens: z.number().int().min(0).optional(),
-  prompt_tokens_details: z.looseObject({ cached_tokens: z.number().int().min(0).optional() }).nullable().optional(),
+  prompt_tokens_details: z
+    .looseObject({ cached_tokens: z.number().int().min(0).optional(), cache_write_tokens: z.number().int().min(0).optional() })
+    .nullable()
+    .optional(),
   completion_tokens_details: z.looseObject({ reasoning_tokens: z.number().int().min(0).optional() }).nullable().optional(),
 });
 
@@ -48,6 +51,8 @@ export function usageFromWire(u: z.infer<typeof wireUsageSchema>): Usage {
     inputTokens: u.prompt_tokens,
     outputTokens: u.completion_tokens,
     cachedInputTokens: u.prompt_tokens_details?.cached_tokens,
+    // Like cached_tokens, a part of prompt_tokens (which counts all input).
+    cacheWriteInputTokens: u.prompt_tokens_details?.cache_write_tokens,
     reasoningTokens: u.completion_tokens_details?.reasoning_tokens,
     source: "provider",
   };
@@ -59,7 +64,11 @@ export function usageToWire(u: Usage): Record<string, unknown> {
     completion_tokens: u.outputTokens,
     total_tokens: u.inputTokens + u.outputTokens,
   };
-  if (u.cachedInputTokens !== undefined) out.prompt_tokens_details = { cached_tokens: u.cachedInputTokens };
+  // Each breakdown figure is written only when known (the SDK's type makes both optional).
+  const details: Record<string, number> = {};
+  if (u.cachedInputTokens !== undefined) details.cached_tokens = u.cachedInputTokens;
+  if (u.cacheWriteInputTokens !== undefined) details.cache_write_tokens = u.cacheWriteInputTokens;
+  if (Object.keys(details).length > 0) out.prompt_tokens_details = details;
   if (u.reasoningTokens !== undefined) out.completion_tokens_details = { reasoning_tokens: u.reasoningTokens };
   return out;
 }

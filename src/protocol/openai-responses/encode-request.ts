@@ -1,4 +1,5 @@
 import type { UpstreamOptions } from "../codec.ts";
+import { DEFAULT_SCHEMA_NAME } from "../openai-chat/encode-request.ts";
 import type { ContentPart, NeutralMessage, NeutralRequest } from "../neutral.ts";
 
 type WirePart = { type: "input_text"; text: string } | { type: "input_image"; image_url: string; detail: string };
@@ -70,15 +71,24 @@ export function encodeResponsesRequest(req: NeutralRequest, upstreamModel: strin
     body.tool_choice = req.toolChoice.type === "tool" ? { type: "function", name: req.toolChoice.name } : req.toolChoice.type;
   }
   if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
+  const text: Record<string, unknown> = {};
   if (req.responseFormat !== undefined) {
     const f = req.responseFormat;
-    body.text = {
-      format: f.type === "json_schema" ? { type: "json_schema", name: f.name, description: f.description, schema: f.schema, strict: f.strict } : { type: f.type },
-    };
+    text.format =
+      f.type === "json_schema"
+        ? { type: "json_schema", name: f.name ?? DEFAULT_SCHEMA_NAME, description: f.description, schema: f.schema, strict: f.strict }
+        : { type: f.type };
   }
+  if (req.verbosity !== undefined) text.verbosity = req.verbosity;
+  if (Object.keys(text).length > 0) body.text = text;
+  // The Responses API has every neutral effort value (OpenAI's union is the neutral one).
   if (req.reasoningEffort !== undefined) body.reasoning = { effort: req.reasoningEffort };
   if (req.metadata !== undefined) body.metadata = req.metadata;
   if (req.user !== undefined) body.user = req.user;
+  if (req.safetyIdentifier !== undefined) body.safety_identifier = req.safetyIdentifier;
+  if (req.promptCacheKey !== undefined) body.prompt_cache_key = req.promptCacheKey;
+  if (req.promptCacheRetention !== undefined) body.prompt_cache_retention = req.promptCacheRetention;
+  if (req.openAiServiceTier !== undefined) body.service_tier = req.openAiServiceTier;
   // Seed, penalties, top_k, reasoning budgets and tool error flags are features this protocol does
   // not carry: the executor refuses or drops them before this runs. Stop sequences have no
   // Responses field and no feature to refuse them by, so they are dropped here

@@ -35,6 +35,14 @@ function paramName(feature: RequestFeature): string {
       return "input";
     case "stop_sequences":
       return "stop";
+    case "verbosity":
+      return "text.verbosity";
+    case "openai_service_tier":
+      return "service_tier";
+    case "anthropic_service_tier":
+    case "speed":
+    case "inference_geo":
+      return feature;
   }
 }
 
@@ -51,6 +59,8 @@ export const openAiResponsesCodec: Codec = {
     "parallel_tool_calls",
     "metadata",
     "temperature_above_1",
+    "verbosity",
+    "openai_service_tier",
   ]),
   paramName,
   decodeRequest: decodeResponsesRequest,

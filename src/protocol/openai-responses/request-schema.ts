@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { OPENAI_SERVICE_TIERS, REASONING_EFFORTS } from "../neutral.ts";
 
 /**
  * OpenAI Responses request body (`POST /v1/responses`), as far as Sluice carries it. Sluice is
@@ -155,13 +156,13 @@ export const responsesRequestSchema = z.strictObject({
   text: z
     .strictObject({
       format: formatSchema.optional(),
-      verbosity: z.null({ error: "text.verbosity is not supported" }).optional(),
+      verbosity: z.enum(["low", "medium", "high"]).nullable().optional(),
     })
     .optional(),
   reasoning: z
     .strictObject({
       effort: z
-        .enum(["minimal", "low", "medium", "high"], { error: "supported reasoning efforts are 'minimal', 'low', 'medium' and 'high'" })
+        .enum(REASONING_EFFORTS, { error: `supported reasoning efforts are ${REASONING_EFFORTS.map((e) => `'${e}'`).join(", ")}` })
         .nullable()
         .optional(),
       // Accepted: reasoning text is passed on whenever a backend returns it (documented).
@@ -172,6 +173,12 @@ export const responsesRequestSchema = z.strictObject({
     .optional(),
   metadata: z.record(z.string(), z.string()).nullable().optional(),
   user: z.string().optional(),
+  // Cache routing hints and the end-user id: no effect on the answer (docs/protocols/openai-responses.md).
+  prompt_cache_key: z.string().nullable().optional(),
+  prompt_cache_retention: z.enum(["in_memory", "24h"]).nullable().optional(),
+  safety_identifier: z.string().nullable().optional(),
+  // Changes the price: carried to OpenAI backends only (feature openai_service_tier).
+  service_tier: z.enum(OPENAI_SERVICE_TIERS).nullable().optional(),
   stream: z.boolean().nullable().optional(),
   stream_options: z.strictObject({ include_obfuscation: z.boolean().optional() }).nullable().optional(),
   // Stateless only: accepted solely at the values that keep nothing on the server.

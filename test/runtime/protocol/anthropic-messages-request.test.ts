@@ -51,8 +51,19 @@ describe("anthropic-messages codec identity", () => {
   it("names itself, its upstream path and the features it carries", () => {
     expect(codec.id).toBe("anthropic-messages");
     expect(codec.upstreamPath).toBe("/messages");
-    expect([...codec.carries].sort()).toEqual(["parallel_tool_calls", "reasoning_budget", "stop_sequences", "tool_result_error", "top_k"]);
-    for (const f of ["temperature_above_1", "json_object", "json_schema", "seed", "presence_penalty", "frequency_penalty", "metadata", "reasoning_effort"] as const) {
+    expect([...codec.carries].sort()).toEqual([
+      "anthropic_service_tier",
+      "inference_geo",
+      "json_schema",
+      "parallel_tool_calls",
+      "reasoning_budget",
+      "reasoning_effort",
+      "speed",
+      "stop_sequences",
+      "tool_result_error",
+      "top_k",
+    ]);
+    for (const f of ["temperature_above_1", "json_object", "seed", "presence_penalty", "frequency_penalty", "metadata", "verbosity", "openai_service_tier"] as const) {
       expect(codec.carries.has(f), f).toBe(false);
     }
   });
@@ -61,6 +72,11 @@ describe("anthropic-messages codec identity", () => {
     for (const f of REQUEST_FEATURES) expect(codec.paramName(f), f).toMatch(/^[a-z_.]+$/);
     expect(codec.paramName("top_k")).toBe("top_k");
     expect(codec.paramName("reasoning_budget")).toBe("thinking");
+    expect(codec.paramName("reasoning_effort")).toBe("output_config.effort");
+    expect(codec.paramName("json_schema")).toBe("output_config.format");
+    expect(codec.paramName("anthropic_service_tier")).toBe("service_tier");
+    expect(codec.paramName("speed")).toBe("speed");
+    expect(codec.paramName("inference_geo")).toBe("inference_geo");
     expect(codec.paramName("parallel_tool_calls")).toBe("tool_choice.disable_parallel_tool_use");
     expect(codec.paramName("tool_result_error")).toBe("messages");
     expect(codec.paramName("temperature_above_1")).toBe("temperature");
@@ -327,7 +343,7 @@ describe("anthropic-messages decodeRequest: refusals", () => {
   });
 
   it("refuses an unknown top-level parameter by name", () => {
-    for (const p of ["service_tier", "container", "output_config", "cache_control", "mcp_servers", "frobnicate", "max_completion_tokens"]) {
+    for (const p of ["mcp_servers", "context_management", "frobnicate", "max_completion_tokens"]) {
       const err = expectInvalid(base({ [p]: {} }), p);
       expect(err.message).toContain(p);
     }
@@ -348,13 +364,13 @@ describe("anthropic-messages decodeRequest: refusals", () => {
     }
   });
 
-  it("refuses bad roles, with a pointer to top-level system for role 'system'", () => {
-    const sys = expectInvalid(base({ messages: [{ role: "system", content: "x" }] }), "messages[0].role");
-    expect(sys.message).toContain("top-level 'system'");
+  it("refuses bad roles", () => {
     for (const role of ["tool", "developer", "wizard"]) {
       const err = expectInvalid(base({ messages: [user("x"), { role, content: "x" }] }), "messages[1].role");
-      expect(err.message).toContain("'user' and 'assistant'");
+      expect(err.message).toContain("'user', 'assistant' and 'system'");
     }
+    // A system message holds text only.
+    expectInvalid(base({ messages: [{ role: "system", content: [{ type: "image", source: { type: "url", url: "https://x/y.png" } }] }, user("x")] }), "messages[0].content[0].type");
     expectInvalid(base({ messages: [{ content: "x" }] }), "messages[0].role");
   });
 
@@ -413,12 +429,14 @@ describe("anthropic-messages decodeRequest: refusals", () => {
     expectInvalid(base({ messages: [user(5)] }), "messages[0].content");
   });
 
-  it("refuses out-of-range sampling, adaptive thinking, small budgets and bad tool_choice", () => {
+  it("refuses out-of-range sampling, unknown thinking types, small budgets and bad tool_choice", () => {
     expectInvalid(base({ temperature: 1.5 }), "temperature");
     expectInvalid(base({ top_p: -0.1 }), "top_p");
     expectInvalid(base({ top_k: 2.5 }), "top_k");
-    const adaptive = expectInvalid(base({ thinking: { type: "adaptive" } }), "thinking.type");
-    expect(adaptive.message).toContain("'adaptive'");
+    const unknown = expectInvalid(base({ thinking: { type: "deliberate" } }), "thinking.type");
+    expect(unknown.message).toContain("'adaptive'");
+    expectInvalid(base({ thinking: { type: "between_tools", display: "omitted" } }), "thinking.display");
+    expectInvalid(base({ thinking: { type: "adaptive", display: "full" } }), "thinking.display");
     expectInvalid(base({ thinking: { type: "enabled", budget_tokens: 512 } }), "thinking.budget_tokens");
     expectInvalid(base({ thinking: { type: "enabled" } }), "thinking.budget_tokens");
     expectInvalid(base({ tool_choice: { type: "required" } }), "tool_choice.type");
@@ -705,7 +723,10 @@ describe("anthropic-messages encodeRequest", () => {
         frequencyPenalty: 0.5,
         responseFormat: { type: "text" },
         metadata: { k: "v" },
-        reasoningEffort: "low",
+        verbosity: "low",
+        openAiServiceTier: "flex",
+        promptCacheKey: "k",
+        promptCacheRetention: "24h",
       }),
     );
     expect(json(wire)).toEqual({

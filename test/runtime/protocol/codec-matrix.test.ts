@@ -102,6 +102,21 @@ const cases: Case[] = [
     textPieces: ["A", " tiny", " red"],
     argPieces: [],
   },
+  {
+    name: "structured output with a reasoning effort",
+    request: base({
+      reasoningEffort: "high",
+      responseFormat: {
+        type: "json_schema",
+        name: "weather",
+        schema: { type: "object", properties: { temp_c: { type: "number" } }, required: ["temp_c"], additionalProperties: false },
+        strict: true,
+      },
+    }),
+    response: { text: '{"temp_c":21}', toolCalls: [], stopReason: "end_turn", usage: usage() },
+    textPieces: ['{"temp_c"', ":21}"],
+    argPieces: [],
+  },
 ];
 
 /** What must survive any pair: text of each message by role, tool calls, tool results, tools, limits. */
@@ -119,6 +134,9 @@ function requestEssence(r: NeutralRequest) {
     temperature: r.temperature,
     topP: r.topP,
     stop: r.stop,
+    reasoningEffort: r.reasoningEffort,
+    // The schema and its strictness survive; its name is a label Anthropic does not have.
+    responseFormat: r.responseFormat && (r.responseFormat.type === "json_schema" ? { type: "json_schema", schema: r.responseFormat.schema, strict: r.responseFormat.strict } : r.responseFormat),
   };
 }
 

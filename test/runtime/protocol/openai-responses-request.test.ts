@@ -267,8 +267,8 @@ describe("openai-responses decodeRequest: refusals name the parameter", () => {
   });
 
   it("refuses unknown parameters by name, at the top level and inside objects", () => {
-    expect(expectInvalid(base({ service_tier: "flex" }), "service_tier").message).toBe("Unrecognized request argument supplied: service_tier");
-    expectInvalid(base({ prompt_cache_key: "k" }), "prompt_cache_key");
+    expect(expectInvalid(base({ top_logprobs: 2 }), "top_logprobs").message).toBe("Unrecognized request argument supplied: top_logprobs");
+    expectInvalid(base({ prompt_cache_options: { mode: "explicit" } }), "prompt_cache_options");
     expectInvalid(base({ seed: 1 }), "seed");
     expectInvalid(base({ tools: [{ type: "function", name: "f", parameters: {}, defer_loading: true }] }), "tools[0].defer_loading");
     expectInvalid(base({ input: [{ role: "user", content: "x", name: "alice" }] }), "input[0].name");
@@ -301,8 +301,9 @@ describe("openai-responses decodeRequest: refusals name the parameter", () => {
   });
 
   it("refuses values the neutral model cannot carry", () => {
-    expect(expectInvalid(base({ reasoning: { effort: "xhigh" } }), "reasoning.effort").message).toContain("'minimal', 'low', 'medium' and 'high'");
-    expectInvalid(base({ text: { verbosity: "low" } }), "text.verbosity");
+    expect(expectInvalid(base({ reasoning: { effort: "extreme" } }), "reasoning.effort").message).toContain("'none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'");
+    expectInvalid(base({ text: { verbosity: "terse" } }), "text.verbosity");
+    expectInvalid(base({ service_tier: "gold" }), "service_tier");
     expectInvalid(base({ tool_choice: { type: "web_search_preview" } }), "tool_choice");
     expectInvalid(base({ temperature: 2.5 }), "temperature");
     expectInvalid(base({ max_output_tokens: 0 }), "max_output_tokens");
@@ -475,8 +476,17 @@ describe("openai-responses encodeRequest", () => {
 
 describe("openai-responses codec: features", () => {
   it("carries exactly what the Responses API has fields for", () => {
-    expect([...openAiResponsesCodec.carries].sort()).toEqual(["json_object", "json_schema", "metadata", "parallel_tool_calls", "reasoning_effort", "temperature_above_1"]);
-    for (const f of ["top_k", "reasoning_budget", "seed", "presence_penalty", "frequency_penalty", "tool_result_error"] as const) {
+    expect([...openAiResponsesCodec.carries].sort()).toEqual([
+      "json_object",
+      "json_schema",
+      "metadata",
+      "openai_service_tier",
+      "parallel_tool_calls",
+      "reasoning_effort",
+      "temperature_above_1",
+      "verbosity",
+    ]);
+    for (const f of ["top_k", "reasoning_budget", "seed", "presence_penalty", "frequency_penalty", "tool_result_error", "anthropic_service_tier", "speed", "inference_geo"] as const) {
       expect(openAiResponsesCodec.carries.has(f)).toBe(false);
     }
   });
@@ -490,6 +500,8 @@ describe("openai-responses codec: features", () => {
       temperature_above_1: "temperature",
       parallel_tool_calls: "parallel_tool_calls",
       metadata: "metadata",
+      verbosity: "text.verbosity",
+      openai_service_tier: "service_tier",
     });
     expect(openAiResponsesCodec.id).toBe("openai-responses");
     expect(openAiResponsesCodec.upstreamPath).toBe("/responses");
