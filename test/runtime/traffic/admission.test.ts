@@ -1,0 +1,737 @@
+import { describe, expect, it } from "vitest";
+import {
+  AdmissionController,
+  quantizeRetryAfter,
+  type AdmissionLease,
+  type AdmissionOptions,
+  type AdmissionRequest,
+  type AdmissionResult,
+  type AdmissionScheduler,
+} from "../../../src/traffic/admission.ts";
+import { FakeClock, mulberry32 } from "./helpers.ts";
+
+/** Timers that fire only when the test advances the fake clock. */
+class ManualScheduler implements AdmissionScheduler {
+  readonly #timers: { at: number; seq: number; fn: () => void; live: boolean }[] = [];
+  #seq = 0;
+  constructor(private readonly clock: FakeClock) {}
+
+  schedule(delayMs: number, fn: () => void): () => void {
+    const timer = { at: this.clock.now() + Math.max(0, delayMs), seq: this.#seq++, fn, live: true };
+    this.#timers.push(timer);
+    return () => {
+      timer.live = false;
+    };
+  }
+
+  /** Live timers (armed and not cancelled). */
+  get pending(): number {
+    return this.#timers.filter((t) => t.live).length;
+  }
+
+  /** Moves the clock forward, firing due timers in time order at their own instants. */
+  advance(ms: number): void {
+    const end = this.clock.now() + ms;
+    for (;;) {
+      const due = this.#timers.filter((t) => t.live && t.at <= end).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
+      if (due === undefined) break;
+      due.live = false;
+      this.clock.set(Math.max(this.clock.now(), due.at));
+      due.fn();
+    }
+    this.clock.set(end);
+  }
+}
+
+function setup(options: AdmissionOptions = {}) {
+  const clock = new FakeClock(1_000);
+  const scheduler = new ManualScheduler(clock);
+  const ctl = new AdmissionController(clock, scheduler, options);
+  return { clock, scheduler, ctl };
+}
+
+const NO_DEADLINE = { deadlineAt: Infinity };
+
+/** Lets resolved admissions' continuations run (microtasks only, no timers). */
+async function flush(): Promise<void> {
+  for (let i = 0; i < 5; i++) await Promise.resolve();
+}
+
+/** Wraps an admission promise so the test can look at its state synchronously after a flush. */
+function track(p: Promise<AdmissionResult>): { result: AdmissionResult | undefined; lease(): AdmissionLease } {
+  const t = {
+    result: undefined as AdmissionResult | undefined,
+    lease(): AdmissionLease {
+      if (t.result?.ok !== true) throw new Error(`not admitted: ${JSON.stringify(t.result)}`);
+      return t.result.lease;
+    },
+  };
+  p.then((r) => (t.result = r));
+  return t;
+}
+
+async function admitNow(ctl: AdmissionController, req: AdmissionRequest): Promise<AdmissionLease> {
+  const r = await ctl.admit(req, NO_DEADLINE);
+  if (!r.ok) throw new Error(`expected admission, got ${r.reason}`);
+  return r.lease;
+}
+
+function expectIdle(ctl: AdmissionController): void {
+  expect(ctl.stats()).toEqual({
+    inFlight: { global: 0, tenant: {}, model: {}, backend: {} },
+    queued: { total: 0, byTenant: {} },
+    starving: 0,
+  });
+}
+
+describe("AdmissionController limits", () => {
+  it("admits everything when no level is limited", async () => {
+    const { ctl } = setup();
+    const leases = await Promise.all(Array.from({ length: 500 }, (_, i) => admitNow(ctl, { tenant: `t${i % 7}`, model: "m" })));
+    expect(ctl.stats().inFlight.global).toBe(500);
+    expect(ctl.stats().queued.total).toBe(0);
+    for (const l of leases) l.release();
+    expectIdle(ctl);
+  });
+
+  it("enforces the process-wide limit", async () => {
+    const { ctl } = setup({ limits: { global: 2 } });
+    const a = await admitNow(ctl, { tenant: "t1", model: "m1" });
+    await admitNow(ctl, { tenant: "t2", model: "m2" });
+    const third = track(ctl.admit({ tenant: "t3", model: "m3" }, NO_DEADLINE));
+    await flush();
+    expect(third.result).toBeUndefined();
+    expect(ctl.stats().queued).toEqual({ total: 1, byTenant: { t3: 1 } });
+    a.release();
+    await flush();
+    expect(third.result?.ok).toBe(true);
+    expect(ctl.stats().inFlight.global).toBe(2);
+  });
+
+  it("enforces the per-tenant limit without affecting other tenants", async () => {
+    const { ctl } = setup({ limits: { perTenant: 1 } });
+    const a1 = await admitNow(ctl, { tenant: "a", model: "m" });
+    const a2 = track(ctl.admit({ tenant: "a", model: "m" }, NO_DEADLINE));
+    await admitNow(ctl, { tenant: "b", model: "m" });
+    await flush();
+    expect(a2.result).toBeUndefined();
+    expect(ctl.stats().inFlight.tenant).toEqual({ a: 1, b: 1 });
+    a1.release();
+    await flush();
+    expect(a2.result?.ok).toBe(true);
+  });
+
+  it("enforces the per-model limit across tenants", async () => {
+    const { ctl } = setup({ limits: { perModel: 2 } });
+    await admitNow(ctl, { tenant: "a", model: "big" });
+    const b = await admitNow(ctl, { tenant: "b", model: "big" });
+    const c = track(ctl.admit({ tenant: "c", model: "big" }, NO_DEADLINE));
+    await admitNow(ctl, { tenant: "c", model: "small" });
+    await flush();
+    expect(c.result).toBeUndefined();
+    expect(ctl.stats().inFlight.model).toEqual({ big: 2, small: 1 });
+    b.release();
+    await flush();
+    expect(c.result?.ok).toBe(true);
+  });
+
+  it("takes per-key limits from a function, read at each decision", async () => {
+    const plan = new Map([["gold", 3]]);
+    const { ctl } = setup({ limits: { perTenant: (t) => plan.get(t) ?? 1 } });
+    for (let i = 0; i < 3; i++) await admitNow(ctl, { tenant: "gold", model: "m" });
+    await admitNow(ctl, { tenant: "free", model: "m" });
+    const gold4 = track(ctl.admit({ tenant: "gold", model: "m" }, NO_DEADLINE));
+    const free2 = track(ctl.admit({ tenant: "free", model: "m" }, NO_DEADLINE));
+    await flush();
+    expect(gold4.result).toBeUndefined();
+    expect(free2.result).toBeUndefined();
+    // A raised limit is noticed at the next decision (here: the next admit call).
+    plan.set("gold", 4);
+    await admitNow(ctl, { tenant: "other", model: "m" });
+    await flush();
+    expect(gold4.result?.ok).toBe(true);
+    expect(free2.result).toBeUndefined();
+  });
+
+  it("admits a waiter only when every one of its levels has room", async () => {
+    const { ctl } = setup({ limits: { perTenant: 1, perModel: 1 } });
+    const holdsTenant = await admitNow(ctl, { tenant: "a", model: "other" });
+    const holdsModel = await admitNow(ctl, { tenant: "b", model: "x" });
+    const w = track(ctl.admit({ tenant: "a", model: "x" }, NO_DEADLINE));
+    holdsTenant.release();
+    await flush();
+    expect(w.result).toBeUndefined(); // tenant free, model still full
+    holdsModel.release();
+    await flush();
+    expect(w.result?.ok).toBe(true);
+    expect(ctl.stats().inFlight).toEqual({ global: 1, tenant: { a: 1 }, model: { x: 1 }, backend: {} });
+  });
+
+  it("rejects invalid configuration", () => {
+    const clock = new FakeClock();
+    const s = new ManualScheduler(clock);
+    expect(() => new AdmissionController(clock, s, { limits: { global: 0 } })).toThrow(RangeError);
+    expect(() => new AdmissionController(clock, s, { limits: { perModel: 1.5 } })).toThrow(RangeError);
+    expect(() => new AdmissionController(clock, s, { maxQueue: -1 })).toThrow(RangeError);
+    expect(() => new AdmissionController(clock, s, { maxQueuePerTenant: Number.NaN })).toThrow(RangeError);
+    expect(() => new AdmissionController(clock, s, { holdAlpha: 0 })).toThrow(RangeError);
+    expect(() => new AdmissionController(clock, s, { maxBypass: 0 })).toThrow(RangeError);
+    expect(() => new AdmissionController(clock, s, { initialHoldMs: Infinity })).toThrow(RangeError);
+  });
+
+  it("rejects malformed requests as a caller bug, without counting anything", async () => {
+    const { ctl } = setup();
+    await expect(ctl.admit({ tenant: "a", model: "m" }, { deadlineAt: Number.NaN })).rejects.toThrow(RangeError);
+    await expect(ctl.admit({ tenant: 1 as unknown as string, model: "m" }, NO_DEADLINE)).rejects.toThrow(TypeError);
+    expectIdle(ctl);
+  });
+});
+
+describe("AdmissionController backend level", () => {
+  it("grants backend slots without waiting, moves them on failover and frees them with the lease", async () => {
+    const { ctl } = setup({ limits: { perBackend: 1 } });
+    const l1 = await admitNow(ctl, { tenant: "a", model: "m" });
+    const l2 = await admitNow(ctl, { tenant: "b", model: "m" });
+    expect(ctl.hasBackendRoom("b1")).toBe(true);
+    expect(l1.acquireBackend("b1")).toEqual({ ok: true });
+    expect(l1.acquireBackend("b1")).toEqual({ ok: true }); // no-op, not a second slot
+    expect(ctl.hasBackendRoom("b1")).toBe(false);
+    const refused = l2.acquireBackend("b1");
+    expect(refused.ok).toBe(false);
+    if (!refused.ok) {
+      expect(refused.reason).toBe("backend_full");
+      expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+      expect(refused.retryAfterSeconds).toBeLessThanOrEqual(60);
+    }
+    expect(l2.backend).toBeUndefined();
+    expect(l2.acquireBackend("b2")).toEqual({ ok: true });
+    expect(ctl.stats().inFlight.backend).toEqual({ b1: 1, b2: 1 });
+    // Failover: l1 moves from b1 to b3; b1 is free again.
+    expect(l1.acquireBackend("b3")).toEqual({ ok: true });
+    expect(l1.backend).toBe("b3");
+    expect(ctl.stats().inFlight.backend).toEqual({ b2: 1, b3: 1 });
+    l2.releaseBackend();
+    l2.releaseBackend();
+    expect(l2.backend).toBeUndefined();
+    expect(ctl.stats().inFlight.backend).toEqual({ b3: 1 });
+    l1.release();
+    l2.release();
+    expectIdle(ctl);
+    expect(() => l1.acquireBackend("b1")).toThrow(/released/);
+  });
+
+  it("a failed move leaves the lease with no backend slot", async () => {
+    const { ctl } = setup({ limits: { perBackend: 1 } });
+    const l1 = await admitNow(ctl, { tenant: "a", model: "m" });
+    const l2 = await admitNow(ctl, { tenant: "a", model: "m" });
+    l1.acquireBackend("x");
+    l2.acquireBackend("y");
+    expect(l1.acquireBackend("y").ok).toBe(false);
+    expect(l1.backend).toBeUndefined();
+    expect(ctl.stats().inFlight.backend).toEqual({ y: 1 });
+    l1.release();
+    l2.release();
+    expectIdle(ctl);
+  });
+
+  it("with the backend known up front, waits for all four levels and wakes on a backend slot", async () => {
+    const { ctl } = setup({ limits: { perBackend: 1 } });
+    const holder = await admitNow(ctl, { tenant: "a", model: "m", backend: "b1" });
+    expect(holder.backend).toBe("b1");
+    const w = track(ctl.admit({ tenant: "b", model: "m", backend: "b1" }, NO_DEADLINE));
+    await flush();
+    expect(w.result).toBeUndefined();
+    holder.releaseBackend(); // frees only the backend slot: the waiter can go
+    await flush();
+    expect(w.lease().backend).toBe("b1");
+    expect(ctl.stats().inFlight).toEqual({ global: 2, tenant: { a: 1, b: 1 }, model: { m: 2 }, backend: { b1: 1 } });
+  });
+});
+
+describe("AdmissionController leases", () => {
+  it("release is idempotent and cannot free another lease's slot", async () => {
+    const { ctl } = setup({ limits: { global: 2 } });
+    const a = await admitNow(ctl, { tenant: "t", model: "m" });
+    const b = await admitNow(ctl, { tenant: "t", model: "m" });
+    a.release();
+    a.release();
+    a.release();
+    expect(a.released).toBe(true);
+    expect(b.released).toBe(false);
+    expect(ctl.stats().inFlight.global).toBe(1);
+    b.release();
+    expectIdle(ctl);
+  });
+
+  it("withLease releases on success, on rejection and on a synchronous throw", async () => {
+    const { ctl } = setup({ limits: { global: 1 } });
+    const req = { tenant: "t", model: "m" };
+    let seen: AdmissionLease | undefined;
+    const ok = await ctl.withLease(req, NO_DEADLINE, async (lease) => {
+      seen = lease;
+      expect(ctl.stats().inFlight.global).toBe(1);
+      return 42;
+    });
+    expect(ok).toEqual({ ok: true, value: 42 });
+    expect(seen?.released).toBe(true);
+    expectIdle(ctl);
+
+    await expect(ctl.withLease(req, NO_DEADLINE, async () => Promise.reject(new Error("upstream")))).rejects.toThrow("upstream");
+    expectIdle(ctl);
+
+    await expect(
+      ctl.withLease(req, NO_DEADLINE, () => {
+        throw new TypeError("bug");
+      }),
+    ).rejects.toThrow(TypeError);
+    expectIdle(ctl);
+
+    // A release inside fn is fine too: the second one is a no-op.
+    await ctl.withLease(req, NO_DEADLINE, (lease) => lease.release());
+    expectIdle(ctl);
+  });
+
+  it("withLease returns a refusal without calling fn", async () => {
+    const { ctl } = setup({ limits: { global: 1 }, maxQueue: 0 });
+    const holder = await admitNow(ctl, { tenant: "t", model: "m" });
+    let called = false;
+    const r = await ctl.withLease({ tenant: "u", model: "m" }, NO_DEADLINE, () => (called = true));
+    expect(called).toBe(false);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reason).toBe("queue_full");
+    holder.release();
+    expectIdle(ctl);
+  });
+});
+
+describe("AdmissionController queue", () => {
+  it("refuses with queue_full past the overall bound", async () => {
+    const { ctl } = setup({ limits: { global: 1 }, maxQueue: 3 });
+    await admitNow(ctl, { tenant: "t0", model: "m" });
+    for (let i = 1; i <= 3; i++) ctl.admit({ tenant: `t${i}`, model: "m" }, NO_DEADLINE);
+    const r = await ctl.admit({ tenant: "t4", model: "m" }, NO_DEADLINE);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reason).toBe("queue_full");
+    expect(ctl.stats().queued.total).toBe(3);
+  });
+
+  it("refuses with queue_full past the per-tenant bound while other tenants may still queue", async () => {
+    const { ctl } = setup({ limits: { global: 1 }, maxQueue: 10, maxQueuePerTenant: 2 });
+    await admitNow(ctl, { tenant: "a", model: "m" });
+    ctl.admit({ tenant: "a", model: "m" }, NO_DEADLINE);
+    ctl.admit({ tenant: "a", model: "m" }, NO_DEADLINE);
+    const third = await ctl.admit({ tenant: "a", model: "m" }, NO_DEADLINE);
+    expect(third).toMatchObject({ ok: false, reason: "queue_full" });
+    const other = track(ctl.admit({ tenant: "b", model: "m" }, NO_DEADLINE));
+    await flush();
+    expect(other.result).toBeUndefined();
+    expect(ctl.stats().queued).toEqual({ total: 3, byTenant: { a: 2, b: 1 } });
+  });
+
+  it("with maxQueue 0, fails fast instead of queueing", async () => {
+    const { ctl } = setup({ limits: { perModel: 1 }, maxQueue: 0 });
+    const l = await admitNow(ctl, { tenant: "a", model: "m" });
+    expect(await ctl.admit({ tenant: "b", model: "m" }, NO_DEADLINE)).toMatchObject({ ok: false, reason: "queue_full" });
+    expect((await ctl.admit({ tenant: "b", model: "other" }, NO_DEADLINE)).ok).toBe(true);
+    l.release();
+  });
+
+  it("is FIFO within a tenant", async () => {
+    const { ctl } = setup({ limits: { global: 1 } });
+    const holder = await admitNow(ctl, { tenant: "a", model: "m" });
+    const order: number[] = [];
+    const leases: AdmissionLease[] = [];
+    for (let i = 0; i < 10; i++) {
+      ctl.admit({ tenant: "a", model: "m" }, NO_DEADLINE).then((r) => {
+        order.push(i);
+        if (r.ok) leases.push(r.lease);
+      });
+    }
+    holder.release();
+    for (let i = 0; i < 10; i++) {
+      await flush();
+      expect(order.length).toBe(i + 1);
+      leases[i]!.release();
+    }
+    expect(order).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expectIdle(ctl);
+  });
+
+  it("is fair across tenants: a 5-request tenant behind a 50-request burst is served within 10 releases", async () => {
+    const { ctl } = setup({ limits: { global: 1 } });
+    let current = await admitNow(ctl, { tenant: "x", model: "m" });
+    const admitted: string[] = [];
+    const pending: AdmissionLease[] = [];
+    const enqueue = (tenant: string, i: number) =>
+      ctl.admit({ tenant, model: "m" }, NO_DEADLINE).then((r) => {
+        admitted.push(`${tenant}${i}`);
+        if (r.ok) pending.push(r.lease);
+      });
+    for (let i = 0; i < 50; i++) enqueue("A", i);
+    for (let i = 0; i < 5; i++) enqueue("B", i);
+    expect(ctl.stats().queued.byTenant).toEqual({ A: 50, B: 5 });
+    for (let releases = 0; releases < 55; releases++) {
+      current.release();
+      await flush();
+      expect(pending.length).toBe(1);
+      current = pending.pop()!;
+    }
+    current.release();
+    const firstTen = admitted.slice(0, 10);
+    expect(firstTen.filter((n) => n.startsWith("B"))).toEqual(["B0", "B1", "B2", "B3", "B4"]);
+    expect(firstTen).toEqual(["A0", "B0", "A1", "B1", "A2", "B2", "A3", "B3", "A4", "B4"]);
+    expect(admitted.filter((n) => n.startsWith("A"))).toEqual(Array.from({ length: 50 }, (_, i) => `A${i}`));
+    expectIdle(ctl);
+  });
+
+  it("lets a waiter of a tenant overtake its blocked elder only for another free level", async () => {
+    const { ctl } = setup({ limits: { perModel: 1 } });
+    const holdsX = await admitNow(ctl, { tenant: "z", model: "x" });
+    const holdsY = await admitNow(ctl, { tenant: "z", model: "y" });
+    const wx = track(ctl.admit({ tenant: "a", model: "x" }, NO_DEADLINE));
+    const wy = track(ctl.admit({ tenant: "a", model: "y" }, NO_DEADLINE));
+    holdsY.release();
+    await flush();
+    expect(wx.result).toBeUndefined();
+    expect(wy.result?.ok).toBe(true);
+    holdsX.release();
+    await flush();
+    expect(wx.result?.ok).toBe(true);
+  });
+
+  /**
+   * V needs tenant "v" (limit 1) and model "x" (limit 1). Whenever one frees, the other is busy and
+   * a younger request that needs only the freed one takes it. Returns the round V got in, if any.
+   */
+  async function alternatingLevels(maxBypass: number): Promise<number | undefined> {
+    const { ctl } = setup({ limits: { perTenant: 1, perModel: 1 }, maxBypass });
+    let tenantHolder = await admitNow(ctl, { tenant: "v", model: "other0" });
+    let modelHolder = await admitNow(ctl, { tenant: "w0", model: "x" });
+    const v = track(ctl.admit({ tenant: "v", model: "x" }, NO_DEADLINE));
+    let round = 1;
+    for (; round <= 20 && v.result === undefined; round++) {
+      // Queue a rival for each level, then free the levels one at a time.
+      const forTenant = track(ctl.admit({ tenant: "v", model: `other${round}` }, NO_DEADLINE));
+      const forModel = track(ctl.admit({ tenant: `w${round}`, model: "x" }, NO_DEADLINE));
+      tenantHolder.release();
+      await flush();
+      if (forTenant.result?.ok) tenantHolder = forTenant.lease();
+      modelHolder.release();
+      await flush();
+      if (forModel.result?.ok) modelHolder = forModel.lease();
+      if (v.result !== undefined) break;
+    }
+    if (v.result === undefined) return undefined;
+    expect(v.result.ok).toBe(true);
+    expect(ctl.stats().starving).toBe(0);
+    return round;
+  }
+
+  it("bounds overtaking: a waiter blocked at alternating levels is admitted after maxBypass bypasses", async () => {
+    // Control: with an effectively unbounded bypass count V starves for all 20 rounds.
+    expect(await alternatingLevels(1_000)).toBeUndefined();
+    // Each round overtakes V twice; after maxBypass it reserves both levels and gets in.
+    const round = await alternatingLevels(3);
+    expect(round).toBeDefined();
+    expect(round!).toBeLessThanOrEqual(3);
+  });
+
+  it("a starving waiter reserves its free levels but not more than one slot", async () => {
+    const { ctl } = setup({ limits: { global: 3, perModel: 1 }, maxBypass: 1 });
+    const holdsX = await admitNow(ctl, { tenant: "a", model: "x" });
+    const v = track(ctl.admit({ tenant: "b", model: "x" }, NO_DEADLINE));
+    // Overtaken once on the global level by a younger request: V is now starving.
+    const y1 = await admitNow(ctl, { tenant: "c", model: "y" });
+    expect(ctl.stats().starving).toBe(1);
+    // Global: 2 in flight + 1 reserved for V = 3 → a new request must queue.
+    const y2 = track(ctl.admit({ tenant: "c", model: "z" }, NO_DEADLINE));
+    await flush();
+    expect(y2.result).toBeUndefined();
+    holdsX.release();
+    await flush();
+    expect(v.result?.ok).toBe(true);
+    expect(y2.result?.ok).toBe(true);
+    expect(ctl.stats().starving).toBe(0);
+    y1.release();
+  });
+});
+
+describe("AdmissionController deadlines", () => {
+  it("refuses at once when the deadline has already passed, even with free slots", async () => {
+    const { ctl, clock } = setup();
+    expect(await ctl.admit({ tenant: "a", model: "m" }, { deadlineAt: clock.now() - 1 })).toMatchObject({ ok: false, reason: "deadline" });
+    expect(await ctl.admit({ tenant: "a", model: "m" }, { deadlineAt: clock.now() })).toMatchObject({ ok: false, reason: "deadline" });
+    expectIdle(ctl);
+  });
+
+  it("removes a waiter whose deadline passes and answers deadline", async () => {
+    const { ctl, clock, scheduler } = setup({ limits: { global: 1 } });
+    const holder = await admitNow(ctl, { tenant: "a", model: "m" });
+    const w = track(ctl.admit({ tenant: "b", model: "m" }, { deadlineAt: clock.now() + 500 }));
+    const later = track(ctl.admit({ tenant: "c", model: "m" }, { deadlineAt: clock.now() + 5_000 }));
+    scheduler.advance(499);
+    await flush();
+    expect(w.result).toBeUndefined();
+    scheduler.advance(1);
+    await flush();
+    expect(w.result).toMatchObject({ ok: false, reason: "deadline" });
+    expect(ctl.stats().queued).toEqual({ total: 1, byTenant: { c: 1 } });
+    holder.release();
+    await flush();
+    expect(later.result?.ok).toBe(true);
+    expect(scheduler.pending).toBe(0); // the admitted waiter's timer was cancelled
+    later.lease().release();
+    expectIdle(ctl);
+  });
+
+  it("never admits a waiter past its deadline even if its timer has not fired yet", async () => {
+    const { ctl, clock } = setup({ limits: { global: 1 } });
+    const holder = await admitNow(ctl, { tenant: "a", model: "m" });
+    const w = track(ctl.admit({ tenant: "b", model: "m" }, { deadlineAt: clock.now() + 100 }));
+    clock.advance(100); // time passes, timers lag
+    holder.release();
+    await flush();
+    expect(w.result).toMatchObject({ ok: false, reason: "deadline" });
+    expectIdle(ctl);
+  });
+
+  it("re-arms a timer that fires early", async () => {
+    const clock = new FakeClock(0);
+    let fire: (() => void) | undefined;
+    const early: AdmissionScheduler = {
+      schedule: (_delay, fn) => {
+        fire = fn;
+        return () => (fire = undefined);
+      },
+    };
+    const ctl = new AdmissionController(clock, early, { limits: { global: 1 } });
+    await admitNow(ctl, { tenant: "a", model: "m" });
+    const w = track(ctl.admit({ tenant: "b", model: "m" }, { deadlineAt: 1_000 }));
+    clock.set(400);
+    fire!();
+    await flush();
+    expect(w.result).toBeUndefined();
+    expect(fire).toBeDefined(); // re-armed
+    clock.set(1_000);
+    fire!();
+    await flush();
+    expect(w.result).toMatchObject({ ok: false, reason: "deadline" });
+  });
+});
+
+describe("AdmissionController cancellation", () => {
+  it("refuses at once when the signal is already aborted", async () => {
+    const { ctl } = setup();
+    const c = new AbortController();
+    c.abort();
+    expect(await ctl.admit({ tenant: "a", model: "m" }, { deadlineAt: Infinity, signal: c.signal })).toMatchObject({
+      ok: false,
+      reason: "cancelled",
+    });
+    expectIdle(ctl);
+  });
+
+  it("removes an aborted waiter without freeing or leaking a slot", async () => {
+    const { ctl, clock, scheduler } = setup({ limits: { global: 1 } });
+    const holder = await admitNow(ctl, { tenant: "a", model: "m" });
+    const c = new AbortController();
+    const w = track(ctl.admit({ tenant: "b", model: "m" }, { deadlineAt: clock.now() + 10_000, signal: c.signal }));
+    const next = track(ctl.admit({ tenant: "c", model: "m" }, NO_DEADLINE));
+    c.abort();
+    await flush();
+    expect(w.result).toMatchObject({ ok: false, reason: "cancelled" });
+    expect(scheduler.pending).toBe(0);
+    expect(ctl.stats().inFlight.global).toBe(1); // the holder still holds its slot
+    expect(ctl.stats().queued).toEqual({ total: 1, byTenant: { c: 1 } });
+    expect(next.result).toBeUndefined();
+    holder.release();
+    await flush();
+    expect(next.result?.ok).toBe(true);
+    next.lease().release();
+    expectIdle(ctl);
+  });
+
+  it("an abort after admission leaves the lease to its owner", async () => {
+    const { ctl } = setup({ limits: { global: 1 } });
+    const holder = await admitNow(ctl, { tenant: "a", model: "m" });
+    const c = new AbortController();
+    const w = track(ctl.admit({ tenant: "b", model: "m" }, { deadlineAt: Infinity, signal: c.signal }));
+    holder.release();
+    await flush();
+    expect(w.result?.ok).toBe(true);
+    c.abort();
+    expect(ctl.stats().inFlight.global).toBe(1);
+    w.lease().release();
+    expectIdle(ctl);
+  });
+});
+
+describe("AdmissionController retry-after", () => {
+  it("quantises to integer steps in 1..60", () => {
+    expect(quantizeRetryAfter(0)).toBe(1);
+    expect(quantizeRetryAfter(-5)).toBe(1);
+    expect(quantizeRetryAfter(1)).toBe(1);
+    expect(quantizeRetryAfter(1_001)).toBe(2);
+    expect(quantizeRetryAfter(4_000)).toBe(5);
+    expect(quantizeRetryAfter(59_000)).toBe(60);
+    expect(quantizeRetryAfter(3_600_000)).toBe(60);
+    expect(quantizeRetryAfter(Infinity)).toBe(60);
+    expect(quantizeRetryAfter(Number.NaN)).toBe(60);
+    const seen = new Set<number>();
+    for (let ms = 0; ms < 120_000; ms += 97) seen.add(quantizeRetryAfter(ms));
+    for (const s of seen) {
+      expect(Number.isInteger(s)).toBe(true);
+      expect(s).toBeGreaterThanOrEqual(1);
+      expect(s).toBeLessThanOrEqual(60);
+    }
+    // Coarse: far fewer distinct values than seconds, so limits cannot be read back from them.
+    expect(seen.size).toBeLessThanOrEqual(10);
+  });
+
+  it("follows observed hold times and queue depth, bounded by 1 and 60", async () => {
+    const { ctl, clock } = setup({ limits: { global: 1 }, maxQueue: 100, maxQueuePerTenant: 100, holdAlpha: 1 });
+    const req = { tenant: "a", model: "m" };
+    // Short holds: the estimate stays at the floor.
+    const short = await admitNow(ctl, req);
+    clock.advance(10);
+    short.release();
+    expect(ctl.retryAfterSeconds(req)).toBe(1);
+    // Long holds (10 s each) with a queue: the estimate grows with depth and saturates at 60.
+    const holder = await admitNow(ctl, req);
+    clock.advance(10_000);
+    holder.release();
+    const blocker = await admitNow(ctl, req);
+    const shallow = ctl.retryAfterSeconds(req);
+    for (let i = 0; i < 50; i++) ctl.admit(req, NO_DEADLINE);
+    const deep = ctl.retryAfterSeconds(req);
+    expect(shallow).toBeGreaterThanOrEqual(10);
+    expect(deep).toBeGreaterThan(shallow);
+    expect(deep).toBe(60);
+    // Even an hour-long hold never yields more than 60.
+    clock.advance(3_600_000);
+    blocker.release();
+    expect(ctl.retryAfterSeconds(req)).toBe(60);
+  });
+
+  it("every refusal carries a bounded integer retryAfterSeconds", async () => {
+    const { ctl, clock, scheduler } = setup({ limits: { global: 1 }, maxQueue: 1 });
+    await admitNow(ctl, { tenant: "a", model: "m" });
+    const c = new AbortController();
+    const cancelled = ctl.admit({ tenant: "b", model: "m" }, { deadlineAt: Infinity, signal: c.signal });
+    const full = await ctl.admit({ tenant: "c", model: "m" }, NO_DEADLINE);
+    c.abort();
+    const expired = ctl.admit({ tenant: "d", model: "m" }, { deadlineAt: clock.now() + 5 });
+    scheduler.advance(5);
+    for (const r of [full, await cancelled, await expired]) {
+      expect(r.ok).toBe(false);
+      if (!r.ok) {
+        expect(Number.isInteger(r.retryAfterSeconds)).toBe(true);
+        expect(r.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+        expect(r.retryAfterSeconds).toBeLessThanOrEqual(60);
+      }
+    }
+    expect([full, await cancelled, await expired].map((r) => (r.ok ? "ok" : r.reason))).toEqual(["queue_full", "cancelled", "deadline"]);
+  });
+});
+
+describe("AdmissionController random workload", () => {
+  for (const seed of [1, 2, 3, 42, 1234]) {
+    it(`never exceeds a limit and leaks no slot (seed ${seed})`, async () => {
+      const rng = mulberry32(seed);
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng.next() * xs.length)]!;
+      const limits = { global: 6, perTenant: 3, perModel: (m: string) => (m === "big" ? 2 : 4), perBackend: 2 };
+      const { ctl, clock, scheduler } = setup({ limits, maxQueue: 12, maxQueuePerTenant: 5, maxBypass: 4 });
+      const tenants = ["t1", "t2", "t3", "t4"];
+      const models = ["big", "small", "mid"];
+      const backendIds = ["b1", "b2", "b3"];
+
+      const live = new Set<AdmissionLease>();
+      const aborters: AbortController[] = [];
+      const outcomes = new Map<string, number>();
+      let unsettled = 0;
+
+      const checkInvariants = () => {
+        const s = ctl.stats();
+        // The controller's counts match the live leases exactly, and no limit is exceeded.
+        const expected = { global: 0, tenant: {} as Record<string, number>, model: {} as Record<string, number>, backend: {} as Record<string, number> };
+        for (const l of live) {
+          expected.global++;
+          expected.tenant[l.tenant] = (expected.tenant[l.tenant] ?? 0) + 1;
+          expected.model[l.model] = (expected.model[l.model] ?? 0) + 1;
+          if (l.backend !== undefined) expected.backend[l.backend] = (expected.backend[l.backend] ?? 0) + 1;
+        }
+        expect(s.inFlight).toEqual(expected);
+        expect(s.inFlight.global).toBeLessThanOrEqual(limits.global);
+        for (const n of Object.values(s.inFlight.tenant)) expect(n).toBeLessThanOrEqual(limits.perTenant);
+        for (const [m, n] of Object.entries(s.inFlight.model)) expect(n).toBeLessThanOrEqual(limits.perModel(m));
+        for (const n of Object.values(s.inFlight.backend)) expect(n).toBeLessThanOrEqual(limits.perBackend);
+        expect(s.queued.total).toBeLessThanOrEqual(12);
+        for (const n of Object.values(s.queued.byTenant)) expect(n).toBeLessThanOrEqual(5);
+        expect(s.queued.total).toBe(Object.values(s.queued.byTenant).reduce((a, b) => a + b, 0));
+      };
+
+      for (let step = 0; step < 600; step++) {
+        const r = rng.next();
+        if (r < 0.4) {
+          const c = new AbortController();
+          aborters.push(c);
+          const withBackend = rng.next() < 0.3;
+          const deadline = rng.next() < 0.2 ? Infinity : clock.now() + Math.floor(rng.next() * 400) - 20;
+          unsettled++;
+          ctl
+            .admit(
+              { tenant: pick(tenants), model: pick(models), backend: withBackend ? pick(backendIds) : undefined },
+              { deadlineAt: deadline, signal: rng.next() < 0.5 ? c.signal : undefined },
+            )
+            .then((res) => {
+              unsettled--;
+              outcomes.set(res.ok ? "ok" : res.reason, (outcomes.get(res.ok ? "ok" : res.reason) ?? 0) + 1);
+              if (res.ok) live.add(res.lease);
+            });
+        } else if (r < 0.65 && live.size > 0) {
+          const l = pick([...live]);
+          live.delete(l);
+          // Release paths: plain, twice, or after dropping the backend slot first.
+          if (rng.next() < 0.3) l.releaseBackend();
+          l.release();
+          if (rng.next() < 0.3) l.release();
+        } else if (r < 0.75 && live.size > 0) {
+          const l = pick([...live]);
+          l.acquireBackend(pick(backendIds));
+        } else if (r < 0.82 && aborters.length > 0) {
+          // Mostly recent requests, which are likelier to still be queued.
+          pick(aborters.slice(-8)).abort();
+        } else {
+          scheduler.advance(Math.floor(rng.next() * 60));
+        }
+        await flush();
+        checkInvariants();
+      }
+
+      // Wind down: release everything, let every deadline pass, then release what that admitted.
+      for (let i = 0; i < 50 && (live.size > 0 || ctl.stats().queued.total > 0); i++) {
+        for (const l of [...live]) {
+          live.delete(l);
+          l.release();
+        }
+        scheduler.advance(1_000);
+        await flush();
+        checkInvariants();
+      }
+      // Waiters with no deadline and no signal may remain admitted only through releases above;
+      // finally withdraw the rest.
+      for (const c of aborters) c.abort();
+      await flush();
+      for (const l of [...live]) {
+        live.delete(l);
+        l.release();
+      }
+      await flush();
+      expect(unsettled).toBe(0);
+      expectIdle(ctl);
+      expect(scheduler.pending).toBe(0);
+      // The workload exercised every outcome.
+      for (const k of ["ok", "queue_full", "deadline", "cancelled"]) expect(outcomes.get(k) ?? 0, k).toBeGreaterThan(0);
+    });
+  }
+});
