@@ -1,5 +1,6 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId, ResponseStamp } from "../protocol/codec.ts";
+import { ExecutionError } from "../invoker/executor.ts";
 import { createClientStream } from "../pipeline/stream-pipeline.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
@@ -11,6 +12,11 @@ export interface GenerationInput {
   readonly protocol: ProtocolId;
   readonly requestId: string;
   readonly receivedAt: number;
+}
+
+/** Attempt ids, in order, so a caller can quote exactly which upstream calls its request made. */
+function attemptHeader(attempts: readonly { readonly id: string }[]): Record<string, string> {
+  return attempts.length > 0 ? { "x-sluice-attempts": attempts.map((a) => a.id).join(", ") } : {};
 }
 
 /** The caller's key from `Authorization: Bearer` or `x-api-key`; never forwarded anywhere. */
@@ -65,12 +71,14 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     const codec = rt.codecs.get(protocol)!;
     const stamp: ResponseStamp = { id: requestId.slice(4), created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
     // A declared downgrade is the client's business: it is told which of its fields were dropped.
-    const downgradeHeader: Record<string, string> =
-      execution.downgraded.length > 0 ? { "x-sluice-downgraded": execution.downgraded.map((f) => codec.paramName(f)).join(", ") } : {};
+    const extraHeaders: Record<string, string> = {
+      ...attemptHeader(execution.attempts),
+      ...(execution.downgraded.length > 0 ? { "x-sluice-downgraded": execution.downgraded.map((f) => codec.paramName(f)).join(", ") } : {}),
+    };
 
     if (execution.kind === "buffered") {
       return new Response(JSON.stringify(codec.encodeResponse(execution.response, stamp)), {
-        headers: { "content-type": "application/json", ...idHeader, ...downgradeHeader },
+        headers: { "content-type": "application/json", ...idHeader, ...extraHeaders },
       });
     }
     const clientStream = createClientStream(execution.body, {
@@ -83,9 +91,14 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     // The client stream is handed to the runtime directly: a client disconnect cancels it, and its
     // cancel() settles the attempt and cancels the provider's body (aborting the upstream fetch).
     return new Response(clientStream, {
-      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...idHeader, ...downgradeHeader },
+      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...idHeader, ...extraHeaders },
     });
-  } catch (err) {
+  } catch (thrown) {
+    let err = thrown;
+    if (err instanceof ExecutionError) {
+      Object.assign(idHeader, attemptHeader(err.attempts));
+      err = err.error;
+    }
     if (err instanceof GatewayError) {
       if (err.source === "internal") console.error(JSON.stringify({ kind: "request_failed", requestId, code: err.code, cause: String(err.cause) }));
       return errorResponse(err, protocol, idHeader);

@@ -1,5 +1,6 @@
 import type { ErrorCode } from "../errors/gateway-error.ts";
 import type { RequestFeature } from "../protocol/features.ts";
+import type { Evidence } from "./evidence.ts";
 import type { StopReason, Usage } from "../protocol/neutral.ts";
 
 /**
@@ -42,6 +43,8 @@ export interface AttemptRecord {
   usage?: Usage;
   /** Request features dropped under the revision's declared downgrades. */
   downgraded?: readonly RequestFeature[];
+  /** What the attempt proves about the backend having accepted the work (retry reads only this). */
+  evidence?: Evidence;
 }
 
 /** Random, unguessable attempt id. */

@@ -54,6 +54,11 @@ export interface Codec {
   createStreamEncoder(stamp: ResponseStamp, request: NeutralRequest): StreamEncoder;
   /** Backend side: path appended to the backend's base URL. */
   readonly upstreamPath: string;
+  /**
+   * Backend side: statuses this protocol's providers send INSTEAD of starting work (rate limits,
+   * overload refusals), so a retry cannot bill twice. Conservative: when in doubt, leave it out.
+   */
+  readonly rejectedBeforeProcessing: ReadonlySet<number>;
   /** Backend side: headers the protocol itself requires (e.g. `anthropic-version`); config may override. */
   readonly upstreamHeaders?: Readonly<Record<string, string>> | undefined;
   /** Backend side: neutral request → provider JSON body for the provider's own model id. */

@@ -70,6 +70,7 @@ export const anthropicMessagesCodec: Codec = {
   decodeRequest: decodeAnthropicRequest,
   encodeResponse: encodeAnthropicResponse,
   createStreamEncoder: createAnthropicStreamEncoder,
+  rejectedBeforeProcessing: new Set([429, 529]),
   upstreamPath: "/messages",
   encodeRequest: encodeAnthropicRequest,
   decodeResponse: decodeAnthropicResponse,

@@ -65,6 +65,7 @@ export const openAiChatCodec: Codec = {
   decodeRequest: decodeChatRequest,
   encodeResponse: encodeChatResponse,
   createStreamEncoder: createChatStreamEncoder,
+  rejectedBeforeProcessing: new Set([429]),
   upstreamPath: "/chat/completions",
   encodeRequest: encodeChatRequest,
   decodeResponse: decodeChatResponse,

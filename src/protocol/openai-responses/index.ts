@@ -66,6 +66,7 @@ export const openAiResponsesCodec: Codec = {
   decodeRequest: decodeResponsesRequest,
   encodeResponse: encodeResponsesResponse,
   createStreamEncoder: createResponsesStreamEncoder,
+  rejectedBeforeProcessing: new Set([429]),
   upstreamPath: "/responses",
   encodeRequest: encodeResponsesRequest,
   decodeResponse: decodeResponsesResponse,

@@ -3,7 +3,7 @@ import { loadConfig, poolRequirements } from "../../../src/config/load-config.ts
 import { createEngine, type DispatchAction } from "../../../src/engine/engine.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { AttemptRecord } from "../../../src/invoker/attempt.ts";
-import { GatewayExecutor } from "../../../src/invoker/executor.ts";
+import { ExecutionError, GatewayExecutor } from "../../../src/invoker/executor.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
 import { pinSnapshot, type PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
@@ -81,9 +81,12 @@ function plan(body: Record<string, unknown> = {}, headers = new Map<string, stri
     })
     .prepare();
   if (a.kind !== "dispatch") throw new Error(a.error.message);
-  return a;
+  // One attempt unless a test asks for more: these tests are about a single attempt's handling.
+  return { ...a, plan: { ...a.plan, retry: { maxAttempts: 1 } } };
 }
 const live = () => new AbortController().signal;
+/** The client-facing error of a failed execution. */
+const unwrap = (e: unknown) => (e instanceof ExecutionError ? e.error : e);
 
 describe("GatewayExecutor", () => {
   it("sends only what the provider needs: its credential, identity encoding, the upstream model", async () => {
@@ -126,7 +129,7 @@ describe("GatewayExecutor", () => {
     const { executor, seen } = harness(() => okBody());
     const snap = await snapshot([{ name: "a", port: 9001 }]);
     const a = plan({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png;base64,AA" } }] }] });
-    const err = await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).catch((e: unknown) => e);
+    const err = await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).catch(unwrap);
     expect(err).toBeInstanceOf(GatewayError);
     expect((err as GatewayError).code).toBe("invalid_request");
     expect((err as GatewayError).message).toContain("images");
@@ -144,7 +147,7 @@ describe("GatewayExecutor", () => {
     for (const [status, code, headers] of cases) {
       const { executor, attempts } = harness(() => Response.json({ error: { message: "sk-provider-detail model gpt-secret" } }, { status, headers }));
       const a = plan();
-      const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+      const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch(unwrap)) as GatewayError;
       expect(err.code).toBe(code);
       expect(err.message).not.toContain("gpt-secret");
       if (status === 429) expect(err.retryAfterSeconds).toBe(7);
@@ -158,20 +161,20 @@ describe("GatewayExecutor", () => {
       throw new TypeError("fetch failed");
     });
     const a = plan();
-    const e1 = (await down.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    const e1 = (await down.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).catch(unwrap)) as GatewayError;
     expect(e1.code).toBe("upstream_unreachable");
     expect(down.attempts[0]?.outcome).toBe("network_error");
 
     const gone = harness(() => okBody());
     const ac = new AbortController();
     ac.abort();
-    const e2 = (await gone.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: ac.signal }).catch((e: unknown) => e)) as GatewayError;
+    const e2 = (await gone.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: ac.signal }).catch(unwrap)) as GatewayError;
     expect(e2.code).toBe("client_closed");
     expect(gone.attempts[0]?.outcome).toBe("client_cancelled");
 
     const late = harness(() => okBody());
     const expired = { ...a.plan, deadlineAt: clock.now() - 1 };
-    const e3 = (await late.executor.execute(expired, a.request, { snapshot: snap, clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    const e3 = (await late.executor.execute(expired, a.request, { snapshot: snap, clientSignal: live() }).catch(unwrap)) as GatewayError;
     expect(e3.code).toBe("deadline_exceeded");
     expect(late.seen).toHaveLength(0);
   });
@@ -179,7 +182,7 @@ describe("GatewayExecutor", () => {
   it("fails without calling the provider when its credential is not set", async () => {
     const { executor, seen, attempts } = harness(() => okBody(), {});
     const a = plan();
-    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch(unwrap)) as GatewayError;
     expect(err.code).toBe("internal_error");
     expect(err.message).not.toContain("SIM_KEY");
     expect(seen).toHaveLength(0);
@@ -191,7 +194,7 @@ describe("GatewayExecutor", () => {
     const snap = await snapshot([{ name: "a", port: 9001 }]);
     const a = plan();
     const bare = { ...snap, pools: new Map() } as PinnedSnapshot;
-    const err = (await executor.execute(a.plan, a.request, { snapshot: bare, clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    const err = (await executor.execute(a.plan, a.request, { snapshot: bare, clientSignal: live() }).catch(unwrap)) as GatewayError;
     expect(err.code).toBe("no_backend_available");
     expect(err.status).toBe(503);
   });
@@ -199,7 +202,7 @@ describe("GatewayExecutor", () => {
   it("rejects a stream answered without text/event-stream", async () => {
     const { executor, attempts } = harness(() => okBody());
     const a = plan({ stream: true });
-    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch(unwrap)) as GatewayError;
     expect(err.code).toBe("upstream_protocol_error");
     expect(attempts[0]?.outcome).toBe("protocol_error");
   });
@@ -210,7 +213,7 @@ describe("GatewayExecutor: request features a backend protocol cannot carry", ()
     const { executor, seen } = harness(() => okBody());
     const a = plan();
     const withTopK = { ...a.request, topK: 5 };
-    const err = (await executor.execute(a.plan, withTopK, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as GatewayError;
+    const err = (await executor.execute(a.plan, withTopK, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch(unwrap)) as GatewayError;
     expect(err.code).toBe("invalid_request");
     expect(err.param).toBe("top_k");
     expect(err.message).toContain("sluice-chat");
@@ -225,5 +228,116 @@ describe("GatewayExecutor: request features a backend protocol cannot carry", ()
     expect(res.downgraded).toEqual(["top_k"]);
     expect(seen[0]!.body.top_k).toBeUndefined();
     expect(attempts[0]!.downgraded).toEqual(["top_k"]);
+  });
+});
+
+describe("GatewayExecutor: retries and fallback on evidence", () => {
+  const planWith = (maxAttempts: number, tiers?: DispatchAction["plan"]["tiers"]) => {
+    const a = plan();
+    return { ...a, plan: { ...a.plan, retry: { maxAttempts }, tiers: tiers ?? a.plan.tiers } };
+  };
+
+  function harnessWith(respond: (s: Seen, n: number) => Response | Promise<Response>, extra: Record<string, unknown> = {}) {
+    const seen: Seen[] = [];
+    const attempts: AttemptRecord[] = [];
+    const sleeps: number[] = [];
+    const executor = new GatewayExecutor({
+      codecs: builtinCodecs,
+      credentials: { get: () => "provider-secret" },
+      load: new LoadTracker(clock),
+      clock,
+      rng: { next: () => 0.5 },
+      sink: { attemptFinished: (a) => attempts.push({ ...a }) },
+      sleep: async (ms: number) => {
+        sleeps.push(ms);
+      },
+      fetch: async (input, init) => {
+        const s = { url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) };
+        seen.push(s);
+        return respond(s, seen.length);
+      },
+      ...extra,
+    });
+    return { executor, seen, attempts, sleeps };
+  }
+  const port = (s: Seen) => new URL(s.url).port;
+  const rateLimited = () => Response.json({ error: { message: "slow down" } }, { status: 429, headers: { "retry-after": "0" } });
+
+  it("retries a known-zero refusal on another backend of the same model first", async () => {
+    const h = harnessWith((s) => (port(s) === "9001" ? rateLimited() : okBody()));
+    const a = planWith(3);
+    const snap = await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }], "round-robin");
+    // Whichever backend the selector tries first, a refusal moves to the untried one.
+    const res = await h.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() });
+    expect(res.kind).toBe("buffered");
+    const ports = h.seen.map(port);
+    expect(ports.at(-1)).toBe("9002");
+    expect(new Set(ports).size).toBe(ports.length); // no backend tried twice while another was untried
+    expect(res.attempts.length).toBe(ports.length);
+    expect(h.attempts.every((x) => x.evidence !== undefined)).toBe(true);
+  });
+
+  it("never retries unknown evidence: a 500, a 503 or a network failure is one attempt", async () => {
+    for (const respond of [
+      () => Response.json({}, { status: 500 }),
+      () => Response.json({}, { status: 503 }),
+      () => {
+        throw new TypeError("Network connection lost.");
+      },
+    ]) {
+      const h = harnessWith(respond);
+      const a = planWith(5);
+      const err = await h.executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }]), clientSignal: live() }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ExecutionError);
+      expect((err as ExecutionError).attempts).toHaveLength(1);
+      expect(h.seen).toHaveLength(1);
+      expect(h.attempts[0]!.evidence?.class).toBe("unknown");
+    }
+  });
+
+  it("falls back along the plan's tiers only, and within the attempt authority", async () => {
+    const h = harnessWith((s) => (s.body.model === "sim-small-upstream" ? rateLimited() : okBody()));
+    const a = planWith(2);
+    const res = await h.executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() });
+    expect(h.seen.map((s) => s.body.model)).toEqual(["sim-small-upstream", "sim-large-upstream"]);
+    expect(res.attempts.map((x) => x.logicalModel)).toEqual(["chat-small", "chat-large"]);
+
+    const one = harnessWith(() => rateLimited());
+    const b = planWith(1);
+    const err = (await one.executor.execute(b.plan, b.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as ExecutionError;
+    expect(err.error.code).toBe("upstream_rate_limited");
+    expect(one.seen).toHaveLength(1);
+  });
+
+  it("retries the same backend after backoff when nothing untried is left, until the authority is spent", async () => {
+    const h = harnessWith((_s, n) => (n < 3 ? rateLimited() : okBody()));
+    const a = planWith(3, [[plan().plan.tiers[0]![0]!]]);
+    const res = await h.executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() });
+    expect(res.attempts).toHaveLength(3);
+    expect(h.sleeps).toHaveLength(2);
+    expect(new Set(res.attempts.map((x) => x.id)).size).toBe(3);
+  });
+
+  it("never waits past the one deadline, and keeps it across attempts", async () => {
+    const h = harnessWith(() => Response.json({ error: {} }, { status: 429, headers: { "retry-after": "30" } }));
+    const a = planWith(5);
+    const err = (await h.executor.execute({ ...a.plan, deadlineAt: clock.now() + 5_000 }, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as ExecutionError;
+    expect(err.error.code).toBe("upstream_rate_limited");
+    expect(h.seen).toHaveLength(1);
+    expect(h.sleeps).toHaveLength(0);
+  });
+
+  it("stops waiting when the client leaves during the backoff", async () => {
+    const ac = new AbortController();
+    const h = harnessWith(() => rateLimited(), {
+      sleep: async () => {
+        ac.abort();
+        throw new Error("aborted");
+      },
+    });
+    const a = planWith(3);
+    const err = (await h.executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: ac.signal }).catch((e: unknown) => e)) as ExecutionError;
+    expect(err.error.code).toBe("client_closed");
+    expect(h.seen).toHaveLength(1);
   });
 });
