@@ -38,6 +38,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
     ...Object.entries(o.vars).map(([k, v]) => `(name = ${str(k)}, text = ${str(v)})`),
     ...o.secretsFromEnv.map((k) => `(name = ${str(k)}, fromEnvironment = ${str(k)})`),
     `(name = "SNAPSHOT_CONTROLLER", durableObjectNamespace = "BackendSnapshotController")`,
+    `(name = "CIRCUIT_BREAKER", durableObjectNamespace = "CircuitBreaker")`,
   ];
   const files = o.configFiles ?? {};
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
@@ -68,6 +69,7 @@ const sluice :Workerd.Worker = (
   ],
   durableObjectNamespaces = [
     (className = "BackendSnapshotController", uniqueKey = "sluice-backend-snapshot-controller", enableSql = true),
+    (className = "CircuitBreaker", uniqueKey = "sluice-circuit-breaker", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "state"),
   globalOutbound = "internet",

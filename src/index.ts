@@ -26,3 +26,4 @@ export class Admin extends WorkerEntrypoint<Env> {
 }
 
 export { BackendSnapshotController } from "../durable-objects/backend-snapshot-controller.ts";
+export { CircuitBreaker } from "../durable-objects/circuit-breaker.ts";
