@@ -33,6 +33,19 @@ export const gatewayConfigSchema = z.strictObject({
       latencyHalfLifeMs: z.number().int().min(10).max(600_000).default(5_000),
     })
     .prefault({}),
+  /**
+   * Admission per isolate: concurrent requests allowed in all, per tenant and per public model
+   * (unset = unlimited), and a bounded queue that is fair across tenants and deadline-aware.
+   */
+  admission: z
+    .strictObject({
+      maxConcurrent: z.number().int().min(1).optional(),
+      perTenant: z.number().int().min(1).optional(),
+      perModel: z.number().int().min(1).optional(),
+      maxQueue: z.number().int().min(0).max(100_000).default(1000),
+      maxQueuePerTenant: z.number().int().min(0).max(100_000).default(100),
+    })
+    .prefault({}),
   security: z
     .strictObject({
       /**

@@ -35,6 +35,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "upstream_overloaded":
     case "no_backend_available":
     case "snapshot_unavailable":
+    case "gateway_overloaded":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":
     case "client_closed":

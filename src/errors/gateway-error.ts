@@ -16,6 +16,7 @@ export type ErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "no_backend_available"
+  | "gateway_overloaded"
   | "deadline_exceeded"
   | "client_closed"
   | "upstream_error"
@@ -76,6 +77,7 @@ function factsOf(code: ErrorCode): CodeFacts {
       return { status: 499, source: "client", retryable: false };
     case "no_backend_available":
     case "snapshot_unavailable":
+    case "gateway_overloaded":
       return { status: 503, source: "internal", retryable: true };
     case "deadline_exceeded":
       return { status: 504, source: "internal", retryable: true };

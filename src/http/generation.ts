@@ -1,6 +1,8 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId, ResponseStamp } from "../protocol/codec.ts";
 import { ExecutionError } from "../invoker/executor.ts";
+import type { DispatchPlan } from "../plan/dispatch-plan.ts";
+import type { NeutralRequest } from "../protocol/neutral.ts";
 import { createClientStream } from "../pipeline/stream-pipeline.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
@@ -12,6 +14,59 @@ export interface GenerationInput {
   readonly protocol: ProtocolId;
   readonly requestId: string;
   readonly receivedAt: number;
+}
+
+/**
+ * Pins the snapshot, executes the plan and encodes the answer for the client. A stream's body
+ * calls `onStreamEnd` exactly once when it ends, fails or is cancelled.
+ */
+async function dispatch(
+  rt: GatewayRuntime,
+  input: GenerationInput,
+  plan: DispatchPlan,
+  neutral: NeutralRequest,
+  idHeader: Record<string, string>,
+  onStreamEnd: () => void,
+): Promise<{ response: Response; streaming: boolean }> {
+  // Pin the snapshot once: this object serves the request to its end, whatever activates meanwhile.
+  const snapshot = await rt.snapshots.current();
+  const execution = await rt.executor.execute(plan, neutral, { snapshot, clientSignal: input.request.signal });
+  const codec = rt.codecs.get(input.protocol)!;
+  const stamp: ResponseStamp = { id: input.requestId.slice(4), created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
+  const headers: Record<string, string> = {
+    ...idHeader,
+    ...attemptHeader(execution.attempts),
+    // A declared downgrade is the client's business: it is told which of its fields were dropped.
+    ...(execution.downgraded.length > 0 ? { "x-sluice-downgraded": execution.downgraded.map((f) => codec.paramName(f)).join(", ") } : {}),
+  };
+  if (execution.kind === "buffered") {
+    const response = new Response(JSON.stringify(codec.encodeResponse(execution.response, stamp)), { headers: { "content-type": "application/json", ...headers } });
+    return { response, streaming: false };
+  }
+  // The client stream is handed to the runtime directly: a client disconnect cancels it, and its
+  // cancel() settles the attempt and cancels the provider's body (aborting the upstream fetch).
+  const clientStream = createClientStream(execution.body, {
+    decoder: execution.decoder,
+    encoder: codec.createStreamEncoder(stamp, neutral),
+    finalizer: execution.finalizer,
+    clock: rt.clock,
+    deadlineAt: plan.deadlineAt,
+    onEnd: onStreamEnd,
+  });
+  const response = new Response(clientStream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...headers } });
+  return { response, streaming: true };
+}
+
+/** An admission refusal as the client sees it; capacity figures stay internal. */
+function admissionError(reason: "queue_full" | "deadline" | "cancelled", retryAfterSeconds: number): GatewayError {
+  switch (reason) {
+    case "queue_full":
+      return new GatewayError("gateway_overloaded", "The gateway is at capacity. Retry later.", { retryAfterSeconds });
+    case "deadline":
+      return new GatewayError("deadline_exceeded", "The request deadline passed while waiting for capacity.");
+    case "cancelled":
+      return new GatewayError("client_closed", "The client closed the request.");
+  }
 }
 
 /** Attempt ids, in order, so a caller can quote exactly which upstream calls its request made. */
@@ -65,34 +120,19 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     if (action.kind === "immediate") return errorResponse(action.error, protocol, idHeader);
 
     const { plan, request: neutral } = action;
-    // Pin the snapshot once: this object serves the request to its end, whatever activates meanwhile.
-    const snapshot = await rt.snapshots.current();
-    const execution = await rt.executor.execute(plan, neutral, { snapshot, clientSignal: request.signal });
-    const codec = rt.codecs.get(protocol)!;
-    const stamp: ResponseStamp = { id: requestId.slice(4), created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
-    // A declared downgrade is the client's business: it is told which of its fields were dropped.
-    const extraHeaders: Record<string, string> = {
-      ...attemptHeader(execution.attempts),
-      ...(execution.downgraded.length > 0 ? { "x-sluice-downgraded": execution.downgraded.map((f) => codec.paramName(f)).join(", ") } : {}),
-    };
-
-    if (execution.kind === "buffered") {
-      return new Response(JSON.stringify(codec.encodeResponse(execution.response, stamp)), {
-        headers: { "content-type": "application/json", ...idHeader, ...extraHeaders },
-      });
+    // Admission before any upstream work. The lease is released exactly once: when a stream's body
+    // ends or is cancelled, or right here for buffered answers and failures.
+    const admitted = await rt.admission.admit({ tenant: principal.tenantId, model: plan.entrypoint }, { deadlineAt: plan.deadlineAt, signal: request.signal });
+    if (!admitted.ok) throw admissionError(admitted.reason, admitted.retryAfterSeconds);
+    const release = () => admitted.lease.release();
+    let handedOff = false;
+    try {
+      const { response, streaming } = await dispatch(rt, input, plan, neutral, idHeader, release);
+      handedOff = streaming;
+      return response;
+    } finally {
+      if (!handedOff) release();
     }
-    const clientStream = createClientStream(execution.body, {
-      decoder: execution.decoder,
-      encoder: codec.createStreamEncoder(stamp, neutral),
-      finalizer: execution.finalizer,
-      clock: rt.clock,
-      deadlineAt: plan.deadlineAt,
-    });
-    // The client stream is handed to the runtime directly: a client disconnect cancels it, and its
-    // cancel() settles the attempt and cancels the provider's body (aborting the upstream fetch).
-    return new Response(clientStream, {
-      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...idHeader, ...extraHeaders },
-    });
   } catch (thrown) {
     let err = thrown;
     if (err instanceof ExecutionError) {

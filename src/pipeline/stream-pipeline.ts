@@ -15,6 +15,8 @@ export interface StreamPipelineOptions {
   readonly clock: Clock;
   /** Epoch ms after which a read failure counts as the request deadline, not a cut. */
   readonly deadlineAt: number;
+  /** Runs exactly once when the client stream ends, fails or is cancelled (releases leases). */
+  readonly onEnd?: (() => void) | undefined;
 }
 
 type StreamErrorCode = Extract<NeutralEvent, { type: "error" }>["code"];
@@ -42,6 +44,12 @@ function outcomeOf(code: StreamErrorCode): AttemptOutcome {
  */
 export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: StreamPipelineOptions): ReadableStream<Uint8Array> {
   const { decoder, encoder, finalizer, clock } = opts;
+  let ended = false;
+  const onEnd = () => {
+    if (ended) return;
+    ended = true;
+    opts.onEnd?.();
+  };
   const attempt = finalizer.attempt;
   const textDecoder = new TextDecoder();
   const textEncoder = new TextEncoder();
@@ -111,6 +119,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
     const bytes = take();
     if (bytes) controller.enqueue(bytes);
     controller.close();
+    onEnd();
   };
 
   return new ReadableStream<Uint8Array>(
@@ -122,7 +131,10 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
           try {
             result = await reader.read();
           } catch {
-            if (finalizer.finished) return; // the client left first; cancel() already settled it
+            if (finalizer.finished) {
+              onEnd(); // the client left first; cancel() already settled the attempt
+              return;
+            }
             const timedOut = clock.now() >= opts.deadlineAt;
             handle(
               timedOut
@@ -162,6 +174,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
       },
       async cancel(reason) {
         finalizer.finish("client_cancelled", "client_closed");
+        onEnd();
         await reader.cancel(reason).catch(() => {});
       },
     },

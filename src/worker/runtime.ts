@@ -9,6 +9,7 @@ import type { CodecRegistry } from "../protocol/codec.ts";
 import type { SnapshotControllerClient } from "../snapshot/controller-client.ts";
 import { SnapshotCache } from "../snapshot/snapshot-cache.ts";
 import { systemClock, systemRng, type Clock } from "../traffic/deps.ts";
+import { AdmissionController, systemScheduler } from "../traffic/admission.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
@@ -22,6 +23,8 @@ export interface GatewayRuntime {
   readonly authenticator: ApiKeyAuthenticator;
   readonly executor: GatewayExecutor;
   readonly snapshots: SnapshotCache;
+  /** Isolate-local admission: concurrency limits and the fair, deadline-aware queue. */
+  readonly admission: AdmissionController;
   readonly controller: SnapshotControllerClient;
   readonly clock: Clock;
   readonly startedAt: number;
@@ -102,6 +105,15 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       rng: systemRng,
       sink: accessLogSink(config.gateway.observability.accessLog),
       fetch: (input, init) => fetch(input, init),
+    }),
+    admission: new AdmissionController(clock, systemScheduler, {
+      limits: {
+        global: config.gateway.admission.maxConcurrent,
+        perTenant: config.gateway.admission.perTenant,
+        perModel: config.gateway.admission.perModel,
+      },
+      maxQueue: config.gateway.admission.maxQueue,
+      maxQueuePerTenant: config.gateway.admission.maxQueuePerTenant,
     }),
     snapshots: new SnapshotCache(() => controller.getActive(), clock, config.gateway.traffic.snapshotCacheTtlMs, (err) =>
       console.error(JSON.stringify({ kind: "snapshot_refresh_failed", error: String(err) })),
