@@ -25,6 +25,18 @@ export const gatewayConfigSchema = z.strictObject({
     .strictObject({
       /** One absolute deadline per request; retries and fallbacks never refresh it. */
       requestDeadlineMs: z.number().int().min(1000).max(3_600_000).default(600_000),
+      /**
+       * Per attempt: time from sending the request to the provider's response headers (connection
+       * set-up included: fetch does not expose it separately). Expiry is unknown evidence: no retry.
+       */
+      firstByteTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
+      /** Streams: time from response headers to the first content delta; heartbeats do not count. */
+      firstTokenTimeoutMs: z.number().int().min(100).max(3_600_000).default(120_000),
+      /**
+       * Streams: longest gap between content deltas; heartbeats do not reset it, so a
+       * heartbeat-only stream ends. A long stream that keeps producing is never cut by it.
+       */
+      streamIdleTimeoutMs: z.number().int().min(100).max(3_600_000).default(60_000),
       /** Bounded staleness of each isolate's cached BackendSnapshot. */
       snapshotCacheTtlMs: z.number().int().min(0).max(300_000).default(5_000),
       /** A latency sample older than this no longer steers the p2c selector. */

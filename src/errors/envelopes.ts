@@ -38,6 +38,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "gateway_overloaded":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":
+    case "upstream_timeout":
     case "client_closed":
     case "upstream_error":
     case "upstream_unreachable":

@@ -25,6 +25,7 @@ export type ErrorCode =
   | "upstream_overloaded"
   | "upstream_protocol_error"
   | "upstream_stream_cut"
+  | "upstream_timeout"
   | "snapshot_unavailable"
   | "config_invalid"
   | "admin_unauthorized"
@@ -81,6 +82,8 @@ function factsOf(code: ErrorCode): CodeFacts {
       return { status: 503, source: "internal", retryable: true };
     case "deadline_exceeded":
       return { status: 504, source: "internal", retryable: true };
+    case "upstream_timeout":
+      return { status: 504, source: "upstream", retryable: true };
     case "upstream_rate_limited":
       return { status: 429, source: "upstream", retryable: true };
     case "upstream_overloaded":

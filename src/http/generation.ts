@@ -52,6 +52,7 @@ async function dispatch(
     clock: rt.clock,
     deadlineAt: plan.deadlineAt,
     onEnd: onStreamEnd,
+    timeouts: { firstTokenMs: rt.config.gateway.traffic.firstTokenTimeoutMs, idleMs: rt.config.gateway.traffic.streamIdleTimeoutMs },
   });
   const response = new Response(clientStream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...headers } });
   return { response, streaming: true };

@@ -60,6 +60,8 @@ export interface ExecutorDeps {
   /** Waits between attempts; rejects when the signal aborts. Injected so tests need no real time. */
   readonly sleep?: ((ms: number, signal: AbortSignal) => Promise<void>) | undefined;
   readonly backoff?: BackoffPolicy | undefined;
+  /** Per attempt: longest wait for response headers. */
+  readonly firstByteTimeoutMs?: number | undefined;
 }
 
 /** A selector per (snapshot digest, pool): state such as round-robin position lives per pool. */

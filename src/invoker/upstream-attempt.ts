@@ -21,6 +21,8 @@ export interface AttemptDeps {
   readonly clock: Clock;
   readonly sink: AttemptSink;
   readonly fetch: typeof fetch;
+  /** Per attempt: longest wait for the provider's response headers (connection set-up included). */
+  readonly firstByteTimeoutMs?: number | undefined;
 }
 
 export interface AttemptContext {
@@ -95,7 +97,12 @@ export async function runAttempt(deps: AttemptDeps, plan: DispatchPlan, original
     return fail(new GatewayError("deadline_exceeded", "The request deadline passed."), { class: "unknown", reason: "timeout" }, "timeout");
   }
   const deadline = AbortSignal.timeout(remaining);
-  const signal = AbortSignal.any([ctx.clientSignal, deadline]);
+  // Aborted only while waiting for headers; once they arrive the timer is cleared, so a long
+  // healthy stream is never cut by it.
+  const firstByte = new AbortController();
+  const firstByteTimer =
+    deps.firstByteTimeoutMs !== undefined && deps.firstByteTimeoutMs < remaining ? setTimeout(() => firstByte.abort(), deps.firstByteTimeoutMs) : undefined;
+  const signal = AbortSignal.any([ctx.clientSignal, deadline, firstByte.signal]);
   const body = JSON.stringify(codec.encodeRequest(request, member.model, { streamUsage: backend.capabilities.includes("stream-usage") }));
 
   /** Which signal fired decides the class; error text is never read. */
@@ -110,6 +117,14 @@ export async function runAttempt(deps: AttemptDeps, plan: DispatchPlan, original
         "timeout",
       );
     }
+    if (firstByte.signal.aborted) {
+      // The request was sent: the provider may be working on it. Unknown, so never retried.
+      return fail(
+        new GatewayError("upstream_timeout", "The model provider did not start answering in time.", { cause: err }),
+        { class: "unknown", reason: "timeout" },
+        "timeout",
+      );
+    }
     // A refused connection and a reset after the body was written look the same here: unknown.
     return fail(new GatewayError("upstream_unreachable", "The model provider could not be reached.", { cause: err }), { class: "unknown", reason: "network_error" }, "network_error");
   };
@@ -119,6 +134,8 @@ export async function runAttempt(deps: AttemptDeps, plan: DispatchPlan, original
     res = await deps.fetch(`${backend.baseUrl}${codec.upstreamPath}`, { method: "POST", headers, body, signal });
   } catch (err) {
     return aborted(err);
+  } finally {
+    clearTimeout(firstByteTimer);
   }
   attempt.headersAt = clock.now();
   attempt.status = res.status;

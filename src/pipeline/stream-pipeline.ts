@@ -17,6 +17,22 @@ export interface StreamPipelineOptions {
   readonly deadlineAt: number;
   /** Runs exactly once when the client stream ends, fails or is cancelled (releases leases). */
   readonly onEnd?: (() => void) | undefined;
+  /**
+   * Stream timeouts: to the first content delta (from the start of the stream) and between content
+   * deltas. Heartbeats reset neither, so a heartbeat-only stream ends; a stream that keeps
+   * producing is never cut. Unset: only the request deadline applies.
+   */
+  readonly timeouts?: { readonly firstTokenMs: number; readonly idleMs: number } | undefined;
+  /** Resolves after `ms` unless cancelled; injected so tests need no real time. */
+  readonly wait?: ((ms: number) => { readonly done: Promise<void>; cancel(): void }) | undefined;
+}
+
+function realWait(ms: number): { done: Promise<void>; cancel(): void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const done = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, ms));
+  });
+  return { done, cancel: () => clearTimeout(timer) };
 }
 
 type StreamErrorCode = Extract<NeutralEvent, { type: "error" }>["code"];
@@ -27,6 +43,7 @@ function outcomeOf(code: StreamErrorCode): AttemptOutcome {
     case "upstream_protocol_error":
       return "protocol_error";
     case "deadline_exceeded":
+    case "upstream_timeout":
       return "timeout";
     case "upstream_stream_cut":
     case "upstream_error":
@@ -44,6 +61,8 @@ function outcomeOf(code: StreamErrorCode): AttemptOutcome {
  */
 export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: StreamPipelineOptions): ReadableStream<Uint8Array> {
   const { decoder, encoder, finalizer, clock } = opts;
+  const streamStartedAt = clock.now();
+  let lastContentAt: number | undefined;
   let ended = false;
   const onEnd = () => {
     if (ended) return;
@@ -64,13 +83,20 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
       switch (ev.type) {
         case "text":
         case "reasoning":
-          if (ev.text !== "") attempt.firstContentAt ??= clock.now();
+          if (ev.text !== "") {
+            attempt.firstContentAt ??= clock.now();
+            lastContentAt = clock.now();
+          }
           break;
         case "tool_call_start":
           attempt.firstContentAt ??= clock.now();
+          lastContentAt = clock.now();
           break;
         case "tool_call_args":
-          if (ev.delta !== "") attempt.firstContentAt ??= clock.now();
+          if (ev.delta !== "") {
+            attempt.firstContentAt ??= clock.now();
+            lastContentAt = clock.now();
+          }
           break;
         case "stop":
           attempt.stopReason = ev.reason;
@@ -122,6 +148,20 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
     onEnd();
   };
 
+  /** The read, or "timeout" when the first-token or idle limit passes first. */
+  const readWithin = async (read: Promise<ReadableStreamReadResult<Uint8Array>>): Promise<ReadableStreamReadResult<Uint8Array> | "timeout"> => {
+    const t = opts.timeouts;
+    if (!t) return read;
+    const limitAt = lastContentAt === undefined ? streamStartedAt + t.firstTokenMs : lastContentAt + t.idleMs;
+    const timer = (opts.wait ?? realWait)(limitAt - clock.now());
+    try {
+      return await Promise.race([read, timer.done.then(() => "timeout" as const)]);
+    } finally {
+      timer.cancel();
+      read.catch(() => {});
+    }
+  };
+
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
@@ -129,7 +169,22 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
         for (;;) {
           let result: ReadableStreamReadResult<Uint8Array>;
           try {
-            result = await reader.read();
+            const read = await readWithin(reader.read());
+            if (read === "timeout") {
+              const first = lastContentAt === undefined;
+              handle([
+                {
+                  type: "error",
+                  code: "upstream_timeout",
+                  message: first ? "The provider produced no content in time." : "The provider's stream stalled.",
+                },
+              ]);
+              finalizer.finish("timeout", "upstream_timeout");
+              end(controller);
+              reader.cancel().catch(() => {});
+              return;
+            }
+            result = read;
           } catch {
             if (finalizer.finished) {
               onEnd(); // the client left first; cancel() already settled the attempt

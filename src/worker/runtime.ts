@@ -105,6 +105,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       rng: systemRng,
       sink: accessLogSink(config.gateway.observability.accessLog),
       fetch: (input, init) => fetch(input, init),
+      firstByteTimeoutMs: config.gateway.traffic.firstByteTimeoutMs,
     }),
     admission: new AdmissionController(clock, systemScheduler, {
       limits: {

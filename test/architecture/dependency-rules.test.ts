@@ -35,7 +35,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   engine: ["config", "errors", "plan", "protocol", "traffic"],
   pipeline: ["errors", "invoker", "protocol", "traffic"],
   invoker: ["errors", "pipeline", "plan", "protocol", "snapshot", "traffic"],
-  http: ["config", "digest", "engine", "errors", "invoker", "pipeline", "protocol", "worker", "snapshot"],
+  http: ["config", "digest", "engine", "errors", "invoker", "pipeline", "plan", "protocol", "worker", "snapshot"],
   worker: ["auth", "config", "digest", "engine", "errors", "http", "invoker", "pipeline", "protocol", "snapshot", "traffic"],
 };
 
