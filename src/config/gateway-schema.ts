@@ -58,6 +58,23 @@ export const gatewayConfigSchema = z.strictObject({
       maxQueuePerTenant: z.number().int().min(0).max(100_000).default(100),
     })
     .prefault({}),
+  /**
+   * Per-backend circuit breakers (one Durable Object per backend). Unset fields take the defaults
+   * documented in docs/reliability.md; `enabled: false` turns them off.
+   */
+  breaker: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      windowMs: z.number().int().min(1000).optional(),
+      minSamples: z.number().int().min(1).optional(),
+      failureRatio: z.number().gt(0).max(1).optional(),
+      openMs: z.number().int().min(100).optional(),
+      halfOpenProbes: z.number().int().min(1).optional(),
+      halfOpenSuccesses: z.number().int().min(1).optional(),
+      /** How long an isolate trusts its cached view of a breaker. */
+      cacheTtlMs: z.number().int().min(50).max(60_000).default(1000),
+    })
+    .prefault({}),
   security: z
     .strictObject({
       /**

@@ -14,6 +14,8 @@ export interface GenerationInput {
   readonly protocol: ProtocolId;
   readonly requestId: string;
   readonly receivedAt: number;
+  /** Keeps the isolate alive for work after the response (breaker reports). */
+  readonly waitUntil: (p: Promise<unknown>) => void;
 }
 
 /**
@@ -30,7 +32,11 @@ async function dispatch(
 ): Promise<{ response: Response; streaming: boolean }> {
   // Pin the snapshot once: this object serves the request to its end, whatever activates meanwhile.
   const snapshot = await rt.snapshots.current();
-  const execution = await rt.executor.execute(plan, neutral, { snapshot, clientSignal: input.request.signal });
+  const execution = await rt.executor.execute(plan, neutral, {
+    snapshot,
+    clientSignal: input.request.signal,
+    breakers: rt.breakers?.forRequest(input.waitUntil),
+  });
   const codec = rt.codecs.get(input.protocol)!;
   const stamp: ResponseStamp = { id: input.requestId.slice(4), created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
   const headers: Record<string, string> = {

@@ -67,6 +67,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
         protocol: route.protocol,
         requestId: c.var.requestId,
         receivedAt: c.var.receivedAt,
+        waitUntil: (p) => c.executionCtx.waitUntil(p),
       }),
     );
     app.all(route.path, () => {

@@ -100,7 +100,8 @@ export function nextChoice(
   for (let i = start; i < candidates.length; i++) {
     const c = candidates[i]!;
     const untried = c.members.filter((m) => !tried.has(m.key));
-    if (untried.length > 0) return choose(c, untried);
+    const choice = untried.length > 0 ? choose(c, untried) : undefined;
+    if (choice) return choice;
   }
   const current = at === -1 ? undefined : candidates[at];
   return current ? choose(current, current.members) : undefined;

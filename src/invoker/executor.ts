@@ -7,6 +7,7 @@ import type { AttemptFinalizer, AttemptSink } from "../pipeline/attempt-finalize
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { Clock, Rng } from "../traffic/deps.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
+import type { BreakerGate } from "../traffic/breaker-cache.ts";
 import type { Selector } from "../traffic/selector.ts";
 import { createSelector } from "../traffic/selectors/index.ts";
 import type { AttemptRecord } from "./attempt.ts";
@@ -21,6 +22,8 @@ export interface ExecutionContext {
   readonly snapshot: PinnedSnapshot;
   /** Aborts when the client disconnects. */
   readonly clientSignal: AbortSignal;
+  /** Circuit breakers, when enabled: an open breaker only narrows the candidates. */
+  readonly breakers?: BreakerGate | undefined;
 }
 
 interface ExecutionCommon {
@@ -98,7 +101,14 @@ export class GatewayExecutor {
   async execute(plan: DispatchPlan, request: NeutralRequest, ctx: ExecutionContext): Promise<Execution> {
     const { clock } = this.#deps;
     const candidates = eligibleCandidates(plan, request, ctx.snapshot, this.#deps.codecs);
-    const pick = pickWith((c, options, sel) => this.#selector(ctx.snapshot, c.model.pool, ctx.snapshot.pools.get(c.model.pool)!.selector).select(options, sel));
+    const gate = ctx.breakers;
+    // Backends whose breaker refuses (open, or a half-open probe slot taken) are left out.
+    const refused = new Set<string>();
+    const select = pickWith((c, options, sel) => this.#selector(ctx.snapshot, c.model.pool, ctx.snapshot.pools.get(c.model.pool)!.selector).select(options, sel));
+    const pick: typeof select = (c, members, sel) => {
+      const open = members.filter((m) => !refused.has(m.key) && gate?.admission(m.backend.id) !== "deny");
+      return select(c, open, sel);
+    };
     const tried = new Set<string>();
     const attempts: AttemptRecord[] = [];
     let last: Choice | undefined;
@@ -109,7 +119,16 @@ export class GatewayExecutor {
       }
       tried.add(choice.member.key);
       last = choice;
-      const result = await runAttempt(this.#deps, plan, request, ctx, choice);
+      let permit: string | undefined;
+      if (gate?.admission(choice.member.backend.id) === "probe") {
+        const probe = await gate.acquireProbe(choice.member.backend.id);
+        if (!probe.allowed) {
+          refused.add(choice.member.key);
+          continue;
+        }
+        permit = probe.permitId;
+      }
+      const result = await runAttempt(this.#deps, plan, request, ctx, choice, permit);
       attempts.push(result.attempt);
       if (result.ok) {
         const common = { finalizer: result.success.finalizer, downgraded: choice.drop, attempts };

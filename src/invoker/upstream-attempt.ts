@@ -7,7 +7,9 @@ import { AttemptFinalizer, type AttemptSink } from "../pipeline/attempt-finalize
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { Clock } from "../traffic/deps.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
+import type { BreakerGate } from "../traffic/breaker-cache.ts";
 import { newAttemptId, type AttemptRecord } from "./attempt.ts";
+import { breakerReport } from "./breaker-outcome.ts";
 import type { Choice } from "./candidates.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { evidenceFromStatus, type Evidence } from "./evidence.ts";
@@ -28,6 +30,8 @@ export interface AttemptDeps {
 export interface AttemptContext {
   readonly snapshot: PinnedSnapshot;
   readonly clientSignal: AbortSignal;
+  /** Circuit breakers, when enabled: every finished attempt is reported off the hot path. */
+  readonly breakers?: BreakerGate | undefined;
 }
 
 /** A successful attempt: the provider answered 2xx with a readable body or a stream. */
@@ -47,7 +51,14 @@ const MAX_UPSTREAM_JSON_BYTES = 32 * 1024 * 1024;
  * client would see together with the evidence the retry policy reads, and it always finishes the
  * attempt record exactly once.
  */
-export async function runAttempt(deps: AttemptDeps, plan: DispatchPlan, original: NeutralRequest, ctx: AttemptContext, choice: Choice): Promise<AttemptResult> {
+export async function runAttempt(
+  deps: AttemptDeps,
+  plan: DispatchPlan,
+  original: NeutralRequest,
+  ctx: AttemptContext,
+  choice: Choice,
+  probePermit?: string,
+): Promise<AttemptResult> {
   const { clock } = deps;
   const { model, member, drop } = choice;
   const request = withoutFeatures(original, new Set(drop));
@@ -67,7 +78,14 @@ export async function runAttempt(deps: AttemptDeps, plan: DispatchPlan, original
     outcome: "in_progress",
   };
   if (drop.length > 0) attempt.downgraded = drop;
-  const finalizer = new AttemptFinalizer(attempt, deps.load.begin(member.key), deps.sink, clock);
+  const breakers = ctx.breakers;
+  const finalizer = new AttemptFinalizer(
+    attempt,
+    deps.load.begin(member.key),
+    deps.sink,
+    clock,
+    breakers && ((a) => breakers.report(backend.id, breakerReport(a), probePermit)),
+  );
   const fail = (error: GatewayError, evidence: Evidence, outcome: AttemptRecord["outcome"]): AttemptResult => {
     attempt.evidence = evidence;
     finalizer.finish(outcome, error.code);

@@ -16,13 +16,16 @@ export class AttemptFinalizer {
   readonly #release: (latencyMs?: number) => void;
   readonly #sink: AttemptSink;
   readonly #clock: Clock;
+  readonly #onFinish: ((attempt: Readonly<AttemptRecord>) => void) | undefined;
   #done = false;
 
-  constructor(attempt: AttemptRecord, release: (latencyMs?: number) => void, sink: AttemptSink, clock: Clock) {
+  /** `onFinish` runs once, after the sink, for per-request follow-ups (e.g. a breaker report). */
+  constructor(attempt: AttemptRecord, release: (latencyMs?: number) => void, sink: AttemptSink, clock: Clock, onFinish?: (attempt: Readonly<AttemptRecord>) => void) {
     this.attempt = attempt;
     this.#release = release;
     this.#sink = sink;
     this.#clock = clock;
+    this.#onFinish = onFinish;
   }
 
   get finished(): boolean {
@@ -41,5 +44,6 @@ export class AttemptFinalizer {
     const ok = outcome === "success" || outcome === "client_cancelled";
     this.#release(ok && a.headersAt !== undefined ? a.headersAt - a.startedAt : undefined);
     this.#sink.attemptFinished(a);
+    this.#onFinish?.(a);
   }
 }

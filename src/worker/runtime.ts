@@ -10,6 +10,8 @@ import type { SnapshotControllerClient } from "../snapshot/controller-client.ts"
 import { SnapshotCache } from "../snapshot/snapshot-cache.ts";
 import { systemClock, systemRng, type Clock } from "../traffic/deps.ts";
 import { AdmissionController, systemScheduler } from "../traffic/admission.ts";
+import { BreakerCache } from "../traffic/breaker-cache.ts";
+import { breakerClient } from "../traffic/breaker-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
@@ -23,6 +25,8 @@ export interface GatewayRuntime {
   readonly authenticator: ApiKeyAuthenticator;
   readonly executor: GatewayExecutor;
   readonly snapshots: SnapshotCache;
+  /** Per-backend circuit breakers (cached view per isolate); undefined when disabled. */
+  readonly breakers: BreakerCache | undefined;
   /** Isolate-local admission: concurrency limits and the fair, deadline-aware queue. */
   readonly admission: AdmissionController;
   readonly controller: SnapshotControllerClient;
@@ -107,6 +111,22 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       fetch: (input, init) => fetch(input, init),
       firstByteTimeoutMs: config.gateway.traffic.firstByteTimeoutMs,
     }),
+    breakers: (() => {
+      const b = config.gateway.breaker;
+      if (!b.enabled) return undefined;
+      const client = breakerClient((id) => env.CIRCUIT_BREAKER.getByName(id), {
+        windowMs: b.windowMs,
+        minSamples: b.minSamples,
+        failureRatio: b.failureRatio,
+        openMs: b.openMs,
+        halfOpenProbes: b.halfOpenProbes,
+        halfOpenSuccesses: b.halfOpenSuccesses,
+      });
+      return new BreakerCache(client, clock, {
+        ttlMs: b.cacheTtlMs,
+        onError: (err, backendId, operation) => console.error(JSON.stringify({ kind: "breaker_error", backendId, operation, error: String(err) })),
+      });
+    })(),
     admission: new AdmissionController(clock, systemScheduler, {
       limits: {
         global: config.gateway.admission.maxConcurrent,

@@ -341,3 +341,57 @@ describe("GatewayExecutor: retries and fallback on evidence", () => {
     expect(h.seen).toHaveLength(1);
   });
 });
+
+describe("GatewayExecutor: circuit breakers narrow, never widen", () => {
+  function gate(hints: Record<string, "allow" | "deny" | "probe">, probeAllowed = true) {
+    const reports: [string, string, string | undefined][] = [];
+    const g = {
+      isOpen: (id: string) => hints[id] === "deny",
+      admission: (id: string) => hints[id] ?? "allow",
+      state: () => "closed" as const,
+      acquireProbe: async () => (probeAllowed ? { allowed: true, probe: true, permitId: "permit-1" } : { allowed: false, probe: true }),
+      report: (id: string, outcome: string, permitId?: string) => void reports.push([id, outcome, permitId]),
+    };
+    return { g, reports };
+  }
+
+  it("skips a backend whose breaker is open and reports each outcome", async () => {
+    const { executor, seen } = harness(() => okBody());
+    const snap = await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }], "round-robin");
+    const idA = [...snap.backends.values()].find((b) => b.name === "a")!.id;
+    const idB = [...snap.backends.values()].find((b) => b.name === "b")!.id;
+    const { g, reports } = gate({ [idA]: "deny" });
+    const a = plan();
+    for (let i = 0; i < 6; i++) await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: g });
+    expect(new Set(seen.map((s) => new URL(s.url).port))).toEqual(new Set(["9002"]));
+    expect(reports.every(([id, outcome]) => id === idB && outcome === "success")).toBe(true);
+    expect(reports).toHaveLength(6);
+  });
+
+  it("answers 503 when every candidate's breaker is open, without calling anyone", async () => {
+    const { executor, seen } = harness(() => okBody());
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    const { g } = gate(Object.fromEntries([...snap.backends.keys()].map((id) => [id, "deny" as const])));
+    const a = plan();
+    const err = (await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: g }).catch(unwrap)) as GatewayError;
+    expect(err.code).toBe("no_backend_available");
+    expect(seen).toHaveLength(0);
+  });
+
+  it("sends a half-open probe only with a permit, and reports with that permit", async () => {
+    const failing = harness(() => Response.json({}, { status: 500 }));
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    const id = [...snap.backends.keys()][0]!;
+    const allowed = gate({ [id]: "probe" });
+    const a = plan();
+    await failing.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: allowed.g }).catch(unwrap);
+    expect(failing.seen).toHaveLength(1);
+    expect(allowed.reports).toEqual([[id, "failure", "permit-1"]]);
+
+    const other = harness(() => okBody());
+    const refused = gate({ [id]: "probe" }, false);
+    const err = (await other.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: refused.g }).catch(unwrap)) as GatewayError;
+    expect(err.code).toBe("no_backend_available");
+    expect(other.seen).toHaveLength(0);
+  });
+});

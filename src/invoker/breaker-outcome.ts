@@ -1,0 +1,26 @@
+import type { BreakerReport } from "../traffic/breaker.ts";
+import type { AttemptRecord } from "./attempt.ts";
+
+/**
+ * What a finished attempt tells a backend's circuit breaker. Only the backend's own failures count:
+ * a client's bad request, a client leaving, the caller's deadline or a missing credential in the
+ * gateway's config say nothing about the backend's health and are neutral.
+ */
+export function breakerReport(a: Readonly<AttemptRecord>): BreakerReport {
+  switch (a.outcome) {
+    case "success":
+      return "success";
+    case "upstream_status":
+      return a.status !== undefined && (a.status === 429 || a.status >= 500) ? "failure" : "neutral";
+    case "timeout":
+      return a.errorCode === "upstream_timeout" ? "failure" : "neutral";
+    case "network_error":
+    case "stream_cut":
+    case "protocol_error":
+      return "failure";
+    case "client_cancelled":
+    case "connect_failed":
+    case "in_progress":
+      return "neutral";
+  }
+}
