@@ -7,7 +7,7 @@ let simA: Simulator;
 let simB: Simulator;
 beforeAll(async () => {
   const gateway = bundledConfig("gateway");
-  gateway.breaker = { minSamples: 3, failureRatio: 0.5, openMs: 4000, halfOpenProbes: 1, halfOpenSuccesses: 1, cacheTtlMs: 50 };
+  gateway.breaker = { enabled: true, minSamples: 3, failureRatio: 0.5, openMs: 4000, halfOpenProbes: 1, halfOpenSuccesses: 1, cacheTtlMs: 50 };
   stack = await startStack({ simulators: 2, gateway });
   [simA, simB] = stack.sims as [Simulator, Simulator];
   // One pool, both simulators, alternating.

@@ -33,7 +33,10 @@ beforeAll(async () => {
   pub.models = BACKENDS.map((p) => ({ id: `m-${p}`, activeRevision: 1, revisions: [{ revision: 1, pool: `pool-${p}`, requires: ["chat"] }] }));
   pub.entrypoints = BACKENDS.map((p) => ({ name: entry(p), default: [[`m-${p}`]] }));
   pub.tenants[0].apiKeys = pub.tenants[0].apiKeys.filter((k: any) => k.id === "demo");
-  gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { backends: stringify(backends), publication: stringify(pub) } });
+  // Breakers off: the fault tests below must not trip one and change later answers.
+  const gw = bundledConfig("gateway");
+  gw.breaker = { enabled: false };
+  gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
   openai = new OpenAI({ apiKey: DEMO_KEY, baseURL: `${gateway.publicUrl}/v1`, maxRetries: 0 });
   anthropic = new Anthropic({ apiKey: DEMO_KEY, baseURL: gateway.publicUrl, maxRetries: 0 });
 });

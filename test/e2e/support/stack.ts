@@ -35,8 +35,14 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-/** Starts `simulators` provider simulators and a gateway whose seed snapshot points at the first. */
+/**
+ * Starts `simulators` provider simulators and a gateway whose seed snapshot points at the first.
+ * Circuit breakers are off unless the given gateway config enables them: fault-injection tests
+ * assert exact upstream attempt counts, which an opening breaker would change.
+ */
 export async function startStack(options: { simulators?: number; gateway?: any; publication?: any } = {}): Promise<Stack> {
+  const gatewayConfig = options.gateway ?? bundledConfig("gateway");
+  gatewayConfig.breaker = { enabled: false, ...gatewayConfig.breaker };
   const sims: Simulator[] = [];
   try {
     for (let i = 0; i < (options.simulators ?? 1); i++) sims.push(await startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }));
@@ -44,7 +50,7 @@ export async function startStack(options: { simulators?: number; gateway?: any; 
       adminToken: ADMIN_TOKEN,
       config: {
         backends: stringify(backendsFor(sims[0]!.url)),
-        gateway: options.gateway === undefined ? undefined : stringify(options.gateway),
+        gateway: stringify(gatewayConfig),
         publication: options.publication === undefined ? undefined : stringify(options.publication),
       },
     });
