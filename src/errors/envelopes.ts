@@ -36,6 +36,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "no_backend_available":
     case "snapshot_unavailable":
     case "gateway_overloaded":
+    case "gateway_draining":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":
     case "upstream_timeout":

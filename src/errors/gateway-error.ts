@@ -17,6 +17,7 @@ export type ErrorCode =
   | "method_not_allowed"
   | "no_backend_available"
   | "gateway_overloaded"
+  | "gateway_draining"
   | "deadline_exceeded"
   | "client_closed"
   | "upstream_error"
@@ -79,6 +80,7 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "no_backend_available":
     case "snapshot_unavailable":
     case "gateway_overloaded":
+    case "gateway_draining":
       return { status: 503, source: "internal", retryable: true };
     case "deadline_exceeded":
       return { status: 504, source: "internal", retryable: true };

@@ -72,6 +72,8 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       unmetRequirements: snap ? unmetRequirements(snap, poolRequirements(rt.config.publication)) : null,
       startedAt: new Date(rt.startedAt).toISOString(),
       uptimeSeconds: Math.floor((rt.clock.now() - rt.startedAt) / 1000),
+      draining: rt.drain.draining,
+      inFlight: rt.drain.inFlight,
     });
   });
 
@@ -119,6 +121,32 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
     if (result.status === "not_found") throw new GatewayError("revision_not_found", result.message);
     rt.snapshots.invalidate();
     return c.json(result);
+  });
+
+  // Graceful drain of this instance: stop admitting, give requests in flight `budgetMs` to finish,
+  // cancel the rest (their upstream calls are aborted). /ready answers 503 from the start.
+  app.post("/drain", async (c) => {
+    const text = await readBodyText(c.req.raw, { maxBodyBytes: 4096, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
+    let budgetMs = 30_000;
+    if (text.trim() !== "") {
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new GatewayError("invalid_json", "The drain body is not valid JSON.");
+      }
+      const b = (body as { budgetMs?: unknown } | null)?.budgetMs;
+      if (b !== undefined && (typeof b !== "number" || !Number.isInteger(b) || b < 0 || b > 3_600_000)) {
+        throw new GatewayError("invalid_request", "'budgetMs' must be an integer from 0 to 3600000.", { param: "budgetMs" });
+      }
+      if (typeof b === "number") budgetMs = b;
+    }
+    return c.json({ status: "drained", ...(await c.var.runtime.drain.drain(budgetMs)) });
+  });
+
+  app.post("/resume", (c) => {
+    c.var.runtime.drain.resume();
+    return c.json({ status: "serving" });
   });
 
   app.get("/routes", async (c) => {

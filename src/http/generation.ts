@@ -29,12 +29,13 @@ async function dispatch(
   neutral: NeutralRequest,
   idHeader: Record<string, string>,
   onStreamEnd: () => void,
+  signal: AbortSignal,
 ): Promise<{ response: Response; streaming: boolean }> {
   // Pin the snapshot once: this object serves the request to its end, whatever activates meanwhile.
   const snapshot = await rt.snapshots.current();
   const execution = await rt.executor.execute(plan, neutral, {
     snapshot,
-    clientSignal: input.request.signal,
+    clientSignal: signal,
     breakers: rt.breakers?.forRequest(input.waitUntil),
   });
   const codec = rt.codecs.get(input.protocol)!;
@@ -129,12 +130,22 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     const { plan, request: neutral } = action;
     // Admission before any upstream work. The lease is released exactly once: when a stream's body
     // ends or is cancelled, or right here for buffered answers and failures.
-    const admitted = await rt.admission.admit({ tenant: principal.tenantId, model: plan.entrypoint }, { deadlineAt: plan.deadlineAt, signal: request.signal });
-    if (!admitted.ok) throw admissionError(admitted.reason, admitted.retryAfterSeconds);
-    const release = () => admitted.lease.release();
+    const ticket = rt.drain.track();
+    if (!ticket) throw new GatewayError("gateway_draining", "The gateway is shutting down. Retry on another instance.", { retryAfterSeconds: 1 });
+    // A drain that runs out of budget cancels the request like a client leaving would.
+    const signal = AbortSignal.any([request.signal, ticket.signal]);
+    const admitted = await rt.admission.admit({ tenant: principal.tenantId, model: plan.entrypoint }, { deadlineAt: plan.deadlineAt, signal });
+    if (!admitted.ok) {
+      ticket.done();
+      throw admissionError(admitted.reason, admitted.retryAfterSeconds);
+    }
+    const release = () => {
+      admitted.lease.release();
+      ticket.done();
+    };
     let handedOff = false;
     try {
-      const { response, streaming } = await dispatch(rt, input, plan, neutral, idHeader, release);
+      const { response, streaming } = await dispatch(rt, input, plan, neutral, idHeader, release, signal);
       handedOff = streaming;
       return response;
     } finally {

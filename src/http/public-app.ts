@@ -36,6 +36,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
   // valid config, an active snapshot, and a snapshot that can serve every active model revision.
   app.get("/ready", async (c) => {
     const rt = c.var.runtime;
+    if (rt.drain.draining) return c.json({ status: "not_ready" }, 503);
     try {
       const snapshot = await rt.snapshots.current();
       if (unmetRequirements(snapshot, poolRequirements(rt.config.publication)).length > 0) return c.json({ status: "not_ready" }, 503);

@@ -12,6 +12,7 @@ import { systemClock, systemRng, type Clock } from "../traffic/deps.ts";
 import { AdmissionController, systemScheduler } from "../traffic/admission.ts";
 import { BreakerCache } from "../traffic/breaker-cache.ts";
 import { breakerClient } from "../traffic/breaker-client.ts";
+import { DrainController } from "../traffic/drain.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
@@ -27,6 +28,8 @@ export interface GatewayRuntime {
   readonly snapshots: SnapshotCache;
   /** Per-backend circuit breakers (cached view per isolate); undefined when disabled. */
   readonly breakers: BreakerCache | undefined;
+  /** Graceful drain of this isolate: stop admission, let requests finish, cancel the rest. */
+  readonly drain: DrainController;
   /** Isolate-local admission: concurrency limits and the fair, deadline-aware queue. */
   readonly admission: AdmissionController;
   readonly controller: SnapshotControllerClient;
@@ -127,6 +130,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
         onError: (err, backendId, operation) => console.error(JSON.stringify({ kind: "breaker_error", backendId, operation, error: String(err) })),
       });
     })(),
+    drain: new DrainController(clock),
     admission: new AdmissionController(clock, systemScheduler, {
       limits: {
         global: config.gateway.admission.maxConcurrent,
