@@ -39,6 +39,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
     ...o.secretsFromEnv.map((k) => `(name = ${str(k)}, fromEnvironment = ${str(k)})`),
     `(name = "SNAPSHOT_CONTROLLER", durableObjectNamespace = "BackendSnapshotController")`,
     `(name = "CIRCUIT_BREAKER", durableObjectNamespace = "CircuitBreaker")`,
+    `(name = "ATTEMPT_BUDGET", durableObjectNamespace = "AttemptBudget")`,
   ];
   const files = o.configFiles ?? {};
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
@@ -70,6 +71,7 @@ const sluice :Workerd.Worker = (
   durableObjectNamespaces = [
     (className = "BackendSnapshotController", uniqueKey = "sluice-backend-snapshot-controller", enableSql = true),
     (className = "CircuitBreaker", uniqueKey = "sluice-circuit-breaker", enableSql = true),
+    (className = "AttemptBudget", uniqueKey = "sluice-attempt-budget", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "state"),
   globalOutbound = "internet",

@@ -27,3 +27,4 @@ export class Admin extends WorkerEntrypoint<Env> {
 
 export { BackendSnapshotController } from "../durable-objects/backend-snapshot-controller.ts";
 export { CircuitBreaker } from "../durable-objects/circuit-breaker.ts";
+export { AttemptBudget } from "../durable-objects/attempt-budget.ts";

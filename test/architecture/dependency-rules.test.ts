@@ -20,13 +20,14 @@ function imports(file: string): string[] {
 const concern = (path: string) => /^src\/([^/]+)\//.exec(path)?.[1];
 
 /** Transport-neutral modules: no Hono, no Workers runtime modules, no bindings object. */
-const NEUTRAL = ["engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest"];
+const NEUTRAL = ["engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget"];
 
 /** Which concerns each concern may import (besides itself). Imports point inward. */
 const ALLOWED: Record<string, readonly string[]> = {
   errors: [],
   digest: [],
   traffic: [],
+  budget: ["errors", "traffic"],
   config: ["errors", "traffic", "snapshot", "protocol"],
   protocol: ["errors", "config"],
   plan: ["config", "protocol"],
