@@ -22,6 +22,8 @@ export interface Ingress {
   readonly receivedAt: number;
   /** Only the headers the bootstrap config marks trusted, lower-case names. */
   readonly trustedHeaders: ReadonlyMap<string, string>;
+  /** The caller's own absolute deadline (epoch ms), if it sent one: it can only shorten ours. */
+  readonly callerDeadlineAt?: number | undefined;
 }
 
 /** Answer without calling a backend (deny, protocol error, later: cache hit). */
@@ -149,7 +151,7 @@ export function createEngine(gateway: GatewayConfig, publication: PublicationCon
       route: decision.route,
       tiers: tiers.filter((t) => t.length > 0),
       retry: { maxAttempts: ep.maxAttempts },
-      deadlineAt: ingress.receivedAt + deadlineMs,
+      deadlineAt: Math.min(ingress.receivedAt + deadlineMs, ingress.callerDeadlineAt ?? Number.POSITIVE_INFINITY),
       affinityKey: ep.affinityHeader === undefined ? undefined : ingress.trustedHeaders.get(ep.affinityHeader),
       clientProtocol: ingress.protocol,
       stream: request.stream,

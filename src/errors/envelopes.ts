@@ -31,12 +31,14 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "model_not_allowed":
       return { openai: "permission_error", anthropic: "permission_error" };
     case "upstream_rate_limited":
+    case "attempt_budget_exhausted":
       return { openai: "rate_limit_error", anthropic: "rate_limit_error" };
     case "upstream_overloaded":
     case "no_backend_available":
     case "snapshot_unavailable":
     case "gateway_overloaded":
     case "gateway_draining":
+    case "attempt_budget_unavailable":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":
     case "upstream_timeout":

@@ -18,6 +18,8 @@ export type ErrorCode =
   | "no_backend_available"
   | "gateway_overloaded"
   | "gateway_draining"
+  | "attempt_budget_exhausted"
+  | "attempt_budget_unavailable"
   | "deadline_exceeded"
   | "client_closed"
   | "upstream_error"
@@ -66,6 +68,11 @@ function factsOf(code: ErrorCode): CodeFacts {
       return { status: 401, source: "client", retryable: false };
     case "model_not_allowed":
       return { status: 403, source: "client", retryable: false };
+    case "attempt_budget_exhausted":
+      // The caller's own budget for this call is spent: repeating the call cannot help.
+      return { status: 429, source: "client", retryable: false };
+    case "attempt_budget_unavailable":
+      return { status: 503, source: "internal", retryable: true };
     case "model_not_found":
     case "not_found":
     case "revision_not_found":

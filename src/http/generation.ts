@@ -1,5 +1,7 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId, ResponseStamp } from "../protocol/codec.ts";
+import type { ConsumeResult } from "../budget/attempt-budget.ts";
+import { parseCallBudget } from "../budget/attempt-budget-client.ts";
 import { ExecutionError } from "../invoker/executor.ts";
 import type { DispatchPlan } from "../plan/dispatch-plan.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
@@ -30,6 +32,7 @@ async function dispatch(
   idHeader: Record<string, string>,
   onStreamEnd: () => void,
   signal: AbortSignal,
+  callBudget: (() => Promise<ConsumeResult>) | undefined,
 ): Promise<{ response: Response; streaming: boolean }> {
   // Pin the snapshot once: this object serves the request to its end, whatever activates meanwhile.
   const snapshot = await rt.snapshots.current();
@@ -37,6 +40,7 @@ async function dispatch(
     snapshot,
     clientSignal: signal,
     breakers: rt.breakers?.forRequest(input.waitUntil),
+    callBudget,
   });
   const codec = rt.codecs.get(input.protocol)!;
   const stamp: ResponseStamp = { id: input.requestId.slice(4), created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
@@ -115,6 +119,8 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     checkHeaders(request.headers, limits);
     const principal = await rt.authenticator.authenticate(presentedKey(request.headers));
     const body = await readJsonBody(request, limits);
+    const call = parseCallBudget(request.headers, input.receivedAt);
+    if (call && "error" in call) throw new GatewayError("invalid_request", call.error);
     const action = rt.engine
       .begin({
         principal,
@@ -123,6 +129,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
         requestId,
         receivedAt: input.receivedAt,
         trustedHeaders: trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders),
+        callerDeadlineAt: call?.deadlineAt,
       })
       .prepare();
     if (action.kind === "immediate") return errorResponse(action.error, protocol, idHeader);
@@ -145,7 +152,13 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     };
     let handedOff = false;
     try {
-      const { response, streaming } = await dispatch(rt, input, plan, neutral, idHeader, release, signal);
+      // Call ids are scoped by tenant, so two tenants choosing the same id never share a budget.
+      const callBudget =
+        call === undefined
+          ? undefined
+          : () => rt.callBudgets.consume(`${principal.tenantId}:${call.callId}`, { initialBudget: call.budget, deadlineAt: call.deadlineAt });
+      if (call) idHeader["x-sluice-call-id"] = call.callId;
+      const { response, streaming } = await dispatch(rt, input, plan, neutral, idHeader, release, signal, callBudget);
       handedOff = streaming;
       return response;
     } finally {

@@ -7,6 +7,7 @@ import type { AttemptFinalizer, AttemptSink } from "../pipeline/attempt-finalize
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { Clock, Rng } from "../traffic/deps.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
+import type { ConsumeResult } from "../budget/attempt-budget.ts";
 import type { BreakerGate } from "../traffic/breaker-cache.ts";
 import type { Selector } from "../traffic/selector.ts";
 import { createSelector } from "../traffic/selectors/index.ts";
@@ -24,6 +25,11 @@ export interface ExecutionContext {
   readonly clientSignal: AbortSignal;
   /** Circuit breakers, when enabled: an open breaker only narrows the candidates. */
   readonly breakers?: BreakerGate | undefined;
+  /**
+   * The caller's cross-layer attempt budget, when it sent one: consumed before every attempt that
+   * is about to be sent, shared by every replica through its Durable Object.
+   */
+  readonly callBudget?: (() => Promise<ConsumeResult>) | undefined;
 }
 
 interface ExecutionCommon {
@@ -127,6 +133,23 @@ export class GatewayExecutor {
           continue;
         }
         permit = probe.permitId;
+      }
+      if (ctx.callBudget) {
+        let spent: ConsumeResult;
+        try {
+          spent = await ctx.callBudget();
+        } catch (err) {
+          // A strict budget fails closed: without the ledger no attempt is known to be allowed.
+          throw new ExecutionError(new GatewayError("attempt_budget_unavailable", "The caller's attempt budget could not be checked. Retry later.", { cause: err, retryAfterSeconds: 1 }), attempts);
+        }
+        if (!spent.ok) {
+          throw new ExecutionError(
+            spent.reason === "expired"
+              ? new GatewayError("deadline_exceeded", "The caller's deadline for this call has passed.")
+              : new GatewayError("attempt_budget_exhausted", "The attempt budget for this call is exhausted."),
+            attempts,
+          );
+        }
       }
       const result = await runAttempt(this.#deps, plan, request, ctx, choice, permit);
       attempts.push(result.attempt);

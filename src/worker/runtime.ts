@@ -13,6 +13,7 @@ import { AdmissionController, systemScheduler } from "../traffic/admission.ts";
 import { BreakerCache } from "../traffic/breaker-cache.ts";
 import { breakerClient } from "../traffic/breaker-client.ts";
 import { DrainController } from "../traffic/drain.ts";
+import { attemptBudgetClient, type AttemptBudgetClient } from "../budget/attempt-budget-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
@@ -28,6 +29,8 @@ export interface GatewayRuntime {
   readonly snapshots: SnapshotCache;
   /** Per-backend circuit breakers (cached view per isolate); undefined when disabled. */
   readonly breakers: BreakerCache | undefined;
+  /** Cross-layer attempt budgets, one Durable Object per (tenant, call id). */
+  readonly callBudgets: AttemptBudgetClient;
   /** Graceful drain of this isolate: stop admission, let requests finish, cancel the rest. */
   readonly drain: DrainController;
   /** Isolate-local admission: concurrency limits and the fair, deadline-aware queue. */
@@ -131,6 +134,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       });
     })(),
     drain: new DrainController(clock),
+    callBudgets: attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key)),
     admission: new AdmissionController(clock, systemScheduler, {
       limits: {
         global: config.gateway.admission.maxConcurrent,

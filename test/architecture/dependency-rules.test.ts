@@ -35,9 +35,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   auth: ["config", "digest", "errors", "engine"],
   engine: ["config", "errors", "plan", "protocol", "traffic"],
   pipeline: ["errors", "invoker", "protocol", "traffic"],
-  invoker: ["errors", "pipeline", "plan", "protocol", "snapshot", "traffic"],
-  http: ["config", "digest", "engine", "errors", "invoker", "pipeline", "plan", "protocol", "worker", "snapshot"],
-  worker: ["auth", "config", "digest", "engine", "errors", "http", "invoker", "pipeline", "protocol", "snapshot", "traffic"],
+  invoker: ["budget", "errors", "pipeline", "plan", "protocol", "snapshot", "traffic"],
+  http: ["budget", "config", "digest", "engine", "errors", "invoker", "pipeline", "plan", "protocol", "snapshot", "worker"],
+  worker: ["auth", "budget", "config", "digest", "engine", "errors", "http", "invoker", "pipeline", "protocol", "snapshot", "traffic"],
 };
 
 describe("module boundaries", () => {

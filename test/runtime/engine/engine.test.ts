@@ -102,6 +102,14 @@ describe("engine", () => {
     expect(a.plan.deadlineAt).toBe(clock.now() - 1000 + config.gateway.traffic.requestDeadlineMs);
   });
 
+  it("lets a caller's deadline shorten the request's, never lengthen it", () => {
+    const now = clock.now();
+    const shorter = dispatch(engine.begin(ingress(chat("hello"), { receivedAt: now, callerDeadlineAt: now + 1000 })).prepare());
+    expect(shorter.plan.deadlineAt).toBe(now + 1000);
+    const longer = dispatch(engine.begin(ingress(chat("hello"), { receivedAt: now, callerDeadlineAt: now + 10 * config.gateway.traffic.requestDeadlineMs })).prepare());
+    expect(longer.plan.deadlineAt).toBe(now + config.gateway.traffic.requestDeadlineMs);
+  });
+
   it("takes the affinity key from the configured trusted header", () => {
     const h = new Map([["x-sluice-session", "s-42"]]);
     expect(dispatch(engine.begin(ingress(chat("hello"), { trustedHeaders: h })).prepare()).plan.affinityKey).toBe("s-42");
