@@ -40,6 +40,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
     `(name = "SNAPSHOT_CONTROLLER", durableObjectNamespace = "BackendSnapshotController")`,
     `(name = "CIRCUIT_BREAKER", durableObjectNamespace = "CircuitBreaker")`,
     `(name = "ATTEMPT_BUDGET", durableObjectNamespace = "AttemptBudget")`,
+    `(name = "HEALTH_MONITOR", durableObjectNamespace = "HealthMonitor")`,
   ];
   const files = o.configFiles ?? {};
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
@@ -72,6 +73,7 @@ const sluice :Workerd.Worker = (
     (className = "BackendSnapshotController", uniqueKey = "sluice-backend-snapshot-controller", enableSql = true),
     (className = "CircuitBreaker", uniqueKey = "sluice-circuit-breaker", enableSql = true),
     (className = "AttemptBudget", uniqueKey = "sluice-attempt-budget", enableSql = true),
+    (className = "HealthMonitor", uniqueKey = "sluice-health-monitor", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "state"),
   globalOutbound = "internet",

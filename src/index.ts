@@ -28,3 +28,4 @@ export class Admin extends WorkerEntrypoint<Env> {
 export { BackendSnapshotController } from "../durable-objects/backend-snapshot-controller.ts";
 export { CircuitBreaker } from "../durable-objects/circuit-breaker.ts";
 export { AttemptBudget } from "../durable-objects/attempt-budget.ts";
+export { HealthMonitor } from "../durable-objects/health-monitor.ts";
