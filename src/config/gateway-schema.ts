@@ -75,6 +75,14 @@ export const gatewayConfigSchema = z.strictObject({
       cacheTtlMs: z.number().int().min(50).max(60_000).default(1000),
     })
     .prefault({}),
+  /** Active health probes (configured per backend in the snapshot's `healthCheck`). */
+  health: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** How long an isolate trusts its cached view of a backend's health. */
+      cacheTtlMs: z.number().int().min(50).max(60_000).default(2000),
+    })
+    .prefault({}),
   security: z
     .strictObject({
       /**

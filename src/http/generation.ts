@@ -40,6 +40,7 @@ async function dispatch(
     snapshot,
     clientSignal: signal,
     breakers: rt.breakers?.forRequest(input.waitUntil),
+    health: rt.health?.forRequest(input.waitUntil),
     callBudget,
   });
   const codec = rt.codecs.get(input.protocol)!;

@@ -9,11 +9,14 @@ import type { Clock, Rng } from "../traffic/deps.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { ConsumeResult } from "../budget/attempt-budget.ts";
 import type { BreakerGate } from "../traffic/breaker-cache.ts";
+import type { HealthGate } from "../traffic/health-cache.ts";
+import { minimumAvailable } from "../traffic/health.ts";
 import type { Selector } from "../traffic/selector.ts";
 import { createSelector } from "../traffic/selectors/index.ts";
 import type { AttemptRecord } from "./attempt.ts";
 import { eligibleCandidates, nextChoice, pickWith, type Choice } from "./candidates.ts";
 import type { CredentialSource } from "./credentials.ts";
+import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
 import { runAttempt } from "./upstream-attempt.ts";
 
@@ -30,6 +33,8 @@ export interface ExecutionContext {
    * is about to be sent, shared by every replica through its Durable Object.
    */
   readonly callBudget?: (() => Promise<ConsumeResult>) | undefined;
+  /** Active health, when enabled: unhealthy backends are left out unless that would empty a pool. */
+  readonly health?: HealthGate | undefined;
 }
 
 interface ExecutionCommon {
@@ -108,12 +113,23 @@ export class GatewayExecutor {
     const { clock } = this.#deps;
     const candidates = eligibleCandidates(plan, request, ctx.snapshot, this.#deps.codecs);
     const gate = ctx.breakers;
+    const health = ctx.health;
+    if (health) {
+      for (const c of candidates) {
+        for (const m of c.members) {
+          const target = probeTargetFor(m.backend, this.#deps.codecs.get(m.backend.protocol)!);
+          if (target) health.ensureWatched(m.backend.id, target);
+        }
+      }
+    }
     // Backends whose breaker refuses (open, or a half-open probe slot taken) are left out.
     const refused = new Set<string>();
     const select = pickWith((c, options, sel) => this.#selector(ctx.snapshot, c.model.pool, ctx.snapshot.pools.get(c.model.pool)!.selector).select(options, sel));
     const pick: typeof select = (c, members, sel) => {
       const open = members.filter((m) => !refused.has(m.key) && gate?.admission(m.backend.id) !== "deny");
-      return select(c, open, sel);
+      // Health narrows like a breaker, but never below one backend: probes can be wrong.
+      // Only backends with probes configured are looked up, so others cost no monitor calls.
+      return select(c, health ? minimumAvailable(open, (m) => !m.backend.healthCheck || health.isHealthy(m.backend.id), 1) : open, sel);
     };
     const tried = new Set<string>();
     const attempts: AttemptRecord[] = [];

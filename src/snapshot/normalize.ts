@@ -31,6 +31,7 @@ export interface NormalizedBackend {
   /** Sorted, unique. */
   readonly capabilities: readonly Capability[];
   readonly headers: Readonly<Record<string, string>>;
+  readonly healthCheck?: { readonly path: string; readonly intervalMs: number; readonly timeoutMs: number } | undefined;
 }
 
 export interface NormalizedMember {
@@ -126,6 +127,7 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
       credential: b.credential,
       capabilities: [...new Set(b.capabilities)].sort(),
       headers: Object.fromEntries(Object.entries(b.headers).sort(([a], [c]) => (a < c ? -1 : 1))),
+      healthCheck: b.healthCheck,
     };
     byName.set(b.name, nb);
     backends.push(nb);

@@ -26,6 +26,17 @@ const backendSchema = z.strictObject({
   capabilities: z.array(capabilitySchema).min(1),
   /** Extra static headers for the provider (never secrets: use `credential`). */
   headers: z.record(z.string().regex(/^[a-z0-9-]+$/), z.string()).default({}),
+  /**
+   * Active health probes on a non-billable path (GET `baseUrl` + `path`), run by one Durable
+   * Object per backend, so replicas never multiply them. Omitted: no active probes.
+   */
+  healthCheck: z
+    .strictObject({
+      path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, "a path starting with '/'").default("/models"),
+      intervalMs: z.number().int().min(1000).max(3_600_000).default(30_000),
+      timeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+    })
+    .optional(),
 });
 
 const memberSchema = z.strictObject({

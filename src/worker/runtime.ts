@@ -13,6 +13,8 @@ import { AdmissionController, systemScheduler } from "../traffic/admission.ts";
 import { BreakerCache } from "../traffic/breaker-cache.ts";
 import { breakerClient } from "../traffic/breaker-client.ts";
 import { DrainController } from "../traffic/drain.ts";
+import { HealthCache } from "../traffic/health-cache.ts";
+import { healthClient } from "../traffic/health-client.ts";
 import { attemptBudgetClient, type AttemptBudgetClient } from "../budget/attempt-budget-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { isolateConfig } from "./isolate-config.ts";
@@ -29,6 +31,8 @@ export interface GatewayRuntime {
   readonly snapshots: SnapshotCache;
   /** Per-backend circuit breakers (cached view per isolate); undefined when disabled. */
   readonly breakers: BreakerCache | undefined;
+  /** Active health of backends (cached view per isolate); undefined when disabled. */
+  readonly health: HealthCache | undefined;
   /** Cross-layer attempt budgets, one Durable Object per (tenant, call id). */
   readonly callBudgets: AttemptBudgetClient;
   /** Graceful drain of this isolate: stop admission, let requests finish, cancel the rest. */
@@ -134,6 +138,12 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       });
     })(),
     drain: new DrainController(clock),
+    health: config.gateway.health.enabled
+      ? new HealthCache(healthClient((id) => env.HEALTH_MONITOR.getByName(id)), clock, {
+          ttlMs: config.gateway.health.cacheTtlMs,
+          onError: (err) => console.error(JSON.stringify({ kind: "health_error", error: String(err) })),
+        })
+      : undefined,
     callBudgets: attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key)),
     admission: new AdmissionController(clock, systemScheduler, {
       limits: {

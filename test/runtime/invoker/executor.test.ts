@@ -395,3 +395,42 @@ describe("GatewayExecutor: circuit breakers narrow, never widen", () => {
     expect(other.seen).toHaveLength(0);
   });
 });
+
+describe("GatewayExecutor: active health narrows, never below one backend", () => {
+  async function probed(names: string[]) {
+    const snap = await snapshot(names.map((n, i) => ({ name: n, port: 9001 + i })), "round-robin");
+    // Give every backend a health check, as a snapshot with healthCheck would.
+    const backends = new Map([...snap.backends].map(([id, b]) => [id, { ...b, healthCheck: { path: "/models", intervalMs: 1000, timeoutMs: 100 } }]));
+    const pools = new Map(
+      [...snap.pools].map(([n, p]) => [n, { ...p, members: p.members.map((m) => ({ ...m, backend: backends.get(m.backend.id)! })) }]),
+    );
+    return { ...snap, backends, pools } as PinnedSnapshot;
+  }
+  function healthGate(unhealthy: Set<string>) {
+    const watched: string[] = [];
+    return {
+      watched,
+      g: { isHealthy: (id: string) => !unhealthy.has(id), status: () => "unknown" as const, ensureWatched: (id: string) => void watched.push(id) },
+    };
+  }
+
+  it("skips an unhealthy backend and asks the monitors to watch every probed candidate", async () => {
+    const snap = await probed(["a", "b"]);
+    const idA = [...snap.backends.values()].find((b) => b.name === "a")!.id;
+    const { executor, seen } = harness(() => okBody());
+    const { g, watched } = healthGate(new Set([idA]));
+    const a = plan();
+    for (let i = 0; i < 4; i++) await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), health: g });
+    expect(new Set(seen.map((s) => new URL(s.url).port))).toEqual(new Set(["9002"]));
+    expect(new Set(watched)).toEqual(new Set(snap.backends.keys()));
+  });
+
+  it("keeps serving from the only backend even when its probes say unhealthy", async () => {
+    const snap = await probed(["a"]);
+    const { executor, seen } = harness(() => okBody());
+    const { g } = healthGate(new Set(snap.backends.keys()));
+    const a = plan();
+    await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), health: g });
+    expect(seen).toHaveLength(1);
+  });
+});

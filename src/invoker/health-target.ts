@@ -1,0 +1,22 @@
+import type { Codec } from "../protocol/codec.ts";
+import type { NormalizedBackend } from "../snapshot/normalize.ts";
+import type { ProbeTarget } from "../traffic/health.ts";
+
+/**
+ * The active probe for a backend with `healthCheck` configured: GET on a non-billable path, with
+ * the protocol's own headers and the backend's credential by secret NAME (the monitor reads the
+ * value from its own bindings at probe time; storage never holds it).
+ */
+export function probeTargetFor(backend: NormalizedBackend, codec: Codec): ProbeTarget | undefined {
+  const hc = backend.healthCheck;
+  if (!hc) return undefined;
+  return {
+    url: `${backend.baseUrl}${hc.path}`,
+    method: "GET",
+    headers: { ...codec.upstreamHeaders, ...backend.headers, "accept-encoding": "identity" },
+    ...(backend.credential ? { credential: { authorizationSecret: backend.credential.secret, scheme: backend.credential.scheme } } : {}),
+    timeoutMs: hc.timeoutMs,
+    intervalMs: hc.intervalMs,
+    jitterRatio: 0.2,
+  };
+}
