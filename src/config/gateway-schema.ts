@@ -54,6 +54,8 @@ export const gatewayConfigSchema = z.strictObject({
       maxConcurrent: z.number().int().min(1).optional(),
       perTenant: z.number().int().min(1).optional(),
       perModel: z.number().int().min(1).optional(),
+      /** Concurrent requests per physical backend; a full backend is skipped for another. */
+      perBackend: z.number().int().min(1).optional(),
       maxQueue: z.number().int().min(0).max(100_000).default(1000),
       maxQueuePerTenant: z.number().int().min(0).max(100_000).default(100),
     })

@@ -2,7 +2,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId, ResponseStamp } from "../protocol/codec.ts";
 import type { ConsumeResult } from "../budget/attempt-budget.ts";
 import { parseCallBudget } from "../budget/attempt-budget-client.ts";
-import { ExecutionError } from "../invoker/executor.ts";
+import { ExecutionError, type ExecutionContext } from "../invoker/executor.ts";
 import type { DispatchPlan } from "../plan/dispatch-plan.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
 import { createClientStream } from "../pipeline/stream-pipeline.ts";
@@ -33,6 +33,7 @@ async function dispatch(
   onStreamEnd: () => void,
   signal: AbortSignal,
   callBudget: (() => Promise<ConsumeResult>) | undefined,
+  backendSlots: ExecutionContext["backendSlots"],
 ): Promise<{ response: Response; streaming: boolean }> {
   // Pin the snapshot once: this object serves the request to its end, whatever activates meanwhile.
   const snapshot = await rt.snapshots.current();
@@ -42,6 +43,7 @@ async function dispatch(
     breakers: rt.breakers?.forRequest(input.waitUntil),
     health: rt.health?.forRequest(input.waitUntil),
     callBudget,
+    backendSlots,
   });
   const codec = rt.codecs.get(input.protocol)!;
   const stamp: ResponseStamp = { id: input.requestId.slice(4), created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
@@ -159,7 +161,12 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
           ? undefined
           : () => rt.callBudgets.consume(`${principal.tenantId}:${call.callId}`, { initialBudget: call.budget, deadlineAt: call.deadlineAt });
       if (call) idHeader["x-sluice-call-id"] = call.callId;
-      const { response, streaming } = await dispatch(rt, input, plan, neutral, idHeader, release, signal, callBudget);
+      const backendSlots = {
+        // The slot this request already holds counts as room: a retry may go back to it.
+        hasRoom: (id: string) => admitted.lease.backend === id || rt.admission.hasBackendRoom(id),
+        acquire: (id: string) => admitted.lease.acquireBackend(id).ok,
+      };
+      const { response, streaming } = await dispatch(rt, input, plan, neutral, idHeader, release, signal, callBudget, backendSlots);
       handedOff = streaming;
       return response;
     } finally {

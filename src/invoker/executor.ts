@@ -35,6 +35,11 @@ export interface ExecutionContext {
   readonly callBudget?: (() => Promise<ConsumeResult>) | undefined;
   /** Active health, when enabled: unhealthy backends are left out unless that would empty a pool. */
   readonly health?: HealthGate | undefined;
+  /**
+   * Backend-level admission: a full backend is skipped, and the request's backend slot moves to
+   * the backend of each attempt (never waits: the request already holds its other slots).
+   */
+  readonly backendSlots?: { hasRoom(backendId: string): boolean; acquire(backendId: string): boolean } | undefined;
 }
 
 interface ExecutionCommon {
@@ -126,7 +131,9 @@ export class GatewayExecutor {
     const refused = new Set<string>();
     const select = pickWith((c, options, sel) => this.#selector(ctx.snapshot, c.model.pool, ctx.snapshot.pools.get(c.model.pool)!.selector).select(options, sel));
     const pick: typeof select = (c, members, sel) => {
-      const open = members.filter((m) => !refused.has(m.key) && gate?.admission(m.backend.id) !== "deny");
+      const open = members.filter(
+        (m) => !refused.has(m.key) && gate?.admission(m.backend.id) !== "deny" && ctx.backendSlots?.hasRoom(m.backend.id) !== false,
+      );
       // Health narrows like a breaker, but never below one backend: probes can be wrong.
       // Only backends with probes configured are looked up, so others cost no monitor calls.
       return select(c, health ? minimumAvailable(open, (m) => !m.backend.healthCheck || health.isHealthy(m.backend.id), 1) : open, sel);
@@ -141,6 +148,10 @@ export class GatewayExecutor {
       }
       tried.add(choice.member.key);
       last = choice;
+      if (ctx.backendSlots && !ctx.backendSlots.acquire(choice.member.backend.id)) {
+        refused.add(choice.member.key);
+        continue;
+      }
       let permit: string | undefined;
       if (gate?.admission(choice.member.backend.id) === "probe") {
         const probe = await gate.acquireProbe(choice.member.backend.id);

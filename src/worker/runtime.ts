@@ -150,6 +150,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
         global: config.gateway.admission.maxConcurrent,
         perTenant: config.gateway.admission.perTenant,
         perModel: config.gateway.admission.perModel,
+        perBackend: config.gateway.admission.perBackend,
       },
       maxQueue: config.gateway.admission.maxQueue,
       maxQueuePerTenant: config.gateway.admission.maxQueuePerTenant,

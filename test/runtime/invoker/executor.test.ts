@@ -434,3 +434,27 @@ describe("GatewayExecutor: active health narrows, never below one backend", () =
     expect(seen).toHaveLength(1);
   });
 });
+
+describe("GatewayExecutor: backend-level admission", () => {
+  it("skips a backend without room and takes the slot of the one it calls", async () => {
+    const snap = await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }], "round-robin");
+    const idA = [...snap.backends.values()].find((b) => b.name === "a")!.id;
+    const idB = [...snap.backends.values()].find((b) => b.name === "b")!.id;
+    const acquired: string[] = [];
+    const slots = { hasRoom: (id: string) => id !== idA, acquire: (id: string) => (acquired.push(id), true) };
+    const { executor, seen } = harness(() => okBody());
+    const a = plan();
+    for (let i = 0; i < 3; i++) await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), backendSlots: slots });
+    expect(seen.map((s) => new URL(s.url).port)).toEqual(["9002", "9002", "9002"]);
+    expect(acquired).toEqual([idB, idB, idB]);
+  });
+
+  it("moves on when a slot is taken between the check and the call", async () => {
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    const { executor, seen } = harness(() => okBody());
+    const a = plan();
+    const err = (await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), backendSlots: { hasRoom: () => true, acquire: () => false } }).catch(unwrap)) as GatewayError;
+    expect(err.code).toBe("no_backend_available");
+    expect(seen).toHaveLength(0);
+  });
+});
