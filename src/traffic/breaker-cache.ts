@@ -1,13 +1,12 @@
 import type { BreakerAdmission, BreakerReport, BreakerSnapshot, BreakerState } from "./breaker.ts";
 import type { BreakerClient } from "./breaker-client.ts";
+import { nonNegative, runInBackground, touchLru, type Schedule } from "./cached-views.ts";
 import type { Clock } from "./deps.ts";
 
-/**
- * Keeps background work alive past the response: the request's `ctx.waitUntil`, passed per call
- * because an execution context belongs to one request, while the cache belongs to the isolate.
- * Pass `(p) => ctx.waitUntil(p)` (waitUntil must be called on its context).
- */
-export type Schedule = (work: Promise<unknown>) => void;
+// `Schedule` keeps background work alive past the response: the request's `ctx.waitUntil`, passed
+// per call because an execution context belongs to one request, while the cache belongs to the
+// isolate. Pass `(p) => ctx.waitUntil(p)` (waitUntil must be called on its context).
+export type { Schedule } from "./cached-views.ts";
 
 /**
  * What the isolate's cached view says about sending an attempt to a backend:
@@ -267,12 +266,7 @@ export class BreakerCache {
 
   /** Starts `work` now and hands it to `schedule`; neither a throw nor a rejection reaches the caller. */
   #run(schedule: Schedule, backendId: string, operation: BreakerCacheOperation, work: () => Promise<void>): void {
-    const p = (async () => work())().catch((err: unknown) => this.#error(err, backendId, operation));
-    try {
-      schedule(p);
-    } catch (err) {
-      this.#error(err, backendId, operation);
-    }
+    runInBackground(schedule, work, (err) => this.#error(err, backendId, operation));
   }
 
   #error(err: unknown, backendId: string, operation: BreakerCacheOperation): void {
@@ -284,9 +278,10 @@ export class BreakerCache {
   }
 
   #touch(backendId: string): Entry {
-    let entry = this.#entries.get(backendId);
-    if (entry === undefined) {
-      entry = {
+    return touchLru(
+      this.#entries,
+      backendId,
+      (): Entry => ({
         view: undefined,
         fetchedAt: Number.NEGATIVE_INFINITY,
         refreshingSince: undefined,
@@ -295,20 +290,9 @@ export class BreakerCache {
         successes: 0,
         failures: 0,
         flushScheduled: false,
-      };
-    } else {
-      this.#entries.delete(backendId);
-    }
-    this.#entries.set(backendId, entry);
-    if (this.#entries.size > this.#maxEntries) {
-      const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) this.#entries.delete(oldest);
-    }
-    return entry;
+      }),
+      this.#maxEntries,
+    );
   }
 }
 
-function nonNegative(name: string, v: number): number {
-  if (!(Number.isFinite(v) && v >= 0)) throw new RangeError(`${name} must be a finite number >= 0, got ${v}`);
-  return v;
-}

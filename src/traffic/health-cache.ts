@@ -1,9 +1,9 @@
-import type { Schedule } from "./breaker-cache.ts";
+import { nonNegative, runInBackground, touchLru, type Schedule } from "./cached-views.ts";
 import { isRoutable, probeTargetKey, resolveProbeTarget, type HealthStatus, type ProbeTarget } from "./health.ts";
 import type { HealthClient, HealthView } from "./health-client.ts";
 import type { Clock } from "./deps.ts";
 
-export type { Schedule } from "./breaker-cache.ts";
+export type { Schedule } from "./cached-views.ts";
 
 export type HealthCacheOperation = "state" | "watch";
 
@@ -201,12 +201,7 @@ export class HealthCache {
 
   /** Starts `work` now and hands it to `schedule`; neither a throw nor a rejection reaches the caller. */
   #run(schedule: Schedule, backendId: string, operation: HealthCacheOperation, work: () => Promise<void>): void {
-    const p = (async () => work())().catch((err: unknown) => this.#error(err, backendId, operation));
-    try {
-      schedule(p);
-    } catch (err) {
-      this.#error(err, backendId, operation);
-    }
+    runInBackground(schedule, work, (err) => this.#error(err, backendId, operation));
   }
 
   #error(err: unknown, backendId: string, operation: HealthCacheOperation): void {
@@ -218,9 +213,10 @@ export class HealthCache {
   }
 
   #touch(backendId: string): Entry {
-    let entry = this.#entries.get(backendId);
-    if (entry === undefined) {
-      entry = {
+    return touchLru(
+      this.#entries,
+      backendId,
+      (): Entry => ({
         view: undefined,
         fetchedAt: Number.NEGATIVE_INFINITY,
         refreshingSince: undefined,
@@ -230,16 +226,9 @@ export class HealthCache {
         watchingSince: Number.NEGATIVE_INFINITY,
         failedKey: undefined,
         failedAt: Number.NEGATIVE_INFINITY,
-      };
-    } else {
-      this.#entries.delete(backendId);
-    }
-    this.#entries.set(backendId, entry);
-    if (this.#entries.size > this.#maxEntries) {
-      const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) this.#entries.delete(oldest);
-    }
-    return entry;
+      }),
+      this.#maxEntries,
+    );
   }
 }
 
@@ -251,7 +240,3 @@ function safeKey(target: unknown): string {
   }
 }
 
-function nonNegative(name: string, v: number): number {
-  if (!(Number.isFinite(v) && v >= 0)) throw new RangeError(`${name} must be a finite number >= 0, got ${v}`);
-  return v;
-}
