@@ -18,8 +18,11 @@ export function breakerReport(a: Readonly<AttemptRecord>): BreakerReport {
     case "stream_cut":
     case "protocol_error":
       return "failure";
-    case "client_cancelled":
     case "connect_failed":
+      // A connection the backend refused counts; a credential missing from the gateway's own
+      // config (also never sent) says nothing about the backend.
+      return a.errorCode === "upstream_unreachable" ? "failure" : "neutral";
+    case "client_cancelled":
     case "in_progress":
       return "neutral";
   }

@@ -11,7 +11,8 @@
  *
  * A connection failure without response headers is `unknown`: workerd's fetch reports a refused
  * connection and a reset after the body was written with the same error (no structured field
- * tells them apart), and treating a reset as known-zero would bill twice.
+ * tells them apart), and treating a reset as known-zero would bill twice. Backends with
+ * `connectCheck` open a TCP connection first: when THAT fails, nothing was sent — known-zero.
  */
 export type EvidenceClass = "known_zero" | "unknown" | "client_error" | "success";
 
@@ -19,6 +20,7 @@ export type EvidenceClass = "known_zero" | "unknown" | "client_error" | "success
 export type EvidenceReason =
   | "ok"
   | "rejected_before_processing"
+  | "connect_failed"
   | "status_after_acceptance"
   | "status_client_error"
   | "network_error"

@@ -81,6 +81,8 @@ export interface ExecutorDeps {
   readonly backoff?: BackoffPolicy | undefined;
   /** Per attempt: longest wait for response headers. */
   readonly firstByteTimeoutMs?: number | undefined;
+  /** TCP pre-connect for backends with `connectCheck` (see upstream-attempt.ts). */
+  readonly preconnect?: ((hostname: string, port: number, signal: AbortSignal) => Promise<boolean>) | undefined;
 }
 
 /** A selector per (snapshot digest, pool): state such as round-robin position lives per pool. */

@@ -25,6 +25,11 @@ export interface AttemptDeps {
   readonly fetch: typeof fetch;
   /** Per attempt: longest wait for the provider's response headers (connection set-up included). */
   readonly firstByteTimeoutMs?: number | undefined;
+  /**
+   * Opens (and closes) a TCP connection to host:port; resolves false when it cannot be opened.
+   * Used for backends with `connectCheck` (the composition root supplies the sockets API).
+   */
+  readonly preconnect?: ((hostname: string, port: number, signal: AbortSignal) => Promise<boolean>) | undefined;
 }
 
 export interface AttemptContext {
@@ -146,6 +151,26 @@ export async function runAttempt(
     // A refused connection and a reset after the body was written look the same here: unknown.
     return fail(new GatewayError("upstream_unreachable", "The model provider could not be reached.", { cause: err }), { class: "unknown", reason: "network_error" }, "network_error");
   };
+
+  if (backend.connectCheck && deps.preconnect) {
+    const url = new URL(backend.baseUrl);
+    const port = url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+    let opened: boolean;
+    try {
+      opened = await deps.preconnect(url.hostname, port, signal);
+    } catch {
+      opened = false;
+    }
+    if (signal.aborted) {
+      clearTimeout(firstByteTimer);
+      return aborted(signal.reason);
+    }
+    if (!opened) {
+      clearTimeout(firstByteTimer);
+      // The request was never sent: the connection did not open. Safe to try elsewhere.
+      return fail(new GatewayError("upstream_unreachable", "The model provider could not be reached."), { class: "known_zero", reason: "connect_failed" }, "connect_failed");
+    }
+  }
 
   let res: Response;
   try {

@@ -32,6 +32,8 @@ export interface NormalizedBackend {
   readonly capabilities: readonly Capability[];
   readonly headers: Readonly<Record<string, string>>;
   readonly healthCheck?: { readonly path: string; readonly intervalMs: number; readonly timeoutMs: number } | undefined;
+  /** Open a TCP connection before each attempt, so a refused one is known-zero evidence. */
+  readonly connectCheck?: boolean | undefined;
 }
 
 export interface NormalizedMember {
@@ -128,6 +130,8 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
       capabilities: [...new Set(b.capabilities)].sort(),
       headers: Object.fromEntries(Object.entries(b.headers).sort(([a], [c]) => (a < c ? -1 : 1))),
       healthCheck: b.healthCheck,
+      // Only recorded when on, so snapshots without it keep their digests.
+      connectCheck: b.connectCheck ? true : undefined,
     };
     byName.set(b.name, nb);
     backends.push(nb);

@@ -27,6 +27,13 @@ const backendSchema = z.strictObject({
   /** Extra static headers for the provider (never secrets: use `credential`). */
   headers: z.record(z.string().regex(/^[a-z0-9-]+$/), z.string()).default({}),
   /**
+   * Open a TCP connection before each attempt and only then send the request. A connection that
+   * cannot be opened proves nothing was sent (known-zero), so the attempt may be retried elsewhere;
+   * fetch alone cannot tell a refused connection from a reset after the body was written. Costs
+   * one extra TCP handshake per attempt.
+   */
+  connectCheck: z.boolean().default(false),
+  /**
    * Active health probes on a non-billable path (GET `baseUrl` + `path`), run by one Durable
    * Object per backend, so replicas never multiply them. Omitted: no active probes.
    */

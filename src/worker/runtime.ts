@@ -1,3 +1,4 @@
+import { connect } from "cloudflare:sockets";
 import { ApiKeyAuthenticator } from "../auth/api-key-authenticator.ts";
 import type { LoadedConfig } from "../config/load-config.ts";
 import { canonicalDigest } from "../digest/canonical-digest.ts";
@@ -88,6 +89,25 @@ function snapshotControllerClient(env: Env): SnapshotControllerClient {
   };
 }
 
+/**
+ * Opens a TCP connection and closes it again: true when it opened. Backends with `connectCheck`
+ * use it before each attempt, so a connection that cannot be opened is proof nothing was sent.
+ */
+async function tcpPreconnect(hostname: string, port: number, signal: AbortSignal): Promise<boolean> {
+  const socket = connect({ hostname, port });
+  const onAbort = () => void socket.close().catch(() => {});
+  signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    await socket.opened;
+    return true;
+  } catch {
+    return false;
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    socket.close().catch(() => {});
+  }
+}
+
 let runtime: { env: Env; value: Promise<GatewayRuntime> } | undefined;
 
 /** The isolate's runtime, built on first use and rebuilt only if the bindings object changes. */
@@ -120,6 +140,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       sink: accessLogSink(config.gateway.observability.accessLog),
       fetch: (input, init) => fetch(input, init),
       firstByteTimeoutMs: config.gateway.traffic.firstByteTimeoutMs,
+      preconnect: tcpPreconnect,
     }),
     breakers: (() => {
       const b = config.gateway.breaker;

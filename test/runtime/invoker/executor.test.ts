@@ -458,3 +458,40 @@ describe("GatewayExecutor: backend-level admission", () => {
     expect(seen).toHaveLength(0);
   });
 });
+
+describe("GatewayExecutor: connectCheck turns a refused connection into known-zero evidence", () => {
+  async function checked(names: string[]) {
+    const snap = await snapshot(names.map((n, i) => ({ name: n, port: 9001 + i })), "round-robin");
+    const backends = new Map([...snap.backends].map(([id, b]) => [id, { ...b, connectCheck: true }]));
+    const pools = new Map([...snap.pools].map(([n, p]) => [n, { ...p, members: p.members.map((m) => ({ ...m, backend: backends.get(m.backend.id)! })) }]));
+    return { ...snap, backends, pools } as PinnedSnapshot;
+  }
+
+  it("never sends to a backend whose connection would not open, and retries elsewhere", async () => {
+    const snap = await checked(["a", "b"]);
+    const seen: Seen[] = [];
+    const attempts: AttemptRecord[] = [];
+    const withPreconnect = new GatewayExecutor({
+      codecs: builtinCodecs,
+      credentials: { get: () => "k" },
+      load: new LoadTracker(clock),
+      clock,
+      rng: { next: () => 0.5 },
+      sink: { attemptFinished: (x) => attempts.push({ ...x }) },
+      sleep: async () => {},
+      fetch: async (input, init) => {
+        seen.push({ url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) });
+        return okBody();
+      },
+      preconnect: async (_host, port) => port !== 9001,
+    });
+    const a = plan();
+    const p3 = { ...a.plan, retry: { maxAttempts: 3 } };
+    for (let i = 0; i < 4; i++) await withPreconnect.execute(p3, a.request, { snapshot: snap, clientSignal: live() });
+    expect(seen.every((s) => new URL(s.url).port === "9002")).toBe(true);
+    expect(seen).toHaveLength(4);
+    const refused = attempts.filter((x) => x.outcome === "connect_failed");
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((x) => x.evidence?.class === "known_zero" && x.evidence.reason === "connect_failed")).toBe(true);
+  });
+});
