@@ -143,10 +143,15 @@ export class GatewayExecutor {
     const tried = new Set<string>();
     const attempts: AttemptRecord[] = [];
     let last: Choice | undefined;
+    let lastError: GatewayError | undefined;
     for (;;) {
       const choice = nextChoice(candidates, tried, last, pick, { affinityKey: plan.affinityKey });
       if (!choice) {
-        throw new ExecutionError(new GatewayError("no_backend_available", `No backend is available for the model '${plan.entrypoint}'. Retry later.`, { retryAfterSeconds: 1 }), attempts);
+        // After a failed attempt, the client hears what actually happened, not "no backend".
+        throw new ExecutionError(
+          lastError ?? new GatewayError("no_backend_available", `No backend is available for the model '${plan.entrypoint}'. Retry later.`, { retryAfterSeconds: 1 }),
+          attempts,
+        );
       }
       tried.add(choice.member.key);
       last = choice;
@@ -195,6 +200,7 @@ export class GatewayExecutor {
         this.#deps.backoff,
       );
       if (decision.action === "stop") throw new ExecutionError(result.error, attempts);
+      lastError = result.error;
       try {
         await (this.#deps.sleep ?? realSleep)(decision.delayMs, ctx.clientSignal);
       } catch {

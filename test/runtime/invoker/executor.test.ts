@@ -495,3 +495,25 @@ describe("GatewayExecutor: connectCheck turns a refused connection into known-ze
     expect(refused.every((x) => x.evidence?.class === "known_zero" && x.evidence.reason === "connect_failed")).toBe(true);
   });
 });
+
+describe("GatewayExecutor: the client hears the real failure", () => {
+  it("answers the last attempt's error when nothing is left to retry on", async () => {
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    let calls = 0;
+    // The breaker opens after the first failure: the retry finds no candidate left.
+    const g = {
+      isOpen: () => calls > 0,
+      admission: () => (calls > 0 ? ("deny" as const) : ("allow" as const)),
+      state: () => "closed" as const,
+      acquireProbe: async () => ({ allowed: false, probe: true }),
+      report: () => {},
+    };
+    const { executor } = harness(() => (calls++, Response.json({ error: {} }, { status: 429, headers: { "retry-after": "0" } })));
+    const a = plan();
+    const err = (await executor
+      .execute({ ...a.plan, retry: { maxAttempts: 3 }, tiers: [[a.plan.tiers[0]![0]!]] }, a.request, { snapshot: snap, clientSignal: live(), breakers: g })
+      .catch(unwrap)) as GatewayError;
+    expect(err.code).toBe("upstream_rate_limited");
+    expect(calls).toBe(1);
+  });
+});
