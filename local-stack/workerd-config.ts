@@ -41,6 +41,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
     `(name = "CIRCUIT_BREAKER", durableObjectNamespace = "CircuitBreaker")`,
     `(name = "ATTEMPT_BUDGET", durableObjectNamespace = "AttemptBudget")`,
     `(name = "HEALTH_MONITOR", durableObjectNamespace = "HealthMonitor")`,
+    `(name = "BUDGET_LEDGER", durableObjectNamespace = "BudgetLedger")`,
   ];
   const files = o.configFiles ?? {};
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
@@ -74,6 +75,7 @@ const sluice :Workerd.Worker = (
     (className = "CircuitBreaker", uniqueKey = "sluice-circuit-breaker", enableSql = true),
     (className = "AttemptBudget", uniqueKey = "sluice-attempt-budget", enableSql = true),
     (className = "HealthMonitor", uniqueKey = "sluice-health-monitor", enableSql = true),
+    (className = "BudgetLedger", uniqueKey = "sluice-budget-ledger", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "state"),
   globalOutbound = "internet",

@@ -29,3 +29,4 @@ export { BackendSnapshotController } from "../durable-objects/backend-snapshot-c
 export { CircuitBreaker } from "../durable-objects/circuit-breaker.ts";
 export { AttemptBudget } from "../durable-objects/attempt-budget.ts";
 export { HealthMonitor } from "../durable-objects/health-monitor.ts";
+export { BudgetLedger } from "../durable-objects/budget-ledger.ts";

@@ -20,7 +20,7 @@ function imports(file: string): string[] {
 const concern = (path: string) => /^src\/([^/]+)\//.exec(path)?.[1];
 
 /** Transport-neutral modules: no Hono, no Workers runtime modules, no bindings object. */
-const NEUTRAL = ["engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget"];
+const NEUTRAL = ["engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget", "ledger"];
 
 /** Which concerns each concern may import (besides itself). Imports point inward. */
 const ALLOWED: Record<string, readonly string[]> = {
@@ -28,6 +28,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   digest: [],
   traffic: [],
   budget: ["errors", "traffic"],
+  ledger: ["errors", "traffic"],
   config: ["errors", "traffic", "snapshot", "protocol"],
   protocol: ["errors", "config"],
   plan: ["config", "protocol"],

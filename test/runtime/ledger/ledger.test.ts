@@ -1,0 +1,160 @@
+import { describe, expect, it } from "vitest";
+import { BudgetLedgerCore, MemoryLedgerStore, type ReserveRequest } from "../../../src/ledger/ledger.ts";
+
+const T0 = 1_800_000_000_000;
+const DAY = 86_400_000;
+const PATH = ["org:acme", "team:ml", "project:x", "key:k1"] as const;
+
+function ledger() {
+  const store = new MemoryLedgerStore();
+  const l = new BudgetLedgerCore(store);
+  return { store, l };
+}
+
+const req = (micros: number, tokens = 0, over: Partial<ReserveRequest> = {}): ReserveRequest => ({ scopes: PATH, currency: "USD", amount: { micros, tokens }, now: T0, ...over });
+
+/** Money held at every scope of the path, over all its counters (limited or not). */
+const heldAt = (l: BudgetLedgerCore) => PATH.map((s) => l.usage(s).reduce((n, c) => n + (c.metric === "money:USD" ? c.held : 0), 0));
+
+describe("BudgetLedgerCore: reserve", () => {
+  it("reserves in every scope of the path, counting unlimited scopes too", () => {
+    const { l } = ledger();
+    l.setLimits("org:acme", { money: { currency: "USD", limitMicros: 10_000_000, periodMs: DAY } });
+    expect(l.reserve("a1", req(2_500_000, 100))).toEqual({ ok: true, attemptId: "a1", leaseExpiresAt: T0 + 600_000 });
+    expect(l.balance("org:acme", T0).money).toMatchObject({ limit: 10_000_000, held: 2_500_000, spent: 0, remaining: 7_500_000 });
+    for (const s of PATH.slice(1)) expect(l.usage(s)).toEqual(expect.arrayContaining([expect.objectContaining({ metric: "money:USD", windowStart: 0, held: 2_500_000 })]));
+  });
+
+  it.each(PATH.map((s, i) => [s, i] as const))("refuses at %s alone, leaving no dangling reservation at the other levels", (scope) => {
+    const { l } = ledger();
+    for (const s of PATH) l.setLimits(s, { money: { currency: "USD", limitMicros: s === scope ? 1_000 : 1_000_000, periodMs: DAY } });
+    expect(l.reserve("ok", req(600))).toMatchObject({ ok: true });
+    const r = l.reserve("too-much", req(500));
+    expect(r).toMatchObject({ ok: false, reason: "money_budget_exceeded", scope, limit: 1_000, used: 600, requested: 500, retryAfterMs: DAY - (T0 % DAY) });
+    expect(heldAt(l)).toEqual([600, 600, 600, 600]);
+    expect(l.attempt("too-much")).toMatchObject({ state: "refused", charges: [] });
+  });
+
+  it("reports the narrowest failing scope when several fail", () => {
+    const { l } = ledger();
+    l.setLimits("org:acme", { money: { currency: "USD", limitMicros: 100, periodMs: DAY } });
+    l.setLimits("project:x", { money: { currency: "USD", limitMicros: 100, periodMs: DAY } });
+    l.setLimits("team:ml", { tokens: { limit: 10, windowMs: 60_000 } });
+    expect(l.reserve("a", req(500, 50))).toMatchObject({ ok: false, scope: "project:x", reason: "money_budget_exceeded" });
+    expect(l.reserve("b", req(50, 50))).toMatchObject({ ok: false, scope: "team:ml", reason: "token_limit_exceeded", metric: "tokens", retryAfterMs: 60_000 - (T0 % 60_000) });
+    expect(heldAt(l)).toEqual([0, 0, 0, 0]);
+  });
+
+  it("refuses a currency that differs from the scope's budget", () => {
+    const { l } = ledger();
+    l.setLimits("team:ml", { money: { currency: "EUR", limitMicros: 1_000_000, periodMs: DAY } });
+    expect(l.reserve("a", req(1))).toMatchObject({ ok: false, reason: "currency_mismatch", scope: "team:ml" });
+  });
+
+  it("is idempotent by attempt id: a second reserve returns the first result", () => {
+    const { l } = ledger();
+    l.setLimits("org:acme", { money: { currency: "USD", limitMicros: 1_000, periodMs: DAY } });
+    const first = l.reserve("a", req(800));
+    expect(l.reserve("a", req(100))).toEqual(first);
+    expect(l.balance("org:acme", T0).money?.held).toBe(800);
+    const refused = l.reserve("b", req(800));
+    expect(refused.ok).toBe(false);
+    l.release("a", T0);
+    expect(l.reserve("b", req(1))).toEqual(refused);
+  });
+
+  it("admits exactly up to the limit and a new period starts afresh", () => {
+    const { l } = ledger();
+    l.setLimits("key:k1", { money: { currency: "USD", limitMicros: 3_000, periodMs: DAY } });
+    for (const id of ["a", "b", "c"]) expect(l.reserve(id, req(1_000)).ok).toBe(true);
+    expect(l.reserve("d", req(1)).ok).toBe(false);
+    expect(l.reserve("e", req(1_000, 0, { now: T0 + DAY })).ok).toBe(true);
+  });
+
+  it("rejects invalid arguments without writing", () => {
+    const { l, store } = ledger();
+    expect(() => l.reserve("a", req(1.5))).toThrow(RangeError);
+    expect(() => l.reserve("a", req(-1))).toThrow(RangeError);
+    expect(() => l.reserve("a", { ...req(1), scopes: [] })).toThrow(RangeError);
+    expect(() => l.reserve("a", { ...req(1), scopes: ["x", "x"] })).toThrow(RangeError);
+    expect(() => l.reserve("a", { ...req(1), currency: "usd" })).toThrow(RangeError);
+    expect(() => l.reserve("", req(1))).toThrow(RangeError);
+    expect(() => l.setLimits("s", { money: { currency: "USD", limitMicros: 0.5, periodMs: DAY } })).toThrow(RangeError);
+    expect(() => l.settle("a", { micros: 0.1, tokens: 0 }, T0)).toThrow(RangeError);
+    expect(store.attempts()).toEqual([]);
+  });
+});
+
+describe("BudgetLedgerCore: settle and release", () => {
+  const setup = () => {
+    const r = ledger();
+    r.l.setLimits("org:acme", { money: { currency: "USD", limitMicros: 10_000, periodMs: DAY }, tokens: { limit: 1_000, windowMs: 60_000 } });
+    expect(r.l.reserve("a", req(4_000, 400)).ok).toBe(true);
+    return r;
+  };
+
+  it("settles once, releasing the excess; a second settle returns the first answer and changes nothing", () => {
+    const { l } = setup();
+    const first = l.settle("a", { micros: 1_500, tokens: 150 }, T0 + 5);
+    expect(first).toEqual({ ok: true, attemptId: "a", state: "settled", settlement: { actual: { micros: 1_500, tokens: 150 }, overrun: { micros: 0, tokens: 0 }, settledAt: T0 + 5 } });
+    expect(l.settle("a", { micros: 9_000, tokens: 900 }, T0 + 9)).toEqual(first);
+    expect(l.settle("a", "unknown", T0 + 9)).toEqual(first);
+    expect(l.balance("org:acme", T0 + 10).money).toMatchObject({ spent: 1_500, held: 0, overrun: 0, remaining: 8_500 });
+    expect(l.balance("org:acme", T0 + 10).tokens).toMatchObject({ spent: 150, held: 0 });
+    expect(l.release("a", T0 + 11)).toMatchObject({ ok: false, reason: "conflict", state: "settled" });
+  });
+
+  it("records an overrun when the actual cost exceeds the reservation", () => {
+    const { l } = setup();
+    expect(l.settle("a", { micros: 5_000, tokens: 400 }, T0)).toMatchObject({ ok: true, settlement: { overrun: { micros: 1_000, tokens: 0 } } });
+    expect(l.balance("org:acme", T0).money).toMatchObject({ spent: 5_000, overrun: 1_000, held: 0, remaining: 5_000 });
+    expect(l.attempt("a")).toMatchObject({ state: "settled", settlement: { overrun: { micros: 1_000 } } });
+  });
+
+  it("keeps unknown usage held as pending_reconciliation: never zero, never refunded", () => {
+    const { l } = setup();
+    expect(l.settle("a", "unknown", T0)).toMatchObject({ ok: true, state: "pending_reconciliation", settlement: { actual: "unknown" } });
+    for (const s of PATH) expect(l.usage(s).find((c) => c.metric === "money:USD")).toMatchObject({ held: 4_000, pending: 4_000, spent: 0 });
+    expect(l.release("a", T0)).toMatchObject({ ok: false, reason: "conflict" });
+    expect(l.settle("a", { micros: 1, tokens: 1 }, T0)).toMatchObject({ state: "pending_reconciliation" });
+    expect(l.expireLeases(T0 + DAY)).toBe(0);
+    expect(l.balance("org:acme", T0).money).toMatchObject({ held: 4_000, pending: 4_000, remaining: 6_000 });
+  });
+
+  it("releases an attempt never sent, idempotently; a settle after it is a conflict", () => {
+    const { l } = setup();
+    expect(l.release("a", T0 + 1)).toEqual({ ok: true, attemptId: "a", state: "released", releasedAt: T0 + 1 });
+    expect(l.release("a", T0 + 2)).toEqual({ ok: true, attemptId: "a", state: "released", releasedAt: T0 + 1 });
+    expect(heldAt(l)).toEqual([0, 0, 0, 0]);
+    expect(l.settle("a", { micros: 1, tokens: 1 }, T0 + 3)).toMatchObject({ ok: false, reason: "conflict", state: "released" });
+    expect(l.settle("nope", "unknown", T0)).toEqual({ ok: false, attemptId: "nope", reason: "unknown_attempt" });
+    expect(l.release("nope", T0)).toEqual({ ok: false, attemptId: "nope", reason: "unknown_attempt" });
+  });
+
+  it("refuses to settle or release a refused attempt", () => {
+    const { l } = setup();
+    expect(l.reserve("big", req(1_000_000)).ok).toBe(false);
+    expect(l.settle("big", { micros: 1, tokens: 0 }, T0)).toMatchObject({ ok: false, reason: "not_reserved" });
+    expect(l.release("big", T0)).toMatchObject({ ok: false, reason: "not_reserved" });
+  });
+});
+
+describe("BudgetLedgerCore: lease expiry", () => {
+  it("moves an expired lease to pending_reconciliation, keeping it held; a late settle still settles it", () => {
+    const { l } = ledger();
+    l.setLimits("org:acme", { money: { currency: "USD", limitMicros: 10_000, periodMs: DAY } });
+    l.reserve("a", req(3_000, 0, { leaseMs: 1_000 }));
+    l.reserve("b", req(2_000, 0, { leaseMs: 5_000 }));
+    expect(l.nextLeaseExpiry()).toBe(T0 + 1_000);
+    expect(l.expireLeases(T0 + 999)).toBe(0);
+    expect(l.expireLeases(T0 + 1_000)).toBe(1);
+    expect(l.attempt("a")).toMatchObject({ state: "pending_reconciliation", pendingReason: "lease_expired" });
+    expect(l.nextLeaseExpiry()).toBe(T0 + 5_000);
+    expect(l.balance("org:acme", T0 + 1_000).money).toMatchObject({ held: 5_000, pending: 3_000, spent: 0 });
+    expect(l.expireLeases(T0 + 10_000)).toBe(1);
+    expect(l.nextLeaseExpiry()).toBeUndefined();
+    expect(l.settle("a", { micros: 2_000, tokens: 0 }, T0 + 20_000)).toMatchObject({ ok: true, state: "settled" });
+    expect(l.release("b", T0 + 20_000)).toMatchObject({ ok: true });
+    expect(l.balance("org:acme", T0 + 20_000).money).toMatchObject({ held: 0, pending: 0, spent: 2_000 });
+  });
+});
