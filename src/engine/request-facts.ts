@@ -1,5 +1,6 @@
 import type { Capability } from "../config/publication-schema.ts";
-import type { ContentPart, NeutralRequest } from "../protocol/neutral.ts";
+import { textOf } from "../protocol/content-parts.ts";
+import type { NeutralRequest } from "../protocol/neutral.ts";
 
 /** What decision rules may look at, computed once per request from the neutral request. */
 export interface RequestFacts {
@@ -12,7 +13,6 @@ export interface RequestFacts {
   readonly trustedHeaders: ReadonlyMap<string, string>;
 }
 
-const textOf = (parts: readonly ContentPart[]) => parts.map((p) => (p.type === "text" ? p.text : "")).join("");
 
 /**
  * Rough token estimate: ~4 characters a token plus a few per message, plus a fixed cost per image.

@@ -1,27 +1,17 @@
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { UpstreamOptions } from "../codec.ts";
+import { openAiContent, textOf } from "../content-parts.ts";
 import type { ContentPart, NeutralMessage, NeutralRequest } from "../neutral.ts";
 
 type WirePart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: string } };
 
-function wireParts(all: readonly ContentPart[]): string | WirePart[] {
-  // Chat Completions has no place for replayed reasoning: it is dropped from history (documented).
-  const content = all.filter((p) => p.type !== "reasoning");
-  // A single text part goes as a plain string: every OpenAI-compatible server accepts that form.
-  if (content.length === 1 && content[0]?.type === "text") return content[0].text;
-  if (content.length === 0) return "";
-  return content.flatMap((p): WirePart[] =>
-    p.type === "text"
-      ? [{ type: "text", text: p.text }]
-      : p.type === "image"
-        ? [{ type: "image_url", image_url: p.detail ? { url: p.url, detail: p.detail } : { url: p.url } }]
-        : [],
+// Chat Completions has no place for replayed reasoning: it is dropped from history (documented).
+const wireParts = (content: readonly ContentPart[]): string | WirePart[] =>
+  openAiContent<WirePart>(
+    content,
+    (p) => ({ type: "text", text: p.text }),
+    (p) => ({ type: "image_url", image_url: p.detail ? { url: p.url, detail: p.detail } : { url: p.url } }),
   );
-}
-
-function textOnly(content: readonly ContentPart[]): string {
-  return content.map((p) => (p.type === "text" ? p.text : "")).join("");
-}
 
 function wireMessage(m: NeutralMessage): Record<string, unknown> {
   switch (m.role) {
@@ -34,7 +24,7 @@ function wireMessage(m: NeutralMessage): Record<string, unknown> {
     case "assistant": {
       // null content is valid only beside tool_calls; an empty assistant turn goes as "".
       const calls = m.toolCalls ?? [];
-      const text = textOnly(m.content);
+      const text = textOf(m.content);
       const out: Record<string, unknown> = { role: "assistant", content: text !== "" || !calls.length ? text : null };
       if (calls.length) {
         out.tool_calls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));

@@ -1,28 +1,18 @@
 import type { UpstreamOptions } from "../codec.ts";
 import { DEFAULT_SCHEMA_NAME } from "../openai-chat/encode-request.ts";
+import { openAiContent, textOf } from "../content-parts.ts";
 import type { ContentPart, NeutralMessage, NeutralRequest } from "../neutral.ts";
 
 type WirePart = { type: "input_text"; text: string } | { type: "input_image"; image_url: string; detail: string };
 
-function wireParts(all: readonly ContentPart[]): string | WirePart[] {
-  // Replayed reasoning is dropped from history: a Responses reasoning item is only accepted back
-  // with the id and encrypted_content its own deployment issued, which no neutral part carries.
-  const content = all.filter((p) => p.type !== "reasoning");
-  // A single text part goes as a plain string, the form every Responses server accepts.
-  if (content.length === 1 && content[0]?.type === "text") return content[0].text;
-  if (content.length === 0) return "";
-  return content.flatMap((p): WirePart[] =>
-    p.type === "text"
-      ? [{ type: "input_text", text: p.text }]
-      : p.type === "image"
-        ? [{ type: "input_image", image_url: p.url, detail: p.detail ?? "auto" }]
-        : [],
+// Replayed reasoning is dropped from history: a Responses reasoning item is only accepted back
+// with the id and encrypted_content its own deployment issued, which no neutral part carries.
+const wireParts = (content: readonly ContentPart[]): string | WirePart[] =>
+  openAiContent<WirePart>(
+    content,
+    (p) => ({ type: "input_text", text: p.text }),
+    (p) => ({ type: "input_image", image_url: p.url, detail: p.detail ?? "auto" }),
   );
-}
-
-function textOnly(content: readonly ContentPart[]): string {
-  return content.map((p) => (p.type === "text" ? p.text : "")).join("");
-}
 
 /**
  * One neutral message → its input items, in order. System and developer messages stay where they
@@ -37,7 +27,7 @@ function inputItems(m: NeutralMessage): Record<string, unknown>[] {
       return [{ type: "message", role: m.role, content: wireParts(m.content) }];
     case "assistant": {
       const calls = m.toolCalls ?? [];
-      const text = textOnly(m.content);
+      const text = textOf(m.content);
       const out: Record<string, unknown>[] = [];
       if (text !== "" || calls.length === 0) out.push({ type: "message", role: "assistant", content: text });
       for (const c of calls) out.push({ type: "function_call", call_id: c.id, name: c.name, arguments: c.arguments });
