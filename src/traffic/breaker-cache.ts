@@ -1,6 +1,6 @@
 import type { BreakerAdmission, BreakerReport, BreakerSnapshot, BreakerState } from "./breaker.ts";
 import type { BreakerClient } from "./breaker-client.ts";
-import { nonNegative, runInBackground, touchLru, type Schedule } from "./cached-views.ts";
+import { callSafely, nonNegative, runInBackground, touchLru, type Schedule } from "./cached-views.ts";
 import type { Clock } from "./deps.ts";
 
 // `Schedule` keeps background work alive past the response: the request's `ctx.waitUntil`, passed
@@ -270,11 +270,7 @@ export class BreakerCache {
   }
 
   #error(err: unknown, backendId: string, operation: BreakerCacheOperation): void {
-    try {
-      this.#onError(err, backendId, operation);
-    } catch {
-      // An error handler that throws must not break the request either.
-    }
+    callSafely(() => this.#onError(err, backendId, operation));
   }
 
   #touch(backendId: string): Entry {

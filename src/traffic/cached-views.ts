@@ -12,18 +12,21 @@ export type Schedule = (work: Promise<unknown>) => void;
  * caller — both go to `onError`, and an `onError` that throws is swallowed too.
  */
 export function runInBackground(schedule: Schedule, work: () => Promise<void>, onError: (err: unknown) => void): void {
-  const report = (err: unknown) => {
-    try {
-      onError(err);
-    } catch {
-      // An error handler that throws must not break the request either.
-    }
-  };
+  const report = (err: unknown) => callSafely(() => onError(err));
   const p = (async () => work())().catch(report);
   try {
     schedule(p);
   } catch (err) {
     report(err);
+  }
+}
+
+/** Runs an error handler; a handler that throws must not break the request either. */
+export function callSafely(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // Swallowed on purpose: reporting an error must never become one.
   }
 }
 

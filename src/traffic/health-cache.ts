@@ -1,4 +1,4 @@
-import { nonNegative, runInBackground, touchLru, type Schedule } from "./cached-views.ts";
+import { callSafely, nonNegative, runInBackground, touchLru, type Schedule } from "./cached-views.ts";
 import { isRoutable, probeTargetKey, resolveProbeTarget, type HealthStatus, type ProbeTarget } from "./health.ts";
 import type { HealthClient, HealthView } from "./health-client.ts";
 import type { Clock } from "./deps.ts";
@@ -205,11 +205,7 @@ export class HealthCache {
   }
 
   #error(err: unknown, backendId: string, operation: HealthCacheOperation): void {
-    try {
-      this.#onError(err, backendId, operation);
-    } catch {
-      // An error handler that throws must not break the request either.
-    }
+    callSafely(() => this.#onError(err, backendId, operation));
   }
 
   #touch(backendId: string): Entry {
