@@ -1,12 +1,34 @@
 import { DurableObject } from "cloudflare:workers";
 import type { BudgetLedgerRpc, ReserveArgs } from "../src/ledger/ledger-client.ts";
-import { BudgetLedgerCore, type LedgerAmount, type LedgerCounter, type ReleaseResult, type ReserveResult, type ScopeBalance, type ScopeLimits, type SettleResult } from "../src/ledger/ledger.ts";
+import {
+  BudgetLedgerCore,
+  type AttemptRecord,
+  type AttemptState,
+  type AuditRecord,
+  type LedgerActor,
+  type LedgerAmount,
+  type LedgerCounter,
+  type ReleaseResult,
+  type ReserveResult,
+  type ResolveResult,
+  type ScopeBalance,
+  type ScopeLimits,
+  type ScopeLimitsView,
+  type SettleDetail,
+  type SettleResult,
+  type TopUpAmount,
+  type TopUpBy,
+  type TopUpResult,
+  type UsageRow,
+} from "../src/ledger/ledger.ts";
 import { systemClock, type Clock } from "../src/traffic/deps.ts";
 import { SqliteLedgerStore } from "./sqlite-ledger-store.ts";
 
 /**
- * BudgetLedger: one instance per financial root, i.e. tenant (`BUDGET_LEDGER.getByName(root)`).
- * A thin RPC shell: the rules are BudgetLedgerCore, tested without this class.
+ * BudgetLedger: one instance per financial root, i.e. tenant (`BUDGET_LEDGER.getByName(root)`), or
+ * per stripe of a hot one (`${root}#${i}`, see ledger-client.ts). A thin RPC shell: the rules are
+ * BudgetLedgerCore, tested without this class, and so is the checking of every RPC argument (a
+ * RangeError naming the bad field).
  *
  * Each call reads, checks and writes inside one `transactionSync` with no `await`, so concurrent
  * reservations are serialized and a strict budget admits exactly the work that fits. Decisions use
@@ -27,21 +49,24 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
     this.#ledger = new BudgetLedgerCore(this.#store);
   }
 
-  async setLimits(scope: string, limits: ScopeLimits): Promise<void> {
-    this.#store.transaction(() => this.#ledger.setLimits(scope, limits));
+  async setLimits(scope: string, limits: ScopeLimits | null, by?: LedgerActor): Promise<void> {
+    this.#store.transaction(() => this.#ledger.setLimits(scope, limits, this.#clock.now(), by));
+  }
+
+  async limits(scope: string): Promise<ScopeLimitsView> {
+    return this.#store.transaction(() => this.#ledger.limits(scope));
   }
 
   async reserve(attemptId: string, args: ReserveArgs): Promise<ReserveResult> {
-    const result = this.#store.transaction(() =>
-      this.#ledger.reserve(attemptId, { scopes: args?.scopes, currency: args?.currency, amount: args?.amount, now: this.#clock.now(), ...(args?.leaseMs !== undefined ? { leaseMs: args.leaseMs } : {}) }),
-    );
+    if (args === null || typeof args !== "object") throw new RangeError("invalid ledger reservation: args must be an object");
+    const result = this.#store.transaction(() => this.#ledger.reserve(attemptId, { ...args, now: this.#clock.now() }));
     // The decision is committed; arming the alarm after it cannot change it.
     if (result.ok) await this.#arm();
     return result;
   }
 
-  async settle(attemptId: string, actual: LedgerAmount | "unknown"): Promise<SettleResult> {
-    return this.#store.transaction(() => this.#ledger.settle(attemptId, actual, this.#clock.now()));
+  async settle(attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail): Promise<SettleResult> {
+    return this.#store.transaction(() => this.#ledger.settle(attemptId, actual, this.#clock.now(), detail));
   }
 
   async release(attemptId: string): Promise<ReleaseResult> {
@@ -49,13 +74,40 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
   }
 
   async balance(scope: string): Promise<ScopeBalance> {
-    if (typeof scope !== "string") throw new RangeError("scope must be a string");
     return this.#store.transaction(() => this.#ledger.balance(scope, this.#clock.now()));
   }
 
   async usage(scope: string): Promise<LedgerCounter[]> {
-    if (typeof scope !== "string") throw new RangeError("scope must be a string");
     return this.#store.transaction(() => this.#ledger.usage(scope));
+  }
+
+  async topUp(scope: string, amount: TopUpAmount, by: TopUpBy): Promise<TopUpResult> {
+    return this.#store.transaction(() => this.#ledger.topUp(scope, amount, by, this.#clock.now()));
+  }
+
+  async attempt(attemptId: string): Promise<AttemptRecord | undefined> {
+    if (typeof attemptId !== "string") throw new RangeError("attemptId must be a string");
+    return this.#store.transaction(() => this.#ledger.attempt(attemptId));
+  }
+
+  async attemptsIn(state: AttemptState, limit: number, afterAttemptId?: string): Promise<AttemptRecord[]> {
+    return this.#store.transaction(() => this.#ledger.attemptsIn(state, limit, afterAttemptId));
+  }
+
+  async pendingReconciliations(limit: number, afterAttemptId?: string): Promise<AttemptRecord[]> {
+    return this.#store.transaction(() => this.#ledger.pendingReconciliations(limit, afterAttemptId));
+  }
+
+  async resolve(attemptId: string, actual: LedgerAmount, by: LedgerActor): Promise<ResolveResult> {
+    return this.#store.transaction(() => this.#ledger.resolve(attemptId, actual, by, this.#clock.now()));
+  }
+
+  async audit(limit: number, afterSeq?: number): Promise<AuditRecord[]> {
+    return this.#store.transaction(() => this.#ledger.audit(limit, afterSeq));
+  }
+
+  async usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageRow[]> {
+    return this.#store.transaction(() => this.#ledger.usageReport(scope, fromMs, toMs));
   }
 
   override async alarm(): Promise<void> {

@@ -1,22 +1,37 @@
 /**
- * Strict budget ledger: hierarchical money and token budgets that admitted work can never exceed.
+ * Strict budget ledger: hierarchical money, token, request-rate and prepaid-balance limits that
+ * admitted work can never exceed.
  *
  * Pure logic over a synchronous store and an explicit `now`: the BudgetLedger Durable Object (one
- * per financial root, i.e. tenant) runs every call inside one `transactionSync` with no `await`
- * between read and write, which is what makes check-and-reserve atomic under any concurrency.
+ * per financial root, i.e. tenant, or per stripe of one: see `ledger-client.ts`) runs every call
+ * inside one `transactionSync` with no `await` between read and write, which is what makes
+ * check-and-reserve atomic under any concurrency.
  *
  * ## Model
  *
  * - A **scope path** names the financial scopes an attempt is charged to, root first:
- *   `["org:acme", "team:ml", "project:x", "key:k1"]`. Every scope on the path is checked and charged.
- * - A scope may carry **limits**: a money budget per period (integer micro-units of an explicit
- *   currency) and a token limit per window. Periods and windows are aligned to the epoch
- *   (`floor(now / periodMs) * periodMs`). A scope without a limit for a metric is unlimited for it
- *   but its usage is still counted (lifetime counter, window start 0).
+ *   `org:acme → team:ml → project:x → key:k1`. Every scope on the path is checked and charged.
+ * - A scope's **limits** (all optional): a money budget per period (integer micro-units of an
+ *   explicit currency), a token limit per window, a request-rate token bucket, and a prepaid
+ *   balance. Periods and windows are aligned to the epoch (`floor(now / periodMs) * periodMs`). A
+ *   scope without a money or token limit is unlimited for it but its usage is still counted
+ *   (lifetime counter, window start 0).
+ * - **Where limits come from**: each reservation passes every scope's configured limits in its
+ *   {@link ScopeRef} (omitted = none configured). The effective limits are the admin override
+ *   (`setLimits`) if there is one, else the configured ones. When the configured limits differ from
+ *   the ones stored for the scope (canonical JSON), they are stored, so `balance` and `limits` show
+ *   them without being passed limits. That is configuration, not books: it is stored whether or not
+ *   the reservation is admitted.
  * - A **reservation** is the priced worst case of one attempt (micro-units and tokens). `reserve`
- *   checks every scope and charges all of them or none; on refusal the narrowest (leaf-most)
- *   failing scope is reported and nothing is written but the refusal record. Usage already spent,
- *   overruns included, counts against the limit: admission needs `spent + held + amount <= limit`.
+ *   checks every scope and metric first and then charges all of them or none; on refusal the
+ *   narrowest (leaf-most) failing scope is reported and no counter or bucket is touched: the only
+ *   booking written is the refusal record. Usage already spent, overruns included, counts against
+ *   the limit: admission needs `spent + held + amount <= limit` (for a prepaid balance,
+ *   `<= credited`, the sum of its top-ups).
+ * - **Request buckets**: a reservation with `countsRequest` takes one token from the bucket of
+ *   every scope with a `requests` limit; a retry (`countsRequest` false) takes none. A bucket refills
+ *   continuously and is kept in exact integer units ({@link BUCKET_UNITS_PER_TOKEN} per token).
+ *   Tokens are never given back: release and settle do not refund them.
  * - Each attempt id is reserved at most once: a second `reserve` with the same id returns the first
  *   result (granted or refused), whatever it asks for.
  * - Every charge is booked in the period/window in which the attempt was admitted; its settlement
@@ -31,245 +46,119 @@
  * - `pending_reconciliation`: the usage is unknown — `settle(id, "unknown")` — or the lease
  *   expired before any settlement. The full reservation stays held (never zero, never refunded);
  *   it is counted in both `held` and `pending`. A late `settle` after a lease expiry is still the
- *   attempt's one settlement and is accepted; after `settle(id, "unknown")` the attempt is settled
- *   and only reconciliation (an admin act, not this module) may change it.
+ *   attempt's one settlement and is accepted. Either way an admin may `resolve` it with the actual
+ *   cost (found in `pendingReconciliations`); that settles it and is audited.
  * - `released`: the attempt was never sent (`release`); the reservation is returned in full.
  *   Allowed from `held` and from a lease-expired `pending_reconciliation` (no settlement yet).
  * - `refused`: `reserve` refused it; nothing is charged.
  *
- * `settle` and `release` are idempotent: repeating the same one returns the first answer and changes
- * nothing. A settle after a release (or a release after a settle) is refused as `conflict`.
+ * `settle`, `release`, `resolve` and `topUp` are idempotent: repeating one returns the first answer
+ * and changes nothing. A settle after a release (or a release after a settle) is refused as `conflict`.
+ *
+ * Admin acts (`setLimits`, `topUp`, `resolve`) append to an audit log (`audit`).
  *
  * Integer arithmetic only: every amount is a non-negative safe integer bounded by
  * {@link MAX_LEDGER_AMOUNT}, so sums stay exact.
  */
+import {
+  BUCKET_UNITS_PER_TOKEN,
+  DEFAULT_LEASE_MS,
+  MAX_LEDGER_CREDIT,
+  USAGE_REPORT_MAX_ATTEMPTS,
+  type AttemptRecord,
+  type AttemptState,
+  type AuditRecord,
+  type BucketState,
+  type LedgerActor,
+  type LedgerAmount,
+  type LedgerCharge,
+  type LedgerCounter,
+  type LedgerMetric,
+  type LedgerStore,
+  type LimitBalance,
+  type LimitRemaining,
+  type RefusalReason,
+  type ReleaseResult,
+  type RequestBalance,
+  type RequestLimit,
+  type ReserveRequest,
+  type ReserveResult,
+  type ResolveResult,
+  type ScopeBalance,
+  type ScopeLimits,
+  type ScopeLimitsView,
+  type SettleDetail,
+  type Settlement,
+  type SettleResult,
+  type TopUpAmount,
+  type TopUpBy,
+  type TopUpResult,
+  type UsageRow,
+} from "./ledger-types.ts";
+import {
+  canonicalLimits,
+  isLedgerKey,
+  isSeq,
+  validateKeyAndNow,
+  validatePage,
+  validateReport,
+  validateReserve,
+  validateResolve,
+  validateSetLimits,
+  validateSettle,
+  validateTopUp,
+} from "./ledger-validate.ts";
 
-/** Largest single amount (micro-units or tokens) and largest limit the ledger accepts: 2^50. */
-export const MAX_LEDGER_AMOUNT = 2 ** 50;
-/** Longest scope path. */
-export const MAX_SCOPE_DEPTH = 8;
-/** Longest scope name and attempt id. */
-export const MAX_LEDGER_KEY_LENGTH = 256;
-/** Default time a reservation is held before its lease expires into reconciliation. */
-export const DEFAULT_LEASE_MS = 10 * 60_000;
-/** Longest lease a reservation may ask for. */
-export const MAX_LEASE_MS = 24 * 60 * 60_000;
+export type * from "./ledger-types.ts";
+export {
+  BUCKET_UNITS_PER_TOKEN,
+  DEFAULT_LEASE_MS,
+  MAX_LEASE_MS,
+  MAX_LEDGER_AMOUNT,
+  MAX_LEDGER_CREDIT,
+  MAX_LEDGER_KEY_LENGTH,
+  MAX_LEDGER_PAGE,
+  MAX_REQUEST_RATE,
+  MAX_SCOPE_DEPTH,
+  USAGE_REPORT_MAX_ATTEMPTS,
+} from "./ledger-types.ts";
+export { validateLimits, validateReserve } from "./ledger-validate.ts";
 
-const CURRENCY = /^[A-Z]{3}$/;
-
-export type ScopePath = readonly string[];
-
-/** A strict money budget per period. */
-export interface MoneyLimit {
-  /** ISO 4217 code, e.g. `"USD"`. */
-  readonly currency: string;
-  /** Budget per period in integer micro-units of `currency` (1 USD = 1_000_000). */
-  readonly limitMicros: number;
-  /** Period length, ms (integer > 0). */
-  readonly periodMs: number;
-}
-
-/** A token limit per window. */
-export interface TokenLimit {
-  readonly limit: number;
-  /** Window length, ms (integer > 0). */
-  readonly windowMs: number;
-}
-
-export interface ScopeLimits {
-  readonly money?: MoneyLimit;
-  readonly tokens?: TokenLimit;
-}
-
-/** A priced worst case (reserve) or an actual cost (settle). */
-export interface LedgerAmount {
-  readonly micros: number;
-  readonly tokens: number;
-}
-
-export interface ReserveRequest {
-  /** Root first; every scope on the path is charged. */
-  readonly scopes: ScopePath;
-  /** Currency of `amount.micros`. */
-  readonly currency: string;
-  /** The priced worst case. */
-  readonly amount: LedgerAmount;
-  /** Now, epoch ms (the ledger's clock). */
-  readonly now: number;
-  /** How long the reservation may stay held unsettled, ms; {@link DEFAULT_LEASE_MS} when omitted. */
-  readonly leaseMs?: number;
-}
-
-/** A metric a counter tracks: money in one currency, or tokens. */
-export type LedgerMetric = `money:${string}` | "tokens";
-
-/** One counter: a scope's usage of one metric in one period/window. */
-export interface LedgerCounter {
-  readonly scope: string;
-  readonly metric: LedgerMetric;
-  /** Start of the period/window (epoch ms); 0 for an unlimited (lifetime) counter. */
-  readonly windowStart: number;
-  /** Actual usage settled (overruns included). */
-  readonly spent: number;
-  /** Reservations not yet settled, pending reconciliation included. */
-  readonly held: number;
-  /** The part of `held` that is pending reconciliation. */
-  readonly pending: number;
-  /** The part of `spent` above its reservations. */
-  readonly overrun: number;
-}
-
-/** One counter an attempt charged, and how much it reserved there. */
-export interface LedgerCharge {
-  readonly scope: string;
-  readonly metric: LedgerMetric;
-  readonly windowStart: number;
-  readonly reserved: number;
-}
-
-export type AttemptState = "held" | "settled" | "pending_reconciliation" | "released" | "refused";
-export type PendingReason = "unknown_usage" | "lease_expired";
-
-export type RefusalReason = "money_budget_exceeded" | "token_limit_exceeded" | "currency_mismatch";
-
-export type ReserveResult =
-  | { readonly ok: true; readonly attemptId: string; readonly leaseExpiresAt: number }
-  | {
-      readonly ok: false;
-      readonly attemptId: string;
-      readonly reason: RefusalReason;
-      /** The narrowest failing scope. */
-      readonly scope: string;
-      readonly metric: LedgerMetric;
-      /** The limit, and what was already spent + held in its current period/window. */
-      readonly limit: number;
-      readonly used: number;
-      readonly requested: number;
-      /** Until the period/window ends (ms); absent for a currency mismatch. */
-      readonly retryAfterMs?: number;
-    };
-
-export interface Settlement {
-  /** The actual cost, or `"unknown"` when the usage was not reported. */
-  readonly actual: LedgerAmount | "unknown";
-  /** Actual above the reservation (0 when none or unknown). */
-  readonly overrun: LedgerAmount;
-  readonly settledAt: number;
-}
-
-export type SettleResult =
-  | { readonly ok: true; readonly attemptId: string; readonly state: "settled" | "pending_reconciliation"; readonly settlement: Settlement }
-  | { readonly ok: false; readonly attemptId: string; readonly reason: "unknown_attempt" | "not_reserved" | "conflict"; readonly state?: AttemptState };
-
-export type ReleaseResult =
-  | { readonly ok: true; readonly attemptId: string; readonly state: "released"; readonly releasedAt: number }
-  | { readonly ok: false; readonly attemptId: string; readonly reason: "unknown_attempt" | "not_reserved" | "conflict"; readonly state?: AttemptState };
-
-/** One attempt's persisted record: plain data. */
-export interface AttemptRecord {
-  readonly attemptId: string;
-  readonly state: AttemptState;
-  readonly scopes: ScopePath;
-  readonly currency: string;
-  readonly amount: LedgerAmount;
-  readonly charges: readonly LedgerCharge[];
-  readonly createdAt: number;
-  /** Epoch ms; meaningful while `held`. */
-  readonly leaseExpiresAt: number;
-  /** The first `reserve` answer, returned again to a repeated reserve. */
-  readonly result: ReserveResult;
-  readonly pendingReason?: PendingReason;
-  readonly settlement?: Settlement;
-  readonly releasedAt?: number;
-}
-
-/**
- * Synchronous storage. Implementations do no locking of their own: the caller runs each
- * {@link BudgetLedgerCore} call atomically (one SQLite transaction).
- */
-export interface LedgerStore {
-  getLimits(scope: string): ScopeLimits | undefined;
-  putLimits(scope: string, limits: ScopeLimits): void;
-  getCounter(scope: string, metric: LedgerMetric, windowStart: number): LedgerCounter | undefined;
-  putCounter(counter: LedgerCounter): void;
-  /** Every counter of a scope. */
-  countersOf(scope: string): LedgerCounter[];
-  getAttempt(attemptId: string): AttemptRecord | undefined;
-  putAttempt(record: AttemptRecord): void;
-  /** Attempts in state `held` whose lease expired (`leaseExpiresAt <= now`), at most `limit`. */
-  expiredLeases(now: number, limit: number): AttemptRecord[];
-  /** The smallest `leaseExpiresAt` of the attempts in state `held`; undefined when none. */
-  earliestLease(): number | undefined;
-}
-
-/** A scope's figures for one limited metric in the current period/window. */
-export interface LimitBalance {
-  readonly metric: LedgerMetric;
-  readonly limit: number;
-  readonly windowStart: number;
-  readonly windowEnd: number;
-  readonly spent: number;
-  readonly held: number;
-  readonly pending: number;
-  readonly overrun: number;
-  /** `limit - spent - held`, never below 0. */
-  readonly remaining: number;
-}
-
-export interface ScopeBalance {
-  readonly scope: string;
-  readonly limits: ScopeLimits;
-  readonly money?: LimitBalance;
-  readonly tokens?: LimitBalance;
-}
-
-const isAmount = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= 0 && (n as number) <= MAX_LEDGER_AMOUNT;
-const isKey = (s: unknown): s is string => typeof s === "string" && s.length > 0 && s.length <= MAX_LEDGER_KEY_LENGTH;
-const isPositiveMs = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) > 0;
-
-/** @throws RangeError naming every bad field. */
-export function validateLimits(scope: string, limits: ScopeLimits): void {
-  const bad: string[] = [];
-  if (!isKey(scope)) bad.push(`scope must be a string of 1..${MAX_LEDGER_KEY_LENGTH} chars`);
-  if (limits === null || typeof limits !== "object") bad.push("limits must be an object");
-  else {
-    const m = limits.money;
-    if (m !== undefined) {
-      if (!CURRENCY.test(String(m?.currency))) bad.push("money.currency must be an ISO 4217 code (3 capital letters)");
-      if (!isAmount(m?.limitMicros)) bad.push(`money.limitMicros must be an integer in 0..2^50, got ${String(m?.limitMicros)}`);
-      if (!isPositiveMs(m?.periodMs)) bad.push(`money.periodMs must be a positive integer, got ${String(m?.periodMs)}`);
-    }
-    const t = limits.tokens;
-    if (t !== undefined) {
-      if (!isAmount(t?.limit)) bad.push(`tokens.limit must be an integer in 0..2^50, got ${String(t?.limit)}`);
-      if (!isPositiveMs(t?.windowMs)) bad.push(`tokens.windowMs must be a positive integer, got ${String(t?.windowMs)}`);
-    }
-  }
-  if (bad.length > 0) throw new RangeError(`invalid ledger limits: ${bad.join("; ")}`);
-}
-
-function validateAmount(what: string, a: LedgerAmount, bad: string[]): void {
-  if (!isAmount(a?.micros)) bad.push(`${what}.micros must be an integer in 0..2^50, got ${String(a?.micros)}`);
-  if (!isAmount(a?.tokens)) bad.push(`${what}.tokens must be an integer in 0..2^50, got ${String(a?.tokens)}`);
-}
-
-/** @throws RangeError naming every bad field. */
-export function validateReserve(attemptId: string, req: ReserveRequest): void {
-  const bad: string[] = [];
-  if (!isKey(attemptId)) bad.push(`attemptId must be a string of 1..${MAX_LEDGER_KEY_LENGTH} chars`);
-  const s = req?.scopes;
-  if (!Array.isArray(s) || s.length === 0 || s.length > MAX_SCOPE_DEPTH || !s.every(isKey) || new Set(s).size !== s.length) {
-    bad.push(`scopes must be 1..${MAX_SCOPE_DEPTH} distinct strings of 1..${MAX_LEDGER_KEY_LENGTH} chars, root first`);
-  }
-  if (!CURRENCY.test(String(req?.currency))) bad.push("currency must be an ISO 4217 code (3 capital letters)");
-  validateAmount("amount", req?.amount, bad);
-  if (!Number.isSafeInteger(req?.now) || req.now < 0) bad.push(`now must be a non-negative integer (epoch ms), got ${String(req?.now)}`);
-  if (req?.leaseMs !== undefined && !(isPositiveMs(req.leaseMs) && req.leaseMs <= MAX_LEASE_MS)) bad.push(`leaseMs must be an integer in 1..${MAX_LEASE_MS}`);
-  if (bad.length > 0) throw new RangeError(`invalid ledger reservation: ${bad.join("; ")}`);
-}
-
+const ATTEMPT_STATES: readonly AttemptState[] = ["held", "settled", "pending_reconciliation", "released", "refused"];
 const windowOf = (now: number, len: number) => now - (now % len);
 const emptyCounter = (scope: string, metric: LedgerMetric, windowStart: number): LedgerCounter => ({ scope, metric, windowStart, spent: 0, held: 0, pending: 0, overrun: 0 });
+const limitsKey = (l: ScopeLimits | undefined) => JSON.stringify(l ?? {});
+const isEmpty = (l: ScopeLimits) => Object.keys(l).length === 0;
+/** The part of an amount a counter of `metric` books: tokens for the token counter, micros otherwise. */
+const partOf = (metric: LedgerMetric, a: LedgerAmount) => (metric === "tokens" ? a.tokens : a.micros);
+const amountOf = (a: LedgerAmount): LedgerAmount => ({ micros: a.micros, tokens: a.tokens });
+const overrunOf = (actual: LedgerAmount, reserved: LedgerAmount): LedgerAmount => ({ micros: Math.max(0, actual.micros - reserved.micros), tokens: Math.max(0, actual.tokens - reserved.tokens) });
+
+const noteOf = (by: LedgerActor | undefined): { note?: string } => (by?.note !== undefined ? { note: by.note } : {});
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/**
+ * A bucket refilled up to `now`. A new bucket starts full; a bucket whose burst shrank is cut to
+ * it; a clock that went back refills nothing.
+ */
+function refill(scope: string, b: BucketState | undefined, lim: RequestLimit, now: number): BucketState {
+  const cap = lim.burst * BUCKET_UNITS_PER_TOKEN;
+  if (b === undefined) return { scope, units: cap, at: now };
+  const level = Math.min(b.units, cap);
+  if (now <= b.at) return { scope, units: level, at: b.at };
+  const deficit = cap - level;
+  // Compare the time first: `elapsed * perMinute` is only formed when it is below `deficit`, so it stays exact.
+  const full = lim.perMinute > 0 && now - b.at >= Math.ceil(deficit / lim.perMinute);
+  return { scope, units: full ? cap : level + (now - b.at) * lim.perMinute, at: now };
+}
+
+/** Until the bucket holds one token (ms); undefined when it never will. */
+function bucketWait(b: BucketState, lim: RequestLimit): number | undefined {
+  if (b.units >= BUCKET_UNITS_PER_TOKEN) return 0;
+  if (lim.perMinute === 0 || lim.burst === 0) return undefined;
+  return Math.ceil((BUCKET_UNITS_PER_TOKEN - b.units) / lim.perMinute);
+}
 
 /** The ledger rules over one store (see the module comment). */
 export class BudgetLedgerCore {
@@ -279,22 +168,31 @@ export class BudgetLedgerCore {
     this.#store = store;
   }
 
-  /** Sets (replaces) a scope's limits. Usage already booked is kept. */
-  setLimits(scope: string, limits: ScopeLimits): void {
-    validateLimits(scope, limits);
-    const clean: ScopeLimits = {
-      ...(limits.money ? { money: { currency: limits.money.currency, limitMicros: limits.money.limitMicros, periodMs: limits.money.periodMs } } : {}),
-      ...(limits.tokens ? { tokens: { limit: limits.tokens.limit, windowMs: limits.tokens.windowMs } } : {}),
-    };
-    this.#store.putLimits(scope, clean);
+  /**
+   * Sets (`null`: clears) a scope's admin override, which takes precedence over the configured
+   * limits its reservations pass. Usage already booked is kept. Audited.
+   *
+   * @throws RangeError when an argument is invalid.
+   */
+  setLimits(scope: string, limits: ScopeLimits | null, now: number, by?: LedgerActor): void {
+    validateSetLimits(scope, limits, now, by);
+    const stored = this.#store.getLimits(scope);
+    const override = limits === null ? undefined : canonicalLimits(limits);
+    this.#store.putLimits(scope, { ...(stored?.configured ? { configured: stored.configured } : {}), ...(override ? { override } : {}) });
+    this.#audit({ action: "set_limits", scope, at: now, actor: by?.actor ?? "unattributed", detail: { override: override ?? null, previous: stored?.override ?? null, ...noteOf(by) } });
   }
 
-  limits(scope: string): ScopeLimits {
-    return this.#store.getLimits(scope) ?? {};
+  /** A scope's configured limits, admin override, and the effective limits (override, else configured). */
+  limits(scope: string): ScopeLimitsView {
+    if (!isLedgerKey(scope)) throw new RangeError("invalid ledger scope: scope must be a string of 1..256 chars");
+    const stored = this.#store.getLimits(scope);
+    const configured = stored?.configured && !isEmpty(stored.configured) ? stored.configured : undefined;
+    return { ...(configured ? { configured } : {}), ...(stored?.override ? { override: stored.override } : {}), effective: stored?.override ?? configured ?? {} };
   }
 
   /**
-   * Checks every scope of the path and reserves the amount in all of them, or in none.
+   * Checks every scope and metric of the path and then reserves the amount in all of them (and
+   * takes the request tokens), or in none.
    *
    * @throws RangeError when an argument is invalid (nothing is read or written).
    */
@@ -304,80 +202,107 @@ export class BudgetLedgerCore {
     if (existing !== undefined) return existing.result;
     const { now, currency, amount } = req;
     const money: LedgerMetric = `money:${currency}`;
+    const prepaid: LedgerMetric = `balance:${currency}`;
+    const plans = req.scopes.map((ref) => {
+      const stored = this.#store.getLimits(ref.name);
+      const given = canonicalLimits(ref.limits ?? {});
+      return { scope: ref.name, stored, given, effective: stored?.override ?? given, changed: limitsKey(given) !== limitsKey(stored?.configured) };
+    });
     const charges: LedgerCharge[] = [];
+    const buckets: BucketState[] = [];
+    const remaining: LimitRemaining[] = [];
     let refusal: ReserveResult | undefined;
-    // Leaf first, so the first failure found is the narrowest one.
-    for (const scope of [...req.scopes].reverse()) {
-      const limits = this.limits(scope);
-      const checks: [LedgerMetric, number, { limit: number; len: number } | undefined][] = [
-        [money, amount.micros, limits.money ? { limit: limits.money.limitMicros, len: limits.money.periodMs } : undefined],
-        ["tokens", amount.tokens, limits.tokens ? { limit: limits.tokens.limit, len: limits.tokens.windowMs } : undefined],
+    // Leaf first, so the first failure found is the narrowest one; once found, nothing more is checked.
+    for (const { scope, effective: lim } of [...plans].reverse()) {
+      const refuse = (reason: RefusalReason, metric: LedgerMetric, limit: number, used: number, requested: number, retryAfterMs?: number) => {
+        refusal ??= { ok: false, attemptId, reason, scope, metric, limit, used, requested, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+      };
+      if (refusal === undefined && lim.money && lim.money.currency !== currency) refuse("currency_mismatch", money, lim.money.limitMicros, 0, amount.micros);
+      if (refusal === undefined && lim.balance && lim.balance.currency !== currency) refuse("currency_mismatch", prepaid, this.#store.getCredited(scope, lim.balance.currency), 0, amount.micros);
+      const periodic: [LedgerMetric, number, { limit: number; len: number } | undefined][] = [
+        [money, amount.micros, lim.money ? { limit: lim.money.limitMicros, len: lim.money.periodMs } : undefined],
+        ["tokens", amount.tokens, lim.tokens ? { limit: lim.tokens.limit, len: lim.tokens.windowMs } : undefined],
       ];
-      if (limits.money && limits.money.currency !== currency && refusal === undefined) {
-        refusal = { ok: false, attemptId, reason: "currency_mismatch", scope, metric: money, limit: limits.money.limitMicros, used: 0, requested: amount.micros };
-      }
-      for (const [metric, requested, limit] of checks) {
+      for (const [metric, requested, limit] of periodic) {
         const windowStart = limit ? windowOf(now, limit.len) : 0;
         charges.push({ scope, metric, windowStart, reserved: requested });
         if (limit === undefined || refusal !== undefined) continue;
         const c = this.#store.getCounter(scope, metric, windowStart) ?? emptyCounter(scope, metric, windowStart);
         const used = c.spent + c.held;
-        if (used + requested > limit.limit) {
-          const reason: RefusalReason = metric === "tokens" ? "token_limit_exceeded" : "money_budget_exceeded";
-          refusal = { ok: false, attemptId, reason, scope, metric, limit: limit.limit, used, requested, retryAfterMs: windowStart + limit.len - now };
+        if (used + requested > limit.limit) refuse(metric === "tokens" ? "token_limit_exceeded" : "money_budget_exceeded", metric, limit.limit, used, requested, windowStart + limit.len - now);
+        else remaining.push({ scope, metric, remaining: limit.limit - used - requested });
+      }
+      if (lim.balance) {
+        charges.push({ scope, metric: prepaid, windowStart: 0, reserved: amount.micros });
+        if (refusal === undefined) {
+          const c = this.#store.getCounter(scope, prepaid, 0) ?? emptyCounter(scope, prepaid, 0);
+          const credited = this.#store.getCredited(scope, currency);
+          const used = c.spent + c.held;
+          if (used + amount.micros > credited) refuse("balance_exhausted", prepaid, credited, used, amount.micros);
+          else remaining.push({ scope, metric: prepaid, remaining: credited - used - amount.micros });
         }
       }
+      if (req.countsRequest === true && lim.requests && refusal === undefined) {
+        const b = refill(scope, this.#store.getBucket(scope), lim.requests, now);
+        if (b.units >= BUCKET_UNITS_PER_TOKEN) {
+          buckets.push({ ...b, units: b.units - BUCKET_UNITS_PER_TOKEN });
+          remaining.push({ scope, metric: "requests", remaining: Math.floor(b.units / BUCKET_UNITS_PER_TOKEN) - 1 });
+        } else refuse("request_rate_exceeded", "requests", lim.requests.burst, lim.requests.burst - Math.floor(b.units / BUCKET_UNITS_PER_TOKEN), 1, bucketWait(b, lim.requests));
+      }
+    }
+    for (const p of plans) {
+      if (!p.changed) continue;
+      this.#store.putLimits(p.scope, { ...(isEmpty(p.given) ? {} : { configured: p.given }), ...(p.stored?.override ? { override: p.stored.override } : {}) });
     }
     const leaseExpiresAt = now + (req.leaseMs ?? DEFAULT_LEASE_MS);
-    const base = { attemptId, scopes: [...req.scopes], currency, amount: { micros: amount.micros, tokens: amount.tokens }, createdAt: now, leaseExpiresAt };
+    const meta = req.meta ? { ...(req.meta.requestId !== undefined ? { requestId: req.meta.requestId } : {}), ...(req.meta.model !== undefined ? { model: req.meta.model } : {}), ...(req.meta.priceVersion !== undefined ? { priceVersion: req.meta.priceVersion } : {}) } : undefined;
+    const base = { attemptId, scopes: plans.map((p) => p.scope), currency, amount: amountOf(amount), createdAt: now, leaseExpiresAt, ...(meta ? { meta } : {}) };
     if (refusal !== undefined) {
       this.#store.putAttempt({ ...base, state: "refused", charges: [], result: refusal });
       return refusal;
     }
     for (const ch of charges) this.#adjust(ch, { held: ch.reserved });
-    const result: ReserveResult = { ok: true, attemptId, leaseExpiresAt };
+    for (const b of buckets) this.#store.putBucket(b);
+    // Collected leaf first; reported root first, like the path.
+    const result: ReserveResult = { ok: true, attemptId, leaseExpiresAt, remaining: remaining.reverse() };
     this.#store.putAttempt({ ...base, state: "held", charges, result });
     return result;
   }
 
   /**
    * Settles an attempt exactly once with its actual cost, or `"unknown"` (held for reconciliation).
+   * `detail` is recorded on the settlement; an estimate does not change what is held.
    *
    * @throws RangeError when an argument is invalid.
    */
-  settle(attemptId: string, actual: LedgerAmount | "unknown", now: number): SettleResult {
-    const bad: string[] = [];
-    if (!isKey(attemptId)) bad.push(`attemptId must be a string of 1..${MAX_LEDGER_KEY_LENGTH} chars`);
-    if (actual !== "unknown") validateAmount("actual", actual, bad);
-    if (!Number.isSafeInteger(now)) bad.push("now must be an integer (epoch ms)");
-    if (bad.length > 0) throw new RangeError(`invalid ledger settlement: ${bad.join("; ")}`);
+  settle(attemptId: string, actual: LedgerAmount | "unknown", now: number, detail?: SettleDetail): SettleResult {
+    validateSettle(attemptId, actual, now, detail);
     const rec = this.#store.getAttempt(attemptId);
     if (rec === undefined) return { ok: false, attemptId, reason: "unknown_attempt" };
     if (rec.settlement !== undefined) return { ok: true, attemptId, state: rec.state as "settled" | "pending_reconciliation", settlement: rec.settlement };
     if (rec.state === "refused") return { ok: false, attemptId, reason: "not_reserved", state: rec.state };
     if (rec.state === "released") return { ok: false, attemptId, reason: "conflict", state: rec.state };
     const wasPending = rec.state === "pending_reconciliation";
+    const extra = { ...(detail?.estimate ? { estimate: amountOf(detail.estimate) } : {}), ...(detail?.usage ? { usage: { ...detail.usage } } : {}) };
     if (actual === "unknown") {
-      const settlement: Settlement = { actual, overrun: { micros: 0, tokens: 0 }, settledAt: now };
+      const settlement: Settlement = { actual, overrun: { micros: 0, tokens: 0 }, settledAt: now, ...extra };
       if (!wasPending) for (const ch of rec.charges) this.#adjust(ch, { pending: ch.reserved });
       this.#store.putAttempt({ ...rec, state: "pending_reconciliation", pendingReason: "unknown_usage", settlement });
       return { ok: true, attemptId, state: "pending_reconciliation", settlement };
     }
-    const overrun = { micros: Math.max(0, actual.micros - rec.amount.micros), tokens: Math.max(0, actual.tokens - rec.amount.tokens) };
-    for (const ch of rec.charges) {
-      const spent = ch.metric === "tokens" ? actual.tokens : actual.micros;
-      this.#adjust(ch, { held: -ch.reserved, pending: wasPending ? -ch.reserved : 0, spent, overrun: Math.max(0, spent - ch.reserved) });
-    }
-    const settlement: Settlement = { actual: { micros: actual.micros, tokens: actual.tokens }, overrun, settledAt: now };
+    this.#book(rec, actual, wasPending);
+    const settlement: Settlement = { actual: amountOf(actual), overrun: overrunOf(actual, rec.amount), settledAt: now, ...extra };
     const { pendingReason: _dropped, ...rest } = rec;
     this.#store.putAttempt({ ...rest, state: "settled", settlement });
     return { ok: true, attemptId, state: "settled", settlement };
   }
 
-  /** Returns the whole reservation of an attempt that was never sent. Idempotent. */
+  /**
+   * Returns the whole reservation of an attempt that was never sent. Idempotent. Request tokens
+   * it took are not given back.
+   */
   release(attemptId: string, now: number): ReleaseResult {
-    if (!isKey(attemptId)) throw new RangeError(`invalid ledger release: attemptId must be a string of 1..${MAX_LEDGER_KEY_LENGTH} chars`);
-    if (!Number.isSafeInteger(now)) throw new RangeError("invalid ledger release: now must be an integer (epoch ms)");
+    validateKeyAndNow("release", "attemptId", attemptId, now);
     const rec = this.#store.getAttempt(attemptId);
     if (rec === undefined) return { ok: false, attemptId, reason: "unknown_attempt" };
     if (rec.state === "released") return { ok: true, attemptId, state: "released", releasedAt: rec.releasedAt ?? now };
@@ -408,29 +333,147 @@ export class BudgetLedgerCore {
     return this.#store.earliestLease();
   }
 
+  /** One attempt's record; undefined when this ledger has none. */
   attempt(attemptId: string): AttemptRecord | undefined {
     return this.#store.getAttempt(attemptId);
   }
 
-  /** A scope's limits and its figures in the current period/window of each limited metric. */
+  /** Attempts pending reconciliation (either reason), by attempt id, after `afterAttemptId` (paging). */
+  pendingReconciliations(limit: number, afterAttemptId?: string): AttemptRecord[] {
+    return this.attemptsIn("pending_reconciliation", limit, afterAttemptId);
+  }
+
+  /** Attempts in one state, by attempt id, after `afterAttemptId` (paging). */
+  attemptsIn(state: AttemptState, limit: number, afterAttemptId?: string): AttemptRecord[] {
+    if (!ATTEMPT_STATES.includes(state)) throw new RangeError(`invalid ledger page: state must be one of ${ATTEMPT_STATES.join(", ")}`);
+    validatePage(limit, afterAttemptId, "afterAttemptId", isLedgerKey);
+    return this.#store.attemptsInState(state, limit, afterAttemptId);
+  }
+
+  /**
+   * Reconciles an attempt pending reconciliation with its actual cost: the hold is released, the
+   * actual added to spent (an overrun recorded as in settle) and the attempt settled, with who
+   * resolved it. Repeating it returns the first answer. Audited.
+   *
+   * @throws RangeError when an argument is invalid.
+   */
+  resolve(attemptId: string, actual: LedgerAmount, by: LedgerActor, now: number): ResolveResult {
+    validateResolve(attemptId, actual, by, now);
+    const rec = this.#store.getAttempt(attemptId);
+    if (rec === undefined) return { ok: false, attemptId, reason: "unknown_attempt" };
+    if (rec.state === "settled" && rec.settlement?.resolvedBy) return { ok: true, attemptId, state: "settled", settlement: rec.settlement };
+    if (rec.state !== "pending_reconciliation") return { ok: false, attemptId, reason: "not_pending", state: rec.state };
+    this.#book(rec, actual, true);
+    const overrun = overrunOf(actual, rec.amount);
+    // What an unknown-usage settlement recorded (estimate, usage) stays on the record.
+    const earlier = { ...(rec.settlement?.estimate ? { estimate: rec.settlement.estimate } : {}), ...(rec.settlement?.usage ? { usage: rec.settlement.usage } : {}) };
+    const settlement: Settlement = { ...earlier, actual: amountOf(actual), overrun, settledAt: now, resolvedBy: { actor: by.actor, ...noteOf(by), at: now } };
+    const { pendingReason, ...rest } = rec;
+    this.#store.putAttempt({ ...rest, state: "settled", settlement });
+    this.#audit({
+      action: "resolve",
+      attemptId,
+      at: now,
+      actor: by.actor,
+      detail: { scopes: rec.scopes, reserved: rec.amount, actual: amountOf(actual), overrun, ...(pendingReason ? { pendingReason } : {}), ...noteOf(by) },
+    });
+    return { ok: true, attemptId, state: "settled", settlement };
+  }
+
+  /**
+   * Credits a scope's prepaid balance in one currency. Idempotent by `by.opId`: a repeated op id
+   * returns the first answer and changes nothing. Audited.
+   *
+   * @throws RangeError when an argument is invalid or the credit would pass {@link MAX_LEDGER_CREDIT}.
+   */
+  topUp(scope: string, amount: TopUpAmount, by: TopUpBy, now: number): TopUpResult {
+    validateTopUp(scope, amount, by, now);
+    const prior = this.#store.getTopUp(by.opId);
+    if (prior !== undefined) return { ok: true, opId: prior.opId, credited: prior.credited };
+    const { currency, micros } = amount;
+    const credited = this.#store.getCredited(scope, currency) + micros;
+    if (credited > MAX_LEDGER_CREDIT) throw new RangeError(`invalid ledger top-up: amount.micros would credit ${scope} past 2^52`);
+    this.#store.putCredited(scope, currency, credited);
+    this.#store.putTopUp({ opId: by.opId, scope, currency, micros, credited, at: now, actor: by.actor, ...noteOf(by) });
+    this.#audit({ action: "top_up", scope, at: now, actor: by.actor, detail: { opId: by.opId, currency, micros, credited, ...noteOf(by) } });
+    return { ok: true, opId: by.opId, credited };
+  }
+
+  /** Audit records after `afterSeq` (0: from the first), oldest first. */
+  audit(limit: number, afterSeq?: number): AuditRecord[] {
+    validatePage(limit, afterSeq, "afterSeq", isSeq);
+    return this.#store.auditAfter(afterSeq ?? 0, limit);
+  }
+
+  /** A scope's effective limits and its figures in the current period/window of each limited metric. */
   balance(scope: string, now: number): ScopeBalance {
-    const limits = this.limits(scope);
+    validateKeyAndNow("balance", "scope", scope, now);
+    const limits = this.limits(scope).effective;
     const figures = (metric: LedgerMetric, limit: number, len: number): LimitBalance => {
-      const windowStart = windowOf(now, len);
+      const windowStart = len > 0 ? windowOf(now, len) : 0;
       const c = this.#store.getCounter(scope, metric, windowStart) ?? emptyCounter(scope, metric, windowStart);
-      return { metric, limit, windowStart, windowEnd: windowStart + len, spent: c.spent, held: c.held, pending: c.pending, overrun: c.overrun, remaining: Math.max(0, limit - c.spent - c.held) };
+      return { metric, limit, windowStart, windowEnd: len > 0 ? windowStart + len : 0, spent: c.spent, held: c.held, pending: c.pending, overrun: c.overrun, remaining: Math.max(0, limit - c.spent - c.held) };
     };
+    const requests = (lim: RequestLimit): RequestBalance => {
+      const b = refill(scope, this.#store.getBucket(scope), lim, now);
+      const wait = bucketWait(b, lim);
+      return { metric: "requests", perMinute: lim.perMinute, burst: lim.burst, available: Math.floor(b.units / BUCKET_UNITS_PER_TOKEN), ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
+    };
+    const cur = limits.balance?.currency;
     return {
       scope,
       limits,
       ...(limits.money ? { money: figures(`money:${limits.money.currency}`, limits.money.limitMicros, limits.money.periodMs) } : {}),
       ...(limits.tokens ? { tokens: figures("tokens", limits.tokens.limit, limits.tokens.windowMs) } : {}),
+      ...(cur ? { balance: figures(`balance:${cur}`, this.#store.getCredited(scope, cur), 0) } : {}),
+      ...(limits.requests ? { requests: requests(limits.requests) } : {}),
     };
   }
 
-  /** Every counter of a scope (all periods, windows and lifetime counters). */
+  /** Every counter of a scope (all periods, windows, lifetime counters and prepaid balances). */
   usage(scope: string): LedgerCounter[] {
+    if (!isLedgerKey(scope)) throw new RangeError("invalid ledger scope: scope must be a string of 1..256 chars");
     return this.#store.countersOf(scope);
+  }
+
+  /**
+   * Usage of the attempts that charged `scope` and were created in `[fromMs, toMs)`, by model,
+   * price version and currency (`""` where the attempt carried none): settled attempts at their
+   * actual cost, held and pending ones at their reservation; released and refused attempts are left
+   * out. Bounded: only the earliest {@link USAGE_REPORT_MAX_ATTEMPTS} attempts of the range are
+   * scanned, so a busier range must be asked for in shorter pieces.
+   *
+   * @throws RangeError when an argument is invalid.
+   */
+  usageReport(scope: string, fromMs: number, toMs: number): UsageRow[] {
+    validateReport(scope, fromMs, toMs);
+    const rows = new Map<string, { -readonly [K in keyof UsageRow]: UsageRow[K] }>();
+    for (const a of this.#store.attemptsCharging(scope, fromMs, toMs, USAGE_REPORT_MAX_ATTEMPTS)) {
+      const settled = a.state === "settled" && a.settlement !== undefined && a.settlement.actual !== "unknown" ? a.settlement.actual : undefined;
+      const pending = a.state === "held" || a.state === "pending_reconciliation" ? a.amount : undefined;
+      if (settled === undefined && pending === undefined) continue;
+      const model = a.meta?.model ?? "";
+      const priceVersion = a.meta?.priceVersion ?? "";
+      const key = JSON.stringify([model, priceVersion, a.currency]);
+      let row = rows.get(key);
+      if (row === undefined) rows.set(key, (row = { model, priceVersion, currency: a.currency, attempts: 0, settledMicros: 0, settledTokens: 0, pendingMicros: 0, pendingTokens: 0 }));
+      row.attempts++;
+      if (settled) (row.settledMicros += settled.micros), (row.settledTokens += settled.tokens);
+      if (pending) (row.pendingMicros += pending.micros), (row.pendingTokens += pending.tokens);
+    }
+    return [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+  }
+
+  /** Books an actual cost against an attempt's charges, releasing its hold (and its pending part). */
+  #book(rec: AttemptRecord, actual: LedgerAmount, wasPending: boolean): void {
+    for (const ch of rec.charges) {
+      const spent = partOf(ch.metric, actual);
+      this.#adjust(ch, { held: -ch.reserved, pending: wasPending ? -ch.reserved : 0, spent, overrun: Math.max(0, spent - ch.reserved) });
+    }
+  }
+
+  #audit(entry: DistributiveOmit<AuditRecord, "seq">): void {
+    this.#store.putAudit({ ...entry, seq: this.#store.nextAuditSeq() } as AuditRecord);
   }
 
   #adjust(ch: LedgerCharge, d: { held?: number; pending?: number; spent?: number; overrun?: number }): void {
@@ -438,46 +481,5 @@ export class BudgetLedgerCore {
     const next = { ...c, held: c.held + (d.held ?? 0), pending: c.pending + (d.pending ?? 0), spent: c.spent + (d.spent ?? 0), overrun: c.overrun + (d.overrun ?? 0) };
     if (next.held < 0 || next.pending < 0 || next.pending > next.held || !Number.isSafeInteger(next.spent)) throw new Error(`ledger books out of balance at ${ch.scope} ${ch.metric}`);
     this.#store.putCounter(next);
-  }
-}
-
-/** An in-memory {@link LedgerStore} (tests; single-isolate use). */
-export class MemoryLedgerStore implements LedgerStore {
-  readonly #limits = new Map<string, ScopeLimits>();
-  readonly #counters = new Map<string, LedgerCounter>();
-  readonly #attempts = new Map<string, AttemptRecord>();
-
-  getLimits(scope: string): ScopeLimits | undefined {
-    return this.#limits.get(scope);
-  }
-  putLimits(scope: string, limits: ScopeLimits): void {
-    this.#limits.set(scope, structuredClone(limits));
-  }
-  getCounter(scope: string, metric: LedgerMetric, windowStart: number): LedgerCounter | undefined {
-    return this.#counters.get(JSON.stringify([scope, metric, windowStart]));
-  }
-  putCounter(c: LedgerCounter): void {
-    this.#counters.set(JSON.stringify([c.scope, c.metric, c.windowStart]), { ...c });
-  }
-  countersOf(scope: string): LedgerCounter[] {
-    return [...this.#counters.values()].filter((c) => c.scope === scope);
-  }
-  getAttempt(attemptId: string): AttemptRecord | undefined {
-    return this.#attempts.get(attemptId);
-  }
-  putAttempt(record: AttemptRecord): void {
-    this.#attempts.set(record.attemptId, structuredClone(record));
-  }
-  expiredLeases(now: number, limit: number): AttemptRecord[] {
-    return [...this.#attempts.values()].filter((a) => a.state === "held" && a.leaseExpiresAt <= now).slice(0, limit);
-  }
-  earliestLease(): number | undefined {
-    let min: number | undefined;
-    for (const a of this.#attempts.values()) if (a.state === "held" && (min === undefined || a.leaseExpiresAt < min)) min = a.leaseExpiresAt;
-    return min;
-  }
-  /** Every attempt record (tests). */
-  attempts(): AttemptRecord[] {
-    return [...this.#attempts.values()];
   }
 }

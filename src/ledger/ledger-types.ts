@@ -1,0 +1,422 @@
+/**
+ * The strict budget ledger's data: limits, requests, answers, records and the storage contract.
+ * Plain data only (every value crosses RPC and is stored as JSON). The rules are in `ledger.ts`.
+ */
+
+/** Largest single amount (micro-units or tokens) and largest limit the ledger accepts: 2^50. */
+export const MAX_LEDGER_AMOUNT = 2 ** 50;
+/** Largest total a prepaid balance may be credited (the sum of its top-ups): 2^52, still exact. */
+export const MAX_LEDGER_CREDIT = 2 ** 52;
+/** Largest request rate (`perMinute`) and bucket size (`burst`): 2^30. */
+export const MAX_REQUEST_RATE = 2 ** 30;
+/**
+ * Bucket units per request token. Refilling `perMinute` tokens a minute adds exactly `perMinute`
+ * units a millisecond, so a bucket's level stays an exact integer at any elapsed time.
+ */
+export const BUCKET_UNITS_PER_TOKEN = 60_000;
+/** Longest scope path. */
+export const MAX_SCOPE_DEPTH = 8;
+/** Longest scope name, attempt id, op id, actor and metadata string. */
+export const MAX_LEDGER_KEY_LENGTH = 256;
+/** Longest admin note. */
+export const MAX_NOTE_LENGTH = 1_024;
+/** Most entries in a settlement's usage breakdown. */
+export const MAX_USAGE_ENTRIES = 32;
+/** Largest page of `pendingReconciliations` and `audit`. */
+export const MAX_LEDGER_PAGE = 1_000;
+/**
+ * Most attempts one `usageReport` scans (the earliest created in its range), which bounds its cost
+ * in the request-serving object; a busier range must be asked for in shorter pieces.
+ */
+export const USAGE_REPORT_MAX_ATTEMPTS = 10_000;
+/** Default time a reservation is held before its lease expires into reconciliation. */
+export const DEFAULT_LEASE_MS = 10 * 60_000;
+/** Longest lease a reservation may ask for. */
+export const MAX_LEASE_MS = 24 * 60 * 60_000;
+
+/** Scope names, root first. */
+export type ScopePath = readonly string[];
+
+/** A strict money budget per period. */
+export interface MoneyLimit {
+  /** ISO 4217 code, e.g. `"USD"`. */
+  readonly currency: string;
+  /** Budget per period in integer micro-units of `currency` (1 USD = 1_000_000). */
+  readonly limitMicros: number;
+  /** Period length, ms (integer > 0). */
+  readonly periodMs: number;
+}
+
+/** A token limit per window. */
+export interface TokenLimit {
+  readonly limit: number;
+  /** Window length, ms (integer > 0). */
+  readonly windowMs: number;
+}
+
+/**
+ * A request-rate token bucket: refills `perMinute` tokens a minute continuously, holds at most
+ * `burst`. Configured values are positive integers; the ledger also accepts 0, which is what a
+ * stripe's share of a limit smaller than the stripe count comes to (it admits no counted request).
+ */
+export interface RequestLimit {
+  readonly perMinute: number;
+  readonly burst: number;
+}
+
+/** A prepaid balance (not periodic): admitted while `spent + held + amount <= credited`. */
+export interface BalanceLimit {
+  /** ISO 4217 code of the balance; top-ups in other currencies do not count for it. */
+  readonly currency: string;
+}
+
+/** A scope's limits; every one is optional (a scope without a limit for a metric is unlimited). */
+export interface ScopeLimits {
+  readonly money?: MoneyLimit;
+  readonly tokens?: TokenLimit;
+  readonly requests?: RequestLimit;
+  readonly balance?: BalanceLimit;
+}
+
+/** A scope on a reservation's path, with the limits its configuration gives it. */
+export interface ScopeRef {
+  readonly name: string;
+  /** The configured limits; omitted means none configured. An admin override takes precedence. */
+  readonly limits?: ScopeLimits;
+}
+
+/** A scope's limits as stored: `effective` is `override ?? configured ?? {}`. */
+export interface ScopeLimitsView {
+  /** The limits the request path last passed in a {@link ScopeRef}. */
+  readonly configured?: ScopeLimits;
+  /** The admin override set by `setLimits`. */
+  readonly override?: ScopeLimits;
+  readonly effective: ScopeLimits;
+}
+
+/** A priced worst case (reserve) or an actual cost (settle). */
+export interface LedgerAmount {
+  readonly micros: number;
+  readonly tokens: number;
+}
+
+/** What the gateway knows about an attempt, kept on its record for reports. */
+export interface AttemptMeta {
+  readonly requestId?: string;
+  readonly model?: string;
+  readonly priceVersion?: string;
+}
+
+/** One reservation: the priced worst case of one attempt, charged to every scope of its path. */
+export interface ReserveRequest {
+  /** Root first; every scope on the path is checked and charged. */
+  readonly scopes: readonly ScopeRef[];
+  /** Currency of `amount.micros`. */
+  readonly currency: string;
+  /** The priced worst case. */
+  readonly amount: LedgerAmount;
+  /** Now, epoch ms (the ledger's clock). */
+  readonly now: number;
+  /** How long the reservation may stay held unsettled, ms; {@link DEFAULT_LEASE_MS} when omitted. */
+  readonly leaseMs?: number;
+  /** Takes one request token from every scope with a `requests` limit; retries pass false. */
+  readonly countsRequest?: boolean;
+  readonly meta?: AttemptMeta;
+}
+
+/** A metric a counter tracks: periodic money in one currency, tokens, a prepaid balance, or request tokens. */
+export type LedgerMetric = `money:${string}` | "tokens" | `balance:${string}` | "requests";
+
+/** One counter: a scope's usage of one metric in one period/window. */
+export interface LedgerCounter {
+  readonly scope: string;
+  readonly metric: LedgerMetric;
+  /** Start of the period/window (epoch ms); 0 for a lifetime counter (unlimited metric, prepaid balance). */
+  readonly windowStart: number;
+  /** Actual usage settled (overruns included). */
+  readonly spent: number;
+  /** Reservations not yet settled, pending reconciliation included. */
+  readonly held: number;
+  /** The part of `held` that is pending reconciliation. */
+  readonly pending: number;
+  /** The part of `spent` above its reservations. */
+  readonly overrun: number;
+}
+
+/** One counter an attempt charged, and how much it reserved there. */
+export interface LedgerCharge {
+  readonly scope: string;
+  readonly metric: LedgerMetric;
+  readonly windowStart: number;
+  readonly reserved: number;
+}
+
+/** A scope's request bucket, in {@link BUCKET_UNITS_PER_TOKEN} units, as of `at` (epoch ms). */
+export interface BucketState {
+  readonly scope: string;
+  readonly units: number;
+  readonly at: number;
+}
+
+/** Where an attempt is in its life (see the module comment of `ledger.ts`). */
+export type AttemptState = "held" | "settled" | "pending_reconciliation" | "released" | "refused";
+/** Why an attempt is pending reconciliation: usage settled as unknown, or the lease expired unsettled. */
+export type PendingReason = "unknown_usage" | "lease_expired";
+
+/** Why `reserve` refused: the limit (or balance, or bucket) that does not cover the attempt. */
+export type RefusalReason = "money_budget_exceeded" | "token_limit_exceeded" | "currency_mismatch" | "request_rate_exceeded" | "balance_exhausted";
+
+/** What one limit of one scope has left after a granted reservation. */
+export interface LimitRemaining {
+  readonly scope: string;
+  readonly metric: LedgerMetric;
+  /** Micro-units or tokens under the limit (prepaid: under the credit); whole request tokens in the bucket. */
+  readonly remaining: number;
+}
+
+/** The answer of `reserve`: granted with its lease, or refused at the narrowest failing scope. */
+export type ReserveResult =
+  | {
+      readonly ok: true;
+      readonly attemptId: string;
+      readonly leaseExpiresAt: number;
+      /** Every limit on the path, root first, after this reservation (of this ledger object: a stripe's share). */
+      readonly remaining?: readonly LimitRemaining[];
+    }
+  | {
+      readonly ok: false;
+      readonly attemptId: string;
+      readonly reason: RefusalReason;
+      /** The narrowest failing scope. */
+      readonly scope: string;
+      readonly metric: LedgerMetric;
+      /**
+       * The limit and what was already used of it: spent + held in the current period/window, or
+       * of the prepaid balance (limit = credited); for requests, the burst and the tokens taken.
+       */
+      readonly limit: number;
+      readonly used: number;
+      readonly requested: number;
+      /**
+       * Until the period/window ends, or until one request token is available (ms). Absent for a
+       * currency mismatch, an exhausted balance and a bucket that never refills.
+       */
+      readonly retryAfterMs?: number;
+    };
+
+/** What settle may record besides the actual cost. */
+export interface SettleDetail {
+  /** The gateway's estimate when usage is unknown; recorded only, it does not change what is held. */
+  readonly estimate?: LedgerAmount;
+  /** The token breakdown the provider reported (non-negative integers by kind). */
+  readonly usage?: Readonly<Record<string, number>>;
+}
+
+/** Who did an admin act. */
+export interface LedgerActor {
+  readonly actor: string;
+  readonly note?: string;
+}
+
+/** How an attempt was settled (or resolved). */
+export interface Settlement extends SettleDetail {
+  /** The actual cost, or `"unknown"` when the usage was not reported. */
+  readonly actual: LedgerAmount | "unknown";
+  /** Actual above the reservation (0 when none or unknown). */
+  readonly overrun: LedgerAmount;
+  readonly settledAt: number;
+  /** Set when reconciliation resolved the attempt. */
+  readonly resolvedBy?: LedgerActor & { readonly at: number };
+}
+
+/** The answer of `settle`; a repeated settle returns the first answer. */
+export type SettleResult =
+  | { readonly ok: true; readonly attemptId: string; readonly state: "settled" | "pending_reconciliation"; readonly settlement: Settlement }
+  | { readonly ok: false; readonly attemptId: string; readonly reason: "unknown_attempt" | "not_reserved" | "conflict"; readonly state?: AttemptState };
+
+/** The answer of `release`; a repeated release returns the first answer. */
+export type ReleaseResult =
+  | { readonly ok: true; readonly attemptId: string; readonly state: "released"; readonly releasedAt: number }
+  | { readonly ok: false; readonly attemptId: string; readonly reason: "unknown_attempt" | "not_reserved" | "conflict"; readonly state?: AttemptState };
+
+/** The answer of `resolve`: only an attempt pending reconciliation can be resolved; a repeat returns the first answer. */
+export type ResolveResult =
+  | { readonly ok: true; readonly attemptId: string; readonly state: "settled"; readonly settlement: Settlement }
+  | { readonly ok: false; readonly attemptId: string; readonly reason: "unknown_attempt" | "not_pending"; readonly state?: AttemptState };
+
+/** One attempt's persisted record: plain data. */
+export interface AttemptRecord {
+  readonly attemptId: string;
+  readonly state: AttemptState;
+  /** Scope names, root first. */
+  readonly scopes: ScopePath;
+  readonly currency: string;
+  readonly amount: LedgerAmount;
+  readonly charges: readonly LedgerCharge[];
+  readonly createdAt: number;
+  /** Epoch ms; meaningful while `held`. */
+  readonly leaseExpiresAt: number;
+  /** The first `reserve` answer, returned again to a repeated reserve. */
+  readonly result: ReserveResult;
+  readonly meta?: AttemptMeta;
+  readonly pendingReason?: PendingReason;
+  readonly settlement?: Settlement;
+  readonly releasedAt?: number;
+}
+
+/** A top-up of a prepaid balance. */
+export interface TopUpAmount {
+  readonly currency: string;
+  /** Integer micro-units, at least 1. */
+  readonly micros: number;
+}
+
+/** Who tops up, under which idempotency key. */
+export interface TopUpBy extends LedgerActor {
+  /** A repeated `opId` returns the first answer and changes nothing. */
+  readonly opId: string;
+}
+
+/** The answer of `topUp` (the first answer again for a repeated op id). */
+export interface TopUpResult {
+  readonly ok: true;
+  readonly opId: string;
+  /** The balance's total credit (sum of its top-ups) after this top-up. */
+  readonly credited: number;
+}
+
+/** A stored top-up: the idempotency record of its `opId`. */
+export interface TopUpRecord extends TopUpAmount {
+  readonly opId: string;
+  readonly scope: string;
+  readonly credited: number;
+  readonly at: number;
+  readonly actor: string;
+  readonly note?: string;
+}
+
+/** What every audit record has. */
+export interface AuditBase {
+  /** 1, 2, 3, … in the order the acts happened. */
+  readonly seq: number;
+  readonly at: number;
+  readonly actor: string;
+  /** The scope acted on (top-ups, limits). */
+  readonly scope?: string;
+  /** The attempt acted on (resolutions). */
+  readonly attemptId?: string;
+}
+
+/** A prepaid balance was credited. */
+export interface TopUpAudit extends AuditBase {
+  readonly action: "top_up";
+  readonly scope: string;
+  readonly detail: TopUpAmount & { readonly opId: string; readonly credited: number; readonly note?: string };
+}
+
+/** An attempt pending reconciliation was resolved with its actual cost. */
+export interface ResolveAudit extends AuditBase {
+  readonly action: "resolve";
+  readonly attemptId: string;
+  readonly detail: { readonly scopes: ScopePath; readonly reserved: LedgerAmount; readonly actual: LedgerAmount; readonly overrun: LedgerAmount; readonly pendingReason?: PendingReason; readonly note?: string };
+}
+
+/** A scope's admin override was set or cleared. */
+export interface SetLimitsAudit extends AuditBase {
+  readonly action: "set_limits";
+  readonly scope: string;
+  /** The new override (null: cleared) and the one it replaced. */
+  readonly detail: { readonly override: ScopeLimits | null; readonly previous: ScopeLimits | null; readonly note?: string };
+}
+
+/** One admin act on the books. */
+export type AuditRecord = TopUpAudit | ResolveAudit | SetLimitsAudit;
+
+/** One row of a usage report: the attempts of one model, price version and currency. */
+export interface UsageRow {
+  /** `""` when the attempts carried no such metadata. */
+  readonly model: string;
+  readonly priceVersion: string;
+  readonly currency: string;
+  readonly attempts: number;
+  /** Actual cost of the settled attempts. */
+  readonly settledMicros: number;
+  readonly settledTokens: number;
+  /** Reservations still held (held or pending reconciliation). */
+  readonly pendingMicros: number;
+  readonly pendingTokens: number;
+}
+
+/** A scope's figures for one limited metric in the current period/window. */
+export interface LimitBalance {
+  readonly metric: LedgerMetric;
+  /** The limit; for a prepaid balance, what was credited. */
+  readonly limit: number;
+  /** 0 for a prepaid balance (no window). */
+  readonly windowStart: number;
+  /** 0 for a prepaid balance (no window). */
+  readonly windowEnd: number;
+  readonly spent: number;
+  readonly held: number;
+  readonly pending: number;
+  readonly overrun: number;
+  /** `limit - spent - held`, never below 0. */
+  readonly remaining: number;
+}
+
+/** A scope's request bucket now. */
+export interface RequestBalance {
+  readonly metric: "requests";
+  readonly perMinute: number;
+  readonly burst: number;
+  /** Whole tokens available now. */
+  readonly available: number;
+  /** Until one token is available (0 when one is); absent when the bucket never refills. */
+  readonly retryAfterMs?: number;
+}
+
+/** A scope's effective limits and where it stands on each of them now. */
+export interface ScopeBalance {
+  readonly scope: string;
+  /** The effective limits. */
+  readonly limits: ScopeLimits;
+  readonly money?: LimitBalance;
+  readonly tokens?: LimitBalance;
+  readonly balance?: LimitBalance;
+  readonly requests?: RequestBalance;
+}
+
+/**
+ * Synchronous storage. Implementations do no locking of their own: the caller runs each
+ * `BudgetLedgerCore` call atomically (one SQLite transaction).
+ */
+export interface LedgerStore {
+  getLimits(scope: string): Omit<ScopeLimitsView, "effective"> | undefined;
+  putLimits(scope: string, limits: Omit<ScopeLimitsView, "effective">): void;
+  getCounter(scope: string, metric: LedgerMetric, windowStart: number): LedgerCounter | undefined;
+  putCounter(counter: LedgerCounter): void;
+  /** Every counter of a scope. */
+  countersOf(scope: string): LedgerCounter[];
+  getBucket(scope: string): BucketState | undefined;
+  putBucket(bucket: BucketState): void;
+  /** The sum of a scope's top-ups in one currency (0 when none). */
+  getCredited(scope: string, currency: string): number;
+  putCredited(scope: string, currency: string, credited: number): void;
+  getTopUp(opId: string): TopUpRecord | undefined;
+  putTopUp(record: TopUpRecord): void;
+  getAttempt(attemptId: string): AttemptRecord | undefined;
+  putAttempt(record: AttemptRecord): void;
+  /** Attempts in state `held` whose lease expired (`leaseExpiresAt <= now`), at most `limit`. */
+  expiredLeases(now: number, limit: number): AttemptRecord[];
+  /** The smallest `leaseExpiresAt` of the attempts in state `held`; undefined when none. */
+  earliestLease(): number | undefined;
+  /** Attempts in `state` with an id above `afterAttemptId`, by id, at most `limit`. */
+  attemptsInState(state: AttemptState, limit: number, afterAttemptId?: string): AttemptRecord[];
+  /** Attempts that charged `scope` created in `[fromMs, toMs)`, by creation time, at most `limit`. */
+  attemptsCharging(scope: string, fromMs: number, toMs: number, limit: number): AttemptRecord[];
+  /** The `seq` the next audit record gets. */
+  nextAuditSeq(): number;
+  putAudit(record: AuditRecord): void;
+  /** Audit records with `seq > afterSeq`, in order, at most `limit`. */
+  auditAfter(afterSeq: number, limit: number): AuditRecord[];
+}
