@@ -1,7 +1,8 @@
 import { gatewayConfigSchema, type GatewayConfig } from "./gateway-schema.ts";
 import { publicationSchema, type PublicationConfig, type Capability } from "./publication-schema.ts";
 import { snapshotSourceSchema, type SnapshotSource } from "../snapshot/snapshot-schema.ts";
-import { ConfigValidationError, parseConfigText, type ConfigIssue } from "./parse-file.ts";
+import { checkBudgets } from "./check-budgets.ts";
+import { ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
 
 /** The three config texts, as bundled or as overridden by the deployment. */
 export interface ConfigTexts {
@@ -53,17 +54,11 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
     parseConfigText(CONFIG_FILES.publication, texts.publication, publicationSchema),
   );
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
-  if (gateway && publication) issues.push(...checkPublication(gateway, publication));
+  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkBudgets(gateway, publication));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
   return { gateway, publication, backendsSeed };
 }
 
-function duplicates(values: readonly string[]): string[] {
-  const seen = new Set<string>();
-  const dup = new Set<string>();
-  for (const v of values) (seen.has(v) ? dup : seen).add(v);
-  return [...dup];
-}
 
 /** Cross-reference checks inside the publication, and against the bootstrap's trusted headers. */
 export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {

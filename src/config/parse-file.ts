@@ -73,3 +73,11 @@ export function parseConfigText<S extends z.ZodType>(file: string, text: string,
   }
   return validateValue(file, doc.toJS(), schema);
 }
+
+/** Values listed more than once, each once (config cross-checks report duplicate ids with it). */
+export function duplicates(values: readonly string[]): string[] {
+  const seen = new Set<string>();
+  const dup = new Set<string>();
+  for (const v of values) (seen.has(v) ? dup : seen).add(v);
+  return [...dup];
+}

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { REQUEST_FEATURES } from "../protocol/features.ts";
+import { endUserBudgetSchema, entrypointBudgetSchema, priceSchema, scopeLimitsSchema, tenantLedgerSchema } from "./budget-schema.ts";
 
 const id = z
   .string()
@@ -64,6 +65,8 @@ const entrypointSchema = z.strictObject({
   retry: z.strictObject({ maxAttempts: z.number().int().min(1).max(10).default(1) }).prefault({}),
   /** Trusted header whose value keys the affinity selector (sticky sessions). */
   affinityHeader: z.string().regex(/^[a-z0-9-]+$/).optional(),
+  /** Budget policy: strict or soft when the ledger is unreachable, and the injected output cap. */
+  budget: entrypointBudgetSchema,
 });
 
 const revisionSchema = z.strictObject({
@@ -79,6 +82,8 @@ const revisionSchema = z.strictObject({
    * them (e.g. `top_k` for an OpenAI backend). Without an entry such a request gets a 400.
    */
   downgrades: z.array(z.enum(REQUEST_FEATURES)).default([]),
+  /** Price per million tokens; needed when a money budget or balance may be charged for it. */
+  price: priceSchema.optional(),
 });
 
 const logicalModelSchema = z.strictObject({
@@ -95,12 +100,37 @@ const apiKeySchema = z.strictObject({
   /** Entrypoint names this key may call; "*" allows all of its tenant's. */
   entrypoints: z.array(z.union([publicName, z.literal("*")])).min(1),
   disabled: z.boolean().default(false),
+  /** The team (`team`) or project (`team/project`) this key is charged to, inside its tenant. */
+  chargeTo: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]{0,63}(\/[a-z0-9][a-z0-9._-]{0,63})?$/, "a team id or team/project")
+    .optional(),
+  limits: scopeLimitsSchema.optional(),
+  /** Whether this key's responses carry its remaining budget (`x-sluice-budget-remaining`). */
+  exposeBudget: z.boolean().default(false),
 });
 
+const projectSchema = z.strictObject({ id, name: z.string().optional(), limits: scopeLimitsSchema.optional() });
+const teamSchema = z.strictObject({
+  id,
+  name: z.string().optional(),
+  limits: scopeLimitsSchema.optional(),
+  projects: z.array(projectSchema).default([]),
+});
+
+/**
+ * A tenant is a financial root: its scopes (tenant → team → project → key → end user) live in its
+ * own ledger. The ledger is used for every request of a tenant that declares a limit anywhere or
+ * a `ledger` block.
+ */
 const tenantSchema = z.strictObject({
   id,
   name: z.string().optional(),
+  limits: scopeLimitsSchema.optional(),
+  teams: z.array(teamSchema).default([]),
   apiKeys: z.array(apiKeySchema).default([]),
+  endUsers: endUserBudgetSchema.optional(),
+  ledger: tenantLedgerSchema.optional(),
 });
 
 /** Semantic config (`config/publication.yaml`): owned by the platform team that publishes models. */

@@ -32,13 +32,21 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
       return { openai: "permission_error", anthropic: "permission_error" };
     case "upstream_rate_limited":
     case "attempt_budget_exhausted":
+    case "token_limit_exceeded":
+    case "request_rate_exceeded":
       return { openai: "rate_limit_error", anthropic: "rate_limit_error" };
+    case "budget_exceeded":
+      // OpenAI's own type for a spent quota; Anthropic has none for periods, so a rate limit.
+      return { openai: "insufficient_quota", anthropic: "rate_limit_error" };
+    case "balance_exhausted":
+      return { openai: "insufficient_quota", anthropic: "billing_error" };
     case "upstream_overloaded":
     case "no_backend_available":
     case "snapshot_unavailable":
     case "gateway_overloaded":
     case "gateway_draining":
     case "attempt_budget_unavailable":
+    case "budget_unavailable":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":
     case "upstream_timeout":

@@ -20,6 +20,11 @@ export type ErrorCode =
   | "gateway_draining"
   | "attempt_budget_exhausted"
   | "attempt_budget_unavailable"
+  | "budget_exceeded"
+  | "token_limit_exceeded"
+  | "request_rate_exceeded"
+  | "balance_exhausted"
+  | "budget_unavailable"
   | "deadline_exceeded"
   | "client_closed"
   | "upstream_error"
@@ -72,7 +77,16 @@ function factsOf(code: ErrorCode): CodeFacts {
       // The caller's own budget for this call is spent: repeating the call cannot help.
       return { status: 429, source: "client", retryable: false };
     case "attempt_budget_unavailable":
+    case "budget_unavailable":
       return { status: 503, source: "internal", retryable: true };
+    case "budget_exceeded":
+    case "token_limit_exceeded":
+    case "request_rate_exceeded":
+      // A windowed limit: the same request can pass once the period or window rolls over.
+      return { status: 429, source: "client", retryable: true };
+    case "balance_exhausted":
+      // A prepaid balance only grows by a top-up: waiting does not help.
+      return { status: 402, source: "client", retryable: false };
     case "model_not_found":
     case "not_found":
     case "revision_not_found":

@@ -8,6 +8,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { readBodyText } from "./limits.ts";
+import { registerBudgetRoutes } from "./admin-budgets.ts";
 import { describeRoutes } from "./route-table.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
@@ -153,6 +154,8 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
     const rt = c.var.runtime;
     return c.json(describeRoutes(rt.config.publication, await rt.snapshots.current()));
   });
+
+  registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
 
   app.notFound((c) => errorResponse(new GatewayError("not_found", `Unknown admin URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), "openai-chat"));
   app.onError((err) => {

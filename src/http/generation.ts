@@ -1,3 +1,7 @@
+import { RequestBilling } from "../billing/attempt-billing.ts";
+import type { PrincipalBudget } from "../billing/budget-policy.ts";
+import { inputTokenBound, outputCap } from "../billing/token-bounds.ts";
+import { estimatePromptTokens } from "../engine/request-facts.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId, ResponseStamp } from "../protocol/codec.ts";
 import type { ConsumeResult } from "../budget/attempt-budget.ts";
@@ -29,12 +33,9 @@ async function dispatch(
   input: GenerationInput,
   plan: DispatchPlan,
   neutral: NeutralRequest,
-  idHeader: Record<string, string>,
-  onStreamEnd: () => void,
-  signal: AbortSignal,
-  callBudget: (() => Promise<ConsumeResult>) | undefined,
-  backendSlots: ExecutionContext["backendSlots"],
+  d: DispatchOptions,
 ): Promise<{ response: Response; streaming: boolean }> {
+  const { idHeader, onStreamEnd, signal } = d;
   // Pin the snapshot once: this object serves the request to its end, whatever activates meanwhile.
   const snapshot = await rt.snapshots.current();
   const execution = await rt.executor.execute(plan, neutral, {
@@ -42,8 +43,9 @@ async function dispatch(
     clientSignal: signal,
     breakers: rt.breakers?.forRequest(input.waitUntil),
     health: rt.health?.forRequest(input.waitUntil),
-    callBudget,
-    backendSlots,
+    callBudget: d.callBudget,
+    backendSlots: d.backendSlots,
+    charges: d.billing,
   });
   const codec = rt.codecs.get(input.protocol)!;
   const stamp: ResponseStamp = { id: input.requestId.slice(4), created: Math.floor(input.receivedAt / 1000), model: plan.entrypoint };
@@ -52,6 +54,7 @@ async function dispatch(
     ...attemptHeader(execution.attempts),
     // A declared downgrade is the client's business: it is told which of its fields were dropped.
     ...(execution.downgraded.length > 0 ? { "x-sluice-downgraded": execution.downgraded.map((f) => codec.paramName(f)).join(", ") } : {}),
+    ...(d.billing ? budgetHeaders(d.billing, d.budget) : {}),
   };
   if (execution.kind === "buffered") {
     const response = new Response(JSON.stringify(codec.encodeResponse(execution.response, stamp)), { headers: { "content-type": "application/json", ...headers } });
@@ -66,10 +69,36 @@ async function dispatch(
     clock: rt.clock,
     deadlineAt: plan.deadlineAt,
     onEnd: onStreamEnd,
+    clientSignal: signal,
     timeouts: { firstTokenMs: rt.config.gateway.traffic.firstTokenTimeoutMs, idleMs: rt.config.gateway.traffic.streamIdleTimeoutMs },
   });
   const response = new Response(clientStream, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...headers } });
   return { response, streaming: true };
+}
+
+interface DispatchOptions {
+  readonly idHeader: Record<string, string>;
+  /** Runs exactly once when a stream's body ends, fails or is cancelled. */
+  readonly onStreamEnd: () => void;
+  readonly signal: AbortSignal;
+  readonly callBudget: (() => Promise<ConsumeResult>) | undefined;
+  readonly backendSlots: ExecutionContext["backendSlots"];
+  readonly billing: RequestBilling | undefined;
+  readonly budget: PrincipalBudget | undefined;
+}
+
+/**
+ * Budget facts the caller may see: a soft route that went ahead without the ledger says so, and
+ * keys allowed to see their budget get what remains after this request's reservation.
+ */
+function budgetHeaders(billing: RequestBilling, budget: PrincipalBudget | undefined): Record<string, string> {
+  const h: Record<string, string> = {};
+  if (billing.unchecked) h["x-sluice-budget"] = "unchecked";
+  const remaining = billing.lastGrant?.remaining;
+  if (budget?.exposeBudget && remaining && remaining.length > 0) {
+    h["x-sluice-budget-remaining"] = remaining.map((r) => `${r.scope};${r.metric}=${r.remaining}`).join(", ");
+  }
+  return h;
 }
 
 /** An admission refusal as the client sees it; capacity figures stay internal. */
@@ -124,20 +153,38 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     const body = await readJsonBody(request, limits);
     const call = parseCallBudget(request.headers, input.receivedAt);
     if (call && "error" in call) throw new GatewayError("invalid_request", call.error);
+    const trusted = trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders);
     const action = rt.engine
-      .begin({
-        principal,
-        protocol,
-        body,
-        requestId,
-        receivedAt: input.receivedAt,
-        trustedHeaders: trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders),
-        callerDeadlineAt: call?.deadlineAt,
-      })
+      .begin({ principal, protocol, body, requestId, receivedAt: input.receivedAt, trustedHeaders: trusted, callerDeadlineAt: call?.deadlineAt })
       .prepare();
     if (action.kind === "immediate") return errorResponse(action.error, protocol, idHeader);
 
-    const { plan, request: neutral } = action;
+    const { plan } = action;
+    let neutral = action.request;
+    // The tenant's ledger, when it uses one: the request gets an output cap (injected when it set
+    // none, and the client is told) so every attempt's worst case is bounded and priced.
+    const budget = rt.budgets.forPrincipal(principal, trusted);
+    let billing: RequestBilling | undefined;
+    if (budget) {
+      const policy = rt.budgets.entrypoint(plan.entrypoint);
+      const cap = outputCap(neutral, policy.defaultMaxOutputTokens);
+      if (cap.injected) {
+        neutral = { ...neutral, maxOutputTokens: cap.cap };
+        idHeader["x-sluice-max-output-tokens"] = `${cap.cap}; injected`;
+      }
+      billing = new RequestBilling({
+        ledger: rt.ledger,
+        budget,
+        policy,
+        price: rt.budgets.price,
+        requestId,
+        inputBound: inputTokenBound(neutral),
+        inputEstimate: estimatePromptTokens(neutral),
+        outputCap: cap.cap,
+        waitUntil: input.waitUntil,
+        log: (e) => console.error(JSON.stringify(e)),
+      });
+    }
     // Admission before any upstream work. The lease is released exactly once: when a stream's body
     // ends or is cancelled, or right here for buffered answers and failures.
     const ticket = rt.drain.track();
@@ -166,7 +213,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
         hasRoom: (id: string) => admitted.lease.backend === id || rt.admission.hasBackendRoom(id),
         acquire: (id: string) => admitted.lease.acquireBackend(id).ok,
       };
-      const { response, streaming } = await dispatch(rt, input, plan, neutral, idHeader, release, signal, callBudget, backendSlots);
+      const { response, streaming } = await dispatch(rt, input, plan, neutral, { idHeader, onStreamEnd: release, signal, callBudget, backendSlots, billing, budget });
       handedOff = streaming;
       return response;
     } finally {

@@ -41,6 +41,8 @@ export interface AttemptRecord {
   stopReason?: StopReason;
   /** Undefined = unknown (the provider reported none), never zero. */
   usage?: Usage;
+  /** Characters of output seen (text, reasoning, tool arguments): the estimate when usage is unknown. */
+  outputChars?: number;
   /** Request features dropped under the revision's declared downgrades. */
   downgraded?: readonly RequestFeature[];
   /** What the attempt proves about the backend having accepted the work (retry reads only this). */

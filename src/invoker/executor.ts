@@ -18,6 +18,8 @@ import { eligibleCandidates, nextChoice, pickWith, type Choice } from "./candida
 import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
+import type { AttemptCharger } from "./attempt-charges.ts";
+import { newAttemptId } from "./attempt.ts";
 import { runAttempt } from "./upstream-attempt.ts";
 
 /** Per-request inputs pinned by the adapter before execution. */
@@ -40,6 +42,11 @@ export interface ExecutionContext {
    * the backend of each attempt (never waits: the request already holds its other slots).
    */
   readonly backendSlots?: { hasRoom(backendId: string): boolean; acquire(backendId: string): boolean } | undefined;
+  /**
+   * The budget ledger, when the caller's tenant uses one: each attempt reserves its own worst case
+   * right before it is sent and is settled by its finalizer.
+   */
+  readonly charges?: AttemptCharger | undefined;
 }
 
 interface ExecutionCommon {
@@ -185,7 +192,14 @@ export class GatewayExecutor {
           );
         }
       }
-      const result = await runAttempt(this.#deps, plan, request, ctx, choice, permit);
+      const attemptId = newAttemptId();
+      let charge;
+      try {
+        charge = await ctx.charges?.reserve(attemptId, choice.model, attempts.length === 0);
+      } catch (err) {
+        throw new ExecutionError(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: err }), attempts);
+      }
+      const result = await runAttempt(this.#deps, plan, request, ctx, choice, { attemptId, probePermit: permit, charge });
       attempts.push(result.attempt);
       if (result.ok) {
         const common = { finalizer: result.success.finalizer, downgraded: choice.drop, attempts };

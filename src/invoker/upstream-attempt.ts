@@ -10,6 +10,7 @@ import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { BreakerGate } from "../traffic/breaker-cache.ts";
 import { newAttemptId, type AttemptRecord } from "./attempt.ts";
 import { breakerReport } from "./breaker-outcome.ts";
+import type { AttemptCharge } from "./attempt-charges.ts";
 import type { Choice } from "./candidates.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { evidenceFromStatus, type Evidence } from "./evidence.ts";
@@ -62,15 +63,16 @@ export async function runAttempt(
   original: NeutralRequest,
   ctx: AttemptContext,
   choice: Choice,
-  probePermit?: string,
+  opts: { readonly attemptId?: string | undefined; readonly probePermit?: string | undefined; readonly charge?: AttemptCharge | undefined } = {},
 ): Promise<AttemptResult> {
+  const { probePermit, charge } = opts;
   const { clock } = deps;
   const { model, member, drop } = choice;
   const request = withoutFeatures(original, new Set(drop));
   const backend = member.backend;
   const codec = deps.codecs.get(backend.protocol)!;
   const attempt: AttemptRecord = {
-    id: newAttemptId(),
+    id: opts.attemptId ?? newAttemptId(),
     requestId: plan.requestId,
     snapshotRevision: ctx.snapshot.revision,
     logicalModel: model.logicalModel,
@@ -84,13 +86,11 @@ export async function runAttempt(
   };
   if (drop.length > 0) attempt.downgraded = drop;
   const breakers = ctx.breakers;
-  const finalizer = new AttemptFinalizer(
-    attempt,
-    deps.load.begin(member.key),
-    deps.sink,
-    clock,
-    breakers && ((a) => breakers.report(backend.id, breakerReport(a), probePermit)),
-  );
+  const finalizer = new AttemptFinalizer(attempt, deps.load.begin(member.key), deps.sink, clock, (a) => {
+    // Settlement first: it is the bill, and it must run whatever the breaker report does.
+    charge?.finish(a);
+    breakers?.report(backend.id, breakerReport(a), probePermit);
+  });
   const fail = (error: GatewayError, evidence: Evidence, outcome: AttemptRecord["outcome"]): AttemptResult => {
     attempt.evidence = evidence;
     finalizer.finish(outcome, error.code);
@@ -117,7 +117,11 @@ export async function runAttempt(
 
   const remaining = plan.deadlineAt - clock.now();
   if (remaining <= 0) {
-    return fail(new GatewayError("deadline_exceeded", "The request deadline passed."), { class: "unknown", reason: "timeout" }, "timeout");
+    // Nothing was sent: known-zero for the books; the retry policy stops at the deadline anyway.
+    return fail(new GatewayError("deadline_exceeded", "The request deadline passed."), { class: "known_zero", reason: "not_attempted" }, "timeout");
+  }
+  if (ctx.clientSignal.aborted) {
+    return fail(new GatewayError("client_closed", "The client closed the request."), { class: "known_zero", reason: "not_attempted" }, "client_cancelled");
   }
   const deadline = AbortSignal.timeout(remaining);
   // Aborted only while waiting for headers; once they arrive the timer is cleared, so a long
@@ -222,6 +226,7 @@ export async function runAttempt(
   }
   attempt.stopReason = response.stopReason;
   if (response.usage) attempt.usage = response.usage;
+  attempt.outputChars = response.text.length + (response.reasoning ?? []).reduce((n, r) => n + r.text.length, 0) + response.toolCalls.reduce((n, c) => n + c.arguments.length, 0);
   attempt.evidence = { class: "success", reason: "ok", status: res.status };
   finalizer.finish("success");
   return { ok: true, success: { kind: "buffered", response, finalizer }, attempt };

@@ -23,6 +23,12 @@ export interface StreamPipelineOptions {
    * producing is never cut. Unset: only the request deadline applies.
    */
   readonly timeouts?: { readonly firstTokenMs: number; readonly idleMs: number } | undefined;
+  /**
+   * The client's cancellation (disconnect or drain). workerd tears a request down on a client
+   * disconnect without calling the body's `cancel()`, so the stream also ends on this signal:
+   * the attempt is finished (and settled) either way.
+   */
+  readonly clientSignal?: AbortSignal | undefined;
   /** Resolves after `ms` unless cancelled; injected so tests need no real time. */
   readonly wait?: ((ms: number) => { readonly done: Promise<void>; cancel(): void }) | undefined;
 }
@@ -86,6 +92,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
           if (ev.text !== "") {
             attempt.firstContentAt ??= clock.now();
             lastContentAt = clock.now();
+            attempt.outputChars = (attempt.outputChars ?? 0) + ev.text.length;
           }
           break;
         case "tool_call_start":
@@ -96,6 +103,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
           if (ev.delta !== "") {
             attempt.firstContentAt ??= clock.now();
             lastContentAt = clock.now();
+            attempt.outputChars = (attempt.outputChars ?? 0) + ev.delta.length;
           }
           break;
         case "stop":
@@ -162,14 +170,32 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
     }
   };
 
+  let cancelled = false;
+  const clientGone = (reason?: unknown) => {
+    cancelled = true;
+    if (!finalizer.finished) finalizer.finish("client_cancelled", "client_closed");
+    onEnd();
+    reader.cancel(reason).catch(() => {});
+  };
+  const signal = opts.clientSignal;
+  if (signal?.aborted) clientGone(signal.reason);
+  else signal?.addEventListener("abort", () => clientGone(signal.reason), { once: true });
+
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        // Cancelled while someone still reads (a drain): an error event, never a clean ending.
+        const endCancelled = () => {
+          if (!failed) handle([{ type: "error", code: "upstream_stream_cut", message: "The stream was cancelled before it completed." }]);
+          end(controller);
+        };
         // Loop until there is something to hand the client, so a partial event never stalls it.
         for (;;) {
+          if (cancelled) return endCancelled();
           let result: ReadableStreamReadResult<Uint8Array>;
           try {
             const read = await readWithin(reader.read());
+            if (cancelled) return endCancelled();
             if (read === "timeout") {
               const first = lastContentAt === undefined;
               handle([
@@ -186,10 +212,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
             }
             result = read;
           } catch {
-            if (finalizer.finished) {
-              onEnd(); // the client left first; cancel() already settled the attempt
-              return;
-            }
+            if (cancelled) return endCancelled();
             const timedOut = clock.now() >= opts.deadlineAt;
             handle(
               timedOut
@@ -227,10 +250,8 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
           }
         }
       },
-      async cancel(reason) {
-        finalizer.finish("client_cancelled", "client_closed");
-        onEnd();
-        await reader.cancel(reason).catch(() => {});
+      cancel(reason) {
+        clientGone(reason);
       },
     },
     { highWaterMark: 0 },

@@ -17,6 +17,8 @@ import { DrainController } from "../traffic/drain.ts";
 import { HealthCache } from "../traffic/health-cache.ts";
 import { healthClient } from "../traffic/health-client.ts";
 import { attemptBudgetClient, type AttemptBudgetClient } from "../budget/attempt-budget-client.ts";
+import { compileBudgetPolicy, type BudgetPolicy } from "../billing/budget-policy.ts";
+import { budgetLedgerClient, type BudgetLedgerClient } from "../ledger/ledger-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
@@ -36,6 +38,10 @@ export interface GatewayRuntime {
   readonly health: HealthCache | undefined;
   /** Cross-layer attempt budgets, one Durable Object per (tenant, call id). */
   readonly callBudgets: AttemptBudgetClient;
+  /** Budget scopes, prices and entrypoint budget policies, compiled from the publication. */
+  readonly budgets: BudgetPolicy;
+  /** The tenants' BudgetLedger objects (striped where the publication says so). */
+  readonly ledger: BudgetLedgerClient;
   /** Graceful drain of this isolate: stop admission, let requests finish, cancel the rest. */
   readonly drain: DrainController;
   /** Isolate-local admission: concurrency limits and the fair, deadline-aware queue. */
@@ -125,7 +131,11 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     halfLifeMs: config.gateway.traffic.latencyHalfLifeMs,
   });
   const secrets = env as unknown as Record<string, unknown>;
+  const budgets = compileBudgetPolicy(config.publication);
+  const stripes = new Map(budgets.tenants().map((t) => [t.root, t.stripes]));
   return {
+    budgets,
+    ledger: budgetLedgerClient((name) => env.BUDGET_LEDGER.getByName(name), { stripes: (root) => stripes.get(root) ?? 1 }),
     config,
     configDigest: await canonicalDigest({ gateway: config.gateway, publication: config.publication }),
     engine: createEngine(config.gateway, config.publication, { clock, codecs: builtinCodecs }),

@@ -20,7 +20,7 @@ function imports(file: string): string[] {
 const concern = (path: string) => /^src\/([^/]+)\//.exec(path)?.[1];
 
 /** Transport-neutral modules: no Hono, no Workers runtime modules, no bindings object. */
-const NEUTRAL = ["engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget", "ledger"];
+const NEUTRAL = ["engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget", "ledger", "billing"];
 
 /** Which concerns each concern may import (besides itself). Imports point inward. */
 const ALLOWED: Record<string, readonly string[]> = {
@@ -29,6 +29,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   traffic: [],
   budget: ["errors", "traffic"],
   ledger: ["errors", "traffic"],
+  billing: ["config", "engine", "errors", "invoker", "ledger", "plan", "protocol"],
   config: ["errors", "traffic", "snapshot", "protocol"],
   protocol: ["errors", "config"],
   plan: ["config", "protocol"],
@@ -37,8 +38,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   engine: ["config", "errors", "plan", "protocol", "traffic"],
   pipeline: ["errors", "invoker", "protocol", "traffic"],
   invoker: ["budget", "errors", "pipeline", "plan", "protocol", "snapshot", "traffic"],
-  http: ["budget", "config", "digest", "engine", "errors", "invoker", "pipeline", "plan", "protocol", "snapshot", "worker"],
-  worker: ["auth", "budget", "config", "digest", "engine", "errors", "http", "invoker", "pipeline", "protocol", "snapshot", "traffic"],
+  http: ["billing", "budget", "config", "ledger", "digest", "engine", "errors", "invoker", "pipeline", "plan", "protocol", "snapshot", "worker"],
+  worker: ["auth", "billing", "budget", "config", "ledger", "digest", "engine", "errors", "http", "invoker", "pipeline", "protocol", "snapshot", "traffic"],
 };
 
 describe("module boundaries", () => {

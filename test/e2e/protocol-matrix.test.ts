@@ -3,10 +3,10 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY } from "../../local-stack/stack.ts";
 import { stringify } from "yaml";
-import { ADMIN_TOKEN, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
+import { ADMIN_TOKEN, BACKEND_PROTOCOLS, bundledConfig, DEMO_KEY, expectBooksClosed, perProtocolConfig, type Simulator } from "./support/stack.ts";
 import type { RunningGateway } from "../../local-stack/stack.ts";
 
-const BACKENDS = ["openai-chat", "openai-responses", "anthropic-messages"] as const;
+const BACKENDS = BACKEND_PROTOCOLS;
 type Backend = (typeof BACKENDS)[number];
 const entry = (b: Backend) => `via-${b}`;
 
@@ -17,21 +17,12 @@ let anthropic: Anthropic;
 
 beforeAll(async () => {
   sim = await startSimulatorProcess({ apiKey: SIMULATOR_API_KEY });
-  const caps = ["chat", "streaming", "stream-usage", "tools", "images", "json-schema"];
-  const backends = {
-    version: 1,
-    backends: BACKENDS.map((p) => ({
-      name: `sim-${p}`,
-      protocol: p,
-      baseUrl: `${sim.url}/v1`,
-      credential: { secret: "SIMULATOR_API_KEY", scheme: p === "anthropic-messages" ? "x-api-key" : "bearer" },
-      capabilities: caps,
-    })),
-    pools: BACKENDS.map((p) => ({ name: `pool-${p}`, members: [{ backend: `sim-${p}`, model: "sim-small" }] })),
-  };
-  const pub = bundledConfig("publication");
-  pub.models = BACKENDS.map((p) => ({ id: `m-${p}`, activeRevision: 1, revisions: [{ revision: 1, pool: `pool-${p}`, requires: ["chat"] }] }));
-  pub.entrypoints = BACKENDS.map((p) => ({ name: entry(p), default: [[`m-${p}`]] }));
+  const { backends, publication: pub } = perProtocolConfig(sim.url, ["chat", "streaming", "stream-usage", "tools", "images", "json-schema"], {
+    version: "e2e",
+    currency: "USD",
+    inputPerMTok: 1,
+    outputPerMTok: 2,
+  });
   pub.tenants[0].apiKeys = pub.tenants[0].apiKeys.filter((k: any) => k.id === "demo");
   // Breakers off: the fault tests below must not trip one and change later answers.
   const gw = bundledConfig("gateway");
@@ -41,7 +32,11 @@ beforeAll(async () => {
   anthropic = new Anthropic({ apiKey: DEMO_KEY, baseURL: gateway.publicUrl, maxRetries: 0 });
 });
 afterAll(async () => {
-  await Promise.all([gateway?.stop(), sim?.stop()]);
+  try {
+    if (gateway) await expectBooksClosed(gateway.adminUrl);
+  } finally {
+    await Promise.all([gateway?.stop(), sim?.stop()]);
+  }
 });
 
 const weather = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };

@@ -67,11 +67,61 @@ export async function startStack(options: { simulators?: number; gateway?: any; 
       },
       simStats: async (sim) => (await fetch(`${sim.url}/__sim/stats`)).json(),
       async stop() {
-        await Promise.all([gateway.stop(), ...sims.map((s) => s.stop())]);
+        try {
+          await expectBooksClosed(gateway.adminUrl);
+        } finally {
+          await Promise.all([gateway.stop(), ...sims.map((s) => s.stop())]);
+        }
       },
     };
   } catch (err) {
     await Promise.all(sims.map((s) => s.stop()));
     throw err;
   }
+}
+
+/**
+ * Every attempt a gateway made must end settled, released or pending reconciliation: none may
+ * stay `held` once the requests are over. Settlement runs after the response (waitUntil), so the
+ * check waits a little for the last ones. Throws naming the attempts still held.
+ */
+export async function expectBooksClosed(adminUrl: string, waitMs = 5000): Promise<void> {
+  const admin = (path: string) => fetch(`${adminUrl}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((r) => r.json() as Promise<any>);
+  const { tenants } = await admin("/admin/budgets");
+  for (const t of tenants as { tenant: string }[]) {
+    const until = Date.now() + waitMs;
+    for (;;) {
+      const { attempts } = await admin(`/admin/budgets/${t.tenant}/attempts?state=held&limit=100`);
+      if (attempts.length === 0) break;
+      if (Date.now() > until) throw new Error(`tenant ${t.tenant}: ${attempts.length} attempt(s) still held: ${attempts.map((a: any) => a.attemptId).join(", ")}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** The three wire formats a backend may speak. */
+export const BACKEND_PROTOCOLS = ["openai-chat", "openai-responses", "anthropic-messages"] as const;
+export type BackendProtocol = (typeof BACKEND_PROTOCOLS)[number];
+
+/**
+ * A backends source with one simulator backend per wire format (`sim-<protocol>`), each alone in
+ * its pool `pool-<protocol>`, and a publication whose model `m-<protocol>` (priced with `price`)
+ * serves entrypoint `via-<protocol>`: for tests that run one request shape against every format.
+ */
+export function perProtocolConfig(simUrl: string, caps: readonly string[], price: Record<string, unknown>, entrypoint: Record<string, unknown> = {}): { backends: any; publication: any } {
+  const backends = {
+    version: 1,
+    backends: BACKEND_PROTOCOLS.map((p) => ({
+      name: `sim-${p}`,
+      protocol: p,
+      baseUrl: `${simUrl}/v1`,
+      credential: { secret: "SIMULATOR_API_KEY", scheme: p === "anthropic-messages" ? "x-api-key" : "bearer" },
+      capabilities: caps,
+    })),
+    pools: BACKEND_PROTOCOLS.map((p) => ({ name: `pool-${p}`, members: [{ backend: `sim-${p}`, model: "sim-small" }] })),
+  };
+  const publication = bundledConfig("publication");
+  publication.models = BACKEND_PROTOCOLS.map((p) => ({ id: `m-${p}`, activeRevision: 1, revisions: [{ revision: 1, pool: `pool-${p}`, requires: ["chat"], price }] }));
+  publication.entrypoints = BACKEND_PROTOCOLS.map((p) => ({ name: `via-${p}`, default: [[`m-${p}`]], ...entrypoint }));
+  return { backends, publication };
 }

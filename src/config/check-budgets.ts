@@ -1,0 +1,67 @@
+import { duplicates, type ConfigIssue } from "./parse-file.ts";
+import type { ScopeLimitsConfig } from "./budget-schema.ts";
+import type { GatewayConfig } from "./gateway-schema.ts";
+import type { PublicationConfig } from "./publication-schema.ts";
+
+const FILE = "publication.yaml";
+
+
+/**
+ * Cross-references of the budget parts of a publication:
+ * - `chargeTo` names a team (and project) of the key's own tenant;
+ * - the end-user header is a trusted one;
+ * - one currency for every money limit, balance and price, because a reservation is priced in the
+ *   model's currency and charged against limits in theirs (no exchange rates in a strict ledger);
+ * - when any scope has a money limit or a balance, every active model revision has a price, so no
+ *   attempt can be admitted against money without a cost.
+ */
+export function checkBudgets(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const trusted = new Set(gateway.security.trustedHeaders);
+  const currencies = new Map<string, string>();
+  let charged = false;
+  const limits = (l: ScopeLimitsConfig | undefined, path: string) => {
+    if (l?.money) currencies.set(l.money.currency, `${path}.money.currency`);
+    if (l?.balance) currencies.set(l.balance.currency, `${path}.balance.currency`);
+    if (l?.money || l?.balance) charged = true;
+  };
+  pub.tenants.forEach((t, ti) => {
+    const at = `tenants[${ti}]`;
+    limits(t.limits, `${at}.limits`);
+    for (const d of duplicates(t.teams.map((x) => x.id))) issues.push({ file: FILE, path: `${at}.teams`, message: `duplicate team id "${d}"` });
+    t.teams.forEach((team, i) => {
+      limits(team.limits, `${at}.teams[${i}].limits`);
+      for (const d of duplicates(team.projects.map((p) => p.id))) issues.push({ file: FILE, path: `${at}.teams[${i}].projects`, message: `duplicate project id "${d}"` });
+      team.projects.forEach((p, j) => limits(p.limits, `${at}.teams[${i}].projects[${j}].limits`));
+    });
+    t.apiKeys.forEach((k, ki) => {
+      limits(k.limits, `${at}.apiKeys[${ki}].limits`);
+      if (k.chargeTo === undefined) return;
+      const [teamId, projectId] = k.chargeTo.split("/") as [string, string | undefined];
+      const team = t.teams.find((x) => x.id === teamId);
+      if (!team) issues.push({ file: FILE, path: `${at}.apiKeys[${ki}].chargeTo`, message: `tenant "${t.id}" has no team "${teamId}"` });
+      else if (projectId !== undefined && !team.projects.some((p) => p.id === projectId)) {
+        issues.push({ file: FILE, path: `${at}.apiKeys[${ki}].chargeTo`, message: `team "${teamId}" has no project "${projectId}"` });
+      }
+    });
+    if (t.endUsers) {
+      limits(t.endUsers.limits, `${at}.endUsers.limits`);
+      if (!trusted.has(t.endUsers.header)) {
+        issues.push({ file: FILE, path: `${at}.endUsers.header`, message: `header "${t.endUsers.header}" is not in gateway.yaml security.trustedHeaders` });
+      }
+    }
+  });
+  pub.models.forEach((m, mi) =>
+    m.revisions.forEach((r, ri) => {
+      const path = `models[${mi}].revisions[${ri}]`;
+      if (r.price) currencies.set(r.price.currency, `${path}.price.currency`);
+      // Only the active revision is ever dispatched, so only it must be priced.
+      else if (charged && r.revision === m.activeRevision) issues.push({ file: FILE, path, message: `model ${m.id} revision ${r.revision} needs a price: some scope has a money limit or balance` });
+    }),
+  );
+  if (currencies.size > 1) {
+    const [, path] = [...currencies.entries()][1]!;
+    issues.push({ file: FILE, path, message: `one currency for every budget and price, found ${[...currencies.keys()].join(", ")}` });
+  }
+  return issues;
+}

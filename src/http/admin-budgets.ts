@@ -1,0 +1,177 @@
+import type { Hono } from "hono";
+import { z } from "zod";
+import { ledgerLimits, type BudgetPolicy } from "../billing/budget-policy.ts";
+import { scopeLimitsSchema } from "../config/budget-schema.ts";
+import { GatewayError } from "../errors/gateway-error.ts";
+import type { BudgetLedgerRpc } from "../ledger/ledger-client.ts";
+import type { GatewayRuntime } from "../worker/runtime.ts";
+import { readBodyText } from "./limits.ts";
+
+type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
+
+const MICROS = 1_000_000;
+/** Who did it: every change to the books is audited under this name. */
+const actor = z.string().min(1).max(128);
+const note = z.string().max(1024).optional();
+const amount = z.number().nonnegative().max(2 ** 50 / MICROS);
+
+const topUpSchema = z.strictObject({
+  scope: z.string().min(1).max(256),
+  currency: z.string().regex(/^[A-Z]{3}$/),
+  /** In currency units, up to 6 decimals. */
+  amount: amount.refine((v) => v > 0, "a top-up must be positive"),
+  /** Idempotency key: repeating a top-up with the same opId credits once. */
+  opId: z.string().min(1).max(128),
+  actor,
+  note,
+});
+const resolveSchema = z.strictObject({
+  /** The attempt's actual cost in currency units and its tokens, from the provider's own records. */
+  cost: amount,
+  tokens: z.number().int().nonnegative().max(2 ** 50),
+  actor,
+  note,
+});
+const limitsSchema = z.strictObject({ scope: z.string().min(1).max(256), limits: scopeLimitsSchema.nullable(), actor, note });
+
+async function readJson<T>(request: Request, schema: z.ZodType<T>): Promise<T> {
+  const text = await readBodyText(request, { maxBodyBytes: 16 * 1024, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new GatewayError("invalid_json", "The body is not valid JSON.");
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const path = issue.path.join(".");
+    throw new GatewayError("invalid_request", `${path === "" ? "body" : `'${path}'`}: ${issue.message}`, { param: path === "" ? undefined : path });
+  }
+  return parsed.data;
+}
+
+/** The ledger objects of a tenant: stripe 0 is named after the root, stripe i after `root#i`. */
+function tenantObjects(policy: BudgetPolicy, tenantId: string): { root: string; names: string[] } {
+  const t = policy.tenants().find((x) => x.id === tenantId);
+  if (!t) throw new GatewayError("not_found", `Tenant '${tenantId}' has no budgets.`);
+  return { root: t.root, names: Array.from({ length: t.stripes }, (_, i) => (i === 0 ? t.root : `${t.root}#${i}`)) };
+}
+
+function timeParam(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const t = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(t)) throw new GatewayError("invalid_request", `'${name}' must be an ISO 8601 time or epoch milliseconds.`, { param: name });
+  return t;
+}
+
+function limitParam(value: string | undefined): number {
+  if (value === undefined) return 100;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new GatewayError("invalid_request", "'limit' must be an integer from 1 to 1000.", { param: "limit" });
+  return n;
+}
+
+/**
+ * The books, for operators: balances, usage by model, pending reconciliations (and resolving
+ * them), top-ups, limit overrides and the audit trail. Every change names its actor and is audited
+ * by the ledger itself. Striped tenants are summed over their stripes.
+ */
+export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, name: string) => BudgetLedgerRpc): void {
+  app.get("/budgets", (c) => c.json({ tenants: c.var.runtime.budgets.tenants().map((t) => ({ tenant: t.id, root: t.root, stripes: t.stripes, scopes: t.scopes })) }));
+
+  app.get("/budgets/:tenant/balance", async (c) => {
+    const rt = c.var.runtime;
+    const { root } = tenantObjects(rt.budgets, c.req.param("tenant"));
+    const declared = rt.budgets.tenants().find((t) => t.root === root)!.scopes.map((s) => s.name);
+    const scopes = c.req.queries("scope") ?? declared;
+    return c.json({ balances: await Promise.all(scopes.map((s) => rt.ledger.balance(root, s))) });
+  });
+
+  app.get("/budgets/:tenant/usage", async (c) => {
+    const rt = c.var.runtime;
+    const { names } = tenantObjects(rt.budgets, c.req.param("tenant"));
+    const scope = c.req.query("scope");
+    if (!scope) throw new GatewayError("invalid_request", "Name the scope: ?scope=project:team/project.", { param: "scope" });
+    const now = rt.clock.now();
+    const from = timeParam(c.req.query("from"), "from", now - 86_400_000);
+    const to = timeParam(c.req.query("to"), "to", now + 1);
+    const parts = await Promise.all(names.map((n) => objectFor(c.env, n).usageReport(scope, from, to)));
+    // Stripes report the same models apart: add them up per model and price version.
+    const rows = new Map<string, { model: string; priceVersion: string; attempts: number; settledMicros: number; settledTokens: number; pendingMicros: number; pendingTokens: number }>();
+    for (const row of parts.flat()) {
+      const k = `${row.model}\u0000${row.priceVersion}`;
+      const r = rows.get(k) ?? { model: row.model, priceVersion: row.priceVersion, attempts: 0, settledMicros: 0, settledTokens: 0, pendingMicros: 0, pendingTokens: 0 };
+      r.attempts += row.attempts;
+      r.settledMicros += row.settledMicros;
+      r.settledTokens += row.settledTokens;
+      r.pendingMicros += row.pendingMicros;
+      r.pendingTokens += row.pendingTokens;
+      rows.set(k, r);
+    }
+    return c.json({ scope, from, to, models: [...rows.values()] });
+  });
+
+  app.get("/budgets/:tenant/reconciliations", async (c) => {
+    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const limit = limitParam(c.req.query("limit"));
+    const parts = await Promise.all(names.map((n) => objectFor(c.env, n).pendingReconciliations(limit)));
+    return c.json({ pending: parts.flat().sort((a, b) => a.attemptId.localeCompare(b.attemptId)).slice(0, limit) });
+  });
+
+  app.get("/budgets/:tenant/attempts", async (c) => {
+    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const state = c.req.query("state");
+    if (state !== "held" && state !== "pending_reconciliation") throw new GatewayError("invalid_request", "'state' must be held or pending_reconciliation.", { param: "state" });
+    const limit = limitParam(c.req.query("limit"));
+    const parts = await Promise.all(names.map((n) => objectFor(c.env, n).attemptsIn(state, limit)));
+    return c.json({ attempts: parts.flat().slice(0, limit) });
+  });
+
+  app.get("/budgets/:tenant/attempts/:attemptId", async (c) => {
+    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const id = c.req.param("attemptId");
+    for (const n of names) {
+      const rec = await objectFor(c.env, n).attempt(id);
+      if (rec) return c.json({ object: n, attempt: rec });
+    }
+    throw new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger.`);
+  });
+
+  app.post("/budgets/:tenant/reconciliations/:attemptId/resolve", async (c) => {
+    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const id = c.req.param("attemptId");
+    const body = await readJson(c.req.raw, resolveSchema);
+    for (const n of names) {
+      const obj = objectFor(c.env, n);
+      if (!(await obj.attempt(id))) continue;
+      const result = await obj.resolve(id, { micros: Math.round(body.cost * MICROS), tokens: body.tokens }, { actor: body.actor, ...(body.note ? { note: body.note } : {}) });
+      if (!result.ok) throw new GatewayError("invalid_request", `Attempt '${id}' is not pending reconciliation (it is ${result.state ?? "unknown"}).`);
+      return c.json(result);
+    }
+    throw new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger.`);
+  });
+
+  app.post("/budgets/:tenant/top-ups", async (c) => {
+    const rt = c.var.runtime;
+    const { root } = tenantObjects(rt.budgets, c.req.param("tenant"));
+    const b = await readJson(c.req.raw, topUpSchema);
+    const micros = Math.round(b.amount * MICROS);
+    return c.json(await rt.ledger.topUp(root, b.scope, { currency: b.currency, micros }, { opId: b.opId, actor: b.actor, ...(b.note ? { note: b.note } : {}) }));
+  });
+
+  app.put("/budgets/:tenant/limits", async (c) => {
+    const rt = c.var.runtime;
+    const { root } = tenantObjects(rt.budgets, c.req.param("tenant"));
+    const b = await readJson(c.req.raw, limitsSchema);
+    await rt.ledger.setLimits(root, b.scope, b.limits === null ? null : ledgerLimits(b.limits), { actor: b.actor, ...(b.note ? { note: b.note } : {}) });
+    return c.json({ scope: b.scope, balance: await rt.ledger.balance(root, b.scope) });
+  });
+
+  app.get("/budgets/:tenant/audit", async (c) => {
+    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const limit = limitParam(c.req.query("limit"));
+    const parts = await Promise.all(names.map(async (n) => (await objectFor(c.env, n).audit(limit)).map((r) => ({ object: n, ...r }))));
+    return c.json({ audit: parts.flat().sort((a, b) => a.at - b.at).slice(-limit) });
+  });
+}

@@ -1,0 +1,227 @@
+import Anthropic from "@anthropic-ai/sdk";
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
+import { ADMIN_TOKEN, BACKEND_PROTOCOLS, bundledConfig, expectBooksClosed, perProtocolConfig, type Simulator } from "./support/stack.ts";
+
+const BACKENDS = BACKEND_PROTOCOLS;
+const KEYS = { cap: "sk-e2e-cap", open: "sk-e2e-open", rate: "sk-e2e-rate", prepaid: "sk-e2e-prepaid" } as const;
+const sha = (k: string) => createHash("sha256").update(k).digest("hex");
+
+/** K worst cases fit the capped project exactly: bound of the input bytes + 8, plus max_tokens. */
+const K = 5;
+const CAP_PROMPT = "cap [[sim latency-ms=1500]]";
+const CAP_MAX_TOKENS = 50;
+const WORST = 8 + Buffer.byteLength(CAP_PROMPT) + CAP_MAX_TOKENS;
+
+let sim: Simulator;
+let gateway: RunningGateway;
+
+beforeAll(async () => {
+  sim = await startSimulatorProcess({ apiKey: SIMULATOR_API_KEY });
+  const { backends, publication: pub } = perProtocolConfig(sim.url, ["chat", "streaming", "stream-usage", "tools"], { version: "e2e-1", currency: "USD", inputPerMTok: 3, outputPerMTok: 15 }, { retry: { maxAttempts: 3 } });
+  pub.tenants = [
+    {
+      id: "acme",
+      limits: { money: { limit: 100, currency: "USD", period: "30d" } },
+      teams: [
+        { id: "research", projects: [{ id: "capped", limits: { tokens: { limit: K * WORST, window: "1h" } } }, { id: "open" }] },
+        { id: "ops", limits: { money: { limit: 50, currency: "USD", period: "1d" } } },
+      ],
+      endUsers: { header: "x-sluice-end-user", limits: { money: { limit: 0.001, currency: "USD", period: "1d" } } },
+      apiKeys: [
+        { id: "cap", sha256: sha(KEYS.cap), entrypoints: ["*"], chargeTo: "research/capped" },
+        { id: "open", sha256: sha(KEYS.open), entrypoints: ["*"], chargeTo: "research/open", exposeBudget: true },
+        { id: "rate", sha256: sha(KEYS.rate), entrypoints: ["*"], chargeTo: "ops", limits: { requests: { perMinute: 1, burst: 2 } } },
+        { id: "prepaid", sha256: sha(KEYS.prepaid), entrypoints: ["*"], chargeTo: "ops", limits: { balance: { currency: "USD" } } },
+      ],
+    },
+  ];
+  const gw = bundledConfig("gateway");
+  gw.breaker = { enabled: false };
+  gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
+});
+
+afterAll(async () => {
+  try {
+    if (gateway) await expectBooksClosed(gateway.adminUrl);
+  } finally {
+    await Promise.all([gateway?.stop(), sim?.stop()]);
+  }
+});
+
+const chat = (key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  fetch(`${gateway.publicUrl}/v1/chat/completions`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
+    body: JSON.stringify({ model: "via-openai-chat", ...body }),
+  });
+const admin = async (path: string, init: RequestInit = {}): Promise<any> => {
+  const res = await fetch(`${gateway.adminUrl}${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json", ...(init.headers ?? {}) } });
+  return { status: res.status, ...((await res.json()) as object) };
+};
+const attemptIds = (res: Response) => (res.headers.get("x-sluice-attempts") ?? "").split(", ").filter((s) => s !== "");
+
+/** The ledger record of an attempt once its settlement has landed (settlement runs after the response). */
+async function settledRecord(id: string): Promise<any> {
+  const until = Date.now() + 5000;
+  for (;;) {
+    const r = await admin(`/admin/budgets/acme/attempts/${id}`);
+    if (r.status === 200 && r.attempt.state !== "held") return r.attempt;
+    if (Date.now() > until) throw new Error(`attempt ${id} still ${r.attempt?.state ?? r.status}\n${gateway.output().split("\n").slice(-15).join("\n")}`);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
+describe("strict budgets through the HTTP API", () => {
+  it(`admits exactly ${K} of 24 concurrent requests whose worst cases fit ${K} times, and spend stays under the limit`, async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 24 }, () => chat(KEYS.cap, { max_tokens: CAP_MAX_TOKENS, messages: [{ role: "user", content: CAP_PROMPT }] })),
+    );
+    const ok = answers.filter((r) => r.status === 200);
+    const refused = answers.filter((r) => r.status !== 200);
+    expect(ok).toHaveLength(K);
+    for (const r of refused) {
+      expect(r.status).toBe(429);
+      expect(r.headers.get("x-sluice-error-code")).toBe("token_limit_exceeded");
+      expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+      const body = (await r.json()) as any;
+      expect(body.error.type).toBe("rate_limit_error");
+      expect(body.error.details[0]).toMatchObject({ scope: "project:research/capped", metric: "tokens", reason: "token_limit_exceeded" });
+      expect(body.error.message).toContain("project:research/capped");
+    }
+    const used = (await Promise.all(ok.map(async (r) => ((await r.json()) as any).usage.total_tokens as number))).reduce((a, b) => a + b, 0);
+    // Refused requests never reached the provider.
+    expect(((await (await fetch(`${sim.url}/__sim/stats`)).json()) as any).total).toBeGreaterThanOrEqual(K);
+    for (const r of ok) expect((await settledRecord(attemptIds(r)[0]!)).state).toBe("settled");
+    const { balances } = await admin("/admin/budgets/acme/balance?scope=project:research/capped");
+    expect(balances[0].tokens).toMatchObject({ limit: K * WORST, held: 0, pending: 0, spent: used });
+    expect(used).toBeLessThanOrEqual(K * WORST);
+  });
+
+  it.each(BACKENDS)("settles a stream from a %s backend at the usage it reported, with the price version", async (backend) => {
+    const res = await chat(KEYS.open, { model: `via-${backend}`, stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "stream please" }] });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const usageLine = text.split("\n").filter((l) => l.startsWith("data: {") && l.includes('"usage":{')).at(-1)!;
+    const usage = JSON.parse(usageLine.slice("data: ".length)).usage;
+    const rec = await settledRecord(attemptIds(res)[0]!);
+    expect(rec.state).toBe("settled");
+    expect(rec.settlement.actual.tokens).toBe(usage.total_tokens);
+    expect(rec.settlement.usage).toMatchObject({ inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens });
+    // 3 USD/MTok input, 15 USD/MTok output, rounded up to whole micro-dollars.
+    expect(rec.settlement.actual.micros).toBe(usage.prompt_tokens * 3 + usage.completion_tokens * 15);
+    expect(rec.meta).toMatchObject({ model: `m-${backend}@1`, priceVersion: "e2e-1" });
+  });
+
+  it("injects an output cap when the request has none, says so, and shows the key its remaining budget", async () => {
+    const res = await chat(KEYS.open, { messages: [{ role: "user", content: "no cap" }] });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-sluice-max-output-tokens")).toBe("4096; injected");
+    expect(res.headers.get("x-sluice-budget-remaining")).toMatch(/tenant:acme;money:USD=\d+/);
+    const { requests } = (await (await fetch(`${sim.url}/__sim/requests?limit=1`)).json()) as { requests: any[] };
+    const last = requests[0];
+    expect(last.body.max_completion_tokens).toBe(4096);
+    // A key that may not see its budget gets no figures.
+    const capped = await chat(KEYS.cap, { max_tokens: 5, messages: [{ role: "user", content: "x" }] });
+    expect(capped.headers.get("x-sluice-budget-remaining")).toBeNull();
+  });
+
+  it("a retry reserves its own: the refused attempt is released, the served one settled", async () => {
+    const res = await chat(KEYS.open, { max_tokens: 20, messages: [{ role: "user", content: `retry me ${Date.now()} [[sim status=429 times=1 retry-after=0]]` }] });
+    expect(res.status).toBe(200);
+    const [first, second] = attemptIds(res);
+    expect((await settledRecord(first!)).state).toBe("released");
+    expect((await settledRecord(second!)).state).toBe("settled");
+  });
+
+  it("keeps unknown usage held for reconciliation (cut stream, 5xx, client cancel), and an admin resolves it with an audit record", async () => {
+    const cut = await chat(KEYS.open, { stream: true, max_tokens: 100, messages: [{ role: "user", content: "cut [[sim fault=cut-mid-stream cut-after=2]]" }] });
+    await cut.text();
+    const cutRec = await settledRecord(attemptIds(cut)[0]!);
+    expect(cutRec).toMatchObject({ state: "pending_reconciliation", pendingReason: "unknown_usage" });
+    expect(cutRec.settlement.actual).toBe("unknown");
+    expect(cutRec.settlement.estimate.tokens).toBeGreaterThan(0);
+
+    const failed = await chat(KEYS.open, { max_tokens: 100, messages: [{ role: "user", content: "boom [[sim status=500]]" }] });
+    expect(failed.status).toBe(502);
+    expect((await settledRecord(attemptIds(failed)[0]!)).state).toBe("pending_reconciliation");
+
+    const bad = await chat(KEYS.open, { max_tokens: 100, messages: [{ role: "user", content: "refused [[sim status=400]]" }] });
+    expect(bad.status).toBe(400);
+    expect((await settledRecord(attemptIds(bad)[0]!)).state).toBe("released");
+
+    const abort = new AbortController();
+    const slow = await fetch(`${gateway.publicUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEYS.open}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "via-openai-chat", stream: true, max_tokens: 100, messages: [{ role: "user", content: "slow [[sim tokens=40 token-interval-ms=100]]" }] }),
+      signal: abort.signal,
+    });
+    await slow.body!.getReader().read();
+    abort.abort();
+    const cancelled = await settledRecord(attemptIds(slow)[0]!);
+    expect(cancelled.state).toBe("pending_reconciliation");
+
+    const listed = await admin("/admin/budgets/acme/reconciliations");
+    expect(listed.pending.map((p: any) => p.attemptId)).toEqual(expect.arrayContaining([cutRec.attemptId, cancelled.attemptId]));
+    const resolved = await admin(`/admin/budgets/acme/reconciliations/${cutRec.attemptId}/resolve`, {
+      method: "POST",
+      body: JSON.stringify({ cost: 0.0002, tokens: 40, actor: "ops@acme", note: "provider invoice line 7" }),
+    });
+    expect(resolved.status).toBe(200);
+    const after = await settledRecord(cutRec.attemptId);
+    expect(after).toMatchObject({ state: "settled", settlement: { actual: { micros: 200, tokens: 40 }, resolvedBy: { actor: "ops@acme" } } });
+    // Only attempts pending reconciliation can be resolved: a released one cannot be billed after the fact.
+    const released = await admin(`/admin/budgets/acme/reconciliations/${attemptIds(bad)[0]}/resolve`, { method: "POST", body: JSON.stringify({ cost: 1, tokens: 1, actor: "ops@acme" }) });
+    expect(released.status).toBe(400);
+    const { audit } = await admin("/admin/budgets/acme/audit");
+    expect(audit.some((a: any) => a.action === "resolve" && a.attemptId === cutRec.attemptId && a.actor === "ops@acme")).toBe(true);
+  });
+
+  it("a request-rate limit refuses past the burst, with retry-after, in the Anthropic envelope too", async () => {
+    for (let i = 0; i < 2; i++) expect((await chat(KEYS.rate, { max_tokens: 5, messages: [{ role: "user", content: "r" }] })).status).toBe(200);
+    const anthropic = new Anthropic({ apiKey: KEYS.rate, baseURL: gateway.publicUrl, maxRetries: 0 });
+    const err = await anthropic.messages.create({ model: "via-openai-chat", max_tokens: 5, messages: [{ role: "user", content: "r" }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.RateLimitError);
+    const e = err as InstanceType<typeof Anthropic.RateLimitError>;
+    expect(e.headers?.get("x-sluice-error-code")).toBe("request_rate_exceeded");
+    expect(Number(e.headers?.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect((e.error as any).error.message).toContain("key:rate");
+  });
+
+  it("a prepaid balance refuses until topped up, and a repeated top-up credits once", async () => {
+    const before = await chat(KEYS.prepaid, { max_tokens: 10, messages: [{ role: "user", content: "p" }] });
+    expect(before.status).toBe(402);
+    expect(((await before.json()) as any).error).toMatchObject({ code: "balance_exhausted", type: "insufficient_quota" });
+    const topUp = { scope: "key:prepaid", currency: "USD", amount: 1, opId: "invoice-1", actor: "billing@acme" };
+    for (let i = 0; i < 2; i++) expect((await admin("/admin/budgets/acme/top-ups", { method: "POST", body: JSON.stringify(topUp) })).status).toBe(200);
+    const after = await chat(KEYS.prepaid, { max_tokens: 10, messages: [{ role: "user", content: "p" }] });
+    expect(after.status).toBe(200);
+    await settledRecord(attemptIds(after)[0]!);
+    const { balances } = await admin("/admin/budgets/acme/balance?scope=key:prepaid");
+    expect(balances[0].balance).toMatchObject({ limit: 1_000_000, held: 0 });
+    expect(balances[0].balance.spent).toBeGreaterThan(0);
+  });
+
+  it("an end user's own budget refuses by its name, leaving no reservation at the other levels", async () => {
+    const held = async () => (await admin("/admin/budgets/acme/balance?scope=project:research/open&scope=tenant:acme")).balances.map((b: any) => b.money?.held ?? null);
+    const before = await held();
+    const res = await chat(KEYS.open, { messages: [{ role: "user", content: "u" }] }, { "x-sluice-end-user": "alice" });
+    expect(res.status).toBe(429);
+    const body = (await res.json()) as any;
+    expect(body.error).toMatchObject({ code: "budget_exceeded", type: "insufficient_quota" });
+    expect(body.error.details[0]).toMatchObject({ scope: "user:alice", metric: "money:USD" });
+    expect(await held()).toEqual(before);
+  });
+
+  it("reports usage by model for a scope", async () => {
+    const r = await admin("/admin/budgets/acme/usage?scope=project:research/open");
+    expect(r.status).toBe(200);
+    const row = r.models.find((m: any) => m.model === "m-openai-chat@1");
+    expect(row).toMatchObject({ priceVersion: "e2e-1" });
+    expect(row.attempts).toBeGreaterThan(0);
+    expect(row.settledMicros).toBeGreaterThan(0);
+  });
+});
