@@ -13,13 +13,12 @@ import type { HealthGate } from "../traffic/health-cache.ts";
 import { minimumAvailable } from "../traffic/health.ts";
 import type { Selector } from "../traffic/selector.ts";
 import { createSelector } from "../traffic/selectors/index.ts";
-import type { AttemptRecord } from "./attempt.ts";
+import { newAttemptId, type AttemptRecord } from "./attempt.ts";
 import { eligibleCandidates, nextChoice, pickWith, type Choice } from "./candidates.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
-import type { AttemptCharger } from "./attempt-charges.ts";
-import { newAttemptId } from "./attempt.ts";
+import type { AttemptCharge, AttemptCharger } from "./attempt-charges.ts";
 import { runAttempt } from "./upstream-attempt.ts";
 
 /** Per-request inputs pinned by the adapter before execution. */
@@ -193,7 +192,7 @@ export class GatewayExecutor {
         }
       }
       const attemptId = newAttemptId();
-      let charge;
+      let charge: AttemptCharge | undefined;
       try {
         charge = await ctx.charges?.reserve(attemptId, choice.model, attempts.length === 0);
       } catch (err) {

@@ -216,6 +216,20 @@ describe("strict budgets through the HTTP API", () => {
     expect(await held()).toEqual(before);
   });
 
+  it("an admin override of a scope's limits wins over the publication until cleared, audited", async () => {
+    const put = (body: unknown) => admin("/admin/budgets/acme/limits", { method: "PUT", body: JSON.stringify(body) });
+    expect((await put({ scope: "key:open", limits: { tokens: { limit: 10, window: "1h" } } })).status).toBe(400);
+    const set = await put({ scope: "key:open", limits: { tokens: { limit: 10, window: "1h" } }, actor: "ops@acme", note: "incident 12" });
+    expect(set.status).toBe(200);
+    const refused = await chat(KEYS.open, { max_tokens: 5, messages: [{ role: "user", content: "o" }] });
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as any).error.details[0]).toMatchObject({ scope: "key:open", metric: "tokens" });
+    expect((await put({ scope: "key:open", limits: null, actor: "ops@acme" })).status).toBe(200);
+    expect((await chat(KEYS.open, { max_tokens: 5, messages: [{ role: "user", content: "o" }] })).status).toBe(200);
+    const { audit } = await admin("/admin/budgets/acme/audit");
+    expect(audit.filter((a: any) => a.action === "set_limits" && a.scope === "key:open").map((a: any) => a.detail.override)).toEqual([{ tokens: { limit: 10, windowMs: 3_600_000 } }, null]);
+  });
+
   it("reports usage by model for a scope", async () => {
     const r = await admin("/admin/budgets/acme/usage?scope=project:research/open");
     expect(r.status).toBe(200);

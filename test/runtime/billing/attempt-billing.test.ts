@@ -129,6 +129,18 @@ describe("RequestBilling through the executor", () => {
     expect(b.core.usage("key:k").find((c) => c.metric === "tokens")).toMatchObject({ held: worst(bound).tokens, pending: worst(bound).tokens, spent: 0 });
   });
 
+  it("books usage above the worst case in full and flags the price or cap", async () => {
+    const b = billing();
+    const huge = () =>
+      Response.json({ id: "x", model: "x", choices: [{ index: 0, message: { role: "assistant", content: "Hi" }, finish_reason: "stop" }], usage: { prompt_tokens: 9_000, completion_tokens: 500, total_tokens: 9_500 } });
+    const { h, bound } = await run(huge, b);
+    await b.settled();
+    const rec = b.core.attempt(h.attempts[0]!.id)!;
+    expect(rec.settlement?.actual).toEqual({ micros: 9_000 + 500 * 2, tokens: 9_500 });
+    expect(rec.settlement?.overrun.tokens).toBe(9_500 - worst(bound).tokens);
+    expect(b.logs.find((l) => l.kind === "ledger_overrun")).toMatchObject({ attemptId: h.attempts[0]!.id, model: "chat-small@1", priceVersion: "p-1" });
+  });
+
   it("releases an attempt the provider refused (4xx) and holds one it may have run (5xx)", async () => {
     for (const [status, state] of [
       [400, "released"],

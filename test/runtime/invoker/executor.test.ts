@@ -6,7 +6,7 @@ import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { LoadTracker } from "../../../src/traffic/load-tracker.ts";
 import type { DispatchAction } from "../../../src/engine/engine.ts";
 import type { PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
-import { clock, config, engine, harness, live, okBody, plan, snapshot, unwrap, type Seen } from "../support/executor-harness.ts";
+import { clock, harness, live, okBody, plan, snapshot, unwrap, type Seen } from "../support/executor-harness.ts";
 
 describe("GatewayExecutor", () => {
   it("sends only what the provider needs: its credential, identity encoding, the upstream model", async () => {
