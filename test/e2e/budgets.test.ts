@@ -6,11 +6,11 @@ import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGat
 import { ADMIN_TOKEN, BACKEND_PROTOCOLS, bundledConfig, expectBooksClosed, perProtocolConfig, type Simulator } from "./support/stack.ts";
 
 const BACKENDS = BACKEND_PROTOCOLS;
-const KEYS = { cap: "sk-e2e-cap", open: "sk-e2e-open", rate: "sk-e2e-rate", prepaid: "sk-e2e-prepaid" } as const;
+const KEYS = { cap: "sk-e2e-cap", open: "sk-e2e-open", rate: "sk-e2e-rate", prepaid: "sk-e2e-prepaid", bulk: "sk-e2e-bulk" } as const;
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");
 
 /** K worst cases fit the capped project exactly: bound of the input bytes + 8, plus max_tokens. */
-const K = 5;
+const K = 7;
 const CAP_PROMPT = "cap [[sim latency-ms=1500]]";
 const CAP_MAX_TOKENS = 50;
 const WORST = 8 + Buffer.byteLength(CAP_PROMPT) + CAP_MAX_TOKENS;
@@ -38,6 +38,13 @@ beforeAll(async () => {
       ],
     },
   ];
+  // A striped tenant: 4 ledger objects, each holding exactly 2 of its 8 worst cases.
+  pub.tenants.push({
+    id: "bulk",
+    limits: { tokens: { limit: 8 * WORST, window: "1h" } },
+    ledger: { stripes: 4 },
+    apiKeys: [{ id: "bulk", sha256: sha(KEYS.bulk), entrypoints: ["*"] }],
+  });
   const gw = bundledConfig("gateway");
   gw.breaker = { enabled: false };
   gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
@@ -75,9 +82,9 @@ async function settledRecord(id: string): Promise<any> {
 }
 
 describe("strict budgets through the HTTP API", () => {
-  it(`admits exactly ${K} of 24 concurrent requests whose worst cases fit ${K} times, and spend stays under the limit`, async () => {
+  it(`admits exactly ${K} of 64 concurrent requests whose worst cases fit ${K} times, and spend stays under the limit`, async () => {
     const answers = await Promise.all(
-      Array.from({ length: 24 }, () => chat(KEYS.cap, { max_tokens: CAP_MAX_TOKENS, messages: [{ role: "user", content: CAP_PROMPT }] })),
+      Array.from({ length: 64 }, () => chat(KEYS.cap, { max_tokens: CAP_MAX_TOKENS, messages: [{ role: "user", content: CAP_PROMPT }] })),
     );
     const ok = answers.filter((r) => r.status === 200);
     const refused = answers.filter((r) => r.status !== 200);
@@ -98,6 +105,18 @@ describe("strict budgets through the HTTP API", () => {
     const { balances } = await admin("/admin/budgets/acme/balance?scope=project:research/capped");
     expect(balances[0].tokens).toMatchObject({ limit: K * WORST, held: 0, pending: 0, spent: used });
     expect(used).toBeLessThanOrEqual(K * WORST);
+  });
+
+  it("keeps the cap exact for a tenant striped over 4 ledger objects: exactly 8 of 64", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 64 }, () => chat(KEYS.bulk, { max_tokens: CAP_MAX_TOKENS, messages: [{ role: "user", content: CAP_PROMPT }] })),
+    );
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(8);
+    expect(answers.filter((r) => r.status === 429)).toHaveLength(56);
+    for (const r of answers) await r.arrayBuffer();
+    const { balances } = await admin("/admin/budgets/bulk/balance?scope=tenant:bulk");
+    expect(balances[0].tokens.limit).toBe(8 * WORST);
+    expect(balances[0].tokens.spent + balances[0].tokens.held).toBeLessThanOrEqual(8 * WORST);
   });
 
   it.each(BACKENDS)("settles a stream from a %s backend at the usage it reported, with the price version", async (backend) => {
