@@ -42,6 +42,11 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
   readonly #store: SqliteLedgerStore;
   readonly #ledger: BudgetLedgerCore;
   readonly #clock: Clock = systemClock;
+  /**
+   * When the alarm is known to fire at or before this object's earliest lease, as last set by
+   * this instance; undefined when unknown (a fresh instance, or while the alarm runs).
+   */
+  #alarmAt: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -61,7 +66,7 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
     if (args === null || typeof args !== "object") throw new RangeError("invalid ledger reservation: args must be an object");
     const result = this.#store.transaction(() => this.#ledger.reserve(attemptId, { ...args, now: this.#clock.now() }));
     // The decision is committed; arming the alarm after it cannot change it.
-    if (result.ok) await this.#arm();
+    if (result.ok) await this.#arm(result.leaseExpiresAt);
     return result;
   }
 
@@ -111,19 +116,31 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
   }
 
   override async alarm(): Promise<void> {
+    this.#alarmAt = undefined;
     const next = this.#store.transaction(() => {
       const now = this.#clock.now();
       while (this.#ledger.expireLeases(now) > 0);
       return this.#ledger.nextLeaseExpiry();
     });
-    if (next !== undefined) await this.ctx.storage.setAlarm(next);
+    if (next !== undefined) await this.#setAlarm(next);
   }
 
-  /** Keeps the alarm at (or before) the earliest lease expiry. */
-  async #arm(): Promise<void> {
+  /**
+   * Keeps the alarm at (or before) the earliest lease expiry. Leases of one object mostly grow
+   * with time, so a known earlier alarm settles it without a storage read: the common
+   * reservation costs no alarm work at all.
+   */
+  async #arm(leaseExpiresAt: number): Promise<void> {
+    if (this.#alarmAt !== undefined && this.#alarmAt <= leaseExpiresAt) return;
     const next = this.#store.transaction(() => this.#ledger.nextLeaseExpiry());
     if (next === undefined) return;
     const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > next) await this.ctx.storage.setAlarm(next);
+    if (current === null || current > next) await this.#setAlarm(next);
+    else this.#alarmAt = current;
+  }
+
+  async #setAlarm(at: number): Promise<void> {
+    await this.ctx.storage.setAlarm(at);
+    this.#alarmAt = at;
   }
 }

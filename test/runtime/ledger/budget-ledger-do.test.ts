@@ -202,4 +202,17 @@ describe("BudgetLedger Durable Object", () => {
     expect(await stub.settle("short", { micros: 100, tokens: 0 })).toMatchObject({ ok: true, state: "settled" });
     expect((await stub.balance(org)).money).toMatchObject({ held: 200, pending: 0, spent: 100 });
   });
+
+  it("moves the alarm earlier for a shorter lease, and leaves it for later ones", async () => {
+    const org = "org:alarm";
+    const stub = env.BUDGET_LEDGER.getByName(org);
+    const scopes = [{ name: org, limits: usd(1_000) }];
+    const alarm = () => runInDurableObject(stub, (_i: BudgetLedger, state) => state.storage.getAlarm());
+    const first = await stub.reserve("a1", args(scopes, 1, 0, { leaseMs: 600_000 }));
+    expect(await alarm()).toBe(first.ok ? first.leaseExpiresAt : -1);
+    await stub.reserve("a2", args(scopes, 1, 0, { leaseMs: 900_000 }));
+    expect(await alarm()).toBe(first.ok ? first.leaseExpiresAt : -1);
+    const shorter = await stub.reserve("a3", args(scopes, 1, 0, { leaseMs: 60_000 }));
+    expect(await alarm()).toBe(shorter.ok ? shorter.leaseExpiresAt : -1);
+  });
 });
