@@ -8,17 +8,16 @@
  * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
  * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
  */
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { request as httpRequest } from "node:http";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { parseArgs } from "node:util";
 import { ROOT } from "../local-stack/build.ts";
 import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
-import { ShuttingDown, captureOutput, register, starting, stopAll, stopOne } from "./children.ts";
-import type { LoadResult, LoadSpec } from "./load-spec.ts";
+import { starting } from "./children.ts";
+import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
+import { exchange, runLoad, table } from "./load-runner.ts";
+import type { LoadResult } from "./load-spec.ts";
 import { startNullGateway } from "./null-gateway.ts";
 import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
 import { median } from "./stats.ts";
@@ -41,10 +40,6 @@ const PUBLIC_MODEL = "sluice-chat";
 const BACKEND_MODEL = "sim-small";
 const REQUEST_TIMEOUT_MS = 30_000;
 
-class BenchError extends Error {
-  override name = "BenchError";
-}
-
 // ---------------------------------------------------------------------------------------------
 // Options
 
@@ -61,48 +56,30 @@ interface Options {
 }
 
 function parseOptions(): Options {
-  let values;
-  try {
-    values = parseArgs({
-      options: {
-        duration: { type: "string" },
-        warmup: { type: "string" },
-        concurrency: { type: "string" },
-        runs: { type: "string" },
-        quick: { type: "boolean" },
-        "buffered-tokens": { type: "string" },
-        "stream-tokens": { type: "string" },
-        "no-access-log": { type: "boolean" },
-        out: { type: "string" },
-        help: { type: "boolean" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }).values;
-  } catch (err) {
-    throw new BenchError(`${(err as Error).message}\n${USAGE}`);
-  }
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
+  const values = parseFlags(
+    {
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      concurrency: { type: "string" },
+      runs: { type: "string" },
+      quick: { type: "boolean" },
+      "buffered-tokens": { type: "string" },
+      "stream-tokens": { type: "string" },
+      "no-access-log": { type: "boolean" },
+      out: { type: "string" },
+      help: { type: "boolean" },
+    },
+    USAGE,
+  );
   const quick = values.quick === true;
-  const num = (flag: string, text: string | undefined, fallback: number, min: number, max: number, integer: boolean) => {
-    if (text === undefined) return fallback;
-    const n = Number(text);
-    if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
-      throw new BenchError(`--${flag} must be ${integer ? "an integer" : "a number"} between ${min} and ${max}, got '${text}'`);
-    }
-    return n;
-  };
   const stamp = new Date().toISOString().replace(/[:.]/g, "-");
   return {
-    durationMs: Math.round(num("duration", values.duration, quick ? 1 : 5, 0.2, 600, false) * 1000),
-    warmupMs: Math.round(num("warmup", values.warmup, quick ? 0.3 : 1, 0, 120, false) * 1000),
-    concurrency: num("concurrency", values.concurrency, 32, 1, 1024, true),
-    runs: num("runs", values.runs, quick ? 1 : 3, 1, 21, true),
-    bufferedTokens: num("buffered-tokens", values["buffered-tokens"], 16, 1, 4096, true),
-    streamTokens: num("stream-tokens", values["stream-tokens"], 32, 1, 4096, true),
+    durationMs: Math.round(numberFlag("duration", values.duration, quick ? 1 : 5, 0.2, 600, false) * 1000),
+    warmupMs: Math.round(numberFlag("warmup", values.warmup, quick ? 0.3 : 1, 0, 120, false) * 1000),
+    concurrency: numberFlag("concurrency", values.concurrency, 32, 1, 1024, true),
+    runs: numberFlag("runs", values.runs, quick ? 1 : 3, 1, 21, true),
+    bufferedTokens: numberFlag("buffered-tokens", values["buffered-tokens"], 16, 1, 4096, true),
+    streamTokens: numberFlag("stream-tokens", values["stream-tokens"], 32, 1, 4096, true),
     accessLog: values["no-access-log"] !== true,
     out: values.out ?? join(tmpdir(), "sluice-bench", `results-${stamp}.json`),
     quick,
@@ -202,25 +179,6 @@ async function startStack(o: Options): Promise<Stack> {
 // ---------------------------------------------------------------------------------------------
 // Simulator control
 
-/**
- * One HTTP exchange on a fresh connection (no keep-alive pool): control calls happen seconds apart,
- * and a pooled connection the server has meanwhile closed would fail the call for no good reason.
- */
-function exchange(url: string, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const length = body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) };
-    const req = httpRequest(url, { method, headers: { ...headers, ...length }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("error", reject);
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
-    });
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
 async function simJson(simUrl: string, method: "GET" | "PUT", path: string, body?: unknown): Promise<unknown> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   const headers: Record<string, string> = payload === undefined ? {} : { "content-type": "application/json" };
@@ -255,41 +213,6 @@ async function preflight(t: Target, w: Workload): Promise<void> {
   }
   const problem = status < 200 || status > 299 ? `HTTP ${status}` : invalidBody(w, text);
   if (problem !== undefined) throw new BenchError(`${t.name}: the ${w.name} check request got ${problem}:\n${text.slice(0, 2000)}\n${t.output()}`);
-}
-
-function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  const budgetMs = spec.warmupMs + spec.durationMs + 2 * spec.requestTimeoutMs + 20_000;
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [join(import.meta.dirname, "load.ts"), JSON.stringify(spec)], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    proc.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    const output = captureOutput(proc);
-    let exited = false;
-    const exit = new Promise<void>((r) => proc.once("exit", () => ((exited = true), r())));
-    const child = register({
-      name: "load generator",
-      process: proc,
-      async stop() {
-        if (exited) return;
-        proc.kill("SIGTERM");
-        const t = setTimeout(() => proc.kill("SIGKILL"), 3000);
-        await exit;
-        clearTimeout(t);
-      },
-    });
-    const timer = setTimeout(() => proc.kill("SIGKILL"), budgetMs);
-    proc.once("error", (err) => reject(new BenchError(`load generator could not start: ${String(err)}`)));
-    proc.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      void stopOne(child);
-      if (code !== 0) return reject(new BenchError(`load generator exited with ${signal ?? `code ${code}`}:\n${output()}`));
-      try {
-        resolve(JSON.parse(stdout.trim().split("\n").pop() ?? "") as LoadResult);
-      } catch {
-        reject(new BenchError(`load generator printed no result:\n${output()}`));
-      }
-    });
-  });
 }
 
 interface RunRecord {
@@ -404,12 +327,6 @@ function ratios(s: Record<TargetName, TargetSummary>): Ratios {
 
 const f = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
-}
-
 function report(w: Workload, o: Options, s: Record<TargetName, TargetSummary>, r: Ratios): string {
   const header = ["target", "req/s", "p50 ms", "p99 ms", ...(w.stream ? ["TTFB p50 ms"] : []), "server CPU ms/req", "sim CPU ms/req", "other load", "errors"];
   const rows = (["direct", "null", "sluice"] as const).map((name) => {
@@ -429,7 +346,7 @@ function report(w: Workload, o: Options, s: Record<TargetName, TargetSummary>, r
   const title = `${w.name}: ${w.stream ? "stream: true + include_usage, " : ""}${w.tokens} output tokens, concurrency ${o.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`;
   return [
     title,
-    table(header, rows),
+    table(header, rows, 1),
     `sluice vs direct: throughput ×${f(r.throughputVsDirect, 2)}, p50 ×${f(r.p50VsDirect, 2)}`,
     `sluice vs null:   throughput ×${f(r.throughputVsNull, 2)}, p50 ×${f(r.p50VsNull, 2)} (+${f(r.p50AddedVsNullMs, 2)} ms), workerd CPU/req ×${f(r.cpuPerReqVsNull, 2)} (+${f(r.cpuPerReqAddedVsNullMs, 3)} ms)`,
   ].join("\n");
@@ -524,31 +441,4 @@ async function main(): Promise<number> {
   return 0;
 }
 
-/** Stops every child, then exits; the first caller's exit code wins. */
-let exiting: Promise<never> | undefined;
-function shutdown(code: number): Promise<never> {
-  exiting ??= stopAll().then(() => process.exit(code));
-  return exiting;
-}
-
-let interrupted = false;
-for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
-  process.on(signal, () => {
-    if (interrupted) return;
-    interrupted = true;
-    console.error(`\n${signal}: stopping every process the bench started …`);
-    void shutdown(code);
-  });
-}
-
-try {
-  await shutdown(await main());
-} catch (err) {
-  // After an interrupt, whatever failed did so because its processes were being stopped.
-  if (!interrupted && !(err instanceof ShuttingDown)) {
-    // Plain errors (a process that did not start, a refused request) are reports; anything else is a bug here.
-    const plain = err instanceof BenchError || (err instanceof Error && err.constructor === Error);
-    console.error(`\nBENCH FAILED: ${plain ? (err as Error).message : err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  }
-  await shutdown(1);
-}
+await runBench(main);

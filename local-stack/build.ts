@@ -5,8 +5,11 @@ import { join } from "node:path";
 /** Repository root (this file lives one folder below it). */
 export const ROOT = join(import.meta.dirname, "..");
 
-/** Environment for wrangler on a machine without internet access. */
-export const OFFLINE_ENV = { WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false" } as const;
+/**
+ * Environment for wrangler on a machine without internet access. The banner is off because
+ * printing it is where wrangler asks the npm registry for a newer version.
+ */
+export const OFFLINE_ENV = { WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" } as const;
 
 function newestMtime(dir: string): number {
   let newest = 0;
