@@ -49,7 +49,14 @@ export interface AttemptRecord {
   evidence?: Evidence;
 }
 
-/** Random, unguessable attempt id. */
-export function newAttemptId(): string {
-  return `att_${crypto.randomUUID().replaceAll("-", "")}`;
+/**
+ * Unguessable attempt id that sorts by creation time: 48 bits of milliseconds, then 80 random
+ * bits, as 32 hex digits. Time order keeps the ledger's attempt index appending at its end rather
+ * than touching a random page on every reservation.
+ */
+export function newAttemptId(now: number = Date.now()): string {
+  const random = crypto.getRandomValues(new Uint8Array(10));
+  let hex = Math.max(0, Math.floor(now)).toString(16).padStart(12, "0").slice(-12);
+  for (const b of random) hex += b.toString(16).padStart(2, "0");
+  return `att_${hex}`;
 }
