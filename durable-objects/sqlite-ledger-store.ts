@@ -1,14 +1,7 @@
+import { LedgerRowCache } from "../src/ledger/ledger-row-cache.ts";
 import type { AttemptRecord, AttemptState, AuditRecord, BucketState, LedgerCounter, LedgerMetric, LedgerStore, ScopeLimitsView, TopUpRecord } from "../src/ledger/ledger.ts";
 
-interface CounterRow extends Record<string, SqlStorageValue> {
-  scope: string;
-  metric: string;
-  window_start: number;
-  spent: number;
-  held: number;
-  pending: number;
-  overrun: number;
-}
+type CounterRow = { scope: string; metric: string; window_start: number; spent: number; held: number; pending: number; overrun: number } & Record<string, SqlStorageValue>;
 
 type StoredLimits = Omit<ScopeLimitsView, "effective">;
 
@@ -27,6 +20,8 @@ export class SqliteLedgerStore implements LedgerStore {
   readonly #storage: DurableObjectStorage;
   readonly #sql: SqlStorage;
   #ready = false;
+  /** Limits, counters, buckets and credits (attempts are read once or twice: not kept). */
+  readonly #rows = new LedgerRowCache();
 
   constructor(storage: DurableObjectStorage) {
     this.#storage = storage;
@@ -37,16 +32,25 @@ export class SqliteLedgerStore implements LedgerStore {
   transaction<T>(fn: () => T): T {
     // Outside the transaction: a rolled-back one would take the new tables with it.
     this.#schema();
-    return this.#storage.transactionSync(fn);
+    try {
+      return this.#storage.transactionSync(fn);
+    } catch (err) {
+      // The transaction rolled back: rows remembered during it may never have been committed.
+      this.#rows.clear();
+      throw err;
+    }
   }
 
   getLimits(scope: string): StoredLimits | undefined {
-    const r = this.#sql.exec<{ configured: string | null; override: string | null }>("SELECT configured, override FROM ledger_scope_limits WHERE scope = ?", scope).toArray()[0];
-    if (r === undefined) return undefined;
-    return { ...(r.configured !== null ? { configured: JSON.parse(r.configured) } : {}), ...(r.override !== null ? { override: JSON.parse(r.override) } : {}) } as StoredLimits;
+    return this.#rows.get(`l\u0000${scope}`, () => {
+      const r = this.#sql.exec<{ configured: string | null; override: string | null }>("SELECT configured, override FROM ledger_scope_limits WHERE scope = ?", scope).toArray()[0];
+      if (r === undefined) return undefined;
+      return { ...(r.configured !== null ? { configured: JSON.parse(r.configured) } : {}), ...(r.override !== null ? { override: JSON.parse(r.override) } : {}) } as StoredLimits;
+    });
   }
 
   putLimits(scope: string, l: StoredLimits): void {
+    this.#rows.set(`l\u0000${scope}`, l);
     const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
     this.#sql.exec(
       "INSERT INTO ledger_scope_limits (scope, configured, override) VALUES (?, ?, ?) ON CONFLICT(scope) DO UPDATE SET configured = excluded.configured, override = excluded.override",
@@ -57,11 +61,14 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   getCounter(scope: string, metric: LedgerMetric, windowStart: number): LedgerCounter | undefined {
-    const r = this.#sql.exec<CounterRow>("SELECT * FROM ledger_counters WHERE scope = ? AND metric = ? AND window_start = ?", scope, metric, windowStart).toArray()[0];
-    return r === undefined ? undefined : counter(r);
+    return this.#rows.get(`c\u0000${scope}\u0000${metric}\u0000${windowStart}`, () => {
+      const r = this.#sql.exec<CounterRow>("SELECT * FROM ledger_counters WHERE scope = ? AND metric = ? AND window_start = ?", scope, metric, windowStart).toArray()[0];
+      return r === undefined ? undefined : counter(r);
+    });
   }
 
   putCounter(c: LedgerCounter): void {
+    this.#rows.set(`c\u0000${c.scope}\u0000${c.metric}\u0000${c.windowStart}`, c);
     this.#sql.exec(
       `INSERT INTO ledger_counters (scope, metric, window_start, spent, held, pending, overrun) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(scope, metric, window_start) DO UPDATE SET spent = excluded.spent, held = excluded.held, pending = excluded.pending, overrun = excluded.overrun`,
@@ -74,19 +81,25 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   getBucket(scope: string): BucketState | undefined {
-    const r = this.#sql.exec<{ units: number; at: number }>("SELECT units, at FROM ledger_buckets WHERE scope = ?", scope).toArray()[0];
-    return r === undefined ? undefined : { scope, units: r.units, at: r.at };
+    return this.#rows.get(`b\u0000${scope}`, () => {
+      const r = this.#sql.exec<{ units: number; at: number }>("SELECT units, at FROM ledger_buckets WHERE scope = ?", scope).toArray()[0];
+      return r === undefined ? undefined : { scope, units: r.units, at: r.at };
+    });
   }
 
   putBucket(b: BucketState): void {
+    this.#rows.set(`b\u0000${b.scope}`, b);
     this.#sql.exec("INSERT INTO ledger_buckets (scope, units, at) VALUES (?, ?, ?) ON CONFLICT(scope) DO UPDATE SET units = excluded.units, at = excluded.at", b.scope, b.units, b.at);
   }
 
   getCredited(scope: string, currency: string): number {
-    return this.#sql.exec<{ credited: number }>("SELECT credited FROM ledger_credits WHERE scope = ? AND currency = ?", scope, currency).toArray()[0]?.credited ?? 0;
+    return (
+      this.#rows.get(`$\u0000${scope}\u0000${currency}`, () => this.#sql.exec<{ credited: number }>("SELECT credited FROM ledger_credits WHERE scope = ? AND currency = ?", scope, currency).toArray()[0]?.credited) ?? 0
+    );
   }
 
   putCredited(scope: string, currency: string, credited: number): void {
+    this.#rows.set(`$\u0000${scope}\u0000${currency}`, credited);
     this.#sql.exec("INSERT INTO ledger_credits (scope, currency, credited) VALUES (?, ?, ?) ON CONFLICT(scope, currency) DO UPDATE SET credited = excluded.credited", scope, currency, credited);
   }
 
