@@ -24,9 +24,10 @@ export interface StreamPipelineOptions {
    */
   readonly timeouts?: { readonly firstTokenMs: number; readonly idleMs: number } | undefined;
   /**
-   * The client's cancellation (disconnect or drain). workerd tears a request down on a client
-   * disconnect without calling the body's `cancel()`, so the stream also ends on this signal:
-   * the attempt is finished (and settled) either way.
+   * The client's cancellation (disconnect or drain). With only the body's `cancel()` to end it,
+   * a stream whose client disconnected under `workerd serve` left no access-log line and no
+   * ledger settlement (seen end to end); ending it on the request signal's abort event, which
+   * runs while the request is still alive, settles it. Whichever comes first ends it, once.
    */
   readonly clientSignal?: AbortSignal | undefined;
   /** Resolves after `ms` unless cancelled; injected so tests need no real time. */
