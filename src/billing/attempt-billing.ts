@@ -2,7 +2,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { AttemptRecord } from "../invoker/attempt.ts";
 import type { AttemptCharge, AttemptCharger } from "../invoker/attempt-charges.ts";
 import type { BudgetLedgerClient, LedgerHandle } from "../ledger/ledger-client.ts";
-import type { LedgerAmount, ReserveResult } from "../ledger/ledger.ts";
+import { MAX_LEDGER_AMOUNT, type LedgerAmount, type ReserveResult } from "../ledger/ledger.ts";
 import type { PlannedModel } from "../plan/dispatch-plan.ts";
 import type { EntrypointBudget, PrincipalBudget } from "./budget-policy.ts";
 import { actualCost, usageDetail, worstCase, type Price } from "./prices.ts";
@@ -83,6 +83,11 @@ export class RequestBilling implements AttemptCharger {
     if (this.#settling.length > 0) await Promise.all(this.#settling);
     const price = init.price(model.logicalModel, model.revision);
     const amount = worstCase(price, init.inputBound, init.outputCap);
+    if (amount.tokens > MAX_LEDGER_AMOUNT || amount.micros > MAX_LEDGER_AMOUNT) {
+      // No budget can hold it, and the ledger refuses such amounts as malformed: the client's
+      // cap is the problem, not the ledger.
+      throw new GatewayError("invalid_request", "The requested output token cap is too large to be budgeted. Set a smaller maximum.");
+    }
     let reserved: { result: ReserveResult; handle: LedgerHandle };
     try {
       reserved = await init.ledger.reserve(attemptId, {

@@ -153,6 +153,14 @@ describe("RequestBilling through the executor", () => {
     }
   });
 
+  it("refuses a cap no budget could hold as the client's error, before the ledger is asked", async () => {
+    const b = billing({}, { cap: 2 ** 51 });
+    const { result, h } = await run(() => okBody(), b);
+    expect((result as ExecutionError).error).toMatchObject({ code: "invalid_request", status: 400 });
+    expect(h.seen).toHaveLength(0);
+    expect(b.calls).toEqual([]);
+  });
+
   it("fails closed on a strict route when the ledger is unreachable, and goes on flagged on a soft one", async () => {
     const down: BudgetLedgerClient = {
       reserve: () => Promise.reject(new Error("ledger down")),
