@@ -16,8 +16,8 @@ export interface RequestBillingInit {
   readonly requestId: string;
   /** Upper bound on the request's input tokens (reservations). */
   readonly inputBound: number;
-  /** Typical estimate of the input tokens (the estimate recorded when usage is unknown). */
-  readonly inputEstimate: number;
+  /** Typical estimate of the input tokens, recorded when usage is unknown (computed only then). */
+  readonly inputEstimate: () => number;
   /** The output cap every attempt is sent with. */
   readonly outputCap: number;
   /** Keeps the isolate alive for settlement after the response. */
@@ -40,6 +40,11 @@ export function refusalError(r: Extract<ReserveResult, { ok: false }>): GatewayE
   const retryAfterSeconds = r.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(r.retryAfterMs / 1000));
   const detail: BudgetRefusalDetail = { scope: r.scope, metric: r.metric, reason: r.reason, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) };
   const opts = { retryAfterSeconds, details: [detail] };
+  if ((r.reason === "money_budget_exceeded" || r.reason === "token_limit_exceeded") && r.requested > r.limit) {
+    // No period will ever admit it: a retry-after would have the client retry forever.
+    const what = r.reason === "token_limit_exceeded" ? "token limit" : "budget";
+    return new GatewayError("invalid_request", `This request's worst case is larger than the whole ${what} of ${r.scope}. Lower its output token cap.`, { details: [detail] });
+  }
   switch (r.reason) {
     case "money_budget_exceeded":
       return new GatewayError("budget_exceeded", `The budget of ${r.scope} for this period does not cover this request.`, opts);
@@ -99,6 +104,8 @@ export class RequestBilling implements AttemptCharger {
         meta: { requestId: init.requestId, model: `${model.logicalModel}@${model.revision}`, ...(price ? { priceVersion: price.version } : {}) },
       });
     } catch (err) {
+      // A malformed reservation is the gateway's bug, not an unreachable ledger: never "unchecked".
+      if (err instanceof RangeError) throw new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: err });
       if (init.policy.mode === "soft") {
         this.unchecked = true;
         init.log({ kind: "ledger_unchecked", requestId: init.requestId, attemptId, error: String(err) });
@@ -153,7 +160,7 @@ export class RequestBilling implements AttemptCharger {
   /** What the attempt probably cost when the provider did not say: typical input + output seen. */
   #estimate(a: Readonly<AttemptRecord>, price: Price | undefined): LedgerAmount {
     const output = Math.ceil((a.outputChars ?? 0) / 4);
-    return actualCost(price, { inputTokens: this.#init.inputEstimate, outputTokens: output, source: "estimated" });
+    return actualCost(price, { inputTokens: this.#init.inputEstimate(), outputTokens: output, source: "estimated" });
   }
 }
 

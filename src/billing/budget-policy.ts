@@ -2,7 +2,7 @@ import type { ScopeLimitsConfig } from "../config/budget-schema.ts";
 import type { EntrypointConfig, PublicationConfig } from "../config/publication-schema.ts";
 import type { Principal } from "../engine/principal.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { ScopeLimits, ScopeRef } from "../ledger/ledger.ts";
+import { DEFAULT_LEASE_MS, type ScopeLimits, type ScopeRef } from "../ledger/ledger.ts";
 import { priceOf, type Price } from "./prices.ts";
 
 /** How one caller's attempts are charged: its tenant's ledger and the scopes on its path. */
@@ -29,13 +29,16 @@ export interface BudgetPolicy {
   entrypoint(name: string): EntrypointBudget;
   /** The active price of a model revision; undefined when it has none. */
   price(logicalModel: string, revision: number): Price | undefined;
+  /** The one currency of the publication's prices and budgets; undefined when it names none. */
+  readonly currency: string | undefined;
+  /** Active model revisions without a price (`model@revision`). */
+  readonly unpricedModels: readonly string[];
   /** Every tenant that uses the ledger, with its root, stripes and the scopes it declares (admin). */
   tenants(): readonly { readonly id: string; readonly root: string; readonly stripes: number; readonly scopes: readonly ScopeRef[] }[];
 }
 
 /** Longest end-user value accepted as a scope name; longer ones are refused, never truncated. */
 export const MAX_END_USER_LENGTH = 128;
-const DEFAULT_LEASE_MS = 10 * 60_000;
 
 /** Ledger scope names. They are the caller's own ids, so they can be shown back to the caller. */
 export const scopeName = {
@@ -96,6 +99,11 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
   const entrypoints = new Map<string, EntrypointConfig["budget"]>(pub.entrypoints.map((e) => [e.name, e.budget]));
   const prices = new Map<string, Price>();
   for (const m of pub.models) for (const r of m.revisions) if (r.price) prices.set(`${m.id}\u0000${r.revision}`, priceOf(r.price));
+  const unpricedModels = pub.models.filter((m) => !m.revisions.some((r) => r.revision === m.activeRevision && r.price)).map((m) => `${m.id}@${m.activeRevision}`);
+  // Load-time checks allow one currency; take it from a price, else from any budget.
+  const currency =
+    [...prices.values()][0]?.currency ??
+    [...tenants.values()].flatMap((t) => [...t.scopes, ...(t.endUsers ? [{ name: "", limits: ledgerLimits(t.endUsers.limits) }] : [])]).map((r) => r.limits?.money?.currency ?? r.limits?.balance?.currency).find((c) => c !== undefined);
 
   return {
     forPrincipal(principal, trustedHeaders) {
@@ -118,6 +126,8 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
       return { mode: b?.mode ?? "strict", defaultMaxOutputTokens: b?.defaultMaxOutputTokens ?? 4096 };
     },
     price: (logicalModel, revision) => prices.get(`${logicalModel}\u0000${revision}`),
+    currency,
+    unpricedModels,
     tenants: () => [...tenants.values()].map((t) => ({ id: t.id, root: t.root, stripes: t.stripes, scopes: t.scopes })),
   };
 }

@@ -46,12 +46,10 @@ export function inputTokenBound(req: NeutralRequest): number {
 }
 
 /**
- * The output cap an attempt is reserved for: the request's own cap, or the policy's default plus
- * any explicit reasoning budget (Anthropic counts thinking within `max_tokens` and needs it larger
- * than the budget). `injected` is true when the request named none.
+ * The output cap an attempt is reserved for: the request's own cap, or the policy's default,
+ * injected (`injected` is true). Only Anthropic requests carry a thinking budget, and Anthropic
+ * requires `max_tokens`, so an injected cap never has one to make room for.
  */
 export function outputCap(req: NeutralRequest, defaultCap: number): { readonly cap: number; readonly injected: boolean } {
-  if (req.maxOutputTokens !== undefined) return { cap: req.maxOutputTokens, injected: false };
-  const thinking = typeof req.reasoningBudgetTokens === "number" ? req.reasoningBudgetTokens : 0;
-  return { cap: defaultCap + thinking, injected: true };
+  return req.maxOutputTokens !== undefined ? { cap: req.maxOutputTokens, injected: false } : { cap: defaultCap, injected: true };
 }

@@ -1,4 +1,6 @@
 import { z } from "zod";
+// The ledger's own bounds: a config past them would be refused on every reservation.
+import { MAX_LEASE_MS, MAX_REQUEST_RATE } from "../ledger/ledger.ts";
 
 /**
  * Budget parts of the publication: limits per financial scope, prices per model revision and the
@@ -12,18 +14,25 @@ const MAX_AMOUNT = 2 ** 50;
 
 const currency = z.string().regex(/^[A-Z]{3}$/, "must be an ISO 4217 code such as USD");
 
+/** Decimal places of a number as written (`1.25` → 2, `1e-7` → 7). */
+function decimals(v: number): number {
+  const [mantissa = "", exponent = "0"] = String(v).toLowerCase().split("e");
+  return Math.max(0, (mantissa.split(".")[1] ?? "").length - Number(exponent));
+}
+
 /** A decimal amount of currency units with at most 6 decimal places, as integer micro-units. */
-const money = z
+export const moneySchema = z
   .number()
   .nonnegative()
   .transform((v, ctx) => {
     const micros = Math.round(v * MICROS);
-    if (Math.abs(v * MICROS - micros) > 1e-6 * Math.max(1, micros) || micros > MAX_AMOUNT) {
+    if (decimals(v) > 6 || micros > MAX_AMOUNT) {
       ctx.addIssue({ code: "custom", message: "must have at most 6 decimal places and fit the ledger" });
       return z.NEVER;
     }
     return micros;
   });
+const money = moneySchema;
 
 const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
@@ -43,7 +52,7 @@ export const scopeLimitsSchema = z
     /** Input + output tokens per window. */
     tokens: z.strictObject({ limit: positiveInt, window: durationSchema }).optional(),
     /** Requests (not retries) per minute, as a token bucket of `burst` capacity. */
-    requests: z.strictObject({ perMinute: positiveInt, burst: positiveInt }).optional(),
+    requests: z.strictObject({ perMinute: z.number().int().min(1).max(MAX_REQUEST_RATE), burst: z.number().int().min(1).max(MAX_REQUEST_RATE) }).optional(),
     /** A prepaid balance in this currency, credited by top-ups through the admin API. */
     balance: z.strictObject({ currency }).optional(),
   })
@@ -80,7 +89,6 @@ export const entrypointBudgetSchema = z
     defaultMaxOutputTokens: z.number().int().min(1).max(1_000_000).default(4096),
   })
   .prefault({});
-export type EntrypointBudgetConfig = z.infer<typeof entrypointBudgetSchema>;
 
 /** Per-end-user limits, keyed by a trusted header's value (e.g. the caller's own user id). */
 export const endUserBudgetSchema = z.strictObject({
@@ -99,5 +107,5 @@ export const tenantLedgerSchema = z
      */
     stripes: z.number().int().min(1).max(64).default(1),
     /** Reservations not settled within this time move to reconciliation. */
-    lease: durationSchema.prefault("10m"),
+    lease: durationSchema.prefault("10m").refine((ms) => ms <= MAX_LEASE_MS, "at most 24h"),
   });

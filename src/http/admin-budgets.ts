@@ -1,25 +1,24 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { ledgerLimits, type BudgetPolicy } from "../billing/budget-policy.ts";
-import { scopeLimitsSchema } from "../config/budget-schema.ts";
+import { moneySchema, scopeLimitsSchema } from "../config/budget-schema.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { BudgetLedgerRpc } from "../ledger/ledger-client.ts";
+import { stripeObjectName, type BudgetLedgerRpc } from "../ledger/ledger-client.ts";
+import type { AttemptRecord } from "../ledger/ledger.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { readBodyText } from "./limits.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 
-const MICROS = 1_000_000;
 /** Who did it: every change to the books is audited under this name. */
 const actor = z.string().min(1).max(128);
 const note = z.string().max(1024).optional();
-const amount = z.number().nonnegative().max(2 ** 50 / MICROS);
 
 const topUpSchema = z.strictObject({
   scope: z.string().min(1).max(256),
   currency: z.string().regex(/^[A-Z]{3}$/),
-  /** In currency units, up to 6 decimals. */
-  amount: amount.refine((v) => v > 0, "a top-up must be positive"),
+  /** In currency units, up to 6 decimals; parsed into micro-units. */
+  amount: moneySchema.refine((micros) => micros > 0, "a top-up must be at least one micro-unit"),
   /** Idempotency key: repeating a top-up with the same opId credits once. */
   opId: z.string().min(1).max(128),
   actor,
@@ -27,7 +26,7 @@ const topUpSchema = z.strictObject({
 });
 const resolveSchema = z.strictObject({
   /** The attempt's actual cost in currency units and its tokens, from the provider's own records. */
-  cost: amount,
+  cost: moneySchema,
   tokens: z.number().int().nonnegative().max(2 ** 50),
   actor,
   note,
@@ -55,7 +54,21 @@ async function readJson<T>(request: Request, schema: z.ZodType<T>): Promise<T> {
 function tenantObjects(policy: BudgetPolicy, tenantId: string): { root: string; names: string[] } {
   const t = policy.tenants().find((x) => x.id === tenantId);
   if (!t) throw new GatewayError("not_found", `Tenant '${tenantId}' has no budgets.`);
-  return { root: t.root, names: Array.from({ length: t.stripes }, (_, i) => (i === 0 ? t.root : `${t.root}#${i}`)) };
+  return { root: t.root, names: Array.from({ length: t.stripes }, (_, i) => stripeObjectName(t.root, i)) };
+}
+
+/**
+ * The rules the publication is held to at load, for what an admin adds at run time: one currency
+ * for every budget and price, and no money budget while a dispatchable revision has no price
+ * (its attempts would reserve nothing and be admitted free).
+ */
+function checkCurrency(policy: BudgetPolicy, currency: string, param: string, budgetsMoney: boolean): void {
+  if (policy.currency !== undefined && currency !== policy.currency) {
+    throw new GatewayError("invalid_request", `'${param}' must be ${policy.currency}, the currency of this publication's prices and budgets.`, { param });
+  }
+  if (budgetsMoney && policy.unpricedModels.length > 0) {
+    throw new GatewayError("invalid_request", `A money budget needs a price on every active model revision; unpriced: ${policy.unpricedModels.join(", ")}.`, { param });
+  }
 }
 
 function timeParam(value: string | undefined, name: string, fallback: number): number {
@@ -115,7 +128,8 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
   app.get("/budgets/:tenant/reconciliations", async (c) => {
     const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
     const limit = limitParam(c.req.query("limit"));
-    const parts = await Promise.all(names.map((n) => objectFor(c.env, n).pendingReconciliations(limit)));
+    const after = c.req.query("after");
+    const parts = await Promise.all(names.map((n) => objectFor(c.env, n).pendingReconciliations(limit, after)));
     return c.json({ pending: parts.flat().sort((a, b) => a.attemptId.localeCompare(b.attemptId)).slice(0, limit) });
   });
 
@@ -124,46 +138,58 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
     const state = c.req.query("state");
     if (state !== "held" && state !== "pending_reconciliation") throw new GatewayError("invalid_request", "'state' must be held or pending_reconciliation.", { param: "state" });
     const limit = limitParam(c.req.query("limit"));
-    const parts = await Promise.all(names.map((n) => objectFor(c.env, n).attemptsIn(state, limit)));
-    return c.json({ attempts: parts.flat().slice(0, limit) });
+    const after = c.req.query("after");
+    const parts = await Promise.all(names.map((n) => objectFor(c.env, n).attemptsIn(state, limit, after)));
+    return c.json({ attempts: parts.flat().sort((a, b) => a.attemptId.localeCompare(b.attemptId)).slice(0, limit) });
   });
+
+  /**
+   * The stripe holding an attempt. A striped reservation leaves a `refused` record in each stripe
+   * that turned it down before one granted it, so the granting stripe's record wins.
+   */
+  const findAttempt = async (env: Env, names: readonly string[], id: string): Promise<{ object: string; attempt: AttemptRecord } | undefined> => {
+    let refused: { object: string; attempt: AttemptRecord } | undefined;
+    for (const n of names) {
+      const rec = await objectFor(env, n).attempt(id);
+      if (rec && rec.state !== "refused") return { object: n, attempt: rec };
+      if (rec) refused ??= { object: n, attempt: rec };
+    }
+    return refused;
+  };
 
   app.get("/budgets/:tenant/attempts/:attemptId", async (c) => {
     const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
     const id = c.req.param("attemptId");
-    for (const n of names) {
-      const rec = await objectFor(c.env, n).attempt(id);
-      if (rec) return c.json({ object: n, attempt: rec });
-    }
-    throw new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger.`);
+    const found = await findAttempt(c.env, names, id);
+    if (!found) throw new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger.`);
+    return c.json(found);
   });
 
   app.post("/budgets/:tenant/reconciliations/:attemptId/resolve", async (c) => {
     const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
     const id = c.req.param("attemptId");
     const body = await readJson(c.req.raw, resolveSchema);
-    for (const n of names) {
-      const obj = objectFor(c.env, n);
-      if (!(await obj.attempt(id))) continue;
-      const result = await obj.resolve(id, { micros: Math.round(body.cost * MICROS), tokens: body.tokens }, { actor: body.actor, ...(body.note ? { note: body.note } : {}) });
-      if (!result.ok) throw new GatewayError("invalid_request", `Attempt '${id}' is not pending reconciliation (it is ${result.state ?? "unknown"}).`);
-      return c.json(result);
-    }
-    throw new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger.`);
+    const found = await findAttempt(c.env, names, id);
+    if (!found) throw new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger.`);
+    const result = await objectFor(c.env, found.object).resolve(id, { micros: body.cost, tokens: body.tokens }, { actor: body.actor, ...(body.note ? { note: body.note } : {}) });
+    if (!result.ok) throw new GatewayError("invalid_request", `Attempt '${id}' is not pending reconciliation (it is ${result.state ?? "unknown"}).`);
+    return c.json(result);
   });
 
   app.post("/budgets/:tenant/top-ups", async (c) => {
     const rt = c.var.runtime;
     const { root } = tenantObjects(rt.budgets, c.req.param("tenant"));
     const b = await readJson(c.req.raw, topUpSchema);
-    const micros = Math.round(b.amount * MICROS);
-    return c.json(await rt.ledger.topUp(root, b.scope, { currency: b.currency, micros }, { opId: b.opId, actor: b.actor, ...(b.note ? { note: b.note } : {}) }));
+    checkCurrency(rt.budgets, b.currency, "currency", false);
+    return c.json(await rt.ledger.topUp(root, b.scope, { currency: b.currency, micros: b.amount }, { opId: b.opId, actor: b.actor, ...(b.note ? { note: b.note } : {}) }));
   });
 
   app.put("/budgets/:tenant/limits", async (c) => {
     const rt = c.var.runtime;
     const { root } = tenantObjects(rt.budgets, c.req.param("tenant"));
     const b = await readJson(c.req.raw, limitsSchema);
+    if (b.limits?.money) checkCurrency(rt.budgets, b.limits.money.currency, "limits.money.currency", true);
+    if (b.limits?.balance) checkCurrency(rt.budgets, b.limits.balance.currency, "limits.balance.currency", true);
     await rt.ledger.setLimits(root, b.scope, b.limits === null ? null : ledgerLimits(b.limits), { actor: b.actor, ...(b.note ? { note: b.note } : {}) });
     return c.json({ scope: b.scope, balance: await rt.ledger.balance(root, b.scope) });
   });
@@ -171,7 +197,10 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
   app.get("/budgets/:tenant/audit", async (c) => {
     const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
     const limit = limitParam(c.req.query("limit"));
-    const parts = await Promise.all(names.map(async (n) => (await objectFor(c.env, n).audit(limit)).map((r) => ({ object: n, ...r }))));
-    return c.json({ audit: parts.flat().sort((a, b) => a.at - b.at).slice(-limit) });
+    // Sequence numbers are per ledger object: `after` pages each object's log alike.
+    const afterSeq = c.req.query("after");
+    if (afterSeq !== undefined && !/^\d{1,15}$/.test(afterSeq)) throw new GatewayError("invalid_request", "'after' must be a sequence number.", { param: "after" });
+    const parts = await Promise.all(names.map(async (n) => (await objectFor(c.env, n).audit(limit, afterSeq === undefined ? undefined : Number(afterSeq))).map((r) => ({ object: n, ...r }))));
+    return c.json({ audit: parts.flat().sort((a, b) => a.at - b.at).slice(0, limit) });
   });
 }

@@ -179,7 +179,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
         price: rt.budgets.price,
         requestId,
         inputBound: inputTokenBound(neutral),
-        inputEstimate: estimatePromptTokens(neutral),
+        inputEstimate: () => estimatePromptTokens(neutral),
         outputCap: cap.cap,
         waitUntil: input.waitUntil,
         log: (e) => console.error(JSON.stringify(e)),

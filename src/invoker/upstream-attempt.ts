@@ -115,6 +115,16 @@ export async function runAttempt(
     else headers.set("x-api-key", secret);
   }
 
+  let body: string;
+  try {
+    body = JSON.stringify(codec.encodeRequest(request, member.model, { streamUsage: backend.capabilities.includes("stream-usage") }));
+  } catch (err) {
+    // The backend's protocol cannot express this request (an encoder refusal): nothing was sent,
+    // and the attempt still ends here, once, like every other.
+    const error = err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to encode the request for the model provider.", { cause: err });
+    return fail(error, { class: "client_error", reason: "not_attempted" }, "protocol_error");
+  }
+
   const remaining = plan.deadlineAt - clock.now();
   if (remaining <= 0) {
     // Nothing was sent: known-zero for the books; the retry policy stops at the deadline anyway.
@@ -130,8 +140,6 @@ export async function runAttempt(
   const firstByteTimer =
     deps.firstByteTimeoutMs !== undefined && deps.firstByteTimeoutMs < remaining ? setTimeout(() => firstByte.abort(), deps.firstByteTimeoutMs) : undefined;
   const signal = AbortSignal.any([ctx.clientSignal, deadline, firstByte.signal]);
-  const body = JSON.stringify(codec.encodeRequest(request, member.model, { streamUsage: backend.capabilities.includes("stream-usage") }));
-
   /** Which signal fired decides the class; error text is never read. */
   const aborted = (err: unknown): AttemptResult => {
     if (ctx.clientSignal.aborted) {

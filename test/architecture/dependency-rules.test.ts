@@ -30,7 +30,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   budget: ["errors", "traffic"],
   ledger: ["errors", "traffic"],
   billing: ["config", "engine", "errors", "invoker", "ledger", "plan", "protocol"],
-  config: ["errors", "traffic", "snapshot", "protocol"],
+  config: ["errors", "ledger", "traffic", "snapshot", "protocol"],
   protocol: ["errors", "config"],
   plan: ["config", "protocol"],
   snapshot: ["config", "digest", "errors", "traffic", "protocol"],

@@ -29,7 +29,7 @@ beforeAll(async () => {
         { id: "research", projects: [{ id: "capped", limits: { tokens: { limit: K * WORST, window: "1h" } } }, { id: "open" }] },
         { id: "ops", limits: { money: { limit: 50, currency: "USD", period: "1d" } } },
       ],
-      endUsers: { header: "x-sluice-end-user", limits: { money: { limit: 0.001, currency: "USD", period: "1d" } } },
+      endUsers: { header: "x-sluice-end-user", limits: { money: { limit: 0.1, currency: "USD", period: "1d" } } },
       apiKeys: [
         { id: "cap", sha256: sha(KEYS.cap), entrypoints: ["*"], chargeTo: "research/capped" },
         { id: "open", sha256: sha(KEYS.open), entrypoints: ["*"], chargeTo: "research/open", exposeBudget: true },
@@ -227,11 +227,17 @@ describe("strict budgets through the HTTP API", () => {
   it("an end user's own budget refuses by its name, leaving no reservation at the other levels", async () => {
     const held = async () => (await admin("/admin/budgets/acme/balance?scope=project:research/open&scope=tenant:acme")).balances.map((b: any) => b.money?.held ?? null);
     const before = await held();
+    // Alice's daily 0.10 USD holds one worst case of a 4096-token answer (about 0.062 USD), not two.
+    const first = chat(KEYS.open, { messages: [{ role: "user", content: "u [[sim latency-ms=800]]" }] }, { "x-sluice-end-user": "alice" });
+    await new Promise((r) => setTimeout(r, 200));
     const res = await chat(KEYS.open, { messages: [{ role: "user", content: "u" }] }, { "x-sluice-end-user": "alice" });
     expect(res.status).toBe(429);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
     const body = (await res.json()) as any;
     expect(body.error).toMatchObject({ code: "budget_exceeded", type: "insufficient_quota" });
     expect(body.error.details[0]).toMatchObject({ scope: "user:alice", metric: "money:USD" });
+    expect((await first).status).toBe(200);
+    await settledRecord(attemptIds(await first)[0]!);
     expect(await held()).toEqual(before);
   });
 
@@ -241,7 +247,8 @@ describe("strict budgets through the HTTP API", () => {
     const set = await put({ scope: "key:open", limits: { tokens: { limit: 10, window: "1h" } }, actor: "ops@acme", note: "incident 12" });
     expect(set.status).toBe(200);
     const refused = await chat(KEYS.open, { max_tokens: 5, messages: [{ role: "user", content: "o" }] });
-    expect(refused.status).toBe(429);
+    // The override is smaller than one worst case: a client error, not a retry-later.
+    expect(refused.status).toBe(400);
     expect(((await refused.json()) as any).error.details[0]).toMatchObject({ scope: "key:open", metric: "tokens" });
     expect((await put({ scope: "key:open", limits: null, actor: "ops@acme" })).status).toBe(200);
     expect((await chat(KEYS.open, { max_tokens: 5, messages: [{ role: "user", content: "o" }] })).status).toBe(200);

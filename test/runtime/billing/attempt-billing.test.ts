@@ -9,6 +9,7 @@ import { ExecutionError, type Execution } from "../../../src/invoker/executor.ts
 import { budgetLedgerClient, type BudgetLedgerClient } from "../../../src/ledger/ledger-client.ts";
 import type { ScopeLimits } from "../../../src/ledger/ledger.ts";
 import { createClientStream } from "../../../src/pipeline/stream-pipeline.ts";
+import { CodecRegistry } from "../../../src/protocol/codec.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { clock, harness, live, okBody, plan, snapshot, type Seen } from "../support/executor-harness.ts";
 import { memoryLedgers } from "../ledger/ledger-fakes.ts";
@@ -38,7 +39,7 @@ function billing(limits: { project?: ScopeLimits; key?: ScopeLimits } = {}, opts
       price: () => PRICE,
       requestId: "req_1",
       inputBound,
-      inputEstimate: 3,
+      inputEstimate: () => 3,
       outputCap: opts.cap ?? 100,
       waitUntil: (p) => background.push(p),
       log: (e) => logs.push({ ...e }),
@@ -47,9 +48,15 @@ function billing(limits: { project?: ScopeLimits; key?: ScopeLimits } = {}, opts
   return { make, core, logs, settled: () => Promise.all(background), calls: ledgers.calls };
 }
 
-async function run(respond: (s: Seen, n: number) => Response | Promise<Response>, b: ReturnType<typeof billing>, body: Record<string, unknown> = {}, maxAttempts = 1) {
+async function run(
+  respond: (s: Seen, n: number) => Response | Promise<Response>,
+  b: ReturnType<typeof billing>,
+  body: Record<string, unknown> = {},
+  maxAttempts = 1,
+  codecs: CodecRegistry = builtinCodecs,
+) {
   let n = 0;
-  const h = harness((s) => respond(s, ++n), undefined, { sleep: async () => {} });
+  const h = harness((s) => respond(s, ++n), undefined, { sleep: async () => {}, codecs });
   const a = plan({ max_tokens: 100, ...body });
   const charges = b.make(inputTokenBound(a.request));
   const signal = new AbortController();
@@ -87,8 +94,12 @@ describe("RequestBilling through the executor", () => {
     expect(h.attempts.map((a) => b.core.attempt(a.id)!.state)).toEqual(["released", "settled"]);
   });
 
-  it("refuses before sending anything when a scope cannot hold the worst case, naming that scope", async () => {
-    const b = billing({ project: { tokens: { limit: 50, windowMs: HOUR } } });
+  it("refuses before sending anything when a scope cannot hold the worst case now, naming that scope", async () => {
+    const probe = await run(() => okBody(), billing());
+    const limits = { tokens: { limit: worst(probe.bound).tokens + 50, windowMs: HOUR } };
+    const b = billing({ project: limits });
+    // Another attempt already holds 60 tokens of the project.
+    b.core.reserve("occupant", { scopes: [{ name: "tenant:t" }, { name: "project:p", limits }], currency: "USD", amount: { micros: 0, tokens: 60 }, now: 1_000_000 });
     const { result, h } = await run(() => okBody(), b);
     expect(result).toBeInstanceOf(ExecutionError);
     const err = (result as ExecutionError).error;
@@ -97,8 +108,16 @@ describe("RequestBilling through the executor", () => {
     expect(err.details?.[0]).toMatchObject({ scope: "project:p", metric: "tokens" });
     expect(err.retryAfterSeconds).toBeGreaterThan(0);
     expect(h.seen).toHaveLength(0);
-    // Nothing held anywhere for the refused attempt.
-    for (const s of ["tenant:t", "project:p", "key:k"]) expect(b.core.usage(s).every((c) => c.held === 0)).toBe(true);
+    // Nothing held anywhere for the refused attempt: only the occupant's 60.
+    const held = (s: string) => b.core.usage(s).find((c) => c.metric === "tokens")?.held ?? 0;
+    expect([held("tenant:t"), held("project:p"), held("key:k")]).toEqual([60, 60, 0]);
+  });
+
+  it("answers a worst case larger than a whole limit as the client's error, not a retry-later", async () => {
+    const b = billing({ project: { tokens: { limit: 50, windowMs: HOUR } } });
+    const { result, h } = await run(() => okBody(), b);
+    expect((result as ExecutionError).error).toMatchObject({ code: "invalid_request", status: 400, retryAfterSeconds: undefined });
+    expect(h.seen).toHaveLength(0);
   });
 
   it("lets a retry in where its own earlier hold would have crowded it out", async () => {
@@ -151,6 +170,28 @@ describe("RequestBilling through the executor", () => {
       await b.settled();
       expect(b.core.attempt(h.attempts[0]!.id)!.state).toBe(state);
     }
+  });
+
+  it("releases the hold of an attempt its backend's encoder refused, and finishes that attempt once", async () => {
+    const chat = builtinCodecs.get("openai-chat")!;
+    const refusing = new CodecRegistry([
+      {
+        ...chat,
+        encodeRequest: () => {
+          throw new GatewayError("invalid_request", "This backend cannot express the request.");
+        },
+      },
+      builtinCodecs.get("openai-responses")!,
+      builtinCodecs.get("anthropic-messages")!,
+    ]);
+    const b = billing();
+    const { result, h } = await run(() => okBody(), b, {}, 3, refusing);
+    expect((result as ExecutionError).error.code).toBe("invalid_request");
+    expect(h.seen).toHaveLength(0);
+    expect(h.attempts).toHaveLength(1);
+    expect(h.attempts[0]).toMatchObject({ outcome: "protocol_error", evidence: { class: "client_error", reason: "not_attempted" } });
+    await b.settled();
+    expect(b.core.attempt(h.attempts[0]!.id)!.state).toBe("released");
   });
 
   it("refuses a cap no budget could hold as the client's error, before the ledger is asked", async () => {
@@ -257,6 +298,8 @@ describe("refusal errors", () => {
     const { refusalError } = await import("../../../src/billing/attempt-billing.ts");
     const base = { ok: false as const, attemptId: "a", scope: "team:x", limit: 1, used: 1, requested: 1 };
     expect(refusalError({ ...base, reason: "money_budget_exceeded", metric: "money:USD", retryAfterMs: 1500 })).toMatchObject({ code: "budget_exceeded", retryAfterSeconds: 2 });
+    // Larger than the whole limit: no period will admit it, so no retry-after.
+    expect(refusalError({ ...base, requested: 2, used: 0, reason: "token_limit_exceeded", metric: "tokens", retryAfterMs: 1500 })).toMatchObject({ code: "invalid_request", status: 400, retryAfterSeconds: undefined });
     expect(refusalError({ ...base, reason: "balance_exhausted", metric: "balance:USD" })).toMatchObject({ code: "balance_exhausted", status: 402, retryAfterSeconds: undefined });
     expect(refusalError({ ...base, reason: "request_rate_exceeded", metric: "requests", retryAfterMs: 10 }).retryAfterSeconds).toBe(1);
     const e = refusalError({ ...base, reason: "currency_mismatch", metric: "money:USD" });

@@ -54,10 +54,9 @@ describe("token bounds", () => {
     expect(inputTokenBound(withTools)).toBe(8 + 5 + 1000 + 1 + JSON.stringify({ type: "object" }).length + 8);
   });
 
-  it("uses the request's own cap, or injects the policy's plus any thinking budget", () => {
+  it("uses the request's own cap, or injects the policy's", () => {
     expect(outputCap(req({ maxOutputTokens: 100 }), 4096)).toEqual({ cap: 100, injected: false });
     expect(outputCap(req({}), 4096)).toEqual({ cap: 4096, injected: true });
-    expect(outputCap(req({ reasoningBudgetTokens: 2000 }), 4096)).toEqual({ cap: 6096, injected: true });
-    expect(outputCap(req({ reasoningBudgetTokens: "adaptive" }), 1000)).toEqual({ cap: 1000, injected: true });
+    expect(outputCap(req({ reasoningEffort: "high" }), 1000)).toEqual({ cap: 1000, injected: true });
   });
 });
