@@ -196,6 +196,9 @@ export class GatewayExecutor {
       try {
         charge = await ctx.charges?.reserve(attemptId, choice.model, attempts.length === 0);
       } catch (err) {
+        // Refused before anything was sent: hand back a half-open probe permit at once, so the
+        // backend's probing is not blocked for everyone until the permit expires.
+        if (permit !== undefined) gate?.report(choice.member.backend.id, "neutral", permit);
         throw new ExecutionError(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: err }), attempts);
       }
       const result = await runAttempt(this.#deps, plan, request, ctx, choice, { attemptId, probePermit: permit, charge });

@@ -122,7 +122,8 @@ export async function runAttempt(
     // The backend's protocol cannot express this request (an encoder refusal): nothing was sent,
     // and the attempt still ends here, once, like every other.
     const error = err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to encode the request for the model provider.", { cause: err });
-    return fail(error, { class: "client_error", reason: "not_attempted" }, "protocol_error");
+    // `connect_failed`: it never reached the backend, so its breaker hears nothing against it.
+    return fail(error, { class: "client_error", reason: "not_attempted" }, "connect_failed");
   }
 
   const remaining = plan.deadlineAt - clock.now();

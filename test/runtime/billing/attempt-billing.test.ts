@@ -189,7 +189,7 @@ describe("RequestBilling through the executor", () => {
     expect((result as ExecutionError).error.code).toBe("invalid_request");
     expect(h.seen).toHaveLength(0);
     expect(h.attempts).toHaveLength(1);
-    expect(h.attempts[0]).toMatchObject({ outcome: "protocol_error", evidence: { class: "client_error", reason: "not_attempted" } });
+    expect(h.attempts[0]).toMatchObject({ outcome: "connect_failed", errorCode: "invalid_request", evidence: { class: "client_error", reason: "not_attempted" } });
     await b.settled();
     expect(b.core.attempt(h.attempts[0]!.id)!.state).toBe("released");
   });

@@ -314,6 +314,23 @@ describe("GatewayExecutor: circuit breakers narrow, never widen", () => {
     expect(err.code).toBe("no_backend_available");
     expect(other.seen).toHaveLength(0);
   });
+
+  it("hands a probe permit back when the budget refuses the attempt it was taken for", async () => {
+    const h = harness(() => okBody());
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    const id = [...snap.backends.keys()][0]!;
+    const probing = gate({ [id]: "probe" });
+    const a = plan();
+    const charges = {
+      reserve: async () => {
+        throw new GatewayError("budget_exceeded", "The budget is spent.");
+      },
+    };
+    const err = (await h.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: probing.g, charges }).catch(unwrap)) as GatewayError;
+    expect(err.code).toBe("budget_exceeded");
+    expect(h.seen).toHaveLength(0);
+    expect(probing.reports).toEqual([[id, "neutral", "permit-1"]]);
+  });
 });
 
 describe("GatewayExecutor: active health narrows, never below one backend", () => {
