@@ -1,6 +1,6 @@
 import type { BreakerAdmission, BreakerReport, BreakerSnapshot, BreakerState } from "./breaker.ts";
 import type { BreakerClient } from "./breaker-client.ts";
-import { callSafely, nonNegative, runInBackground, touchLru, type Schedule } from "./cached-views.ts";
+import { BackendEntries, nonNegative, type Schedule } from "./cached-views.ts";
 import type { Clock } from "./deps.ts";
 
 // `Schedule` keeps background work alive past the response: the request's `ctx.waitUntil`, passed
@@ -100,11 +100,8 @@ export class BreakerCache {
   readonly #flushMs: number;
   readonly #acquireTimeoutMs: number;
   readonly #refreshTimeoutMs: number;
-  readonly #maxEntries: number;
-  readonly #onError: BreakerErrorHandler;
   readonly #delay: (ms: number) => Promise<void>;
-  /** Insertion order doubles as recency order. */
-  readonly #entries = new Map<string, Entry>();
+  readonly #entries: BackendEntries<Entry, BreakerCacheOperation>;
   #seq = 0;
 
   /** @throws RangeError on a negative or non-finite duration, or a `maxEntries` that is not an integer >= 1. */
@@ -115,10 +112,20 @@ export class BreakerCache {
     this.#flushMs = nonNegative("flushMs", options.flushMs ?? 250);
     this.#acquireTimeoutMs = nonNegative("acquireTimeoutMs", options.acquireTimeoutMs ?? 1000);
     this.#refreshTimeoutMs = nonNegative("refreshTimeoutMs", options.refreshTimeoutMs ?? 5000);
-    const maxEntries = options.maxEntries ?? 1024;
-    if (!(Number.isInteger(maxEntries) && maxEntries >= 1)) throw new RangeError(`maxEntries must be an integer >= 1, got ${maxEntries}`);
-    this.#maxEntries = maxEntries;
-    this.#onError = options.onError ?? (() => {});
+    this.#entries = new BackendEntries<Entry, BreakerCacheOperation>(
+      (): Entry => ({
+        view: undefined,
+        fetchedAt: Number.NEGATIVE_INFINITY,
+        refreshingSince: undefined,
+        acquiring: false,
+        appliedSeq: 0,
+        successes: 0,
+        failures: 0,
+        flushScheduled: false,
+      }),
+      options.maxEntries,
+      options.onError,
+    );
     this.#delay = options.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
@@ -135,7 +142,7 @@ export class BreakerCache {
 
   /** The cached view (undefined when unknown), refreshed in the background when stale. */
   view(backendId: string, schedule: Schedule): BreakerSnapshot | undefined {
-    const entry = this.#touch(backendId);
+    const entry = this.#entries.touch(backendId);
     this.#maybeRefresh(backendId, entry, schedule);
     return entry.view;
   }
@@ -166,7 +173,7 @@ export class BreakerCache {
    * normal one (fail-open). A permit the breaker granted after the timeout expires by its TTL.
    */
   async acquireProbe(backendId: string): Promise<BreakerAdmission> {
-    const entry = this.#touch(backendId);
+    const entry = this.#entries.touch(backendId);
     if (entry.acquiring) return DENY;
     entry.acquiring = true;
     const seq = ++this.#seq;
@@ -194,10 +201,10 @@ export class BreakerCache {
    */
   report(backendId: string, outcome: BreakerReport, schedule: Schedule, permitId?: string): void {
     try {
-      const entry = this.#touch(backendId);
+      const entry = this.#entries.touch(backendId);
       if (permitId !== undefined) {
         const seq = ++this.#seq;
-        this.#run(schedule, backendId, "report", async () => this.#apply(entry, seq, await this.#client.report(backendId, outcome, permitId)));
+        this.#entries.run(schedule, backendId, "report", async () => this.#apply(entry, seq, await this.#client.report(backendId, outcome, permitId)));
         return;
       }
       if (outcome === "neutral") return;
@@ -206,7 +213,7 @@ export class BreakerCache {
       if (entry.flushScheduled) return;
       entry.flushScheduled = true;
       // The entry object is captured, so a flush survives the entry's eviction from the map.
-      this.#run(schedule, backendId, "report", async () => {
+      this.#entries.run(schedule, backendId, "report", async () => {
         try {
           if (this.#flushMs > 0) await this.#delay(this.#flushMs);
         } finally {
@@ -220,7 +227,7 @@ export class BreakerCache {
         this.#apply(entry, seq, await this.#client.reportMany(backendId, counts));
       });
     } catch (err) {
-      this.#error(err, backendId, "report");
+      this.#entries.error(err, backendId, "report");
     }
   }
 
@@ -236,7 +243,7 @@ export class BreakerCache {
     const started = now;
     entry.refreshingSince = started;
     const seq = ++this.#seq;
-    this.#run(schedule, backendId, "state", async () => {
+    this.#entries.run(schedule, backendId, "state", async () => {
       try {
         this.#apply(entry, seq, await this.#client.state(backendId));
       } catch (err) {
@@ -261,34 +268,7 @@ export class BreakerCache {
     const v = entry.view;
     if (!(v?.state === "open" && v.openUntil !== undefined && now < v.openUntil)) entry.view = undefined;
     entry.fetchedAt = now;
-    this.#error(err, backendId, operation);
-  }
-
-  /** Starts `work` now and hands it to `schedule`; neither a throw nor a rejection reaches the caller. */
-  #run(schedule: Schedule, backendId: string, operation: BreakerCacheOperation, work: () => Promise<void>): void {
-    runInBackground(schedule, work, (err) => this.#error(err, backendId, operation));
-  }
-
-  #error(err: unknown, backendId: string, operation: BreakerCacheOperation): void {
-    callSafely(() => this.#onError(err, backendId, operation));
-  }
-
-  #touch(backendId: string): Entry {
-    return touchLru(
-      this.#entries,
-      backendId,
-      (): Entry => ({
-        view: undefined,
-        fetchedAt: Number.NEGATIVE_INFINITY,
-        refreshingSince: undefined,
-        acquiring: false,
-        appliedSeq: 0,
-        successes: 0,
-        failures: 0,
-        flushScheduled: false,
-      }),
-      this.#maxEntries,
-    );
+    this.#entries.error(err, backendId, operation);
   }
 }
 

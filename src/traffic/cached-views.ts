@@ -51,3 +51,42 @@ export function nonNegative(name: string, v: number): number {
   if (!(Number.isFinite(v) && v >= 0)) throw new RangeError(`${name} must be a finite number >= 0, got ${v}`);
   return v;
 }
+
+/**
+ * The per-backend entries of an isolate cache with its error path: a bounded LRU map whose
+ * entries `create` makes, background work that never throws into the request, and an error
+ * handler (`onError`) that may not throw either. The breaker and health caches each keep one.
+ */
+export class BackendEntries<Entry, Operation extends string> {
+  /** Insertion order doubles as recency order. */
+  readonly #entries = new Map<string, Entry>();
+  readonly #create: () => Entry;
+  readonly #maxEntries: number;
+  readonly #onError: (err: unknown, backendId: string, operation: Operation) => void;
+
+  /** @throws RangeError when `maxEntries` is not an integer >= 1. */
+  constructor(create: () => Entry, maxEntries = 1024, onError: (err: unknown, backendId: string, operation: Operation) => void = () => {}) {
+    if (!(Number.isInteger(maxEntries) && maxEntries >= 1)) throw new RangeError(`maxEntries must be an integer >= 1, got ${maxEntries}`);
+    this.#create = create;
+    this.#maxEntries = maxEntries;
+    this.#onError = onError;
+  }
+
+  /** The backend's entry, made when missing, now the most recently used. */
+  touch(backendId: string): Entry {
+    return touchLru(this.#entries, backendId, this.#create, this.#maxEntries);
+  }
+
+  /** Starts `work` now and hands it to `schedule`; neither a throw nor a rejection reaches the caller. */
+  run(schedule: Schedule, backendId: string, operation: Operation, work: () => Promise<void>): void {
+    runInBackground(schedule, work, (err) => this.error(err, backendId, operation));
+  }
+
+  error(err: unknown, backendId: string, operation: Operation): void {
+    callSafely(() => this.#onError(err, backendId, operation));
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+}

@@ -1,4 +1,4 @@
-import { callSafely, nonNegative, runInBackground, touchLru, type Schedule } from "./cached-views.ts";
+import { BackendEntries, nonNegative, type Schedule } from "./cached-views.ts";
 import { isRoutable, probeTargetKey, resolveProbeTarget, type HealthStatus, type ProbeTarget } from "./health.ts";
 import type { HealthClient, HealthView } from "./health-client.ts";
 import type { Clock } from "./deps.ts";
@@ -74,10 +74,7 @@ export class HealthCache {
   readonly #ttlMs: number;
   readonly #refreshTimeoutMs: number;
   readonly #watchRetryMs: number;
-  readonly #maxEntries: number;
-  readonly #onError: HealthErrorHandler;
-  /** Insertion order doubles as recency order. */
-  readonly #entries = new Map<string, Entry>();
+  readonly #entries: BackendEntries<Entry, HealthCacheOperation>;
   #seq = 0;
 
   /** @throws RangeError on a negative or non-finite duration, or a `maxEntries` that is not an integer >= 1. */
@@ -87,10 +84,21 @@ export class HealthCache {
     this.#ttlMs = nonNegative("ttlMs", options.ttlMs ?? 2000);
     this.#refreshTimeoutMs = nonNegative("refreshTimeoutMs", options.refreshTimeoutMs ?? 5000);
     this.#watchRetryMs = nonNegative("watchRetryMs", options.watchRetryMs ?? 30_000);
-    const maxEntries = options.maxEntries ?? 1024;
-    if (!(Number.isInteger(maxEntries) && maxEntries >= 1)) throw new RangeError(`maxEntries must be an integer >= 1, got ${maxEntries}`);
-    this.#maxEntries = maxEntries;
-    this.#onError = options.onError ?? (() => {});
+    this.#entries = new BackendEntries<Entry, HealthCacheOperation>(
+      (): Entry => ({
+        view: undefined,
+        fetchedAt: Number.NEGATIVE_INFINITY,
+        refreshingSince: undefined,
+        appliedSeq: 0,
+        watchedKey: undefined,
+        watchingKey: undefined,
+        watchingSince: Number.NEGATIVE_INFINITY,
+        failedKey: undefined,
+        failedAt: Number.NEGATIVE_INFINITY,
+      }),
+      options.maxEntries,
+      options.onError,
+    );
   }
 
   /** This cache with one request's {@link Schedule} bound. */
@@ -105,11 +113,11 @@ export class HealthCache {
   /** The cached view (undefined when unknown), refreshed in the background when stale. */
   view(backendId: string, schedule: Schedule): HealthView | undefined {
     try {
-      const entry = this.#touch(backendId);
+      const entry = this.#entries.touch(backendId);
       this.#maybeRefresh(backendId, entry, schedule);
       return entry.view;
     } catch (err) {
-      this.#error(err, backendId, "state");
+      this.#entries.error(err, backendId, "state");
       return undefined;
     }
   }
@@ -126,7 +134,7 @@ export class HealthCache {
     let key: string | undefined;
     let entry: Entry | undefined;
     try {
-      entry = this.#touch(backendId);
+      entry = this.#entries.touch(backendId);
       key = probeTargetKey(resolveProbeTarget(target));
     } catch (err) {
       if (entry !== undefined) {
@@ -136,7 +144,7 @@ export class HealthCache {
         entry.failedKey = invalid;
         entry.failedAt = now;
       }
-      this.#error(err, backendId, "watch");
+      this.#entries.error(err, backendId, "watch");
       return;
     }
     const now = this.#clock.now();
@@ -148,7 +156,7 @@ export class HealthCache {
     e.watchingKey = k;
     e.watchingSince = now;
     const seq = ++this.#seq;
-    this.#run(schedule, backendId, "watch", async () => {
+    this.#entries.run(schedule, backendId, "watch", async () => {
       try {
         const view = await this.#client.watch(backendId, target);
         e.watchedKey = k;
@@ -176,7 +184,7 @@ export class HealthCache {
     const started = now;
     entry.refreshingSince = started;
     const seq = ++this.#seq;
-    this.#run(schedule, backendId, "state", async () => {
+    this.#entries.run(schedule, backendId, "state", async () => {
       try {
         this.#apply(entry, seq, await this.#client.state(backendId));
       } catch (err) {
@@ -197,34 +205,6 @@ export class HealthCache {
     entry.view = view;
     entry.fetchedAt = this.#clock.now();
     if (!view.watching) entry.watchedKey = undefined;
-  }
-
-  /** Starts `work` now and hands it to `schedule`; neither a throw nor a rejection reaches the caller. */
-  #run(schedule: Schedule, backendId: string, operation: HealthCacheOperation, work: () => Promise<void>): void {
-    runInBackground(schedule, work, (err) => this.#error(err, backendId, operation));
-  }
-
-  #error(err: unknown, backendId: string, operation: HealthCacheOperation): void {
-    callSafely(() => this.#onError(err, backendId, operation));
-  }
-
-  #touch(backendId: string): Entry {
-    return touchLru(
-      this.#entries,
-      backendId,
-      (): Entry => ({
-        view: undefined,
-        fetchedAt: Number.NEGATIVE_INFINITY,
-        refreshingSince: undefined,
-        appliedSeq: 0,
-        watchedKey: undefined,
-        watchingKey: undefined,
-        watchingSince: Number.NEGATIVE_INFINITY,
-        failedKey: undefined,
-        failedAt: Number.NEGATIVE_INFINITY,
-      }),
-      this.#maxEntries,
-    );
   }
 }
 
