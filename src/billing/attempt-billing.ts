@@ -13,6 +13,8 @@ export interface RequestBillingInit {
   readonly budget: PrincipalBudget;
   readonly policy: EntrypointBudget;
   readonly price: (logicalModel: string, revision: number) => Price | undefined;
+  /** The publication's one currency of prices and budgets, when it names one. */
+  readonly currency: string | undefined;
   readonly requestId: string;
   /** Upper bound on the request's input tokens (reservations). */
   readonly inputBound: number;
@@ -97,7 +99,8 @@ export class RequestBilling implements AttemptCharger {
     try {
       reserved = await init.ledger.reserve(attemptId, {
         scopes: init.budget.scopes,
-        currency: price?.currency ?? currencyOf(init.budget) ?? "USD",
+        // Unpriced revisions reserve no money; the currency only has to match the budgets'.
+        currency: price?.currency ?? init.currency ?? "USD",
         amount,
         countsRequest: first,
         leaseMs: init.budget.leaseMs,
@@ -165,11 +168,3 @@ export class RequestBilling implements AttemptCharger {
 }
 
 const NOT_CHARGED: AttemptCharge = { finish: () => {} };
-
-function currencyOf(budget: PrincipalBudget): string | undefined {
-  for (const s of budget.scopes) {
-    const c = s.limits?.money?.currency ?? s.limits?.balance?.currency;
-    if (c !== undefined) return c;
-  }
-  return undefined;
-}

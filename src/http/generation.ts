@@ -177,6 +177,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
         budget,
         policy,
         price: rt.budgets.price,
+        currency: rt.budgets.currency,
         requestId,
         inputBound: inputTokenBound(neutral),
         inputEstimate: () => estimatePromptTokens(neutral),

@@ -37,6 +37,7 @@ function billing(limits: { project?: ScopeLimits; key?: ScopeLimits } = {}, opts
       budget,
       policy: { mode: opts.mode ?? "strict", defaultMaxOutputTokens: 100 },
       price: () => PRICE,
+      currency: "USD",
       requestId: "req_1",
       inputBound,
       inputEstimate: () => 3,
