@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { anthropicMessagesCodec } from "../../../src/protocol/anthropic-messages/index.ts";
 import type { ResponseStamp } from "../../../src/protocol/codec.ts";
 import type { NeutralResponse, StopReason } from "../../../src/protocol/neutral.ts";
 import { openAiChatCodec } from "../../../src/protocol/openai-chat/index.ts";
+import { rejectOf } from "./error-helpers.ts";
 
 const stamp: ResponseStamp = { id: "chatcmpl-gw-req123", created: 1_760_000_000, model: "public-model" };
 
@@ -34,15 +34,6 @@ function providerBody(content: unknown[], over: Record<string, unknown> = {}): R
   };
 }
 
-function rejectOf(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(GatewayError);
-    return err as GatewayError;
-  }
-  throw new Error("expected a GatewayError, nothing was thrown");
-}
 
 const usage = (over: Record<string, unknown> = {}) => ({ inputTokens: 12, outputTokens: 5, source: "provider" as const, ...over });
 

@@ -1,9 +1,8 @@
-import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { anthropicMessagesCodec } from "../../../src/protocol/anthropic-messages/index.ts";
 import { REQUEST_FEATURES, requestFeatures } from "../../../src/protocol/features.ts";
 import type { NeutralMessage, NeutralRequest } from "../../../src/protocol/neutral.ts";
 import { openAiChatCodec } from "../../../src/protocol/openai-chat/index.ts";
+import { invalidRequestOf } from "./error-helpers.ts";
 
 export const codec = anthropicMessagesCodec;
 export const decode = (body: unknown): NeutralRequest => codec.decodeRequest(body);
@@ -22,28 +21,8 @@ export const neutral = (messages: NeutralMessage[], extra: Partial<NeutralReques
   ...extra,
 });
 
-/** Runs `fn`, expecting a GatewayError, and returns it. */
-export function rejectOf(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(GatewayError);
-    return err as GatewayError;
-  }
-  throw new Error("expected a GatewayError, nothing was thrown");
-}
-
-export function expectInvalid(body: unknown, param: string | undefined): GatewayError {
-  const err = rejectOf(() => decode(body));
-  expect(err.code).toBe("invalid_request");
-  expect(err.status).toBe(400);
-  expect(err.source).toBe("client");
-  expect(err.param).toBe(param);
-  return err;
-}
-
-/** Strips keys whose value is undefined, the way a JSON body would. */
-export const json = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+export { json, rejectOf } from "./error-helpers.ts";
+export const expectInvalid = invalidRequestOf(decode);
 
 export const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 

@@ -11,8 +11,8 @@ import { REQUEST_FEATURES, requestFeatures, withoutFeatures } from "../../../src
 import { REASONING_EFFORTS, type NeutralRequest } from "../../../src/protocol/neutral.ts";
 import { openAiChatCodec as chat } from "../../../src/protocol/openai-chat/index.ts";
 import { openAiResponsesCodec as responses } from "../../../src/protocol/openai-responses/index.ts";
+import { json, rejectOf as rejectCall } from "./error-helpers.ts";
 
-const json = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 const encode = (codec: Codec, req: NeutralRequest) => json(codec.encodeRequest(req, "upstream", { streamUsage: true })) as Record<string, unknown>;
 const neutral = (extra: Partial<NeutralRequest> = {}): NeutralRequest => ({
   model: "public-model",
@@ -25,15 +25,11 @@ const anthropicBody = (extra: Record<string, unknown> = {}) => ({ model: "m", ma
 const chatBody = (extra: Record<string, unknown> = {}) => ({ model: "m", messages: [{ role: "user", content: "hi" }], ...extra });
 const responsesBody = (extra: Record<string, unknown> = {}) => ({ model: "m", input: "hi", ...extra });
 
+/** A client's invalid_request. */
 function rejectOf(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(GatewayError);
-    expect((err as GatewayError).code).toBe("invalid_request");
-    return err as GatewayError;
-  }
-  throw new Error("expected a GatewayError, nothing was thrown");
+  const err = rejectCall(fn);
+  expect(err.code).toBe("invalid_request");
+  return err;
 }
 
 const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { openAiChatCodec } from "../../../src/protocol/openai-chat/index.ts";
 import type { NeutralRequest } from "../../../src/protocol/neutral.ts";
+import { invalidRequestOf, json, rejectOf } from "./error-helpers.ts";
 
 const decode = (body: unknown): NeutralRequest => openAiChatCodec.decodeRequest(body);
 const encode = (req: NeutralRequest, model = "gpt-upstream-2025", streamUsage = true) =>
@@ -10,28 +10,8 @@ const encode = (req: NeutralRequest, model = "gpt-upstream-2025", streamUsage = 
 const user = (content: unknown) => ({ role: "user", content });
 const base = (extra: Record<string, unknown> = {}) => ({ model: "public-model", messages: [user("hi")], ...extra });
 
-/** Runs `fn`, expecting a GatewayError, and returns it. */
-function rejectOf(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(GatewayError);
-    return err as GatewayError;
-  }
-  throw new Error("expected a GatewayError, nothing was thrown");
-}
 
-function expectInvalid(body: unknown, param: string | undefined): GatewayError {
-  const err = rejectOf(() => decode(body));
-  expect(err.code).toBe("invalid_request");
-  expect(err.status).toBe(400);
-  expect(err.source).toBe("client");
-  expect(err.param).toBe(param);
-  return err;
-}
-
-/** Strips keys whose value is undefined, the way a JSON body would. */
-const json = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+const expectInvalid = invalidRequestOf(decode);
 
 describe("openai-chat decodeRequest: messages", () => {
   it("decodes string content into one text part and keeps the public model name", () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { REQUEST_FEATURES, requestFeatures } from "../../../src/protocol/features.ts";
 import type { NeutralRequest } from "../../../src/protocol/neutral.ts";
 import { openAiResponsesCodec } from "../../../src/protocol/openai-responses/index.ts";
+import { invalidRequestOf, json } from "./error-helpers.ts";
 
 const decode = (body: unknown): NeutralRequest => openAiResponsesCodec.decodeRequest(body);
 const encode = (req: NeutralRequest, model = "gpt-upstream-2025") =>
@@ -17,28 +17,8 @@ const neutral = (extra: Partial<NeutralRequest> = {}): NeutralRequest => ({
   ...extra,
 });
 
-/** Runs `fn`, expecting a GatewayError, and returns it. */
-function rejectOf(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(GatewayError);
-    return err as GatewayError;
-  }
-  throw new Error("expected a GatewayError, nothing was thrown");
-}
 
-function expectInvalid(body: unknown, param: string | undefined): GatewayError {
-  const err = rejectOf(() => decode(body));
-  expect(err.code).toBe("invalid_request");
-  expect(err.status).toBe(400);
-  expect(err.source).toBe("client");
-  expect(err.param).toBe(param);
-  return err;
-}
-
-/** Strips keys whose value is undefined, the way a JSON body would. */
-const json = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+const expectInvalid = invalidRequestOf(decode);
 
 describe("openai-responses decodeRequest: input", () => {
   it("turns a string input into one user message and keeps the public model name", () => {

@@ -1,9 +1,9 @@
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { ResponseStamp } from "../../../src/protocol/codec.ts";
 import type { NeutralResponse } from "../../../src/protocol/neutral.ts";
 import { openAiResponsesCodec } from "../../../src/protocol/openai-responses/index.ts";
+import { rejectOf } from "./error-helpers.ts";
 
 const stamp: ResponseStamp = { id: "0123456789abcdef0123456789abcdef", created: 1_760_000_000, model: "public-model" };
 
@@ -60,15 +60,6 @@ const call = (call_id: string, name: string, args: string) => ({ id: `fc_${call_
 const decode = (body: unknown) => openAiResponsesCodec.decodeResponse(body);
 const encode = (res: NeutralResponse) => openAiResponsesCodec.encodeResponse(res, stamp) as Record<string, unknown>;
 
-function rejectOf(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(GatewayError);
-    return err as GatewayError;
-  }
-  throw new Error("expected a GatewayError, nothing was thrown");
-}
 
 const neutralUsage = { inputTokens: 30, outputTokens: 9, cachedInputTokens: 12, cacheWriteInputTokens: undefined, reasoningTokens: 4, source: "provider" } as const;
 
