@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { AttemptBudgetLedger, type AttemptBudgetView, type ConsumeResult } from "../src/budget/attempt-budget.ts";
 import type { AttemptBudgetRpc, CallAnnouncement } from "../src/budget/attempt-budget-client.ts";
-import { systemClock, type Clock } from "../src/traffic/deps.ts";
+import { systemClock, type Clock } from "../src/deps/clock.ts";
 import { SqliteAttemptBudgetStore } from "./sqlite-attempt-budget-store.ts";
 
 /**

@@ -3,7 +3,7 @@ import { SnapshotController } from "../src/snapshot/controller.ts";
 import type { ProposalResult, RollbackResult } from "../src/snapshot/controller.ts";
 import type { SnapshotControllerClient, SnapshotHistory } from "../src/snapshot/controller-client.ts";
 import type { ActiveSnapshot } from "../src/snapshot/pinned-snapshot.ts";
-import { systemClock } from "../src/traffic/deps.ts";
+import { systemClock } from "../src/deps/clock.ts";
 import { isolateConfig, snapshotContext } from "../src/worker/isolate-config.ts";
 import { SqliteSnapshotStore } from "./sqlite-snapshot-store.ts";
 

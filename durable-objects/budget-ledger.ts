@@ -21,7 +21,7 @@ import {
   type TopUpResult,
   type UsageRow,
 } from "../src/ledger/ledger.ts";
-import { systemClock, type Clock } from "../src/traffic/deps.ts";
+import { systemClock, type Clock } from "../src/deps/clock.ts";
 import { SqliteLedgerStore } from "./sqlite-ledger-store.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { BreakerMachine, resolveBreakerConfig, type BreakerConfigInput, type BreakerReport, type BreakerSnapshot } from "../src/traffic/breaker.ts";
 import type { BreakerCounts, BreakerDecision, BreakerRpc } from "../src/traffic/breaker-client.ts";
-import { systemClock, type Clock } from "../src/traffic/deps.ts";
+import { systemClock, type Clock } from "../src/deps/clock.ts";
 import { SqliteBreakerStore } from "./sqlite-breaker-store.ts";
 
 /**

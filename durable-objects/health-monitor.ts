@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
-import { systemClock, systemRng, type Clock, type Rng } from "../src/traffic/deps.ts";
+import { systemClock, type Clock } from "../src/deps/clock.ts";
+import { systemRng, type Rng } from "../src/deps/rng.ts";
 import {
   credentialHeaders,
   firstProbeAt,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { capabilitySchema } from "../config/publication-schema.ts";
+import { capabilitySchema } from "./publication-schema.ts";
 import { PROTOCOL_IDS } from "../protocol/codec.ts";
 
 const name = z

@@ -1,6 +1,6 @@
 import { gatewayConfigSchema, type GatewayConfig } from "./gateway-schema.ts";
 import { publicationSchema, type PublicationConfig, type Capability } from "./publication-schema.ts";
-import { snapshotSourceSchema, type SnapshotSource } from "../snapshot/snapshot-schema.ts";
+import { snapshotSourceSchema, type SnapshotSource } from "./backends-schema.ts";
 import { checkBudgets } from "./check-budgets.ts";
 import { ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
 

@@ -1,5 +1,6 @@
 import { parseDocument } from "yaml";
 import type { z } from "zod";
+import { formatPath } from "../errors/issue-path.ts";
 
 /** One problem found in a config file, precise enough to fix without guessing. */
 export interface ConfigIssue {
@@ -22,16 +23,6 @@ export class ConfigValidationError extends Error {
 /** Renders issues one per line: `file: path: message`. */
 export function formatIssues(issues: readonly ConfigIssue[]): string {
   return issues.map((i) => `${i.file}: ${i.path || "(root)"}: ${i.message}`).join("\n");
-}
-
-/** Formats a zod path the way people write it: `a.b[2].c`. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const seg of path) {
-    if (typeof seg === "number") out += `[${seg}]`;
-    else out += out === "" ? String(seg) : `.${String(seg)}`;
-  }
-  return out;
 }
 
 /** Maps zod issues to ConfigIssues; unknown keys are reported one per key with its full path. */

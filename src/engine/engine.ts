@@ -6,7 +6,7 @@ import { validatePlan } from "../plan/dispatch-plan.ts";
 import type { CodecRegistry, ProtocolId } from "../protocol/codec.ts";
 import type { RequestFeature } from "../protocol/features.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
-import type { Clock } from "../traffic/deps.ts";
+import type { Clock } from "../deps/clock.ts";
 import { compileRoutes, decide, type CompiledRoute } from "./decision-rules.ts";
 import type { Principal } from "./principal.ts";
 import { computeFacts, requestCapabilities } from "./request-facts.ts";

@@ -1,4 +1,4 @@
-import type { Rng } from "../traffic/deps.ts";
+import type { Rng } from "../deps/rng.ts";
 import type { Evidence } from "./evidence.ts";
 
 /** Where a request stands when an attempt has failed. */

@@ -5,7 +5,7 @@ import { withoutFeatures } from "../protocol/features.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 import { AttemptFinalizer, type AttemptSink } from "../pipeline/attempt-finalizer.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
-import type { Clock } from "../traffic/deps.ts";
+import type { Clock } from "../deps/clock.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { BreakerGate } from "../traffic/breaker-cache.ts";
 import { newAttemptId, type AttemptRecord } from "./attempt.ts";

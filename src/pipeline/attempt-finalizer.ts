@@ -1,6 +1,6 @@
 import type { ErrorCode } from "../errors/gateway-error.ts";
 import type { AttemptOutcome, AttemptRecord } from "../invoker/attempt.ts";
-import type { Clock } from "../traffic/deps.ts";
+import type { Clock } from "../deps/clock.ts";
 
 /** Receives every finished attempt exactly once (access log, metrics, later: ledger settlement). */
 export interface AttemptSink {

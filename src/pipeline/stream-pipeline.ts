@@ -2,7 +2,7 @@ import { createParser } from "eventsource-parser";
 import type { AttemptOutcome } from "../invoker/attempt.ts";
 import type { StreamDecoder, StreamEncoder } from "../protocol/codec.ts";
 import type { NeutralEvent } from "../protocol/neutral.ts";
-import type { Clock } from "../traffic/deps.ts";
+import type { Clock } from "../deps/clock.ts";
 import type { AttemptFinalizer } from "./attempt-finalizer.ts";
 
 /** Largest SSE event (or unterminated buffer) accepted from a provider before the stream is failed. */

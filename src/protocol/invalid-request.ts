@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { formatPath } from "../config/parse-file.ts";
+import { formatPath } from "../errors/issue-path.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 
 /**

@@ -1,4 +1,4 @@
-import type { Clock } from "../traffic/deps.ts";
+import type { Clock } from "../deps/clock.ts";
 import { normalizeSnapshot, type NormalizedSnapshot, type SnapshotContext, type SnapshotReason } from "./normalize.ts";
 
 /** A verified revision as stored. Revisions are immutable once written. */

@@ -1,9 +1,9 @@
 import type { Capability } from "../config/publication-schema.ts";
 import type { PoolRequirement } from "../config/load-config.ts";
 import { canonicalDigest, sha256Hex } from "../digest/canonical-digest.ts";
-import { formatPath } from "../config/parse-file.ts";
+import { formatPath } from "../errors/issue-path.ts";
 import type { SelectorKind } from "../traffic/selector.ts";
-import { snapshotSourceSchema, type BackendProtocol } from "./snapshot-schema.ts";
+import { snapshotSourceSchema, type BackendProtocol } from "../config/backends-schema.ts";
 
 /** Why a snapshot candidate was refused; safe to return to the admin caller. */
 export interface SnapshotReason {

@@ -1,5 +1,5 @@
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { Clock } from "../traffic/deps.ts";
+import type { Clock } from "../deps/clock.ts";
 import { pinSnapshot, type ActiveSnapshot, type PinnedSnapshot } from "./pinned-snapshot.ts";
 
 /** Reports a refresh failure while a stale snapshot keeps serving (for logs/metrics). */

@@ -1,4 +1,4 @@
-import type { Clock } from "./deps.ts";
+import type { Clock } from "../deps/clock.ts";
 
 /**
  * Isolate-local admission control: bounded concurrency per process, tenant, logical model and

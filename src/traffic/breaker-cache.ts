@@ -1,7 +1,7 @@
 import type { BreakerAdmission, BreakerReport, BreakerSnapshot, BreakerState } from "./breaker.ts";
 import type { BreakerClient } from "./breaker-client.ts";
 import { BackendEntries, nonNegative, type Schedule } from "./cached-views.ts";
-import type { Clock } from "./deps.ts";
+import type { Clock } from "../deps/clock.ts";
 
 // `Schedule` keeps background work alive past the response: the request's `ctx.waitUntil`, passed
 // per call because an execution context belongs to one request, while the cache belongs to the

@@ -1,4 +1,4 @@
-import type { Clock } from "./deps.ts";
+import type { Clock } from "../deps/clock.ts";
 
 /** What a drain did: how many requests were in flight, finished in time, or were cancelled. */
 export interface DrainReport {

@@ -1,7 +1,7 @@
 import { BackendEntries, nonNegative, type Schedule } from "./cached-views.ts";
 import { isRoutable, probeTargetKey, resolveProbeTarget, type HealthStatus, type ProbeTarget } from "./health.ts";
 import type { HealthClient, HealthView } from "./health-client.ts";
-import type { Clock } from "./deps.ts";
+import type { Clock } from "../deps/clock.ts";
 
 export type { Schedule } from "./cached-views.ts";
 

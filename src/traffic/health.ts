@@ -1,4 +1,5 @@
-import type { Clock, Rng } from "./deps.ts";
+import type { Clock } from "../deps/clock.ts";
+import type { Rng } from "../deps/rng.ts";
 
 /**
  * Active health checking: pure pieces, no I/O of their own (the probe's fetch, clock and randomness

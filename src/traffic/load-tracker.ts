@@ -1,4 +1,4 @@
-import type { Clock } from "./deps.ts";
+import type { Clock } from "../deps/clock.ts";
 import type { LoadSignals } from "./selector.ts";
 
 /**

@@ -1,4 +1,5 @@
-import type { Clock, Rng } from "./deps.ts";
+import type { Clock } from "../deps/clock.ts";
+import type { Rng } from "../deps/rng.ts";
 
 /** One physical backend as a selector sees it: nothing but identity and weight. */
 export interface SelectableBackend {

@@ -20,26 +20,27 @@ function imports(file: string): string[] {
 const concern = (path: string) => /^src\/([^/]+)\//.exec(path)?.[1];
 
 /** Transport-neutral modules: no Hono, no Workers runtime modules, no bindings object. */
-const NEUTRAL = ["engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget", "ledger", "billing"];
+const NEUTRAL = ["deps", "engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget", "ledger", "billing"];
 
 /** Which concerns each concern may import (besides itself). Imports point inward. */
 const ALLOWED: Record<string, readonly string[]> = {
   errors: [],
   digest: [],
-  traffic: [],
-  budget: ["errors", "traffic"],
-  ledger: ["errors", "traffic"],
+  deps: [],
+  traffic: ["deps"],
+  budget: ["deps", "errors"],
+  ledger: ["deps", "errors"],
   billing: ["config", "engine", "errors", "invoker", "ledger", "plan", "protocol"],
-  config: ["errors", "ledger", "traffic", "snapshot", "protocol"],
-  protocol: ["errors", "config"],
+  config: ["errors", "ledger", "protocol"],
+  protocol: ["errors"],
   plan: ["config", "protocol"],
-  snapshot: ["config", "digest", "errors", "traffic", "protocol"],
+  snapshot: ["config", "deps", "digest", "errors", "traffic", "protocol"],
   auth: ["config", "digest", "errors", "engine"],
-  engine: ["config", "errors", "plan", "protocol", "traffic"],
-  pipeline: ["errors", "invoker", "protocol", "traffic"],
-  invoker: ["budget", "errors", "pipeline", "plan", "protocol", "snapshot", "traffic"],
+  engine: ["config", "deps", "errors", "plan", "protocol", "traffic"],
+  pipeline: ["deps", "errors", "invoker", "protocol", "traffic"],
+  invoker: ["budget", "deps", "errors", "pipeline", "plan", "protocol", "snapshot", "traffic"],
   http: ["billing", "budget", "config", "ledger", "digest", "engine", "errors", "invoker", "pipeline", "plan", "protocol", "snapshot", "worker"],
-  worker: ["auth", "billing", "budget", "config", "ledger", "digest", "engine", "errors", "http", "invoker", "pipeline", "protocol", "snapshot", "traffic"],
+  worker: ["auth", "billing", "budget", "config", "deps", "ledger", "digest", "engine", "errors", "http", "invoker", "pipeline", "protocol", "snapshot", "traffic"],
 };
 
 describe("module boundaries", () => {

@@ -1,4 +1,4 @@
-import type { Rng } from "../deps.ts";
+import type { Rng } from "../../deps/rng.ts";
 import type { SelectableBackend } from "../selector.ts";
 
 /**

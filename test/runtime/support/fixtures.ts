@@ -4,7 +4,7 @@ import publicationYaml from "../../../config/publication.yaml";
 import { parse, stringify } from "yaml";
 import type { ConfigTexts } from "../../../src/config/load-config.ts";
 import type { HistoryEvent, SnapshotStore, StoredRevision } from "../../../src/snapshot/controller.ts";
-import type { Clock } from "../../../src/traffic/deps.ts";
+import type { Clock } from "../../../src/deps/clock.ts";
 
 /** The bundled default config texts. */
 export const bundledTexts: ConfigTexts = { gateway: gatewayYaml, publication: publicationYaml, backends: backendsYaml };

@@ -1,4 +1,5 @@
-import type { Clock, Rng } from "../../../src/traffic/deps.ts";
+import type { Clock } from "../../../src/deps/clock.ts";
+import type { Rng } from "../../../src/deps/rng.ts";
 import type { LoadSignals, SelectableBackend } from "../../../src/traffic/selector.ts";
 
 /** mulberry32: a tiny seeded PRNG, so every statistical assertion is reproducible. */
