@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
-import { AttemptBudgetLedger, type AttemptBudgetView, type ConsumeResult } from "../src/budget/attempt-budget.ts";
-import type { AttemptBudgetRpc, CallAnnouncement } from "../src/budget/attempt-budget-client.ts";
+import { AttemptBudgetLedger, type AttemptBudgetView, type ConsumeResult } from "../src/call-budget/attempt-budget.ts";
+import type { AttemptBudgetRpc, CallAnnouncement } from "../src/call-budget/attempt-budget-client.ts";
 import { systemClock, type Clock } from "../src/deps/clock.ts";
 import { SqliteAttemptBudgetStore } from "./sqlite-attempt-budget-store.ts";
 

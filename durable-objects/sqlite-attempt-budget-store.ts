@@ -1,4 +1,4 @@
-import type { AttemptBudgetEntry, AttemptBudgetStore } from "../src/budget/attempt-budget.ts";
+import type { AttemptBudgetEntry, AttemptBudgetStore } from "../src/call-budget/attempt-budget.ts";
 
 interface Row extends Record<string, SqlStorageValue> {
   call_id: string;

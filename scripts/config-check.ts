@@ -7,10 +7,11 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { stringify } from "yaml";
-import { CONFIG_FILES, loadConfig, poolRequirements } from "../src/config/load-config.ts";
+import { CONFIG_FILES, loadConfig } from "../src/config/load-config.ts";
 import { ConfigValidationError, formatIssues } from "../src/config/parse-file.ts";
 import { redactedConfig } from "../src/config/redact.ts";
 import { builtinCodecs } from "../src/protocol/registry.ts";
+import { compilePublication } from "../src/publication/compile-publication.ts";
 import { normalizeSnapshot } from "../src/snapshot/normalize.ts";
 
 const { values } = parseArgs({ options: { dir: { type: "string" }, quiet: { type: "boolean" } } });
@@ -32,7 +33,7 @@ try {
   });
   const seed = await normalizeSnapshot(config.backendsSeed, {
     supportedProtocols: builtinCodecs.ids(),
-    requirements: poolRequirements(config.publication),
+    requirements: compilePublication(config.publication).poolRequirements,
   });
   if (!seed.ok) {
     console.error(seed.reasons.map((r) => `${CONFIG_FILES.backends}: ${r.path}: ${r.message}`).join("\n"));

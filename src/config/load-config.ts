@@ -1,5 +1,5 @@
 import { gatewayConfigSchema, type GatewayConfig } from "./gateway-schema.ts";
-import { publicationSchema, type PublicationConfig, type Capability } from "./publication-schema.ts";
+import { publicationSchema, type PublicationConfig } from "./publication-schema.ts";
 import { snapshotSourceSchema, type SnapshotSource } from "./backends-schema.ts";
 import { checkBudgets } from "./check-budgets.ts";
 import { ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
@@ -16,14 +16,6 @@ export interface LoadedConfig {
   readonly gateway: GatewayConfig;
   readonly publication: PublicationConfig;
   readonly backendsSeed: SnapshotSource;
-}
-
-/** What a publication needs from a BackendSnapshot: checked whenever a snapshot is activated. */
-export interface PoolRequirement {
-  readonly pool: string;
-  readonly requires: readonly Capability[];
-  /** Who needs it, for error messages: `model chat-small revision 2`. */
-  readonly neededBy: string;
 }
 
 export const CONFIG_FILES = {
@@ -125,16 +117,4 @@ export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig)
     }
   });
   return issues;
-}
-
-/**
- * The pool each logical model's ACTIVE revision names, with the capabilities it needs. Inactive
- * revisions are not required, so operators can retire the pools of revisions nobody routes to.
- */
-export function poolRequirements(pub: PublicationConfig): PoolRequirement[] {
-  return pub.models.flatMap((m) =>
-    m.revisions
-      .filter((r) => r.revision === m.activeRevision)
-      .map((r) => ({ pool: r.pool, requires: r.requires, neededBy: `model ${m.id} revision ${r.revision}` })),
-  );
 }

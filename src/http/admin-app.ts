@@ -1,6 +1,5 @@
 import { Hono } from "hono";
 import { parseDocument } from "yaml";
-import { poolRequirements } from "../config/load-config.ts";
 import { redactedConfig } from "../config/redact.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
 import { sha256Hex } from "../digest/canonical-digest.ts";
@@ -43,6 +42,21 @@ async function readCandidate(request: Request, maxBodyBytes: number): Promise<un
 }
 
 /**
+ * What this isolate holds for requests in flight: every count is zero once they have all ended
+ * (the end-to-end suite checks it on every stack it stops).
+ */
+function resourcesHeld(rt: GatewayRuntime) {
+  const a = rt.admission.stats();
+  return {
+    requestsInFlight: rt.drain.inFlight,
+    admissionLeases: a.inFlight.global,
+    admissionQueued: a.queued.total,
+    backendSlots: Object.values(a.inFlight.backend).reduce((n, v) => n + v, 0),
+    breakerPermits: rt.breakers?.permitsHeld ?? 0,
+  };
+}
+
+/**
  * The admin API: served only by the Admin entrypoint, which only the admin listener reaches.
  * Bearer-token authenticated; errors use the OpenAI envelope so one client library can read both.
  */
@@ -70,11 +84,12 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       publicationRevision: rt.engine.publicationRevision,
       snapshot: snap ? { revision: snap.revision, digest: snap.digest } : null,
       // A snapshot activated under an older publication may not serve this one; say what is missing.
-      unmetRequirements: snap ? unmetRequirements(snap, poolRequirements(rt.config.publication)) : null,
+      unmetRequirements: snap ? unmetRequirements(snap, rt.publication.poolRequirements) : null,
       startedAt: new Date(rt.startedAt).toISOString(),
       uptimeSeconds: Math.floor((rt.clock.now() - rt.startedAt) / 1000),
       draining: rt.drain.draining,
       inFlight: rt.drain.inFlight,
+      resources: resourcesHeld(rt),
     });
   });
 
@@ -152,7 +167,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
 
   app.get("/routes", async (c) => {
     const rt = c.var.runtime;
-    return c.json(describeRoutes(rt.config.publication, await rt.snapshots.current()));
+    return c.json(describeRoutes(rt.publication, await rt.snapshots.current()));
   });
 
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));

@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
 import { z } from "zod";
-import { ledgerLimits, type BudgetPolicy } from "../billing/budget-policy.ts";
+import { ledgerLimits, type BudgetPolicy } from "../publication/budgets.ts";
 import { moneySchema, scopeLimitsSchema } from "../config/budget-schema.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { stripeObjectName, type BudgetLedgerRpc } from "../ledger/ledger-client.ts";

@@ -1,19 +1,13 @@
 import { Hono } from "hono";
-import { poolRequirements } from "../config/load-config.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
-import type { GatewayRuntime } from "../worker/runtime.ts";
+import { newRequestId, type GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { handleGeneration, presentedKey } from "./generation.ts";
 import { GENERATION_ROUTES } from "./generation-routes.ts";
 import { checkHeaders } from "./limits.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
-
-/** `req_` + 32 hex chars: unguessable, and never a metric label. */
-export function newRequestId(): string {
-  return `req_${crypto.randomUUID().replaceAll("-", "")}`;
-}
 
 /**
  * The public listener: OpenAI-compatible API, liveness and readiness. Admin routes do not exist
@@ -39,7 +33,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
     if (rt.drain.draining) return c.json({ status: "not_ready" }, 503);
     try {
       const snapshot = await rt.snapshots.current();
-      if (unmetRequirements(snapshot, poolRequirements(rt.config.publication)).length > 0) return c.json({ status: "not_ready" }, 503);
+      if (unmetRequirements(snapshot, rt.publication.poolRequirements).length > 0) return c.json({ status: "not_ready" }, 503);
       return c.json({ status: "ready" });
     } catch {
       return c.json({ status: "not_ready" }, 503);
@@ -50,8 +44,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
   app.get("/v1/models", async (c) => {
     const rt = c.var.runtime;
     checkHeaders(c.req.raw.headers, rt.config.gateway.limits);
-    const principal = await rt.authenticator.authenticate(presentedKey(c.req.raw.headers));
-    const models = rt.engine.listModels(principal);
+    const models = await rt.engine.listModels(presentedKey(c.req.raw.headers));
     if (c.req.header("anthropic-version") !== undefined) {
       const createdAt = new Date(rt.startedAt).toISOString();
       const data = models.map((m) => ({ type: "model", id: m.id, display_name: m.description ?? m.id, created_at: createdAt }));

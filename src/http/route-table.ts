@@ -1,15 +1,13 @@
-import type { PublicationConfig } from "../config/publication-schema.ts";
+import type { CompiledPublication } from "../publication/compile-publication.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 
 /**
  * Entrypoints → decision rules → logical model revisions → pools → backends, for operators. Shows
  * backend names and protocols, never credentials (only the name of the secret a backend uses).
  */
-export function describeRoutes(pub: PublicationConfig, snapshot: PinnedSnapshot) {
-  const models = new Map(pub.models.map((m) => [m.id, m]));
+export function describeRoutes(pub: CompiledPublication, snapshot: PinnedSnapshot) {
   const model = (id: string) => {
-    const m = models.get(id);
-    const rev = m?.revisions.find((r) => r.revision === m.activeRevision);
+    const rev = pub.models.get(id);
     const pool = rev ? snapshot.pools.get(rev.pool) : undefined;
     return {
       model: id,
@@ -33,7 +31,7 @@ export function describeRoutes(pub: PublicationConfig, snapshot: PinnedSnapshot)
   return {
     snapshotRevision: snapshot.revision,
     publicationRevision: pub.revision,
-    entrypoints: pub.entrypoints.map((ep) => ({
+    entrypoints: pub.source.entrypoints.map((ep) => ({
       name: ep.name,
       routes: ep.routes.map((r) => ({ name: r.name, when: r.when, tiers: tiers(r.models) })),
       default: tiers(ep.default),

@@ -1,5 +1,5 @@
 import type { BreakerReport } from "../traffic/breaker.ts";
-import type { AttemptRecord } from "./attempt.ts";
+import type { AttemptRecord } from "../context/attempt-record.ts";
 
 /**
  * What a finished attempt tells a backend's circuit breaker. Only the backend's own failures count:
@@ -24,6 +24,10 @@ export function breakerReport(a: Readonly<AttemptRecord>): BreakerReport {
       return a.errorCode === "upstream_unreachable" ? "failure" : "neutral";
     case "client_cancelled":
     case "in_progress":
+    case "not_sent":
+      return "neutral";
+    case "gateway_error":
+      // The gateway failed under the attempt: the backend may well have been fine.
       return "neutral";
   }
 }

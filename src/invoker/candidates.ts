@@ -1,5 +1,5 @@
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { DispatchPlan, PlannedModel } from "../plan/dispatch-plan.ts";
+import type { DispatchPlan, PlannedModel } from "../decide/dispatch-plan.ts";
 import type { CodecRegistry } from "../protocol/codec.ts";
 import { requestFeatures, type RequestFeature } from "../protocol/features.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";

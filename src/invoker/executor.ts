@@ -1,38 +1,39 @@
+import type { ConsumeResult } from "../call-budget/attempt-budget.ts";
+import { newAttemptId, type AttemptRecord, type Evidence } from "../context/attempt-record.ts";
+import type { AttemptScope, RequestContext } from "../context/request-context.ts";
+import type { DispatchPlan } from "../decide/dispatch-plan.ts";
+import type { Clock } from "../deps/clock.ts";
+import type { Rng } from "../deps/rng.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { DispatchPlan } from "../plan/dispatch-plan.ts";
 import type { CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import type { RequestFeature } from "../protocol/features.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
-import type { AttemptFinalizer, AttemptSink } from "../pipeline/attempt-finalizer.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
-import type { Clock } from "../deps/clock.ts";
-import type { Rng } from "../deps/rng.ts";
-import type { LoadTracker } from "../traffic/load-tracker.ts";
-import type { ConsumeResult } from "../budget/attempt-budget.ts";
 import type { BreakerGate } from "../traffic/breaker-cache.ts";
 import type { HealthGate } from "../traffic/health-cache.ts";
 import { minimumAvailable } from "../traffic/health.ts";
+import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { Selector } from "../traffic/selector.ts";
 import { createSelector } from "../traffic/selectors/index.ts";
-import { newAttemptId, type AttemptRecord } from "./attempt.ts";
+import type { AttemptCharger } from "./attempt-charges.ts";
+import { breakerReport } from "./breaker-outcome.ts";
 import { eligibleCandidates, nextChoice, pickWith, type Choice } from "./candidates.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
-import type { AttemptCharge, AttemptCharger } from "./attempt-charges.ts";
-import { runAttempt } from "./upstream-attempt.ts";
+import { prepareAttempt, sendAttempt } from "./upstream-attempt.ts";
 
-/** Per-request inputs pinned by the adapter before execution. */
-export interface ExecutionContext {
+/** What the invoke phase hands the executor for one request. */
+export interface InvocationContext {
+  /** The request: its deadline, cancellation, attempts and the resources they hold. */
+  readonly request: RequestContext;
   /** The BackendSnapshot this request pinned; used for its whole life, retries included. */
   readonly snapshot: PinnedSnapshot;
-  /** Aborts when the client disconnects. */
-  readonly clientSignal: AbortSignal;
   /** Circuit breakers, when enabled: an open breaker only narrows the candidates. */
   readonly breakers?: BreakerGate | undefined;
   /**
-   * The caller's cross-layer attempt budget, when it sent one: consumed before every attempt that
-   * is about to be sent, shared by every replica through its Durable Object.
+   * The caller's cross-layer attempt budget, when it sent one: consumed by every attempt right
+   * before it is sent, shared by every replica through its Durable Object.
    */
   readonly callBudget?: (() => Promise<ConsumeResult>) | undefined;
   /** Active health, when enabled: unhealthy backends are left out unless that would empty a pool. */
@@ -44,35 +45,30 @@ export interface ExecutionContext {
   readonly backendSlots?: { hasRoom(backendId: string): boolean; acquire(backendId: string): boolean } | undefined;
   /**
    * The budget ledger, when the caller's tenant uses one: each attempt reserves its own worst case
-   * right before it is sent and is settled by its finalizer.
+   * right before it is sent, and the reservation is settled when the attempt ends.
    */
   readonly charges?: AttemptCharger | undefined;
 }
 
-interface ExecutionCommon {
-  readonly finalizer: AttemptFinalizer;
-  /** Features dropped under the revision's declared downgrades (the client is told). */
-  readonly downgraded: readonly RequestFeature[];
-  /** Every attempt made for this request, in order; the last one is the answer's. */
-  readonly attempts: readonly AttemptRecord[];
-}
-
-/** The outcome of dispatch, before encoding for the client. */
+/** The outcome of the invoke phase, before the respond phase encodes it. */
 export type Execution =
-  | (ExecutionCommon & { readonly kind: "buffered"; readonly response: NeutralResponse })
-  | (ExecutionCommon & { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array>; readonly decoder: StreamDecoder });
-
-/** Carries the attempts made when a request fails, so the adapter can report their ids. */
-export class ExecutionError extends Error {
-  readonly error: GatewayError;
-  readonly attempts: readonly AttemptRecord[];
-  constructor(error: GatewayError, attempts: readonly AttemptRecord[]) {
-    super(error.message);
-    this.name = "ExecutionError";
-    this.error = error;
-    this.attempts = attempts;
-  }
-}
+  | {
+      readonly ok: true;
+      readonly kind: "buffered";
+      readonly response: NeutralResponse;
+      /** Features dropped under the revision's declared downgrades (the client is told). */
+      readonly downgraded: readonly RequestFeature[];
+    }
+  | {
+      readonly ok: true;
+      readonly kind: "stream";
+      readonly body: ReadableStream<Uint8Array>;
+      readonly decoder: StreamDecoder;
+      /** The stream's attempt, still open: the respond phase ends it with the stream. */
+      readonly attempt: AttemptScope;
+      readonly downgraded: readonly RequestFeature[];
+    }
+  | { readonly ok: false; readonly error: GatewayError };
 
 export interface ExecutorDeps {
   readonly codecs: CodecRegistry;
@@ -80,7 +76,6 @@ export interface ExecutorDeps {
   readonly load: LoadTracker;
   readonly clock: Clock;
   readonly rng: Rng;
-  readonly sink: AttemptSink;
   /** The fetch to reach backends (global fetch in production). */
   readonly fetch: typeof fetch;
   /** Waits between attempts; rejects when the signal aborts. Injected so tests need no real time. */
@@ -110,10 +105,32 @@ function realSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** The record of an attempt about to be made on a choice. */
+function attemptRecord(plan: DispatchPlan, snapshot: PinnedSnapshot, choice: Choice, now: number): AttemptRecord {
+  const a: AttemptRecord = {
+    id: newAttemptId(now),
+    requestId: plan.requestId,
+    snapshotRevision: snapshot.revision,
+    logicalModel: choice.model.logicalModel,
+    modelRevision: choice.model.revision,
+    pool: choice.model.pool,
+    backendId: choice.member.backend.id,
+    backendName: choice.member.backend.name,
+    upstreamModel: choice.member.model,
+    startedAt: now,
+    outcome: "in_progress",
+  };
+  if (choice.drop.length > 0) a.downgraded = choice.drop;
+  return a;
+}
+
 /**
- * Turns a logical plan into physical attempts (Pingora-style phases: select → invoke → on-failure).
- * Each failed attempt's evidence goes to the one retry decision (retry-policy.ts); the next
- * backend comes from the plan's own candidates, in order, from the snapshot the request pinned.
+ * The invoke phase: turns a logical plan into physical attempts (Pingora-style: select → take the
+ * attempt's holds → send → on failure, the one retry decision). Each attempt's holds — probe
+ * permit, ledger reservation, call-budget unit, load lease — are registered on the attempt as they
+ * are taken, so they are undone exactly once whichever way the attempt or the request ends. The
+ * next backend comes from the plan's own candidates, in order, from the snapshot the request
+ * pinned.
  */
 export class GatewayExecutor {
   readonly #deps: ExecutorDeps;
@@ -123,8 +140,21 @@ export class GatewayExecutor {
     this.#deps = deps;
   }
 
-  async execute(plan: DispatchPlan, request: NeutralRequest, ctx: ExecutionContext): Promise<Execution> {
+  /** Never rejects for a refusal or an upstream failure: those are `{ ok: false }` results. */
+  async execute(plan: DispatchPlan, request: NeutralRequest, ctx: InvocationContext): Promise<Execution> {
+    try {
+      return await this.#execute(plan, request, ctx);
+    } catch (err) {
+      // Refusals (candidates, budgets) and aborts (checkpoints) arrive as GatewayErrors; anything
+      // else is a bug the engine reports as such.
+      if (err instanceof GatewayError) return { ok: false, error: err };
+      throw err;
+    }
+  }
+
+  async #execute(plan: DispatchPlan, request: NeutralRequest, ctx: InvocationContext): Promise<Execution> {
     const { clock } = this.#deps;
+    const req = ctx.request;
     const candidates = eligibleCandidates(plan, request, ctx.snapshot, this.#deps.codecs);
     const gate = ctx.breakers;
     const health = ctx.health;
@@ -148,82 +178,122 @@ export class GatewayExecutor {
       return select(c, health ? minimumAvailable(open, (m) => !m.backend.healthCheck || health.isHealthy(m.backend.id), 1) : open, sel);
     };
     const tried = new Set<string>();
-    const attempts: AttemptRecord[] = [];
     let last: Choice | undefined;
     let lastError: GatewayError | undefined;
     for (;;) {
+      req.checkpoint();
       const choice = nextChoice(candidates, tried, last, pick, { affinityKey: plan.affinityKey });
       if (!choice) {
         // After a failed attempt, the client hears what actually happened, not "no backend".
-        throw new ExecutionError(
-          lastError ?? new GatewayError("no_backend_available", `No backend is available for the model '${plan.entrypoint}'. Retry later.`, { retryAfterSeconds: 1 }),
-          attempts,
-        );
+        return {
+          ok: false,
+          error: lastError ?? new GatewayError("no_backend_available", `No backend is available for the model '${plan.entrypoint}'. Retry later.`, { retryAfterSeconds: 1 }),
+        };
       }
+      const backendId = choice.member.backend.id;
       tried.add(choice.member.key);
       last = choice;
-      if (ctx.backendSlots && !ctx.backendSlots.acquire(choice.member.backend.id)) {
+      // The slot belongs to the request's admission lease: it moves with each attempt and is
+      // released with the lease.
+      if (ctx.backendSlots && !ctx.backendSlots.acquire(backendId)) {
         refused.add(choice.member.key);
         continue;
       }
-      let permit: string | undefined;
-      if (gate?.admission(choice.member.backend.id) === "probe") {
-        const probe = await gate.acquireProbe(choice.member.backend.id);
-        if (!probe.allowed) {
-          refused.add(choice.member.key);
-          continue;
+      const first = req.attempts.length === 0;
+      const attempt = req.openAttempt(attemptRecord(plan, ctx.snapshot, choice, clock.now()));
+      if (gate) {
+        let permit: string | undefined;
+        if (gate.admission(backendId) === "probe") {
+          const probe = await gate.acquireProbe(backendId);
+          if (!probe.allowed) {
+            attempt.abandon();
+            refused.add(choice.member.key);
+            continue;
+          }
+          permit = probe.permitId;
         }
-        permit = probe.permitId;
+        // Every attempt owes its backend's breaker its outcome, and a probe permit back: a
+        // neutral outcome only returns the permit.
+        attempt.own("breaker_report", (a) => gate.report(backendId, breakerReport(a), permit));
+      }
+      const prepared = prepareAttempt(this.#deps, plan, request, choice, attempt);
+      if ("error" in prepared) {
+        // A configuration refusal: nothing reserved, nothing sent.
+        const next = this.#afterFailure(plan, req, prepared.evidence);
+        if (next === undefined) return { ok: false, error: prepared.error };
+        lastError = prepared.error;
+        await this.#backoff(req, next);
+        continue;
+      }
+      // The reservation before the call-budget unit: a ledger refusal then spends no unit.
+      if (ctx.charges) {
+        try {
+          await ctx.charges.reserve(attempt, choice.model, first);
+        } catch (err) {
+          const error = err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: err });
+          attempt.abandon(error.code);
+          return { ok: false, error };
+        }
       }
       if (ctx.callBudget) {
-        let spent: ConsumeResult;
-        try {
-          spent = await ctx.callBudget();
-        } catch (err) {
-          // A strict budget fails closed: without the ledger no attempt is known to be allowed.
-          throw new ExecutionError(new GatewayError("attempt_budget_unavailable", "The caller's attempt budget could not be checked. Retry later.", { cause: err, retryAfterSeconds: 1 }), attempts);
-        }
-        if (!spent.ok) {
-          throw new ExecutionError(
-            spent.reason === "expired"
-              ? new GatewayError("deadline_exceeded", "The caller's deadline for this call has passed.")
-              : new GatewayError("attempt_budget_exhausted", "The attempt budget for this call is exhausted."),
-            attempts,
-          );
+        const refusal = await this.#spendCallBudget(ctx.callBudget);
+        if (refusal) {
+          attempt.abandon(refusal.code);
+          return { ok: false, error: refusal };
         }
       }
-      const attemptId = newAttemptId();
-      let charge: AttemptCharge | undefined;
-      try {
-        charge = await ctx.charges?.reserve(attemptId, choice.model, attempts.length === 0);
-      } catch (err) {
-        // Refused before anything was sent: hand back a half-open probe permit at once, so the
-        // backend's probing is not blocked for everyone until the permit expires.
-        if (permit !== undefined) gate?.report(choice.member.backend.id, "neutral", permit);
-        throw new ExecutionError(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: err }), attempts);
+      if (attempt.ended) {
+        // The request ended while the holds were being taken; their undos already ran.
+        req.checkpoint();
+        return { ok: false, error: new GatewayError("client_closed", "The request ended before its attempt was sent.") };
       }
-      const result = await runAttempt(this.#deps, plan, request, ctx, choice, { attemptId, probePermit: permit, charge });
-      attempts.push(result.attempt);
+      const result = await sendAttempt(this.#deps, plan, req, choice, attempt, prepared);
       if (result.ok) {
-        const common = { finalizer: result.success.finalizer, downgraded: choice.drop, attempts };
         return result.success.kind === "buffered"
-          ? { ...common, kind: "buffered", response: result.success.response }
-          : { ...common, kind: "stream", body: result.success.body, decoder: result.success.decoder };
+          ? { ok: true, kind: "buffered", response: result.success.response, downgraded: choice.drop }
+          : { ok: true, kind: "stream", body: result.success.body, decoder: result.success.decoder, attempt, downgraded: choice.drop };
       }
-      const decision = decideRetry(
-        result.evidence,
-        { attemptsMade: attempts.length, maxAttempts: plan.retry.maxAttempts, deadlineAt: plan.deadlineAt, now: clock.now(), clientCommitted: false },
-        this.#deps.rng,
-        this.#deps.backoff,
-      );
-      if (decision.action === "stop") throw new ExecutionError(result.error, attempts);
+      const next = this.#afterFailure(plan, req, result.evidence);
+      if (next === undefined) return { ok: false, error: result.error };
       lastError = result.error;
-      try {
-        await (this.#deps.sleep ?? realSleep)(decision.delayMs, ctx.clientSignal);
-      } catch {
-        throw new ExecutionError(new GatewayError("client_closed", "The client closed the request."), attempts);
-      }
+      await this.#backoff(req, next);
     }
+  }
+
+  /** The retry decision for a failed attempt: the delay before the next one, or undefined to stop. */
+  #afterFailure(plan: DispatchPlan, req: RequestContext, evidence: Evidence): number | undefined {
+    if (req.abortReason !== undefined) return undefined;
+    const decision = decideRetry(
+      evidence,
+      { attemptsMade: req.attempts.length, maxAttempts: plan.retry.maxAttempts, deadlineAt: req.deadlineAt, now: this.#deps.clock.now(), clientCommitted: false },
+      this.#deps.rng,
+      this.#deps.backoff,
+    );
+    return decision.action === "retry" ? decision.delayMs : undefined;
+  }
+
+  async #backoff(req: RequestContext, delayMs: number): Promise<void> {
+    try {
+      await (this.#deps.sleep ?? realSleep)(delayMs, req.signal);
+    } catch {
+      req.checkpoint();
+      throw new GatewayError("client_closed", "The client closed the request.");
+    }
+  }
+
+  /** Takes one unit of the caller's attempt budget; the refusal the client hears, if any. */
+  async #spendCallBudget(consume: () => Promise<ConsumeResult>): Promise<GatewayError | undefined> {
+    let spent: ConsumeResult;
+    try {
+      spent = await consume();
+    } catch (err) {
+      // A strict budget fails closed: without its object no attempt is known to be allowed.
+      return new GatewayError("attempt_budget_unavailable", "The caller's attempt budget could not be checked. Retry later.", { cause: err, retryAfterSeconds: 1 });
+    }
+    if (spent.ok) return undefined;
+    return spent.reason === "expired"
+      ? new GatewayError("deadline_exceeded", "The caller's deadline for this call has passed.")
+      : new GatewayError("attempt_budget_exhausted", "The attempt budget for this call is exhausted.");
   }
 
   #selector(snapshot: PinnedSnapshot, pool: string, kind: Selector["kind"]): Selector {

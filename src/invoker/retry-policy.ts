@@ -1,5 +1,5 @@
 import type { Rng } from "../deps/rng.ts";
-import type { Evidence } from "./evidence.ts";
+import type { Evidence } from "../context/attempt-record.ts";
 
 /** Where a request stands when an attempt has failed. */
 export interface RetryState {

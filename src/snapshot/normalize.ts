@@ -1,5 +1,5 @@
 import type { Capability } from "../config/publication-schema.ts";
-import type { PoolRequirement } from "../config/load-config.ts";
+import type { PoolRequirement } from "../publication/compile-publication.ts";
 import { canonicalDigest, sha256Hex } from "../digest/canonical-digest.ts";
 import { formatPath } from "../errors/issue-path.ts";
 import type { SelectorKind } from "../traffic/selector.ts";

@@ -1,4 +1,4 @@
-import type { PoolRequirement } from "../config/load-config.ts";
+import type { PoolRequirement } from "../publication/compile-publication.ts";
 import type { PinnedSnapshot } from "./pinned-snapshot.ts";
 
 /**

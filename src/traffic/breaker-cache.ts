@@ -102,6 +102,8 @@ export class BreakerCache {
   readonly #refreshTimeoutMs: number;
   readonly #delay: (ms: number) => Promise<void>;
   readonly #entries: BackendEntries<Entry, BreakerCacheOperation>;
+  /** Probe permits this isolate took and has not reported yet. */
+  readonly #permits = new Set<string>();
   #seq = 0;
 
   /** @throws RangeError on a negative or non-finite duration, or a `maxEntries` that is not an integer >= 1. */
@@ -127,6 +129,11 @@ export class BreakerCache {
       options.onError,
     );
     this.#delay = options.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  /** Probe permits taken in this isolate and not yet handed back with an outcome (for the admin API). */
+  get permitsHeld(): number {
+    return this.#permits.size;
   }
 
   /** This cache with one request's {@link Schedule} bound. */
@@ -183,6 +190,7 @@ export class BreakerCache {
       const result = await Promise.race([call, this.#delay(this.#acquireTimeoutMs).then((): typeof TIMEOUT => TIMEOUT)]);
       if (result === TIMEOUT) throw new Error(`breaker acquire timed out after ${this.#acquireTimeoutMs} ms`);
       this.#apply(entry, seq, result.snapshot);
+      if (result.permitId !== undefined) this.#permits.add(result.permitId);
       return result.permitId === undefined
         ? { allowed: result.allowed, probe: result.probe }
         : { allowed: result.allowed, probe: result.probe, permitId: result.permitId };
@@ -203,6 +211,7 @@ export class BreakerCache {
     try {
       const entry = this.#entries.touch(backendId);
       if (permitId !== undefined) {
+        this.#permits.delete(permitId);
         const seq = ++this.#seq;
         this.#entries.run(schedule, backendId, "report", async () => this.#apply(entry, seq, await this.#client.report(backendId, outcome, permitId)));
         return;

@@ -1,7 +1,8 @@
 import backendsYaml from "../../config/backends.yaml";
 import gatewayYaml from "../../config/gateway.yaml";
 import publicationYaml from "../../config/publication.yaml";
-import { loadConfig, poolRequirements, type ConfigTexts, type LoadedConfig } from "../config/load-config.ts";
+import { loadConfig, type ConfigTexts, type LoadedConfig } from "../config/load-config.ts";
+import { compilePublication, type CompiledPublication } from "../publication/compile-publication.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
 import type { SnapshotContext } from "../snapshot/normalize.ts";
 
@@ -14,24 +15,30 @@ export function configTexts(env: Env): ConfigTexts {
   };
 }
 
-let cached: { texts: ConfigTexts; config: LoadedConfig } | undefined;
+/** The validated config with its publication compiled, once per isolate. */
+export interface IsolateConfig extends LoadedConfig {
+  readonly compiled: CompiledPublication;
+}
+
+let cached: { texts: ConfigTexts; config: IsolateConfig } | undefined;
 
 /**
  * Validated once per isolate (and again only if the bound texts change). Throws
  * ConfigValidationError listing every issue; the entry module calls this at startup so an invalid
  * config fails the start, not the Nth request.
  */
-export function isolateConfig(env: Env): LoadedConfig {
+export function isolateConfig(env: Env): IsolateConfig {
   const texts = configTexts(env);
   if (cached && cached.texts.gateway === texts.gateway && cached.texts.publication === texts.publication && cached.texts.backends === texts.backends) {
     return cached.config;
   }
-  const config = loadConfig(texts);
+  const loaded = loadConfig(texts);
+  const config = { ...loaded, compiled: compilePublication(loaded.publication) };
   cached = { texts, config };
   return config;
 }
 
 /** What every snapshot candidate is checked against in this build and publication. */
-export function snapshotContext(config: LoadedConfig): SnapshotContext {
-  return { supportedProtocols: builtinCodecs.ids(), requirements: poolRequirements(config.publication) };
+export function snapshotContext(config: IsolateConfig): SnapshotContext {
+  return { supportedProtocols: builtinCodecs.ids(), requirements: config.compiled.poolRequirements };
 }

@@ -1,37 +1,38 @@
 import { connect } from "cloudflare:sockets";
-import { ApiKeyAuthenticator } from "../auth/api-key-authenticator.ts";
+import { AdmissionController } from "../admit/admission.ts";
+import { DrainController } from "../admit/drain.ts";
+import { attemptBudgetClient, type AttemptBudgetClient } from "../call-budget/attempt-budget-client.ts";
 import type { LoadedConfig } from "../config/load-config.ts";
+import { systemClock, type Clock } from "../deps/clock.ts";
+import { systemRng } from "../deps/rng.ts";
+import { systemScheduler } from "../deps/scheduler.ts";
 import { canonicalDigest } from "../digest/canonical-digest.ts";
 import { createEngine, type Engine } from "../engine/engine.ts";
 import { GatewayExecutor } from "../invoker/executor.ts";
-import type { AttemptSink } from "../pipeline/attempt-finalizer.ts";
+import { budgetLedgerClient, type BudgetLedgerClient } from "../ledger/ledger-client.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
 import type { CodecRegistry } from "../protocol/codec.ts";
+import type { BudgetPolicy } from "../publication/budgets.ts";
+import type { CompiledPublication } from "../publication/compile-publication.ts";
+import { accessLogSink } from "../settle/access-log.ts";
 import type { SnapshotControllerClient } from "../snapshot/controller-client.ts";
 import { SnapshotCache } from "../snapshot/snapshot-cache.ts";
-import { systemClock, type Clock } from "../deps/clock.ts";
-import { systemRng } from "../deps/rng.ts";
-import { AdmissionController, systemScheduler } from "../traffic/admission.ts";
 import { BreakerCache } from "../traffic/breaker-cache.ts";
 import { breakerClient } from "../traffic/breaker-client.ts";
-import { DrainController } from "../traffic/drain.ts";
 import { HealthCache } from "../traffic/health-cache.ts";
 import { healthClient } from "../traffic/health-client.ts";
-import { attemptBudgetClient, type AttemptBudgetClient } from "../budget/attempt-budget-client.ts";
-import { compileBudgetPolicy, type BudgetPolicy } from "../billing/budget-policy.ts";
-import { budgetLedgerClient, type BudgetLedgerClient } from "../ledger/ledger-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
-/** Everything a request handler needs, built once per isolate from config and bindings. */
+/** Everything the adapters need, built once per isolate from config and bindings. */
 export interface GatewayRuntime {
   readonly config: LoadedConfig;
+  /** The publication compiled once: what every phase, the route table and readiness read. */
+  readonly publication: CompiledPublication;
   /** Digest of the effective (parsed, defaulted) bootstrap + publication config. */
   readonly configDigest: string;
   readonly engine: Engine;
   readonly codecs: CodecRegistry;
-  readonly authenticator: ApiKeyAuthenticator;
-  readonly executor: GatewayExecutor;
   readonly snapshots: SnapshotCache;
   /** Per-backend circuit breakers (cached view per isolate); undefined when disabled. */
   readonly breakers: BreakerCache | undefined;
@@ -39,7 +40,7 @@ export interface GatewayRuntime {
   readonly health: HealthCache | undefined;
   /** Cross-layer attempt budgets, one Durable Object per (tenant, call id). */
   readonly callBudgets: AttemptBudgetClient;
-  /** Budget scopes, prices and entrypoint budget policies, compiled from the publication. */
+  /** Budget scopes, prices and entrypoint budget policies (part of the compiled publication). */
   readonly budgets: BudgetPolicy;
   /** The tenants' BudgetLedger objects (striped where the publication says so). */
   readonly ledger: BudgetLedgerClient;
@@ -53,33 +54,9 @@ export interface GatewayRuntime {
   readonly adminToken: string | undefined;
 }
 
-/** Access log: one JSON line per finished attempt; ids only, never a key, prompt or provider secret. */
-function accessLogSink(enabled: boolean): AttemptSink {
-  return {
-    attemptFinished(a) {
-      if (!enabled) return;
-      console.log(
-        JSON.stringify({
-          kind: "attempt",
-          requestId: a.requestId,
-          attemptId: a.id,
-          snapshotRevision: a.snapshotRevision,
-          model: a.logicalModel,
-          modelRevision: a.modelRevision,
-          backend: a.backendName,
-          status: a.status,
-          outcome: a.outcome,
-          errorCode: a.errorCode,
-          stopReason: a.stopReason,
-          headersMs: a.headersAt === undefined ? undefined : a.headersAt - a.startedAt,
-          ttftMs: a.firstContentAt === undefined ? undefined : a.firstContentAt - a.startedAt,
-          durationMs: a.endedAt === undefined ? undefined : a.endedAt - a.startedAt,
-          usage: a.usage ?? "unknown",
-          downgraded: a.downgraded,
-        }),
-      );
-    },
-  };
+/** `req_` + 32 hex chars: unguessable, and never a metric label. */
+export function newRequestId(): string {
+  return `req_${crypto.randomUUID().replaceAll("-", "")}`;
 }
 
 /**
@@ -115,86 +92,108 @@ async function tcpPreconnect(hostname: string, port: number, signal: AbortSignal
   }
 }
 
-let runtime: { env: Env; value: Promise<GatewayRuntime> } | undefined;
+const logError = (event: Readonly<Record<string, unknown>>) => console.error(JSON.stringify(event));
 
-/** The isolate's runtime, built on first use and rebuilt only if the bindings object changes. */
+let runtime: Promise<GatewayRuntime> | undefined;
+
+/**
+ * The isolate's runtime, built on first use and kept for the isolate's life. Bindings are the
+ * isolate's (namespaces, secrets), not a request's, so the first request's `env` serves all.
+ */
 export function getRuntime(env: Env): Promise<GatewayRuntime> {
-  if (runtime?.env !== env) runtime = { env, value: buildRuntime(env) };
-  return runtime.value;
+  runtime ??= buildRuntime(env);
+  return runtime;
 }
 
 async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   const config = isolateConfig(env);
+  const publication = config.compiled;
+  const gw = config.gateway;
   const clock = systemClock;
   const controller = snapshotControllerClient(env);
-  const load = new LoadTracker(clock, {
-    freshnessMs: config.gateway.traffic.loadFreshnessMs,
-    halfLifeMs: config.gateway.traffic.latencyHalfLifeMs,
-  });
+  const load = new LoadTracker(clock, { freshnessMs: gw.traffic.loadFreshnessMs, halfLifeMs: gw.traffic.latencyHalfLifeMs });
   const secrets = env as unknown as Record<string, unknown>;
-  const budgets = compileBudgetPolicy(config.publication);
+  const budgets = publication.budgets;
   const stripes = new Map(budgets.tenants().map((t) => [t.root, t.stripes]));
-  return {
-    budgets,
-    ledger: budgetLedgerClient((name) => env.BUDGET_LEDGER.getByName(name), { stripes: (root) => stripes.get(root) ?? 1 }),
-    config,
-    configDigest: await canonicalDigest({ gateway: config.gateway, publication: config.publication }),
-    engine: createEngine(config.gateway, config.publication, { clock, codecs: builtinCodecs }),
+  const ledger = budgetLedgerClient((name) => env.BUDGET_LEDGER.getByName(name), { stripes: (root) => stripes.get(root) ?? 1 });
+  const callBudgets = attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key));
+  const breakers = (() => {
+    const b = gw.breaker;
+    if (!b.enabled) return undefined;
+    const client = breakerClient((id) => env.CIRCUIT_BREAKER.getByName(id), {
+      windowMs: b.windowMs,
+      minSamples: b.minSamples,
+      failureRatio: b.failureRatio,
+      openMs: b.openMs,
+      halfOpenProbes: b.halfOpenProbes,
+      halfOpenSuccesses: b.halfOpenSuccesses,
+    });
+    return new BreakerCache(client, clock, {
+      ttlMs: b.cacheTtlMs,
+      onError: (err, backendId, operation) => logError({ kind: "breaker_error", backendId, operation, error: String(err) }),
+    });
+  })();
+  const health = gw.health.enabled
+    ? new HealthCache(healthClient((id) => env.HEALTH_MONITOR.getByName(id)), clock, {
+        ttlMs: gw.health.cacheTtlMs,
+        onError: (err) => logError({ kind: "health_error", error: String(err) }),
+      })
+    : undefined;
+  const drain = new DrainController(clock);
+  const admission = new AdmissionController(clock, systemScheduler, {
+    limits: { global: gw.admission.maxConcurrent, perTenant: gw.admission.perTenant, perModel: gw.admission.perModel, perBackend: gw.admission.perBackend },
+    maxQueue: gw.admission.maxQueue,
+    maxQueuePerTenant: gw.admission.maxQueuePerTenant,
+  });
+  const snapshots = new SnapshotCache(() => controller.getActive(), clock, gw.traffic.snapshotCacheTtlMs, (err) => logError({ kind: "snapshot_refresh_failed", error: String(err) }));
+  const invoker = new GatewayExecutor({
     codecs: builtinCodecs,
-    authenticator: new ApiKeyAuthenticator(config.publication),
-    executor: new GatewayExecutor({
-      codecs: builtinCodecs,
-      credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
-      load,
-      clock,
-      rng: systemRng,
-      sink: accessLogSink(config.gateway.observability.accessLog),
-      fetch: (input, init) => fetch(input, init),
-      firstByteTimeoutMs: config.gateway.traffic.firstByteTimeoutMs,
-      preconnect: tcpPreconnect,
-    }),
-    breakers: (() => {
-      const b = config.gateway.breaker;
-      if (!b.enabled) return undefined;
-      const client = breakerClient((id) => env.CIRCUIT_BREAKER.getByName(id), {
-        windowMs: b.windowMs,
-        minSamples: b.minSamples,
-        failureRatio: b.failureRatio,
-        openMs: b.openMs,
-        halfOpenProbes: b.halfOpenProbes,
-        halfOpenSuccesses: b.halfOpenSuccesses,
-      });
-      return new BreakerCache(client, clock, {
-        ttlMs: b.cacheTtlMs,
-        onError: (err, backendId, operation) => console.error(JSON.stringify({ kind: "breaker_error", backendId, operation, error: String(err) })),
-      });
-    })(),
-    drain: new DrainController(clock),
-    health: config.gateway.health.enabled
-      ? new HealthCache(healthClient((id) => env.HEALTH_MONITOR.getByName(id)), clock, {
-          ttlMs: config.gateway.health.cacheTtlMs,
-          onError: (err) => console.error(JSON.stringify({ kind: "health_error", error: String(err) })),
-        })
-      : undefined,
-    callBudgets: attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key)),
-    admission: new AdmissionController(clock, systemScheduler, {
-      limits: {
-        global: config.gateway.admission.maxConcurrent,
-        perTenant: config.gateway.admission.perTenant,
-        perModel: config.gateway.admission.perModel,
-        perBackend: config.gateway.admission.perBackend,
-      },
-      maxQueue: config.gateway.admission.maxQueue,
-      maxQueuePerTenant: config.gateway.admission.maxQueuePerTenant,
-    }),
-    snapshots: new SnapshotCache(() => controller.getActive(), clock, config.gateway.traffic.snapshotCacheTtlMs, (err) =>
-      console.error(JSON.stringify({ kind: "snapshot_refresh_failed", error: String(err) })),
-    ),
+    credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
+    load,
+    clock,
+    rng: systemRng,
+    fetch: (input, init) => fetch(input, init),
+    firstByteTimeoutMs: gw.traffic.firstByteTimeoutMs,
+    preconnect: tcpPreconnect,
+  });
+  const engine = createEngine({
+    publication,
+    codecs: builtinCodecs,
+    clock,
+    scheduler: systemScheduler,
+    newRequestId,
+    requestDeadlineMs: gw.traffic.requestDeadlineMs,
+    streamTimeouts: { firstTokenMs: gw.traffic.firstTokenTimeoutMs, idleMs: gw.traffic.streamIdleTimeoutMs },
+    drain,
+    admission,
+    snapshot: () => snapshots.current(),
+    invoker,
+    reserve: { ledger, callBudgets, log: logError },
+    breakers,
+    health,
+    sink: accessLogSink(gw.observability.accessLog),
+    onUndoError: (err, what) => logError({ kind: "release_failed", resource: what, error: String(err) }),
+    log: logError,
+  });
+  return {
+    config,
+    publication,
+    configDigest: await canonicalDigest({ gateway: config.gateway, publication: config.publication }),
+    engine,
+    codecs: builtinCodecs,
+    snapshots,
+    breakers,
+    health,
+    callBudgets,
+    budgets,
+    ledger,
+    drain,
+    admission,
     controller,
     clock,
     startedAt: clock.now(),
     adminToken: (() => {
-      const t = secrets[config.gateway.security.adminTokenSecret];
+      const t = secrets[gw.security.adminTokenSecret];
       return typeof t === "string" && t !== "" ? t : undefined;
     })(),
   };

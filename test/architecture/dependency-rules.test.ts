@@ -10,7 +10,7 @@ function files(dir: string): string[] {
   );
 }
 
-/** Import specifiers of a file, relative ones resolved to repo paths. */
+/** Import specifiers of a file (type-only ones included), relative ones resolved to repo paths. */
 function imports(file: string): string[] {
   const text = readFileSync(join(ROOT, file), "utf8");
   const specs = [...text.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+["']([^"']+)["']/gm), ...text.matchAll(/import\(\s*["']([^"']+)["']\s*\)/g)].map((m) => m[1]!);
@@ -19,41 +19,49 @@ function imports(file: string): string[] {
 
 const concern = (path: string) => /^src\/([^/]+)\//.exec(path)?.[1];
 
-/** Transport-neutral modules: no Hono, no Workers runtime modules, no bindings object. */
-const NEUTRAL = ["deps", "engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget", "ledger", "billing"];
+/**
+ * One total order of the layers, innermost first: a folder may import only folders before it.
+ * The request runtime's phase folders sit between the pure building blocks below them and the
+ * engine that runs them in order above them; the adapters (worker, http) come last.
+ */
+const LAYERS = [
+  "errors",
+  "digest",
+  "deps",
+  "traffic",
+  "protocol",
+  "ledger",
+  "call-budget",
+  "config",
+  "publication",
+  "auth",
+  "decide",
+  "snapshot",
+  "context",
+  "admit",
+  "invoker",
+  "settle",
+  "reserve",
+  "respond",
+  "engine",
+  "worker",
+  "http",
+] as const;
 
-/** Which concerns each concern may import (besides itself). Imports point inward. */
-const ALLOWED: Record<string, readonly string[]> = {
-  errors: [],
-  digest: [],
-  deps: [],
-  traffic: ["deps"],
-  budget: ["deps", "errors"],
-  ledger: ["deps", "errors"],
-  billing: ["config", "engine", "errors", "invoker", "ledger", "plan", "protocol"],
-  config: ["errors", "ledger", "protocol"],
-  protocol: ["errors"],
-  plan: ["config", "protocol"],
-  snapshot: ["config", "deps", "digest", "errors", "traffic", "protocol"],
-  auth: ["config", "digest", "errors", "engine"],
-  engine: ["config", "deps", "errors", "plan", "protocol", "traffic"],
-  pipeline: ["deps", "errors", "invoker", "protocol", "traffic"],
-  invoker: ["budget", "deps", "errors", "pipeline", "plan", "protocol", "snapshot", "traffic"],
-  http: ["billing", "budget", "config", "ledger", "digest", "engine", "errors", "invoker", "pipeline", "plan", "protocol", "snapshot", "worker"],
-  worker: ["auth", "billing", "budget", "config", "deps", "ledger", "digest", "engine", "errors", "http", "invoker", "pipeline", "protocol", "snapshot", "traffic"],
-};
+/** Folders that must stay transport-neutral: no Hono, no Workers runtime modules, no bindings. */
+const ADAPTERS = new Set(["worker", "http"]);
 
 describe("module boundaries", () => {
   const src = files("src");
 
-  it("covers every concern folder with a rule", () => {
+  it("places every folder of src/ in the layer order", () => {
     const concerns = new Set(src.map(concern).filter((c): c is string => c !== undefined));
-    expect([...concerns].filter((c) => !(c in ALLOWED))).toEqual([]);
+    expect([...concerns].filter((c) => !(LAYERS as readonly string[]).includes(c))).toEqual([]);
   });
 
-  it("keeps the engine and its inner modules transport-neutral", () => {
+  it("keeps the engine, its phases and their building blocks transport-neutral", () => {
     const offenders: string[] = [];
-    for (const f of src.filter((f) => NEUTRAL.includes(concern(f) ?? ""))) {
+    for (const f of src.filter((f) => !ADAPTERS.has(concern(f) ?? "worker"))) {
       for (const spec of imports(f)) {
         if (spec === "hono" || spec.startsWith("hono/") || spec.startsWith("cloudflare:")) offenders.push(`${f} imports ${spec}`);
         if (spec.startsWith("durable-objects/")) offenders.push(`${f} imports ${spec}`);
@@ -64,17 +72,39 @@ describe("module boundaries", () => {
     expect(offenders).toEqual([]);
   });
 
-  it("lets imports point only inward", () => {
+  it("lets imports point only to earlier layers", () => {
+    const rank = new Map<string, number>(LAYERS.map((l, i) => [l, i]));
     const offenders: string[] = [];
     for (const f of src) {
       const from = concern(f);
       if (!from) continue;
       for (const spec of imports(f)) {
         const to = concern(spec);
-        if (to && to !== from && !ALLOWED[from]!.includes(to)) offenders.push(`${f} → ${spec}`);
+        if (to && to !== from && !(rank.get(to)! < rank.get(from)!)) offenders.push(`${f} → ${spec}`);
       }
     }
     expect(offenders).toEqual([]);
+  });
+
+  it("has no import cycle between files, inside a folder or across folders", () => {
+    const graph = new Map<string, string[]>(
+      src.map((f) => [f, imports(f).filter((s) => s.startsWith("src/") || s === "src/index.ts").filter((s) => src.includes(s))]),
+    );
+    const cycles: string[] = [];
+    const state = new Map<string, "visiting" | "done">();
+    const stack: string[] = [];
+    const visit = (f: string) => {
+      state.set(f, "visiting");
+      stack.push(f);
+      for (const to of graph.get(f) ?? []) {
+        if (state.get(to) === "visiting") cycles.push([...stack.slice(stack.indexOf(to)), to].join(" → "));
+        else if (state.get(to) === undefined) visit(to);
+      }
+      stack.pop();
+      state.set(f, "done");
+    };
+    for (const f of src) if (state.get(f) === undefined) visit(f);
+    expect(cycles).toEqual([]);
   });
 
   it("keeps Durable Objects thin: logic lives in src/", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig, poolRequirements } from "../../../src/config/load-config.ts";
+import { loadConfig } from "../../../src/config/load-config.ts";
+import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import { ConfigValidationError } from "../../../src/config/parse-file.ts";
 import { redactedConfig } from "../../../src/config/redact.ts";
 import { bundled, bundledTexts, textsWith } from "../support/fixtures.ts";
@@ -79,7 +80,7 @@ describe("config loading", () => {
   it("derives pool requirements from active revisions only", () => {
     const p = bundled("publication");
     p.models[0].revisions.push({ revision: 2, pool: "retired-pool", requires: ["chat"] });
-    const reqs = poolRequirements(loadConfig(textsWith({ publication: p })).publication);
+    const reqs = compilePublication(loadConfig(textsWith({ publication: p })).publication).poolRequirements;
     expect(reqs.map((r) => r.pool)).not.toContain("retired-pool");
     expect(reqs.map((r) => r.pool)).toEqual(expect.arrayContaining(["sim-small", "sim-large"]));
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { AttemptRecord } from "../../../src/invoker/attempt.ts";
+import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
 import { breakerReport } from "../../../src/invoker/breaker-outcome.ts";
 
 const a = (over: Partial<AttemptRecord>): AttemptRecord => ({

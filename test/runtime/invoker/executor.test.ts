@@ -1,19 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
-import type { AttemptRecord } from "../../../src/invoker/attempt.ts";
-import { ExecutionError, GatewayExecutor } from "../../../src/invoker/executor.ts";
+import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
+import { GatewayExecutor } from "../../../src/invoker/executor.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { LoadTracker } from "../../../src/traffic/load-tracker.ts";
 import type { DispatchAction } from "../../../src/engine/engine.ts";
 import type { PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
-import { clock, harness, live, okBody, plan, snapshot, unwrap, type Seen } from "../support/executor-harness.ts";
+import { clock, errorOf, harness, live, okBody, plan, runner, snapshot, type Seen } from "../support/executor-harness.ts";
 
 describe("GatewayExecutor", () => {
   it("sends only what the provider needs: its credential, identity encoding, the upstream model", async () => {
     const { executor, seen, attempts } = harness(() => okBody());
     const a = plan();
     const res = await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() });
-    expect(res.kind).toBe("buffered");
+    expect(res.ok && res.kind).toBe("buffered");
     const s = seen[0]!;
     expect(s.url).toBe("http://127.0.0.1:9001/v1/chat/completions");
     expect([...s.headers.keys()].sort()).toEqual(["accept", "accept-encoding", "authorization", "content-type", "user-agent"]);
@@ -49,7 +49,7 @@ describe("GatewayExecutor", () => {
     const { executor, seen } = harness(() => okBody());
     const snap = await snapshot([{ name: "a", port: 9001 }]);
     const a = plan({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png;base64,AA" } }] }] });
-    const err = await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).catch(unwrap);
+    const err = await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).then(errorOf);
     expect(err).toBeInstanceOf(GatewayError);
     expect((err as GatewayError).code).toBe("invalid_request");
     expect((err as GatewayError).message).toContain("images");
@@ -67,7 +67,7 @@ describe("GatewayExecutor", () => {
     for (const [status, code, headers] of cases) {
       const { executor, attempts } = harness(() => Response.json({ error: { message: "sk-provider-detail model gpt-secret" } }, { status, headers }));
       const a = plan();
-      const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch(unwrap)) as GatewayError;
+      const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).then(errorOf)) as GatewayError;
       expect(err.code).toBe(code);
       expect(err.message).not.toContain("gpt-secret");
       if (status === 429) expect(err.retryAfterSeconds).toBe(7);
@@ -81,20 +81,37 @@ describe("GatewayExecutor", () => {
       throw new TypeError("fetch failed");
     });
     const a = plan();
-    const e1 = (await down.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).catch(unwrap)) as GatewayError;
+    const e1 = (await down.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() }).then(errorOf)) as GatewayError;
     expect(e1.code).toBe("upstream_unreachable");
     expect(down.attempts[0]?.outcome).toBe("network_error");
 
+    // A client gone before the attempt: nothing is opened or sent.
     const gone = harness(() => okBody());
     const ac = new AbortController();
     ac.abort();
-    const e2 = (await gone.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: ac.signal }).catch(unwrap)) as GatewayError;
+    const e2 = (await gone.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: ac.signal }).then(errorOf)) as GatewayError;
     expect(e2.code).toBe("client_closed");
-    expect(gone.attempts[0]?.outcome).toBe("client_cancelled");
+    expect(gone.seen).toHaveLength(0);
+    expect(gone.attempts).toHaveLength(0);
+
+    // A client leaving while the provider works: the upstream call is aborted, the attempt ends once.
+    const leaving = new AbortController();
+    const waiting = harness(
+      (s) =>
+        new Promise<Response>((_, reject) => {
+          void s;
+          leaving.signal.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError")));
+          queueMicrotask(() => leaving.abort());
+        }),
+    );
+    const e4 = (await waiting.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: leaving.signal }).then(errorOf)) as GatewayError;
+    expect(e4.code).toBe("client_closed");
+    expect(waiting.seen).toHaveLength(1);
+    expect(waiting.attempts.map((x) => [x.outcome, x.errorCode, x.evidence?.class])).toEqual([["client_cancelled", "client_closed", "unknown"]]);
 
     const late = harness(() => okBody());
     const expired = { ...a.plan, deadlineAt: clock.now() - 1 };
-    const e3 = (await late.executor.execute(expired, a.request, { snapshot: snap, clientSignal: live() }).catch(unwrap)) as GatewayError;
+    const e3 = (await late.executor.execute(expired, a.request, { snapshot: snap, clientSignal: live() }).then(errorOf)) as GatewayError;
     expect(e3.code).toBe("deadline_exceeded");
     expect(late.seen).toHaveLength(0);
   });
@@ -102,7 +119,7 @@ describe("GatewayExecutor", () => {
   it("fails without calling the provider when its credential is not set", async () => {
     const { executor, seen, attempts } = harness(() => okBody(), {});
     const a = plan();
-    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch(unwrap)) as GatewayError;
+    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).then(errorOf)) as GatewayError;
     expect(err.code).toBe("internal_error");
     expect(err.message).not.toContain("SIM_KEY");
     expect(seen).toHaveLength(0);
@@ -114,7 +131,7 @@ describe("GatewayExecutor", () => {
     const snap = await snapshot([{ name: "a", port: 9001 }]);
     const a = plan();
     const bare = { ...snap, pools: new Map() } as PinnedSnapshot;
-    const err = (await executor.execute(a.plan, a.request, { snapshot: bare, clientSignal: live() }).catch(unwrap)) as GatewayError;
+    const err = (await executor.execute(a.plan, a.request, { snapshot: bare, clientSignal: live() }).then(errorOf)) as GatewayError;
     expect(err.code).toBe("no_backend_available");
     expect(err.status).toBe(503);
   });
@@ -122,7 +139,7 @@ describe("GatewayExecutor", () => {
   it("rejects a stream answered without text/event-stream", async () => {
     const { executor, attempts } = harness(() => okBody());
     const a = plan({ stream: true });
-    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch(unwrap)) as GatewayError;
+    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).then(errorOf)) as GatewayError;
     expect(err.code).toBe("upstream_protocol_error");
     expect(attempts[0]?.outcome).toBe("protocol_error");
   });
@@ -133,7 +150,7 @@ describe("GatewayExecutor: request features a backend protocol cannot carry", ()
     const { executor, seen } = harness(() => okBody());
     const a = plan();
     const withTopK = { ...a.request, topK: 5 };
-    const err = (await executor.execute(a.plan, withTopK, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch(unwrap)) as GatewayError;
+    const err = (await executor.execute(a.plan, withTopK, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).then(errorOf)) as GatewayError;
     expect(err.code).toBe("invalid_request");
     expect(err.param).toBe("top_k");
     expect(err.message).toContain("sluice-chat");
@@ -145,7 +162,7 @@ describe("GatewayExecutor: request features a backend protocol cannot carry", ()
     const a = plan();
     const downgradable = { ...a.plan, tiers: a.plan.tiers.map((t) => t.map((m) => ({ ...m, downgrades: ["top_k" as const] }))) };
     const res = await executor.execute(downgradable, { ...a.request, topK: 5 }, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() });
-    expect(res.downgraded).toEqual(["top_k"]);
+    expect(res.ok && res.downgraded).toEqual(["top_k"]);
     expect(seen[0]!.body.top_k).toBeUndefined();
     expect(attempts[0]!.downgraded).toEqual(["top_k"]);
   });
@@ -167,7 +184,6 @@ describe("GatewayExecutor: retries and fallback on evidence", () => {
       load: new LoadTracker(clock),
       clock,
       rng: { next: () => 0.5 },
-      sink: { attemptFinished: (a) => attempts.push({ ...a }) },
       sleep: async (ms: number) => {
         sleeps.push(ms);
       },
@@ -178,7 +194,7 @@ describe("GatewayExecutor: retries and fallback on evidence", () => {
       },
       ...extra,
     });
-    return { executor, seen, attempts, sleeps };
+    return { executor: runner(executor, attempts), seen, attempts, sleeps };
   }
   const port = (s: Seen) => new URL(s.url).port;
   const rateLimited = () => Response.json({ error: { message: "slow down" } }, { status: 429, headers: { "retry-after": "0" } });
@@ -189,7 +205,7 @@ describe("GatewayExecutor: retries and fallback on evidence", () => {
     const snap = await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }], "round-robin");
     // Whichever backend the selector tries first, a refusal moves to the untried one.
     const res = await h.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() });
-    expect(res.kind).toBe("buffered");
+    expect(res.ok && res.kind).toBe("buffered");
     const ports = h.seen.map(port);
     expect(ports.at(-1)).toBe("9002");
     expect(new Set(ports).size).toBe(ports.length); // no backend tried twice while another was untried
@@ -207,9 +223,9 @@ describe("GatewayExecutor: retries and fallback on evidence", () => {
     ]) {
       const h = harnessWith(respond);
       const a = planWith(5);
-      const err = await h.executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }]), clientSignal: live() }).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(ExecutionError);
-      expect((err as ExecutionError).attempts).toHaveLength(1);
+      const err = await h.executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }]), clientSignal: live() }).then((r) => r);
+      expect(err.ok).toBe(false);
+      expect(err.attempts).toHaveLength(1);
       expect(h.seen).toHaveLength(1);
       expect(h.attempts[0]!.evidence?.class).toBe("unknown");
     }
@@ -224,8 +240,8 @@ describe("GatewayExecutor: retries and fallback on evidence", () => {
 
     const one = harnessWith(() => rateLimited());
     const b = planWith(1);
-    const err = (await one.executor.execute(b.plan, b.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as ExecutionError;
-    expect(err.error.code).toBe("upstream_rate_limited");
+    const err = (await one.executor.execute(b.plan, b.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).then((r) => r)); // the execution result
+    expect(errorOf(err).code).toBe("upstream_rate_limited");
     expect(one.seen).toHaveLength(1);
   });
 
@@ -241,8 +257,8 @@ describe("GatewayExecutor: retries and fallback on evidence", () => {
   it("never waits past the one deadline, and keeps it across attempts", async () => {
     const h = harnessWith(() => Response.json({ error: {} }, { status: 429, headers: { "retry-after": "30" } }));
     const a = planWith(5);
-    const err = (await h.executor.execute({ ...a.plan, deadlineAt: clock.now() + 5_000 }, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).catch((e: unknown) => e)) as ExecutionError;
-    expect(err.error.code).toBe("upstream_rate_limited");
+    const err = (await h.executor.execute({ ...a.plan, deadlineAt: clock.now() + 5_000 }, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).then((r) => r)); // the execution result
+    expect(errorOf(err).code).toBe("upstream_rate_limited");
     expect(h.seen).toHaveLength(1);
     expect(h.sleeps).toHaveLength(0);
   });
@@ -256,8 +272,8 @@ describe("GatewayExecutor: retries and fallback on evidence", () => {
       },
     });
     const a = planWith(3);
-    const err = (await h.executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: ac.signal }).catch((e: unknown) => e)) as ExecutionError;
-    expect(err.error.code).toBe("client_closed");
+    const err = (await h.executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: ac.signal }).then((r) => r)); // the execution result
+    expect(errorOf(err).code).toBe("client_closed");
     expect(h.seen).toHaveLength(1);
   });
 });
@@ -293,7 +309,7 @@ describe("GatewayExecutor: circuit breakers narrow, never widen", () => {
     const snap = await snapshot([{ name: "a", port: 9001 }]);
     const { g } = gate(Object.fromEntries([...snap.backends.keys()].map((id) => [id, "deny" as const])));
     const a = plan();
-    const err = (await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: g }).catch(unwrap)) as GatewayError;
+    const err = (await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: g }).then(errorOf)) as GatewayError;
     expect(err.code).toBe("no_backend_available");
     expect(seen).toHaveLength(0);
   });
@@ -304,13 +320,13 @@ describe("GatewayExecutor: circuit breakers narrow, never widen", () => {
     const id = [...snap.backends.keys()][0]!;
     const allowed = gate({ [id]: "probe" });
     const a = plan();
-    await failing.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: allowed.g }).catch(unwrap);
+    await failing.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: allowed.g }).then(errorOf);
     expect(failing.seen).toHaveLength(1);
     expect(allowed.reports).toEqual([[id, "failure", "permit-1"]]);
 
     const other = harness(() => okBody());
     const refused = gate({ [id]: "probe" }, false);
-    const err = (await other.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: refused.g }).catch(unwrap)) as GatewayError;
+    const err = (await other.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: refused.g }).then(errorOf)) as GatewayError;
     expect(err.code).toBe("no_backend_available");
     expect(other.seen).toHaveLength(0);
   });
@@ -326,7 +342,7 @@ describe("GatewayExecutor: circuit breakers narrow, never widen", () => {
         throw new GatewayError("budget_exceeded", "The budget is spent.");
       },
     };
-    const err = (await h.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: probing.g, charges }).catch(unwrap)) as GatewayError;
+    const err = (await h.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), breakers: probing.g, charges }).then(errorOf)) as GatewayError;
     expect(err.code).toBe("budget_exceeded");
     expect(h.seen).toHaveLength(0);
     expect(probing.reports).toEqual([[id, "neutral", "permit-1"]]);
@@ -390,7 +406,7 @@ describe("GatewayExecutor: backend-level admission", () => {
     const snap = await snapshot([{ name: "a", port: 9001 }]);
     const { executor, seen } = harness(() => okBody());
     const a = plan();
-    const err = (await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), backendSlots: { hasRoom: () => true, acquire: () => false } }).catch(unwrap)) as GatewayError;
+    const err = (await executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live(), backendSlots: { hasRoom: () => true, acquire: () => false } }).then(errorOf)) as GatewayError;
     expect(err.code).toBe("no_backend_available");
     expect(seen).toHaveLength(0);
   });
@@ -414,7 +430,6 @@ describe("GatewayExecutor: connectCheck turns a refused connection into known-ze
       load: new LoadTracker(clock),
       clock,
       rng: { next: () => 0.5 },
-      sink: { attemptFinished: (x) => attempts.push({ ...x }) },
       sleep: async () => {},
       fetch: async (input, init) => {
         seen.push({ url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) });
@@ -422,9 +437,10 @@ describe("GatewayExecutor: connectCheck turns a refused connection into known-ze
       },
       preconnect: async (_host, port) => port !== 9001,
     });
+    const checkedRun = runner(withPreconnect, attempts);
     const a = plan();
     const p3 = { ...a.plan, retry: { maxAttempts: 3 } };
-    for (let i = 0; i < 4; i++) await withPreconnect.execute(p3, a.request, { snapshot: snap, clientSignal: live() });
+    for (let i = 0; i < 4; i++) await checkedRun.execute(p3, a.request, { snapshot: snap, clientSignal: live() });
     expect(seen.every((s) => new URL(s.url).port === "9002")).toBe(true);
     expect(seen).toHaveLength(4);
     const refused = attempts.filter((x) => x.outcome === "connect_failed");
@@ -449,7 +465,7 @@ describe("GatewayExecutor: the client hears the real failure", () => {
     const a = plan();
     const err = (await executor
       .execute({ ...a.plan, retry: { maxAttempts: 3 }, tiers: [[a.plan.tiers[0]![0]!]] }, a.request, { snapshot: snap, clientSignal: live(), breakers: g })
-      .catch(unwrap)) as GatewayError;
+      .then(errorOf)) as GatewayError;
     expect(err.code).toBe("upstream_rate_limited");
     expect(calls).toBe(1);
   });

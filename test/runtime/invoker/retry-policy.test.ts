@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Evidence, EvidenceClass } from "../../../src/invoker/evidence.ts";
+import type { Evidence, EvidenceClass } from "../../../src/context/attempt-record.ts";
 import { evidenceFromStatus } from "../../../src/invoker/evidence.ts";
 import { decideRetry, type RetryState } from "../../../src/invoker/retry-policy.ts";
 

@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { loadConfig, poolRequirements } from "../../../src/config/load-config.ts";
+import { loadConfig } from "../../../src/config/load-config.ts";
+import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import { SnapshotController } from "../../../src/snapshot/controller.ts";
 import { normalizeSnapshot, type SnapshotContext } from "../../../src/snapshot/normalize.ts";
 import { bundledTexts, FakeClock, MemorySnapshotStore } from "../support/fixtures.ts";
 
 const config = loadConfig(bundledTexts);
-const ctx: SnapshotContext = { supportedProtocols: new Set(["openai-chat"]), requirements: poolRequirements(config.publication) };
+const ctx: SnapshotContext = { supportedProtocols: new Set(["openai-chat"]), requirements: compilePublication(config.publication).poolRequirements };
 const seed = () => parse(bundledTexts.backends) as Record<string, any>;
 
 function withSecondBackend() {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { loadConfig, poolRequirements } from "../../../src/config/load-config.ts";
+import { loadConfig } from "../../../src/config/load-config.ts";
+import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
 import { pinSnapshot, type ActiveSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
@@ -12,7 +13,7 @@ async function active(revision: number, port = 9901): Promise<ActiveSnapshot> {
   const s = parse(bundledTexts.backends) as any;
   s.backends[0].baseUrl = `http://127.0.0.1:${port}/v1`;
   const cfg = loadConfig(bundledTexts);
-  const r = await normalizeSnapshot(s, { supportedProtocols: new Set(["openai-chat"]), requirements: poolRequirements(cfg.publication) });
+  const r = await normalizeSnapshot(s, { supportedProtocols: new Set(["openai-chat"]), requirements: compilePublication(cfg.publication).poolRequirements });
   if (!r.ok) throw new Error("fixture invalid");
   return { revision, digest: r.digest, snapshot: r.snapshot };
 }
@@ -97,7 +98,7 @@ describe("SnapshotCache", () => {
 describe("unmetRequirements", () => {
   it("is empty when the snapshot serves the publication, and names what is missing otherwise", async () => {
     const cfg = loadConfig(bundledTexts);
-    const reqs = poolRequirements(cfg.publication);
+    const reqs = compilePublication(cfg.publication).poolRequirements;
     const full = pinSnapshot(await active(1));
     expect(unmetRequirements(full, reqs)).toEqual([]);
     const noLarge = { ...full, pools: new Map([...full.pools].filter(([name]) => name !== "sim-large")) };

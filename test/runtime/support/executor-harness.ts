@@ -1,7 +1,13 @@
-import { loadConfig, poolRequirements } from "../../../src/config/load-config.ts";
-import { createEngine, type DispatchAction } from "../../../src/engine/engine.ts";
-import type { AttemptRecord } from "../../../src/invoker/attempt.ts";
-import { ExecutionError, GatewayExecutor } from "../../../src/invoker/executor.ts";
+import { loadConfig } from "../../../src/config/load-config.ts";
+import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
+import { RequestContext, type RecordSink, type RequestRecord } from "../../../src/context/request-context.ts";
+import { planRequest } from "../../../src/decide/decide.ts";
+import type { DispatchPlan } from "../../../src/decide/dispatch-plan.ts";
+import type { Scheduler } from "../../../src/deps/scheduler.ts";
+import type { GatewayError } from "../../../src/errors/gateway-error.ts";
+import { GatewayExecutor, type Execution, type InvocationContext } from "../../../src/invoker/executor.ts";
+import type { NeutralRequest } from "../../../src/protocol/neutral.ts";
+import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
 import { pinSnapshot, type PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
@@ -13,8 +19,40 @@ import { bundledTexts, FakeClock } from "./fixtures.ts";
  * backends: shared by the executor's tests and the billing tests that run attempts through it.
  */
 export const config = loadConfig(bundledTexts);
+export const publication = compilePublication(config.publication);
 export const clock = new FakeClock();
-export const engine = createEngine(config.gateway, config.publication, { clock, codecs: builtinCodecs });
+
+/** Timers that never fire: deadlines are seen at checkpoints against the fake clock. */
+export const idleScheduler: Scheduler = { schedule: () => () => {} };
+
+/** A request context over the fake clock whose sink collects what finished. */
+export function requestContext(sink: Partial<RecordSink> = {}, requestId = "req_1"): RequestContext {
+  return new RequestContext({
+    requestId,
+    receivedAt: clock.now(),
+    clock,
+    scheduler: idleScheduler,
+    sink: { attemptFinished: sink.attemptFinished ?? (() => {}), requestFinished: sink.requestFinished ?? (() => {}) },
+    waitUntil: () => {},
+    onUndoError: (err) => {
+      throw err;
+    },
+  });
+}
+
+/** The executor's options as these tests pass them: the request's signal stands for the client. */
+export interface RunOptions extends Omit<InvocationContext, "request"> {
+  readonly clientSignal?: AbortSignal | undefined;
+}
+
+/** An execution with the request's attempts and context, for assertions. */
+export type RunResult = Execution & { readonly attempts: readonly AttemptRecord[]; readonly context: RequestContext };
+
+/** The client-facing error of a failed execution (fails the test when it succeeded). */
+export function errorOf(r: RunResult): GatewayError {
+  if (r.ok) throw new Error(`expected a failure, got a ${r.kind} answer`);
+  return r.error;
+}
 
 export async function snapshot(backends: { name: string; port: number; caps?: string[]; weight?: number }[], selector = "weighted-round-robin", revision = 1): Promise<PinnedSnapshot> {
   const src = {
@@ -32,7 +70,7 @@ export async function snapshot(backends: { name: string; port: number; caps?: st
       members: backends.map((b) => ({ backend: b.name, model: `${name}-upstream`, weight: b.weight ?? 1 })),
     })),
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: poolRequirements(config.publication) });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision, digest: r.digest, snapshot: r.snapshot });
 }
@@ -43,6 +81,25 @@ export interface Seen {
   body: any;
 }
 
+/**
+ * Runs plans through an executor in a fresh request context per call, the way the engine does:
+ * the plan's deadline set on the context, and the client's signal aborting it.
+ */
+export function runner(inner: GatewayExecutor, attempts: AttemptRecord[], requests: RequestRecord[] = []) {
+  return {
+    inner,
+    async execute(p: DispatchPlan, request: NeutralRequest, opts: RunOptions): Promise<RunResult> {
+      const context = requestContext({ attemptFinished: (a) => attempts.push({ ...a }), requestFinished: (r) => requests.push({ ...r }) }, p.requestId);
+      context.setDeadline(p.deadlineAt);
+      const { clientSignal, ...rest } = opts;
+      if (clientSignal?.aborted) context.abort("client_disconnected");
+      else clientSignal?.addEventListener("abort", () => context.abort("client_disconnected"), { once: true });
+      const execution = await inner.execute(p, request, { ...rest, request: context });
+      return { ...execution, attempts: [...context.attempts], context };
+    },
+  };
+}
+
 export function harness(
   respond: (seen: Seen) => Response | Promise<Response>,
   secrets: Record<string, string> = { SIM_KEY: "provider-secret" },
@@ -50,13 +107,12 @@ export function harness(
 ) {
   const seen: Seen[] = [];
   const attempts: AttemptRecord[] = [];
-  const executor = new GatewayExecutor({
+  const inner = new GatewayExecutor({
     codecs: builtinCodecs,
     credentials: { get: (n) => secrets[n] },
     load: new LoadTracker(clock),
     clock,
     rng: { next: () => 0.5 },
-    sink: { attemptFinished: (a) => attempts.push({ ...a }) },
     fetch: async (input, init) => {
       const s = { url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) };
       seen.push(s);
@@ -65,7 +121,7 @@ export function harness(
     },
     ...extra,
   });
-  return { executor, seen, attempts };
+  return { executor: runner(inner, attempts), seen, attempts };
 }
 
 export const okBody = (model = "x") =>
@@ -76,22 +132,12 @@ export const okBody = (model = "x") =>
     usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
   });
 
-export function plan(body: Record<string, unknown> = {}, headers = new Map<string, string>()): DispatchAction {
-  const a = engine
-    .begin({
-      principal: { tenantId: "demo", keyId: "demo" },
-      protocol: "openai-chat",
-      body: { model: "sluice-chat", messages: [{ role: "user", content: "hello" }], ...body },
-      requestId: "req_1",
-      receivedAt: clock.now(),
-      trustedHeaders: headers,
-    })
-    .prepare();
-  if (a.kind !== "dispatch") throw new Error(a.error.message);
+/** A plan from the bundled publication for an OpenAI chat body, as the decide phase makes it. */
+export function plan(body: Record<string, unknown> = {}, headers = new Map<string, string>()): { plan: DispatchPlan; request: NeutralRequest } {
+  const request = builtinCodecs.get("openai-chat")!.decodeRequest({ model: "sluice-chat", messages: [{ role: "user", content: "hello" }], ...body });
+  const ep = publication.entrypoints.get(request.model)!;
+  const p = planRequest(publication, ep, request, { requestId: "req_1", receivedAt: clock.now(), now: clock.now(), clientProtocol: "openai-chat", trustedHeaders: headers, requestDeadlineMs: config.gateway.traffic.requestDeadlineMs });
   // One attempt unless a test asks for more: these tests are about a single attempt's handling.
-  return { ...a, plan: { ...a.plan, retry: { maxAttempts: 1 } } };
+  return { plan: { ...p, retry: { maxAttempts: 1 } }, request };
 }
 export const live = () => new AbortController().signal;
-/** The client-facing error of a failed execution. */
-export const unwrap = (e: unknown) => (e instanceof ExecutionError ? e.error : e);
-

@@ -1,0 +1,48 @@
+import type { RequestContext } from "../context/request-context.ts";
+import { GatewayError } from "../errors/gateway-error.ts";
+import type { AdmissionController, AdmissionLease, AdmissionRefusalReason } from "./admission.ts";
+import type { DrainController } from "./drain.ts";
+
+/** An admission refusal as the client sees it; capacity figures stay internal. */
+function admissionError(reason: AdmissionRefusalReason, retryAfterSeconds: number): GatewayError {
+  switch (reason) {
+    case "queue_full":
+      return new GatewayError("gateway_overloaded", "The gateway is at capacity. Retry later.", { retryAfterSeconds });
+    case "deadline":
+      return new GatewayError("deadline_exceeded", "The request deadline passed while waiting for capacity.");
+    case "cancelled":
+      return new GatewayError("client_closed", "The client closed the request.");
+  }
+}
+
+/**
+ * The admit phase: the drain's ticket (a draining isolate admits nothing new), then the admission
+ * lease, waiting in the fair queue if needed. Both are registered on the request the moment they
+ * are taken; a request aborted while queued leaves the queue at once (the queue listens to the
+ * request's signal). A sub-call passes no drain: it runs inside its parent's ticket.
+ *
+ * @throws GatewayError gateway_draining, gateway_overloaded, deadline_exceeded, client_closed.
+ */
+export async function admitRequest(
+  ctx: RequestContext,
+  admission: AdmissionController,
+  drain: DrainController | undefined,
+  who: { readonly tenant: string; readonly model: string },
+): Promise<AdmissionLease> {
+  if (drain) {
+    const ticket = drain.track();
+    if (!ticket) throw new GatewayError("gateway_draining", "The gateway is shutting down. Retry on another instance.", { retryAfterSeconds: 1 });
+    ctx.own("drain_ticket", () => ticket.done());
+    ctx.watchDrain(ticket);
+  }
+  ctx.checkpoint();
+  const admitted = await admission.admit(who, { deadlineAt: ctx.deadlineAt, signal: ctx.signal });
+  if (!admitted.ok) {
+    ctx.checkpoint();
+    throw admissionError(admitted.reason, admitted.retryAfterSeconds);
+  }
+  const lease = admitted.lease;
+  ctx.own("admission_lease", () => lease.release());
+  ctx.checkpoint();
+  return lease;
+}

@@ -1,0 +1,106 @@
+import type { ErrorCode } from "../errors/gateway-error.ts";
+import type { RequestFeature } from "../protocol/features.ts";
+import type { StopReason, Usage } from "../protocol/neutral.ts";
+
+/**
+ * How an attempt ended. The retry policy reads evidence, never these or error text:
+ * - `connect_failed`: the request never reached the backend (known zero).
+ * - `network_error`, `timeout`, `stream_cut`: it may have been accepted (unknown).
+ * - `not_sent`: the gateway gave the attempt up before sending it (a budget, call budget or
+ *   probe permit refused); such an attempt is never listed or logged, only its holds undone.
+ * - `gateway_error`: the gateway itself failed while the attempt was under way.
+ */
+export type AttemptOutcome =
+  | "in_progress"
+  | "not_sent"
+  | "gateway_error"
+  | "success"
+  | "upstream_status"
+  | "connect_failed"
+  | "network_error"
+  | "timeout"
+  | "client_cancelled"
+  | "stream_cut"
+  | "protocol_error";
+
+/** One physical call to one backend. Every attempt has an id, whether it ends well or not. */
+export interface AttemptRecord {
+  readonly id: string;
+  readonly requestId: string;
+  readonly snapshotRevision: number;
+  readonly logicalModel: string;
+  readonly modelRevision: number;
+  readonly pool: string;
+  readonly backendId: string;
+  readonly backendName: string;
+  readonly upstreamModel: string;
+  readonly startedAt: number;
+  headersAt?: number;
+  /** First content the model produced (non-empty text or reasoning, or a tool call starting), not the first byte or a heartbeat. */
+  firstContentAt?: number;
+  endedAt?: number;
+  status?: number;
+  outcome: AttemptOutcome;
+  errorCode?: ErrorCode;
+  stopReason?: StopReason;
+  /** Undefined = unknown (the provider reported none), never zero. */
+  usage?: Usage;
+  /** Characters of output seen (text, reasoning, tool arguments): the estimate when usage is unknown. */
+  outputChars?: number;
+  /** Request features dropped under the revision's declared downgrades. */
+  downgraded?: readonly RequestFeature[];
+  /** What the attempt proves about the backend having accepted the work (retry reads only this). */
+  evidence?: Evidence;
+}
+
+/**
+ * Unguessable attempt id that sorts by creation time: 48 bits of milliseconds, then 80 random
+ * bits, as 32 hex digits. Time order keeps the ledger's attempt index appending at its end rather
+ * than touching a random page on every reservation.
+ */
+export function newAttemptId(now: number = Date.now()): string {
+  const random = crypto.getRandomValues(new Uint8Array(10));
+  let hex = Math.max(0, Math.floor(now)).toString(16).padStart(12, "0").slice(-12);
+  for (const b of random) hex += b.toString(16).padStart(2, "0");
+  return `att_${hex}`;
+}
+
+/**
+ * What an attempt proves about the backend having accepted (and possibly billed) the work. Retry
+ * and fallback read only this, never error text.
+ *
+ * - `known_zero`: the backend provably did not accept the request: its protocol declares the
+ *   status as a refusal before processing (e.g. a 429 rate-limit answer).
+ * - `unknown`: it may have accepted it: a 5xx after acceptance, a timeout or a connection failure
+ *   once the request may have been written, a cut stream. Never retried.
+ * - `client_error`: the request itself was refused (4xx other than the declared ones).
+ * - `success`.
+ *
+ * A connection failure without response headers is `unknown`: workerd's fetch reports a refused
+ * connection and a reset after the body was written with the same error (no structured field
+ * tells them apart), and treating a reset as known-zero would bill twice. Backends with
+ * `connectCheck` open a TCP connection first: when THAT fails, nothing was sent — known-zero.
+ */
+export type EvidenceClass = "known_zero" | "unknown" | "client_error" | "success";
+
+/** Why an attempt got its class, for records and tests. */
+export type EvidenceReason =
+  | "ok"
+  | "rejected_before_processing"
+  | "connect_failed"
+  | "status_after_acceptance"
+  | "status_client_error"
+  | "network_error"
+  | "timeout"
+  | "client_cancelled"
+  | "protocol_error"
+  | "stream_cut"
+  | "not_attempted";
+
+export interface Evidence {
+  readonly class: EvidenceClass;
+  readonly reason: EvidenceReason;
+  readonly status?: number | undefined;
+  /** Seconds the backend asked to wait (`retry-after`), when it said. */
+  readonly retryAfterSeconds?: number | undefined;
+}

@@ -1,0 +1,58 @@
+import type { Capability } from "../config/publication-schema.ts";
+import { GatewayError } from "../errors/gateway-error.ts";
+import type { ProtocolId } from "../protocol/codec.ts";
+import type { NeutralRequest } from "../protocol/neutral.ts";
+import type { CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
+import { decide } from "./decision-rules.ts";
+import { validatePlan, type DispatchPlan, type PlannedModel } from "./dispatch-plan.ts";
+import { computeFacts, requestCapabilities } from "./request-facts.ts";
+
+/** What the decide phase reads besides the request and its entrypoint. */
+export interface DecisionInput {
+  readonly requestId: string;
+  /** Epoch ms when the request was received; the deadline counts from here. */
+  readonly receivedAt: number;
+  readonly now: number;
+  readonly clientProtocol: ProtocolId;
+  /** Only the headers the bootstrap config marks trusted, lower-case names. */
+  readonly trustedHeaders: ReadonlyMap<string, string>;
+  /** The gateway's own bound on a request's life. */
+  readonly requestDeadlineMs: number;
+  /** The caller's (or parent request's) absolute deadline: it can only shorten ours. */
+  readonly callerDeadlineAt?: number | undefined;
+}
+
+/**
+ * The decide phase: decision rules on trusted inputs pick tiers of logical models; each resolves
+ * to its active revision. The result is a plan with no address, secret or health in it.
+ *
+ * @throws GatewayError internal_error when the plan fails its own structural check.
+ */
+export function planRequest(publication: CompiledPublication, ep: CompiledEntrypoint, request: NeutralRequest, input: DecisionInput): DispatchPlan {
+  const facts = computeFacts(request, input.trustedHeaders);
+  const decision = decide(ep, facts);
+  const needs = requestCapabilities(request, facts);
+  const tiers: PlannedModel[][] = decision.tiers.map((tier) =>
+    tier.flatMap((id) => {
+      const m = publication.models.get(id);
+      if (!m) return [];
+      const requires = [...new Set<Capability>([...m.requires, ...needs])].sort();
+      return [{ logicalModel: id, revision: m.revision, pool: m.pool, requires, downgrades: m.downgrades }];
+    }),
+  );
+  const plan: DispatchPlan = {
+    requestId: input.requestId,
+    publicationRevision: publication.revision,
+    entrypoint: ep.name,
+    route: decision.route,
+    tiers: tiers.filter((t) => t.length > 0),
+    retry: { maxAttempts: ep.maxAttempts },
+    deadlineAt: Math.min(input.receivedAt + input.requestDeadlineMs, input.callerDeadlineAt ?? Number.POSITIVE_INFINITY),
+    affinityKey: ep.affinityHeader === undefined ? undefined : input.trustedHeaders.get(ep.affinityHeader),
+    clientProtocol: input.clientProtocol,
+    stream: request.stream,
+  };
+  const problems = validatePlan(plan, input.now);
+  if (problems.length > 0) throw new GatewayError("internal_error", "The gateway could not plan this request.", { cause: problems });
+  return plan;
+}

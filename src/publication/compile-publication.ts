@@ -1,0 +1,150 @@
+import type { Capability, EntrypointConfig, PublicationConfig, RouteCondition } from "../config/publication-schema.ts";
+import type { RequestFeature } from "../protocol/features.ts";
+import { compileBudgetPolicy, type BudgetPolicy, type EntrypointBudget } from "./budgets.ts";
+import { priceOf, type Price } from "./prices.ts";
+import type { Principal } from "./principal.ts";
+
+/**
+ * A decision rule's conditions, compiled once: regular expressions built, value lists turned into
+ * sets. Every condition given must hold; the decide phase evaluates them against request facts.
+ */
+export interface CompiledCondition {
+  /** Any configured keyword as a whole word, case-insensitive. */
+  readonly keywords?: RegExp | undefined;
+  readonly regex?: RegExp | undefined;
+  readonly promptTokensAbove?: number | undefined;
+  readonly promptTokensAtMost?: number | undefined;
+  readonly toolsPresent?: boolean | undefined;
+  readonly imagesPresent?: boolean | undefined;
+  readonly header?: { readonly name: string; readonly values: ReadonlySet<string> } | undefined;
+}
+
+export interface CompiledRoute {
+  readonly name: string;
+  readonly when: CompiledCondition;
+  readonly tiers: readonly (readonly string[])[];
+}
+
+/** A public model name clients send, with its rules, tiers, retry bound and budget policy. */
+export interface CompiledEntrypoint {
+  readonly name: string;
+  readonly description: string | undefined;
+  readonly routes: readonly CompiledRoute[];
+  readonly defaultTiers: readonly (readonly string[])[];
+  readonly maxAttempts: number;
+  readonly affinityHeader: string | undefined;
+  readonly budget: EntrypointBudget;
+}
+
+/** A logical model at its active revision. */
+export interface ActiveModel {
+  readonly id: string;
+  readonly revision: number;
+  readonly pool: string;
+  readonly requires: readonly Capability[];
+  readonly downgrades: readonly RequestFeature[];
+  readonly price: Price | undefined;
+}
+
+/** What a publication needs from a BackendSnapshot: checked whenever a snapshot is activated. */
+export interface PoolRequirement {
+  readonly pool: string;
+  readonly requires: readonly Capability[];
+  /** Who needs it, for error messages: `model chat-small revision 2`. */
+  readonly neededBy: string;
+}
+
+/** An API key as the publication grants it; found by the SHA-256 of the presented key. */
+export interface CompiledKey {
+  readonly principal: Principal;
+  readonly disabled: boolean;
+  /** Entrypoints the key may call; `"*"` is every entrypoint. */
+  readonly entrypoints: "*" | ReadonlySet<string>;
+}
+
+/**
+ * The publication, compiled once per isolate into the one immutable structure every phase reads:
+ * authentication (keys), authorization (grants), decisions (entrypoints, rules, active revisions),
+ * budgets (scopes, prices, entrypoint policies), the admin route table and the snapshot
+ * requirements. Nothing here is re-resolved per request.
+ */
+export interface CompiledPublication {
+  readonly revision: string;
+  /** The validated publication it was compiled from (redacted views, the admin route table). */
+  readonly source: PublicationConfig;
+  readonly entrypoints: ReadonlyMap<string, CompiledEntrypoint>;
+  /** Logical models by id, at their active revision. */
+  readonly models: ReadonlyMap<string, ActiveModel>;
+  /** Keys by the lower-case hex SHA-256 of the key. */
+  readonly keys: ReadonlyMap<string, CompiledKey>;
+  readonly budgets: BudgetPolicy;
+  readonly poolRequirements: readonly PoolRequirement[];
+  /** Whether a principal may call an entrypoint. */
+  mayUse(principal: Principal, entrypoint: string): boolean;
+}
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+function compileCondition(when: RouteCondition): CompiledCondition {
+  return {
+    keywords: when.keywords ? new RegExp(`(?:^|\\W)(?:${when.keywords.map(escapeRegex).join("|")})(?:$|\\W)`, "iu") : undefined,
+    regex: when.regex ? new RegExp(when.regex.pattern, when.regex.flags) : undefined,
+    promptTokensAbove: when.promptTokensAbove,
+    promptTokensAtMost: when.promptTokensAtMost,
+    toolsPresent: when.toolsPresent,
+    imagesPresent: when.imagesPresent,
+    header: when.header ? { name: when.header.name, values: new Set(when.header.in) } : undefined,
+  };
+}
+
+function compileEntrypoint(ep: EntrypointConfig, budgets: BudgetPolicy): CompiledEntrypoint {
+  return {
+    name: ep.name,
+    description: ep.description,
+    routes: ep.routes.map((r) => ({ name: r.name, when: compileCondition(r.when), tiers: r.models })),
+    defaultTiers: ep.default,
+    maxAttempts: ep.retry.maxAttempts,
+    affinityHeader: ep.affinityHeader,
+    budget: budgets.entrypoint(ep.name),
+  };
+}
+
+/**
+ * Compiles a validated publication (its cross-references were checked at load). Read-only by
+ * type: a request pins this object, so nothing may change it under another request.
+ */
+export function compilePublication(pub: PublicationConfig): CompiledPublication {
+  const budgets = compileBudgetPolicy(pub);
+  const models = new Map<string, ActiveModel>();
+  const poolRequirements: PoolRequirement[] = [];
+  for (const m of pub.models) {
+    const r = m.revisions.find((rev) => rev.revision === m.activeRevision);
+    if (!r) continue;
+    models.set(m.id, { id: m.id, revision: r.revision, pool: r.pool, requires: r.requires, downgrades: r.downgrades, price: r.price ? priceOf(r.price) : undefined });
+    // Inactive revisions are not required, so operators can retire the pools nobody routes to.
+    poolRequirements.push({ pool: r.pool, requires: r.requires, neededBy: `model ${m.id} revision ${r.revision}` });
+  }
+  const keys = new Map<string, CompiledKey>();
+  const grants = new Map<string, "*" | ReadonlySet<string>>();
+  for (const t of pub.tenants) {
+    for (const k of t.apiKeys) {
+      const entrypoints = k.entrypoints.includes("*") ? "*" : new Set(k.entrypoints);
+      keys.set(k.sha256, { principal: { tenantId: t.id, keyId: k.id }, disabled: k.disabled, entrypoints });
+      grants.set(`${t.id}\u0000${k.id}`, entrypoints);
+    }
+  }
+  const entrypoints = new Map(pub.entrypoints.map((ep) => [ep.name, compileEntrypoint(ep, budgets)]));
+  return Object.freeze({
+    revision: pub.revision,
+    source: pub,
+    entrypoints,
+    models,
+    keys,
+    budgets,
+    poolRequirements,
+    mayUse(principal: Principal, entrypoint: string): boolean {
+      const g = grants.get(`${principal.tenantId}\u0000${principal.keyId}`);
+      return g === "*" || (g !== undefined && g.has(entrypoint));
+    },
+  });
+}

@@ -1,0 +1,69 @@
+import type { AttemptBudgetClient, CallBudget } from "../call-budget/attempt-budget-client.ts";
+import type { ConsumeResult } from "../call-budget/attempt-budget.ts";
+import type { RequestContext } from "../context/request-context.ts";
+import { estimatePromptTokens } from "../decide/request-facts.ts";
+import type { BudgetLedgerClient } from "../ledger/ledger-client.ts";
+import type { NeutralRequest } from "../protocol/neutral.ts";
+import type { CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
+import type { PrincipalBudget } from "../publication/budgets.ts";
+import type { Principal } from "../publication/principal.ts";
+import { RequestBilling } from "./request-charges.ts";
+import { inputTokenBound, outputCap } from "./token-bounds.ts";
+
+/** What the reserve phase talks to. */
+export interface ReserveDeps {
+  readonly ledger: BudgetLedgerClient;
+  readonly callBudgets: AttemptBudgetClient;
+  readonly log: (event: Readonly<Record<string, unknown>>) => void;
+}
+
+/** One request's charging, ready for its attempts. */
+export interface RequestCharges {
+  /** The request as every attempt sends it (with an injected output cap when one was needed). */
+  readonly request: NeutralRequest;
+  /** Per-attempt ledger reservations, when the caller's tenant keeps budgets. */
+  readonly billing: RequestBilling | undefined;
+  readonly budget: PrincipalBudget | undefined;
+  /** Takes one unit of the caller's cross-layer attempt budget, when it sent one. */
+  readonly callBudget: (() => Promise<ConsumeResult>) | undefined;
+  /** The output cap injected (the client is told), if any. */
+  readonly injectedCap: number | undefined;
+}
+
+/**
+ * The reserve phase, before the request's attempts: when the caller's tenant keeps a ledger, the
+ * request gets an output cap (injected when it set none) so every attempt's worst case is bounded
+ * and priced; each attempt then reserves that worst case right before it is sent (see
+ * request-charges.ts). The caller's call budget is keyed by tenant, so two tenants choosing the
+ * same call id never share one.
+ */
+export function prepareCharges(
+  deps: ReserveDeps,
+  publication: CompiledPublication,
+  ep: CompiledEntrypoint,
+  ctx: RequestContext,
+  principal: Principal,
+  request: NeutralRequest,
+  trustedHeaders: ReadonlyMap<string, string>,
+  call: CallBudget | undefined,
+): RequestCharges {
+  const callBudget = call === undefined ? undefined : () => deps.callBudgets.consume(`${principal.tenantId}:${call.callId}`, { initialBudget: call.budget, deadlineAt: call.deadlineAt });
+  const budget = publication.budgets.forPrincipal(principal, trustedHeaders);
+  if (!budget) return { request, billing: undefined, budget: undefined, callBudget, injectedCap: undefined };
+  const cap = outputCap(request, ep.budget.defaultMaxOutputTokens);
+  const sent = cap.injected ? { ...request, maxOutputTokens: cap.cap } : request;
+  const billing = new RequestBilling({
+    ledger: deps.ledger,
+    budget,
+    policy: ep.budget,
+    price: publication.budgets.price,
+    currency: publication.budgets.currency,
+    requestId: ctx.requestId,
+    inputBound: inputTokenBound(sent),
+    inputEstimate: () => estimatePromptTokens(sent),
+    outputCap: cap.cap,
+    waitUntil: ctx.waitUntil,
+    log: deps.log,
+  });
+  return { request: sent, billing, budget, callBudget, injectedCap: cap.injected ? cap.cap : undefined };
+}

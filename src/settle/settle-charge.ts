@@ -1,0 +1,58 @@
+import type { AttemptRecord } from "../context/attempt-record.ts";
+import type { BudgetLedgerClient, LedgerHandle } from "../ledger/ledger-client.ts";
+import type { LedgerAmount } from "../ledger/ledger.ts";
+import { actualCost, usageDetail, type Price } from "../publication/prices.ts";
+
+/** What settling an attempt's reservation needs. */
+export interface SettlementDeps {
+  readonly ledger: BudgetLedgerClient;
+  /** Typical estimate of the request's input tokens, recorded when usage is unknown (computed only then). */
+  readonly inputEstimate: () => number;
+  readonly log: (event: Readonly<Record<string, unknown>>) => void;
+  /** Settlement attempts before the lease expiry is left to move the hold to reconciliation. */
+  readonly settleTries?: number;
+}
+
+/** What the attempt probably cost when the provider did not say: typical input + output seen. */
+function estimate(deps: SettlementDeps, a: Readonly<AttemptRecord>, price: Price | undefined): LedgerAmount {
+  const output = Math.ceil((a.outputChars ?? 0) / 4);
+  return actualCost(price, { inputTokens: deps.inputEstimate(), outputTokens: output, source: "estimated" });
+}
+
+/**
+ * The settle phase for one reserved attempt, run by its end (never rejects: failures are logged):
+ * - known-zero or refused by the provider (4xx): nothing was done, the hold is released;
+ * - usage reported: settled at the actual cost, the excess released, an overrun flagged;
+ * - usage missing (cut, cancel, 5xx, timeout): settled as unknown, the hold kept for
+ *   reconciliation with the gateway's estimate recorded beside it.
+ */
+export async function settleCharge(deps: SettlementDeps, handle: LedgerHandle, a: Readonly<AttemptRecord>, price: Price | undefined): Promise<void> {
+  const { ledger, log } = deps;
+  const tries = deps.settleTries ?? 3;
+  const evidence = a.evidence?.class;
+  const usage = a.usage;
+  const op =
+    evidence === "known_zero" || evidence === "client_error"
+      ? () => ledger.release(handle, a.id)
+      : usage !== undefined && usage.source === "provider"
+        ? () => ledger.settle(handle, a.id, actualCost(price, usage), { usage: usageDetail(usage) })
+        : () => ledger.settle(handle, a.id, "unknown", { estimate: estimate(deps, a, price) });
+  for (let i = 1; ; i++) {
+    try {
+      const r = await op();
+      if (!r.ok) log({ kind: "ledger_settle_refused", requestId: a.requestId, attemptId: a.id, reason: r.reason, state: r.state });
+      else if ("settlement" in r && (r.settlement.overrun.micros > 0 || r.settlement.overrun.tokens > 0)) {
+        // Actual above the worst case means a price or cap below the provider's: flag the config.
+        log({ kind: "ledger_overrun", requestId: a.requestId, attemptId: a.id, model: `${a.logicalModel}@${a.modelRevision}`, priceVersion: price?.version, overrun: r.settlement.overrun });
+      }
+      return;
+    } catch (err) {
+      if (i >= tries) {
+        // The hold stays in the ledger; its lease expiry moves it to reconciliation.
+        log({ kind: "ledger_settle_failed", requestId: a.requestId, attemptId: a.id, error: String(err) });
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50 * i));
+    }
+  }
+}

@@ -1,0 +1,148 @@
+import { AdmissionController, type AdmissionOptions } from "../../../src/admit/admission.ts";
+import { DrainController } from "../../../src/admit/drain.ts";
+import { attemptBudgetClient, type AttemptBudgetRpc } from "../../../src/call-budget/attempt-budget-client.ts";
+import { AttemptBudgetLedger, MemoryAttemptBudgetStore } from "../../../src/call-budget/attempt-budget.ts";
+import { loadConfig, type ConfigTexts } from "../../../src/config/load-config.ts";
+import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
+import type { RequestRecord, ResourceKind } from "../../../src/context/request-context.ts";
+import type { Scheduler } from "../../../src/deps/scheduler.ts";
+import { createEngine, type EngineDeps, type Ingress } from "../../../src/engine/engine.ts";
+import { GatewayExecutor, type ExecutorDeps } from "../../../src/invoker/executor.ts";
+import { budgetLedgerClient } from "../../../src/ledger/ledger-client.ts";
+import { builtinCodecs } from "../../../src/protocol/registry.ts";
+import { compilePublication } from "../../../src/publication/compile-publication.ts";
+import type { PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
+import type { BreakerCache } from "../../../src/traffic/breaker-cache.ts";
+import { LoadTracker } from "../../../src/traffic/load-tracker.ts";
+import { memoryLedgers } from "../ledger/ledger-fakes.ts";
+import { bundledTexts, FakeClock } from "./fixtures.ts";
+import type { Seen } from "./executor-harness.ts";
+
+export const DEMO_KEY = "sk-sluice-demo";
+export const LIMITED_KEY = "sk-sluice-limited";
+
+/** Timers that fire when the test advances the clock (the request deadline among them). */
+export class ManualTimers implements Scheduler {
+  readonly #timers: { at: number; fn: () => void; live: boolean }[] = [];
+  constructor(private readonly clock: FakeClock) {}
+  schedule(delayMs: number, fn: () => void): () => void {
+    const t = { at: this.clock.now() + Math.max(0, delayMs), fn, live: true };
+    this.#timers.push(t);
+    return () => void (t.live = false);
+  }
+  /** Moves the clock and fires what is due, in time order. */
+  advance(ms: number): void {
+    const end = this.clock.now() + ms;
+    for (;;) {
+      const due = this.#timers.filter((t) => t.live && t.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      due.live = false;
+      this.clock.t = Math.max(this.clock.t, due.at);
+      due.fn();
+    }
+    this.clock.t = end;
+  }
+}
+
+export interface EngineHarnessOptions {
+  readonly texts?: ConfigTexts;
+  readonly snapshot?: () => Promise<PinnedSnapshot>;
+  readonly respond?: (seen: Seen, n: number) => Response | Promise<Response>;
+  readonly admission?: AdmissionOptions;
+  readonly executor?: Partial<ExecutorDeps>;
+  readonly breakers?: BreakerCache;
+  readonly ledgerUnreachable?: boolean;
+}
+
+/**
+ * The real engine over fakes at every boundary: a fake fetch, in-memory ledgers and attempt
+ * budgets, a real admission controller and drain, manual timers. Everything a request took is
+ * observable afterwards: the admission and drain counts, the ledger's attempts, the records.
+ */
+export function engineHarness(opts: EngineHarnessOptions = {}) {
+  const clock = new FakeClock();
+  const timers = new ManualTimers(clock);
+  const config = loadConfig(opts.texts ?? bundledTexts);
+  const publication = compilePublication(config.publication);
+  const seen: Seen[] = [];
+  const attempts: AttemptRecord[] = [];
+  const requests: RequestRecord[] = [];
+  const background: Promise<unknown>[] = [];
+  const logs: Record<string, unknown>[] = [];
+  const undoErrors: { err: unknown; what: ResourceKind | "record" }[] = [];
+  const ledgerClock = { get now() { return clock.now(); } };
+  const ledgers = memoryLedgers(ledgerClock);
+  const stripes = new Map(publication.budgets.tenants().map((t) => [t.root, t.stripes]));
+  const ledger = budgetLedgerClient(
+    (name) => {
+      if (opts.ledgerUnreachable) throw new Error("ledger unreachable");
+      return ledgers.objectFor(name);
+    },
+    { stripes: (root) => stripes.get(root) ?? 1 },
+  );
+  const callBudgetLedger = new AttemptBudgetLedger(new MemoryAttemptBudgetStore());
+  const callBudgets = attemptBudgetClient((): AttemptBudgetRpc => ({
+    consume: async (id, announced) => callBudgetLedger.consume(id, { ...announced, now: clock.now() }),
+    peek: async (id) => callBudgetLedger.peek(id, clock.now()),
+  }));
+  const admission = new AdmissionController(clock, timers, opts.admission ?? { limits: { global: 8, perBackend: 8 } });
+  const drain = new DrainController(clock, () => new Promise(() => {}));
+  let n = 0;
+  const invoker = new GatewayExecutor({
+    codecs: builtinCodecs,
+    credentials: { get: () => "provider-secret" },
+    load: new LoadTracker(clock),
+    clock,
+    rng: { next: () => 0.5 },
+    sleep: async () => {},
+    fetch: async (input, init) => {
+      const s = { url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) };
+      seen.push(s);
+      const signal = init?.signal as AbortSignal | undefined;
+      if (signal?.aborted) throw new DOMException("aborted", "AbortError");
+      return opts.respond ? opts.respond(s, ++n) : Response.json({ id: "x", choices: [{ index: 0, message: { role: "assistant", content: "Hi!" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
+    },
+    ...opts.executor,
+  });
+  let ids = 0;
+  const deps: EngineDeps = {
+    publication,
+    codecs: builtinCodecs,
+    clock,
+    scheduler: timers,
+    newRequestId: () => `req_sub${String(++ids).padStart(28, "0")}`,
+    requestDeadlineMs: config.gateway.traffic.requestDeadlineMs,
+    streamTimeouts: { firstTokenMs: config.gateway.traffic.firstTokenTimeoutMs, idleMs: config.gateway.traffic.streamIdleTimeoutMs },
+    drain,
+    admission,
+    snapshot: opts.snapshot ?? (() => Promise.reject(new Error("no snapshot in this harness"))),
+    invoker,
+    reserve: { ledger, callBudgets, log: (e) => logs.push({ ...e }) },
+    breakers: opts.breakers,
+    health: undefined,
+    sink: { attemptFinished: (a) => attempts.push(structuredClone(a) as AttemptRecord), requestFinished: (r) => requests.push({ ...r }) },
+    onUndoError: (err, what) => undoErrors.push({ err, what }),
+    log: (e) => logs.push({ ...e }),
+  };
+  const engine = createEngine(deps);
+  let requestNo = 0;
+  /** An OpenAI chat request from the demo key unless told otherwise. */
+  const ingress = (body: unknown, over: Partial<Ingress> = {}): Ingress => ({
+    requestId: `req_${String(++requestNo).padStart(32, "0")}`,
+    receivedAt: clock.now(),
+    protocol: "openai-chat",
+    apiKey: DEMO_KEY,
+    readBody: async () => body,
+    trustedHeaders: new Map(),
+    waitUntil: (p) => void background.push(p),
+    ...over,
+  });
+  /** Lets every settlement and background report run. */
+  const settled = async () => {
+    for (let i = 0; i < 5; i++) await Promise.all(background.splice(0));
+  };
+  return { engine, deps, config, publication, clock, timers, admission, drain, ledgers, seen, attempts, requests, logs, undoErrors, ingress, settled };
+}
+
+/** An OpenAI chat body for the bundled `sluice-chat` entrypoint. */
+export const chat = (content: string, extra: Record<string, unknown> = {}) => ({ model: "sluice-chat", messages: [{ role: "user", content }], ...extra });
