@@ -26,7 +26,8 @@ export interface DecisionInput {
  * The decide phase: decision rules on trusted inputs pick tiers of logical models; each resolves
  * to its active revision. The result is a plan with no address, secret or health in it.
  *
- * @throws GatewayError internal_error when the plan fails its own structural check.
+ * @throws GatewayError deadline_exceeded when the deadline passed before the plan was made;
+ *   internal_error when the plan fails its own structural check.
  */
 export function planRequest(publication: CompiledPublication, ep: CompiledEntrypoint, request: NeutralRequest, input: DecisionInput): DispatchPlan {
   const facts = computeFacts(request, input.trustedHeaders);
@@ -52,6 +53,8 @@ export function planRequest(publication: CompiledPublication, ep: CompiledEntryp
     clientProtocol: input.clientProtocol,
     stream: request.stream,
   };
+  // The request's life (or its caller's) ran out before it was even planned.
+  if (plan.deadlineAt <= input.now) throw new GatewayError("deadline_exceeded", "The request deadline passed.");
   const problems = validatePlan(plan, input.now);
   if (problems.length > 0) throw new GatewayError("internal_error", "The gateway could not plan this request.", { cause: problems });
   return plan;
