@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
+import type { AttemptScope } from "../../../src/context/request-context.ts";
 import { GatewayExecutor } from "../../../src/invoker/executor.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { LoadTracker } from "../../../src/traffic/load-tracker.ts";
@@ -346,6 +347,65 @@ describe("GatewayExecutor: circuit breakers narrow, never widen", () => {
     expect(err.code).toBe("budget_exceeded");
     expect(h.seen).toHaveLength(0);
     expect(probing.reports).toEqual([[id, "neutral", "permit-1"]]);
+  });
+});
+
+describe("GatewayExecutor: an attempt refused before it is sent gives back what it took", () => {
+  async function probing() {
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    const id = [...snap.backends.keys()][0]!;
+    const reports: [string, string, string | undefined][] = [];
+    const g = {
+      isOpen: () => false,
+      admission: () => "probe" as const,
+      state: () => "half_open" as const,
+      acquireProbe: async () => ({ allowed: true, probe: true, permitId: "permit-1" }),
+      report: (bid: string, outcome: string, permitId?: string) => void reports.push([bid, outcome, permitId]),
+    };
+    return { snap, id, g, reports };
+  }
+
+  it("hands the probe permit back when the call budget refuses", async () => {
+    const { snap, id, g, reports } = await probing();
+    const h = harness(() => okBody());
+    const a = plan();
+    const err = (await h.executor.execute(a.plan, a.request, { snapshot: snap, breakers: g, callBudget: async () => ({ ok: false, reason: "exhausted" }) }).then(errorOf)) as GatewayError;
+    expect(err.code).toBe("attempt_budget_exhausted");
+    expect(h.seen).toHaveLength(0);
+    expect(reports).toEqual([[id, "neutral", "permit-1"]]);
+  });
+
+  it("hands the probe permit back when the call budget cannot be asked", async () => {
+    const { snap, id, g, reports } = await probing();
+    const h = harness(() => okBody());
+    const a = plan();
+    const err = (await h.executor.execute(a.plan, a.request, { snapshot: snap, breakers: g, callBudget: () => Promise.reject(new Error("object down")) }).then(errorOf)) as GatewayError;
+    expect(err.code).toBe("attempt_budget_unavailable");
+    expect(reports).toEqual([[id, "neutral", "permit-1"]]);
+  });
+
+  it("spends no call-budget unit on an attempt the ledger refuses, and releases what the ledger granted when the call budget refuses", async () => {
+    const snap = await snapshot([{ name: "a", port: 9001 }]);
+    const h = harness(() => okBody());
+    const a = plan();
+    let units = 0;
+    const callBudget = async () => (units++, { ok: true as const, remaining: 9 });
+    const refusing = {
+      reserve: async () => {
+        throw new GatewayError("budget_exceeded", "The budget is spent.");
+      },
+    };
+    expect(errorOf(await h.executor.execute(a.plan, a.request, { snapshot: snap, charges: refusing, callBudget })).code).toBe("budget_exceeded");
+    expect(units).toBe(0);
+
+    const ended: string[] = [];
+    const granting = { reserve: async (attempt: AttemptScope) => void attempt.own("ledger_reservation", (r) => ended.push(`${r.outcome}/${r.evidence?.class}`)) };
+    const exhausted = async () => ({ ok: false as const, reason: "exhausted" as const });
+    expect(errorOf(await h.executor.execute(a.plan, a.request, { snapshot: snap, charges: granting, callBudget: exhausted })).code).toBe("attempt_budget_exhausted");
+    // Released as an attempt that never happened: nothing sent, nothing to settle.
+    expect(ended).toEqual(["not_sent/known_zero"]);
+    expect(h.seen).toHaveLength(0);
+    expect(h.attempts).toHaveLength(0);
   });
 });
 

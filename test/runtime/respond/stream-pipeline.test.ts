@@ -349,6 +349,36 @@ describe("createClientStream: failures", () => {
   });
 });
 
+describe("createClientStream: a throw inside the pipeline", () => {
+  for (const where of ["decoder", "encoder"] as const) {
+    it(`from the ${where}: the attempt and the request still end once, and the client sees an error`, async () => {
+      const up = upstreamOf(completeChunks);
+      const clock = new FakeClock();
+      const started = startedAttempt(clock, newAttempt(), { deadlineAt: DEADLINE_AT });
+      const req: NeutralRequest = { model: "public-model", messages: [], stream: true, streamUsage: true };
+      const decoder = openAiChatCodec.createStreamDecoder();
+      const encoder = openAiChatCodec.createStreamEncoder(stamp, req);
+      let n = 0;
+      const boom = () => {
+        if (++n === 3) throw new TypeError(`${where} bug`);
+      };
+      const client = createClientStream(up.stream, {
+        decoder: where === "decoder" ? { decode: (e) => (boom(), decoder.decode(e)), finish: () => decoder.finish() } : decoder,
+        encoder: where === "encoder" ? { encode: (e) => (boom(), encoder.encode(e)), end: () => encoder.end() } : encoder,
+        attempt: started.attempt,
+        clock,
+      });
+      await expect(readAll(client)).rejects.toThrow(`${where} bug`);
+      expect(started.finished).toHaveLength(1);
+      expect(started.finished[0]).toMatchObject({ outcome: "gateway_error", errorCode: "internal_error" });
+      expect(started.requests).toMatchObject([{ outcome: "error", errorCode: "internal_error" }]);
+      // The load lease went back with the attempt, and the provider's body was cancelled.
+      expect(started.releases).toEqual([undefined]);
+      expect(up.cancels).toHaveLength(1);
+    });
+  }
+});
+
 describe("createClientStream: client cancel", () => {
   it("cancelling between chunks records client_cancelled and cancels the provider body", async () => {
     const up = upstreamOf(completeChunks);

@@ -9,6 +9,7 @@ import type { Scheduler } from "../../../src/deps/scheduler.ts";
 import { createEngine, type EngineDeps, type Ingress } from "../../../src/engine/engine.ts";
 import { GatewayExecutor, type ExecutorDeps } from "../../../src/invoker/executor.ts";
 import { budgetLedgerClient } from "../../../src/ledger/ledger-client.ts";
+import type { CodecRegistry } from "../../../src/protocol/codec.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import type { PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
@@ -52,6 +53,13 @@ export interface EngineHarnessOptions {
   readonly executor?: Partial<ExecutorDeps>;
   readonly breakers?: BreakerCache;
   readonly ledgerUnreachable?: boolean;
+  /** Runs before every ledger reservation (a fault can be injected there). */
+  readonly beforeReserve?: () => Promise<void> | void;
+  /** Runs before every call-budget unit is taken. */
+  readonly beforeCallBudget?: () => Promise<void> | void;
+  readonly codecs?: CodecRegistry;
+  /** The drain's budget wait (default: never ends on its own). */
+  readonly drainWait?: (ms: number) => Promise<void>;
 }
 
 /**
@@ -73,23 +81,39 @@ export function engineHarness(opts: EngineHarnessOptions = {}) {
   const ledgerClock = { get now() { return clock.now(); } };
   const ledgers = memoryLedgers(ledgerClock);
   const stripes = new Map(publication.budgets.tenants().map((t) => [t.root, t.stripes]));
+  /** Every settle and release, by attempt id: each reserved attempt must end exactly once. */
+  const endings = new Map<string, string[]>();
   const ledger = budgetLedgerClient(
     (name) => {
       if (opts.ledgerUnreachable) throw new Error("ledger unreachable");
-      return ledgers.objectFor(name);
+      const o = ledgers.objectFor(name);
+      const ended = (id: string, how: string) => endings.set(id, [...(endings.get(id) ?? []), how]);
+      return {
+        ...o,
+        reserve: async (id, args) => {
+          await opts.beforeReserve?.();
+          return o.reserve(id, args);
+        },
+        settle: async (id, actual, detail) => (ended(id, "settle"), o.settle(id, actual, detail)),
+        release: async (id) => (ended(id, "release"), o.release(id)),
+      };
     },
     { stripes: (root) => stripes.get(root) ?? 1 },
   );
   const callBudgetLedger = new AttemptBudgetLedger(new MemoryAttemptBudgetStore());
   const callBudgets = attemptBudgetClient((): AttemptBudgetRpc => ({
-    consume: async (id, announced) => callBudgetLedger.consume(id, { ...announced, now: clock.now() }),
+    consume: async (id, announced) => {
+      await opts.beforeCallBudget?.();
+      return callBudgetLedger.consume(id, { ...announced, now: clock.now() });
+    },
     peek: async (id) => callBudgetLedger.peek(id, clock.now()),
   }));
   const admission = new AdmissionController(clock, timers, opts.admission ?? { limits: { global: 8, perBackend: 8 } });
-  const drain = new DrainController(clock, () => new Promise(() => {}));
+  const drain = new DrainController(clock, opts.drainWait ?? (() => new Promise(() => {})));
   let n = 0;
+  const codecs = opts.codecs ?? builtinCodecs;
   const invoker = new GatewayExecutor({
-    codecs: builtinCodecs,
+    codecs,
     credentials: { get: () => "provider-secret" },
     load: new LoadTracker(clock),
     clock,
@@ -107,7 +131,7 @@ export function engineHarness(opts: EngineHarnessOptions = {}) {
   let ids = 0;
   const deps: EngineDeps = {
     publication,
-    codecs: builtinCodecs,
+    codecs,
     clock,
     scheduler: timers,
     newRequestId: () => `req_sub${String(++ids).padStart(28, "0")}`,
@@ -141,7 +165,7 @@ export function engineHarness(opts: EngineHarnessOptions = {}) {
   const settled = async () => {
     for (let i = 0; i < 5; i++) await Promise.all(background.splice(0));
   };
-  return { engine, deps, config, publication, clock, timers, admission, drain, ledgers, seen, attempts, requests, logs, undoErrors, ingress, settled };
+  return { engine, deps, config, publication, clock, timers, admission, drain, ledgers, endings, seen, attempts, requests, logs, undoErrors, ingress, settled };
 }
 
 /** An OpenAI chat body for the bundled `sluice-chat` entrypoint. */

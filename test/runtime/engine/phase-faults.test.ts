@@ -1,0 +1,244 @@
+/**
+ * For every phase boundary of a request, inject each way a request can be stopped — a throw, a
+ * client disconnect, the deadline, a drain's cancel — and check what the request held afterwards:
+ * no admission lease, queue place, backend slot, drain ticket or probe permit left, every ledger
+ * reservation settled or released exactly once, one request record, each attempt logged once.
+ */
+import { describe, expect, it } from "vitest";
+import type { Session } from "../../../src/engine/engine.ts";
+import { CodecRegistry, type Codec } from "../../../src/protocol/codec.ts";
+import { builtinCodecs } from "../../../src/protocol/registry.ts";
+import type { BreakerClient } from "../../../src/traffic/breaker-client.ts";
+import { BreakerCache } from "../../../src/traffic/breaker-cache.ts";
+import type { BreakerSnapshot } from "../../../src/traffic/breaker.ts";
+import { chat, engineHarness } from "../support/engine-harness.ts";
+import { snapshot } from "../support/executor-harness.ts";
+
+type Fault = "throw" | "client" | "deadline" | "drain";
+const FAULTS: readonly Fault[] = ["throw", "client", "deadline", "drain"];
+
+type Point = "body" | "queued" | "snapshot" | "reserve" | "call-budget" | "headers" | "buffered-body" | "stream-chunk" | "stream-decode" | "stream-encode";
+
+const STREAMING: ReadonlySet<Point> = new Set(["stream-chunk", "stream-decode", "stream-encode"]);
+/** Where a throw is not something the gateway's own code can meet (the queue is pure). */
+const NO_THROW: ReadonlySet<Point> = new Set(["queued"]);
+
+const halfOpen: BreakerSnapshot = { state: "half_open", failures: 0, samples: 0, openUntil: undefined, probeSuccesses: 0, permitsOutstanding: 0, halfOpenProbes: 1000, changedAt: 1, opens: 1 };
+
+/** A breaker that is half-open for every backend and grants a permit to every probe. */
+function probingBreakers() {
+  let n = 0;
+  const client: BreakerClient = {
+    state: async () => halfOpen,
+    acquire: async () => ({ allowed: true, probe: true, permitId: `permit-${++n}`, snapshot: halfOpen }),
+    report: async () => halfOpen,
+    reportMany: async () => halfOpen,
+  };
+  return new BreakerCache(client, { now: () => 0 }, { ttlMs: 1e12, flushMs: 0 });
+}
+
+const enc = new TextEncoder();
+const sseChunk = (content: string) => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "x", choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+const usageChunk = `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "x", choices: [], usage: { prompt_tokens: 3, completion_tokens: 3, total_tokens: 6 } })}\n\n`;
+
+async function scenario(point: Point, fault: Fault) {
+  const streaming = STREAMING.has(point);
+  let session: Session | undefined;
+  // A blocker holds the only slot while the request under test queues.
+  let unblock: (() => void) | undefined;
+  let hits = 0;
+  const hit = async (at: Point): Promise<void> => {
+    if (at !== point) return;
+    hits++;
+    switch (fault) {
+      case "throw":
+        throw new Error(`injected at ${at}`);
+      case "client":
+        session!.abort("client_disconnected");
+        return;
+      case "deadline":
+        h.timers.advance(h.config.gateway.traffic.requestDeadlineMs + 1);
+        return;
+      case "drain":
+        await h.drain.drain(0);
+        return;
+    }
+  };
+  /** Sync boundaries (decoder, encoder) cannot wait for a drain; the test waits for it before reading on. */
+  let pending: Promise<void> = Promise.resolve();
+  const hitSync = (at: Point) => {
+    if (at !== point) return;
+    if (fault === "throw") {
+      hits++;
+      throw new Error(`injected at ${at}`);
+    }
+    pending = hit(at);
+  };
+  const chatCodec = builtinCodecs.get("openai-chat")!;
+  const wrapped: Codec = {
+    ...chatCodec,
+    createStreamDecoder: () => {
+      const d = chatCodec.createStreamDecoder();
+      let n = 0;
+      return { decode: (e) => (++n === 2 && hitSync("stream-decode"), d.decode(e)), finish: () => d.finish() };
+    },
+    createStreamEncoder: (stamp, req) => {
+      const e = chatCodec.createStreamEncoder(stamp, req);
+      let n = 0;
+      return { encode: (ev) => (ev.type === "text" && ++n === 2 && hitSync("stream-encode"), e.encode(ev)), end: () => e.end() };
+    },
+  };
+  const breakers = probingBreakers();
+  const snap = await snapshot([{ name: "a", port: 9001 }]);
+  const h = engineHarness({
+    snapshot: async () => (await hit("snapshot"), snap),
+    breakers,
+    codecs: new CodecRegistry([wrapped, builtinCodecs.get("openai-responses")!, builtinCodecs.get("anthropic-messages")!]),
+    admission: { limits: { global: 1 }, maxQueue: 4, maxQueuePerTenant: 4 },
+    beforeReserve: () => hit("reserve"),
+    beforeCallBudget: () => hit("call-budget"),
+    drainWait: async () => {},
+    respond: async (s) => {
+      await hit("headers");
+      if (s.body.stream) {
+        let i = 0;
+        const chunks = [sseChunk("Hel"), sseChunk("lo"), sseChunk(" you"), usageChunk, "data: [DONE]\n\n"];
+        return new Response(
+          new ReadableStream<Uint8Array>({
+            async pull(c) {
+              if (i === 2) await hit("stream-chunk");
+              if (i < chunks.length) c.enqueue(enc.encode(chunks[i++]!));
+              else c.close();
+            },
+          }),
+          { headers: { "content-type": "text/event-stream" } },
+        );
+      }
+      const body = JSON.stringify({ id: "x", choices: [{ index: 0, message: { role: "assistant", content: "Hi!" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
+      return new Response(
+        new ReadableStream<Uint8Array>({
+          async pull(c) {
+            await hit("buffered-body");
+            c.enqueue(enc.encode(body));
+            c.close();
+          },
+        }),
+        { headers: { "content-type": "application/json" } },
+      );
+    },
+  });
+  // Warm the breaker view, so the backend is seen half-open and every attempt takes a permit.
+  const warm: Promise<unknown>[] = [];
+  breakers.forRequest((p) => void warm.push(p)).admission([...snap.backends.keys()][0]!);
+  await Promise.all(warm);
+
+  if (point === "queued") {
+    const lease = await h.admission.admit({ tenant: "demo", model: "sluice-chat" }, { deadlineAt: Infinity });
+    if (!lease.ok) throw new Error("the blocker was not admitted");
+    unblock = () => lease.lease.release();
+  }
+  const body = chat("hello", { max_tokens: 50, ...(streaming ? { stream: true, stream_options: { include_usage: true } } : {}) });
+  session = h.engine.begin(
+    h.ingress(body, {
+      readBody: async () => (await hit("body"), body),
+      call: { callId: "call-1", budget: 5, deadlineAt: h.clock.now() + 3_600_000 },
+    }),
+  );
+  const action = await session.prepare();
+  let outcome = action.kind === "immediate" ? action.error.code : "";
+  if (action.kind === "dispatch") {
+    const replying = session.dispatch();
+    if (point === "queued") {
+      for (let i = 0; i < 100 && h.admission.stats().queued.total === 0; i++) await Promise.resolve();
+      expect(h.admission.stats().queued.total).toBe(1);
+      await hit("queued");
+      unblock!();
+    }
+    const reply = await replying;
+    if (reply.kind === "error") outcome = reply.error.code;
+    else if (reply.kind === "buffered") outcome = "ok";
+    else {
+      const reader = reply.body.getReader();
+      let text = "";
+      try {
+        for (;;) {
+          await pending;
+          const r = await reader.read();
+          if (r.done) break;
+          text += new TextDecoder().decode(r.value);
+        }
+      } catch {
+        text += "<errored>";
+      }
+      outcome = text.includes("[DONE]") ? "ok" : /"code":"([a-z_]+)"/.exec(text)?.[1] ?? (text.includes("<errored>") ? "errored" : "cut");
+    }
+  }
+  unblock?.();
+  await h.settled();
+  return { h, breakers, outcome, hits };
+}
+
+function expectNothingHeld({ h, breakers }: Awaited<ReturnType<typeof scenario>>) {
+  const a = h.admission.stats();
+  // The blocker of a queued scenario was released too.
+  expect({ leases: a.inFlight.global, queued: a.queued.total, backendSlots: Object.keys(a.inFlight.backend).length, tickets: h.drain.inFlight, permits: breakers.permitsHeld }).toEqual({
+    leases: 0,
+    queued: 0,
+    backendSlots: 0,
+    tickets: 0,
+    permits: 0,
+  });
+  // One record for the request, each attempt logged once.
+  expect(h.requests.filter((r) => r.parentRequestId === undefined)).toHaveLength(1);
+  const ids = h.attempts.map((x) => x.id);
+  expect(new Set(ids).size).toBe(ids.length);
+  // Every reservation ended exactly once, and nothing is left held in the ledger.
+  for (const [id, endings] of h.endings) expect(endings, id).toHaveLength(1);
+  expect(h.ledgers.core("tenant:demo").attemptsIn("held", 100)).toEqual([]);
+  expect(h.undoErrors).toEqual([]);
+}
+
+const POINTS: readonly Point[] = ["body", "queued", "snapshot", "reserve", "call-budget", "headers", "buffered-body", "stream-chunk", "stream-decode", "stream-encode"];
+
+describe("a request stopped at any phase boundary releases everything it took, once", () => {
+  it("a request that runs to the end holds nothing afterwards (the baseline)", async () => {
+    const h = engineHarness({ snapshot: () => snapshot([{ name: "a", port: 9001 }]) });
+    const s = h.engine.begin(h.ingress(chat("hello", { max_tokens: 50 })));
+    expect((await s.prepare()).kind).toBe("dispatch");
+    expect((await s.dispatch()).kind).toBe("buffered");
+    await h.settled();
+    expect(h.requests).toMatchObject([{ outcome: "success" }]);
+    expect(h.endings.size).toBe(1);
+    expect([...h.endings.values()]).toEqual([["settle"]]);
+  });
+
+  for (const point of POINTS) {
+    for (const fault of FAULTS) {
+      if (fault === "throw" && NO_THROW.has(point)) continue;
+      it(`${fault} at ${point}`, async () => {
+        const r = await scenario(point, fault);
+        expect(r.hits, "the fault was injected").toBeGreaterThanOrEqual(1);
+        expectNothingHeld(r);
+        const record = r.h.requests.find((x) => x.parentRequestId === undefined)!;
+        switch (fault) {
+          case "client":
+            expect(record.outcome).toBe("cancelled");
+            expect(record.errorCode).toBe("client_closed");
+            break;
+          case "deadline":
+            expect(r.outcome).toMatch(/deadline_exceeded|upstream_stream_cut/);
+            expect(record.errorCode).toBe("deadline_exceeded");
+            break;
+          case "drain":
+            // Before admission a draining gateway refuses; after it, the request cancels itself.
+            expect(record.errorCode).toBe("gateway_draining");
+            break;
+          case "throw":
+            expect(record.outcome).toBe("error");
+            expect(r.outcome).not.toBe("ok");
+            break;
+        }
+      });
+    }
+  }
+});
