@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundledConfig, DEMO_KEY, startStack, type Stack } from "./support/stack.ts";
+import { bundledConfig, DEMO_KEY, expectResourcesReleased, startStack, type Stack } from "./support/stack.ts";
 
 let stack: Stack;
 beforeAll(async () => {
@@ -42,8 +42,8 @@ describe("admission: bounded concurrency and queue, leases always returned", () 
     ctrl.abort();
     const finished = await ask("short", true);
     expect(await finished.text()).toContain("[DONE]");
-    // If either lease leaked, two concurrent requests could no longer both be admitted at once.
-    await new Promise((r) => setTimeout(r, 200));
+    // Both leases come back: the gateway's own counts say so (a queue could hide a leaked slot).
+    await expectResourcesReleased(stack.gateway.adminUrl);
     const pair = await Promise.all([ask("a [[sim latency-ms=200]]"), ask("b [[sim latency-ms=200]]")]);
     expect(pair.map((r) => r.status)).toEqual([200, 200]);
   });
@@ -51,6 +51,7 @@ describe("admission: bounded concurrency and queue, leases always returned", () 
   it("returns leases of failed requests", async () => {
     const failures = await Promise.all([ask("x [[sim status=500]]"), ask("y [[sim status=500]]")]);
     expect(failures.map((r) => r.status)).toEqual([502, 502]);
+    await expectResourcesReleased(stack.gateway.adminUrl);
     const pair = await Promise.all([ask("a [[sim latency-ms=100]]"), ask("b [[sim latency-ms=100]]")]);
     expect(pair.map((r) => r.status)).toEqual([200, 200]);
   });

@@ -3,7 +3,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY } from "../../local-stack/stack.ts";
 import { stringify } from "yaml";
-import { ADMIN_TOKEN, BACKEND_PROTOCOLS, bundledConfig, DEMO_KEY, expectBooksClosed, perProtocolConfig, type Simulator } from "./support/stack.ts";
+import { ADMIN_TOKEN, BACKEND_PROTOCOLS, bundledConfig, DEMO_KEY, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
 import type { RunningGateway } from "../../local-stack/stack.ts";
 
 const BACKENDS = BACKEND_PROTOCOLS;
@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   try {
-    if (gateway) await expectBooksClosed(gateway.adminUrl);
+    if (gateway) await expectNothingLeft(gateway.adminUrl);
   } finally {
     await Promise.all([gateway?.stop(), sim?.stop()]);
   }

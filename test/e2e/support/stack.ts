@@ -68,7 +68,7 @@ export async function startStack(options: { simulators?: number; gateway?: any; 
       simStats: async (sim) => (await fetch(`${sim.url}/__sim/stats`)).json(),
       async stop() {
         try {
-          await expectBooksClosed(gateway.adminUrl);
+          await expectNothingLeft(gateway.adminUrl);
         } finally {
           await Promise.all([gateway.stop(), ...sims.map((s) => s.stop())]);
         }
@@ -97,6 +97,42 @@ export async function expectBooksClosed(adminUrl: string, waitMs = 5000): Promis
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+}
+
+/** What the gateway reports holding for requests in flight (`GET /admin/status`). */
+export interface ResourcesHeld {
+  readonly requestsInFlight: number;
+  readonly admissionLeases: number;
+  readonly admissionQueued: number;
+  readonly backendSlots: number;
+  readonly breakerPermits: number;
+}
+
+/** The gateway's resource counts now. */
+export async function resourcesHeld(adminUrl: string): Promise<ResourcesHeld> {
+  const res = await fetch(`${adminUrl}/admin/status`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  return ((await res.json()) as { resources: ResourcesHeld }).resources;
+}
+
+/**
+ * Once every request is over, the gateway holds nothing: no request in flight, no admission lease
+ * or queue place, no backend slot, no breaker probe permit. The last releases may follow the last
+ * response by a moment, so the check polls for a while. Throws naming what is still held.
+ */
+export async function expectResourcesReleased(adminUrl: string, waitMs = 5000): Promise<void> {
+  const until = Date.now() + waitMs;
+  for (;;) {
+    const held = await resourcesHeld(adminUrl);
+    if (Object.values(held).every((n) => n === 0)) return;
+    if (Date.now() > until) throw new Error(`the gateway still holds resources after every request ended: ${JSON.stringify(held)}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Every stack's stop check: the books are closed and nothing is held. */
+export async function expectNothingLeft(adminUrl: string): Promise<void> {
+  await expectResourcesReleased(adminUrl);
+  await expectBooksClosed(adminUrl);
 }
 
 /** The three wire formats a backend may speak. */
