@@ -2,7 +2,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { AttemptRecord } from "../invoker/attempt.ts";
 import type { AttemptCharge, AttemptCharger } from "../invoker/attempt-charges.ts";
 import type { BudgetLedgerClient, LedgerHandle } from "../ledger/ledger-client.ts";
-import { MAX_LEDGER_AMOUNT, type LedgerAmount, type ReserveResult } from "../ledger/ledger.ts";
+import { MAX_LEDGER_AMOUNT, type LedgerAmount, type ReserveRefusal, type ReserveResult } from "../ledger/ledger.ts";
 import type { PlannedModel } from "../plan/dispatch-plan.ts";
 import type { EntrypointBudget, PrincipalBudget } from "./budget-policy.ts";
 import { actualCost, usageDetail, worstCase, type Price } from "./prices.ts";
@@ -38,7 +38,7 @@ export interface BudgetRefusalDetail {
 }
 
 /** A ledger refusal as the client's error; the message names the caller's own scope. */
-export function refusalError(r: Extract<ReserveResult, { ok: false }>): GatewayError {
+export function refusalError(r: ReserveRefusal): GatewayError {
   const retryAfterSeconds = r.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(r.retryAfterMs / 1000));
   const detail: BudgetRefusalDetail = { scope: r.scope, metric: r.metric, reason: r.reason, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) };
   const opts = { retryAfterSeconds, details: [detail] };
@@ -104,11 +104,10 @@ export class RequestBilling implements AttemptCharger {
         amount,
         countsRequest: first,
         leaseMs: init.budget.leaseMs,
+        retentionMs: init.budget.retentionMs,
         meta: { requestId: init.requestId, model: `${model.logicalModel}@${model.revision}`, ...(price ? { priceVersion: price.version } : {}) },
       });
     } catch (err) {
-      // A malformed reservation is the gateway's bug, not an unreachable ledger: never "unchecked".
-      if (err instanceof RangeError) throw new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: err });
       if (init.policy.mode === "soft") {
         this.unchecked = true;
         init.log({ kind: "ledger_unchecked", requestId: init.requestId, attemptId, error: String(err) });
@@ -116,6 +115,8 @@ export class RequestBilling implements AttemptCharger {
       }
       throw new GatewayError("budget_unavailable", "The budget ledger could not be reached, so the request was not sent. Retry later.", { cause: err, retryAfterSeconds: 1 });
     }
+    // A malformed reservation is the gateway's bug, not a refusal or an unreachable ledger: never "unchecked".
+    if (!reserved.result.ok && reserved.result.reason === "invalid_argument") throw new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: reserved.result.message });
     if (!reserved.result.ok) throw refusalError(reserved.result);
     this.lastGrant = reserved.result;
     let done = false;
@@ -143,7 +144,7 @@ export class RequestBilling implements AttemptCharger {
     for (let i = 1; ; i++) {
       try {
         const r = await op();
-        if (!r.ok) log({ kind: "ledger_settle_refused", requestId: a.requestId, attemptId: a.id, reason: r.reason, state: r.state });
+        if (!r.ok) log({ kind: "ledger_settle_refused", requestId: a.requestId, attemptId: a.id, reason: r.reason, ...(r.reason === "invalid_argument" ? { error: r.message } : { state: r.state }) });
         else if ("settlement" in r && (r.settlement.overrun.micros > 0 || r.settlement.overrun.tokens > 0)) {
           // Actual above the worst case means a price or cap below the provider's: flag the config.
           log({ kind: "ledger_overrun", requestId: a.requestId, attemptId: a.id, model: `${a.logicalModel}@${a.modelRevision}`, priceVersion: price?.version, overrun: r.settlement.overrun });

@@ -27,6 +27,7 @@ function billing(limits: { project?: ScopeLimits; key?: ScopeLimits } = {}, opts
     scopes: [{ name: "tenant:t" }, { name: "project:p", ...(limits.project ? { limits: limits.project } : {}) }, { name: "key:k", ...(limits.key ? { limits: limits.key } : {}) }],
     stripes: 1,
     leaseMs: 60_000,
+    retentionMs: 30 * 24 * HOUR,
     exposeBudget: false,
   };
   const background: Promise<unknown>[] = [];
