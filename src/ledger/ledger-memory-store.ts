@@ -78,9 +78,7 @@ export class MemoryLedgerStore implements LedgerStore {
     this.#attempts.set(record.attemptId, structuredClone(record));
   }
   expiredLeases(now: number, limit: number): AttemptRecord[] {
-    return this.attempts()
-      .filter((a) => a.state === "held" && a.leaseExpiresAt <= now)
-      .slice(0, limit);
+    return this.#matching((a) => a.state === "held" && a.leaseExpiresAt <= now).slice(0, limit);
   }
   earliestLease(): number | undefined {
     let min: number | undefined;
@@ -88,14 +86,12 @@ export class MemoryLedgerStore implements LedgerStore {
     return min;
   }
   attemptsInState(state: AttemptState, limit: number, afterAttemptId?: string): AttemptRecord[] {
-    return this.attempts()
-      .filter((a) => a.state === state && (afterAttemptId === undefined || a.attemptId > afterAttemptId))
+    return this.#matching((a) => a.state === state && (afterAttemptId === undefined || a.attemptId > afterAttemptId))
       .sort(byId)
       .slice(0, limit);
   }
   attemptsCharging(scope: string, fromMs: number, toMs: number, limit: number): AttemptRecord[] {
-    return this.attempts()
-      .filter((a) => a.createdAt >= fromMs && a.createdAt < toMs && a.charges.some((c) => c.scope === scope))
+    return this.#matching((a) => a.createdAt >= fromMs && a.createdAt < toMs && a.charges.some((c) => c.scope === scope))
       .sort((a, b) => a.createdAt - b.createdAt || byId(a, b))
       .slice(0, limit);
   }
@@ -125,9 +121,7 @@ export class MemoryLedgerStore implements LedgerStore {
       .map(({ dayStart, reason, count }) => ({ dayStart, reason, count }));
   }
   finishedBefore(before: number, limit: number): AttemptRecord[] {
-    return this.attempts()
-      .filter((a) => isFinished(a) && a.createdAt < before)
-      .slice(0, limit);
+    return this.#matching((a) => isFinished(a) && a.createdAt < before).slice(0, limit);
   }
   deleteAttempt(record: AttemptRecord): void {
     this.#attempts.delete(record.attemptId);
@@ -160,6 +154,10 @@ export class MemoryLedgerStore implements LedgerStore {
       ...[...this.#refusals.values()].map((r) => r.dayStart + LEDGER_DAY_MS),
     ];
     return times.length === 0 ? undefined : Math.min(...times);
+  }
+  /** Copies of the attempts that match (filtered first: copying is the cost). */
+  #matching(ok: (a: AttemptRecord) => boolean): AttemptRecord[] {
+    return [...this.#attempts.values()].filter(ok).map((a) => structuredClone(a));
   }
   /** Every attempt record (tests). */
   attempts(): AttemptRecord[] {
