@@ -134,7 +134,8 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
     if (cut && !cut.ok) {
       // Old settled attempts are kept as daily totals: a range can only take such a day whole.
       const day = new Date(cut.dayStart).toISOString();
-      throw new GatewayError("invalid_request", `The range cuts through the UTC day starting ${day}, whose usage is kept only as a daily total. Start and end the range at 00:00 UTC.`, { param: "from" });
+      const param = from >= cut.dayStart && from < cut.dayStart + 86_400_000 ? "from" : "to";
+      throw new GatewayError("invalid_request", `'${param}' cuts through the UTC day starting ${day}, whose usage is kept only as a daily total. Start and end the range at 00:00 UTC.`, { param });
     }
     // Stripes report the same models apart: add them up per model and price version.
     const rows = new Map<string, { model: string; priceVersion: string; attempts: number; settledMicros: number; settledTokens: number; pendingMicros: number; pendingTokens: number }>();

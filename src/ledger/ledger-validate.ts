@@ -106,6 +106,9 @@ function nowProblems(now: unknown): string[] {
   return isTime(now) ? [] : [`now must be a non-negative integer (epoch ms), got ${String(now)}`];
 }
 
+/** A retention the ledger accepts (ms). */
+export const isRetention = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= MIN_RETENTION_MS && (n as number) <= MAX_RETENTION_MS;
+
 /** Every problem of a reservation, each naming its field; empty when it is valid. */
 export function reserveProblems(attemptId: unknown, req: unknown): string[] {
   const bad: string[] = [];
@@ -133,9 +136,6 @@ export function reserveProblems(attemptId: unknown, req: unknown): string[] {
   }
   return bad;
 }
-
-/** A retention the ledger accepts (ms). */
-export const isRetention = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= MIN_RETENTION_MS && (n as number) <= MAX_RETENTION_MS;
 
 /** Every problem of a settlement, each naming its field; empty when it is valid. */
 export function settleProblems(attemptId: unknown, actual: unknown, now: unknown, detail: unknown): string[] {
