@@ -8,7 +8,9 @@ import {
   type LedgerActor,
   type LedgerAmount,
   type LedgerCounter,
+  type RefusalTally,
   type ReleaseResult,
+  type ReserveRequest,
   type ReserveResult,
   type ResolveResult,
   type ScopeBalance,
@@ -19,24 +21,25 @@ import {
   type TopUpAmount,
   type TopUpBy,
   type TopUpResult,
-  type UsageRow,
+  type UsageReport,
 } from "../src/ledger/ledger.ts";
 import { systemClock, type Clock } from "../src/deps/clock.ts";
-import { SqliteLedgerStore } from "./sqlite-ledger-store.ts";
+import { SqliteLedgerStore } from "../src/ledger/ledger-sqlite-store.ts";
 
 /**
  * BudgetLedger: one instance per financial root, i.e. tenant (`BUDGET_LEDGER.getByName(root)`), or
  * per stripe of a hot one (`${root}#${i}`, see ledger-client.ts). A thin RPC shell: the rules are
- * BudgetLedgerCore, tested without this class, and so is the checking of every RPC argument (a
- * RangeError naming the bad field).
+ * BudgetLedgerCore, tested without this class, and so is the checking of every RPC argument
+ * (`invalid_argument` answers on the request path, RangeErrors on the admin path).
  *
  * Each call reads, checks and writes inside one `transactionSync` with no `await`, so concurrent
  * reservations are serialized and a strict budget admits exactly the work that fits. Decisions use
  * this object's clock, never the caller's.
  *
- * Lease expiry: an alarm is kept at the earliest lease expiry of the held reservations; it moves
- * every expired one to `pending_reconciliation` (never refunds it) and re-arms for the rest.
- * Records are kept: the ledger is the tenant's books.
+ * One alarm serves lease expiry and retention: it is kept at the earliest of the next lease
+ * expiry and the moment retention next has work. It moves every expired lease to
+ * `pending_reconciliation` (never refunds it), then runs one bounded retention batch in its own
+ * transaction, and re-arms: at once while retention has more, else for what comes next.
  */
 export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc {
   readonly #store: SqliteLedgerStore;
@@ -63,10 +66,15 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
   }
 
   async reserve(attemptId: string, args: ReserveArgs): Promise<ReserveResult> {
-    if (args === null || typeof args !== "object") throw new RangeError("invalid ledger reservation: args must be an object");
-    const result = this.#store.transaction(() => this.#ledger.reserve(attemptId, { ...args, now: this.#clock.now() }));
+    const now = this.#clock.now();
+    // Anything but an object is left for the ledger to answer as invalid.
+    const req = (args !== null && typeof args === "object" ? { ...args, now } : args) as ReserveRequest;
+    const [result, wake] = this.#store.transaction(() => {
+      const r = this.#ledger.reserve(attemptId, req);
+      return [r, this.#ledger.wakeFor(r, now)] as const;
+    });
     // The decision is committed; arming the alarm after it cannot change it.
-    if (result.ok) await this.#arm(result.leaseExpiresAt);
+    if (wake !== undefined) await this.#arm(wake);
     return result;
   }
 
@@ -104,35 +112,44 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
   }
 
   async resolve(attemptId: string, actual: LedgerAmount, by: LedgerActor): Promise<ResolveResult> {
-    return this.#store.transaction(() => this.#ledger.resolve(attemptId, actual, by, this.#clock.now()));
+    const result = this.#store.transaction(() => this.#ledger.resolve(attemptId, actual, by, this.#clock.now()));
+    // A resolved attempt is finished: retention may be due for it sooner than the alarm.
+    if (result.ok) await this.#arm();
+    return result;
   }
 
   async audit(limit: number, afterSeq?: number): Promise<AuditRecord[]> {
     return this.#store.transaction(() => this.#ledger.audit(limit, afterSeq));
   }
 
-  async usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageRow[]> {
+  async usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageReport> {
     return this.#store.transaction(() => this.#ledger.usageReport(scope, fromMs, toMs));
+  }
+
+  async refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]> {
+    return this.#store.transaction(() => this.#ledger.refusals(scope, fromMs, toMs));
   }
 
   override async alarm(): Promise<void> {
     this.#alarmAt = undefined;
-    const next = this.#store.transaction(() => {
-      const now = this.#clock.now();
+    const now = this.#clock.now();
+    this.#store.transaction(() => {
       while (this.#ledger.expireLeases(now) > 0);
-      return this.#ledger.nextLeaseExpiry();
     });
+    const { more } = this.#store.transaction(() => this.#ledger.retain(now));
+    const next = more ? now : this.#store.transaction(() => this.#ledger.nextAlarm());
     if (next !== undefined) await this.#setAlarm(next);
   }
 
   /**
-   * Keeps the alarm at (or before) the earliest lease expiry. Leases of one object mostly grow
-   * with time, so a known earlier alarm settles it without a storage read: the common
-   * reservation costs no alarm work at all.
+   * Keeps the alarm at (or before) the next thing due: a lease expiry or retention work. `due` is
+   * when the call's own work falls due (a lease, a refusal tally's age-out); a known alarm at or
+   * before it settles it without a storage read, so the common reservation costs no alarm work.
+   * Without `due`, the alarm is recomputed.
    */
-  async #arm(leaseExpiresAt: number): Promise<void> {
-    if (this.#alarmAt !== undefined && this.#alarmAt <= leaseExpiresAt) return;
-    const next = this.#store.transaction(() => this.#ledger.nextLeaseExpiry());
+  async #arm(due?: number): Promise<void> {
+    if (due !== undefined && this.#alarmAt !== undefined && this.#alarmAt <= due) return;
+    const next = this.#store.transaction(() => this.#ledger.nextAlarm());
     if (next === undefined) return;
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > next) await this.#setAlarm(next);

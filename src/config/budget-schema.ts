@@ -1,6 +1,6 @@
 import { z } from "zod";
 // The ledger's own bounds: a config past them would be refused on every reservation.
-import { MAX_LEASE_MS, MAX_REQUEST_RATE } from "../ledger/ledger.ts";
+import { MAX_LEASE_MS, MAX_REQUEST_RATE, MAX_RETENTION_MS, MIN_RETENTION_MS } from "../ledger/ledger.ts";
 
 /**
  * Budget parts of the publication: limits per financial scope, prices per model revision and the
@@ -108,4 +108,10 @@ export const tenantLedgerSchema = z
     stripes: z.number().int().min(1).max(64).default(1),
     /** Reservations not settled within this time move to reconciliation. */
     lease: durationSchema.prefault("10m").refine((ms) => ms <= MAX_LEASE_MS, "at most 24h"),
+    /**
+     * How long finished attempts (per-attempt records), counters of ended periods and refusal
+     * tallies are kept; older settled attempts live on in daily usage totals. At least 7d (seven
+     * times the longest lease, so no settlement can outlive its attempt), at most 3650d.
+     */
+    retention: durationSchema.prefault("30d").refine((ms) => ms >= MIN_RETENTION_MS && ms <= MAX_RETENTION_MS, "from 7d to 3650d"),
   });

@@ -3,8 +3,8 @@ import { z } from "zod";
 import { ledgerLimits, type BudgetPolicy } from "../publication/budgets.ts";
 import { moneySchema, scopeLimitsSchema } from "../config/budget-schema.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import { stripeObjectName, type BudgetLedgerRpc } from "../ledger/ledger-client.ts";
-import type { AttemptRecord } from "../ledger/ledger.ts";
+import { stripeObjectName, sumTallies, type BudgetLedgerRpc } from "../ledger/ledger-client.ts";
+import { MAX_LEDGER_KEY_LENGTH, type AttemptRecord } from "../ledger/ledger.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { readBodyText } from "./limits.ts";
 
@@ -74,8 +74,29 @@ function checkCurrency(policy: BudgetPolicy, currency: string, param: string, bu
 function timeParam(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const t = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(t)) throw new GatewayError("invalid_request", `'${name}' must be an ISO 8601 time or epoch milliseconds.`, { param: name });
+  if (!Number.isSafeInteger(t) || t < 0) throw new GatewayError("invalid_request", `'${name}' must be an ISO 8601 time or epoch milliseconds, from 1970 on.`, { param: name });
   return t;
+}
+
+/** `?from=&to=` as a range, by default the last 24 hours. */
+function rangeParams(from: string | undefined, to: string | undefined, now: number): { from: number; to: number } {
+  const range = { from: timeParam(from, "from", now - 86_400_000), to: timeParam(to, "to", now + 1) };
+  if (range.to < range.from) throw new GatewayError("invalid_request", "'to' must not be before 'from'.", { param: "to" });
+  return range;
+}
+
+/** A ledger key (scope name, attempt id) from the query: the ledger refuses anything else. */
+function keyParam(value: string | undefined, name: string): string | undefined {
+  if (value !== undefined && (value.length === 0 || value.length > MAX_LEDGER_KEY_LENGTH)) {
+    throw new GatewayError("invalid_request", `'${name}' must be 1 to ${MAX_LEDGER_KEY_LENGTH} characters.`, { param: name });
+  }
+  return value;
+}
+
+function requiredScope(value: string | undefined): string {
+  const scope = keyParam(value, "scope");
+  if (!scope) throw new GatewayError("invalid_request", "Name the scope: ?scope=project:team/project.", { param: "scope" });
+  return scope;
 }
 
 function limitParam(value: string | undefined): number {
@@ -86,33 +107,39 @@ function limitParam(value: string | undefined): number {
 }
 
 /**
- * The books, for operators: balances, usage by model, pending reconciliations (and resolving
- * them), top-ups, limit overrides and the audit trail. Every change names its actor and is audited
- * by the ledger itself. Striped tenants are summed over their stripes.
+ * The books, for operators: balances, usage by model, refusals, pending reconciliations (and
+ * resolving them), top-ups, limit overrides and the audit trail. Every change names its actor and
+ * is audited by the ledger itself. Striped tenants are summed over their stripes. Every parameter
+ * is checked here, so the ledger's admin methods never see one they would reject.
  */
 export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, name: string) => BudgetLedgerRpc): void {
-  app.get("/budgets", (c) => c.json({ tenants: c.var.runtime.budgets.tenants().map((t) => ({ tenant: t.id, root: t.root, stripes: t.stripes, scopes: t.scopes })) }));
+  app.get("/budgets", (c) => c.json({ tenants: c.var.runtime.budgets.tenants().map((t) => ({ tenant: t.id, root: t.root, stripes: t.stripes, retentionMs: t.retentionMs, scopes: t.scopes })) }));
 
   app.get("/budgets/:tenant/balance", async (c) => {
     const rt = c.var.runtime;
     const { root } = tenantObjects(rt.budgets, c.req.param("tenant"));
     const declared = rt.budgets.tenants().find((t) => t.root === root)!.scopes.map((s) => s.name);
     const scopes = c.req.queries("scope") ?? declared;
+    for (const s of scopes) keyParam(s, "scope");
     return c.json({ balances: await Promise.all(scopes.map((s) => rt.ledger.balance(root, s))) });
   });
 
   app.get("/budgets/:tenant/usage", async (c) => {
     const rt = c.var.runtime;
     const { names } = tenantObjects(rt.budgets, c.req.param("tenant"));
-    const scope = c.req.query("scope");
-    if (!scope) throw new GatewayError("invalid_request", "Name the scope: ?scope=project:team/project.", { param: "scope" });
-    const now = rt.clock.now();
-    const from = timeParam(c.req.query("from"), "from", now - 86_400_000);
-    const to = timeParam(c.req.query("to"), "to", now + 1);
+    const scope = requiredScope(c.req.query("scope"));
+    const { from, to } = rangeParams(c.req.query("from"), c.req.query("to"), rt.clock.now());
     const parts = await Promise.all(names.map((n) => objectFor(c.env, n).usageReport(scope, from, to)));
+    const cut = parts.find((p) => !p.ok);
+    if (cut && !cut.ok) {
+      // Old settled attempts are kept as daily totals: a range can only take such a day whole.
+      const day = new Date(cut.dayStart).toISOString();
+      const param = from >= cut.dayStart && from < cut.dayStart + 86_400_000 ? "from" : "to";
+      throw new GatewayError("invalid_request", `'${param}' cuts through the UTC day starting ${day}, whose usage is kept only as a daily total. Start and end the range at 00:00 UTC.`, { param });
+    }
     // Stripes report the same models apart: add them up per model and price version.
     const rows = new Map<string, { model: string; priceVersion: string; attempts: number; settledMicros: number; settledTokens: number; pendingMicros: number; pendingTokens: number }>();
-    for (const row of parts.flat()) {
+    for (const row of parts.flatMap((p) => (p.ok ? p.rows : []))) {
       const k = `${row.model}\u0000${row.priceVersion}`;
       const r = rows.get(k) ?? { model: row.model, priceVersion: row.priceVersion, attempts: 0, settledMicros: 0, settledTokens: 0, pendingMicros: 0, pendingTokens: 0 };
       r.attempts += row.attempts;
@@ -125,10 +152,19 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
     return c.json({ scope, from, to, models: [...rows.values()] });
   });
 
+  app.get("/budgets/:tenant/refusals", async (c) => {
+    const rt = c.var.runtime;
+    const { names } = tenantObjects(rt.budgets, c.req.param("tenant"));
+    const scope = requiredScope(c.req.query("scope"));
+    const { from, to } = rangeParams(c.req.query("from"), c.req.query("to"), rt.clock.now());
+    const parts = await Promise.all(names.map((n) => objectFor(c.env, n).refusals(scope, from, to)));
+    return c.json({ scope, from, to, days: sumTallies(parts.flat()) });
+  });
+
   app.get("/budgets/:tenant/reconciliations", async (c) => {
     const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
     const limit = limitParam(c.req.query("limit"));
-    const after = c.req.query("after");
+    const after = keyParam(c.req.query("after"), "after");
     const parts = await Promise.all(names.map((n) => objectFor(c.env, n).pendingReconciliations(limit, after)));
     return c.json({ pending: parts.flat().sort((a, b) => a.attemptId.localeCompare(b.attemptId)).slice(0, limit) });
   });
@@ -136,32 +172,36 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
   app.get("/budgets/:tenant/attempts", async (c) => {
     const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
     const state = c.req.query("state");
+    if (state === "refused") {
+      throw new GatewayError(
+        "invalid_request",
+        "Refused reservations are not kept as attempts. GET /admin/budgets/{tenant}/refusals?scope=… counts them per scope, day and reason; the balance shows today's.",
+        { param: "state" },
+      );
+    }
     if (state !== "held" && state !== "pending_reconciliation") throw new GatewayError("invalid_request", "'state' must be held or pending_reconciliation.", { param: "state" });
     const limit = limitParam(c.req.query("limit"));
-    const after = c.req.query("after");
+    const after = keyParam(c.req.query("after"), "after");
     const parts = await Promise.all(names.map((n) => objectFor(c.env, n).attemptsIn(state, limit, after)));
     return c.json({ attempts: parts.flat().sort((a, b) => a.attemptId.localeCompare(b.attemptId)).slice(0, limit) });
   });
 
-  /**
-   * The stripe holding an attempt. A striped reservation leaves a `refused` record in each stripe
-   * that turned it down before one granted it, so the granting stripe's record wins.
-   */
+  /** The stripe holding an admitted attempt (refusals leave no record, so at most one holds it). */
   const findAttempt = async (env: Env, names: readonly string[], id: string): Promise<{ object: string; attempt: AttemptRecord } | undefined> => {
-    let refused: { object: string; attempt: AttemptRecord } | undefined;
     for (const n of names) {
       const rec = await objectFor(env, n).attempt(id);
-      if (rec && rec.state !== "refused") return { object: n, attempt: rec };
-      if (rec) refused ??= { object: n, attempt: rec };
+      if (rec) return { object: n, attempt: rec };
     }
-    return refused;
+    return undefined;
   };
+  const notFound = (id: string) =>
+    new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger: it was refused (refusals are only counted), never reserved, or finished longer ago than the retention.`);
 
   app.get("/budgets/:tenant/attempts/:attemptId", async (c) => {
     const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
     const id = c.req.param("attemptId");
     const found = await findAttempt(c.env, names, id);
-    if (!found) throw new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger.`);
+    if (!found) throw notFound(id);
     return c.json(found);
   });
 
@@ -170,7 +210,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
     const id = c.req.param("attemptId");
     const body = await readJson(c.req.raw, resolveSchema);
     const found = await findAttempt(c.env, names, id);
-    if (!found) throw new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger.`);
+    if (!found) throw notFound(id);
     const result = await objectFor(c.env, found.object).resolve(id, { micros: body.cost, tokens: body.tokens }, { actor: body.actor, ...(body.note ? { note: body.note } : {}) });
     if (!result.ok) throw new GatewayError("invalid_request", `Attempt '${id}' is not pending reconciliation (it is ${result.state ?? "unknown"}).`);
     return c.json(result);

@@ -23,6 +23,15 @@
  * same way (a stripe's `burst` share of 0 admits no counted request). `balance` sums the stripes: a
  * stripe that has not yet seen a scope's configured limits contributes no limit for it. Use striping
  * only where one object's throughput is the bottleneck, with budgets large against the worst case.
+ * Refusal tallies are per stripe: a reservation one stripe refused and the next granted is counted
+ * as a refusal by the first.
+ *
+ * ## Invalid arguments
+ *
+ * `reserve`, `settle` and `release` (the request path) answer a malformed argument — the client's
+ * own checks and the ledger object's alike — with an `invalid_argument` result, never a thrown
+ * error, so a thrown error always means the ledger could not be reached or failed. The admin
+ * methods (`balance`, `topUp`, `setLimits`) throw a RangeError.
  */
 import type {
   AttemptMeta,
@@ -32,7 +41,9 @@ import type {
   LedgerActor,
   LedgerAmount,
   LedgerCounter,
+  LedgerInvalidArgument,
   LimitBalance,
+  RefusalTally,
   ReleaseResult,
   RequestBalance,
   ReserveResult,
@@ -46,7 +57,7 @@ import type {
   TopUpAmount,
   TopUpBy,
   TopUpResult,
-  UsageRow,
+  UsageReport,
 } from "./ledger.ts";
 import { MAX_LEDGER_KEY_LENGTH } from "./ledger-types.ts";
 import { isLedgerKey, limitsProblems } from "./ledger-validate.ts";
@@ -62,12 +73,15 @@ export interface ReserveArgs {
   readonly countsRequest?: boolean;
   readonly meta?: AttemptMeta;
   readonly leaseMs?: number;
+  /** The tenant's retention (stored by the object when it changes; see `ledger.ts`). */
+  readonly retentionMs?: number;
 }
 
 /**
  * One ledger object (a root, or one stripe of it), as the BudgetLedger Durable Object serves it
- * over RPC. The object uses its own clock for every decision. An invalid argument is rejected with
- * a RangeError naming the field.
+ * over RPC. The object uses its own clock for every decision. An invalid argument is answered
+ * `invalid_argument` by `reserve`, `settle` and `release`, and rejected with a RangeError naming
+ * the field by the admin methods.
  */
 export interface BudgetLedgerRpc {
   /** Sets (`null`: clears) a scope's admin override. Audited. */
@@ -90,10 +104,15 @@ export interface BudgetLedgerRpc {
   resolve(attemptId: string, actual: LedgerAmount, by: LedgerActor): Promise<ResolveResult>;
   audit(limit: number, afterSeq?: number): Promise<AuditRecord[]>;
   /** Usage by model and price version of the attempts that charged `scope`, created in `[fromMs, toMs)`. */
-  usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageRow[]>;
+  usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageReport>;
+  /** What `scope` refused, per UTC day overlapping `[fromMs, toMs)` (kept for the retention). */
+  refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]>;
 }
 
-/** Which ledger object holds an attempt (the stripe that granted, or last refused, it). */
+/**
+ * Which ledger object holds an attempt: the stripe that granted it (or last refused it, or found
+ * it invalid; `""` when the client refused it before asking any).
+ */
 export interface LedgerHandle {
   readonly object: string;
 }
@@ -151,13 +170,26 @@ function hash(s: string): number {
   return h >>> 0;
 }
 
-/** @throws RangeError naming the bad field: the full limits must be valid, with positive request rates. */
-function checkLimits(limits: unknown, at: string): void {
+/** The problems of full (unsplit) limits: valid, with positive request rates. */
+function fullLimitsProblems(limits: unknown, at: string): string[] {
   const bad = limitsProblems(limits, at);
   const r = (limits as ScopeLimits | null)?.requests;
   if (bad.length === 0 && r && (r.perMinute < 1 || r.burst < 1)) bad.push(`${at}.requests.perMinute and burst must be positive integers`);
+  return bad;
+}
+
+/** @throws RangeError naming the bad field. */
+function checkLimits(limits: unknown, at: string): void {
+  const bad = fullLimitsProblems(limits, at);
   if (bad.length > 0) throw new RangeError(`invalid ledger limits: ${bad.join("; ")}`);
 }
+
+const invalid = (what: string, attemptId: unknown, problem: string): LedgerInvalidArgument => ({
+  ok: false,
+  attemptId: typeof attemptId === "string" ? attemptId.slice(0, MAX_LEDGER_KEY_LENGTH) : "",
+  reason: "invalid_argument",
+  message: `invalid ledger ${what}: ${problem}`,
+});
 
 const sumLimits = (parts: readonly ScopeLimits[]): ScopeLimits => {
   const first = <K extends keyof ScopeLimits>(k: K) => parts.find((p) => p[k] !== undefined)?.[k];
@@ -193,7 +225,28 @@ export function sumBalances(scope: string, parts: readonly ScopeBalance[]): Scop
   const tokens = sumFigures(parts.map((p) => p.tokens));
   const balance = sumFigures(parts.map((p) => p.balance));
   const requests = sumRequests(parts.map((p) => p.requests));
-  return { scope, limits: sumLimits(parts.map((p) => p.limits)), ...(money ? { money } : {}), ...(tokens ? { tokens } : {}), ...(balance ? { balance } : {}), ...(requests ? { requests } : {}) };
+  const refusals = sumTallies(parts.flatMap((p) => (p.refusals ? [p.refusals] : [])))[0];
+  return {
+    scope,
+    limits: sumLimits(parts.map((p) => p.limits)),
+    ...(money ? { money } : {}),
+    ...(tokens ? { tokens } : {}),
+    ...(balance ? { balance } : {}),
+    ...(requests ? { requests } : {}),
+    ...(refusals ? { refusals } : {}),
+  };
+}
+
+/** Refusal tallies of several stripes added up per day, oldest first. */
+export function sumTallies(parts: readonly RefusalTally[]): RefusalTally[] {
+  const days = new Map<number, { dayStart: number; dayEnd: number; total: number; byReason: Record<string, number> }>();
+  for (const t of parts) {
+    let d = days.get(t.dayStart);
+    if (d === undefined) days.set(t.dayStart, (d = { dayStart: t.dayStart, dayEnd: t.dayEnd, total: 0, byReason: {} }));
+    d.total += t.total;
+    for (const [reason, n] of Object.entries(t.byReason)) d.byReason[reason] = (d.byReason[reason] ?? 0) + (n ?? 0);
+  }
+  return [...days.values()].sort((a, b) => a.dayStart - b.dayStart);
 }
 
 /**
@@ -201,29 +254,36 @@ export function sumBalances(scope: string, parts: readonly ScopeBalance[]): Scop
  * because a Durable Object stub is an I/O object bound to the request that made it (in the Worker:
  * `(name) => env.BUDGET_LEDGER.getByName(name)`).
  *
- * @throws RangeError (from its methods) on an invalid argument or stripe count, before any call.
+ * Invalid arguments (and an invalid stripe count) are found before any call: `reserve`, `settle`
+ * and `release` answer them `invalid_argument`, the other methods throw a RangeError.
  */
 export function budgetLedgerClient(objectFor: (objectName: string) => BudgetLedgerRpc, opts?: BudgetLedgerClientOptions): BudgetLedgerClient {
-  const stripesOf = (root: unknown): number => {
+  /** The stripe count of a root, or what is wrong with the root or its count. */
+  const stripeCount = (root: unknown): number | string => {
     // A '#' in a root could name another root's stripe.
-    if (!isLedgerKey(root) || root.includes("#")) throw new RangeError(`invalid ledger root: must be a string of 1..${MAX_LEDGER_KEY_LENGTH} chars without '#'`);
+    if (!isLedgerKey(root) || root.includes("#")) return `root must be a string of 1..${MAX_LEDGER_KEY_LENGTH} chars without '#'`;
     const n = opts?.stripes?.(root) ?? 1;
-    if (!(Number.isSafeInteger(n) && n >= 1 && n <= MAX_LEDGER_STRIPES)) throw new RangeError(`invalid ledger stripes for ${root}: must be an integer in 1..${MAX_LEDGER_STRIPES}, got ${String(n)}`);
+    if (!(Number.isSafeInteger(n) && n >= 1 && n <= MAX_LEDGER_STRIPES)) return `stripes for ${root} must be an integer in 1..${MAX_LEDGER_STRIPES}, got ${String(n)}`;
     return n;
   };
-  const objectOf = (handle: LedgerHandle): BudgetLedgerRpc => {
-    if (!isLedgerKey(handle?.object)) throw new RangeError("invalid ledger handle: object must name a ledger object");
-    return objectFor(handle.object);
+  const stripesOf = (root: unknown): number => {
+    const n = stripeCount(root);
+    if (typeof n === "string") throw new RangeError(`invalid ledger root: ${n}`);
+    return n;
   };
+  const badHandle = (handle: LedgerHandle, attemptId: unknown, what: string) => (isLedgerKey(handle?.object) ? undefined : invalid(what, attemptId, "handle.object must name a ledger object"));
   const amountOf = (a: LedgerAmount): LedgerAmount => ({ micros: a.micros, tokens: a.tokens });
+  const refused = (result: LedgerInvalidArgument) => ({ result, handle: { object: "" } });
 
   return {
     async reserve(attemptId, args) {
       const scopes: unknown = args?.scopes;
-      if (!Array.isArray(scopes) || scopes.length === 0) throw new RangeError("invalid ledger reservation: scopes must name a root scope first");
+      if (!Array.isArray(scopes) || scopes.length === 0) return refused(invalid("reservation", attemptId, "scopes must name a root scope first"));
       const root = (scopes[0] as ScopeRef | null)?.name;
-      const n = stripesOf(root);
-      (scopes as ScopeRef[]).forEach((ref, i) => ref?.limits !== undefined && checkLimits(ref.limits, `scopes[${i}].limits`));
+      const n = stripeCount(root);
+      if (typeof n === "string") return refused(invalid("reservation", attemptId, n));
+      const bad = (scopes as ScopeRef[]).flatMap((ref, i) => (ref?.limits !== undefined ? fullLimitsProblems(ref.limits, `scopes[${i}].limits`) : []));
+      if (bad.length > 0) return refused(invalid("reservation", attemptId, bad.join("; ")));
       const start = hash(String(attemptId)) % n;
       let last: { result: ReserveResult; handle: LedgerHandle } | undefined;
       for (let k = 0; k < n; k++) {
@@ -236,16 +296,24 @@ export function budgetLedgerClient(objectFor: (objectName: string) => BudgetLedg
           ...(args.countsRequest !== undefined ? { countsRequest: args.countsRequest } : {}),
           ...(args.meta !== undefined ? { meta: { ...args.meta } } : {}),
           ...(args.leaseMs !== undefined ? { leaseMs: args.leaseMs } : {}),
+          ...(args.retentionMs !== undefined ? { retentionMs: args.retentionMs } : {}),
         });
         last = { result, handle: { object } };
-        // Every stripe would refuse a currency mismatch alike.
-        if (result.ok || result.reason === "currency_mismatch") break;
+        // Every stripe would refuse a currency mismatch, or an invalid argument, alike.
+        if (result.ok || result.reason === "currency_mismatch" || result.reason === "invalid_argument") break;
       }
       return last!;
     },
-    settle: async (handle, attemptId, actual, detail) =>
-      await objectOf(handle).settle(attemptId, actual === "unknown" ? actual : amountOf(actual), detail === undefined ? undefined : { ...detail }),
-    release: async (handle, attemptId) => await objectOf(handle).release(attemptId),
+    async settle(handle, attemptId, actual, detail) {
+      const bad = badHandle(handle, attemptId, "settlement");
+      if (bad) return bad;
+      // An amount that is not an object is left for the ledger object to name.
+      const a = actual === "unknown" || actual === null || typeof actual !== "object" ? actual : amountOf(actual);
+      return await objectFor(handle.object).settle(attemptId, a, detail === undefined ? undefined : { ...detail });
+    },
+    async release(handle, attemptId) {
+      return badHandle(handle, attemptId, "release") ?? (await objectFor(handle.object).release(attemptId));
+    },
     async balance(root, scope) {
       const n = stripesOf(root);
       const parts = await Promise.all(Array.from({ length: n }, (_, i) => objectFor(stripeObjectName(root, i)).balance(scope)));

@@ -33,6 +33,19 @@ export const USAGE_REPORT_MAX_ATTEMPTS = 10_000;
 export const DEFAULT_LEASE_MS = 10 * 60_000;
 /** Longest lease a reservation may ask for. */
 export const MAX_LEASE_MS = 24 * 60 * 60_000;
+/** One UTC day: the bucket of usage rollups and refusal tallies. */
+export const LEDGER_DAY_MS = 24 * 60 * 60_000;
+/** How long finished attempts, closed counters and refusal tallies are kept when no retention was given. */
+export const DEFAULT_RETENTION_MS = 30 * LEDGER_DAY_MS;
+/**
+ * Shortest retention: seven times the longest lease, so no settlement the gateway can still send
+ * (it settles within the lease, and a lease-expired attempt is never removed) finds its attempt gone.
+ */
+export const MIN_RETENTION_MS = 7 * MAX_LEASE_MS;
+/** Longest retention (about ten years). */
+export const MAX_RETENTION_MS = 3_650 * LEDGER_DAY_MS;
+/** Most rows one retention run removes; more is left for the next run. */
+export const RETENTION_BATCH = 500;
 
 /** Scope names, root first. */
 export type ScopePath = readonly string[];
@@ -122,6 +135,12 @@ export interface ReserveRequest {
   /** Takes one request token from every scope with a `requests` limit; retries pass false. */
   readonly countsRequest?: boolean;
   readonly meta?: AttemptMeta;
+  /**
+   * The retention of this ledger object (ms, {@link MIN_RETENTION_MS}..{@link MAX_RETENTION_MS});
+   * stored when it differs from the stored one. Omitted: the stored one stays
+   * ({@link DEFAULT_RETENTION_MS} when none was ever given).
+   */
+  readonly retentionMs?: number;
 }
 
 /** A metric a counter tracks: periodic money in one currency, tokens, a prepaid balance, or request tokens. */
@@ -133,6 +152,12 @@ export interface LedgerCounter {
   readonly metric: LedgerMetric;
   /** Start of the period/window (epoch ms); 0 for a lifetime counter (unlimited metric, prepaid balance). */
   readonly windowStart: number;
+  /**
+   * End of the period/window (epoch ms); 0 for a lifetime counter, and for a counter booked before
+   * window ends were recorded whose period could not be recovered. Retention removes a counter only
+   * once its window has ended (and it holds nothing); a 0 is never removed.
+   */
+  readonly windowEnd: number;
   /** Actual usage settled (overruns included). */
   readonly spent: number;
   /** Reservations not yet settled, pending reconciliation included. */
@@ -148,6 +173,8 @@ export interface LedgerCharge {
   readonly scope: string;
   readonly metric: LedgerMetric;
   readonly windowStart: number;
+  /** The counter's window end (0: lifetime); absent on records booked before window ends were recorded. */
+  readonly windowEnd?: number;
   readonly reserved: number;
 }
 
@@ -158,8 +185,11 @@ export interface BucketState {
   readonly at: number;
 }
 
-/** Where an attempt is in its life (see the module comment of `ledger.ts`). */
-export type AttemptState = "held" | "settled" | "pending_reconciliation" | "released" | "refused";
+/**
+ * Where an admitted attempt is in its life (see the module comment of `ledger.ts`). A refused
+ * reservation has no state: it leaves no attempt record, only a count in its scope's refusal tally.
+ */
+export type AttemptState = "held" | "settled" | "pending_reconciliation" | "released";
 /** Why an attempt is pending reconciliation: usage settled as unknown, or the lease expired unsettled. */
 export type PendingReason = "unknown_usage" | "lease_expired";
 
@@ -174,35 +204,53 @@ export interface LimitRemaining {
   readonly remaining: number;
 }
 
-/** The answer of `reserve`: granted with its lease, or refused at the narrowest failing scope. */
-export type ReserveResult =
-  | {
-      readonly ok: true;
-      readonly attemptId: string;
-      readonly leaseExpiresAt: number;
-      /** Every limit on the path, root first, after this reservation (of this ledger object: a stripe's share). */
-      readonly remaining?: readonly LimitRemaining[];
-    }
-  | {
-      readonly ok: false;
-      readonly attemptId: string;
-      readonly reason: RefusalReason;
-      /** The narrowest failing scope. */
-      readonly scope: string;
-      readonly metric: LedgerMetric;
-      /**
-       * The limit and what was already used of it: spent + held in the current period/window, or
-       * of the prepaid balance (limit = credited); for requests, the burst and the tokens taken.
-       */
-      readonly limit: number;
-      readonly used: number;
-      readonly requested: number;
-      /**
-       * Until the period/window ends, or until one request token is available (ms). Absent for a
-       * currency mismatch, an exhausted balance and a bucket that never refills.
-       */
-      readonly retryAfterMs?: number;
-    };
+/** A granted reservation: the attempt is held until settled, released or its lease expires. */
+export interface ReserveGrant {
+  readonly ok: true;
+  readonly attemptId: string;
+  readonly leaseExpiresAt: number;
+  /** Every limit on the path, root first, after this reservation (of this ledger object: a stripe's share). */
+  readonly remaining?: readonly LimitRemaining[];
+}
+
+/** A refused reservation: nothing was charged, and nothing is kept of it but its scope's refusal tally. */
+export interface ReserveRefusal {
+  readonly ok: false;
+  readonly attemptId: string;
+  readonly reason: RefusalReason;
+  /** The narrowest failing scope. */
+  readonly scope: string;
+  readonly metric: LedgerMetric;
+  /**
+   * The limit and what was already used of it: spent + held in the current period/window, or
+   * of the prepaid balance (limit = credited); for requests, the burst and the tokens taken.
+   */
+  readonly limit: number;
+  readonly used: number;
+  readonly requested: number;
+  /**
+   * Until the period/window ends, or until one request token is available (ms). Absent for a
+   * currency mismatch, an exhausted balance and a bucket that never refills.
+   */
+  readonly retryAfterMs?: number;
+}
+
+/**
+ * A request-path call (`reserve`, `settle`, `release`) the ledger did not read because an argument
+ * is malformed: nothing was read or written. It is the caller's bug, answered as a result so that
+ * no caller has to recognise an error by its class or text across RPC.
+ */
+export interface LedgerInvalidArgument {
+  readonly ok: false;
+  /** The attempt id as given (empty when it is not a string; cut to 256 chars). */
+  readonly attemptId: string;
+  readonly reason: "invalid_argument";
+  /** Names every bad field. */
+  readonly message: string;
+}
+
+/** The answer of `reserve`: granted with its lease, refused at the narrowest failing scope, or invalid. */
+export type ReserveResult = ReserveGrant | ReserveRefusal | LedgerInvalidArgument;
 
 /** What settle may record besides the actual cost. */
 export interface SettleDetail {
@@ -229,15 +277,20 @@ export interface Settlement extends SettleDetail {
   readonly resolvedBy?: LedgerActor & { readonly at: number };
 }
 
-/** The answer of `settle`; a repeated settle returns the first answer. */
+/**
+ * The answer of `settle`; a repeated settle returns the first answer. `unknown_attempt`: this
+ * object never admitted the id, or the attempt was finished and removed by retention.
+ */
 export type SettleResult =
   | { readonly ok: true; readonly attemptId: string; readonly state: "settled" | "pending_reconciliation"; readonly settlement: Settlement }
-  | { readonly ok: false; readonly attemptId: string; readonly reason: "unknown_attempt" | "not_reserved" | "conflict"; readonly state?: AttemptState };
+  | { readonly ok: false; readonly attemptId: string; readonly reason: "unknown_attempt" | "conflict"; readonly state?: AttemptState }
+  | LedgerInvalidArgument;
 
-/** The answer of `release`; a repeated release returns the first answer. */
+/** The answer of `release`; a repeated release returns the first answer. `unknown_attempt` as for settle. */
 export type ReleaseResult =
   | { readonly ok: true; readonly attemptId: string; readonly state: "released"; readonly releasedAt: number }
-  | { readonly ok: false; readonly attemptId: string; readonly reason: "unknown_attempt" | "not_reserved" | "conflict"; readonly state?: AttemptState };
+  | { readonly ok: false; readonly attemptId: string; readonly reason: "unknown_attempt" | "conflict"; readonly state?: AttemptState }
+  | LedgerInvalidArgument;
 
 /** The answer of `resolve`: only an attempt pending reconciliation can be resolved; a repeat returns the first answer. */
 export type ResolveResult =
@@ -256,8 +309,8 @@ export interface AttemptRecord {
   readonly createdAt: number;
   /** Epoch ms; meaningful while `held`. */
   readonly leaseExpiresAt: number;
-  /** The first `reserve` answer, returned again to a repeated reserve. */
-  readonly result: ReserveResult;
+  /** The `reserve` answer, returned again to a repeated reserve. */
+  readonly result: ReserveGrant;
   readonly meta?: AttemptMeta;
   readonly pendingReason?: PendingReason;
   readonly settlement?: Settlement;
@@ -347,6 +400,63 @@ export interface UsageRow {
   readonly pendingTokens: number;
 }
 
+/**
+ * The usage-report figures of the settled attempts of one scope, UTC day, model, price version and
+ * currency whose attempt records retention removed.
+ */
+export interface UsageRollup {
+  readonly scope: string;
+  /** Start of the UTC day the attempts were created in. */
+  readonly dayStart: number;
+  readonly model: string;
+  readonly priceVersion: string;
+  readonly currency: string;
+  readonly attempts: number;
+  readonly settledMicros: number;
+  readonly settledTokens: number;
+}
+
+/**
+ * The answer of `usageReport`. Refused (`range_cuts_rollup`) when an edge of the range falls
+ * inside a UTC day of which some of the scope's attempts are only kept as a daily total: that
+ * day can only be reported whole.
+ */
+export type UsageReport =
+  | { readonly ok: true; readonly rows: readonly UsageRow[] }
+  | {
+      readonly ok: false;
+      readonly reason: "range_cuts_rollup";
+      /** Start of the UTC day the edge cuts through. */
+      readonly dayStart: number;
+      readonly message: string;
+    };
+
+/** The reservations one scope refused in one UTC day, by reason (the scope was the narrowest failing one). */
+export interface RefusalTally {
+  readonly dayStart: number;
+  readonly dayEnd: number;
+  readonly total: number;
+  readonly byReason: Readonly<Partial<Record<RefusalReason, number>>>;
+}
+
+/** One stored refusal count. */
+export interface RefusalCount {
+  readonly dayStart: number;
+  readonly reason: RefusalReason;
+  readonly count: number;
+}
+
+/** What one retention run did. */
+export interface RetentionRun {
+  /** Attempt records removed (settled ones rolled into the usage rollups first). */
+  readonly attempts: number;
+  /** Counter rows and refusal tallies of windows and days past the retention removed. */
+  readonly counters: number;
+  readonly refusals: number;
+  /** True when the run stopped at its batch size: call again. */
+  readonly more: boolean;
+}
+
 /** A scope's figures for one limited metric in the current period/window. */
 export interface LimitBalance {
   readonly metric: LedgerMetric;
@@ -384,6 +494,8 @@ export interface ScopeBalance {
   readonly tokens?: LimitBalance;
   readonly balance?: LimitBalance;
   readonly requests?: RequestBalance;
+  /** The reservations this scope refused today (UTC); absent when none. */
+  readonly refusals?: RefusalTally;
 }
 
 /**
@@ -419,4 +531,31 @@ export interface LedgerStore {
   putAudit(record: AuditRecord): void;
   /** Audit records with `seq > afterSeq`, in order, at most `limit`. */
   auditAfter(afterSeq: number, limit: number): AuditRecord[];
+  /** The retention last stored; undefined when none was. */
+  getRetention(): number | undefined;
+  putRetention(ms: number): void;
+  /** Adds one to the refusal count of (scope, day, reason). */
+  addRefusal(scope: string, dayStart: number, reason: RefusalReason): void;
+  /** A scope's refusal counts of the days starting in `[fromDay, toMs)`, by day and reason. */
+  refusalsOf(scope: string, fromDay: number, toMs: number): RefusalCount[];
+  /** Attempts `settled` or `released` created before `before`, at most `limit` (in any order). */
+  finishedBefore(before: number, limit: number): AttemptRecord[];
+  /** Removes an attempt record and its usage-report index rows. */
+  deleteAttempt(record: AttemptRecord): void;
+  /** Adds `row`'s figures to the rollup of its (scope, day, model, price version, currency). */
+  addRollup(row: UsageRollup): void;
+  /** A scope's rollups of the days starting in `[fromMs, toMs)`. */
+  rollupsOf(scope: string, fromMs: number, toMs: number): UsageRollup[];
+  /** Whether the scope has a rollup of the day starting at `dayStart`. */
+  hasRollup(scope: string, dayStart: number): boolean;
+  /** Removes up to `limit` periodic counters that hold nothing and whose window ended before `before`; returns how many. */
+  deleteClosedCounters(before: number, limit: number): number;
+  /** Removes up to `limit` refusal counts of days starting before `before`; returns how many. */
+  deleteRefusalsBefore(before: number, limit: number): number;
+  /**
+   * The earliest moment from which something may age out: the creation of the oldest finished
+   * attempt, the window end of the earliest-ending periodic counter that holds nothing, or the end
+   * of the oldest refusal day. Undefined when there is none.
+   */
+  oldestRemovable(): number | undefined;
 }

@@ -1,11 +1,14 @@
 /**
  * Argument checks of the ledger. Every argument may have come over RPC from anywhere, so nothing
- * is assumed about its type: each check names the bad field in a RangeError, before anything is read
- * or written.
+ * is assumed about its type: each check names the bad field, before anything is read or written.
+ * The request-path checks (`…Problems`) list the problems, which the ledger answers as an
+ * `invalid_argument` result; the admin-path checks (`validate…`) throw them as a RangeError.
  */
 import {
   MAX_LEASE_MS,
   MAX_LEDGER_AMOUNT,
+  MAX_RETENTION_MS,
+  MIN_RETENTION_MS,
   MAX_LEDGER_KEY_LENGTH,
   MAX_LEDGER_PAGE,
   MAX_NOTE_LENGTH,
@@ -14,9 +17,7 @@ import {
   MAX_USAGE_ENTRIES,
   type LedgerActor,
   type LedgerAmount,
-  type ReserveRequest,
   type ScopeLimits,
-  type SettleDetail,
   type TopUpAmount,
   type TopUpBy,
 } from "./ledger-types.ts";
@@ -105,11 +106,14 @@ function nowProblems(now: unknown): string[] {
   return isTime(now) ? [] : [`now must be a non-negative integer (epoch ms), got ${String(now)}`];
 }
 
-/** @throws RangeError naming every bad field. */
-export function validateReserve(attemptId: string, req: ReserveRequest): void {
+/** A retention the ledger accepts (ms). */
+export const isRetention = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= MIN_RETENTION_MS && (n as number) <= MAX_RETENTION_MS;
+
+/** Every problem of a reservation, each naming its field; empty when it is valid. */
+export function reserveProblems(attemptId: unknown, req: unknown): string[] {
   const bad: string[] = [];
   if (!isLedgerKey(attemptId)) bad.push(`attemptId must be ${keyRule}`);
-  if (!isObject(req)) fail("reservation", [...bad, "the reservation must be an object"]);
+  if (!isObject(req)) return [...bad, "the reservation must be an object"];
   const s: unknown = req.scopes;
   if (!Array.isArray(s) || s.length === 0 || s.length > MAX_SCOPE_DEPTH) bad.push(`scopes must be 1..${MAX_SCOPE_DEPTH} scope refs { name, limits? }, root first`);
   else {
@@ -123,17 +127,18 @@ export function validateReserve(attemptId: string, req: ReserveRequest): void {
   if (!isCurrency(req.currency)) bad.push("currency must be an ISO 4217 code (3 capital letters)");
   bad.push(...amountProblems(req.amount, "amount"), ...nowProblems(req.now));
   if (req.leaseMs !== undefined && !(isPositiveMs(req.leaseMs) && req.leaseMs <= MAX_LEASE_MS)) bad.push(`leaseMs must be an integer in 1..${MAX_LEASE_MS}`);
+  if (req.retentionMs !== undefined && !isRetention(req.retentionMs)) bad.push(`retentionMs must be an integer in ${MIN_RETENTION_MS}..${MAX_RETENTION_MS} (7 to 3650 days)`);
   if (req.countsRequest !== undefined && typeof req.countsRequest !== "boolean") bad.push("countsRequest must be a boolean");
   const meta: unknown = req.meta;
   if (meta !== undefined) {
     if (!isObject(meta)) bad.push("meta must be an object");
     else for (const k of ["requestId", "model", "priceVersion"] as const) if (meta[k] !== undefined && !isLedgerKey(meta[k])) bad.push(`meta.${k} must be ${keyRule}`);
   }
-  fail("reservation", bad);
+  return bad;
 }
 
-/** @throws RangeError naming every bad field. */
-export function validateSettle(attemptId: string, actual: LedgerAmount | "unknown", now: number, detail: SettleDetail | undefined): void {
+/** Every problem of a settlement, each naming its field; empty when it is valid. */
+export function settleProblems(attemptId: unknown, actual: unknown, now: unknown, detail: unknown): string[] {
   const bad: string[] = [];
   if (!isLedgerKey(attemptId)) bad.push(`attemptId must be ${keyRule}`);
   if (actual !== "unknown") bad.push(...amountProblems(actual, "actual"));
@@ -149,7 +154,12 @@ export function validateSettle(attemptId: string, actual: LedgerAmount | "unknow
       }
     }
   }
-  fail("settlement", bad);
+  return bad;
+}
+
+/** The problems of a key and a clock reading. */
+export function keyAndNowProblems(field: string, key: unknown, now: unknown): string[] {
+  return [...(isLedgerKey(key) ? [] : [`${field} must be ${keyRule}`]), ...nowProblems(now)];
 }
 
 /** Problems of who did an admin act. */
@@ -163,7 +173,7 @@ export function actorProblems(by: unknown, at: string): string[] {
 
 /** @throws RangeError naming every bad field. */
 export function validateKeyAndNow(what: string, field: string, key: unknown, now: unknown): void {
-  fail(what, [...(isLedgerKey(key) ? [] : [`${field} must be ${keyRule}`]), ...nowProblems(now)]);
+  fail(what, keyAndNowProblems(field, key, now));
 }
 
 /** @throws RangeError naming every bad field. */
@@ -201,12 +211,12 @@ export function validatePage(limit: number, after: unknown, afterField: string, 
 }
 
 /** @throws RangeError naming every bad field. */
-export function validateReport(scope: string, fromMs: number, toMs: number): void {
+export function validateReport(scope: string, fromMs: number, toMs: number, what = "usage report"): void {
   const bad: string[] = [];
   if (!isLedgerKey(scope)) bad.push(`scope must be ${keyRule}`);
   if (!isTime(fromMs)) bad.push(`fromMs must be a non-negative integer (epoch ms), got ${String(fromMs)}`);
   if (!isTime(toMs) || (isTime(fromMs) && toMs < fromMs)) bad.push(`toMs must be an integer (epoch ms) not before fromMs, got ${String(toMs)}`);
-  fail("usage report", bad);
+  fail(what, bad);
 }
 
 /** A non-negative safe integer (audit `seq`). */

@@ -21,19 +21,23 @@
  *   (`setLimits`) if there is one, else the configured ones. When the configured limits differ from
  *   the ones stored for the scope (canonical JSON), they are stored, so `balance` and `limits` show
  *   them without being passed limits. That is configuration, not books: it is stored whether or not
- *   the reservation is admitted.
+ *   the reservation is admitted. The ledger object's retention travels the same way
+ *   (`retentionMs`), except that omitting it keeps the stored one.
  * - A **reservation** is the priced worst case of one attempt (micro-units and tokens). `reserve`
  *   checks every scope and metric first and then charges all of them or none; on refusal the
- *   narrowest (leaf-most) failing scope is reported and no counter or bucket is touched: the only
- *   booking written is the refusal record. Usage already spent, overruns included, counts against
- *   the limit: admission needs `spent + held + amount <= limit` (for a prepaid balance,
- *   `<= credited`, the sum of its top-ups).
+ *   narrowest (leaf-most) failing scope is reported and no counter or bucket is touched. Usage
+ *   already spent, overruns included, counts against the limit: admission needs
+ *   `spent + held + amount <= limit` (for a prepaid balance, `<= credited`, the sum of its top-ups).
+ * - **Refusals leave no attempt record**: nothing was charged, so there is nothing to settle. The
+ *   refusing (narrowest failing) scope counts it in a **refusal tally** per UTC day and reason,
+ *   shown in `balance` (today) and `refusals` (by day), kept for the retention.
  * - **Request buckets**: a reservation with `countsRequest` takes one token from the bucket of
  *   every scope with a `requests` limit; a retry (`countsRequest` false) takes none. A bucket refills
  *   continuously and is kept in exact integer units ({@link BUCKET_UNITS_PER_TOKEN} per token).
  *   Tokens are never given back: release and settle do not refund them.
- * - Each attempt id is reserved at most once: a second `reserve` with the same id returns the first
- *   result (granted or refused), whatever it asks for.
+ * - Each attempt id is admitted at most once: a `reserve` with the id of an admitted attempt
+ *   returns its grant again, whatever it asks for. A `reserve` with the id of a refused one is
+ *   evaluated afresh (the refusal charged nothing and was not kept), so it may be granted now.
  * - Every charge is booked in the period/window in which the attempt was admitted; its settlement
  *   and release go to the same counters, so the books of a period balance on their own.
  *
@@ -50,12 +54,38 @@
  *   cost (found in `pendingReconciliations`); that settles it and is audited.
  * - `released`: the attempt was never sent (`release`); the reservation is returned in full.
  *   Allowed from `held` and from a lease-expired `pending_reconciliation` (no settlement yet).
- * - `refused`: `reserve` refused it; nothing is charged.
  *
  * `settle`, `release`, `resolve` and `topUp` are idempotent: repeating one returns the first answer
  * and changes nothing. A settle after a release (or a release after a settle) is refused as `conflict`.
  *
  * Admin acts (`setLimits`, `topUp`, `resolve`) append to an audit log (`audit`).
+ *
+ * ## Retention
+ *
+ * The books do not grow with traffic. `retain` (the object's alarm runs it, in batches) removes,
+ * once they are older than the retention ({@link DEFAULT_RETENTION_MS} unless configured):
+ * - attempt records that are `settled` or `released`, by creation time. A settled one is first
+ *   added to its scopes' **usage rollups**, one row per (scope, UTC day of creation, model, price
+ *   version, currency), which are kept for good: `usageReport` stays exact for every range whose
+ *   edges are whole UTC days, and for any range inside the retention; a range whose edge cuts a
+ *   day that has rollups is refused (`range_cuts_rollup`). Held and pending attempts are never
+ *   removed, so every settlement that can still change the books finds its record.
+ * - counters of periods/windows that ended before the retention and hold nothing (lifetime
+ *   counters and prepaid balances stay), and refusal tallies of days before it.
+ * The audit log, top-ups, limits, buckets and credits are kept. So the rows are bounded by
+ * scopes × (retained windows + rollup days) + attempts inside the retention + held + pending + audit.
+ *
+ * A settle or release of an attempt removed by retention answers `unknown_attempt` and changes
+ * nothing: the attempt was finished at least the retention ago, which is at least seven times the
+ * longest lease ({@link MIN_RETENTION_MS}), and the gateway settles within the lease. A `reserve`
+ * reusing such an id is a new reservation; the gateway never reuses attempt ids.
+ *
+ * ## Arguments
+ *
+ * The request-path calls (`reserve`, `settle`, `release`) answer a malformed argument with an
+ * `invalid_argument` result naming every bad field, so no caller classifies errors across RPC; the
+ * admin-path calls throw a RangeError instead (the admin routes check their parameters first, so
+ * one reaching them is a gateway bug). Nothing is read or written either way.
  *
  * Integer arithmetic only: every amount is a non-negative safe integer bounded by
  * {@link MAX_LEDGER_AMOUNT}, so sums stay exact.
@@ -63,7 +93,11 @@
 import {
   BUCKET_UNITS_PER_TOKEN,
   DEFAULT_LEASE_MS,
+  DEFAULT_RETENTION_MS,
+  LEDGER_DAY_MS,
   MAX_LEDGER_CREDIT,
+  MAX_LEDGER_KEY_LENGTH,
+  RETENTION_BATCH,
   USAGE_REPORT_MAX_ATTEMPTS,
   type AttemptRecord,
   type AttemptState,
@@ -73,17 +107,22 @@ import {
   type LedgerAmount,
   type LedgerCharge,
   type LedgerCounter,
+  type LedgerInvalidArgument,
   type LedgerMetric,
   type LedgerStore,
   type LimitBalance,
   type LimitRemaining,
   type RefusalReason,
+  type RefusalTally,
   type ReleaseResult,
   type RequestBalance,
   type RequestLimit,
+  type ReserveGrant,
+  type ReserveRefusal,
   type ReserveRequest,
   type ReserveResult,
   type ResolveResult,
+  type RetentionRun,
   type ScopeBalance,
   type ScopeLimits,
   type ScopeLimitsView,
@@ -93,19 +132,22 @@ import {
   type TopUpAmount,
   type TopUpBy,
   type TopUpResult,
+  type UsageReport,
+  type UsageRollup,
   type UsageRow,
 } from "./ledger-types.ts";
 import {
   canonicalLimits,
   isLedgerKey,
   isSeq,
+  keyAndNowProblems,
+  reserveProblems,
+  settleProblems,
   validateKeyAndNow,
   validatePage,
   validateReport,
-  validateReserve,
   validateResolve,
   validateSetLimits,
-  validateSettle,
   validateTopUp,
 } from "./ledger-validate.ts";
 
@@ -113,20 +155,25 @@ export type * from "./ledger-types.ts";
 export {
   BUCKET_UNITS_PER_TOKEN,
   DEFAULT_LEASE_MS,
+  DEFAULT_RETENTION_MS,
+  LEDGER_DAY_MS,
   MAX_LEASE_MS,
   MAX_LEDGER_AMOUNT,
   MAX_LEDGER_CREDIT,
   MAX_LEDGER_KEY_LENGTH,
   MAX_LEDGER_PAGE,
   MAX_REQUEST_RATE,
+  MAX_RETENTION_MS,
   MAX_SCOPE_DEPTH,
+  MIN_RETENTION_MS,
+  RETENTION_BATCH,
   USAGE_REPORT_MAX_ATTEMPTS,
 } from "./ledger-types.ts";
-export { validateLimits, validateReserve } from "./ledger-validate.ts";
+export { validateLimits } from "./ledger-validate.ts";
 
-const ATTEMPT_STATES: readonly AttemptState[] = ["held", "settled", "pending_reconciliation", "released", "refused"];
+const ATTEMPT_STATES: readonly AttemptState[] = ["held", "settled", "pending_reconciliation", "released"];
 const windowOf = (now: number, len: number) => now - (now % len);
-const emptyCounter = (scope: string, metric: LedgerMetric, windowStart: number): LedgerCounter => ({ scope, metric, windowStart, spent: 0, held: 0, pending: 0, overrun: 0 });
+const emptyCounter = (scope: string, metric: LedgerMetric, windowStart: number, windowEnd: number): LedgerCounter => ({ scope, metric, windowStart, windowEnd, spent: 0, held: 0, pending: 0, overrun: 0 });
 const limitsKey = (l: ScopeLimits | undefined) => JSON.stringify(l ?? {});
 const isEmpty = (l: ScopeLimits) => Object.keys(l).length === 0;
 /** The part of an amount a counter of `metric` books: tokens for the token counter, micros otherwise. */
@@ -135,6 +182,11 @@ const amountOf = (a: LedgerAmount): LedgerAmount => ({ micros: a.micros, tokens:
 const overrunOf = (actual: LedgerAmount, reserved: LedgerAmount): LedgerAmount => ({ micros: Math.max(0, actual.micros - reserved.micros), tokens: Math.max(0, actual.tokens - reserved.tokens) });
 
 const noteOf = (by: LedgerActor | undefined): { note?: string } => (by?.note !== undefined ? { note: by.note } : {});
+
+/** The `invalid_argument` answer of a request-path call. */
+function invalid(what: string, attemptId: unknown, bad: readonly string[]): LedgerInvalidArgument {
+  return { ok: false, attemptId: typeof attemptId === "string" ? attemptId.slice(0, MAX_LEDGER_KEY_LENGTH) : "", reason: "invalid_argument", message: `invalid ledger ${what}: ${bad.join("; ")}` };
+}
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -192,15 +244,16 @@ export class BudgetLedgerCore {
 
   /**
    * Checks every scope and metric of the path and then reserves the amount in all of them (and
-   * takes the request tokens), or in none.
-   *
-   * @throws RangeError when an argument is invalid (nothing is read or written).
+   * takes the request tokens), or in none. A refusal is counted in the refusing scope's tally, not
+   * kept as an attempt. An invalid argument is answered `invalid_argument` (nothing is read or written).
    */
   reserve(attemptId: string, req: ReserveRequest): ReserveResult {
-    validateReserve(attemptId, req);
+    const bad = reserveProblems(attemptId, req);
+    if (bad.length > 0) return invalid("reservation", attemptId, bad);
     const existing = this.#store.getAttempt(attemptId);
     if (existing !== undefined) return existing.result;
     const { now, currency, amount } = req;
+    if (req.retentionMs !== undefined && req.retentionMs !== this.#store.getRetention()) this.#store.putRetention(req.retentionMs);
     const money: LedgerMetric = `money:${currency}`;
     const prepaid: LedgerMetric = `balance:${currency}`;
     const plans = req.scopes.map((ref) => {
@@ -211,7 +264,7 @@ export class BudgetLedgerCore {
     const charges: LedgerCharge[] = [];
     const buckets: BucketState[] = [];
     const remaining: LimitRemaining[] = [];
-    let refusal: ReserveResult | undefined;
+    let refusal: ReserveRefusal | undefined;
     // Leaf first, so the first failure found is the narrowest one; once found, nothing more is checked.
     for (const { scope, effective: lim } of [...plans].reverse()) {
       const refuse = (reason: RefusalReason, metric: LedgerMetric, limit: number, used: number, requested: number, retryAfterMs?: number) => {
@@ -225,19 +278,19 @@ export class BudgetLedgerCore {
       ];
       for (const [metric, requested, limit] of periodic) {
         const windowStart = limit ? windowOf(now, limit.len) : 0;
-        charges.push({ scope, metric, windowStart, reserved: requested });
+        charges.push({ scope, metric, windowStart, windowEnd: limit ? windowStart + limit.len : 0, reserved: requested });
         if (limit === undefined || refusal !== undefined) continue;
-        const c = this.#store.getCounter(scope, metric, windowStart) ?? emptyCounter(scope, metric, windowStart);
-        const used = c.spent + c.held;
+        const c = this.#store.getCounter(scope, metric, windowStart);
+        const used = c === undefined ? 0 : c.spent + c.held;
         if (used + requested > limit.limit) refuse(metric === "tokens" ? "token_limit_exceeded" : "money_budget_exceeded", metric, limit.limit, used, requested, windowStart + limit.len - now);
         else remaining.push({ scope, metric, remaining: limit.limit - used - requested });
       }
       if (lim.balance) {
-        charges.push({ scope, metric: prepaid, windowStart: 0, reserved: amount.micros });
+        charges.push({ scope, metric: prepaid, windowStart: 0, windowEnd: 0, reserved: amount.micros });
         if (refusal === undefined) {
-          const c = this.#store.getCounter(scope, prepaid, 0) ?? emptyCounter(scope, prepaid, 0);
+          const c = this.#store.getCounter(scope, prepaid, 0);
           const credited = this.#store.getCredited(scope, currency);
-          const used = c.spent + c.held;
+          const used = c === undefined ? 0 : c.spent + c.held;
           if (used + amount.micros > credited) refuse("balance_exhausted", prepaid, credited, used, amount.micros);
           else remaining.push({ scope, metric: prepaid, remaining: credited - used - amount.micros });
         }
@@ -258,29 +311,28 @@ export class BudgetLedgerCore {
     const meta = req.meta ? { ...(req.meta.requestId !== undefined ? { requestId: req.meta.requestId } : {}), ...(req.meta.model !== undefined ? { model: req.meta.model } : {}), ...(req.meta.priceVersion !== undefined ? { priceVersion: req.meta.priceVersion } : {}) } : undefined;
     const base = { attemptId, scopes: plans.map((p) => p.scope), currency, amount: amountOf(amount), createdAt: now, leaseExpiresAt, ...(meta ? { meta } : {}) };
     if (refusal !== undefined) {
-      this.#store.putAttempt({ ...base, state: "refused", charges: [], result: refusal });
+      this.#store.addRefusal(refusal.scope, windowOf(now, LEDGER_DAY_MS), refusal.reason);
       return refusal;
     }
     for (const ch of charges) this.#adjust(ch, { held: ch.reserved });
     for (const b of buckets) this.#store.putBucket(b);
     // Collected leaf first; reported root first, like the path.
-    const result: ReserveResult = { ok: true, attemptId, leaseExpiresAt, remaining: remaining.reverse() };
+    const result: ReserveGrant = { ok: true, attemptId, leaseExpiresAt, remaining: remaining.reverse() };
     this.#store.putAttempt({ ...base, state: "held", charges, result });
     return result;
   }
 
   /**
    * Settles an attempt exactly once with its actual cost, or `"unknown"` (held for reconciliation).
-   * `detail` is recorded on the settlement; an estimate does not change what is held.
-   *
-   * @throws RangeError when an argument is invalid.
+   * `detail` is recorded on the settlement; an estimate does not change what is held. An invalid
+   * argument is answered `invalid_argument`.
    */
   settle(attemptId: string, actual: LedgerAmount | "unknown", now: number, detail?: SettleDetail): SettleResult {
-    validateSettle(attemptId, actual, now, detail);
+    const bad = settleProblems(attemptId, actual, now, detail);
+    if (bad.length > 0) return invalid("settlement", attemptId, bad);
     const rec = this.#store.getAttempt(attemptId);
     if (rec === undefined) return { ok: false, attemptId, reason: "unknown_attempt" };
     if (rec.settlement !== undefined) return { ok: true, attemptId, state: rec.state as "settled" | "pending_reconciliation", settlement: rec.settlement };
-    if (rec.state === "refused") return { ok: false, attemptId, reason: "not_reserved", state: rec.state };
     if (rec.state === "released") return { ok: false, attemptId, reason: "conflict", state: rec.state };
     const wasPending = rec.state === "pending_reconciliation";
     const extra = { ...(detail?.estimate ? { estimate: amountOf(detail.estimate) } : {}), ...(detail?.usage ? { usage: { ...detail.usage } } : {}) };
@@ -299,14 +351,14 @@ export class BudgetLedgerCore {
 
   /**
    * Returns the whole reservation of an attempt that was never sent. Idempotent. Request tokens
-   * it took are not given back.
+   * it took are not given back. An invalid argument is answered `invalid_argument`.
    */
   release(attemptId: string, now: number): ReleaseResult {
-    validateKeyAndNow("release", "attemptId", attemptId, now);
+    const bad = keyAndNowProblems("attemptId", attemptId, now);
+    if (bad.length > 0) return invalid("release", attemptId, bad);
     const rec = this.#store.getAttempt(attemptId);
     if (rec === undefined) return { ok: false, attemptId, reason: "unknown_attempt" };
     if (rec.state === "released") return { ok: true, attemptId, state: "released", releasedAt: rec.releasedAt ?? now };
-    if (rec.state === "refused") return { ok: false, attemptId, reason: "not_reserved", state: rec.state };
     if (rec.settlement !== undefined) return { ok: false, attemptId, reason: "conflict", state: rec.state };
     const wasPending = rec.state === "pending_reconciliation";
     for (const ch of rec.charges) this.#adjust(ch, { held: -ch.reserved, pending: wasPending ? -ch.reserved : 0 });
@@ -328,9 +380,71 @@ export class BudgetLedgerCore {
     return expired.length;
   }
 
-  /** When the next held lease expires (to schedule the alarm); undefined when nothing is held. */
+  /** When the next held lease expires; undefined when nothing is held. */
   nextLeaseExpiry(): number | undefined {
     return this.#store.earliestLease();
+  }
+
+  /** The retention of this ledger: the one last given with a reservation, else {@link DEFAULT_RETENTION_MS}. */
+  retention(): number {
+    return this.#store.getRetention() ?? DEFAULT_RETENTION_MS;
+  }
+
+  /**
+   * Removes, at most `max` rows per call, what is older than the retention (see the module
+   * comment): finished attempts (settled ones rolled up first), counters of windows that ended and
+   * hold nothing, refusal tallies. `more` says whether to call again.
+   */
+  retain(now: number, max = RETENTION_BATCH): RetentionRun {
+    const before = now - this.retention();
+    const finished = this.#store.finishedBefore(before, max);
+    const rollups = new Map<string, { -readonly [K in keyof UsageRollup]: UsageRollup[K] }>();
+    for (const a of finished) {
+      const actual = a.state === "settled" && a.settlement !== undefined && a.settlement.actual !== "unknown" ? a.settlement.actual : undefined;
+      if (actual !== undefined) {
+        const dayStart = windowOf(a.createdAt, LEDGER_DAY_MS);
+        const model = a.meta?.model ?? "";
+        const priceVersion = a.meta?.priceVersion ?? "";
+        for (const scope of new Set(a.charges.map((c) => c.scope))) {
+          const key = JSON.stringify([scope, dayStart, model, priceVersion, a.currency]);
+          let r = rollups.get(key);
+          if (r === undefined) rollups.set(key, (r = { scope, dayStart, model, priceVersion, currency: a.currency, attempts: 0, settledMicros: 0, settledTokens: 0 }));
+          r.attempts++;
+          r.settledMicros += actual.micros;
+          r.settledTokens += actual.tokens;
+        }
+      }
+      this.#store.deleteAttempt(a);
+    }
+    // One write per rollup row of the batch, however many attempts it sums.
+    for (const r of rollups.values()) this.#store.addRollup(r);
+    let left = max - finished.length;
+    const counters = left > 0 ? this.#store.deleteClosedCounters(before, left) : 0;
+    left -= counters;
+    // A day's tally goes once the whole day is older than the retention.
+    const refusals = left > 0 ? this.#store.deleteRefusalsBefore(before - LEDGER_DAY_MS, left) : 0;
+    left -= refusals;
+    return { attempts: finished.length, counters, refusals, more: left <= 0 };
+  }
+
+  /**
+   * When the work a `reserve` answer leaves falls due: a grant's lease expiry, or when a refusal's
+   * tally ages out; undefined for an invalid argument (nothing was written).
+   */
+  wakeFor(result: ReserveResult, now: number): number | undefined {
+    if (result.ok) return result.leaseExpiresAt;
+    if (result.reason === "invalid_argument") return undefined;
+    return windowOf(now, LEDGER_DAY_MS) + LEDGER_DAY_MS + this.retention() + 1;
+  }
+
+  /** When the alarm should next run: the earliest lease expiry, or when retention next has work; undefined when neither. */
+  nextAlarm(): number | undefined {
+    const lease = this.#store.earliestLease();
+    const oldest = this.#store.oldestRemovable();
+    // Removal is strictly older than the retention: due one millisecond after it.
+    const retention = oldest === undefined ? undefined : oldest + this.retention() + 1;
+    if (lease === undefined || retention === undefined) return lease ?? retention;
+    return Math.min(lease, retention);
   }
 
   /** One attempt's record; undefined when this ledger has none. */
@@ -405,13 +519,16 @@ export class BudgetLedgerCore {
     return this.#store.auditAfter(afterSeq ?? 0, limit);
   }
 
-  /** A scope's effective limits and its figures in the current period/window of each limited metric. */
+  /**
+   * A scope's effective limits, its figures in the current period/window of each limited metric,
+   * and what it refused today.
+   */
   balance(scope: string, now: number): ScopeBalance {
     validateKeyAndNow("balance", "scope", scope, now);
     const limits = this.limits(scope).effective;
     const figures = (metric: LedgerMetric, limit: number, len: number): LimitBalance => {
       const windowStart = len > 0 ? windowOf(now, len) : 0;
-      const c = this.#store.getCounter(scope, metric, windowStart) ?? emptyCounter(scope, metric, windowStart);
+      const c = this.#store.getCounter(scope, metric, windowStart) ?? emptyCounter(scope, metric, windowStart, 0);
       return { metric, limit, windowStart, windowEnd: len > 0 ? windowStart + len : 0, spent: c.spent, held: c.held, pending: c.pending, overrun: c.overrun, remaining: Math.max(0, limit - c.spent - c.held) };
     };
     const requests = (lim: RequestLimit): RequestBalance => {
@@ -420,6 +537,8 @@ export class BudgetLedgerCore {
       return { metric: "requests", perMinute: lim.perMinute, burst: lim.burst, available: Math.floor(b.units / BUCKET_UNITS_PER_TOKEN), ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
     };
     const cur = limits.balance?.currency;
+    const today = windowOf(now, LEDGER_DAY_MS);
+    const refusals = this.#tallies(scope, today, today + LEDGER_DAY_MS)[0];
     return {
       scope,
       limits,
@@ -427,7 +546,14 @@ export class BudgetLedgerCore {
       ...(limits.tokens ? { tokens: figures("tokens", limits.tokens.limit, limits.tokens.windowMs) } : {}),
       ...(cur ? { balance: figures(`balance:${cur}`, this.#store.getCredited(scope, cur), 0) } : {}),
       ...(limits.requests ? { requests: requests(limits.requests) } : {}),
+      ...(refusals ? { refusals } : {}),
     };
+  }
+
+  /** The reservations a scope refused (as the narrowest failing scope) on each UTC day overlapping `[fromMs, toMs)` that has any. */
+  refusals(scope: string, fromMs: number, toMs: number): RefusalTally[] {
+    validateReport(scope, fromMs, toMs, "refusal report");
+    return this.#tallies(scope, windowOf(fromMs, LEDGER_DAY_MS), toMs);
   }
 
   /** Every counter of a scope (all periods, windows, lifetime counters and prepaid balances). */
@@ -439,29 +565,57 @@ export class BudgetLedgerCore {
   /**
    * Usage of the attempts that charged `scope` and were created in `[fromMs, toMs)`, by model,
    * price version and currency (`""` where the attempt carried none): settled attempts at their
-   * actual cost, held and pending ones at their reservation; released and refused attempts are left
-   * out. Bounded: only the earliest {@link USAGE_REPORT_MAX_ATTEMPTS} attempts of the range are
-   * scanned, so a busier range must be asked for in shorter pieces.
+   * actual cost, held and pending ones at their reservation; released attempts are left out.
+   * Settled attempts removed by retention count through their daily rollups, so a range whose edge
+   * cuts through a UTC day that has rollups for the scope is refused (`range_cuts_rollup`). Bounded:
+   * only the earliest {@link USAGE_REPORT_MAX_ATTEMPTS} attempt records of the range are scanned,
+   * so a busier range must be asked for in shorter pieces.
    *
    * @throws RangeError when an argument is invalid.
    */
-  usageReport(scope: string, fromMs: number, toMs: number): UsageRow[] {
+  usageReport(scope: string, fromMs: number, toMs: number): UsageReport {
     validateReport(scope, fromMs, toMs);
+    for (const edge of [fromMs, toMs]) {
+      const dayStart = windowOf(edge, LEDGER_DAY_MS);
+      if (edge === dayStart || !this.#store.hasRollup(scope, dayStart)) continue;
+      const day = new Date(dayStart).toISOString().slice(0, 10);
+      return { ok: false, reason: "range_cuts_rollup", dayStart, message: `the range cuts through ${day} (UTC), of which ${scope}'s usage is kept only as a daily total: start and end the range at 00:00 UTC` };
+    }
     const rows = new Map<string, { -readonly [K in keyof UsageRow]: UsageRow[K] }>();
+    const rowOf = (model: string, priceVersion: string, currency: string) => {
+      const key = JSON.stringify([model, priceVersion, currency]);
+      let row = rows.get(key);
+      if (row === undefined) rows.set(key, (row = { model, priceVersion, currency, attempts: 0, settledMicros: 0, settledTokens: 0, pendingMicros: 0, pendingTokens: 0 }));
+      return row;
+    };
     for (const a of this.#store.attemptsCharging(scope, fromMs, toMs, USAGE_REPORT_MAX_ATTEMPTS)) {
       const settled = a.state === "settled" && a.settlement !== undefined && a.settlement.actual !== "unknown" ? a.settlement.actual : undefined;
       const pending = a.state === "held" || a.state === "pending_reconciliation" ? a.amount : undefined;
       if (settled === undefined && pending === undefined) continue;
-      const model = a.meta?.model ?? "";
-      const priceVersion = a.meta?.priceVersion ?? "";
-      const key = JSON.stringify([model, priceVersion, a.currency]);
-      let row = rows.get(key);
-      if (row === undefined) rows.set(key, (row = { model, priceVersion, currency: a.currency, attempts: 0, settledMicros: 0, settledTokens: 0, pendingMicros: 0, pendingTokens: 0 }));
+      const row = rowOf(a.meta?.model ?? "", a.meta?.priceVersion ?? "", a.currency);
       row.attempts++;
       if (settled) (row.settledMicros += settled.micros), (row.settledTokens += settled.tokens);
       if (pending) (row.pendingMicros += pending.micros), (row.pendingTokens += pending.tokens);
     }
-    return [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+    for (const r of this.#store.rollupsOf(scope, fromMs, toMs)) {
+      const row = rowOf(r.model, r.priceVersion, r.currency);
+      row.attempts += r.attempts;
+      row.settledMicros += r.settledMicros;
+      row.settledTokens += r.settledTokens;
+    }
+    return { ok: true, rows: [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r) };
+  }
+
+  /** The refusal tallies of the days starting in `[fromDay, toMs)`, oldest first. */
+  #tallies(scope: string, fromDay: number, toMs: number): RefusalTally[] {
+    const days = new Map<number, { dayStart: number; dayEnd: number; total: number; byReason: Partial<Record<RefusalReason, number>> }>();
+    for (const r of this.#store.refusalsOf(scope, fromDay, toMs)) {
+      let d = days.get(r.dayStart);
+      if (d === undefined) days.set(r.dayStart, (d = { dayStart: r.dayStart, dayEnd: r.dayStart + LEDGER_DAY_MS, total: 0, byReason: {} }));
+      d.total += r.count;
+      d.byReason[r.reason] = (d.byReason[r.reason] ?? 0) + r.count;
+    }
+    return [...days.values()].sort((a, b) => a.dayStart - b.dayStart);
   }
 
   /** Books an actual cost against an attempt's charges, releasing its hold (and its pending part). */
@@ -477,7 +631,8 @@ export class BudgetLedgerCore {
   }
 
   #adjust(ch: LedgerCharge, d: { held?: number; pending?: number; spent?: number; overrun?: number }): void {
-    const c = this.#store.getCounter(ch.scope, ch.metric, ch.windowStart) ?? emptyCounter(ch.scope, ch.metric, ch.windowStart);
+    // A charge booked before window ends were recorded has none, but its counter exists: reserve made it.
+    const c = this.#store.getCounter(ch.scope, ch.metric, ch.windowStart) ?? emptyCounter(ch.scope, ch.metric, ch.windowStart, ch.windowEnd ?? 0);
     const next = { ...c, held: c.held + (d.held ?? 0), pending: c.pending + (d.pending ?? 0), spent: c.spent + (d.spent ?? 0), overrun: c.overrun + (d.overrun ?? 0) };
     if (next.held < 0 || next.pending < 0 || next.pending > next.held || !Number.isSafeInteger(next.spent)) throw new Error(`ledger books out of balance at ${ch.scope} ${ch.metric}`);
     this.#store.putCounter(next);

@@ -2,7 +2,7 @@ import type { ScopeLimitsConfig } from "../config/budget-schema.ts";
 import type { EntrypointConfig, PublicationConfig } from "../config/publication-schema.ts";
 import type { Principal } from "./principal.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import { DEFAULT_LEASE_MS, type ScopeLimits, type ScopeRef } from "../ledger/ledger.ts";
+import { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS, type ScopeLimits, type ScopeRef } from "../ledger/ledger.ts";
 import { priceOf, type Price } from "./prices.ts";
 
 /** How one caller's attempts are charged: its tenant's ledger and the scopes on its path. */
@@ -13,6 +13,8 @@ export interface PrincipalBudget {
   readonly scopes: readonly ScopeRef[];
   readonly stripes: number;
   readonly leaseMs: number;
+  /** How long the tenant's ledger keeps finished attempts and closed periods (ms). */
+  readonly retentionMs: number;
   /** Whether responses may carry the remaining budget. */
   readonly exposeBudget: boolean;
 }
@@ -34,7 +36,7 @@ export interface BudgetPolicy {
   /** Active model revisions without a price (`model@revision`). */
   readonly unpricedModels: readonly string[];
   /** Every tenant that uses the ledger, with its root, stripes and the scopes it declares (admin). */
-  tenants(): readonly { readonly id: string; readonly root: string; readonly stripes: number; readonly scopes: readonly ScopeRef[] }[];
+  tenants(): readonly { readonly id: string; readonly root: string; readonly stripes: number; readonly retentionMs: number; readonly scopes: readonly ScopeRef[] }[];
 }
 
 /** Longest end-user value accepted as a scope name; longer ones are refused, never truncated. */
@@ -64,7 +66,7 @@ const ref = (name: string, limits: ScopeLimitsConfig | undefined): ScopeRef => (
 /** Builds the policy; the publication's references were checked when it was loaded. */
 export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
   const keys = new Map<string, { base: readonly ScopeRef[]; exposeBudget: boolean }>();
-  const tenants = new Map<string, { id: string; root: string; stripes: number; leaseMs: number; endUsers: PublicationConfig["tenants"][number]["endUsers"]; scopes: ScopeRef[] }>();
+  const tenants = new Map<string, { id: string; root: string; stripes: number; leaseMs: number; retentionMs: number; endUsers: PublicationConfig["tenants"][number]["endUsers"]; scopes: ScopeRef[] }>();
   for (const t of pub.tenants) {
     const uses =
       t.ledger !== undefined ||
@@ -93,7 +95,15 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
       declared.push(keyRef);
       keys.set(`${t.id}\u0000${k.id}`, { base: path, exposeBudget: k.exposeBudget });
     }
-    tenants.set(t.id, { id: t.id, root, stripes: t.ledger?.stripes ?? 1, leaseMs: t.ledger?.lease ?? DEFAULT_LEASE_MS, endUsers: t.endUsers, scopes: declared });
+    tenants.set(t.id, {
+      id: t.id,
+      root,
+      stripes: t.ledger?.stripes ?? 1,
+      leaseMs: t.ledger?.lease ?? DEFAULT_LEASE_MS,
+      retentionMs: t.ledger?.retention ?? DEFAULT_RETENTION_MS,
+      endUsers: t.endUsers,
+      scopes: declared,
+    });
   }
 
   const entrypoints = new Map<string, EntrypointConfig["budget"]>(pub.entrypoints.map((e) => [e.name, e.budget]));
@@ -119,7 +129,7 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
         }
         scopes = [...scopes, ref(scopeName.user(user), eu.limits)];
       }
-      return { root: tenant.root, scopes, stripes: tenant.stripes, leaseMs: tenant.leaseMs, exposeBudget: key.exposeBudget };
+      return { root: tenant.root, scopes, stripes: tenant.stripes, leaseMs: tenant.leaseMs, retentionMs: tenant.retentionMs, exposeBudget: key.exposeBudget };
     },
     entrypoint(name) {
       const b = entrypoints.get(name);
@@ -128,6 +138,6 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
     price: (logicalModel, revision) => prices.get(`${logicalModel}\u0000${revision}`),
     currency,
     unpricedModels,
-    tenants: () => [...tenants.values()].map((t) => ({ id: t.id, root: t.root, stripes: t.stripes, scopes: t.scopes })),
+    tenants: () => [...tenants.values()].map((t) => ({ id: t.id, root: t.root, stripes: t.stripes, retentionMs: t.retentionMs, scopes: t.scopes })),
   };
 }

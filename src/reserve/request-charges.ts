@@ -3,7 +3,7 @@ import type { AttemptScope } from "../context/request-context.ts";
 import type { AttemptCharger } from "../invoker/attempt-charges.ts";
 import type { BudgetLedgerClient, LedgerHandle } from "../ledger/ledger-client.ts";
 import { settleCharge, type SettlementDeps } from "../settle/settle-charge.ts";
-import { MAX_LEDGER_AMOUNT, type ReserveResult } from "../ledger/ledger.ts";
+import { MAX_LEDGER_AMOUNT, type ReserveRefusal, type ReserveResult } from "../ledger/ledger.ts";
 import type { PlannedModel } from "../decide/dispatch-plan.ts";
 import type { EntrypointBudget, PrincipalBudget } from "../publication/budgets.ts";
 import { worstCase, type Price } from "../publication/prices.ts";
@@ -34,7 +34,7 @@ export interface BudgetRefusalDetail {
 }
 
 /** A ledger refusal as the client's error; the message names the caller's own scope. */
-export function refusalError(r: Extract<ReserveResult, { ok: false }>): GatewayError {
+export function refusalError(r: ReserveRefusal): GatewayError {
   const retryAfterSeconds = r.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(r.retryAfterMs / 1000));
   const detail: BudgetRefusalDetail = { scope: r.scope, metric: r.metric, reason: r.reason, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) };
   const opts = { retryAfterSeconds, details: [detail] };
@@ -98,11 +98,10 @@ export class RequestBilling implements AttemptCharger {
         amount,
         countsRequest: first,
         leaseMs: init.budget.leaseMs,
+        retentionMs: init.budget.retentionMs,
         meta: { requestId: init.requestId, model: `${model.logicalModel}@${model.revision}`, ...(price ? { priceVersion: price.version } : {}) },
       });
     } catch (err) {
-      // A malformed reservation is the gateway's bug, not an unreachable ledger: never "unchecked".
-      if (err instanceof RangeError) throw new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: err });
       if (init.policy.mode === "soft") {
         this.unchecked = true;
         init.log({ kind: "ledger_unchecked", requestId: init.requestId, attemptId, error: String(err) });
@@ -110,6 +109,8 @@ export class RequestBilling implements AttemptCharger {
       }
       throw new GatewayError("budget_unavailable", "The budget ledger could not be reached, so the request was not sent. Retry later.", { cause: err, retryAfterSeconds: 1 });
     }
+    // A malformed reservation is the gateway's bug, not a refusal or an unreachable ledger: never "unchecked".
+    if (!reserved.result.ok && reserved.result.reason === "invalid_argument") throw new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: reserved.result.message });
     if (!reserved.result.ok) throw refusalError(reserved.result);
     this.lastGrant = reserved.result;
     // Taken: from now on the attempt's end settles it (or releases it when nothing was sent).

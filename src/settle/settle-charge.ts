@@ -40,7 +40,7 @@ export async function settleCharge(deps: SettlementDeps, handle: LedgerHandle, a
   for (let i = 1; ; i++) {
     try {
       const r = await op();
-      if (!r.ok) log({ kind: "ledger_settle_refused", requestId: a.requestId, attemptId: a.id, reason: r.reason, state: r.state });
+      if (!r.ok) log({ kind: "ledger_settle_refused", requestId: a.requestId, attemptId: a.id, reason: r.reason, ...(r.reason === "invalid_argument" ? { error: r.message } : { state: r.state }) });
       else if ("settlement" in r && (r.settlement.overrun.micros > 0 || r.settlement.overrun.tokens > 0)) {
         // Actual above the worst case means a price or cap below the provider's: flag the config.
         log({ kind: "ledger_overrun", requestId: a.requestId, attemptId: a.id, model: `${a.logicalModel}@${a.modelRevision}`, priceVersion: price?.version, overrun: r.settlement.overrun });

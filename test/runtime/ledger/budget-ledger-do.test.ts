@@ -1,7 +1,7 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { BudgetLedger } from "../../../durable-objects/budget-ledger.ts";
-import { SqliteLedgerStore } from "../../../durable-objects/sqlite-ledger-store.ts";
+import { SqliteLedgerStore } from "../../../src/ledger/ledger-sqlite-store.ts";
 import { budgetLedgerClient, stripeObjectName, type BudgetLedgerRpc, type ReserveArgs } from "../../../src/ledger/ledger-client.ts";
 import type { ScopeLimits, ScopeRef } from "../../../src/ledger/ledger.ts";
 
@@ -50,7 +50,7 @@ describe("BudgetLedger Durable Object", () => {
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => client.reserve(`s-${i}`, args(scopes, 1_250_000, 100, { countsRequest: true }))));
     const admitted = answers.filter((a) => a.result.ok);
     expect(admitted).toHaveLength(8);
-    expect(answers.filter((a) => !a.result.ok).every((a) => !a.result.ok && a.result.scope === team && a.result.limit === 2_500_000)).toBe(true);
+    for (const a of answers.filter((x) => !x.result.ok)) expect(a.result).toMatchObject({ scope: team, limit: 2_500_000 });
     for (let i = 0; i < 4; i++) {
       const stripe = objectFor(stripeObjectName(org, i));
       expect((await stripe.balance(team)).money).toMatchObject({ limit: 2_500_000, held: 2_500_000, remaining: 0 });
@@ -87,16 +87,23 @@ describe("BudgetLedger Durable Object", () => {
     expect(await stub.limits(org)).toEqual({ effective: {} });
   });
 
-  it("validates every RPC argument, naming the bad field", async () => {
+  it("validates every RPC argument, naming the bad field: results on the request path, RangeErrors on the admin path", async () => {
     const org = "org:validate";
-    await runInDurableObject(env.BUDGET_LEDGER.getByName(org), async (instance: BudgetLedger) => {
+    const stub = env.BUDGET_LEDGER.getByName(org);
+    const invalid = (field: RegExp, attemptId = "bad") => ({ ok: false, attemptId, reason: "invalid_argument", message: expect.stringMatching(field) });
+    // Over RPC, as the gateway sees them: answers, not rejections.
+    expect(await stub.reserve("bad", args(path(org), 0.5))).toEqual(invalid(/amount\.micros/));
+    expect(await stub.settle("u", { micros: -1, tokens: 0 })).toEqual(invalid(/actual\.micros/, "u"));
+    expect(await stub.release("")).toEqual(invalid(/attemptId/, ""));
+    await runInDurableObject(stub, async (instance: BudgetLedger, state) => {
       const bad = <T>(v: unknown) => v as T;
-      await expect(instance.reserve("bad", args(path(org), 0.5))).rejects.toThrow(/amount\.micros/);
-      await expect(instance.reserve("bad", args([], 1))).rejects.toThrow(RangeError);
-      await expect(instance.reserve("bad", bad(null))).rejects.toThrow(/args/);
-      await expect(instance.reserve("bad", args([{ name: org, limits: bad({ money: "lots" }) }], 1))).rejects.toThrow(/scopes\[0\]\.limits\.money/);
-      await expect(instance.settle("u", { micros: -1, tokens: 0 })).rejects.toThrow(/actual\.micros/);
-      await expect(instance.settle("u", "unknown", bad({ usage: "x" }))).rejects.toThrow(/detail\.usage/);
+      expect(await instance.reserve("bad", args([], 1))).toEqual(invalid(/scopes/));
+      expect(await instance.reserve("bad", bad(null))).toEqual(invalid(/must be an object/));
+      expect(await instance.reserve("bad", args([{ name: org, limits: bad({ money: "lots" }) }], 1))).toEqual(invalid(/scopes\[0\]\.limits\.money/));
+      expect(await instance.settle("u", "unknown", bad({ usage: "x" }))).toEqual(invalid(/detail\.usage/, "u"));
+      // Nothing was written, not even an alarm.
+      expect(state.storage.sql.exec("SELECT COUNT(*) AS n FROM ledger_attempts").one().n).toBe(0);
+      expect(await state.storage.getAlarm()).toBeNull();
       await expect(instance.setLimits(org, { money: { currency: "usd", limitMicros: 1, periodMs: DAY } })).rejects.toThrow(/limits\.money\.currency/);
       await expect(instance.setLimits(org, null, bad({ actor: 7 }))).rejects.toThrow(/by\.actor/);
       await expect(instance.topUp(org, { currency: "USD", micros: 0 }, { opId: "o", actor: "a" })).rejects.toThrow(/amount\.micros/);
@@ -106,6 +113,7 @@ describe("BudgetLedger Durable Object", () => {
       await expect(instance.attemptsIn(bad("gone"), 10)).rejects.toThrow(/state/);
       await expect(instance.audit(10, -1)).rejects.toThrow(/afterSeq/);
       await expect(instance.usageReport(org, 10, 5)).rejects.toThrow(/toMs/);
+      await expect(instance.refusals(org, 10, 5)).rejects.toThrow(/toMs/);
       await expect(instance.balance(bad(42))).rejects.toThrow(/scope/);
       await expect(instance.usage(bad(""))).rejects.toThrow(/scope/);
       await expect(instance.attempt(bad(1))).rejects.toThrow(/attemptId/);
@@ -138,10 +146,15 @@ describe("BudgetLedger Durable Object", () => {
     await stub.setLimits(`project:${org}`, usd(5), { actor: "ops" });
     expect((await stub.audit(10, 2)).map((r) => r.action)).toEqual(["set_limits"]);
     const now = Date.now();
-    expect(await stub.usageReport(`team:${org}`, now - DAY, now + 1)).toEqual([
-      { model: "m1", priceVersion: "v1", currency: "USD", attempts: 2, settledMicros: 700, settledTokens: 70, pendingMicros: 300, pendingTokens: 30 },
-    ]);
-    expect(await stub.usageReport(`team:${org}`, now + 1, now + 2)).toEqual([]);
+    expect(await stub.usageReport(`team:${org}`, now - DAY, now + 1)).toEqual({
+      ok: true,
+      rows: [{ model: "m1", priceVersion: "v1", currency: "USD", attempts: 2, settledMicros: 700, settledTokens: 70, pendingMicros: 300, pendingTokens: 30 }],
+    });
+    expect(await stub.usageReport(`team:${org}`, now + 1, now + 2)).toEqual({ ok: true, rows: [] });
+    // The refusal before the top-up is counted where it was refused, not kept as an attempt.
+    expect(await stub.attempt("p0")).toBeUndefined();
+    expect((await stub.balance(`project:${org}`)).refusals).toMatchObject({ total: 1, byReason: { balance_exhausted: 1 } });
+    expect(await stub.refusals(`project:${org}`, now - DAY, now + 1)).toEqual([expect.objectContaining({ total: 1, byReason: { balance_exhausted: 1 } })]);
     // The report is an index range scan of the scope index.
     await runInDurableObject(stub, async (_i: BudgetLedger, state) => {
       const plan = state.storage.sql
@@ -167,7 +180,7 @@ describe("BudgetLedger Durable Object", () => {
       sql.exec("INSERT INTO ledger_attempts VALUES (?, ?, ?, ?)", "old", "held", now + DAY, JSON.stringify(old));
     });
     expect(await stub.limits(org)).toEqual({ override: usd(1_000), effective: usd(1_000) });
-    expect(await stub.usageReport(org, now, now + 1)).toEqual([expect.objectContaining({ model: "", attempts: 1, pendingMicros: 300 })]);
+    expect(await stub.usageReport(org, now, now + 1)).toEqual({ ok: true, rows: [expect.objectContaining({ model: "", attempts: 1, pendingMicros: 300 })] });
     expect(await stub.reserve("new", args([{ name: org }], 1_001))).toMatchObject({ ok: false, limit: 1_000 });
     await runInDurableObject(stub, async (_i: BudgetLedger, state) => {
       expect(state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'ledger_limits'").toArray()).toEqual([]);

@@ -92,12 +92,17 @@ describe("budgetLedgerClient", () => {
     const tried = calls.map((c) => c.split(".reserve")[0]!);
     expect(tried).toEqual([0, 1, 2].map((k) => stripeObjectName(ROOT, (start + k) % 4)));
     expect(core(room).attempt("walker")).toMatchObject({ state: "held" });
-    for (const name of tried.slice(0, 2)) expect(core(name).attempt("walker")).toMatchObject({ state: "refused" });
-    // A repeat walks the same way and gets the same answers back.
+    // The stripes that refused keep no attempt, only a count in the refusing scope's tally.
+    for (const name of tried.slice(0, 2)) {
+      expect(core(name).attempt("walker")).toBeUndefined();
+      expect(core(name).balance("team:t", T0).refusals).toMatchObject({ total: 1, byReason: { money_budget_exceeded: 1 } });
+    }
+    // A repeat walks the same way (the full stripes refuse it afresh) and gets the grant back.
     expect(await client.reserve("walker", args(path(team), 1))).toEqual(r);
+    expect(core(tried[0]!).balance("team:t", T0).refusals?.total).toBe(2);
     // Settle and release go to the object that holds the attempt.
     expect(await client.settle(r.handle, "walker", { micros: 1, tokens: 0 })).toMatchObject({ ok: true, state: "settled" });
-    expect(await client.release({ object: tried[0]! }, "walker")).toMatchObject({ ok: false, reason: "not_reserved" });
+    expect(await client.release({ object: tried[0]! }, "walker")).toMatchObject({ ok: false, reason: "unknown_attempt" });
   });
 
   it("answers the last refusal when every stripe refuses; a currency mismatch stops at the first", async () => {
@@ -180,16 +185,19 @@ describe("budgetLedgerClient", () => {
     for (let i = 0; i < 4; i++) expect(core(stripeObjectName(ROOT, i)).limits("team:t").override).toBeUndefined();
   });
 
-  it("rejects bad arguments before any call, naming the field", async () => {
+  it("rejects bad arguments before any call, naming the field: as results on the request path, RangeErrors on the admin path", async () => {
     const { client, calls, objectFor } = setup();
-    await expect(client.reserve("a", args([{ name: "tenant:x#1" }], 1))).rejects.toThrow(/'#'/);
-    await expect(client.reserve("a", args([], 1))).rejects.toThrow(RangeError);
-    await expect(client.reserve("a", args(path({ money: { currency: "USD", limitMicros: 2.5, periodMs: DAY } }), 1))).rejects.toThrow(/scopes\[1\]\.limits\.money\.limitMicros/);
-    await expect(client.reserve("a", args(path({ requests: { perMinute: 0, burst: 1 } }), 1))).rejects.toThrow(/scopes\[1\]\.limits\.requests/);
+    const invalid = (field: RegExp) => ({ result: { ok: false, attemptId: "a", reason: "invalid_argument", message: expect.stringMatching(field) }, handle: { object: "" } });
+    expect(await client.reserve("a", args([{ name: "tenant:x#1" }], 1))).toEqual(invalid(/'#'/));
+    expect(await client.reserve("a", args([], 1))).toEqual(invalid(/scopes/));
+    expect(await client.reserve("a", args(path({ money: { currency: "USD", limitMicros: 2.5, periodMs: DAY } }), 1))).toEqual(invalid(/scopes\[1\]\.limits\.money\.limitMicros/));
+    expect(await client.reserve("a", args(path({ requests: { perMinute: 0, burst: 1 } }), 1))).toEqual(invalid(/scopes\[1\]\.limits\.requests/));
+    expect(await budgetLedgerClient(objectFor, { stripes: () => 65 }).reserve("a", args(path(usd(1)), 1))).toEqual(invalid(/stripes/));
+    expect(await client.settle({ object: "" }, "a", "unknown")).toEqual({ ok: false, attemptId: "a", reason: "invalid_argument", message: expect.stringMatching(/handle/) });
+    expect(await client.release({ object: "" }, "a")).toMatchObject({ ok: false, reason: "invalid_argument", message: expect.stringMatching(/handle/) });
     await expect(client.setLimits(ROOT, "team:t", { requests: { perMinute: 1, burst: 0 } })).rejects.toThrow(/limits\.requests/);
     await expect(client.topUp(ROOT, "team:t", { currency: "USD", micros: 0 }, { opId: "x", actor: "a" })).rejects.toThrow(/amount\.micros/);
     await expect(client.topUp(ROOT, "team:t", { currency: "USD", micros: 1 }, { opId: "x".repeat(254), actor: "a" })).rejects.toThrow(/by\.opId/);
-    await expect(client.settle({ object: "" }, "a", "unknown")).rejects.toThrow(/handle/);
     for (const n of [0, 65, 1.5, Number.NaN]) {
       const bad = budgetLedgerClient(objectFor, { stripes: () => n });
       await expect(bad.balance(ROOT, "team:t")).rejects.toThrow(/stripes/);

@@ -15,6 +15,7 @@ function rng(seed: number): () => number {
 }
 
 const T0 = 1_800_000_000_000;
+const DAY = 86_400_000;
 const PERIOD = 120_000;
 const WINDOW = 60_000;
 const LEASE = 60_000;
@@ -58,7 +59,9 @@ function run(seed: number, allowOverrun: boolean): void {
   const credited = new Map<string, number>();
   const topUps = new Map<string, number>();
   const buckets = new Map<string, { units: number; at: number }>();
-  const tally = { admitted: 0, refused: 0, rateRefused: 0, balanceRefused: 0, resolved: 0, topUps: 0 };
+  const tally = { admitted: 0, refused: 0, rateRefused: 0, balanceRefused: 0, resolved: 0, topUps: 0, refusedReplays: 0 };
+  /** Refusals by refusing scope and UTC day, by reason: all that is kept of them. */
+  const refusals = new Map<string, Record<string, number>>();
   let now = T0;
 
   const contributes = (m: Model, k: "micros" | "tokens") => (m.state === "held" || m.state === "pending" ? m.amount[k] : m.state === "settled" ? m.actual![k] : 0);
@@ -104,18 +107,24 @@ function run(seed: number, allowOverrun: boolean): void {
       const path = TREE[int(TREE.length)]!;
       const amount = { micros: int(8_000), tokens: int(800) };
       const counts = r() < 0.7;
-      const expected = replay ? undefined : decide(path, amount, counts);
+      // A replayed grant stands; a replayed refusal was not kept, so it is decided afresh.
+      const granted = attempts.has(id);
+      const expected = granted ? undefined : decide(path, amount, counts);
       const before = snapshot();
       const res = l.reserve(id, { scopes: path.map((name) => ({ name, limits: lim(name) })), currency: "USD", amount, now, leaseMs: LEASE, countsRequest: counts, meta: { model: `m${int(3)}` } });
-      if (replay) {
+      if (granted) {
         // The first answer stands and nothing changes.
         expect(res).toEqual(answers.get(id));
         expect(snapshot()).toEqual(before);
         continue;
       }
+      if (replay) tally.refusedReplays++;
       answers.set(id, res);
-      expect({ step, decision: res.ok ? undefined : { scope: res.scope, reason: res.reason } }).toEqual({ step, decision: expected });
-      if (!res.ok) {
+      expect({ step, decision: res.ok ? undefined : res.reason === "invalid_argument" ? res : { scope: res.scope, reason: res.reason } }).toEqual({ step, decision: expected });
+      if (!res.ok && res.reason !== "invalid_argument") {
+        const day = refusals.get(`${res.scope} ${now - (now % DAY)}`) ?? {};
+        day[res.reason] = (day[res.reason] ?? 0) + 1;
+        refusals.set(`${res.scope} ${now - (now % DAY)}`, day);
         tally.refused++;
         if (res.reason === "request_rate_exceeded") tally.rateRefused++;
         if (res.reason === "balance_exhausted") tally.balanceRefused++;
@@ -198,6 +207,8 @@ function run(seed: number, allowOverrun: boolean): void {
         if (!allowOverrun) expect(fig.spent + fig.held).toBeLessThanOrEqual(fig.limit);
       }
       if (b.balance) expect(b.balance.limit).toBe(credited.get(s) ?? 0);
+      // Today's refusals of the scope, by reason, as the model counted them.
+      expect(b.refusals?.byReason ?? {}).toEqual(refusals.get(`${s} ${now - (now % DAY)}`) ?? {});
       if (b.requests) expect(b.requests.available).toBe(Math.floor(bucketUnits(s) / BUCKET_UNITS_PER_TOKEN));
     }
   }
@@ -208,6 +219,9 @@ function run(seed: number, allowOverrun: boolean): void {
   expect(tally.balanceRefused).toBeGreaterThan(0);
   expect(tally.resolved).toBeGreaterThan(0);
   expect(tally.topUps).toBeGreaterThan(5);
+  expect(tally.refusedReplays).toBeGreaterThan(0);
+  // Refusals left no attempt record: only admitted attempts are stored.
+  expect(store.attempts().map((a) => a.attemptId).sort()).toEqual([...attempts.keys()].sort());
   // Every attempt ends in a known state.
   for (const [id, m] of attempts) expect(l.attempt(id)!.state).toBe(m.state === "pending" ? "pending_reconciliation" : m.state);
 }

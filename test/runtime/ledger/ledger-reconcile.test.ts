@@ -91,7 +91,7 @@ describe("BudgetLedgerCore: reconciliation", () => {
     l.release("c-held", T0);
     expect(l.resolve("c-held", { micros: 1, tokens: 1 }, { actor: "ops" }, T0)).toMatchObject({ ok: false, reason: "not_pending", state: "released" });
     l.reserve("refused", req(10_000_000, 0));
-    expect(l.resolve("refused", { micros: 1, tokens: 1 }, { actor: "ops" }, T0)).toMatchObject({ ok: false, reason: "not_pending", state: "refused" });
+    expect(l.resolve("refused", { micros: 1, tokens: 1 }, { actor: "ops" }, T0)).toEqual({ ok: false, attemptId: "refused", reason: "unknown_attempt" });
     expect(l.resolve("nope", { micros: 1, tokens: 1 }, { actor: "ops" }, T0)).toEqual({ ok: false, attemptId: "nope", reason: "unknown_attempt" });
     expect(money(l)).toMatchObject({ spent: before!.spent, pending: before!.pending });
     expect(() => l.resolve("a-unknown", { micros: -1, tokens: 0 }, { actor: "ops" }, T0)).toThrow(/actual\.micros/);
@@ -154,23 +154,22 @@ describe("BudgetLedgerCore: usage report", () => {
     l.reserve("after", req(100, 10, { meta: meta("m1", "p1"), now: T0 + 1_000 }));
 
     const row = (model: string, priceVersion: string, attempts: number, settledMicros: number, settledTokens: number, pendingMicros: number, pendingTokens: number) => ({ model, priceVersion, currency: "USD", attempts, settledMicros, settledTokens, pendingMicros, pendingTokens });
-    expect(l.usageReport("project:x", T0, T0 + 1_000)).toEqual([
-      row("", "", 1, 0, 0, 10, 1),
-      row("m1", "p1", 4, 1_900, 160, 900, 90),
-      row("m1", "p2", 1, 100, 10, 0, 0),
-      row("m2", "p1", 1, 0, 0, 200, 20),
-    ]);
+    expect(l.usageReport("project:x", T0, T0 + 1_000)).toEqual({
+      ok: true,
+      rows: [row("", "", 1, 0, 0, 10, 1), row("m1", "p1", 4, 1_900, 160, 900, 90), row("m1", "p2", 1, 100, 10, 0, 0), row("m2", "p1", 1, 0, 0, 200, 20)],
+    });
     // The root also saw the other path's attempt.
-    expect(l.usageReport("org:acme", T0, T0 + 1_000).find((r) => r.model === "m1" && r.priceVersion === "p1")).toMatchObject({ attempts: 5, pendingMicros: 1_000 });
-    expect(l.usageReport("project:x", T0 + 1_001, T0 + 2_000)).toEqual([]);
+    const root = l.usageReport("org:acme", T0, T0 + 1_000);
+    expect(root.ok && root.rows.find((r) => r.model === "m1" && r.priceVersion === "p1")).toMatchObject({ attempts: 5, pendingMicros: 1_000 });
+    expect(l.usageReport("project:x", T0 + 1_001, T0 + 2_000)).toEqual({ ok: true, rows: [] });
     expect(() => l.usageReport("project:x", T0, T0 - 1)).toThrow(/toMs/);
   });
 
   it(`scans at most ${USAGE_REPORT_MAX_ATTEMPTS} attempts, the earliest of the range`, () => {
     const { l } = ledger();
     for (let i = 0; i <= USAGE_REPORT_MAX_ATTEMPTS; i++) l.reserve(`a${i}`, req(1, 1, { scopes: [{ name: "org:acme" }], now: T0 + i, meta: meta("m", "p") }));
-    expect(l.usageReport("org:acme", T0, T0 + DAY)).toEqual([expect.objectContaining({ attempts: USAGE_REPORT_MAX_ATTEMPTS })]);
-    expect(l.usageReport("org:acme", T0 + 1, T0 + DAY)).toEqual([expect.objectContaining({ attempts: USAGE_REPORT_MAX_ATTEMPTS })]);
-    expect(l.usageReport("org:acme", T0 + 2, T0 + DAY)).toEqual([expect.objectContaining({ attempts: USAGE_REPORT_MAX_ATTEMPTS - 1 })]);
+    expect(l.usageReport("org:acme", T0, T0 + DAY)).toEqual({ ok: true, rows: [expect.objectContaining({ attempts: USAGE_REPORT_MAX_ATTEMPTS })] });
+    expect(l.usageReport("org:acme", T0 + 1, T0 + DAY)).toEqual({ ok: true, rows: [expect.objectContaining({ attempts: USAGE_REPORT_MAX_ATTEMPTS })] });
+    expect(l.usageReport("org:acme", T0 + 2, T0 + DAY)).toEqual({ ok: true, rows: [expect.objectContaining({ attempts: USAGE_REPORT_MAX_ATTEMPTS - 1 })] });
   });
 });

@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { BudgetLedger } from "../../../durable-objects/budget-ledger.ts";
-import { SqliteLedgerStore } from "../../../durable-objects/sqlite-ledger-store.ts";
+import { SqliteLedgerStore } from "../../../src/ledger/ledger-sqlite-store.ts";
 import { LedgerRowCache } from "../../../src/ledger/ledger-row-cache.ts";
 
 describe("LedgerRowCache", () => {
@@ -30,7 +30,7 @@ describe("SqliteLedgerStore with its row cache", () => {
     const stub = env.BUDGET_LEDGER.getByName("org:cache");
     await runInDurableObject(stub, (_i: BudgetLedger, state) => {
       const store = new SqliteLedgerStore(state.storage);
-      const row = { scope: "s", metric: "tokens" as const, windowStart: 0, spent: 1, held: 2, pending: 0, overrun: 0 };
+      const row = { scope: "s", metric: "tokens" as const, windowStart: 0, windowEnd: 0, spent: 1, held: 2, pending: 0, overrun: 0 };
       store.transaction(() => store.putCounter(row));
       expect(() =>
         store.transaction(() => {

@@ -47,6 +47,17 @@ describe("budget policy", () => {
     expect(p.tenants().map((t) => t.id)).toEqual(["demo"]);
   });
 
+  it("carries the tenant's ledger retention to every reservation: 30 days unless configured, 7 to 3650 days", () => {
+    expect(policy.forPrincipal({ tenantId: "demo", keyId: "demo" }, none)!.retentionMs).toBe(30 * 86_400_000);
+    const pub = bundled("publication");
+    pub.tenants[0].ledger = { ...pub.tenants[0].ledger, retention: "90d" };
+    const p = compileBudgetPolicy(loadConfig(textsWith({ publication: pub })).publication);
+    expect(p.forPrincipal({ tenantId: "demo", keyId: "demo" }, none)!.retentionMs).toBe(90 * 86_400_000);
+    expect(p.tenants()[0]!.retentionMs).toBe(90 * 86_400_000);
+    pub.tenants[0].ledger.retention = "1d";
+    expect(issuesOf(pub).join("\n")).toMatch(/ledger\.retention.*7d to 3650d/);
+  });
+
   it("knows each revision's price and each entrypoint's mode", () => {
     expect(policy.price("chat-large", 1)).toMatchObject({ version: "2026-11", input: 3_000_000, cacheWrite: 3_750_000 });
     expect(policy.price("chat-large", 9)).toBeUndefined();

@@ -26,6 +26,7 @@ function billing(limits: { project?: ScopeLimits; key?: ScopeLimits } = {}, opts
     scopes: [{ name: "tenant:t" }, { name: "project:p", ...(limits.project ? { limits: limits.project } : {}) }, { name: "key:k", ...(limits.key ? { limits: limits.key } : {}) }],
     stripes: 1,
     leaseMs: 60_000,
+    retentionMs: 30 * 24 * HOUR,
     exposeBudget: false,
   };
   const background: Promise<unknown>[] = [];
@@ -220,6 +221,25 @@ describe("RequestBilling through the executor", () => {
     expect((soft.result.ok && soft.result.kind)).toBe("buffered");
     expect(soft.charges.unchecked).toBe(true);
     expect(b.logs[0]).toMatchObject({ kind: "ledger_unchecked", requestId: "req_1" });
+  });
+
+  it("answers a malformed reservation as the gateway's own fault, never unchecked, and logs an invalid settlement", async () => {
+    const ledgers = memoryLedgers({ now: 1_000_000 });
+    const real = budgetLedgerClient(ledgers.objectFor);
+    const invalid = { ok: false as const, attemptId: "a", reason: "invalid_argument" as const, message: "invalid ledger reservation: amount.micros must be an integer" };
+    const broken: BudgetLedgerClient = { ...real, reserve: async () => ({ result: invalid, handle: { object: "" } }) };
+    for (const mode of ["strict", "soft"] as const) {
+      const b = billing({}, { ledger: broken, mode });
+      const { result, h, charges } = await run(() => okBody(), b);
+      expect(errorOf(result)).toMatchObject({ code: "internal_error", status: 500 });
+      expect(h.seen).toHaveLength(0);
+      expect(charges.unchecked).toBe(false);
+    }
+    const badSettle: BudgetLedgerClient = { ...real, settle: async () => ({ ...invalid, message: "invalid ledger settlement: actual.micros" }) };
+    const s = billing({}, { ledger: badSettle });
+    await run(() => okBody(), s);
+    await s.settled();
+    expect(s.logs).toContainEqual(expect.objectContaining({ kind: "ledger_settle_refused", reason: "invalid_argument", error: "invalid ledger settlement: actual.micros" }));
   });
 
   it("leaves a hold to lease expiry when settlement keeps failing, and says so", async () => {
