@@ -20,12 +20,13 @@ function imports(file: string): string[] {
 const concern = (path: string) => /^src\/([^/]+)\//.exec(path)?.[1];
 
 /** Transport-neutral modules: no Hono, no Workers runtime modules, no bindings object. */
-const NEUTRAL = ["engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget", "ledger", "billing"];
+const NEUTRAL = ["engine", "plan", "protocol", "traffic", "invoker", "pipeline", "snapshot", "config", "auth", "errors", "digest", "budget", "ledger", "billing", "io"];
 
 /** Which concerns each concern may import (besides itself). Imports point inward. */
 const ALLOWED: Record<string, readonly string[]> = {
   errors: [],
   digest: [],
+  io: [],
   traffic: [],
   budget: ["errors", "traffic"],
   ledger: ["errors", "traffic"],
@@ -37,8 +38,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   auth: ["config", "digest", "errors", "engine"],
   engine: ["config", "errors", "plan", "protocol", "traffic"],
   pipeline: ["errors", "invoker", "protocol", "traffic"],
-  invoker: ["budget", "errors", "pipeline", "plan", "protocol", "snapshot", "traffic"],
-  http: ["billing", "budget", "config", "ledger", "digest", "engine", "errors", "invoker", "pipeline", "plan", "protocol", "snapshot", "worker"],
+  invoker: ["budget", "errors", "io", "pipeline", "plan", "protocol", "snapshot", "traffic"],
+  http: ["billing", "budget", "config", "ledger", "digest", "engine", "errors", "invoker", "io", "pipeline", "plan", "protocol", "snapshot", "worker"],
   worker: ["auth", "billing", "budget", "config", "ledger", "digest", "engine", "errors", "http", "invoker", "pipeline", "protocol", "snapshot", "traffic"],
 };
 
