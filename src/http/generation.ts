@@ -13,6 +13,7 @@ import { createClientStream } from "../pipeline/stream-pipeline.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { checkHeaders, readJsonBody } from "./limits.ts";
+import { logRequestError } from "./request-log.ts";
 
 /** Transport facts the adapter passes along; nothing here is Hono-specific. */
 export interface GenerationInput {
@@ -227,7 +228,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
       err = err.error;
     }
     if (err instanceof GatewayError) {
-      if (err.source === "internal") console.error(JSON.stringify({ kind: "request_failed", requestId, code: err.code, cause: String(err.cause) }));
+      logRequestError(requestId, err);
       return errorResponse(err, protocol, idHeader);
     }
     console.error(JSON.stringify({ kind: "request_failed", requestId, code: "internal_error", cause: String(err) }));
