@@ -7,7 +7,7 @@ import { sha256Hex } from "../digest/canonical-digest.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
-import { readBodyText } from "./limits.ts";
+import { discardUnreadBody, readBodyText } from "./limits.ts";
 import { registerBudgetRoutes } from "./admin-budgets.ts";
 import { describeRoutes } from "./route-table.ts";
 
@@ -157,8 +157,13 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
 
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
 
-  app.notFound((c) => errorResponse(new GatewayError("not_found", `Unknown admin URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), "openai-chat"));
-  app.onError((err) => {
+  // Refusals drop the unread body first (bounded), so an uploading client reads them.
+  app.notFound(async (c) => {
+    await discardUnreadBody(c.req.raw);
+    return errorResponse(new GatewayError("not_found", `Unknown admin URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), "openai-chat");
+  });
+  app.onError(async (err, c) => {
+    await discardUnreadBody(c.req.raw);
     const ge = err instanceof GatewayError ? err : new GatewayError("internal_error", "The admin request failed.", { cause: err });
     if (!(err instanceof GatewayError)) console.error(JSON.stringify({ kind: "admin_error", error: String(err) }));
     return errorResponse(ge, "openai-chat");

@@ -12,7 +12,7 @@ import type { NeutralRequest } from "../protocol/neutral.ts";
 import { createClientStream } from "../pipeline/stream-pipeline.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
-import { checkHeaders, readJsonBody } from "./limits.ts";
+import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 import { logRequestError } from "./request-log.ts";
 
 /** Transport facts the adapter passes along; nothing here is Hono-specific. */
@@ -222,6 +222,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
       if (!handedOff) release();
     }
   } catch (thrown) {
+    await discardUnreadBody(request, rt.config.gateway.limits);
     let err = thrown;
     if (err instanceof ExecutionError) {
       Object.assign(idHeader, attemptHeader(err.attempts));

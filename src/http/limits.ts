@@ -60,12 +60,15 @@ export async function readBodyText(request: Request, limits: RequestLimits): Pro
   }
 }
 
+/** The schema's default body limit, for refusals made before the config is known. */
+const DEFAULT_BODY_LIMITS = { maxBodyBytes: 4 * 1024 * 1024 } as const;
+
 /**
  * Before answering a request refused without reading its body (bad key, content type, headers,
- * route): reads and drops the body within {@link discardAllowance}, so the client can read the
- * refusal. A no-op when the body was read (or is being read) already.
+ * route, method): reads and drops the body within {@link discardAllowance}, so the client can
+ * read the refusal instead of a reset. A no-op when the body was read (or is being read) already.
  */
-export async function discardUnreadBody(request: Request, limits: Pick<RequestLimits, "maxBodyBytes">): Promise<void> {
+export async function discardUnreadBody(request: Request, limits: Pick<RequestLimits, "maxBodyBytes"> = DEFAULT_BODY_LIMITS): Promise<void> {
   const body = request.body;
   if (body === null || request.bodyUsed || body.locked) return;
   await discardBounded(body, discardAllowance(limits));
