@@ -14,6 +14,7 @@ import type { AttemptCharge } from "./attempt-charges.ts";
 import type { Choice } from "./candidates.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { evidenceFromStatus, type Evidence } from "./evidence.ts";
+import { readUpstreamErrorDetail, readUpstreamJson } from "./upstream-body.ts";
 import { errorFromUpstreamStatus, retryAfterSeconds } from "./upstream-error.ts";
 
 /** What one attempt needs from its surroundings. */
@@ -48,9 +49,6 @@ export type AttemptSuccess =
 export type AttemptResult =
   | { readonly ok: true; readonly success: AttemptSuccess; readonly attempt: AttemptRecord }
   | { readonly ok: false; readonly error: GatewayError; readonly evidence: Evidence; readonly attempt: AttemptRecord };
-
-/** Bound on a buffered provider body; a larger one is a provider fault, not something to buffer. */
-const MAX_UPSTREAM_JSON_BYTES = 32 * 1024 * 1024;
 
 /**
  * One physical call to one backend. Never throws for an upstream failure: it returns the error the
@@ -197,7 +195,7 @@ export async function runAttempt(
   attempt.status = res.status;
 
   if (!res.ok) {
-    const detail = await res.text().catch(() => "");
+    const detail = await readUpstreamErrorDetail(res);
     const after = retryAfterSeconds(res.headers.get("retry-after"), clock.now());
     return fail(errorFromUpstreamStatus(res.status, after, detail), evidenceFromStatus(res.status, codec.rejectedBeforeProcessing, after), "upstream_status");
   }
@@ -213,15 +211,11 @@ export async function runAttempt(
 
   let json: unknown;
   try {
-    const declared = Number(res.headers.get("content-length") ?? "0");
-    if (declared > MAX_UPSTREAM_JSON_BYTES) throw new RangeError("provider body too large");
-    const text = await res.text();
-    if (text.length > MAX_UPSTREAM_JSON_BYTES) throw new RangeError("provider body too large");
-    json = JSON.parse(text);
+    json = await readUpstreamJson(res);
   } catch (err) {
     if (signal.aborted) return aborted(err);
     return fail(
-      new GatewayError("upstream_protocol_error", "The model provider returned an unreadable response.", { cause: err }),
+      err instanceof GatewayError ? err : new GatewayError("upstream_protocol_error", "The model provider returned an unreadable response.", { cause: err }),
       { class: "unknown", reason: "protocol_error" },
       "protocol_error",
     );
