@@ -1,6 +1,7 @@
 import type { GatewayConfig } from "../config/gateway-schema.ts";
 import type { Capability, PublicationConfig } from "../config/publication-schema.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
+import { echo } from "../errors/echo.ts";
 import type { DispatchPlan, PlannedModel } from "../plan/dispatch-plan.ts";
 import { validatePlan } from "../plan/dispatch-plan.ts";
 import type { CodecRegistry, ProtocolId } from "../protocol/codec.ts";
@@ -121,7 +122,7 @@ export function createEngine(gateway: GatewayConfig, publication: PublicationCon
     // Stage: entrypoint (the public model name).
     const ep = entrypoints.get(request.model);
     if (!ep) {
-      return { kind: "immediate", request, error: new GatewayError("model_not_found", `The model '${request.model}' does not exist.`, { param: "model" }) };
+      return { kind: "immediate", request, error: new GatewayError("model_not_found", `The model '${echo(request.model)}' does not exist.`, { param: "model" }) };
     }
     // Stage: authorization.
     if (!mayUse(ingress.principal, ep.name)) {

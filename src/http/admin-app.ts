@@ -5,6 +5,7 @@ import { redactedConfig } from "../config/redact.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
 import { sha256Hex } from "../digest/canonical-digest.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
+import { echo } from "../errors/echo.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { discardUnreadBody, readBodyText } from "./limits.ts";
@@ -35,7 +36,7 @@ async function readCandidate(request: Request, maxBodyBytes: number): Promise<un
   if (/^(application|text)\/(x-)?yaml\s*(;|$)/i.test(type)) {
     const doc = parseDocument(text, { uniqueKeys: true });
     if (doc.errors.length > 0) {
-      throw new GatewayError("invalid_request", `The candidate is not valid YAML: ${doc.errors[0]?.message.split("\n")[0] ?? ""}`);
+      throw new GatewayError("invalid_request", `The candidate is not valid YAML: ${echo(doc.errors[0]?.message.split("\n")[0] ?? "", 200)}`);
     }
     return doc.toJS();
   }
@@ -160,7 +161,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
   // Refusals drop the unread body first (bounded), so an uploading client reads them.
   app.notFound(async (c) => {
     await discardUnreadBody(c.req.raw);
-    return errorResponse(new GatewayError("not_found", `Unknown admin URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), "openai-chat");
+    return errorResponse(new GatewayError("not_found", `Unknown admin URL: ${echo(c.req.method)} ${echo(new URL(c.req.url).pathname)}.`), "openai-chat");
   });
   app.onError(async (err, c) => {
     await discardUnreadBody(c.req.raw);

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { poolRequirements } from "../config/load-config.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
+import { echo } from "../errors/echo.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
@@ -81,7 +82,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
   // Refusals drop the unread body first (bounded), so an uploading client reads them.
   app.notFound(async (c) => {
     await discardUnreadBody(c.req.raw, c.get("runtime")?.config.gateway.limits);
-    return errorResponse(new GatewayError("not_found", `Unknown request URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), protocolOf(c.req.url));
+    return errorResponse(new GatewayError("not_found", `Unknown request URL: ${echo(c.req.method)} ${echo(new URL(c.req.url).pathname)}.`), protocolOf(c.req.url));
   });
   app.onError(async (err, c) => {
     await discardUnreadBody(c.req.raw, c.get("runtime")?.config.gateway.limits);

@@ -61,6 +61,39 @@ describe("a refusal made before the body is read reaches a client still uploadin
   });
 });
 
+describe("error messages quote a short prefix of what the client sent", () => {
+  const post = (path: string, body: unknown) =>
+    fetch(`${stack.gateway.publicUrl}${path}`, { method: "POST", headers: { ...auth, ...json, "anthropic-version": "2023-06-01" }, body: JSON.stringify(body) });
+  const small = async (res: Response, status: number) => {
+    expect(res.status).toBe(status);
+    const text = await res.text();
+    expect(text.length).toBeLessThan(1024);
+    return text;
+  };
+
+  it("a 1 MB model name → a short 404", async () => {
+    const text = await small(await post("/v1/chat/completions", { model: "m".repeat(1024 * 1024), messages: [{ role: "user", content: "x" }] }), 404);
+    expect(text).toContain("mmmm…");
+  });
+
+  it("a 2-million-character role → a short 400, in every protocol", async () => {
+    const role = "r".repeat(2_000_000);
+    await small(await post("/v1/chat/completions", { model: "sluice-chat", messages: [{ role, content: "x" }] }), 400);
+    await small(await post("/v1/responses", { model: "sluice-chat", input: [{ role, content: "x" }] }), 400);
+    await small(await post("/v1/messages", { model: "sluice-chat", max_tokens: 5, messages: [{ role, content: "x" }] }), 400);
+  });
+
+  it("a 1 MB unknown parameter → a short 400 whose param is cut too", async () => {
+    const res = await post("/v1/chat/completions", { model: "sluice-chat", messages: [{ role: "user", content: "x" }], ["k".repeat(1024 * 1024)]: 1 });
+    const body = JSON.parse(await small(res, 400)) as { error: { param: string } };
+    expect(body.error.param.length).toBeLessThan(100);
+  });
+
+  it("a 100 KB unknown path → a short 404", async () => {
+    await small(await fetch(`${stack.gateway.publicUrl}/v1/${"p".repeat(100_000)}`), 404);
+  });
+});
+
 describe("a client that leaves mid-body", () => {
   it("is logged as a cancellation (client_closed), not as an internal failure", async () => {
     const lines = () => stack.gateway.output().split("\n");
