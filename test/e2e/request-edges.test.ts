@@ -94,6 +94,43 @@ describe("error messages quote a short prefix of what the client sent", () => {
   });
 });
 
+describe("the request head limit workerd enforces", () => {
+  /** Status and content type of a GET whose head is exactly `total` bytes, padded in one header. */
+  async function headOf(total: number): Promise<{ status: number; type: string; code: string | undefined }> {
+    const u = new URL(stack.gateway.publicUrl);
+    const base = `GET /v1/models HTTP/1.1\r\nhost: ${u.host}\r\nauthorization: Bearer ${DEMO_KEY}\r\nconnection: close\r\nx-pad: \r\n\r\n`;
+    const head = base.replace("x-pad: ", `x-pad: ${"a".repeat(total - base.length)}`);
+    expect(head.length).toBe(total);
+    const sock = await rawSocket(stack.gateway.publicUrl);
+    // The status line and headers are all this needs: resolve on them, whatever the connection does next.
+    const answer = await new Promise<string>((resolve) => {
+      let a = "";
+      sock.on("data", (d) => {
+        a += d.toString("latin1");
+        if (a.includes("\r\n\r\n")) resolve(a);
+      });
+      sock.on("close", () => resolve(a));
+      sock.write(head);
+    });
+    sock.destroy();
+    return {
+      status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]),
+      type: /\r\ncontent-type: ([^\r]*)/i.exec(answer)?.[1] ?? "",
+      code: /\r\nx-sluice-error-code: ([^\r]*)/i.exec(answer)?.[1],
+    };
+  }
+
+  it("is 131072 bytes: up to it the gateway decides, past it workerd answers alone", async () => {
+    // The gateway's own limit (32 KiB by default) refuses in its envelope.
+    expect(await headOf(128 * 1024)).toMatchObject({ status: 431, type: "application/json", code: "headers_too_large" });
+    // One byte more never reaches the Worker: workerd's plain-text 431.
+    const past = await headOf(128 * 1024 + 1);
+    expect(past.status).toBe(431);
+    expect(past.type).not.toContain("json");
+    expect(past.code).toBeUndefined();
+  });
+});
+
 describe("a client that leaves mid-body", () => {
   it("is logged as a cancellation (client_closed), not as an internal failure", async () => {
     const lines = () => stack.gateway.output().split("\n");
