@@ -159,10 +159,10 @@ describe("a client sending its body in tiny chunks", () => {
     };
     for (let i = 0; i < 3; i++) await probe();
 
-    // 512 KiB in 1-byte chunks, all on the wire at once: the fast sender of tiny chunks the fuzz found.
+    // 1 MiB in 1-byte chunks, all on the wire at once: the fast sender of tiny chunks the fuzz found.
     const u = new URL(chatUrl());
     const head = `POST ${u.pathname} HTTP/1.1\r\nhost: ${u.host}\r\nauthorization: Bearer ${DEMO_KEY}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n`;
-    const wire = chunkedWire(chatBody(512 * 1024), 1);
+    const wire = chunkedWire(chatBody(1024 * 1024), 1);
     const started = performance.now();
     let uploadMs: number | undefined;
     const tiny = rawExchange(chatUrl(), head, wire).then((status) => {
