@@ -1,3 +1,4 @@
+import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
@@ -10,7 +11,7 @@ import type { Principal } from "../publication/principal.ts";
  */
 export function authorize(publication: CompiledPublication, principal: Principal, model: string): CompiledEntrypoint {
   const ep = publication.entrypoints.get(model);
-  if (!ep) throw new GatewayError("model_not_found", `The model '${model}' does not exist.`, { param: "model" });
+  if (!ep) throw new GatewayError("model_not_found", `The model '${echo(model)}' does not exist.`, { param: "model" });
   if (!publication.mayUse(principal, ep.name)) throw new GatewayError("model_not_allowed", `This API key may not use the model '${ep.name}'.`, { param: "model" });
   return ep;
 }

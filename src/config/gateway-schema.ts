@@ -5,6 +5,13 @@ const headerName = z
   .string()
   .regex(/^[a-z0-9-]+$/, "header names are lower-case letters, digits and '-'");
 
+/**
+ * The largest request head workerd serves: request line, headers and the blank line (measured on
+ * workerd 2026-08-15: a 131072-byte head reaches the Worker, a 131073-byte one gets workerd's own
+ * plain-text 431). test/e2e/request-edges.test.ts pins the figure.
+ */
+export const RUNTIME_MAX_HEAD_BYTES = 128 * 1024;
+
 /** Bootstrap config (`config/gateway.yaml`): owned by whoever runs the gateway process. */
 export const gatewayConfigSchema = z.strictObject({
   version: z.literal(1),
@@ -17,7 +24,12 @@ export const gatewayConfigSchema = z.strictObject({
     .strictObject({
       maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
       maxHeaderCount: z.number().int().min(8).max(1000).default(100),
-      maxHeaderBytes: z.number().int().min(1024).max(1024 * 1024).default(32 * 1024),
+      /**
+       * Header bytes (names, values and line framing). Capped where the runtime stops anyway:
+       * workerd refuses a request head (request line and headers) over 128 KiB with its own
+       * plain-text 431 before the Worker runs, so a larger setting would never apply.
+       */
+      maxHeaderBytes: z.number().int().min(1024).max(RUNTIME_MAX_HEAD_BYTES).default(32 * 1024),
       maxJsonDepth: z.number().int().min(4).max(512).default(64),
     })
     .prefault({}),

@@ -351,7 +351,10 @@ class RequestSession implements Session {
 
   /** What the client hears for a failure: the abort's own error once the request was aborted. */
   #failure(err: unknown): GatewayError {
+    // A client that left is a cancellation, logged apart so alerts on failures do not fire for
+    // clients that hang up; a client's own mistake (4xx) is not logged at all.
     if (!(err instanceof GatewayError)) this.#deps.log({ kind: "request_failed", requestId: this.requestId, code: "internal_error", cause: String(err) });
+    else if (err.code === "client_closed") this.#deps.log({ kind: "request_cancelled", requestId: this.requestId, code: err.code });
     else if (err.source === "internal") this.#deps.log({ kind: "request_failed", requestId: this.requestId, code: err.code, cause: String(err.cause) });
     return toGatewayError(err);
   }

@@ -4,9 +4,10 @@ import { redactedConfig } from "../config/redact.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
 import { sha256Hex } from "../digest/canonical-digest.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
+import { echo } from "../errors/echo.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
-import { readBodyText } from "./limits.ts";
+import { discardUnreadBody, readBodyText } from "./limits.ts";
 import { registerBudgetRoutes } from "./admin-budgets.ts";
 import { describeRoutes } from "./route-table.ts";
 
@@ -34,7 +35,7 @@ async function readCandidate(request: Request, maxBodyBytes: number): Promise<un
   if (/^(application|text)\/(x-)?yaml\s*(;|$)/i.test(type)) {
     const doc = parseDocument(text, { uniqueKeys: true });
     if (doc.errors.length > 0) {
-      throw new GatewayError("invalid_request", `The candidate is not valid YAML: ${doc.errors[0]?.message.split("\n")[0] ?? ""}`);
+      throw new GatewayError("invalid_request", `The candidate is not valid YAML: ${echo(doc.errors[0]?.message.split("\n")[0] ?? "", 200)}`);
     }
     return doc.toJS();
   }
@@ -172,8 +173,13 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
 
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
 
-  app.notFound((c) => errorResponse(new GatewayError("not_found", `Unknown admin URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), "openai-chat"));
-  app.onError((err) => {
+  // Refusals drop the unread body first (bounded), so an uploading client reads them.
+  app.notFound(async (c) => {
+    await discardUnreadBody(c.req.raw);
+    return errorResponse(new GatewayError("not_found", `Unknown admin URL: ${echo(c.req.method)} ${echo(new URL(c.req.url).pathname)}.`), "openai-chat");
+  });
+  app.onError(async (err, c) => {
+    await discardUnreadBody(c.req.raw);
     const ge = err instanceof GatewayError ? err : new GatewayError("internal_error", "The admin request failed.", { cause: err });
     if (!(err instanceof GatewayError)) console.error(JSON.stringify({ kind: "admin_error", error: String(err) }));
     return errorResponse(ge, "openai-chat");

@@ -2,6 +2,7 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import { ledgerLimits, type BudgetPolicy } from "../publication/budgets.ts";
 import { moneySchema, scopeLimitsSchema } from "../config/budget-schema.ts";
+import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { stripeObjectName, sumTallies, type BudgetLedgerRpc } from "../ledger/ledger-client.ts";
 import { MAX_LEDGER_KEY_LENGTH, type AttemptRecord } from "../ledger/ledger.ts";
@@ -44,7 +45,7 @@ async function readJson<T>(request: Request, schema: z.ZodType<T>): Promise<T> {
   const parsed = schema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    const path = issue.path.join(".");
+    const path = echo(issue.path.join("."));
     throw new GatewayError("invalid_request", `${path === "" ? "body" : `'${path}'`}: ${issue.message}`, { param: path === "" ? undefined : path });
   }
   return parsed.data;
@@ -53,7 +54,7 @@ async function readJson<T>(request: Request, schema: z.ZodType<T>): Promise<T> {
 /** The ledger objects of a tenant: stripe 0 is named after the root, stripe i after `root#i`. */
 function tenantObjects(policy: BudgetPolicy, tenantId: string): { root: string; names: string[] } {
   const t = policy.tenants().find((x) => x.id === tenantId);
-  if (!t) throw new GatewayError("not_found", `Tenant '${tenantId}' has no budgets.`);
+  if (!t) throw new GatewayError("not_found", `Tenant '${echo(tenantId)}' has no budgets.`);
   return { root: t.root, names: Array.from({ length: t.stripes }, (_, i) => stripeObjectName(t.root, i)) };
 }
 
@@ -195,7 +196,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
     return undefined;
   };
   const notFound = (id: string) =>
-    new GatewayError("not_found", `No attempt '${id}' in this tenant's ledger: it was refused (refusals are only counted), never reserved, or finished longer ago than the retention.`);
+    new GatewayError("not_found", `No attempt '${echo(id)}' in this tenant's ledger: it was refused (refusals are only counted), never reserved, or finished longer ago than the retention.`);
 
   app.get("/budgets/:tenant/attempts/:attemptId", async (c) => {
     const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
@@ -212,7 +213,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
     const found = await findAttempt(c.env, names, id);
     if (!found) throw notFound(id);
     const result = await objectFor(c.env, found.object).resolve(id, { micros: body.cost, tokens: body.tokens }, { actor: body.actor, ...(body.note ? { note: body.note } : {}) });
-    if (!result.ok) throw new GatewayError("invalid_request", `Attempt '${id}' is not pending reconciliation (it is ${result.state ?? "unknown"}).`);
+    if (!result.ok) throw new GatewayError("invalid_request", `Attempt '${echo(id)}' is not pending reconciliation (it is ${result.state ?? "unknown"}).`);
     return c.json(result);
   });
 

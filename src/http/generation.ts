@@ -4,7 +4,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
-import { checkHeaders, readJsonBody } from "./limits.ts";
+import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 
 /** Transport facts the HTTP adapter passes along; nothing here is Hono-specific. */
 export interface GenerationInput {
@@ -65,6 +65,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
   try {
     checkHeaders(request.headers, limits);
   } catch (err) {
+    await discardUnreadBody(request, limits);
     return errorResponse(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request."), protocol, idHeader);
   }
   const session: Session = rt.engine.begin({
@@ -82,7 +83,11 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
   let streaming = false;
   try {
     const action = await session.prepare();
-    if (action.kind === "immediate") return errorResponse(action.error, protocol, idHeader);
+    if (action.kind === "immediate") {
+      // Refused before its body was read (a bad key, say): drop the body so the client can read the answer.
+      await discardUnreadBody(request, limits);
+      return errorResponse(action.error, protocol, idHeader);
+    }
     const reply = await session.dispatch();
     switch (reply.kind) {
       case "error":

@@ -1,4 +1,5 @@
 import { GatewayError } from "../errors/gateway-error.ts";
+import { decodeUtf8Strict, discardBounded, readBounded, type BoundedRead } from "../io/bounded-read.ts";
 
 export interface RequestLimits {
   readonly maxBodyBytes: number;
@@ -21,60 +22,56 @@ export function checkHeaders(headers: Headers, limits: RequestLimits): void {
 }
 
 /**
+ * How much of a refused upload is read and dropped before answering: KJ's HTTP server (under
+ * workerd) waits for at most 64 KiB of a body the Worker left unread before closing the
+ * connection, and a client still writing then sees a reset instead of the answer. Nothing is
+ * kept, so memory stays bounded; past this the stream is cancelled and the connection cut.
+ */
+export function discardAllowance(limits: Pick<RequestLimits, "maxBodyBytes">): number {
+  return limits.maxBodyBytes * 16;
+}
+
+/**
  * Reads the body up to the byte limit, stopping as soon as it is exceeded (a lying or missing
- * content-length cannot make the gateway buffer more than the limit).
+ * content-length cannot make the gateway buffer more than the limit). Linear in the body size
+ * however the client chunks it. A body stream that fails is the client's side failing (it left
+ * mid-body or broke the framing): `client_closed`.
  */
 export async function readBodyText(request: Request, limits: RequestLimits): Promise<string> {
   const tooLarge = () => new GatewayError("request_too_large", `The request body exceeds ${limits.maxBodyBytes} bytes.`);
   if (!request.body) return "";
-  const reader = request.body.getReader();
   const declared = request.headers.get("content-length");
-  if (declared !== null && Number(declared) > limits.maxBodyBytes) {
-    await discardRest(reader, limits.maxBodyBytes);
+  const expectedBytes = declared === null ? undefined : Number(declared);
+  if (expectedBytes !== undefined && expectedBytes > limits.maxBodyBytes) {
+    await discardBounded(request.body, discardAllowance(limits));
     throw tooLarge();
   }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limits.maxBodyBytes) {
-      await discardRest(reader, limits.maxBodyBytes);
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    all.set(c, offset);
-    offset += c.byteLength;
-  }
+  let read: BoundedRead;
   try {
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(all);
+    read = await readBounded(request.body, { maxBytes: limits.maxBodyBytes, discardAfterOverflow: discardAllowance(limits), expectedBytes });
+  } catch (err) {
+    throw new GatewayError("client_closed", "The client closed the request while sending its body.", { cause: err });
+  }
+  if (read.overflowed) throw tooLarge();
+  try {
+    return decodeUtf8Strict(read.bytes);
   } catch {
     throw new GatewayError("invalid_json", "The request body is not valid UTF-8.");
   }
 }
 
+/** The schema's default body limit, for refusals made before the config is known. */
+const DEFAULT_BODY_LIMITS = { maxBodyBytes: 4 * 1024 * 1024 } as const;
+
 /**
- * Reads and drops the rest of an oversized body (up to a hard cap) before answering 413: a client
- * still writing when the connection closes sees a reset instead of the error that explains it.
- * Nothing is kept, so memory stays bounded; past the cap the connection is cut.
+ * Before answering a request refused without reading its body (bad key, content type, headers,
+ * route, method): reads and drops the body within {@link discardAllowance}, so the client can
+ * read the refusal instead of a reset. A no-op when the body was read (or is being read) already.
  */
-async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, maxBodyBytes: number): Promise<void> {
-  const cap = maxBodyBytes * 16;
-  let seen = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    seen += value.byteLength;
-    if (seen > cap) {
-      await reader.cancel().catch(() => {});
-      return;
-    }
-  }
+export async function discardUnreadBody(request: Request, limits: Pick<RequestLimits, "maxBodyBytes"> = DEFAULT_BODY_LIMITS): Promise<void> {
+  const body = request.body;
+  if (body === null || request.bodyUsed || body.locked) return;
+  await discardBounded(body, discardAllowance(limits));
 }
 
 /**

@@ -1,11 +1,12 @@
 import { Hono } from "hono";
 import { GatewayError } from "../errors/gateway-error.ts";
+import { echo } from "../errors/echo.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
 import { newRequestId, type GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { handleGeneration, presentedKey } from "./generation.ts";
 import { GENERATION_ROUTES } from "./generation-routes.ts";
-import { checkHeaders } from "./limits.ts";
+import { checkHeaders, discardUnreadBody } from "./limits.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -71,10 +72,13 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
 
   // Errors outside a generation route are rendered for the protocol the path belongs to.
   const protocolOf = (url: string) => GENERATION_ROUTES.find((r) => r.path === new URL(url).pathname)?.protocol ?? "openai-chat";
-  app.notFound((c) =>
-    errorResponse(new GatewayError("not_found", `Unknown request URL: ${c.req.method} ${new URL(c.req.url).pathname}.`), protocolOf(c.req.url)),
-  );
-  app.onError((err, c) => {
+  // Refusals drop the unread body first (bounded), so an uploading client reads them.
+  app.notFound(async (c) => {
+    await discardUnreadBody(c.req.raw, c.get("runtime")?.config.gateway.limits);
+    return errorResponse(new GatewayError("not_found", `Unknown request URL: ${echo(c.req.method)} ${echo(new URL(c.req.url).pathname)}.`), protocolOf(c.req.url));
+  });
+  app.onError(async (err, c) => {
+    await discardUnreadBody(c.req.raw, c.get("runtime")?.config.gateway.limits);
     const ge = err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request.", { cause: err });
     if (!(err instanceof GatewayError)) console.error(JSON.stringify({ kind: "unhandled_error", error: String(err) }));
     const headers: Record<string, string> = {};

@@ -10,6 +10,7 @@ import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { Choice } from "./candidates.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { evidenceFromStatus } from "./evidence.ts";
+import { readUpstreamErrorDetail, readUpstreamJson } from "./upstream-body.ts";
 import { errorFromUpstreamStatus, retryAfterSeconds } from "./upstream-error.ts";
 
 /** What one attempt needs from its surroundings. */
@@ -57,9 +58,6 @@ export interface PreparedAttempt {
 export function headerLatency(a: Readonly<AttemptRecord>): number | undefined {
   return (a.outcome === "success" || a.outcome === "client_cancelled") && a.headersAt !== undefined ? a.headersAt - a.startedAt : undefined;
 }
-
-/** Bound on a buffered provider body; a larger one is a provider fault, not something to buffer. */
-const MAX_UPSTREAM_JSON_BYTES = 32 * 1024 * 1024;
 
 /** Ends the attempt with a failure and returns what the retry policy reads. */
 function failed(attempt: AttemptScope, error: GatewayError, evidence: Evidence, outcome: AttemptOutcome): AttemptFailure {
@@ -186,7 +184,7 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
   a.status = res.status;
 
   if (!res.ok) {
-    const detail = await res.text().catch(() => "");
+    const detail = await readUpstreamErrorDetail(res);
     const after = retryAfterSeconds(res.headers.get("retry-after"), clock.now());
     return failed(attempt, errorFromUpstreamStatus(res.status, after, detail), evidenceFromStatus(res.status, prepared.codec.rejectedBeforeProcessing, after), "upstream_status");
   }
@@ -202,16 +200,12 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
 
   let json: unknown;
   try {
-    const declared = Number(res.headers.get("content-length") ?? "0");
-    if (declared > MAX_UPSTREAM_JSON_BYTES) throw new RangeError("provider body too large");
-    const text = await res.text();
-    if (text.length > MAX_UPSTREAM_JSON_BYTES) throw new RangeError("provider body too large");
-    json = JSON.parse(text);
+    json = await readUpstreamJson(res);
   } catch (err) {
     if (signal.aborted) return aborted(err);
     return failed(
       attempt,
-      new GatewayError("upstream_protocol_error", "The model provider returned an unreadable response.", { cause: err }),
+      err instanceof GatewayError ? err : new GatewayError("upstream_protocol_error", "The model provider returned an unreadable response.", { cause: err }),
       { class: "unknown", reason: "protocol_error" },
       "protocol_error",
     );

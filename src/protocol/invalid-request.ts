@@ -1,6 +1,13 @@
 import type { z } from "zod";
 import { formatPath } from "../errors/issue-path.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
+import { echo } from "../errors/echo.ts";
+
+/**
+ * Backstop for issue messages: the schemas quote client values through `echo`, and this bounds
+ * anything that still carries one (a message is a sentence, never kilobytes).
+ */
+const ISSUE_MESSAGE_CHARS = 400;
 
 /**
  * Turns the first zod issue of a request body into a client error that names the parameter, the
@@ -12,14 +19,15 @@ export function invalidRequestFromZod(error: z.ZodError): GatewayError {
   if (!issue) return new GatewayError("invalid_request", "The request body is invalid.");
   if (issue.code === "unrecognized_keys") {
     const key = issue.keys[0] ?? "";
-    const param = formatPath([...issue.path, key]);
+    // Keys are the client's text: a megabyte key must not make a megabyte error.
+    const param = echo(formatPath([...issue.path, key]));
     return new GatewayError("invalid_request", `Unrecognized request argument supplied: ${param}`, { param });
   }
-  const param = formatPath(issue.path);
+  const param = echo(formatPath(issue.path));
   if (issue.code === "invalid_type" && issue.input === undefined) {
     return new GatewayError("invalid_request", `Missing required parameter: '${param}'.`, { param });
   }
-  return new GatewayError("invalid_request", `Invalid value for '${param || "body"}': ${issue.message}`, {
+  return new GatewayError("invalid_request", `Invalid value for '${param || "body"}': ${echo(issue.message, ISSUE_MESSAGE_CHARS)}`, {
     param: param || undefined,
   });
 }

@@ -28,6 +28,7 @@ const LAYERS = [
   "errors",
   "digest",
   "deps",
+  "io",
   "traffic",
   "protocol",
   "ledger",

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { echo } from "../../errors/echo.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import { invalidRequestFromZod } from "../invalid-request.ts";
 import type { CacheControl, ContentPart, NeutralMessage, NeutralRequest, ResponseFormat, ToolCall, ToolChoice } from "../neutral.ts";
@@ -25,7 +26,7 @@ function refuseServerTools(body: unknown): void {
     if (typeof tool !== "object" || tool === null) return;
     const { type, name } = tool as { type?: unknown; name?: unknown };
     if (type === undefined || type === null || type === "custom") return;
-    const label = typeof name === "string" ? `'${name}' (type '${String(type)}')` : `of type '${String(type)}'`;
+    const label = typeof name === "string" ? `'${echo(name)}' (type '${echo(type)}')` : `of type '${echo(type)}'`;
     throw new GatewayError(
       "invalid_request",
       `Invalid value for 'tools[${i}]': the tool ${label} is a server tool; Sluice forwards only client tools (name, description, input_schema).`,
@@ -190,7 +191,7 @@ export function decodeAnthropicRequest(body: unknown): NeutralRequest {
   });
   const choice = toolChoice(b.tool_choice);
   if (choice?.type === "tool" && !tools?.some((t) => t.name === choice.name)) {
-    throw new GatewayError("invalid_request", `tool_choice names '${choice.name}', which is not in 'tools'.`, { param: "tool_choice.name" });
+    throw new GatewayError("invalid_request", `tool_choice names '${echo(choice.name)}', which is not in 'tools'.`, { param: "tool_choice.name" });
   }
   // disable_parallel_tool_use: true → no parallel calls; an explicit false is kept as "parallel
   // allowed" so an Anthropic backend receives exactly what the client sent.

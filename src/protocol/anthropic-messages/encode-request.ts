@@ -1,3 +1,4 @@
+import { echo } from "../../errors/echo.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { UpstreamOptions } from "../codec.ts";
 import type { CacheControl, ContentPart, NeutralMessage, NeutralRequest, ToolCall } from "../neutral.ts";
@@ -65,7 +66,7 @@ function toolInput(call: ToolCall, index: number): Record<string, unknown> {
     value = undefined;
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw invalid(index, `the arguments of tool call '${call.id}' are not a JSON object, which Anthropic requires.`);
+    throw invalid(index, `the arguments of tool call '${echo(call.id)}' are not a JSON object, which Anthropic requires.`);
   }
   return value as Record<string, unknown>;
 }
@@ -166,7 +167,7 @@ function outputConfigOf(req: NeutralRequest): Block | undefined {
   const out: Block = {};
   const effort = req.reasoningEffort;
   if (effort !== undefined) {
-    if (!ANTHROPIC_EFFORTS.has(effort)) throw refuse(`reasoning effort '${effort}' is not supported by this model's backend.`);
+    if (!ANTHROPIC_EFFORTS.has(effort)) throw refuse(`reasoning effort '${echo(effort)}' is not supported by this model's backend.`);
     out.effort = effort;
   }
   const f = req.responseFormat;

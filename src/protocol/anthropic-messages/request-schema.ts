@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { echo } from "../../errors/echo.ts";
 
 /**
  * Anthropic Messages request body, as far as Sluice carries it. Objects are strict: a parameter
@@ -14,7 +15,7 @@ function unsupported(what: string, accepted: string, hint: (value: string) => st
     const input = issue.input as Record<string, unknown> | undefined;
     const value = typeof input === "object" && input !== null ? input[key] : undefined;
     if (typeof value !== "string") return `'${key}' must be one of ${accepted}.`;
-    return hint(value) ?? `${what} '${value}' is not supported; Sluice accepts ${accepted}.`;
+    return hint(value) ?? `${what} '${echo(value)}' is not supported; Sluice accepts ${accepted}.`;
   };
 }
 

@@ -1,3 +1,4 @@
+import { echo } from "../../errors/echo.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import { invalidRequestFromZod } from "../invalid-request.ts";
 import type { ContentPart, NeutralMessage, NeutralRequest, ResponseFormat, ToolChoice } from "../neutral.ts";
@@ -74,7 +75,7 @@ export function decodeChatRequest(body: unknown): NeutralRequest {
   }));
   const choice = toolChoice(b.tool_choice);
   if (choice?.type === "tool" && !tools?.some((t) => t.name === choice.name)) {
-    throw new GatewayError("invalid_request", `tool_choice names '${choice.name}', which is not in 'tools'.`, {
+    throw new GatewayError("invalid_request", `tool_choice names '${echo(choice.name)}', which is not in 'tools'.`, {
       param: "tool_choice",
     });
   }

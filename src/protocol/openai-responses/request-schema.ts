@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { echo } from "../../errors/echo.ts";
 import { OPENAI_SERVICE_TIERS, REASONING_EFFORTS } from "../neutral.ts";
 
 /**
@@ -36,7 +37,7 @@ function partError(where: string) {
       case "input_audio":
         return "audio inputs ('input_audio') are not supported";
       default:
-        return `content parts of type '${String(type)}' are not supported in ${where}`;
+        return `content parts of type '${echo(type)}' are not supported in ${where}`;
     }
   };
   return { error: (iss: { code: string; input?: unknown }) => (iss.code === "invalid_union" ? reason((iss.input as { type?: unknown } | undefined)?.type) : undefined) };
@@ -101,7 +102,7 @@ const reasoningItem = z.strictObject({
 
 function unsupportedItem(type: unknown): string {
   if (type === "item_reference") return `stored items cannot be referenced: ${STATELESS}`;
-  return `input items of type '${String(type)}' are not supported; Sluice carries messages, function_call, function_call_output and reasoning items`;
+  return `input items of type '${echo(type)}' are not supported; Sluice carries messages, function_call, function_call_output and reasoning items`;
 }
 
 const inputItem = z.discriminatedUnion("type", [messageItem, functionCallItem, functionCallOutputItem, reasoningItem], {
@@ -119,7 +120,7 @@ const functionTool = z.strictObject({
 const toolSchema = z.discriminatedUnion("type", [functionTool], {
   error: (iss) =>
     iss.code === "invalid_union"
-      ? `the built-in tool '${String((iss.input as { type?: unknown } | undefined)?.type)}' is not supported; Sluice carries function tools only`
+      ? `the built-in tool '${echo((iss.input as { type?: unknown } | undefined)?.type)}' is not supported; Sluice carries function tools only`
       : undefined,
 });
 
@@ -193,7 +194,7 @@ export const responsesRequestSchema = z.strictObject({
   include: z
     .array(
       z.string().refine((v) => v === "reasoning.encrypted_content", {
-        error: (iss) => `'${String(iss.input)}' is not supported: Sluice returns no extra output data`,
+        error: (iss) => `'${echo(iss.input)}' is not supported: Sluice returns no extra output data`,
       }),
     )
     .nullable()

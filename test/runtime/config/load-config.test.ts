@@ -25,6 +25,15 @@ describe("config loading", () => {
     expect(c.backendsSeed.pools.length).toBeGreaterThan(0);
   });
 
+  it("caps limits.maxHeaderBytes at the request head workerd itself serves", () => {
+    const at = bundled("gateway");
+    at.limits.maxHeaderBytes = 128 * 1024;
+    expect(loadConfig(textsWith({ gateway: at })).gateway.limits.maxHeaderBytes).toBe(131072);
+    const past = bundled("gateway");
+    past.limits.maxHeaderBytes = 128 * 1024 + 1;
+    expect(issuesOf(() => loadConfig(textsWith({ gateway: past }))).map((i) => i.path)).toContain("limits.maxHeaderBytes");
+  });
+
   it("rejects an unknown key with the file and the full path", () => {
     const g = bundled("gateway");
     g.limits.maxBodyBytez = 10;
