@@ -1,5 +1,5 @@
 import { parseCallBudget } from "../call-budget/attempt-budget-client.ts";
-import type { ReplyMeta, Session } from "../engine/engine.ts";
+import type { ReplyMeta, Session } from "../engine/session-api.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";

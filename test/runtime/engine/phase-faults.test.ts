@@ -5,7 +5,7 @@
  * reservation settled or released exactly once, one request record, each attempt logged once.
  */
 import { describe, expect, it } from "vitest";
-import type { Session } from "../../../src/engine/engine.ts";
+import type { Session } from "../../../src/engine/session-api.ts";
 import { CodecRegistry, type Codec } from "../../../src/protocol/codec.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import type { BreakerClient } from "../../../src/traffic/breaker-client.ts";

@@ -5,7 +5,7 @@ import type { AttemptScope } from "../../../src/context/request-context.ts";
 import { GatewayExecutor } from "../../../src/invoker/executor.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { LoadTracker } from "../../../src/traffic/load-tracker.ts";
-import type { DispatchAction } from "../../../src/engine/engine.ts";
+import type { DispatchAction } from "../../../src/engine/session-api.ts";
 import type { PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
 import { clock, errorOf, harness, live, okBody, plan, runner, snapshot, type Seen } from "../support/executor-harness.ts";
 

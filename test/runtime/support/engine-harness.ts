@@ -6,7 +6,9 @@ import { loadConfig, type ConfigTexts } from "../../../src/config/load-config.ts
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
 import type { RequestRecord, ResourceKind } from "../../../src/context/request-context.ts";
 import type { Scheduler } from "../../../src/deps/scheduler.ts";
-import { createEngine, type EngineDeps, type Ingress } from "../../../src/engine/engine.ts";
+import { createEngine } from "../../../src/engine/engine.ts";
+import type { EngineDeps } from "../../../src/engine/engine-deps.ts";
+import type { Ingress } from "../../../src/engine/session-api.ts";
 import { GatewayExecutor, type ExecutorDeps } from "../../../src/invoker/executor.ts";
 import { budgetLedgerClient } from "../../../src/ledger/ledger-client.ts";
 import type { CodecRegistry } from "../../../src/protocol/codec.ts";

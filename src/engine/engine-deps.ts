@@ -1,0 +1,35 @@
+import type { AdmissionController } from "../admit/admission.ts";
+import type { DrainController } from "../admit/drain.ts";
+import type { RecordSink, UndoErrorHandler } from "../context/request-context.ts";
+import type { Clock } from "../deps/clock.ts";
+import type { Scheduler } from "../deps/scheduler.ts";
+import type { GatewayExecutor } from "../invoker/executor.ts";
+import type { CodecRegistry } from "../protocol/codec.ts";
+import type { CompiledPublication } from "../publication/compile-publication.ts";
+import type { ReserveDeps } from "../reserve/reserve-phase.ts";
+import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
+import type { BreakerCache } from "../traffic/breaker-cache.ts";
+import type { HealthCache } from "../traffic/health-cache.ts";
+
+/** Everything the engine's phases use, built once per isolate by the composition root. */
+export interface EngineDeps {
+  readonly publication: CompiledPublication;
+  readonly codecs: CodecRegistry;
+  readonly clock: Clock;
+  readonly scheduler: Scheduler;
+  readonly newRequestId: () => string;
+  readonly requestDeadlineMs: number;
+  readonly streamTimeouts: { readonly firstTokenMs: number; readonly idleMs: number };
+  readonly drain: DrainController;
+  readonly admission: AdmissionController;
+  /** The active BackendSnapshot; a request pins the one it gets first. */
+  readonly snapshot: () => Promise<PinnedSnapshot>;
+  readonly invoker: GatewayExecutor;
+  readonly reserve: ReserveDeps;
+  readonly breakers: BreakerCache | undefined;
+  readonly health: HealthCache | undefined;
+  readonly sink: RecordSink;
+  readonly onUndoError: UndoErrorHandler;
+  /** Internal failures (a phase that threw something not a GatewayError), for logs. */
+  readonly log: (event: Readonly<Record<string, unknown>>) => void;
+}

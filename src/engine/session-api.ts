@@ -1,0 +1,107 @@
+import type { CallBudget } from "../call-budget/attempt-budget-client.ts";
+import type { AbortReason } from "../context/request-context.ts";
+import type { DispatchPlan } from "../decide/dispatch-plan.ts";
+import type { GatewayError } from "../errors/gateway-error.ts";
+import type { ProtocolId } from "../protocol/codec.ts";
+import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
+
+/** What a transport adapter hands the engine for one request: nothing transport-specific. */
+export interface Ingress {
+  readonly requestId: string;
+  /** Epoch ms when the adapter received the request; the deadline counts from here. */
+  readonly receivedAt: number;
+  /** The wire protocol the client speaks: its request is decoded and its answer encoded with it. */
+  readonly protocol: ProtocolId;
+  /** The API key the client presented (never forwarded anywhere). */
+  readonly apiKey: string | undefined;
+  /** Reads the request body, bounded by the adapter's limits; called once, after authentication. */
+  readonly readBody: () => Promise<unknown>;
+  /** Only the headers the bootstrap config marks trusted, lower-case names. */
+  readonly trustedHeaders: ReadonlyMap<string, string>;
+  /** The caller's cross-layer call budget, as its transport carried it (or why it was unusable). */
+  readonly call?: CallBudget | { readonly error: string } | undefined;
+  /** Keeps the runtime alive for work after the answer (settlements, breaker reports). */
+  readonly waitUntil: (p: Promise<unknown>) => void;
+}
+
+/** Answer without calling a backend (a refusal, a protocol error). The request has ended. */
+export interface ImmediateAction {
+  readonly kind: "immediate";
+  readonly error: GatewayError;
+}
+
+/** Call a backend according to the plan: {@link Session.dispatch} does it. */
+export interface DispatchAction {
+  readonly kind: "dispatch";
+  readonly plan: DispatchPlan;
+  readonly request: NeutralRequest;
+}
+
+export type Action = ImmediateAction | DispatchAction;
+
+/** What the client is told besides the answer, whatever the answer is. */
+export interface ReplyMeta {
+  readonly requestId: string;
+  /** Attempt ids in order, so a caller can quote exactly which upstream calls its request made. */
+  readonly attempts: readonly string[];
+  /** The client protocol's names of the request fields dropped under declared downgrades. */
+  readonly downgraded: readonly string[];
+  /** The output cap the gateway set because the request had none, if it did. */
+  readonly injectedMaxOutputTokens: number | undefined;
+  readonly callId: string | undefined;
+  /** A soft route went ahead without the ledger. */
+  readonly budgetUnchecked: boolean;
+  /** What remains after this request's reservation, for keys allowed to see it. */
+  readonly budgetRemaining: readonly { readonly scope: string; readonly metric: string; readonly remaining: number }[] | undefined;
+}
+
+/** The answer, ready for the adapter to write. */
+export type Reply =
+  | { readonly kind: "buffered"; readonly response: NeutralResponse; /** The response in the client's protocol. */ readonly body: unknown; readonly meta: ReplyMeta }
+  | { readonly kind: "stream"; /** Client-protocol SSE bytes; the request ends with this stream. */ readonly body: ReadableStream<Uint8Array>; readonly meta: ReplyMeta }
+  | { readonly kind: "error"; readonly error: GatewayError; readonly meta: ReplyMeta };
+
+/**
+ * One request's passage through the runtime's phases (see docs/architecture.md for the table).
+ * The adapter calls {@link prepare}, writes an immediate action, or calls {@link dispatch} and
+ * writes its reply. The request ends by itself when its answer is complete; {@link abort} stops it
+ * from outside (client disconnect), and {@link close} ends whatever is left (idempotent).
+ */
+export interface Session {
+  readonly requestId: string;
+  /** authenticate → decode → authorize → decide. */
+  prepare(): Promise<Action>;
+  /** reserve → admit → invoke → respond (settle runs when each attempt and the request end). */
+  dispatch(): Promise<Reply>;
+  /** In-process sub-calls on this request's behalf (valid once it is prepared). */
+  readonly models: ModelExecutor;
+  abort(reason: AbortReason): void;
+  close(): void;
+}
+
+/** A buffered model call made inside a request, e.g. by a looper step or MCP sampling. */
+export interface SubcallRequest {
+  /** The public model name (entrypoint) to call; the parent's key must be granted it. */
+  readonly model: string;
+  readonly request: Omit<NeutralRequest, "model" | "stream" | "streamUsage">;
+}
+
+export type SubcallResult =
+  | { readonly ok: true; readonly requestId: string; readonly response: NeutralResponse; readonly attempts: readonly string[] }
+  | { readonly ok: false; readonly requestId: string; readonly error: GatewayError; readonly attempts: readonly string[] };
+
+/**
+ * Sub-calls bound to one session: each inherits the parent's principal, pinned publication and
+ * snapshot, absolute deadline, cancellation and budget scope (its trusted headers and call
+ * budget), and gets its own request and attempt ids, its own admission lease and its own evidence.
+ * It never touches a listener.
+ */
+export interface ModelExecutor {
+  call(sub: SubcallRequest): Promise<SubcallResult>;
+}
+
+/** A model the caller may use, for `GET /v1/models`. */
+export interface ListedModel {
+  readonly id: string;
+  readonly description?: string | undefined;
+}

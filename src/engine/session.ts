@@ -1,0 +1,241 @@
+import { admitRequest } from "../admit/admit-phase.ts";
+import { authenticate } from "../auth/authenticate.ts";
+import { authorize } from "../auth/authorize.ts";
+import type { CallBudget } from "../call-budget/attempt-budget-client.ts";
+import { RequestContext, type AbortReason } from "../context/request-context.ts";
+import { planRequest } from "../decide/decide.ts";
+import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
+import type { ResponseStamp } from "../protocol/codec.ts";
+import type { NeutralRequest } from "../protocol/neutral.ts";
+import type { CompiledEntrypoint } from "../publication/compile-publication.ts";
+import type { Principal } from "../publication/principal.ts";
+import { prepareCharges } from "../reserve/reserve-phase.ts";
+import { respond } from "../respond/respond.ts";
+import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
+import type { EngineDeps } from "./engine-deps.ts";
+import type { Action, DispatchAction, Ingress, ModelExecutor, Reply, ReplyMeta, Session, SubcallRequest, SubcallResult } from "./session-api.ts";
+
+/** What a sub-call's session takes from its parent. */
+interface Inherited {
+  readonly parent: RequestContext;
+  readonly principal: Principal;
+  readonly trusted: ReadonlyMap<string, string>;
+  readonly call: CallBudget | undefined;
+  readonly snapshot: () => Promise<PinnedSnapshot>;
+  readonly sub: SubcallRequest;
+}
+
+/** One request's session: runs the phases in order on its own request context. */
+export class RequestSession implements Session {
+  readonly requestId: string;
+  readonly models: ModelExecutor;
+  readonly #deps: EngineDeps;
+  readonly #ingress: Ingress | undefined;
+  readonly #inherited: Inherited | undefined;
+  readonly #ctx: RequestContext;
+  readonly #trusted: ReadonlyMap<string, string>;
+  #principal: Principal | undefined;
+  #entrypoint: CompiledEntrypoint | undefined;
+  #prepared: DispatchAction | undefined;
+  #call: CallBudget | undefined;
+  #snapshot: Promise<PinnedSnapshot> | undefined;
+  #meta: { downgraded: readonly string[]; injectedCap: number | undefined; unchecked: () => boolean; remaining: () => ReplyMeta["budgetRemaining"] } = {
+    downgraded: [],
+    injectedCap: undefined,
+    unchecked: () => false,
+    remaining: () => undefined,
+  };
+
+  constructor(deps: EngineDeps, ingress: Ingress | undefined, inherited: Inherited | undefined) {
+    this.#deps = deps;
+    this.#ingress = ingress;
+    this.#inherited = inherited;
+    const parentCtx = inherited?.parent;
+    this.requestId = ingress?.requestId ?? deps.newRequestId();
+    this.#trusted = ingress?.trustedHeaders ?? inherited?.trusted ?? new Map();
+    this.#ctx = new RequestContext({
+      requestId: this.requestId,
+      receivedAt: ingress?.receivedAt ?? deps.clock.now(),
+      clock: deps.clock,
+      scheduler: deps.scheduler,
+      sink: deps.sink,
+      waitUntil: ingress?.waitUntil ?? parentCtx!.waitUntil,
+      onUndoError: deps.onUndoError,
+      parent: parentCtx,
+    });
+    this.models = { call: (sub) => this.#subcall(sub) };
+  }
+
+  abort(reason: AbortReason): void {
+    this.#ctx.abort(reason);
+  }
+
+  close(): void {
+    this.#ctx.finish({ kind: "completed" });
+  }
+
+  async prepare(): Promise<Action> {
+    const ctx = this.#ctx;
+    try {
+      // authenticate
+      const principal = this.#inherited?.principal ?? (await authenticate(this.#deps.publication, this.#ingress?.apiKey));
+      this.#principal = principal;
+      ctx.record.tenant = principal.tenantId;
+      ctx.record.key = principal.keyId;
+      ctx.checkpoint();
+      // decode (the body is read only now, after authentication)
+      let request: NeutralRequest;
+      if (this.#inherited) {
+        request = { ...this.#inherited.sub.request, model: this.#inherited.sub.model, stream: false, streamUsage: false };
+      } else {
+        const ingress = this.#ingress!;
+        const codec = this.#deps.codecs.get(ingress.protocol);
+        if (!codec) throw new GatewayError("not_found", `Protocol '${ingress.protocol}' is not served.`);
+        const body = await ingress.readBody();
+        ctx.checkpoint();
+        request = codec.decodeRequest(body);
+        const call = ingress.call;
+        if (call && "error" in call) throw new GatewayError("invalid_request", call.error);
+        this.#call = call;
+      }
+      ctx.record.stream = request.stream;
+      // authorize
+      const ep = authorize(this.#deps.publication, principal, request.model);
+      this.#entrypoint = ep;
+      ctx.record.entrypoint = ep.name;
+      // decide
+      const parentDeadline = this.#inherited?.parent.deadlineAt;
+      const plan = planRequest(this.#deps.publication, ep, request, {
+        requestId: this.requestId,
+        receivedAt: ctx.receivedAt,
+        now: this.#deps.clock.now(),
+        clientProtocol: this.#ingress?.protocol ?? "openai-chat",
+        trustedHeaders: this.#trusted,
+        requestDeadlineMs: this.#deps.requestDeadlineMs,
+        callerDeadlineAt: Math.min(this.#call?.deadlineAt ?? Number.POSITIVE_INFINITY, parentDeadline ?? Number.POSITIVE_INFINITY),
+      });
+      ctx.record.route = plan.route;
+      ctx.setDeadline(plan.deadlineAt);
+      this.#prepared = { kind: "dispatch", plan, request };
+      return this.#prepared;
+    } catch (err) {
+      const error = this.#failure(err);
+      ctx.finish({ kind: "failed", error });
+      return { kind: "immediate", error };
+    }
+  }
+
+  async dispatch(): Promise<Reply> {
+    const ctx = this.#ctx;
+    const prepared = this.#prepared;
+    const principal = this.#principal;
+    const ep = this.#entrypoint;
+    if (!prepared || !principal || !ep) throw new Error("dispatch() before a dispatch action from prepare()");
+    let handedToStream = false;
+    try {
+      const deps = this.#deps;
+      const { plan } = prepared;
+      // reserve: the request's charging (the attempts reserve their own worst cases)
+      const charges = prepareCharges(deps.reserve, deps.publication, ep, ctx, principal, prepared.request, this.#trusted, this.#call ?? this.#inherited?.call);
+      this.#meta.injectedCap = charges.injectedCap;
+      const billing = charges.billing;
+      if (billing) {
+        this.#meta.unchecked = () => billing.unchecked;
+        const expose = charges.budget?.exposeBudget === true;
+        this.#meta.remaining = () => (expose ? billing.lastGrant?.remaining : undefined);
+      }
+      // admit
+      const lease = await admitRequest(ctx, deps.admission, this.#inherited ? undefined : deps.drain, { tenant: principal.tenantId, model: plan.entrypoint });
+      // invoke, on the snapshot the request pins for its whole life (sub-calls share it)
+      const snapshot = await this.#pinSnapshot();
+      ctx.checkpoint();
+      const execution = await deps.invoker.execute(plan, charges.request, {
+        request: ctx,
+        snapshot,
+        breakers: deps.breakers?.forRequest(ctx.waitUntil),
+        health: deps.health?.forRequest(ctx.waitUntil),
+        callBudget: charges.callBudget,
+        backendSlots: {
+          // The slot this request already holds counts as room: a retry may go back to it.
+          hasRoom: (id) => lease.backend === id || deps.admission.hasBackendRoom(id),
+          acquire: (id) => !lease.released && lease.acquireBackend(id).ok,
+        },
+        charges: billing,
+      });
+      if (!execution.ok) throw execution.error;
+      ctx.checkpoint();
+      const codec = this.#inherited ? undefined : deps.codecs.get(this.#ingress!.protocol)!;
+      this.#meta.downgraded = execution.downgraded.map((f) => codec?.paramName(f) ?? f);
+      // respond
+      const stamp: ResponseStamp = { id: this.requestId.slice(4), created: Math.floor(ctx.receivedAt / 1000), model: plan.entrypoint };
+      const answer = respond(execution, codec, stamp, charges.request, deps);
+      const meta = this.#replyMeta();
+      if (answer.kind === "stream") {
+        handedToStream = true;
+        return { kind: "stream", body: answer.body, meta };
+      }
+      ctx.finish({ kind: "completed" });
+      return { kind: "buffered", response: answer.response, body: answer.body, meta };
+    } catch (err) {
+      const error = this.#failure(err);
+      const meta = this.#replyMeta();
+      ctx.finish({ kind: "failed", error });
+      return { kind: "error", error, meta };
+    } finally {
+      // Belt and braces: no path out of dispatch leaves the request open, except into its stream.
+      if (!handedToStream) ctx.finish({ kind: "completed" });
+    }
+  }
+
+  #pinSnapshot(): Promise<PinnedSnapshot> {
+    if (this.#inherited) return this.#inherited.snapshot();
+    this.#snapshot ??= this.#deps.snapshot();
+    return this.#snapshot;
+  }
+
+  /** What the client hears for a failure: the abort's own error once the request was aborted. */
+  #failure(err: unknown): GatewayError {
+    // A client that left is a cancellation, logged apart so alerts on failures do not fire for
+    // clients that hang up; a client's own mistake (4xx) is not logged at all.
+    if (!(err instanceof GatewayError)) this.#deps.log({ kind: "request_failed", requestId: this.requestId, code: "internal_error", cause: String(err) });
+    else if (err.code === "client_closed") this.#deps.log({ kind: "request_cancelled", requestId: this.requestId, code: err.code });
+    else if (err.source === "internal") this.#deps.log({ kind: "request_failed", requestId: this.requestId, code: err.code, cause: String(err.cause) });
+    return toGatewayError(err);
+  }
+
+  #replyMeta(): ReplyMeta {
+    return {
+      requestId: this.requestId,
+      attempts: this.#ctx.attempts.map((a) => a.id),
+      downgraded: this.#meta.downgraded,
+      injectedMaxOutputTokens: this.#meta.injectedCap,
+      callId: this.#call?.callId,
+      budgetUnchecked: this.#meta.unchecked(),
+      budgetRemaining: this.#meta.remaining(),
+    };
+  }
+
+  async #subcall(sub: SubcallRequest): Promise<SubcallResult> {
+    const principal = this.#principal;
+    if (!principal || !this.#prepared) throw new Error("a sub-call needs a prepared parent request");
+    const child = new RequestSession(this.#deps, undefined, {
+      parent: this.#ctx,
+      principal,
+      trusted: this.#trusted,
+      call: this.#call,
+      snapshot: () => this.#pinSnapshot(),
+      sub,
+    });
+    const action = await child.prepare();
+    if (action.kind === "immediate") return { ok: false, requestId: child.requestId, error: action.error, attempts: [] };
+    const reply = await child.dispatch();
+    switch (reply.kind) {
+      case "buffered":
+        return { ok: true, requestId: child.requestId, response: reply.response, attempts: reply.meta.attempts };
+      case "error":
+        return { ok: false, requestId: child.requestId, error: reply.error, attempts: reply.meta.attempts };
+      case "stream":
+        throw new Error("unreachable: sub-calls are buffered");
+    }
+  }
+}

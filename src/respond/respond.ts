@@ -1,0 +1,35 @@
+import type { Clock } from "../deps/clock.ts";
+import type { Execution } from "../invoker/executor.ts";
+import type { Codec, ResponseStamp } from "../protocol/codec.ts";
+import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
+import { createClientStream } from "./stream-pipeline.ts";
+
+/** The respond phase's output: the answer in the client's protocol. */
+export type Answer =
+  | { readonly kind: "buffered"; readonly response: NeutralResponse; readonly body: unknown }
+  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array> };
+
+/**
+ * The respond phase: provider output, decoded once by the invoke phase, encoded last for the
+ * client. A buffered answer is encoded at once (or handed over neutral to an in-process caller,
+ * which has no wire protocol); a stream becomes the client's SSE stream, which ends its attempt
+ * and its request however it ends.
+ */
+export function respond(
+  execution: Extract<Execution, { ok: true }>,
+  codec: Codec | undefined,
+  stamp: ResponseStamp,
+  request: NeutralRequest,
+  opts: { readonly clock: Clock; readonly streamTimeouts: { readonly firstTokenMs: number; readonly idleMs: number } },
+): Answer {
+  if (execution.kind === "buffered") return { kind: "buffered", response: execution.response, body: codec ? codec.encodeResponse(execution.response, stamp) : execution.response };
+  if (!codec) throw new Error("an in-process call has no stream encoder: sub-calls are buffered");
+  const body = createClientStream(execution.body, {
+    decoder: execution.decoder,
+    encoder: codec.createStreamEncoder(stamp, request),
+    attempt: execution.attempt,
+    clock: opts.clock,
+    timeouts: opts.streamTimeouts,
+  });
+  return { kind: "stream", body };
+}
