@@ -38,7 +38,8 @@ const TABLES = `
 
 /** Indexes on columns an older schema may lack: created once the columns exist. */
 const RETENTION_INDEXES = `
-  CREATE INDEX IF NOT EXISTS ledger_attempts_state_created ON ledger_attempts (state, created_at);
+  DROP INDEX IF EXISTS ledger_attempts_state_created;
+  CREATE INDEX IF NOT EXISTS ledger_attempts_created ON ledger_attempts (created_at);
   CREATE INDEX IF NOT EXISTS ledger_counters_end ON ledger_counters (window_end) WHERE window_end > 0;
 `;
 

@@ -88,7 +88,7 @@ describe("BudgetLedger Durable Object: retention", () => {
     await runInDurableObject(stub, (_i: BudgetLedger, state) => {
       const plan = (q: string) => state.storage.sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${q}`).toArray().map((r) => r.detail).join(" | ");
       expect(plan("SELECT * FROM ledger_usage_rollups WHERE scope = 'x' AND day_start >= 0 AND day_start < 1")).toMatch(/SEARCH ledger_usage_rollups USING PRIMARY KEY/);
-      expect(plan("SELECT body FROM ledger_attempts WHERE state = 'settled' AND created_at < 1 LIMIT 5")).toMatch(/USING INDEX ledger_attempts_state_created/);
+      expect(plan("SELECT body FROM ledger_attempts INDEXED BY ledger_attempts_created WHERE created_at < 1 AND state IN ('settled', 'released') ORDER BY created_at LIMIT 5")).toMatch(/USING INDEX ledger_attempts_created/);
       expect(plan("SELECT window_end FROM ledger_counters WHERE window_end > 0 AND held = 0 ORDER BY window_end LIMIT 1")).toMatch(/USING INDEX ledger_counters_end/);
     });
   }, 120_000);
