@@ -334,7 +334,9 @@ export class RequestContext {
     this.#cancelDeadline?.();
     for (const scope of [...this.#open]) scope.interrupt(end);
     this.#holdings.close();
-    if (!this.#controller.signal.aborted) this.#controller.abort(new GatewayError("client_closed", "The request has ended."));
+    // A request that failed may still have work in flight (a sub-call's fetch): stop it. A request
+    // that completed has none, and aborting would cost an error object on every request.
+    if (end.kind === "failed" && !this.#controller.signal.aborted) this.#controller.abort(end.error);
     const r = this.record;
     r.endedAt = this.clock.now();
     r.attempts = this.#attempts.map((a) => a.id);
