@@ -25,6 +25,9 @@ export type ResourceKind =
   /** A sub-call running on the request's behalf. */
   | "subcall";
 
+/** The request runtime's phases, in order (docs/architecture.md has the table). */
+export type Phase = "authenticate" | "decode" | "authorize" | "decide" | "reserve" | "admit" | "invoke" | "respond";
+
 /** Why a request was stopped from outside its phases. */
 export type AbortReason = "client_disconnected" | "deadline" | "drain" | "parent_ended";
 
@@ -45,6 +48,8 @@ export interface RequestRecord {
   entrypoint: string | undefined;
   route: string | undefined;
   stream: boolean | undefined;
+  /** The last phase the request entered: where it ended, whichever way. */
+  phase: Phase | undefined;
   outcome: "success" | "error" | "cancelled" | undefined;
   errorCode: ErrorCode | undefined;
   /** Ids of the attempts the request made, in order. */
@@ -211,6 +216,7 @@ export class RequestContext {
       entrypoint: undefined,
       route: undefined,
       stream: undefined,
+      phase: undefined,
       outcome: undefined,
       errorCode: undefined,
       attempts: [],
@@ -242,11 +248,6 @@ export class RequestContext {
     return this.#end !== undefined;
   }
 
-  /** How the request ended; undefined while it runs. */
-  get end(): RequestEnd | undefined {
-    return this.#end;
-  }
-
   /** Attempts made so far (those that went out or were refused by the gateway's own config), in order. */
   get attempts(): readonly AttemptRecord[] {
     return this.#attempts;
@@ -271,6 +272,12 @@ export class RequestContext {
       return;
     }
     this.abort("deadline");
+  }
+
+  /** The request enters a phase: a checkpoint, and the record says where it was. */
+  enter(phase: Phase): void {
+    this.record.phase = phase;
+    this.checkpoint();
   }
 
   /** Lets {@link checkpoint} see a drain's mark on this request. */

@@ -77,13 +77,13 @@ export class RequestSession implements Session {
   async prepare(): Promise<Action> {
     const ctx = this.#ctx;
     try {
-      // authenticate
+      ctx.enter("authenticate");
       const principal = this.#inherited?.principal ?? (await authenticate(this.#deps.publication, this.#ingress?.apiKey));
       this.#principal = principal;
       ctx.record.tenant = principal.tenantId;
       ctx.record.key = principal.keyId;
-      ctx.checkpoint();
-      // decode (the body is read only now, after authentication)
+      // The body is read only now, after authentication.
+      ctx.enter("decode");
       let request: NeutralRequest;
       if (this.#inherited) {
         request = { ...this.#inherited.sub.request, model: this.#inherited.sub.model, stream: false, streamUsage: false };
@@ -99,11 +99,11 @@ export class RequestSession implements Session {
         this.#call = call;
       }
       ctx.record.stream = request.stream;
-      // authorize
+      ctx.enter("authorize");
       const ep = authorize(this.#deps.publication, principal, request.model);
       this.#entrypoint = ep;
       ctx.record.entrypoint = ep.name;
-      // decide
+      ctx.enter("decide");
       const parentDeadline = this.#inherited?.parent.deadlineAt;
       const plan = planRequest(this.#deps.publication, ep, request, {
         requestId: this.requestId,
@@ -135,7 +135,8 @@ export class RequestSession implements Session {
     try {
       const deps = this.#deps;
       const { plan } = prepared;
-      // reserve: the request's charging (the attempts reserve their own worst cases)
+      // The request's charging; each attempt reserves its own worst case.
+      ctx.enter("reserve");
       const charges = prepareCharges(deps.reserve, deps.publication, ep, ctx, principal, prepared.request, this.#trusted, this.#call ?? this.#inherited?.call);
       this.#meta.injectedCap = charges.injectedCap;
       const billing = charges.billing;
@@ -144,9 +145,10 @@ export class RequestSession implements Session {
         const expose = charges.budget?.exposeBudget === true;
         this.#meta.remaining = () => (expose ? billing.lastGrant?.remaining : undefined);
       }
-      // admit
+      ctx.enter("admit");
       const lease = await admitRequest(ctx, deps.admission, this.#inherited ? undefined : deps.drain, { tenant: principal.tenantId, model: plan.entrypoint });
-      // invoke, on the snapshot the request pins for its whole life (sub-calls share it)
+      // On the snapshot the request pins for its whole life (sub-calls share it).
+      ctx.enter("invoke");
       const snapshot = await this.#pinSnapshot();
       ctx.checkpoint();
       const execution = await deps.invoker.execute(plan, charges.request, {
@@ -166,7 +168,7 @@ export class RequestSession implements Session {
       ctx.checkpoint();
       const codec = this.#inherited ? undefined : deps.codecs.get(this.#ingress!.protocol)!;
       this.#meta.downgraded = execution.downgraded.map((f) => codec?.paramName(f) ?? f);
-      // respond
+      ctx.enter("respond");
       const stamp: ResponseStamp = { id: this.requestId.slice(4), created: Math.floor(ctx.receivedAt / 1000), model: plan.entrypoint };
       const answer = respond(execution, codec, stamp, charges.request, deps);
       const meta = this.#replyMeta();

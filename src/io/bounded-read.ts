@@ -34,7 +34,11 @@ export interface BoundedReadOptions {
    * default) cancels at once, which is right for a provider's body.
    */
   readonly discardAfterOverflow?: number | undefined;
-  /** The size the sender announced (e.g. Content-Length): sizes the first buffer, never trusted. */
+  /**
+   * The size the stream's own framing announces (an HTTP body's Content-Length): sizes the first
+   * buffer, and a size up to one slice is read in one native call. Pass it only when the framing
+   * holds the stream to it; otherwise a larger stream is still cut at `maxBytes`.
+   */
   readonly expectedBytes?: number | undefined;
 }
 

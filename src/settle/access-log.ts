@@ -40,6 +40,7 @@ export function accessLogSink(enabled: boolean, write: (line: string) => void = 
           entrypoint: r.entrypoint,
           route: r.route,
           stream: r.stream,
+          phase: r.phase,
           outcome: r.outcome,
           errorCode: r.errorCode,
           attempts: r.attempts,

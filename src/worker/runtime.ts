@@ -1,7 +1,7 @@
 import { connect } from "cloudflare:sockets";
 import { AdmissionController } from "../admit/admission.ts";
 import { DrainController } from "../admit/drain.ts";
-import { attemptBudgetClient, type AttemptBudgetClient } from "../call-budget/attempt-budget-client.ts";
+import { attemptBudgetClient } from "../call-budget/attempt-budget-client.ts";
 import type { LoadedConfig } from "../config/load-config.ts";
 import { systemClock, type Clock } from "../deps/clock.ts";
 import { systemRng } from "../deps/rng.ts";
@@ -11,7 +11,6 @@ import { createEngine, type Engine } from "../engine/engine.ts";
 import { GatewayExecutor } from "../invoker/executor.ts";
 import { budgetLedgerClient, type BudgetLedgerClient } from "../ledger/ledger-client.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
-import type { CodecRegistry } from "../protocol/codec.ts";
 import type { BudgetPolicy } from "../publication/budgets.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
 import { accessLogSink } from "../settle/access-log.ts";
@@ -32,14 +31,11 @@ export interface GatewayRuntime {
   /** Digest of the effective (parsed, defaulted) bootstrap + publication config. */
   readonly configDigest: string;
   readonly engine: Engine;
-  readonly codecs: CodecRegistry;
   readonly snapshots: SnapshotCache;
   /** Per-backend circuit breakers (cached view per isolate); undefined when disabled. */
   readonly breakers: BreakerCache | undefined;
   /** Active health of backends (cached view per isolate); undefined when disabled. */
   readonly health: HealthCache | undefined;
-  /** Cross-layer attempt budgets, one Durable Object per (tenant, call id). */
-  readonly callBudgets: AttemptBudgetClient;
   /** Budget scopes, prices and entrypoint budget policies (part of the compiled publication). */
   readonly budgets: BudgetPolicy;
   /** The tenants' BudgetLedger objects (striped where the publication says so). */
@@ -180,11 +176,9 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     publication,
     configDigest: await canonicalDigest({ gateway: config.gateway, publication: config.publication }),
     engine,
-    codecs: builtinCodecs,
     snapshots,
     breakers,
     health,
-    callBudgets,
     budgets,
     ledger,
     drain,

@@ -198,6 +198,20 @@ function expectNothingHeld({ h, breakers }: Awaited<ReturnType<typeof scenario>>
   expect(h.undoErrors).toEqual([]);
 }
 
+/** The phase each boundary belongs to: where a request stopped there at once is recorded as ending. */
+const PHASE_OF: Readonly<Record<Point, string>> = {
+  body: "decode",
+  queued: "admit",
+  snapshot: "invoke",
+  reserve: "invoke",
+  "call-budget": "invoke",
+  headers: "invoke",
+  "buffered-body": "invoke",
+  "stream-chunk": "respond",
+  "stream-decode": "respond",
+  "stream-encode": "respond",
+};
+
 const POINTS: readonly Point[] = ["body", "queued", "snapshot", "reserve", "call-budget", "headers", "buffered-body", "stream-chunk", "stream-decode", "stream-encode"];
 
 describe("a request stopped at any phase boundary releases everything it took, once", () => {
@@ -220,6 +234,8 @@ describe("a request stopped at any phase boundary releases everything it took, o
         expect(r.hits, "the fault was injected").toBeGreaterThanOrEqual(1);
         expectNothingHeld(r);
         const record = r.h.requests.find((x) => x.parentRequestId === undefined)!;
+        // A disconnect or a throw stops the request in the phase it was in.
+        if (fault === "client" || fault === "throw") expect(record.phase).toBe(PHASE_OF[point]);
         switch (fault) {
           case "client":
             expect(record.outcome).toBe("cancelled");

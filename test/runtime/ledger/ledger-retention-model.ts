@@ -1,4 +1,5 @@
 import { expect } from "vitest";
+import { mulberry32 } from "../traffic/helpers.ts";
 import {
   BUCKET_UNITS_PER_TOKEN,
   LEDGER_DAY_MS,
@@ -48,18 +49,6 @@ const MODELS = [
   ["m2@3", "p1"],
 ] as const;
 const REASONS = 5;
-
-/** mulberry32: a small seeded RNG, so every run replays the same traffic. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type State = "held" | "settled" | "pending" | "released";
 interface Attempt {
@@ -114,7 +103,9 @@ export class RetentionScenario {
     this.#ledger = ledger;
     this.now = opts.start;
     this.retentionMs = opts.retentionMs;
-    this.#r = rng(opts.seed);
+    // A seeded RNG, so every run replays the same traffic.
+    const seeded = mulberry32(opts.seed);
+    this.#r = () => seeded.next();
   }
 
   #int(n: number): number {
