@@ -1,18 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { MemoryLedgerStore } from "../../../src/ledger/ledger-memory-store.ts";
 import { BUCKET_UNITS_PER_TOKEN, BudgetLedgerCore, type LedgerAmount, type LedgerCounter, type RefusalReason, type ScopeLimits } from "../../../src/ledger/ledger.ts";
+import { mulberry32 } from "../traffic/helpers.ts";
 
-/** mulberry32: a small seeded RNG, so every run replays the same interleavings. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded RNG as a function, so every random case is reproducible. */
+const rng = (seed: number): (() => number) => {
+  const r = mulberry32(seed);
+  return () => r.next();
+};
 
 const T0 = 1_800_000_000_000;
 const DAY = 86_400_000;

@@ -6,6 +6,7 @@ import type { NeutralRequest } from "../../../src/protocol/neutral.ts";
 import { openAiChatCodec } from "../../../src/protocol/openai-chat/index.ts";
 import { startedAttempt } from "../support/attempt-scope.ts";
 import { deltaChunk, parseClientSse, providerSse, usageChunk, type ClientEvent } from "../protocol/sse-helpers.ts";
+import { mulberry32 } from "../traffic/helpers.ts";
 
 const STARTED_AT = 1_000;
 const HEADERS_AT = 1_040;
@@ -438,17 +439,11 @@ describe("createClientStream: client cancel", () => {
   });
 });
 
-/** mulberry32: a small seeded PRNG, so every random split is reproducible. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded RNG as a function, so every random case is reproducible. */
+const seededRandom = (seed: number): (() => number) => {
+  const r = mulberry32(seed);
+  return () => r.next();
+};
 
 /** Splits `bytes` at the given sorted, distinct cut points. */
 function splitAt(bytes: Uint8Array, cuts: readonly number[]): Uint8Array[] {
@@ -520,7 +515,7 @@ describe("createClientStream: property — byte boundaries never change the resu
       expect(whole.events.length).toBeGreaterThan(2);
       expect(whole.outcomes).toHaveLength(1);
 
-      const rand = mulberry32(0x5eed ^ sse.length);
+      const rand = seededRandom(0x5eed ^ sse.length);
       let insideMultiByte = 0;
       const splits: number[][] = [
         Array.from({ length: bytes.length - 1 }, (_, i) => i + 1), // every single byte
