@@ -114,12 +114,12 @@ function limitParam(value: string | undefined): number {
  * is checked here, so the ledger's admin methods never see one they would reject.
  */
 export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, name: string) => BudgetLedgerRpc): void {
-  app.get("/budgets", (c) => c.json({ tenants: c.var.runtime.budgets.tenants().map((t) => ({ tenant: t.id, root: t.root, stripes: t.stripes, retentionMs: t.retentionMs, scopes: t.scopes })) }));
+  app.get("/budgets", (c) => c.json({ tenants: c.var.runtime.publication.budgets.tenants().map((t) => ({ tenant: t.id, root: t.root, stripes: t.stripes, retentionMs: t.retentionMs, scopes: t.scopes })) }));
 
   app.get("/budgets/:tenant/balance", async (c) => {
     const rt = c.var.runtime;
-    const { root } = tenantObjects(rt.budgets, c.req.param("tenant"));
-    const declared = rt.budgets.tenants().find((t) => t.root === root)!.scopes.map((s) => s.name);
+    const { root } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
+    const declared = rt.publication.budgets.tenants().find((t) => t.root === root)!.scopes.map((s) => s.name);
     const scopes = c.req.queries("scope") ?? declared;
     for (const s of scopes) keyParam(s, "scope");
     return c.json({ balances: await Promise.all(scopes.map((s) => rt.ledger.balance(root, s))) });
@@ -127,7 +127,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
 
   app.get("/budgets/:tenant/usage", async (c) => {
     const rt = c.var.runtime;
-    const { names } = tenantObjects(rt.budgets, c.req.param("tenant"));
+    const { names } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
     const scope = requiredScope(c.req.query("scope"));
     const { from, to } = rangeParams(c.req.query("from"), c.req.query("to"), rt.clock.now());
     const parts = await Promise.all(names.map((n) => objectFor(c.env, n).usageReport(scope, from, to)));
@@ -155,7 +155,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
 
   app.get("/budgets/:tenant/refusals", async (c) => {
     const rt = c.var.runtime;
-    const { names } = tenantObjects(rt.budgets, c.req.param("tenant"));
+    const { names } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
     const scope = requiredScope(c.req.query("scope"));
     const { from, to } = rangeParams(c.req.query("from"), c.req.query("to"), rt.clock.now());
     const parts = await Promise.all(names.map((n) => objectFor(c.env, n).refusals(scope, from, to)));
@@ -163,7 +163,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
   });
 
   app.get("/budgets/:tenant/reconciliations", async (c) => {
-    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const { names } = tenantObjects(c.var.runtime.publication.budgets, c.req.param("tenant"));
     const limit = limitParam(c.req.query("limit"));
     const after = keyParam(c.req.query("after"), "after");
     const parts = await Promise.all(names.map((n) => objectFor(c.env, n).pendingReconciliations(limit, after)));
@@ -171,7 +171,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
   });
 
   app.get("/budgets/:tenant/attempts", async (c) => {
-    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const { names } = tenantObjects(c.var.runtime.publication.budgets, c.req.param("tenant"));
     const state = c.req.query("state");
     if (state === "refused") {
       throw new GatewayError(
@@ -199,7 +199,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
     new GatewayError("not_found", `No attempt '${echo(id)}' in this tenant's ledger: it was refused (refusals are only counted), never reserved, or finished longer ago than the retention.`);
 
   app.get("/budgets/:tenant/attempts/:attemptId", async (c) => {
-    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const { names } = tenantObjects(c.var.runtime.publication.budgets, c.req.param("tenant"));
     const id = c.req.param("attemptId");
     const found = await findAttempt(c.env, names, id);
     if (!found) throw notFound(id);
@@ -207,7 +207,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
   });
 
   app.post("/budgets/:tenant/reconciliations/:attemptId/resolve", async (c) => {
-    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const { names } = tenantObjects(c.var.runtime.publication.budgets, c.req.param("tenant"));
     const id = c.req.param("attemptId");
     const body = await readJson(c.req.raw, resolveSchema);
     const found = await findAttempt(c.env, names, id);
@@ -219,24 +219,24 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
 
   app.post("/budgets/:tenant/top-ups", async (c) => {
     const rt = c.var.runtime;
-    const { root } = tenantObjects(rt.budgets, c.req.param("tenant"));
+    const { root } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
     const b = await readJson(c.req.raw, topUpSchema);
-    checkCurrency(rt.budgets, b.currency, "currency", false);
+    checkCurrency(rt.publication.budgets, b.currency, "currency", false);
     return c.json(await rt.ledger.topUp(root, b.scope, { currency: b.currency, micros: b.amount }, { opId: b.opId, actor: b.actor, ...(b.note ? { note: b.note } : {}) }));
   });
 
   app.put("/budgets/:tenant/limits", async (c) => {
     const rt = c.var.runtime;
-    const { root } = tenantObjects(rt.budgets, c.req.param("tenant"));
+    const { root } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
     const b = await readJson(c.req.raw, limitsSchema);
-    if (b.limits?.money) checkCurrency(rt.budgets, b.limits.money.currency, "limits.money.currency", true);
-    if (b.limits?.balance) checkCurrency(rt.budgets, b.limits.balance.currency, "limits.balance.currency", true);
+    if (b.limits?.money) checkCurrency(rt.publication.budgets, b.limits.money.currency, "limits.money.currency", true);
+    if (b.limits?.balance) checkCurrency(rt.publication.budgets, b.limits.balance.currency, "limits.balance.currency", true);
     await rt.ledger.setLimits(root, b.scope, b.limits === null ? null : ledgerLimits(b.limits), { actor: b.actor, ...(b.note ? { note: b.note } : {}) });
     return c.json({ scope: b.scope, balance: await rt.ledger.balance(root, b.scope) });
   });
 
   app.get("/budgets/:tenant/audit", async (c) => {
-    const { names } = tenantObjects(c.var.runtime.budgets, c.req.param("tenant"));
+    const { names } = tenantObjects(c.var.runtime.publication.budgets, c.req.param("tenant"));
     const limit = limitParam(c.req.query("limit"));
     // Sequence numbers are per ledger object: `after` pages each object's log alike.
     const afterSeq = c.req.query("after");

@@ -1,7 +1,6 @@
 import type { Capability, EntrypointConfig, PublicationConfig, RouteCondition } from "../config/publication-schema.ts";
 import type { RequestFeature } from "../protocol/features.ts";
 import { compileBudgetPolicy, type BudgetPolicy, type EntrypointBudget } from "./budgets.ts";
-import { priceOf, type Price } from "./prices.ts";
 import type { Principal } from "./principal.ts";
 
 /**
@@ -43,7 +42,6 @@ export interface ActiveModel {
   readonly pool: string;
   readonly requires: readonly Capability[];
   readonly downgrades: readonly RequestFeature[];
-  readonly price: Price | undefined;
 }
 
 /** What a publication needs from a BackendSnapshot: checked whenever a snapshot is activated. */
@@ -54,12 +52,10 @@ export interface PoolRequirement {
   readonly neededBy: string;
 }
 
-/** An API key as the publication grants it; found by the SHA-256 of the presented key. */
+/** An API key as the publication knows it; found by the SHA-256 of the presented key. */
 export interface CompiledKey {
   readonly principal: Principal;
   readonly disabled: boolean;
-  /** Entrypoints the key may call; `"*"` is every entrypoint. */
-  readonly entrypoints: "*" | ReadonlySet<string>;
 }
 
 /**
@@ -120,7 +116,7 @@ export function compilePublication(pub: PublicationConfig): CompiledPublication 
   for (const m of pub.models) {
     const r = m.revisions.find((rev) => rev.revision === m.activeRevision);
     if (!r) continue;
-    models.set(m.id, { id: m.id, revision: r.revision, pool: r.pool, requires: r.requires, downgrades: r.downgrades, price: r.price ? priceOf(r.price) : undefined });
+    models.set(m.id, { id: m.id, revision: r.revision, pool: r.pool, requires: r.requires, downgrades: r.downgrades });
     // Inactive revisions are not required, so operators can retire the pools nobody routes to.
     poolRequirements.push({ pool: r.pool, requires: r.requires, neededBy: `model ${m.id} revision ${r.revision}` });
   }
@@ -128,9 +124,8 @@ export function compilePublication(pub: PublicationConfig): CompiledPublication 
   const grants = new Map<string, "*" | ReadonlySet<string>>();
   for (const t of pub.tenants) {
     for (const k of t.apiKeys) {
-      const entrypoints = k.entrypoints.includes("*") ? "*" : new Set(k.entrypoints);
-      keys.set(k.sha256, { principal: { tenantId: t.id, keyId: k.id }, disabled: k.disabled, entrypoints });
-      grants.set(`${t.id}\u0000${k.id}`, entrypoints);
+      keys.set(k.sha256, { principal: { tenantId: t.id, keyId: k.id }, disabled: k.disabled });
+      grants.set(`${t.id}\u0000${k.id}`, k.entrypoints.includes("*") ? "*" : new Set(k.entrypoints));
     }
   }
   const entrypoints = new Map(pub.entrypoints.map((ep) => [ep.name, compileEntrypoint(ep, budgets)]));

@@ -11,7 +11,6 @@ import { createEngine, type Engine } from "../engine/engine.ts";
 import { GatewayExecutor } from "../invoker/executor.ts";
 import { budgetLedgerClient, type BudgetLedgerClient } from "../ledger/ledger-client.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
-import type { BudgetPolicy } from "../publication/budgets.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
 import { accessLogSink } from "../settle/access-log.ts";
 import type { SnapshotControllerClient } from "../snapshot/controller-client.ts";
@@ -36,8 +35,6 @@ export interface GatewayRuntime {
   readonly breakers: BreakerCache | undefined;
   /** Active health of backends (cached view per isolate); undefined when disabled. */
   readonly health: HealthCache | undefined;
-  /** Budget scopes, prices and entrypoint budget policies (part of the compiled publication). */
-  readonly budgets: BudgetPolicy;
   /** The tenants' BudgetLedger objects (striped where the publication says so). */
   readonly ledger: BudgetLedgerClient;
   /** Graceful drain of this isolate: stop admission, let requests finish, cancel the rest. */
@@ -109,8 +106,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   const controller = snapshotControllerClient(env);
   const load = new LoadTracker(clock, { freshnessMs: gw.traffic.loadFreshnessMs, halfLifeMs: gw.traffic.latencyHalfLifeMs });
   const secrets = env as unknown as Record<string, unknown>;
-  const budgets = publication.budgets;
-  const stripes = new Map(budgets.tenants().map((t) => [t.root, t.stripes]));
+  const stripes = new Map(publication.budgets.tenants().map((t) => [t.root, t.stripes]));
   const ledger = budgetLedgerClient((name) => env.BUDGET_LEDGER.getByName(name), { stripes: (root) => stripes.get(root) ?? 1 });
   const callBudgets = attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key));
   const breakers = (() => {
@@ -179,7 +175,6 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     snapshots,
     breakers,
     health,
-    budgets,
     ledger,
     drain,
     admission,
