@@ -9,7 +9,7 @@ import type { ResponseStamp } from "../protocol/codec.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
 import type { CompiledEntrypoint } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
-import { prepareCharges } from "../reserve/reserve-phase.ts";
+import { prepareCharges, type RequestCharges } from "../reserve/reserve-phase.ts";
 import { respond } from "../respond/respond.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { EngineDeps } from "./engine-deps.ts";
@@ -39,12 +39,10 @@ export class RequestSession implements Session {
   #prepared: DispatchAction | undefined;
   #call: CallBudget | undefined;
   #snapshot: Promise<PinnedSnapshot> | undefined;
-  #meta: { downgraded: readonly string[]; injectedCap: number | undefined; unchecked: () => boolean; remaining: () => ReplyMeta["budgetRemaining"] } = {
-    downgraded: [],
-    injectedCap: undefined,
-    unchecked: () => false,
-    remaining: () => undefined,
-  };
+  /** The request's charging, once the reserve phase has run (the reply's budget facts come from it). */
+  #charges: RequestCharges | undefined;
+  /** The client protocol's names of the fields dropped under declared downgrades. */
+  #downgraded: readonly string[] = [];
 
   constructor(deps: EngineDeps, ingress: Ingress | undefined, inherited: Inherited | undefined) {
     this.#deps = deps;
@@ -138,13 +136,7 @@ export class RequestSession implements Session {
       // The request's charging; each attempt reserves its own worst case.
       ctx.enter("reserve");
       const charges = prepareCharges(deps.reserve, deps.publication, ep, ctx, principal, prepared.request, this.#trusted, this.#call ?? this.#inherited?.call);
-      this.#meta.injectedCap = charges.injectedCap;
-      const billing = charges.billing;
-      if (billing) {
-        this.#meta.unchecked = () => billing.unchecked;
-        const expose = charges.budget?.exposeBudget === true;
-        this.#meta.remaining = () => (expose ? billing.lastGrant?.remaining : undefined);
-      }
+      this.#charges = charges;
       ctx.enter("admit");
       const lease = await admitRequest(ctx, deps.admission, this.#inherited ? undefined : deps.drain, { tenant: principal.tenantId, model: plan.entrypoint });
       // On the snapshot the request pins for its whole life (sub-calls share it).
@@ -162,12 +154,12 @@ export class RequestSession implements Session {
           hasRoom: (id) => lease.backend === id || deps.admission.hasBackendRoom(id),
           acquire: (id) => !lease.released && lease.acquireBackend(id).ok,
         },
-        charges: billing,
+        charges: charges.billing,
       });
       if (!execution.ok) throw execution.error;
       ctx.checkpoint();
       const codec = this.#inherited ? undefined : deps.codecs.get(this.#ingress!.protocol)!;
-      this.#meta.downgraded = execution.downgraded.map((f) => codec?.paramName(f) ?? f);
+      this.#downgraded = execution.downgraded.map((f) => codec?.paramName(f) ?? f);
       ctx.enter("respond");
       const stamp: ResponseStamp = { id: this.requestId.slice(4), created: Math.floor(ctx.receivedAt / 1000), model: plan.entrypoint };
       const answer = respond(execution, codec, stamp, charges.request, deps);
@@ -206,14 +198,16 @@ export class RequestSession implements Session {
   }
 
   #replyMeta(): ReplyMeta {
+    const charges = this.#charges;
+    const billing = charges?.billing;
     return {
       requestId: this.requestId,
       attempts: this.#ctx.attempts.map((a) => a.id),
-      downgraded: this.#meta.downgraded,
-      injectedMaxOutputTokens: this.#meta.injectedCap,
+      downgraded: this.#downgraded,
+      injectedMaxOutputTokens: charges?.injectedCap,
       callId: this.#call?.callId,
-      budgetUnchecked: this.#meta.unchecked(),
-      budgetRemaining: this.#meta.remaining(),
+      budgetUnchecked: billing?.unchecked ?? false,
+      budgetRemaining: charges?.budget?.exposeBudget ? billing?.lastGrant?.remaining : undefined,
     };
   }
 
