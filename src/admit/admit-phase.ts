@@ -1,4 +1,4 @@
-import type { RequestContext } from "../context/request-context.ts";
+import { abortError, type RequestContext } from "../context/request-context.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { AdmissionController, AdmissionLease, AdmissionRefusalReason } from "./admission.ts";
 import type { DrainController } from "./drain.ts";
@@ -31,7 +31,8 @@ export async function admitRequest(
 ): Promise<AdmissionLease> {
   if (drain) {
     const ticket = drain.track();
-    if (!ticket) throw new GatewayError("gateway_draining", "The gateway is shutting down. Retry on another instance.", { retryAfterSeconds: 1 });
+    // A draining isolate refuses exactly as a drain cancels: the same code and retry-after.
+    if (!ticket) throw abortError("drain");
     ctx.own("drain_ticket", () => ticket.done());
     ctx.watchDrain(ticket);
   }

@@ -139,28 +139,37 @@ class Holdings<T> {
   }
 }
 
+/** The stable code of each abort reason. */
+const ABORT_CODES: Readonly<Record<AbortReason, ErrorCode>> = {
+  client_disconnected: "client_closed",
+  deadline: "deadline_exceeded",
+  drain: "gateway_draining",
+  parent_ended: "client_closed",
+};
+
+/** The client-facing error for an abort reason; `cause` (for logs) is what failed because of it. */
+export function abortError(reason: AbortReason, cause?: unknown): GatewayError {
+  const opts = { cause };
+  switch (reason) {
+    case "client_disconnected":
+      return new GatewayError(ABORT_CODES[reason], "The client closed the request.", opts);
+    case "deadline":
+      return new GatewayError(ABORT_CODES[reason], "The request deadline passed.", opts);
+    case "drain":
+      return new GatewayError(ABORT_CODES[reason], "The gateway is shutting down. Retry on another instance.", { ...opts, retryAfterSeconds: 1 });
+    case "parent_ended":
+      return new GatewayError(ABORT_CODES[reason], "The request this call was made for has ended.", opts);
+  }
+}
+
 /** The outcome and error code an attempt is ended with when its request ends under it. */
 function interruption(end: RequestEnd): { outcome: AttemptOutcome; code: ErrorCode; reason: EvidenceReason } {
   if (end.kind === "aborted") {
-    const code = abortError(end.reason).code;
+    const code = ABORT_CODES[end.reason];
     return end.reason === "deadline" ? { outcome: "timeout", code, reason: "timeout" } : { outcome: "client_cancelled", code, reason: "client_cancelled" };
   }
   // The request ended while the attempt was still open: the gateway failed under it.
   return { outcome: "gateway_error", code: end.kind === "failed" ? end.error.code : "internal_error", reason: "protocol_error" };
-}
-
-/** The client-facing error for an abort reason. */
-export function abortError(reason: AbortReason): GatewayError {
-  switch (reason) {
-    case "client_disconnected":
-      return new GatewayError("client_closed", "The client closed the request.");
-    case "deadline":
-      return new GatewayError("deadline_exceeded", "The request deadline passed.");
-    case "drain":
-      return new GatewayError("gateway_draining", "The gateway is shutting down. Retry on another instance.", { retryAfterSeconds: 1 });
-    case "parent_ended":
-      return new GatewayError("client_closed", "The request this call was made for has ended.");
-  }
 }
 
 /**
@@ -348,7 +357,7 @@ export class RequestContext {
     r.endedAt = this.clock.now();
     r.attempts = this.#attempts.map((a) => a.id);
     r.outcome = end.kind === "completed" ? "success" : end.kind === "aborted" ? "cancelled" : "error";
-    r.errorCode = end.kind === "failed" ? end.error.code : end.kind === "aborted" ? abortError(end.reason).code : undefined;
+    r.errorCode = end.kind === "failed" ? end.error.code : end.kind === "aborted" ? ABORT_CODES[end.reason] : undefined;
     try {
       this.#sink.requestFinished(r);
     } catch (err) {

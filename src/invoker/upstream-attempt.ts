@@ -1,5 +1,5 @@
 import type { AttemptOutcome, AttemptRecord, Evidence } from "../context/attempt-record.ts";
-import type { AttemptScope, RequestContext } from "../context/request-context.ts";
+import { abortError, type AttemptScope, type RequestContext } from "../context/request-context.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
@@ -136,13 +136,7 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
     if (reason !== undefined) {
       // The request was aborted (its terminal already ended this attempt): say why.
       const deadline = reason === "deadline";
-      const error =
-        reason === "deadline"
-          ? new GatewayError("deadline_exceeded", "The request deadline passed before the model provider answered.", { cause: err })
-          : reason === "drain"
-            ? new GatewayError("gateway_draining", "The gateway is shutting down. Retry on another instance.", { cause: err, retryAfterSeconds: 1 })
-            : new GatewayError("client_closed", "The client closed the request.", { cause: err });
-      return failed(attempt, error, { class: "unknown", reason: deadline ? "timeout" : "client_cancelled" }, deadline ? "timeout" : "client_cancelled");
+      return failed(attempt, abortError(reason, err), { class: "unknown", reason: deadline ? "timeout" : "client_cancelled" }, deadline ? "timeout" : "client_cancelled");
     }
     if (firstByte.signal.aborted) {
       // The request was sent: the provider may be working on it. Unknown, so never retried.
