@@ -12,6 +12,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { parseArgs } from "node:util";
 import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
+import { chunkedWire } from "../local-stack/chunked-wire.ts";
 
 const { values } = parseArgs({
   options: {
@@ -35,29 +36,10 @@ function requestOfSize(n: number): Buffer {
   return Buffer.from(JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content: pad }], max_tokens: 4 }));
 }
 
-/**
- * The chunked-encoding wire bytes of `body` in `chunk`-byte chunks, built before the clock starts:
- * building them is slow in Node and would stall this process's own probes, not the gateway.
- */
-function chunkedWire(body: Buffer): Buffer {
-  const sizeLine = (n: number) => `${n.toString(16)}\r\n`;
-  const full = Math.floor(body.length / chunk);
-  const rest = body.length % chunk;
-  const wire = Buffer.allocUnsafe(full * (sizeLine(chunk).length + chunk + 2) + (rest > 0 ? sizeLine(rest).length + rest + 2 : 0) + 5);
-  let at = 0;
-  for (let i = 0; i < body.length; i += chunk) {
-    const n = Math.min(chunk, body.length - i);
-    at += wire.write(sizeLine(n), at, "latin1");
-    at += body.copy(wire, at, i, i + n);
-    at += wire.write("\r\n", at, "latin1");
-  }
-  at += wire.write("0\r\n\r\n", at, "latin1");
-  return wire.subarray(0, at);
-}
-
 /** Sends `body` in `chunk`-byte pieces on a raw socket; resolves with the status line and the time to it. */
 function tinyChunkUpload(url: URL, body: Buffer): Promise<{ status: string; ms: number }> {
-  const wire = framing === "chunked" ? chunkedWire(body) : undefined;
+  // Built before the clock starts: building it is slow in Node and would stall this process, not the gateway.
+  const wire = framing === "chunked" ? chunkedWire(body, chunk) : undefined;
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const sock = connect({ host: url.hostname, port: Number(url.port) });

@@ -4,7 +4,8 @@
  * tiny chunks next to one that does not.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chunkedWire, rawExchange, rawSocket, upload, type UploadOutcome } from "./support/raw-http.ts";
+import { chunkedWire } from "../../local-stack/chunked-wire.ts";
+import { rawExchange, rawSocket, upload, type UploadOutcome } from "./support/raw-http.ts";
 import { DEMO_KEY, startStack, type Stack } from "./support/stack.ts";
 
 let stack: Stack;

@@ -29,21 +29,6 @@ export function upload(url: string, init: { method?: string; headers: Record<str
   });
 }
 
-/** HTTP chunked-encoding bytes of `body` cut into `chunk`-byte chunks, terminator included. */
-export function chunkedWire(body: Buffer, chunk: number): Buffer {
-  const sizeLine = (n: number) => `${n.toString(16)}\r\n`;
-  const wire = Buffer.allocUnsafe(Math.ceil(body.length / chunk) * (sizeLine(chunk).length + chunk + 2) + 5);
-  let at = 0;
-  for (let i = 0; i < body.length; i += chunk) {
-    const n = Math.min(chunk, body.length - i);
-    at += wire.write(sizeLine(n), at, "latin1");
-    at += body.copy(wire, at, i, i + n);
-    at += wire.write("\r\n", at, "latin1");
-  }
-  at += wire.write("0\r\n\r\n", at, "latin1");
-  return wire.subarray(0, at);
-}
-
 /** A raw connection to `url`'s host: for request heads and bodies no HTTP client would send. */
 export function rawSocket(url: string): Promise<Socket> {
   const u = new URL(url);
