@@ -1,14 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  AdmissionController,
-  quantizeRetryAfter,
-  type AdmissionLease,
-  type AdmissionOptions,
-  type AdmissionRequest,
-  type AdmissionResult,
-} from "../../../src/admit/admission.ts";
-import type { Scheduler } from "../../../src/deps/scheduler.ts";
-import { FakeClock, mulberry32 } from "../traffic/helpers.ts";
+import { AdmissionController, type AdmissionLease } from "../../../src/admit/admission.ts";
+import { FakeClock } from "../traffic/helpers.ts";
 import { ManualScheduler, setup, NO_DEADLINE, flush, track, admitNow, expectIdle } from "./admission-support.ts";
 
 describe("AdmissionController limits", () => {

@@ -1,14 +1,13 @@
-import { describe, expect, it } from "vitest";
+import { expect } from "vitest";
 import {
   AdmissionController,
-  quantizeRetryAfter,
   type AdmissionLease,
   type AdmissionOptions,
   type AdmissionRequest,
   type AdmissionResult,
 } from "../../../src/admit/admission.ts";
 import type { Scheduler } from "../../../src/deps/scheduler.ts";
-import { FakeClock, mulberry32 } from "../traffic/helpers.ts";
+import { FakeClock } from "../traffic/helpers.ts";
 
 /** Timers that fire only when the test advances the fake clock. */
 export class ManualScheduler implements Scheduler {

@@ -3,13 +3,10 @@ import {
   AdmissionController,
   quantizeRetryAfter,
   type AdmissionLease,
-  type AdmissionOptions,
-  type AdmissionRequest,
-  type AdmissionResult,
 } from "../../../src/admit/admission.ts";
 import type { Scheduler } from "../../../src/deps/scheduler.ts";
 import { FakeClock, mulberry32 } from "../traffic/helpers.ts";
-import { ManualScheduler, setup, NO_DEADLINE, flush, track, admitNow, expectIdle } from "./admission-support.ts";
+import { setup, NO_DEADLINE, flush, track, admitNow, expectIdle } from "./admission-support.ts";
 
 describe("AdmissionController deadlines", () => {
   it("refuses at once when the deadline has already passed, even with free slots", async () => {
