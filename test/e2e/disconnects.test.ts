@@ -5,8 +5,9 @@
  * request still waiting for its answer is only noticed when the answer is written, and the
  * request must still give everything back then.
  */
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rawSocket } from "./support/raw-http.ts";
 import { bundledConfig, DEMO_KEY, expectResourcesReleased, resourcesHeld, startStack, type Stack } from "./support/stack.ts";
 
 let stack: Stack;
@@ -20,19 +21,13 @@ afterAll(async () => {
 });
 
 /** A chat request on a raw socket, so the test chooses how the client leaves. */
-function rawRequest(content: string, stream = false): Promise<Socket> {
+async function rawRequest(content: string, stream = false): Promise<Socket> {
   const url = new URL(stack.gateway.publicUrl);
   const body = JSON.stringify({ model: "sluice-chat", stream, messages: [{ role: "user", content }] });
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(url.port), url.hostname, () => {
-      socket.write(
-        `POST /v1/chat/completions HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${DEMO_KEY}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
-      resolve(socket);
-    });
-    socket.on("error", () => {});
-    socket.once("error", reject);
-  });
+  const socket = await rawSocket(stack.gateway.publicUrl);
+  socket.on("error", () => {});
+  socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${DEMO_KEY}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  return socket;
 }
 
 const ask = (content: string) =>
