@@ -1,10 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
 import type { BudgetLedgerRpc, ReserveArgs } from "../src/ledger/ledger-client.ts";
+import { LeaseRules } from "../src/ledger/ledger-leases.ts";
 import {
   BudgetLedgerCore,
+  type AcquireResult,
   type AttemptRecord,
   type AttemptState,
   type AuditRecord,
+  type LeaseAsk,
+  type LeaseResult,
   type LedgerActor,
   type LedgerAmount,
   type LedgerCounter,
@@ -18,6 +22,8 @@ import {
   type ScopeLimitsView,
   type SettleDetail,
   type SettleResult,
+  type SettlementItem,
+  type SettlementItemResult,
   type TopUpAmount,
   type TopUpBy,
   type TopUpResult,
@@ -44,6 +50,7 @@ import { SqliteLedgerStore } from "../src/ledger/ledger-sqlite-store.ts";
 export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc {
   readonly #store: SqliteLedgerStore;
   readonly #ledger: BudgetLedgerCore;
+  readonly #leases: LeaseRules;
   readonly #clock: Clock = systemClock;
   /**
    * When the alarm is known to fire at or before this object's earliest lease, as last set by
@@ -55,6 +62,7 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
     super(ctx, env);
     this.#store = new SqliteLedgerStore(ctx.storage);
     this.#ledger = new BudgetLedgerCore(this.#store);
+    this.#leases = new LeaseRules(this.#store, this.#ledger);
   }
 
   async setLimits(scope: string, limits: ScopeLimits | null, by?: LedgerActor): Promise<void> {
@@ -76,6 +84,33 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
     // The decision is committed; arming the alarm after it cannot change it.
     if (wake !== undefined) await this.#arm(wake);
     return result;
+  }
+
+  async acquire(attemptId: string, args: ReserveArgs, lease: LeaseAsk): Promise<AcquireResult> {
+    const now = this.#clock.now();
+    const req = (args !== null && typeof args === "object" ? { ...args, now } : args) as ReserveRequest;
+    const [result, wake] = this.#store.transaction(() => {
+      const r = this.#leases.acquire(attemptId, req, lease);
+      return [r, "lease" in r ? r.lease.leaseExpiresAt : this.#ledger.wakeFor(r.reserved, now)] as const;
+    });
+    if (wake !== undefined) await this.#arm(wake);
+    return result;
+  }
+
+  async lease(args: ReserveArgs, ask: LeaseAsk): Promise<LeaseResult> {
+    const now = this.#clock.now();
+    const req = (args !== null && typeof args === "object" ? { ...args, now } : args) as ReserveRequest;
+    const r = this.#store.transaction(() => this.#leases.lease(ask?.leaseId, { ...req, slices: ask?.slices, admitMs: ask?.admitMs }));
+    if (r.ok) await this.#arm(r.leaseExpiresAt);
+    return r;
+  }
+
+  async settleBatch(items: readonly SettlementItem[]): Promise<SettlementItemResult[]> {
+    const now = this.#clock.now();
+    const results = this.#store.transaction(() => this.#leases.apply(items, now));
+    // Finished attempts become due for retention; an alarm already set for sooner covers it.
+    await this.#arm(now + this.#ledger.retention() + 1);
+    return results;
   }
 
   async settle(attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail): Promise<SettleResult> {

@@ -42,6 +42,10 @@ import type {
   LedgerAmount,
   LedgerCounter,
   LedgerInvalidArgument,
+  AcquireResult,
+  LeaseAsk,
+  LeaseResult,
+  LeaseUse,
   LimitBalance,
   RefusalTally,
   ReleaseResult,
@@ -54,6 +58,8 @@ import type {
   ScopeRef,
   SettleDetail,
   SettleResult,
+  SettlementItem,
+  SettlementItemResult,
   TopUpAmount,
   TopUpBy,
   TopUpResult,
@@ -88,6 +94,15 @@ export interface BudgetLedgerRpc {
   setLimits(scope: string, limits: ScopeLimits | null, by?: LedgerActor): Promise<void>;
   limits(scope: string): Promise<ScopeLimitsView>;
   reserve(attemptId: string, args: ReserveArgs): Promise<ReserveResult>;
+  /**
+   * One step for an attempt that has no lease to come from: grants a lease for its path (see
+   * `ledger-leases.ts`), or, near a limit, reserves the attempt on its own.
+   */
+  acquire(attemptId: string, args: ReserveArgs, lease: LeaseAsk): Promise<AcquireResult>;
+  /** Grants a lease for the path of `args` (`args.amount` is one worst case), or answers `near_limit`. */
+  lease(args: ReserveArgs, ask: LeaseAsk): Promise<LeaseResult>;
+  /** Applies a settlement batch in one transaction; one answer per item, in order. */
+  settleBatch(items: readonly SettlementItem[]): Promise<SettlementItemResult[]>;
   settle(attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail): Promise<SettleResult>;
   release(attemptId: string): Promise<ReleaseResult>;
   balance(scope: string): Promise<ScopeBalance>;
@@ -115,12 +130,20 @@ export interface BudgetLedgerRpc {
  */
 export interface LedgerHandle {
   readonly object: string;
+  /** How the attempt used a lease, when it was admitted from one (see leasing-ledger-client.ts). */
+  readonly lease?: LeaseUse;
+  /** The leasing client's key of the attempt's path. */
+  readonly path?: string;
 }
 
 /** All tenants' ledgers, striped where configured (see the module comment). */
 export interface BudgetLedgerClient {
   /** Reserves in the stripes of the root `args.scopes[0]` (see the module comment). */
-  reserve(attemptId: string, args: ReserveArgs): Promise<{ readonly result: ReserveResult; readonly handle: LedgerHandle }>;
+  /**
+   * `keepAlive` keeps the isolate alive for work the reservation starts in the background (a
+   * leasing client's next lease, a close); the plain client starts none.
+   */
+  reserve(attemptId: string, args: ReserveArgs, keepAlive?: (p: Promise<unknown>) => void): Promise<{ readonly result: ReserveResult; readonly handle: LedgerHandle }>;
   settle(handle: LedgerHandle, attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail): Promise<SettleResult>;
   release(handle: LedgerHandle, attemptId: string): Promise<ReleaseResult>;
   /** A scope's balance summed over the root's stripes (limit, spent, held, pending, overrun, remaining). */

@@ -315,7 +315,96 @@ export interface AttemptRecord {
   readonly pendingReason?: PendingReason;
   readonly settlement?: Settlement;
   readonly releasedAt?: number;
+  /** Set on a budget lease's own record: the slice as granted (its `amount` and charges are what is left of it). */
+  readonly lease?: LeaseTerms;
+  /** Set on an attempt an isolate admitted from a lease: the lease's id. */
+  readonly fromLease?: string;
 }
+
+/** Most worst cases one lease may ask for. */
+export const MAX_LEASE_SLICES = 4_096;
+
+/**
+ * What a budget lease's record holds besides an attempt's fields. A lease is a slice of every
+ * scope on one path, held like a reservation, from which one isolate admits attempts locally
+ * (see `ledger-leases.ts`).
+ */
+export interface LeaseTerms {
+  /** The slice as granted. */
+  readonly granted: LedgerAmount;
+  /** Request tokens taken from every limited bucket on the path; -1 when no scope on it limits requests. */
+  readonly requests: number;
+  /** Until when the holder may admit attempts from it (epoch ms). */
+  readonly admitUntil: number;
+  /** When its holder closed it (every attempt admitted from it reported, the rest returned). */
+  readonly closedAt?: number;
+}
+
+/** A lease asked for: the attempt's reservation, and how many such worst cases the slice should hold. */
+export interface LeaseRequest extends ReserveRequest {
+  /** The slice: `slices` times `amount` (2..{@link MAX_LEASE_SLICES}); less is granted nearer a limit. */
+  readonly slices: number;
+  /** How long the holder may admit from the slice, ms (at most the lease). */
+  readonly admitMs: number;
+}
+
+/** A granted lease. */
+export interface LeaseGrant {
+  readonly ok: true;
+  readonly leaseId: string;
+  /** The slice held: a whole number of the asked worst cases, at least two. */
+  readonly amount: LedgerAmount;
+  /** Request tokens taken from every limited bucket of the path; -1 when none limits requests. */
+  readonly requests: number;
+  readonly leaseExpiresAt: number;
+  readonly admitUntil: number;
+  /** Every limit on the path, root first, after the slice is held. */
+  readonly remaining: readonly LimitRemaining[];
+}
+
+/**
+ * The answer of `lease`. `near_limit`: what remains on some limit of the path cannot hold two
+ * worst cases and leave as much again for others, so nothing was written and attempts on this
+ * path reserve one by one.
+ */
+export type LeaseResult = LeaseGrant | { readonly ok: false; readonly leaseId: string; readonly reason: "near_limit" } | LedgerInvalidArgument;
+
+/** What `acquire` asks for beside the attempt's reservation: a lease for its path. */
+export interface LeaseAsk {
+  readonly leaseId: string;
+  /** How many of the attempt's worst case the slice should hold. */
+  readonly slices: number;
+  readonly admitMs: number;
+}
+
+/** The answer of `acquire`: a lease to admit the attempt from, or the attempt's own reservation (near a limit). */
+export type AcquireResult = { readonly lease: LeaseGrant } | { readonly reserved: ReserveResult };
+
+/** How an attempt admitted from a lease used it. */
+export interface LeaseUse {
+  readonly leaseId: string;
+  /** The attempt's worst case, as taken from the slice. */
+  readonly amount: LedgerAmount;
+  /** When the isolate admitted it (epoch ms; kept within the lease's life). */
+  readonly admittedAt: number;
+  readonly meta?: AttemptMeta;
+}
+
+/** One entry of a settlement batch, applied in order in one transaction. */
+export type SettlementItem =
+  | { readonly op: "settle"; readonly attemptId: string; readonly actual: LedgerAmount | "unknown"; readonly detail?: SettleDetail; readonly lease?: LeaseUse }
+  | { readonly op: "release"; readonly attemptId: string; readonly lease?: LeaseUse }
+  /** Every attempt admitted from the lease is in this batch or an earlier one: return what is left. */
+  | { readonly op: "close"; readonly leaseId: string; readonly unusedRequests: number };
+
+/** The answer of a `close`: what went back (a repeat returns nothing more). */
+export type CloseResult =
+  | { readonly ok: true; readonly leaseId: string; readonly state: "released"; readonly returned: LedgerAmount }
+  | { readonly ok: false; readonly leaseId: string; readonly reason: "unknown_lease" }
+  | LedgerInvalidArgument;
+
+/** The answer of one {@link SettlementItem}, in the batch's order. */
+export type SettlementItemResult = SettleResult | ReleaseResult | CloseResult;
 
 /** A top-up of a prepaid balance. */
 export interface TopUpAmount {

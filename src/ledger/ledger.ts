@@ -136,6 +136,7 @@ import {
   type UsageRollup,
   type UsageRow,
 } from "./ledger-types.ts";
+import { adjustCounter, amountOf, bucketWait, emptyCounter, overrunOf, partOf, planScopes, refill, storeConfiguredLimits, windowOf, type CounterDelta } from "./ledger-books.ts";
 import {
   canonicalLimits,
   isLedgerKey,
@@ -158,6 +159,7 @@ export {
   DEFAULT_RETENTION_MS,
   LEDGER_DAY_MS,
   MAX_LEASE_MS,
+  MAX_LEASE_SLICES,
   MAX_LEDGER_AMOUNT,
   MAX_LEDGER_CREDIT,
   MAX_LEDGER_KEY_LENGTH,
@@ -172,15 +174,7 @@ export {
 export { validateLimits } from "./ledger-validate.ts";
 
 const ATTEMPT_STATES: readonly AttemptState[] = ["held", "settled", "pending_reconciliation", "released"];
-const windowOf = (now: number, len: number) => now - (now % len);
-const emptyCounter = (scope: string, metric: LedgerMetric, windowStart: number, windowEnd: number): LedgerCounter => ({ scope, metric, windowStart, windowEnd, spent: 0, held: 0, pending: 0, overrun: 0 });
-const limitsKey = (l: ScopeLimits | undefined) => JSON.stringify(l ?? {});
 const isEmpty = (l: ScopeLimits) => Object.keys(l).length === 0;
-/** The part of an amount a counter of `metric` books: tokens for the token counter, micros otherwise. */
-const partOf = (metric: LedgerMetric, a: LedgerAmount) => (metric === "tokens" ? a.tokens : a.micros);
-const amountOf = (a: LedgerAmount): LedgerAmount => ({ micros: a.micros, tokens: a.tokens });
-const overrunOf = (actual: LedgerAmount, reserved: LedgerAmount): LedgerAmount => ({ micros: Math.max(0, actual.micros - reserved.micros), tokens: Math.max(0, actual.tokens - reserved.tokens) });
-
 const noteOf = (by: LedgerActor | undefined): { note?: string } => (by?.note !== undefined ? { note: by.note } : {});
 
 /** The `invalid_argument` answer of a request-path call. */
@@ -189,28 +183,6 @@ function invalid(what: string, attemptId: unknown, bad: readonly string[]): Ledg
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-
-/**
- * A bucket refilled up to `now`. A new bucket starts full; a bucket whose burst shrank is cut to
- * it; a clock that went back refills nothing.
- */
-function refill(scope: string, b: BucketState | undefined, lim: RequestLimit, now: number): BucketState {
-  const cap = lim.burst * BUCKET_UNITS_PER_TOKEN;
-  if (b === undefined) return { scope, units: cap, at: now };
-  const level = Math.min(b.units, cap);
-  if (now <= b.at) return { scope, units: level, at: b.at };
-  const deficit = cap - level;
-  // Compare the time first: `elapsed * perMinute` is only formed when it is below `deficit`, so it stays exact.
-  const full = lim.perMinute > 0 && now - b.at >= Math.ceil(deficit / lim.perMinute);
-  return { scope, units: full ? cap : level + (now - b.at) * lim.perMinute, at: now };
-}
-
-/** Until the bucket holds one token (ms); undefined when it never will. */
-function bucketWait(b: BucketState, lim: RequestLimit): number | undefined {
-  if (b.units >= BUCKET_UNITS_PER_TOKEN) return 0;
-  if (lim.perMinute === 0 || lim.burst === 0) return undefined;
-  return Math.ceil((BUCKET_UNITS_PER_TOKEN - b.units) / lim.perMinute);
-}
 
 /** The ledger rules over one store (see the module comment). */
 export class BudgetLedgerCore {
@@ -256,11 +228,7 @@ export class BudgetLedgerCore {
     if (req.retentionMs !== undefined && req.retentionMs !== this.#store.getRetention()) this.#store.putRetention(req.retentionMs);
     const money: LedgerMetric = `money:${currency}`;
     const prepaid: LedgerMetric = `balance:${currency}`;
-    const plans = req.scopes.map((ref) => {
-      const stored = this.#store.getLimits(ref.name);
-      const given = canonicalLimits(ref.limits ?? {});
-      return { scope: ref.name, stored, given, effective: stored?.override ?? given, changed: limitsKey(given) !== limitsKey(stored?.configured) };
-    });
+    const plans = planScopes(this.#store, req.scopes);
     const charges: LedgerCharge[] = [];
     const buckets: BucketState[] = [];
     const remaining: LimitRemaining[] = [];
@@ -303,10 +271,7 @@ export class BudgetLedgerCore {
         } else refuse("request_rate_exceeded", "requests", lim.requests.burst, lim.requests.burst - Math.floor(b.units / BUCKET_UNITS_PER_TOKEN), 1, bucketWait(b, lim.requests));
       }
     }
-    for (const p of plans) {
-      if (!p.changed) continue;
-      this.#store.putLimits(p.scope, { ...(isEmpty(p.given) ? {} : { configured: p.given }), ...(p.stored?.override ? { override: p.stored.override } : {}) });
-    }
+    storeConfiguredLimits(this.#store, plans);
     const leaseExpiresAt = now + (req.leaseMs ?? DEFAULT_LEASE_MS);
     const meta = req.meta ? { ...(req.meta.requestId !== undefined ? { requestId: req.meta.requestId } : {}), ...(req.meta.model !== undefined ? { model: req.meta.model } : {}), ...(req.meta.priceVersion !== undefined ? { priceVersion: req.meta.priceVersion } : {}) } : undefined;
     const base = { attemptId, scopes: plans.map((p) => p.scope), currency, amount: amountOf(amount), createdAt: now, leaseExpiresAt, ...(meta ? { meta } : {}) };
@@ -332,6 +297,8 @@ export class BudgetLedgerCore {
     if (bad.length > 0) return invalid("settlement", attemptId, bad);
     const rec = this.#store.getAttempt(attemptId);
     if (rec === undefined) return { ok: false, attemptId, reason: "unknown_attempt" };
+    // A lease is settled through the attempts admitted from it and closed by its holder, never settled itself.
+    if (rec.lease !== undefined) return { ok: false, attemptId, reason: "conflict", state: rec.state };
     if (rec.settlement !== undefined) return { ok: true, attemptId, state: rec.state as "settled" | "pending_reconciliation", settlement: rec.settlement };
     if (rec.state === "released") return { ok: false, attemptId, reason: "conflict", state: rec.state };
     const wasPending = rec.state === "pending_reconciliation";
@@ -358,6 +325,7 @@ export class BudgetLedgerCore {
     if (bad.length > 0) return invalid("release", attemptId, bad);
     const rec = this.#store.getAttempt(attemptId);
     if (rec === undefined) return { ok: false, attemptId, reason: "unknown_attempt" };
+    if (rec.lease !== undefined) return { ok: false, attemptId, reason: "conflict", state: rec.state };
     if (rec.state === "released") return { ok: true, attemptId, state: "released", releasedAt: rec.releasedAt ?? now };
     if (rec.settlement !== undefined) return { ok: false, attemptId, reason: "conflict", state: rec.state };
     const wasPending = rec.state === "pending_reconciliation";
@@ -374,6 +342,11 @@ export class BudgetLedgerCore {
   expireLeases(now: number, max = 1000): number {
     const expired = this.#store.expiredLeases(now, max);
     for (const rec of expired) {
+      if (rec.lease !== undefined && rec.amount.micros === 0 && rec.amount.tokens === 0) {
+        // A lease its attempts used up holds nothing that could be owed.
+        this.#store.putAttempt({ ...rec, state: "released", releasedAt: now });
+        continue;
+      }
       for (const ch of rec.charges) this.#adjust(ch, { pending: ch.reserved });
       this.#store.putAttempt({ ...rec, state: "pending_reconciliation", pendingReason: "lease_expired" });
     }
@@ -590,6 +563,8 @@ export class BudgetLedgerCore {
     };
     for (const a of this.#store.attemptsCharging(scope, fromMs, toMs, USAGE_REPORT_MAX_ATTEMPTS)) {
       const settled = a.state === "settled" && a.settlement !== undefined && a.settlement.actual !== "unknown" ? a.settlement.actual : undefined;
+      // An open lease's slice is capacity lent to an isolate, not usage; an expired one may be owed.
+      if (a.lease !== undefined && a.state === "held") continue;
       const pending = a.state === "held" || a.state === "pending_reconciliation" ? a.amount : undefined;
       if (settled === undefined && pending === undefined) continue;
       const row = rowOf(a.meta?.model ?? "", a.meta?.priceVersion ?? "", a.currency);
@@ -630,11 +605,8 @@ export class BudgetLedgerCore {
     this.#store.putAudit({ ...entry, seq: this.#store.nextAuditSeq() } as AuditRecord);
   }
 
-  #adjust(ch: LedgerCharge, d: { held?: number; pending?: number; spent?: number; overrun?: number }): void {
-    // A charge booked before window ends were recorded has none, but its counter exists: reserve made it.
-    const c = this.#store.getCounter(ch.scope, ch.metric, ch.windowStart) ?? emptyCounter(ch.scope, ch.metric, ch.windowStart, ch.windowEnd ?? 0);
-    const next = { ...c, held: c.held + (d.held ?? 0), pending: c.pending + (d.pending ?? 0), spent: c.spent + (d.spent ?? 0), overrun: c.overrun + (d.overrun ?? 0) };
-    if (next.held < 0 || next.pending < 0 || next.pending > next.held || !Number.isSafeInteger(next.spent)) throw new Error(`ledger books out of balance at ${ch.scope} ${ch.metric}`);
-    this.#store.putCounter(next);
+  #adjust(ch: LedgerCharge, d: CounterDelta): void {
+    adjustCounter(this.#store, ch, d);
   }
+
 }

@@ -1,6 +1,7 @@
 import type { BudgetLedgerRpc } from "../../../src/ledger/ledger-client.ts";
 import { MemoryLedgerStore } from "../../../src/ledger/ledger-memory-store.ts";
 import { BudgetLedgerCore } from "../../../src/ledger/ledger.ts";
+import { LeaseRules } from "../../../src/ledger/ledger-leases.ts";
 
 /**
  * Ledger objects in memory, served like the Durable Object serves them over RPC: arguments and
@@ -8,15 +9,21 @@ import { BudgetLedgerCore } from "../../../src/ledger/ledger.ts";
  */
 export function memoryLedgers(clock: { now: number }) {
   const cores = new Map<string, BudgetLedgerCore>();
+  const leaseRules = new Map<string, LeaseRules>();
   const calls: string[] = [];
   const core = (name: string) => {
     let c = cores.get(name);
-    if (c === undefined) cores.set(name, (c = new BudgetLedgerCore(new MemoryLedgerStore())));
+    if (c === undefined) {
+      const store = new MemoryLedgerStore();
+      cores.set(name, (c = new BudgetLedgerCore(store)));
+      leaseRules.set(name, new LeaseRules(store, c));
+    }
     return c;
   };
   const wire = <T>(v: T): T => (v === undefined ? v : structuredClone(v));
   const objectFor = (name: string): BudgetLedgerRpc => {
     const l = core(name);
+    const leases = leaseRules.get(name)!;
     const call = <T>(method: string, fn: () => T): Promise<T> => {
       calls.push(`${name}.${method}`);
       return Promise.resolve().then(() => wire(fn()));
@@ -25,6 +32,9 @@ export function memoryLedgers(clock: { now: number }) {
       setLimits: (scope, limits, by) => call("setLimits", () => l.setLimits(scope, wire(limits), clock.now, wire(by))),
       limits: (scope) => call("limits", () => l.limits(scope)),
       reserve: (id, args) => call("reserve", () => l.reserve(id, { ...wire(args), now: clock.now })),
+      acquire: (id, args, ask) => call("acquire", () => leases.acquire(id, { ...wire(args), now: clock.now }, wire(ask))),
+      lease: (args, ask) => call("lease", () => leases.lease(ask?.leaseId, { ...wire(args), now: clock.now, slices: ask?.slices, admitMs: ask?.admitMs })),
+      settleBatch: (items) => call("settleBatch", () => leases.apply(wire(items), clock.now)),
       settle: (id, actual, detail) => call("settle", () => l.settle(id, wire(actual), clock.now, wire(detail))),
       release: (id) => call("release", () => l.release(id, clock.now)),
       balance: (scope) => call("balance", () => l.balance(scope, clock.now)),
