@@ -48,12 +48,16 @@ async function readCandidate(request: Request, maxBodyBytes: number): Promise<un
  */
 function resourcesHeld(rt: GatewayRuntime) {
   const a = rt.admission.stats();
+  const l = rt.ledger.stats();
   return {
     requestsInFlight: rt.drain.inFlight,
     admissionLeases: a.inFlight.global,
     admissionQueued: a.queued.total,
     backendSlots: Object.values(a.inFlight.backend).reduce((n, v) => n + v, 0),
     breakerPermits: rt.breakers?.permitsHeld ?? 0,
+    // Attempts admitted from a budget lease not yet settled, and settlements not yet written.
+    ledgerAttemptsOpen: l.inFlight,
+    settlementsQueued: l.queued,
   };
 }
 
@@ -91,6 +95,8 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       draining: rt.drain.draining,
       inFlight: rt.drain.inFlight,
       resources: resourcesHeld(rt),
+      // Slices of budgets this isolate holds; idle ones go back on their own (docs/budgets.md).
+      budgetLeases: rt.ledger.stats().leases,
     });
   });
 
@@ -158,11 +164,15 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       }
       if (typeof b === "number") budgetMs = b;
     }
-    return c.json({ status: "drained", ...(await c.var.runtime.drain.drain(budgetMs)) });
+    const report = await c.var.runtime.drain.drain(budgetMs);
+    // Nothing new is admitted: return this isolate's budget leases and write its settlements.
+    await c.var.runtime.ledger.drain();
+    return c.json({ status: "drained", ...report });
   });
 
   app.post("/resume", (c) => {
     c.var.runtime.drain.resume();
+    c.var.runtime.ledger.resume();
     return c.json({ status: "serving" });
   });
 

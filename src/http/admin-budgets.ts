@@ -114,6 +114,13 @@ function limitParam(value: string | undefined): number {
  * is checked here, so the ledger's admin methods never see one they would reject.
  */
 export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, name: string) => BudgetLedgerRpc): void {
+  // Every read or change of the books first writes what this isolate has queued and returns its
+  // idle leases, so the answer includes this isolate's own latest work.
+  app.use("/budgets/:tenant/*", async (c, next) => {
+    await c.var.runtime.ledger.settleNow(true);
+    await next();
+  });
+
   app.get("/budgets", (c) => c.json({ tenants: c.var.runtime.publication.budgets.tenants().map((t) => ({ tenant: t.id, root: t.root, stripes: t.stripes, retentionMs: t.retentionMs, scopes: t.scopes })) }));
 
   app.get("/budgets/:tenant/balance", async (c) => {

@@ -100,7 +100,7 @@ export class RequestBilling implements AttemptCharger {
         leaseMs: init.budget.leaseMs,
         retentionMs: init.budget.retentionMs,
         meta: { requestId: init.requestId, model: `${model.logicalModel}@${model.revision}`, ...(price ? { priceVersion: price.version } : {}) },
-      });
+      }, init.waitUntil);
     } catch (err) {
       if (init.policy.mode === "soft") {
         this.unchecked = true;

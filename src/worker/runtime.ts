@@ -9,7 +9,8 @@ import { systemScheduler } from "../deps/scheduler.ts";
 import { canonicalDigest } from "../digest/canonical-digest.ts";
 import { createEngine, type Engine } from "../engine/engine.ts";
 import { GatewayExecutor } from "../invoker/executor.ts";
-import { budgetLedgerClient, type BudgetLedgerClient } from "../ledger/ledger-client.ts";
+import { budgetLedgerClient } from "../ledger/ledger-client.ts";
+import { LeasingLedgerClient } from "../ledger/leasing-ledger-client.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
 import { accessLogSink } from "../settle/access-log.ts";
@@ -36,7 +37,8 @@ export interface GatewayRuntime {
   /** Active health of backends (cached view per isolate); undefined when disabled. */
   readonly health: HealthCache | undefined;
   /** The tenants' BudgetLedger objects (striped where the publication says so). */
-  readonly ledger: BudgetLedgerClient;
+  /** The tenants' ledgers, through this isolate's budget leases and settlement batches. */
+  readonly ledger: LeasingLedgerClient;
   /** Graceful drain of this isolate: stop admission, let requests finish, cancel the rest. */
   readonly drain: DrainController;
   /** Isolate-local admission: concurrency limits and the fair, deadline-aware queue. */
@@ -107,7 +109,15 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   const load = new LoadTracker(clock, { freshnessMs: gw.traffic.loadFreshnessMs, halfLifeMs: gw.traffic.latencyHalfLifeMs });
   const secrets = env as unknown as Record<string, unknown>;
   const stripes = new Map(publication.budgets.tenants().map((t) => [t.root, t.stripes]));
-  const ledger = budgetLedgerClient((name) => env.BUDGET_LEDGER.getByName(name), { stripes: (root) => stripes.get(root) ?? 1 });
+  const ledgerObject = (name: string) => env.BUDGET_LEDGER.getByName(name);
+  const stripesOf = (root: string) => stripes.get(root) ?? 1;
+  const ledger = new LeasingLedgerClient(budgetLedgerClient(ledgerObject, { stripes: stripesOf }), ledgerObject, {
+    clock,
+    scheduler: systemScheduler,
+    newId: () => crypto.randomUUID(),
+    stripes: stripesOf,
+    log: logError,
+  });
   const callBudgets = attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key));
   const breakers = (() => {
     const b = gw.breaker;

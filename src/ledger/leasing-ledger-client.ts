@@ -1,0 +1,449 @@
+/**
+ * The isolate's side of budget leases (the ledger's side is `ledger-leases.ts`): a
+ * {@link BudgetLedgerClient} that admits most attempts from slices it holds, with no ledger call,
+ * and reports them in batches.
+ *
+ * - **Per path** (the scope names and limits of a reservation) the isolate keeps the leases it
+ *   holds. An attempt whose worst case fits what is left of one is admitted at once. One that
+ *   fits none asks the ledger for a new lease and is admitted from it, or — near a limit, when the
+ *   ledger answers with the attempt's own reservation — goes one by one like without leases.
+ *   While a lease is being fetched, other attempts of the path reserve one by one rather than
+ *   wait for it (a promise resolved by another request would run their continuation there).
+ * - **Slice size adapts**: a new lease asks for room for twice the path's peak of attempts in
+ *   flight during the last lease (at least {@link MIN_SLICES}), and a new one is fetched in the
+ *   background when what is left falls below a quarter of the grant.
+ * - **Settlements** are queued per ledger object and written by one `settleBatch` per batch:
+ *   after at most `flushDelayMs`, or at once when `maxBatch` are queued. A settlement's promise
+ *   resolves when its batch is committed, and the caller keeps the isolate alive for it, which is
+ *   what keeps the timer's request alive too. A batch whose call fails is retried whole, in
+ *   order; every item is idempotent by its id, so a retry changes nothing already changed.
+ * - **Leases are closed** (what is left returned, with unused request tokens) in the same queue
+ *   after their last attempt's report: when they stop admitting (`admitMs`, or the end of a
+ *   budget window), when the path has been idle for `idleMs`, on `settleNow` and on drain.
+ */
+import type { Clock } from "../deps/clock.ts";
+import type { Scheduler } from "../deps/scheduler.ts";
+import type { BudgetLedgerClient, BudgetLedgerRpc, LedgerHandle, ReserveArgs } from "./ledger-client.ts";
+import { stripeLimits, stripeObjectName } from "./ledger-client.ts";
+import type { LeaseGrant, LeaseUse, LedgerAmount, LimitRemaining, ReleaseResult, ReserveResult, SettleDetail, SettleResult, SettlementItem, SettlementItemResult } from "./ledger-types.ts";
+import { MAX_LEASE_SLICES } from "./ledger-types.ts";
+
+/** The smallest slice asked for, in worst cases. */
+export const MIN_SLICES = 4;
+
+/** Options of {@link LeasingLedgerClient}. */
+export interface LeasingOptions {
+  readonly clock: Clock;
+  readonly scheduler: Scheduler;
+  /** Lease ids: unique across isolates and restarts. */
+  readonly newId: () => string;
+  /** The stripe count of a root (as for the plain client). */
+  readonly stripes: (root: string) => number;
+  /** Longest a settlement waits in its queue, ms. */
+  readonly flushDelayMs?: number;
+  /** A queue this long is written at once. */
+  readonly maxBatch?: number;
+  /** How long a lease admits attempts, ms. */
+  readonly admitMs?: number;
+  /** A path with nothing in flight for this long returns its leases, ms. */
+  readonly idleMs?: number;
+  /** Tries of a batch before its items fail to their callers. */
+  readonly batchTries?: number;
+  readonly log?: (event: Readonly<Record<string, unknown>>) => void;
+}
+
+/** What the leasing client reports about itself (admin status). */
+export interface LeasingStats {
+  readonly leases: number;
+  readonly inFlight: number;
+  readonly queued: number;
+}
+
+interface Waiter {
+  readonly item: SettlementItem;
+  readonly resolve: (r: SettlementItemResult) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/** A lease this isolate holds. */
+class HeldLease {
+  readonly grant: LeaseGrant;
+  readonly object: string;
+  readonly path: PathLeases;
+  available: LedgerAmount;
+  /** Request tokens left; Infinity when no scope on the path limits requests. */
+  requestsLeft: number;
+  open = 0;
+  closing = false;
+
+  constructor(grant: LeaseGrant, object: string, path: PathLeases) {
+    this.grant = grant;
+    this.object = object;
+    this.path = path;
+    this.available = grant.amount;
+    this.requestsLeft = grant.requests < 0 ? Infinity : grant.requests;
+  }
+
+  admits(now: number): boolean {
+    return !this.closing && now < this.grant.admitUntil;
+  }
+
+  fits(w: LedgerAmount, counts: boolean): boolean {
+    return this.available.micros >= w.micros && this.available.tokens >= w.tokens && (!counts || this.requestsLeft >= 1);
+  }
+
+  /** What remains on each limit if the rest of this slice went back: the grant's figures plus it. */
+  remaining(): LimitRemaining[] {
+    return this.grant.remaining.map((r) => ({
+      ...r,
+      remaining: r.remaining + (r.metric === "requests" ? (Number.isFinite(this.requestsLeft) ? this.requestsLeft : 0) : r.metric === "tokens" ? Math.max(0, this.available.tokens) : Math.max(0, this.available.micros)),
+    }));
+  }
+}
+
+/** The leases of one path, and what sizes the next one. */
+class PathLeases {
+  readonly key: string;
+  leases: HeldLease[] = [];
+  fetching = false;
+  /** Attempts of the path in flight (from leases and one by one). */
+  open = 0;
+  peakOpen = 0;
+  lastActive = 0;
+  /** Until when the ledger said the path is near a limit (no lease is asked for meanwhile). */
+  nearLimitUntil = 0;
+
+  constructor(key: string) {
+    this.key = key;
+  }
+
+  slices(): number {
+    return Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, 2 * this.peakOpen + 2));
+  }
+}
+
+interface OpenAttempt {
+  readonly lease: HeldLease;
+  readonly use: LeaseUse;
+  /** The admitting request's keep-alive, for the idle check its end may start. */
+  readonly keepAlive: ((p: Promise<unknown>) => void) | undefined;
+}
+
+const TEXT_OF_PATH = new WeakMap<readonly unknown[], string>();
+
+/** The path's identity: scope names and configured limits, and the currency. */
+function pathKeyOf(args: ReserveArgs): string {
+  let k = TEXT_OF_PATH.get(args.scopes);
+  if (k === undefined) TEXT_OF_PATH.set(args.scopes, (k = JSON.stringify(args.scopes)));
+  return `${args.currency} ${k}`;
+}
+
+/** FNV-1a, as the plain client's stripe choice. */
+function hash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/** A {@link BudgetLedgerClient} that leases (see the module comment); everything else is the plain client's. */
+export class LeasingLedgerClient implements BudgetLedgerClient {
+  readonly #plain: BudgetLedgerClient;
+  readonly #objectFor: (name: string) => BudgetLedgerRpc;
+  readonly #o: Required<Omit<LeasingOptions, "log">> & Pick<LeasingOptions, "log">;
+  readonly #paths = new Map<string, PathLeases>();
+  readonly #open = new Map<string, OpenAttempt>();
+  readonly #queues = new Map<string, Waiter[]>();
+  /** When each queue's flush timer was armed. */
+  readonly #armed = new Map<string, number>();
+  #idleArmed = false;
+  #draining = false;
+
+  constructor(plain: BudgetLedgerClient, objectFor: (name: string) => BudgetLedgerRpc, options: LeasingOptions) {
+    this.#plain = plain;
+    this.#objectFor = objectFor;
+    this.#o = { flushDelayMs: 20, maxBatch: 256, admitMs: 30_000, idleMs: 1_000, batchTries: 3, ...options };
+  }
+
+  stats(): LeasingStats {
+    let leases = 0;
+    for (const p of this.#paths.values()) leases += p.leases.length;
+    let queued = 0;
+    for (const q of this.#queues.values()) queued += q.length;
+    return { leases, inFlight: this.#open.size, queued };
+  }
+
+  async reserve(attemptId: string, args: ReserveArgs, keepAlive?: (p: Promise<unknown>) => void): Promise<{ readonly result: ReserveResult; readonly handle: LedgerHandle }> {
+    const root = args?.scopes?.[0]?.name;
+    // Malformed arguments, and everything while draining, take the plain path, which answers them.
+    if (typeof root !== "string" || this.#draining) return await this.#plain.reserve(attemptId, args);
+    const now = this.#o.clock.now();
+    const path = this.#pathOf(args);
+    path.lastActive = now;
+    const local = this.#admit(path, attemptId, args, now, keepAlive);
+    if (local) return local;
+    if (path.fetching || now < path.nearLimitUntil) return this.#oneByOne(path, attemptId, args, keepAlive);
+    path.fetching = true;
+    let answer;
+    const { leaseId, object, stripeArgs } = this.#leaseTarget(root, args);
+    try {
+      answer = await this.#objectFor(object).acquire(attemptId, stripeArgs, { leaseId, slices: path.slices(), admitMs: this.#o.admitMs });
+    } finally {
+      path.fetching = false;
+    }
+    if ("lease" in answer) {
+      this.#hold(path, answer.lease, object);
+      // The slice holds at least two of this worst case; nothing else ran since it was added.
+      return this.#admit(path, attemptId, args, this.#o.clock.now(), keepAlive) ?? (await this.#oneByOne(path, attemptId, args, keepAlive));
+    }
+    path.nearLimitUntil = this.#o.clock.now() + this.#o.flushDelayMs * 50;
+    const r = answer.reserved;
+    // A striped root tries its other stripes, as the plain client does.
+    if (!r.ok && r.reason !== "invalid_argument" && r.reason !== "currency_mismatch" && this.#o.stripes(root) > 1) return this.#oneByOne(path, attemptId, args, keepAlive);
+    if (r.ok) this.#track(path);
+    return { result: r, handle: { object, path: path.key } };
+  }
+
+  async settle(handle: LedgerHandle, attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail): Promise<SettleResult> {
+    const open = this.#open.get(attemptId);
+    if (open === undefined && handle.lease === undefined) {
+      this.#untrack(handle);
+      return (await this.#enqueue(handle.object, { op: "settle", attemptId, actual, ...(detail ? { detail } : {}) })) as SettleResult;
+    }
+    if (open) {
+      const { lease } = open;
+      const w = open.use.amount;
+      // The rest of the worst case goes back to the slice: the actual cost (all of it, unknown) stays out.
+      if (actual !== "unknown") lease.available = { micros: lease.available.micros + w.micros - actual.micros, tokens: lease.available.tokens + w.tokens - actual.tokens };
+    }
+    const item: SettlementItem = { op: "settle", attemptId, actual, ...(detail ? { detail } : {}), lease: open?.use ?? handle.lease! };
+    return (await this.#finish(handle, attemptId, item, open)) as SettleResult;
+  }
+
+  async release(handle: LedgerHandle, attemptId: string): Promise<ReleaseResult> {
+    const open = this.#open.get(attemptId);
+    if (open === undefined && handle.lease === undefined) {
+      this.#untrack(handle);
+      return (await this.#enqueue(handle.object, { op: "release", attemptId })) as ReleaseResult;
+    }
+    if (open) {
+      const w = open.use.amount;
+      open.lease.available = { micros: open.lease.available.micros + w.micros, tokens: open.lease.available.tokens + w.tokens };
+    }
+    return (await this.#finish(handle, attemptId, { op: "release", attemptId, lease: open?.use ?? handle.lease! }, open)) as ReleaseResult;
+  }
+
+  balance(root: string, scope: string) {
+    return this.#plain.balance(root, scope);
+  }
+
+  topUp(...args: Parameters<BudgetLedgerClient["topUp"]>) {
+    return this.#plain.topUp(...args);
+  }
+
+  setLimits(...args: Parameters<BudgetLedgerClient["setLimits"]>) {
+    return this.#plain.setLimits(...args);
+  }
+
+  /**
+   * Writes every queued settlement now; with `closeIdle`, first closes every lease with nothing in
+   * flight, so the ledger's figures are this isolate's own (admin reads, tests).
+   */
+  async settleNow(closeIdle: boolean): Promise<void> {
+    if (closeIdle) for (const p of this.#paths.values()) for (const l of [...p.leases]) if (l.open === 0) this.#close(l);
+    await Promise.all([...this.#queues.keys()].map((object) => this.#flush(object)));
+  }
+
+  /**
+   * Stops leasing (every reservation goes one by one until `resume`), closes every lease with
+   * nothing in flight (the others close after their last attempt) and writes the queues.
+   */
+  async drain(): Promise<void> {
+    this.#draining = true;
+    for (const p of this.#paths.values()) for (const l of p.leases) if (l.open > 0) l.closing = true;
+    await this.settleNow(true);
+  }
+
+  resume(): void {
+    this.#draining = false;
+  }
+
+  #pathOf(args: ReserveArgs): PathLeases {
+    const key = pathKeyOf(args);
+    let p = this.#paths.get(key);
+    if (p === undefined) this.#paths.set(key, (p = new PathLeases(key)));
+    return p;
+  }
+
+  #leaseTarget(root: string, args: ReserveArgs): { leaseId: string; object: string; stripeArgs: ReserveArgs } {
+    const leaseId = `lease-${this.#o.newId()}`;
+    const n = this.#o.stripes(root);
+    if (n <= 1) return { leaseId, object: root, stripeArgs: args };
+    const i = hash(leaseId) % n;
+    const scopes = args.scopes.map((ref) => ({ name: ref.name, ...(ref.limits !== undefined ? { limits: stripeLimits(ref.limits, i, n) } : {}) }));
+    return { leaseId, object: stripeObjectName(root, i), stripeArgs: { ...args, scopes } };
+  }
+
+  #hold(path: PathLeases, grant: LeaseGrant, object: string): void {
+    path.leases.push(new HeldLease(grant, object, path));
+    // The next lease is sized by the peak seen while this one lives.
+    path.peakOpen = path.open;
+  }
+
+  /** Admits from a held lease, or undefined when none has room. */
+  #admit(path: PathLeases, attemptId: string, args: ReserveArgs, now: number, keepAlive?: (p: Promise<unknown>) => void): { result: ReserveResult; handle: LedgerHandle } | undefined {
+    const w = args.amount;
+    const counts = args.countsRequest === true;
+    let lease: HeldLease | undefined;
+    for (const l of path.leases) {
+      if (!l.admits(now)) continue;
+      if (l.fits(w, counts)) {
+        lease = l;
+        break;
+      }
+    }
+    if (keepAlive) this.#retire(path, now, keepAlive);
+    if (lease === undefined) return undefined;
+    lease.available = { micros: lease.available.micros - w.micros, tokens: lease.available.tokens - w.tokens };
+    if (counts) lease.requestsLeft -= 1;
+    lease.open++;
+    this.#track(path);
+    const use: LeaseUse = { leaseId: lease.grant.leaseId, amount: { micros: w.micros, tokens: w.tokens }, admittedAt: now, ...(args.meta ? { meta: args.meta } : {}) };
+    this.#open.set(attemptId, { lease, use, keepAlive });
+    const g = lease.grant.amount;
+    // Running low: fetch the next lease in the background, so the path never waits for one.
+    if (keepAlive && !path.fetching && now >= path.nearLimitUntil && !this.#draining && (lease.available.micros * 4 < g.micros || lease.available.tokens * 4 < g.tokens || lease.requestsLeft * 4 < Math.max(0, lease.grant.requests))) {
+      keepAlive(this.#prefetch(path, args));
+    }
+    return { result: { ok: true, attemptId, leaseExpiresAt: lease.grant.leaseExpiresAt, remaining: lease.remaining() }, handle: { object: lease.object, lease: use } };
+  }
+
+  async #prefetch(path: PathLeases, args: ReserveArgs): Promise<void> {
+    path.fetching = true;
+    const { leaseId, object, stripeArgs } = this.#leaseTarget(args.scopes[0]!.name, args);
+    try {
+      const r = await this.#objectFor(object).lease(stripeArgs, { leaseId, slices: path.slices(), admitMs: this.#o.admitMs });
+      if (r.ok) this.#hold(path, r, object);
+      else path.nearLimitUntil = this.#o.clock.now() + this.#o.flushDelayMs * 50;
+    } catch (err) {
+      // The attempts that need room will ask for it themselves.
+      this.#o.log?.({ kind: "ledger_lease_failed", error: String(err) });
+    } finally {
+      path.fetching = false;
+    }
+  }
+
+  /** Closes the path's leases that stopped admitting and have nothing in flight. */
+  #retire(path: PathLeases, now: number, keepAlive: (p: Promise<unknown>) => void): void {
+    for (const l of [...path.leases]) if (l.open === 0 && !l.admits(now)) keepAlive(this.#close(l));
+  }
+
+  async #oneByOne(path: PathLeases, attemptId: string, args: ReserveArgs, keepAlive?: (p: Promise<unknown>) => void): Promise<{ readonly result: ReserveResult; readonly handle: LedgerHandle }> {
+    const r = await this.#plain.reserve(attemptId, args);
+    if (r.result.ok) this.#track(path);
+    else if (r.result.reason !== "invalid_argument") {
+      // A lease this isolate was fetching meanwhile may hold the room the ledger no longer has.
+      const local = this.#admit(path, attemptId, args, this.#o.clock.now(), keepAlive);
+      if (local) return local;
+    }
+    return { result: r.result, handle: { ...r.handle, path: path.key } };
+  }
+
+  #track(path: PathLeases): void {
+    path.open++;
+    if (path.open > path.peakOpen) path.peakOpen = path.open;
+  }
+
+  #untrack(handle: LedgerHandle): void {
+    const p = handle.path === undefined ? undefined : this.#paths.get(handle.path);
+    if (p) p.open = Math.max(0, p.open - 1);
+  }
+
+  async #finish(handle: LedgerHandle, attemptId: string, item: SettlementItem, open: OpenAttempt | undefined): Promise<SettlementItemResult> {
+    const done = this.#enqueue(handle.object, item);
+    if (open === undefined) return await done;
+    // Accounted once: a repeated settle (a caller's retry) only re-sends the item.
+    this.#open.delete(attemptId);
+    const { lease } = open;
+    lease.open--;
+    const path = lease.path;
+    path.open = Math.max(0, path.open - 1);
+    const now = this.#o.clock.now();
+    path.lastActive = now;
+    if (lease.open === 0 && (lease.closing || !lease.admits(now))) this.#close(lease);
+    if (path.open === 0 && !this.#idleArmed && open.keepAlive) {
+      // The path went idle: one timer for the isolate returns idle leases if nothing comes. It
+      // lives in the settling request's keep-alive, not in this settlement's promise.
+      this.#idleArmed = true;
+      open.keepAlive(this.#idleCheck());
+    }
+    return await done;
+  }
+
+  async #idleCheck(): Promise<void> {
+    await new Promise<void>((resolve) => this.#o.scheduler.schedule(this.#o.idleMs, resolve));
+    this.#idleArmed = false;
+    const now = this.#o.clock.now();
+    const closing = new Set<string>();
+    for (const p of this.#paths.values()) {
+      if (p.open > 0 || now - p.lastActive < this.#o.idleMs) continue;
+      for (const l of [...p.leases]) {
+        this.#close(l);
+        closing.add(l.object);
+      }
+      if (p.leases.length === 0 && !p.fetching) this.#paths.delete(p.key);
+    }
+    await Promise.all([...closing].map((o) => this.#flush(o)));
+  }
+
+  /** Queues a lease's close; the promise settles when it is written (never rejects). */
+  #close(lease: HeldLease): Promise<void> {
+    const path = lease.path;
+    path.leases = path.leases.filter((l) => l !== lease);
+    lease.closing = true;
+    const unusedRequests = Number.isFinite(lease.requestsLeft) ? Math.max(0, lease.requestsLeft) : 0;
+    return this.#enqueue(lease.object, { op: "close", leaseId: lease.grant.leaseId, unusedRequests }).then(
+      () => undefined,
+      (err: unknown) => {
+        // Left to expire: what remains moves to reconciliation, never lost.
+        this.#o.log?.({ kind: "ledger_lease_close_failed", leaseId: lease.grant.leaseId, error: String(err) });
+      },
+    );
+  }
+
+  #enqueue(object: string, item: SettlementItem): Promise<SettlementItemResult> {
+    return new Promise((resolve, reject) => {
+      let q = this.#queues.get(object);
+      if (q === undefined) this.#queues.set(object, (q = []));
+      q.push({ item, resolve, reject });
+      const now = this.#o.clock.now();
+      const armedAt = this.#armed.get(object);
+      if (q.length >= this.#o.maxBatch) void this.#flush(object);
+      // A timer whose request's context ended never fires: one armed long ago is armed again.
+      else if (armedAt === undefined || now - armedAt > 10 * this.#o.flushDelayMs + 1_000) {
+        this.#armed.set(object, now);
+        this.#o.scheduler.schedule(this.#o.flushDelayMs, () => void this.#flush(object));
+      }
+    });
+  }
+
+  async #flush(object: string): Promise<void> {
+    this.#armed.delete(object);
+    const batch = this.#queues.get(object);
+    if (batch === undefined || batch.length === 0) return;
+    this.#queues.delete(object);
+    const items = batch.map((w) => w.item);
+    for (let i = 1; ; i++) {
+      try {
+        const results = await this.#objectFor(object).settleBatch(items);
+        batch.forEach((w, k) => w.resolve(results[k]!));
+        return;
+      } catch (err) {
+        if (i >= this.#o.batchTries) {
+          for (const w of batch) w.reject(err);
+          return;
+        }
+        await new Promise<void>((resolve) => this.#o.scheduler.schedule(50 * i, resolve));
+      }
+    }
+  }
+}

@@ -1,0 +1,167 @@
+import { describe, expect, it } from "vitest";
+import { budgetLedgerClient, type ReserveArgs } from "../../../src/ledger/ledger-client.ts";
+import { LeasingLedgerClient } from "../../../src/ledger/leasing-ledger-client.ts";
+import type { ScopeLimits } from "../../../src/ledger/ledger.ts";
+import { ManualTimers } from "../support/engine-harness.ts";
+import { FakeClock } from "../support/fixtures.ts";
+import { memoryLedgers } from "./ledger-fakes.ts";
+
+const W = { micros: 1_000, tokens: 100 };
+const usd = (limitMicros: number): ScopeLimits => ({ money: { currency: "USD", limitMicros, periodMs: 86_400_000 } });
+
+function setup(limits: ScopeLimits = usd(1_000_000_000), stripes = 1) {
+  const clock = new FakeClock(1_800_000_000_000 - (1_800_000_000_000 % 86_400_000) + 3_600_000);
+  const timers = new ManualTimers(clock);
+  const ledgers = memoryLedgers({
+    get now() {
+      return clock.now();
+    },
+  });
+  const faults = { loseNextBatchAnswer: false };
+  // A ledger whose next batch answer is lost on the way back, after the batch was applied.
+  const objectFor = (name: string) => {
+    const o = ledgers.objectFor(name);
+    return {
+      ...o,
+      settleBatch: async (items: Parameters<typeof o.settleBatch>[0]) => {
+        const out = await o.settleBatch(items);
+        if (faults.loseNextBatchAnswer) {
+          faults.loseNextBatchAnswer = false;
+          throw new Error("connection reset");
+        }
+        return out;
+      },
+    };
+  };
+  let n = 0;
+  const isolate = () => {
+    const plain = budgetLedgerClient(objectFor, { stripes: () => stripes });
+    return new LeasingLedgerClient(plain, objectFor, { clock, scheduler: timers, newId: () => `id${++n}`, stripes: () => stripes, flushDelayMs: 20, idleMs: 1_000 });
+  };
+  const scopes = [{ name: "tenant:t", limits }, { name: "key:k" }];
+  const args = (over: Partial<ReserveArgs> = {}): ReserveArgs => ({ scopes, currency: "USD", amount: W, countsRequest: true, ...over });
+  const kept: Promise<unknown>[] = [];
+  const keepAlive = (p: Promise<unknown>) => void kept.push(p);
+  /** Lets queued promise callbacks run, then fires every timer due within `ms`. */
+  const tick = async (ms = 25) => {
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    timers.advance(ms);
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+  };
+  const balance = () => ledgers.core("tenant:t").balance("tenant:t", clock.now()).money!;
+  return { clock, timers, ledgers, isolate, args, keepAlive, tick, balance, kept, faults };
+}
+
+const calls = (list: string[], method: string) => list.filter((c) => c.endsWith(`.${method}`)).length;
+
+describe("LeasingLedgerClient", () => {
+  it("admits most attempts from a lease without a ledger call, and settles them in one batch", async () => {
+    const s = setup();
+    const client = s.isolate();
+    const first = await client.reserve("a0", s.args(), s.keepAlive);
+    expect(first.result).toMatchObject({ ok: true, attemptId: "a0" });
+    expect(first.handle.lease?.leaseId).toBe("lease-id1");
+    const rest = await Promise.all(Array.from({ length: 3 }, (_, i) => client.reserve(`a${i + 1}`, s.args(), s.keepAlive)));
+    expect(rest.every((r) => r.result.ok && r.handle.lease !== undefined)).toBe(true);
+    expect(calls(s.ledgers.calls, "acquire")).toBe(1);
+    expect(calls(s.ledgers.calls, "reserve")).toBe(0);
+    const settled = [first, ...rest].map((r, i) => client.settle(r.handle, `a${i}`, { micros: 10, tokens: 1 }));
+    await s.tick();
+    expect((await Promise.all(settled)).map((r) => r.ok && r.state)).toEqual(["settled", "settled", "settled", "settled"]);
+    expect(calls(s.ledgers.calls, "settleBatch")).toBe(1);
+    expect(s.ledgers.core("tenant:t").attempt("a2")).toMatchObject({ state: "settled", fromLease: "lease-id1" });
+    expect(s.balance()).toMatchObject({ spent: 40 });
+  });
+
+  it("returns an idle path's lease after idleMs, leaving nothing held", async () => {
+    const s = setup();
+    const client = s.isolate();
+    const r = await client.reserve("a0", s.args(), s.keepAlive);
+    const done = client.settle(r.handle, "a0", { micros: 10, tokens: 1 });
+    await s.tick();
+    await done;
+    expect(s.balance().held).toBeGreaterThan(0);
+    await s.tick(1_000);
+    await s.tick();
+    expect(s.balance()).toMatchObject({ spent: 10, held: 0 });
+    expect(s.ledgers.core("tenant:t").attempt("lease-id1")).toMatchObject({ state: "released" });
+    expect(client.stats()).toEqual({ leases: 0, inFlight: 0, queued: 0 });
+  });
+
+  it("near a limit goes one by one and admits exactly what fits, however many race", async () => {
+    // Room for exactly 7 worst cases: no slice can hold two and leave as much again for long.
+    const s = setup(usd(7 * W.micros));
+    const client = s.isolate();
+    const all = await Promise.all(Array.from({ length: 40 }, (_, i) => client.reserve(`r${i}`, s.args(), s.keepAlive)));
+    expect(all.filter((r) => r.result.ok)).toHaveLength(7);
+    expect(s.balance()).toMatchObject({ held: 7 * W.micros, remaining: 0 });
+  });
+
+  it("two isolates leasing from one ledger never admit more than the limit", async () => {
+    const s = setup(usd(100 * W.micros));
+    const a = s.isolate();
+    const b = s.isolate();
+    const admitted: { client: LeasingLedgerClient; handle: Awaited<ReturnType<LeasingLedgerClient["reserve"]>>["handle"]; id: string }[] = [];
+    for (let round = 0; round < 30; round++) {
+      const got = await Promise.all(
+        [a, b].flatMap((client, c) => Array.from({ length: 4 }, (_, i) => client.reserve(`x${round}-${c}-${i}`, s.args(), s.keepAlive).then((r) => ({ client, r, id: `x${round}-${c}-${i}` })))),
+      );
+      for (const g of got) if (g.r.result.ok) admitted.push({ client: g.client, handle: g.r.handle, id: g.id });
+      // Everything admitted so far is covered by what the ledger holds or has booked.
+      const m = s.balance();
+      expect(m.spent + m.held).toBeLessThanOrEqual(100 * W.micros);
+      // Half of them finish at their whole worst case, so the budget runs out over the rounds.
+      const finishing = admitted.splice(0, Math.ceil(admitted.length / 2));
+      const settled = finishing.map((x) => x.client.settle(x.handle, x.id, W));
+      await s.tick();
+      await Promise.all(settled);
+    }
+    const m = s.balance();
+    expect(m.spent).toBeLessThanOrEqual(100 * W.micros);
+    expect(m.spent + m.held).toBeLessThanOrEqual(100 * W.micros);
+  });
+
+  it("a crashed isolate's lease expires into reconciliation, never refunded", async () => {
+    const s = setup();
+    const crashed = s.isolate();
+    await crashed.reserve("a0", s.args({ leaseMs: 60_000 }), s.keepAlive);
+    const held = s.balance().held;
+    expect(held).toBeGreaterThanOrEqual(4 * W.micros);
+    s.clock.advance(60_000);
+    expect(s.ledgers.core("tenant:t").expireLeases(s.clock.now())).toBe(1);
+    expect(s.balance()).toMatchObject({ held, pending: held });
+    expect(s.ledgers.core("tenant:t").pendingReconciliations(10)).toEqual([expect.objectContaining({ attemptId: "lease-id1", pendingReason: "lease_expired" })]);
+  });
+
+  it("drain closes idle leases at once and the rest after their last attempt, then reserves one by one", async () => {
+    const s = setup();
+    const client = s.isolate();
+    const r = await client.reserve("a0", s.args(), s.keepAlive);
+    const drained = client.drain();
+    await s.tick();
+    await drained;
+    expect(s.ledgers.core("tenant:t").attempt("lease-id1")?.state).toBe("held");
+    const settled = client.settle(r.handle, "a0", { micros: 10, tokens: 1 });
+    await s.tick();
+    await settled;
+    expect(s.ledgers.core("tenant:t").attempt("lease-id1")?.state).toBe("released");
+    expect(s.balance()).toMatchObject({ spent: 10, held: 0 });
+    const later = await client.reserve("a1", s.args(), s.keepAlive);
+    expect(later.handle.lease).toBeUndefined();
+    expect(calls(s.ledgers.calls, "reserve")).toBe(1);
+  });
+
+  it("a batch whose answer is lost is retried whole, and books each settlement once", async () => {
+    const s = setup();
+    const client = s.isolate();
+    const r = await client.reserve("a0", s.args(), s.keepAlive);
+    const p = await client.reserve("p0", s.args({ scopes: [{ name: "tenant:t", limits: usd(1_000_000_000) }, { name: "key:other" }] }), s.keepAlive);
+    s.faults.loseNextBatchAnswer = true;
+    const settled = [client.settle(r.handle, "a0", { micros: 10, tokens: 1 }), client.settle(p.handle, "p0", { micros: 5, tokens: 1 })];
+    await s.tick();
+    await s.tick(100);
+    expect((await Promise.all(settled)).map((x) => x.ok && x.state)).toEqual(["settled", "settled"]);
+    expect(calls(s.ledgers.calls, "settleBatch")).toBe(2);
+    expect(s.balance()).toMatchObject({ spent: 15 });
+  });
+});
