@@ -93,6 +93,8 @@ function leaseUseProblems(use: unknown): string[] {
 export class LeaseRules {
   readonly #store: LedgerStore;
   readonly #core: BudgetLedgerCore;
+  /** Lease records a batch changed, written once at its end (a batch may hold hundreds of their attempts). */
+  #batchLeases: Map<string, AttemptRecord> | undefined;
 
   constructor(store: LedgerStore, core: BudgetLedgerCore) {
     this.#store = store;
@@ -190,7 +192,24 @@ export class LeaseRules {
   /** Applies a settlement batch in order (see the module comment); one answer per item. */
   apply(items: readonly SettlementItem[], now: number): SettlementItemResult[] {
     if (!Array.isArray(items)) return [invalid("settlement batch", "", ["items must be an array"])];
-    return items.map((item) => this.#applyOne(item, now));
+    this.#batchLeases = new Map();
+    try {
+      const results = items.map((item) => this.#applyOne(item, now));
+      for (const rec of this.#batchLeases.values()) this.#store.putAttempt(rec);
+      return results;
+    } finally {
+      this.#batchLeases = undefined;
+    }
+  }
+
+  #getLease(leaseId: string): AttemptRecord | undefined {
+    const rec = this.#batchLeases?.get(leaseId) ?? this.#store.getAttempt(leaseId);
+    return rec?.lease === undefined ? undefined : rec;
+  }
+
+  #putLease(rec: AttemptRecord): void {
+    if (this.#batchLeases) this.#batchLeases.set(rec.attemptId, rec);
+    else this.#store.putAttempt(rec);
   }
 
   #applyOne(item: SettlementItem, now: number): SettlementItemResult {
@@ -217,8 +236,8 @@ export class LeaseRules {
   #fromLease(attemptId: string, use: LeaseUse, now: number, actual: LedgerAmount | "unknown" | "released", detail?: SettleDetail): SettleResult | ReleaseResult {
     const done = this.#store.getAttempt(attemptId);
     if (done !== undefined) return repeatOf(done, actual === "released");
-    const lease = this.#store.getAttempt(use.leaseId);
-    if (lease?.lease === undefined) return { ok: false, attemptId, reason: "unknown_attempt" };
+    const lease = this.#getLease(use.leaseId);
+    if (lease === undefined) return { ok: false, attemptId, reason: "unknown_attempt" };
     const base = {
       attemptId,
       scopes: lease.scopes,
@@ -249,7 +268,7 @@ export class LeaseRules {
         adjustCounter(this.#store, ch, { held: -t, pending: wasPending ? -t : 0, spent, overrun: Math.max(0, spent - partOf(ch.metric, use.amount)) });
       }
     }
-    this.#store.putAttempt({ ...lease, amount: minus(lease.amount, take), charges: lease.charges.map((ch) => ({ ...ch, reserved: ch.reserved - partOf(ch.metric, take) })) });
+    this.#putLease({ ...lease, amount: minus(lease.amount, take), charges: lease.charges.map((ch) => ({ ...ch, reserved: ch.reserved - partOf(ch.metric, take) })) });
     if (actual === "unknown") {
       const settlement = { actual, overrun: ZERO, settledAt: now, ...extra };
       this.#store.putAttempt({ ...base, state: "pending_reconciliation", pendingReason: "unknown_usage", charges: chargesOf(take), settlement });
@@ -263,7 +282,7 @@ export class LeaseRules {
   /** Returns what is left of a lease, and the request tokens its holder did not use. Idempotent. */
   #close(leaseId: string, unusedRequests: number, now: number): CloseResult {
     if (!isLedgerKey(leaseId) || !isCount(unusedRequests)) return invalid("lease close", leaseId, ["leaseId must name a lease and unusedRequests be a non-negative integer"]);
-    const lease = this.#store.getAttempt(leaseId);
+    const lease = this.#getLease(leaseId);
     if (lease?.lease === undefined) return { ok: false, leaseId, reason: "unknown_lease" };
     if (lease.state === "released") return { ok: true, leaseId, state: "released", returned: ZERO };
     const wasPending = lease.state === "pending_reconciliation";
@@ -278,7 +297,7 @@ export class LeaseRules {
       }
     }
     const { pendingReason: _dropped, ...rest } = lease;
-    this.#store.putAttempt({ ...rest, state: "released", releasedAt: now, charges: lease.charges.map((ch) => ({ ...ch, reserved: 0 })), amount: ZERO, lease: { ...lease.lease, closedAt: now } });
+    this.#putLease({ ...rest, state: "released", releasedAt: now, charges: lease.charges.map((ch) => ({ ...ch, reserved: 0 })), amount: ZERO, lease: { ...lease.lease, closedAt: now } });
     return { ok: true, leaseId, state: "released", returned: lease.amount };
   }
 }

@@ -50,6 +50,11 @@ export class SqliteLedgerStore implements LedgerStore {
   #ready = false;
   /** Limits, counters, buckets and credits (attempts are read once or twice: not kept). */
   readonly #rows = new LedgerRowCache();
+  /**
+   * Counters changed in the current transaction, written once at its end: a settlement batch
+   * moves the same few counters once per attempt in it.
+   */
+  readonly #dirtyCounters = new Map<string, LedgerCounter>();
 
   constructor(storage: LedgerSqlStorage) {
     this.#storage = storage;
@@ -66,9 +71,14 @@ export class SqliteLedgerStore implements LedgerStore {
     if (!this.#ready) ensureLedgerSchema(this.#sql);
     this.#ready = true;
     try {
-      return this.#storage.transactionSync(fn);
+      return this.#storage.transactionSync(() => {
+        const result = fn();
+        this.#writeCounters();
+        return result;
+      });
     } catch (err) {
       // The transaction rolled back: rows remembered during it may never have been committed.
+      this.#dirtyCounters.clear();
       this.#rows.clear();
       throw err;
     }
@@ -101,7 +111,18 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   putCounter(c: LedgerCounter): void {
-    this.#rows.set(`c\u0000${c.scope}\u0000${c.metric}\u0000${c.windowStart}`, c);
+    const key = `c\u0000${c.scope}\u0000${c.metric}\u0000${c.windowStart}`;
+    this.#rows.set(key, c);
+    this.#dirtyCounters.set(key, c);
+  }
+
+  /** Writes the counters the transaction changed; every query that reads counters runs it first. */
+  #writeCounters(): void {
+    for (const c of this.#dirtyCounters.values()) this.#writeCounter(c);
+    this.#dirtyCounters.clear();
+  }
+
+  #writeCounter(c: LedgerCounter): void {
     this.#sql.exec(
       `INSERT INTO ledger_counters (scope, metric, window_start, window_end, spent, held, pending, overrun) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(scope, metric, window_start) DO UPDATE SET spent = excluded.spent, held = excluded.held, pending = excluded.pending, overrun = excluded.overrun`,
@@ -110,6 +131,7 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   countersOf(scope: string): LedgerCounter[] {
+    this.#writeCounters();
     return this.#q<CounterRow>("SELECT * FROM ledger_counters WHERE scope = ? ORDER BY metric, window_start", scope).toArray().map(counter);
   }
 
@@ -154,8 +176,9 @@ export class SqliteLedgerStore implements LedgerStore {
        ON CONFLICT(attempt_id) DO UPDATE SET state = excluded.state, lease_expires_at = excluded.lease_expires_at, body = excluded.body`,
       ...[rec.attemptId, rec.state, rec.leaseExpiresAt, rec.createdAt, JSON.stringify(rec)],
     );
-    // An admitted attempt is written `held` first: index its scopes then (once; they never change).
-    if (rec.state === "held") {
+    // An admitted attempt is written `held` first, one from a lease when it is reported: index its
+    // scopes then (their rows never change; a repeat is ignored).
+    if (rec.state === "held" || rec.fromLease !== undefined) {
       for (const scope of new Set(rec.charges.map((c) => c.scope))) {
         this.#sql.exec("INSERT OR IGNORE INTO ledger_attempt_scopes (scope, created_at, attempt_id) VALUES (?, ?, ?)", scope, rec.createdAt, rec.attemptId);
       }
@@ -242,6 +265,7 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   deleteClosedCounters(before: number, limit: number): number {
+    this.#writeCounters();
     const q = "DELETE FROM ledger_counters WHERE rowid IN (SELECT rowid FROM ledger_counters WHERE window_end > 0 AND window_end < ? AND held = 0 LIMIT ?) RETURNING 1";
     const n = this.#sql.exec(q, before, limit).toArray().length;
     // Removed rows may be remembered: forget them all (this runs once per retention batch).
@@ -254,6 +278,7 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   oldestRemovable(): number | undefined {
+    this.#writeCounters();
     const first = (q: string) => this.#q<{ t: number | null }>(q).toArray()[0]?.t ?? undefined;
     const times = [
       first("SELECT created_at AS t FROM ledger_attempts INDEXED BY ledger_attempts_created WHERE state IN ('settled', 'released') ORDER BY created_at LIMIT 1"),

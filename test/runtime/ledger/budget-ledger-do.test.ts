@@ -229,3 +229,36 @@ describe("BudgetLedger Durable Object", () => {
     expect(await alarm()).toBe(shorter.ok ? shorter.leaseExpiresAt : -1);
   });
 });
+
+describe("BudgetLedger Durable Object: leases and settlement batches on SQLite", () => {
+  it("grants a lease, books a batch of its attempts once, reports them in usage, and returns the rest on close", async () => {
+    const org = "org:leases";
+    const stub = env.BUDGET_LEDGER.getByName(org);
+    const scopes = path(org, { [org]: usd(100_000_000) });
+    const got = await stub.acquire("first", args(scopes, 1_000, 10), { leaseId: "lease-1", slices: 16, admitMs: 30_000 });
+    expect(got).toMatchObject({ lease: { ok: true, leaseId: "lease-1", amount: { micros: 16_000, tokens: 160 } } });
+    const now = Date.now();
+    const items = Array.from({ length: 5 }, (_, i) => ({
+      op: "settle" as const,
+      attemptId: `la-${i}`,
+      actual: { micros: 100, tokens: 5 },
+      lease: { leaseId: "lease-1", amount: { micros: 1_000, tokens: 10 }, admittedAt: now, meta: { model: "m@1", priceVersion: "p1" } },
+    }));
+    const first = await stub.settleBatch([...items, { op: "close", leaseId: "lease-1", unusedRequests: 0 }]);
+    expect(first.map((r) => (r.ok && "state" in r ? r.state : r))).toEqual(["settled", "settled", "settled", "settled", "settled", "released"]);
+    // The answer was lost and the batch is sent again: nothing is booked twice.
+    await stub.settleBatch([...items, { op: "close", leaseId: "lease-1", unusedRequests: 0 }]);
+    expect((await stub.balance(org)).money).toMatchObject({ spent: 500, held: 0 });
+    const report = await stub.usageReport(`key:${org}`, now - DAY, now + DAY);
+    expect(report).toEqual({ ok: true, rows: [{ model: "m@1", priceVersion: "p1", currency: "USD", attempts: 5, settledMicros: 500, settledTokens: 25, pendingMicros: 0, pendingTokens: 0 }] });
+    expect(await stub.attempt("lease-1")).toMatchObject({ state: "released", lease: { closedAt: expect.any(Number) } });
+  });
+
+  it("near a limit reserves the attempt itself in the same call", async () => {
+    const org = "org:near";
+    const stub = env.BUDGET_LEDGER.getByName(org);
+    const got = await stub.acquire("only", args(path(org, { [org]: usd(3_000) }), 1_000), { leaseId: "lease-n", slices: 16, admitMs: 30_000 });
+    expect(got).toMatchObject({ reserved: { ok: true, attemptId: "only" } });
+    expect(await stub.attempt("lease-n")).toBeUndefined();
+  });
+});
