@@ -8,10 +8,11 @@
  * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
  * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { ROOT } from "../local-stack/build.ts";
 import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
 import { starting } from "./children.ts";
@@ -36,6 +37,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --help                show this text`;
 
 const DEMO_KEY = "sk-sluice-demo";
+/** A key of a tenant without budgets, added to the shipped publication: its requests never reach the ledger. */
+const OPEN_KEY = "sk-bench-open";
 const PUBLIC_MODEL = "sluice-chat";
 const BACKEND_MODEL = "sim-small";
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -89,7 +92,8 @@ function parseOptions(): Options {
 // ---------------------------------------------------------------------------------------------
 // Targets
 
-type TargetName = "direct" | "null" | "sluice";
+type TargetName = "direct" | "null" | "sluice" | "sluice-open";
+const TARGETS: readonly TargetName[] = ["direct", "null", "sluice", "sluice-open"];
 
 interface Target {
   readonly name: TargetName;
@@ -127,10 +131,12 @@ async function startStack(o: Options): Promise<Stack> {
     gatewayYaml = shipped.replace(/^(\s*accessLog:\s*)true\s*$/m, "$1false");
     if (gatewayYaml === shipped) throw new BenchError("config/gateway.yaml has no `accessLog: true` line to turn off");
   }
+  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as { tenants: unknown[] };
+  pub.tenants.push({ id: "bench-open", apiKeys: [{ id: "bench-open", sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
   const sluice = await starting(() =>
     startGateway({
       adminToken: `bench-${randomBytes(12).toString("hex")}`,
-      config: { backends: backendsForSim, ...(gatewayYaml ? { gateway: gatewayYaml } : {}) },
+      config: { backends: backendsForSim, publication: stringifyYaml(pub), ...(gatewayYaml ? { gateway: gatewayYaml } : {}) },
     }).then((g) => ({ ...g, name: "Sluice (workerd)" })),
   );
 
@@ -167,6 +173,16 @@ async function startStack(o: Options): Promise<Stack> {
         description: "client → Sluice (workerd) → simulator",
         url: `${sluice.publicUrl}${path}`,
         headers: { authorization: `Bearer ${DEMO_KEY}` },
+        model: PUBLIC_MODEL,
+        serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
+        alive: () => sluice.alive() && sim.alive(),
+        output: sluice.output,
+      },
+      {
+        name: "sluice-open",
+        description: "the same Sluice process, a key of a tenant without budgets",
+        url: `${sluice.publicUrl}${path}`,
+        headers: { authorization: `Bearer ${OPEN_KEY}` },
         model: PUBLIC_MODEL,
         serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
         alive: () => sluice.alive() && sim.alive(),
@@ -228,14 +244,14 @@ interface RunRecord {
   readonly upstreamRequests: number;
 }
 
-async function oneRun(stack: Stack, t: Target, w: Workload, o: Options, run: number): Promise<RunRecord> {
+async function oneRun(stack: Stack, t: Target, w: Workload, o: Options, run: number, concurrency: number): Promise<RunRecord> {
   const before = await simStats(stack.simUrl);
   const result = await runLoad({
     url: t.url,
     headers: t.headers,
     body: requestBody(w, t.model),
     workload: w,
-    concurrency: o.concurrency,
+    concurrency,
     warmupMs: o.warmupMs,
     durationMs: o.durationMs,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
@@ -306,30 +322,48 @@ function summarize(runs: readonly RunRecord[]): TargetSummary {
 interface Ratios {
   readonly throughputVsDirect: number;
   readonly throughputVsNull: number;
-  readonly p50VsDirect: number;
   readonly p50VsNull: number;
   readonly p50AddedVsNullMs: number;
   readonly cpuPerReqVsNull: number;
   readonly cpuPerReqAddedVsNullMs: number;
+  /** The key without budgets against the null gateway. */
+  readonly openCpuPerReqVsNull: number;
+  /** What strict budgets cost: the budgeted key against the open one, same process. */
+  readonly budgetedCpuVsOpen: number;
+  /** Latency each key adds over calling the simulator directly, budgeted against open (p50). */
+  readonly budgetedAddedP50VsOpen: number;
+  readonly addedP50Ms: { readonly sluice: number; readonly open: number; readonly null: number };
 }
 
 function ratios(s: Record<TargetName, TargetSummary>): Ratios {
+  const added = (t: TargetName) => s[t].p50Ms - s.direct.p50Ms;
   return {
     throughputVsDirect: s.sluice.rps / s.direct.rps,
     throughputVsNull: s.sluice.rps / s.null.rps,
-    p50VsDirect: s.sluice.p50Ms / s.direct.p50Ms,
     p50VsNull: s.sluice.p50Ms / s.null.p50Ms,
     p50AddedVsNullMs: s.sluice.p50Ms - s.null.p50Ms,
     cpuPerReqVsNull: s.sluice.serverCpuMsPerReq / s.null.serverCpuMsPerReq,
     cpuPerReqAddedVsNullMs: s.sluice.serverCpuMsPerReq - s.null.serverCpuMsPerReq,
+    openCpuPerReqVsNull: s["sluice-open"].serverCpuMsPerReq / s.null.serverCpuMsPerReq,
+    budgetedCpuVsOpen: s.sluice.serverCpuMsPerReq / s["sluice-open"].serverCpuMsPerReq,
+    budgetedAddedP50VsOpen: added("sluice") / added("sluice-open"),
+    addedP50Ms: { sluice: added("sluice"), open: added("sluice-open"), null: added("null") },
   };
 }
 
 const f = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 
-function report(w: Workload, o: Options, s: Record<TargetName, TargetSummary>, r: Ratios): string {
+/** One measured stage: a workload at a concurrency. */
+interface Stage {
+  readonly label: string;
+  readonly workload: Workload;
+  readonly concurrency: number;
+}
+
+function report(st: Stage, o: Options, s: Record<TargetName, TargetSummary>, r: Ratios): string {
+  const w = st.workload;
   const header = ["target", "req/s", "p50 ms", "p99 ms", ...(w.stream ? ["TTFB p50 ms"] : []), "server CPU ms/req", "sim CPU ms/req", "other load", "errors"];
-  const rows = (["direct", "null", "sluice"] as const).map((name) => {
+  const rows = TARGETS.map((name) => {
     const t = s[name];
     return [
       name,
@@ -343,12 +377,14 @@ function report(w: Workload, o: Options, s: Record<TargetName, TargetSummary>, r
       t.errors > 0 ? `${t.errors} !!` : "0",
     ];
   });
-  const title = `${w.name}: ${w.stream ? "stream: true + include_usage, " : ""}${w.tokens} output tokens, concurrency ${o.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`;
+  const title = `${st.label}: ${w.stream ? "stream: true + include_usage, " : ""}${w.tokens} output tokens, concurrency ${st.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`;
   return [
     title,
     table(header, rows, 1),
-    `sluice vs direct: throughput ×${f(r.throughputVsDirect, 2)}, p50 ×${f(r.p50VsDirect, 2)}`,
     `sluice vs null:   throughput ×${f(r.throughputVsNull, 2)}, p50 ×${f(r.p50VsNull, 2)} (+${f(r.p50AddedVsNullMs, 2)} ms), workerd CPU/req ×${f(r.cpuPerReqVsNull, 2)} (+${f(r.cpuPerReqAddedVsNullMs, 3)} ms)`,
+    `open key vs null: workerd CPU/req ×${f(r.openCpuPerReqVsNull, 2)}`,
+    `budgeted vs open key (same process): workerd CPU/req ×${f(r.budgetedCpuVsOpen, 2)}, p50 added over direct ×${f(r.budgetedAddedP50VsOpen, 2)} ` +
+      `(budgeted +${f(r.addedP50Ms.sluice, 2)} ms, open +${f(r.addedP50Ms.open, 2)} ms, null +${f(r.addedP50Ms.null, 2)} ms)`,
   ].join("\n");
 }
 
@@ -360,9 +396,14 @@ const TICKS = clockTicksPerSecond();
 async function main(): Promise<number> {
   const o = parseOptions();
   if (!procAvailable()) throw new BenchError("CPU accounting reads /proc/<pid>/stat; run the bench on Linux");
-  const workloads: readonly Workload[] = [
-    { name: "buffered", stream: false, tokens: o.bufferedTokens },
-    { name: "streaming", stream: true, tokens: o.streamTokens },
+  const buffered: Workload = { name: "buffered", stream: false, tokens: o.bufferedTokens };
+  const streaming: Workload = { name: "streaming", stream: true, tokens: o.streamTokens };
+  const workloads: readonly Workload[] = [buffered, streaming];
+  const stages: readonly Stage[] = [
+    { label: "buffered", workload: buffered, concurrency: o.concurrency },
+    { label: "streaming", workload: streaming, concurrency: o.concurrency },
+    // Unloaded latency: what each target adds to one call when nothing queues.
+    { label: "buffered, one in flight", workload: buffered, concurrency: 1 },
   ];
   const stack = await startStack(o);
 
@@ -371,26 +412,27 @@ async function main(): Promise<number> {
     for (const t of stack.targets) await preflight(t, w);
   }
   console.log(
-    `all targets answer; ${workloads.length} workloads × ${o.runs} runs × ${stack.targets.length} targets, ` +
+    `all targets answer; ${stages.length} stages × ${o.runs} runs × ${stack.targets.length} targets, ` +
       `${o.warmupMs / 1000} s warm-up + ${o.durationMs / 1000} s each, concurrency ${o.concurrency}` +
       `${o.accessLog ? "" : ", Sluice access log off"}\n`,
   );
 
-  const results: Record<string, { workload: Workload; runs: Record<TargetName, RunRecord[]>; median: Record<TargetName, TargetSummary>; ratios: Ratios }> = {};
+  const results: Record<string, { stage: Stage; runs: Record<TargetName, RunRecord[]>; median: Record<TargetName, TargetSummary>; ratios: Ratios }> = {};
   const reports: string[] = [];
   const problems: string[] = [];
-  for (const w of workloads) {
+  for (const st of stages) {
+    const w = st.workload;
     await configureSimulator(stack.simUrl, w);
-    const runs: Record<TargetName, RunRecord[]> = { direct: [], null: [], sluice: [] };
+    const runs: Record<TargetName, RunRecord[]> = { direct: [], null: [], sluice: [], "sluice-open": [] };
     for (let run = 1; run <= o.runs; run++) {
       // Interleaved: direct, null, sluice, direct, null, sluice, … so drift hits every target alike.
       for (const t of stack.targets) {
-        const rec = await oneRun(stack, t, w, o, run);
+        const rec = await oneRun(stack, t, w, o, run, st.concurrency);
         runs[t.name].push(rec);
         const res = rec.result;
         const errors = runErrors(rec);
         console.log(
-          `${w.name.padEnd(9)} run ${run}/${o.runs} ${t.name.padEnd(6)} ${f(res.rps, 0).padStart(6)} req/s  ` +
+          `${st.label.padEnd(9)} run ${run}/${o.runs} ${t.name.padEnd(11)} ${f(res.rps, 0).padStart(6)} req/s  ` +
             `p50 ${f(res.latencyMs.p50, 2)} ms  p99 ${f(res.latencyMs.p99, 2)} ms  ` +
             `server CPU ${f(rec.serverCpuMsPerReq, 3)} ms/req  other load ${f(res.otherBusyCores, 2)}  ${errors > 0 ? `ERRORS ${errors}` : "0 errors"}`,
         );
@@ -403,14 +445,14 @@ async function main(): Promise<number> {
               ? [`the simulator saw ${rec.upstreamRequests} requests for ${res.requests + res.warmup.requests} client requests`]
               : []),
           ];
-          problems.push(`${w.name} run ${run} ${t.name}: ${detail.join(", ")}${res.errorSamples.length ? `\n    e.g. ${res.errorSamples.join("\n    e.g. ")}` : ""}`);
+          problems.push(`${st.label} run ${run} ${t.name}: ${detail.join(", ")}${res.errorSamples.length ? `\n    e.g. ${res.errorSamples.join("\n    e.g. ")}` : ""}`);
         }
       }
     }
-    const med = { direct: summarize(runs.direct), null: summarize(runs.null), sluice: summarize(runs.sluice) };
+    const med = { direct: summarize(runs.direct), null: summarize(runs.null), sluice: summarize(runs.sluice), "sluice-open": summarize(runs["sluice-open"]) };
     const rat = ratios(med);
-    results[w.name] = { workload: w, runs, median: med, ratios: rat };
-    reports.push(report(w, o, med, rat));
+    results[st.label] = { stage: st, runs, median: med, ratios: rat };
+    reports.push(report(st, o, med, rat));
   }
 
   console.log(`\n${reports.join("\n\n")}\n`);

@@ -23,9 +23,9 @@
  */
 import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
-import type { BudgetLedgerClient, BudgetLedgerRpc, LedgerHandle, ReserveArgs } from "./ledger-client.ts";
+import type { BudgetLedgerClient, BudgetLedgerRpc, LedgerHandle, QueuedSettlement, ReserveArgs, SettleOptions } from "./ledger-client.ts";
 import { stripeLimits, stripeObjectName } from "./ledger-client.ts";
-import type { LeaseGrant, LeaseUse, LedgerAmount, LimitRemaining, ReleaseResult, ReserveResult, SettleDetail, SettleResult, SettlementItem, SettlementItemResult } from "./ledger-types.ts";
+import type { LeaseGrant, LeaseUse, LedgerAmount, LimitRemaining, ReleaseResult, ReserveResult, SettleDetail, SettleResult, SettlementItem } from "./ledger-types.ts";
 import { MAX_LEASE_SLICES } from "./ledger-types.ts";
 
 /** The smallest slice asked for, in worst cases. */
@@ -59,10 +59,11 @@ export interface LeasingStats {
   readonly queued: number;
 }
 
+type Report = NonNullable<SettleOptions["report"]>;
+
 interface Waiter {
   readonly item: SettlementItem;
-  readonly resolve: (r: SettlementItemResult) => void;
-  readonly reject: (err: unknown) => void;
+  readonly report: Report | undefined;
 }
 
 /** A lease this isolate holds. */
@@ -112,13 +113,15 @@ class PathLeases {
   lastActive = 0;
   /** Until when the ledger said the path is near a limit (no lease is asked for meanwhile). */
   nearLimitUntil = 0;
+  /** Worst cases a slice adds for what the path spends while it lives: doubled when one runs low. */
+  extra = 0;
 
   constructor(key: string) {
     this.key = key;
   }
 
   slices(): number {
-    return Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, 2 * this.peakOpen + 2));
+    return Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, 2 * this.peakOpen + 2 + this.extra));
   }
 }
 
@@ -203,33 +206,28 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     return { result: r, handle: { object, path: path.key } };
   }
 
-  async settle(handle: LedgerHandle, attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail): Promise<SettleResult> {
+  async settle(handle: LedgerHandle, attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail, opts?: SettleOptions): Promise<QueuedSettlement> {
     const open = this.#open.get(attemptId);
-    if (open === undefined && handle.lease === undefined) {
-      this.#untrack(handle);
-      return (await this.#enqueue(handle.object, { op: "settle", attemptId, actual, ...(detail ? { detail } : {}) })) as SettleResult;
-    }
     if (open) {
       const { lease } = open;
       const w = open.use.amount;
       // The rest of the worst case goes back to the slice: the actual cost (all of it, unknown) stays out.
       if (actual !== "unknown") lease.available = { micros: lease.available.micros + w.micros - actual.micros, tokens: lease.available.tokens + w.tokens - actual.tokens };
     }
-    const item: SettlementItem = { op: "settle", attemptId, actual, ...(detail ? { detail } : {}), lease: open?.use ?? handle.lease! };
-    return (await this.#finish(handle, attemptId, item, open)) as SettleResult;
+    const lease = open?.use ?? handle.lease;
+    this.#finish(handle, attemptId, { op: "settle", attemptId, actual, ...(detail ? { detail } : {}), ...(lease ? { lease } : {}) }, open, opts);
+    return { ok: true, attemptId, state: "queued" };
   }
 
-  async release(handle: LedgerHandle, attemptId: string): Promise<ReleaseResult> {
+  async release(handle: LedgerHandle, attemptId: string, opts?: SettleOptions): Promise<QueuedSettlement> {
     const open = this.#open.get(attemptId);
-    if (open === undefined && handle.lease === undefined) {
-      this.#untrack(handle);
-      return (await this.#enqueue(handle.object, { op: "release", attemptId })) as ReleaseResult;
-    }
     if (open) {
       const w = open.use.amount;
       open.lease.available = { micros: open.lease.available.micros + w.micros, tokens: open.lease.available.tokens + w.tokens };
     }
-    return (await this.#finish(handle, attemptId, { op: "release", attemptId, lease: open?.use ?? handle.lease! }, open)) as ReleaseResult;
+    const lease = open?.use ?? handle.lease;
+    this.#finish(handle, attemptId, { op: "release", attemptId, ...(lease ? { lease } : {}) }, open, opts);
+    return { ok: true, attemptId, state: "queued" };
   }
 
   balance(root: string, scope: string) {
@@ -312,6 +310,7 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     const g = lease.grant.amount;
     // Running low: fetch the next lease in the background, so the path never waits for one.
     if (keepAlive && !path.fetching && now >= path.nearLimitUntil && !this.#draining && (lease.available.micros * 4 < g.micros || lease.available.tokens * 4 < g.tokens || lease.requestsLeft * 4 < Math.max(0, lease.grant.requests))) {
+      path.extra = Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, path.extra * 2));
       keepAlive(this.#prefetch(path, args));
     }
     return { result: { ok: true, attemptId, leaseExpiresAt: lease.grant.leaseExpiresAt, remaining: lease.remaining() }, handle: { object: lease.object, lease: use } };
@@ -358,9 +357,13 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     if (p) p.open = Math.max(0, p.open - 1);
   }
 
-  async #finish(handle: LedgerHandle, attemptId: string, item: SettlementItem, open: OpenAttempt | undefined): Promise<SettlementItemResult> {
-    const done = this.#enqueue(handle.object, item);
-    if (open === undefined) return await done;
+  /** Queues an attempt's settlement and does this isolate's own accounting for it, once. */
+  #finish(handle: LedgerHandle, attemptId: string, item: SettlementItem, open: OpenAttempt | undefined, opts: SettleOptions | undefined): void {
+    this.#enqueue(handle.object, item, opts?.report, opts?.keepAlive);
+    if (open === undefined) {
+      if (handle.lease === undefined) this.#untrack(handle);
+      return;
+    }
     // Accounted once: a repeated settle (a caller's retry) only re-sends the item.
     this.#open.delete(attemptId);
     const { lease } = open;
@@ -369,14 +372,12 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     path.open = Math.max(0, path.open - 1);
     const now = this.#o.clock.now();
     path.lastActive = now;
-    if (lease.open === 0 && (lease.closing || !lease.admits(now))) this.#close(lease);
-    if (path.open === 0 && !this.#idleArmed && open.keepAlive) {
-      // The path went idle: one timer for the isolate returns idle leases if nothing comes. It
-      // lives in the settling request's keep-alive, not in this settlement's promise.
+    if (lease.open === 0 && (lease.closing || !lease.admits(now))) opts?.keepAlive?.(this.#close(lease));
+    if (path.open === 0 && !this.#idleArmed && opts?.keepAlive) {
+      // The path went idle: one timer for the isolate returns idle leases if nothing comes.
       this.#idleArmed = true;
-      open.keepAlive(this.#idleCheck());
+      opts.keepAlive(this.#idleCheck());
     }
-    return await done;
   }
 
   async #idleCheck(): Promise<void> {
@@ -400,30 +401,34 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     const path = lease.path;
     path.leases = path.leases.filter((l) => l !== lease);
     lease.closing = true;
+    // Closed with more than three quarters unused: the path needs less for spending.
+    if (lease.available.micros * 4 > lease.grant.amount.micros * 3 && lease.available.tokens * 4 > lease.grant.amount.tokens * 3) path.extra = Math.floor(path.extra / 2);
     const unusedRequests = Number.isFinite(lease.requestsLeft) ? Math.max(0, lease.requestsLeft) : 0;
-    return this.#enqueue(lease.object, { op: "close", leaseId: lease.grant.leaseId, unusedRequests }).then(
-      () => undefined,
-      (err: unknown) => {
+    return new Promise<void>((resolve) => {
+      this.#enqueue(lease.object, { op: "close", leaseId: lease.grant.leaseId, unusedRequests }, (r) => {
         // Left to expire: what remains moves to reconciliation, never lost.
-        this.#o.log?.({ kind: "ledger_lease_close_failed", leaseId: lease.grant.leaseId, error: String(err) });
-      },
-    );
+        if ("error" in r) this.#o.log?.({ kind: "ledger_lease_close_failed", leaseId: lease.grant.leaseId, error: String(r.error) });
+        resolve();
+      });
+    });
   }
 
-  #enqueue(object: string, item: SettlementItem): Promise<SettlementItemResult> {
-    return new Promise((resolve, reject) => {
-      let q = this.#queues.get(object);
-      if (q === undefined) this.#queues.set(object, (q = []));
-      q.push({ item, resolve, reject });
-      const now = this.#o.clock.now();
-      const armedAt = this.#armed.get(object);
-      if (q.length >= this.#o.maxBatch) void this.#flush(object);
-      // A timer whose request's context ended never fires: one armed long ago is armed again.
-      else if (armedAt === undefined || now - armedAt > 10 * this.#o.flushDelayMs + 1_000) {
-        this.#armed.set(object, now);
-        this.#o.scheduler.schedule(this.#o.flushDelayMs, () => void this.#flush(object));
-      }
-    });
+  #enqueue(object: string, item: SettlementItem, report?: Report, keepAlive?: (p: Promise<unknown>) => void): void {
+    let q = this.#queues.get(object);
+    if (q === undefined) this.#queues.set(object, (q = []));
+    q.push({ item, report });
+    const now = this.#o.clock.now();
+    const armedAt = this.#armed.get(object);
+    if (q.length >= this.#o.maxBatch) {
+      const written = this.#flush(object);
+      keepAlive?.(written);
+    } else if (armedAt === undefined || now - armedAt > 10 * this.#o.flushDelayMs + 1_000) {
+      // The request that arms the timer keeps the isolate alive until the batch is written. A timer
+      // whose request had no keep-alive may never fire: one armed long ago is armed again.
+      this.#armed.set(object, now);
+      const written = new Promise<void>((resolve) => this.#o.scheduler.schedule(this.#o.flushDelayMs, () => resolve(this.#flush(object))));
+      keepAlive?.(written);
+    }
   }
 
   async #flush(object: string): Promise<void> {
@@ -435,11 +440,12 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     for (let i = 1; ; i++) {
       try {
         const results = await this.#objectFor(object).settleBatch(items);
-        batch.forEach((w, k) => w.resolve(results[k]!));
+        // Plain calls: each report runs here, in the writing request, and starts no I/O.
+        batch.forEach((w, k) => w.report?.(results[k] as SettleResult | ReleaseResult));
         return;
       } catch (err) {
         if (i >= this.#o.batchTries) {
-          for (const w of batch) w.reject(err);
+          for (const w of batch) w.report?.({ error: err });
           return;
         }
         await new Promise<void>((resolve) => this.#o.scheduler.schedule(50 * i, resolve));

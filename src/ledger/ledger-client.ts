@@ -136,6 +136,20 @@ export interface LedgerHandle {
   readonly path?: string;
 }
 
+/** A settlement a batching client has queued: its answer goes to {@link SettleOptions.report}. */
+export interface QueuedSettlement {
+  readonly ok: true;
+  readonly attemptId: string;
+  readonly state: "queued";
+}
+
+/** How the caller of a batched settlement hears of it. */
+export interface SettleOptions {
+  readonly keepAlive?: (p: Promise<unknown>) => void;
+  /** Called once with the ledger's answer, or with the error that ended the batch's tries. */
+  readonly report?: (result: SettleResult | ReleaseResult | { readonly error: unknown }) => void;
+}
+
 /** All tenants' ledgers, striped where configured (see the module comment). */
 export interface BudgetLedgerClient {
   /** Reserves in the stripes of the root `args.scopes[0]` (see the module comment). */
@@ -144,8 +158,14 @@ export interface BudgetLedgerClient {
    * leasing client's next lease, a close); the plain client starts none.
    */
   reserve(attemptId: string, args: ReserveArgs, keepAlive?: (p: Promise<unknown>) => void): Promise<{ readonly result: ReserveResult; readonly handle: LedgerHandle }>;
-  settle(handle: LedgerHandle, attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail): Promise<SettleResult>;
-  release(handle: LedgerHandle, attemptId: string): Promise<ReleaseResult>;
+  /**
+   * Settles an attempt. A client that batches answers `queued` at once and hands the ledger's
+   * answer (or the error that ended its tries) to `opts.report` when the batch is written;
+   * `opts.keepAlive` keeps the isolate alive until then.
+   */
+  settle(handle: LedgerHandle, attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail, opts?: SettleOptions): Promise<SettleResult | QueuedSettlement>;
+  /** Releases a reservation that was never sent; queued like `settle`. */
+  release(handle: LedgerHandle, attemptId: string, opts?: SettleOptions): Promise<ReleaseResult | QueuedSettlement>;
   /** A scope's balance summed over the root's stripes (limit, spent, held, pending, overrun, remaining). */
   balance(root: string, scope: string): Promise<ScopeBalance>;
   /**

@@ -21,8 +21,6 @@ export interface RequestBillingInit extends SettlementDeps {
   readonly inputBound: number;
   /** The output cap every attempt is sent with. */
   readonly outputCap: number;
-  /** Keeps the isolate alive for settlement after the response. */
-  readonly waitUntil: (p: Promise<unknown>) => void;
 }
 
 /** The figures a refusal shows the caller: its own scope name, the metric and when to retry. */

@@ -1,6 +1,6 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
 import type { BudgetLedgerClient, LedgerHandle } from "../ledger/ledger-client.ts";
-import type { LedgerAmount } from "../ledger/ledger.ts";
+import type { LedgerAmount, ReleaseResult, SettleResult } from "../ledger/ledger.ts";
 import { actualCost, usageDetail, type Price } from "../publication/prices.ts";
 
 /** What settling an attempt's reservation needs. */
@@ -11,6 +11,8 @@ export interface SettlementDeps {
   readonly log: (event: Readonly<Record<string, unknown>>) => void;
   /** Settlement attempts before the lease expiry is left to move the hold to reconciliation. */
   readonly settleTries?: number;
+  /** Keeps the isolate alive for a settlement written after the response. */
+  readonly waitUntil: (p: Promise<unknown>) => void;
 }
 
 /** What the attempt probably cost when the provider did not say: typical input + output seen. */
@@ -31,25 +33,34 @@ export async function settleCharge(deps: SettlementDeps, handle: LedgerHandle, a
   const tries = deps.settleTries ?? 3;
   const evidence = a.evidence?.class;
   const usage = a.usage;
+  const report = (r: SettleResult | ReleaseResult | { readonly error: unknown }) => {
+    if ("error" in r) {
+      // The hold stays in the ledger; its lease expiry moves it to reconciliation.
+      log({ kind: "ledger_settle_failed", requestId: a.requestId, attemptId: a.id, error: String(r.error) });
+      return;
+    }
+    if (!r.ok) log({ kind: "ledger_settle_refused", requestId: a.requestId, attemptId: a.id, reason: r.reason, ...(r.reason === "invalid_argument" ? { error: r.message } : { state: r.state }) });
+    else if ("settlement" in r && (r.settlement.overrun.micros > 0 || r.settlement.overrun.tokens > 0)) {
+      // Actual above the worst case means a price or cap below the provider's: flag the config.
+      log({ kind: "ledger_overrun", requestId: a.requestId, attemptId: a.id, model: `${a.logicalModel}@${a.modelRevision}`, priceVersion: price?.version, overrun: r.settlement.overrun });
+    }
+  };
+  const opts = { keepAlive: deps.waitUntil, report };
   const op =
     evidence === "known_zero" || evidence === "client_error"
-      ? () => ledger.release(handle, a.id)
+      ? () => ledger.release(handle, a.id, opts)
       : usage !== undefined && usage.source === "provider"
-        ? () => ledger.settle(handle, a.id, actualCost(price, usage), { usage: usageDetail(usage) })
-        : () => ledger.settle(handle, a.id, "unknown", { estimate: estimate(deps, a, price) });
+        ? () => ledger.settle(handle, a.id, actualCost(price, usage), { usage: usageDetail(usage) }, opts)
+        : () => ledger.settle(handle, a.id, "unknown", { estimate: estimate(deps, a, price) }, opts);
   for (let i = 1; ; i++) {
     try {
       const r = await op();
-      if (!r.ok) log({ kind: "ledger_settle_refused", requestId: a.requestId, attemptId: a.id, reason: r.reason, ...(r.reason === "invalid_argument" ? { error: r.message } : { state: r.state }) });
-      else if ("settlement" in r && (r.settlement.overrun.micros > 0 || r.settlement.overrun.tokens > 0)) {
-        // Actual above the worst case means a price or cap below the provider's: flag the config.
-        log({ kind: "ledger_overrun", requestId: a.requestId, attemptId: a.id, model: `${a.logicalModel}@${a.modelRevision}`, priceVersion: price?.version, overrun: r.settlement.overrun });
-      }
+      // A batching client reports the answer itself, when its batch is written.
+      if (!(r.ok && r.state === "queued")) report(r);
       return;
     } catch (err) {
       if (i >= tries) {
-        // The hold stays in the ledger; its lease expiry moves it to reconciliation.
-        log({ kind: "ledger_settle_failed", requestId: a.requestId, attemptId: a.id, error: String(err) });
+        report({ error: err });
         return;
       }
       await new Promise((r) => setTimeout(r, 50 * i));

@@ -54,6 +54,11 @@ function setup(limits: ScopeLimits = usd(1_000_000_000), stripes = 1) {
 
 const calls = (list: string[], method: string) => list.filter((c) => c.endsWith(`.${method}`)).length;
 
+type Handle = Awaited<ReturnType<LeasingLedgerClient["reserve"]>>["handle"];
+/** Settles through the queue; resolves with the ledger's answer once the batch is written. */
+const settle = (client: LeasingLedgerClient, handle: Handle, id: string, actual: { micros: number; tokens: number } | "unknown", keepAlive?: (p: Promise<unknown>) => void) =>
+  new Promise<any>((resolve) => void client.settle(handle, id, actual, undefined, { report: resolve, ...(keepAlive ? { keepAlive } : {}) }).then((q) => expect(q.state).toBe("queued")));
+
 describe("LeasingLedgerClient", () => {
   it("admits most attempts from a lease without a ledger call, and settles them in one batch", async () => {
     const s = setup();
@@ -65,7 +70,7 @@ describe("LeasingLedgerClient", () => {
     expect(rest.every((r) => r.result.ok && r.handle.lease !== undefined)).toBe(true);
     expect(calls(s.ledgers.calls, "acquire")).toBe(1);
     expect(calls(s.ledgers.calls, "reserve")).toBe(0);
-    const settled = [first, ...rest].map((r, i) => client.settle(r.handle, `a${i}`, { micros: 10, tokens: 1 }));
+    const settled = [first, ...rest].map((r, i) => settle(client, r.handle, `a${i}`, { micros: 10, tokens: 1 }, s.keepAlive));
     await s.tick();
     expect((await Promise.all(settled)).map((r) => r.ok && r.state)).toEqual(["settled", "settled", "settled", "settled"]);
     expect(calls(s.ledgers.calls, "settleBatch")).toBe(1);
@@ -77,7 +82,7 @@ describe("LeasingLedgerClient", () => {
     const s = setup();
     const client = s.isolate();
     const r = await client.reserve("a0", s.args(), s.keepAlive);
-    const done = client.settle(r.handle, "a0", { micros: 10, tokens: 1 });
+    const done = settle(client, r.handle, "a0", { micros: 10, tokens: 1 }, s.keepAlive);
     await s.tick();
     await done;
     expect(s.balance().held).toBeGreaterThan(0);
@@ -101,7 +106,7 @@ describe("LeasingLedgerClient", () => {
     const s = setup(usd(100 * W.micros));
     const a = s.isolate();
     const b = s.isolate();
-    const admitted: { client: LeasingLedgerClient; handle: Awaited<ReturnType<LeasingLedgerClient["reserve"]>>["handle"]; id: string }[] = [];
+    const admitted: { client: LeasingLedgerClient; handle: Handle; id: string }[] = [];
     for (let round = 0; round < 30; round++) {
       const got = await Promise.all(
         [a, b].flatMap((client, c) => Array.from({ length: 4 }, (_, i) => client.reserve(`x${round}-${c}-${i}`, s.args(), s.keepAlive).then((r) => ({ client, r, id: `x${round}-${c}-${i}` })))),
@@ -112,7 +117,7 @@ describe("LeasingLedgerClient", () => {
       expect(m.spent + m.held).toBeLessThanOrEqual(100 * W.micros);
       // Half of them finish at their whole worst case, so the budget runs out over the rounds.
       const finishing = admitted.splice(0, Math.ceil(admitted.length / 2));
-      const settled = finishing.map((x) => x.client.settle(x.handle, x.id, W));
+      const settled = finishing.map((x) => settle(x.client, x.handle, x.id, W, s.keepAlive));
       await s.tick();
       await Promise.all(settled);
     }
@@ -141,7 +146,7 @@ describe("LeasingLedgerClient", () => {
     await s.tick();
     await drained;
     expect(s.ledgers.core("tenant:t").attempt("lease-id1")?.state).toBe("held");
-    const settled = client.settle(r.handle, "a0", { micros: 10, tokens: 1 });
+    const settled = settle(client, r.handle, "a0", { micros: 10, tokens: 1 }, s.keepAlive);
     await s.tick();
     await settled;
     expect(s.ledgers.core("tenant:t").attempt("lease-id1")?.state).toBe("released");
@@ -157,7 +162,7 @@ describe("LeasingLedgerClient", () => {
     const r = await client.reserve("a0", s.args(), s.keepAlive);
     const p = await client.reserve("p0", s.args({ scopes: [{ name: "tenant:t", limits: usd(1_000_000_000) }, { name: "key:other" }] }), s.keepAlive);
     s.faults.loseNextBatchAnswer = true;
-    const settled = [client.settle(r.handle, "a0", { micros: 10, tokens: 1 }), client.settle(p.handle, "p0", { micros: 5, tokens: 1 })];
+    const settled = [settle(client, r.handle, "a0", { micros: 10, tokens: 1 }, s.keepAlive), settle(client, p.handle, "p0", { micros: 5, tokens: 1 }, s.keepAlive)];
     await s.tick();
     await s.tick(100);
     expect((await Promise.all(settled)).map((x) => x.ok && x.state)).toEqual(["settled", "settled"]);
