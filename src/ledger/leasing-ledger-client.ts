@@ -13,10 +13,12 @@
  *   flight during the last lease (at least {@link MIN_SLICES}), and a new one is fetched in the
  *   background when what is left falls below a quarter of the grant.
  * - **Settlements** are queued per ledger object and written by one `settleBatch` per batch:
- *   after at most `flushDelayMs`, or at once when `maxBatch` are queued. A settlement's promise
- *   resolves when its batch is committed, and the caller keeps the isolate alive for it, which is
- *   what keeps the timer's request alive too. A batch whose call fails is retried whole, in
- *   order; every item is idempotent by its id, so a retry changes nothing already changed.
+ *   after at most `flushDelayMs` (100 ms), or at once when `maxBatch` are queued. `settle`
+ *   answers `queued` at once; the ledger's answer goes to the caller's `report` callback, called
+ *   from the request that writes the batch (resolving each caller's promise from there would
+ *   cross request contexts). The request that arms a queue's timer keeps the isolate alive until
+ *   the batch is written. A batch whose call fails is retried whole, in order; every item is
+ *   idempotent by its id, so a retry changes nothing already changed.
  * - **Leases are closed** (what is left returned, with unused request tokens) in the same queue
  *   after their last attempt's report: when they stop admitting (`admitMs`, or the end of a
  *   budget window), when the path has been idle for `idleMs`, on `settleNow` and on drain.
@@ -164,7 +166,7 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
   constructor(plain: BudgetLedgerClient, objectFor: (name: string) => BudgetLedgerRpc, options: LeasingOptions) {
     this.#plain = plain;
     this.#objectFor = objectFor;
-    this.#o = { flushDelayMs: 20, maxBatch: 256, admitMs: 30_000, idleMs: 1_000, batchTries: 3, ...options };
+    this.#o = { flushDelayMs: 100, maxBatch: 256, admitMs: 30_000, idleMs: 1_000, batchTries: 3, ...options };
   }
 
   stats(): LeasingStats {

@@ -166,6 +166,8 @@ export interface BudgetLedgerClient {
   settle(handle: LedgerHandle, attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail, opts?: SettleOptions): Promise<SettleResult | QueuedSettlement>;
   /** Releases a reservation that was never sent; queued like `settle`. */
   release(handle: LedgerHandle, attemptId: string, opts?: SettleOptions): Promise<ReleaseResult | QueuedSettlement>;
+  /** Writes every settlement a batching client has queued (the plain client queues none). */
+  settleNow(closeIdle: boolean): Promise<void>;
   /** A scope's balance summed over the root's stripes (limit, spent, held, pending, overrun, remaining). */
   balance(root: string, scope: string): Promise<ScopeBalance>;
   /**
@@ -357,6 +359,7 @@ export function budgetLedgerClient(objectFor: (objectName: string) => BudgetLedg
     async release(handle, attemptId) {
       return badHandle(handle, attemptId, "release") ?? (await objectFor(handle.object).release(attemptId));
     },
+    async settleNow() {},
     async balance(root, scope) {
       const n = stripesOf(root);
       const parts = await Promise.all(Array.from({ length: n }, (_, i) => objectFor(stripeObjectName(root, i)).balance(scope)));

@@ -252,7 +252,8 @@ export class LeaseRules {
     const chargesOf = (a: LedgerAmount) => lease.charges.map((ch) => ({ ...ch, reserved: partOf(ch.metric, a) }));
     if (actual === "released") {
       // Nothing was sent: the worst case went back to the slice, which the ledger never lent out.
-      this.#store.putAttempt({ ...base, state: "released", charges: chargesOf(use.amount), releasedAt: now });
+      // A finished record books nothing more: its charges are not kept (its scopes are).
+      this.#store.putAttempt({ ...base, state: "released", charges: [], releasedAt: now });
       return { ok: true, attemptId, state: "released", releasedAt: now };
     }
     const open = lease.state !== "released";
@@ -275,7 +276,7 @@ export class LeaseRules {
       return { ok: true, attemptId, state: "pending_reconciliation", settlement };
     }
     const settlement = { actual: amountOf(actual), overrun: overrunOf(actual, use.amount), settledAt: now, ...extra };
-    this.#store.putAttempt({ ...base, state: "settled", charges: chargesOf(use.amount), settlement });
+    this.#store.putAttempt({ ...base, state: "settled", charges: [], settlement });
     return { ok: true, attemptId, state: "settled", settlement };
   }
 

@@ -91,7 +91,7 @@ export class MemoryLedgerStore implements LedgerStore {
       .slice(0, limit);
   }
   attemptsCharging(scope: string, fromMs: number, toMs: number, limit: number): AttemptRecord[] {
-    return this.#matching((a) => a.createdAt >= fromMs && a.createdAt < toMs && a.charges.some((c) => c.scope === scope))
+    return this.#matching((a) => a.createdAt >= fromMs && a.createdAt < toMs && a.scopes.includes(scope))
       .sort((a, b) => a.createdAt - b.createdAt || byId(a, b))
       .slice(0, limit);
   }
@@ -183,7 +183,7 @@ export class MemoryLedgerStore implements LedgerStore {
       credits: this.#credits.size,
       topUps: this.#topUps.size,
       attempts: this.#attempts.size,
-      attemptScopes: [...this.#attempts.values()].reduce((n, a) => n + new Set(a.charges.map((c) => c.scope)).size, 0),
+      attemptScopes: [...this.#attempts.values()].reduce((n, a) => n + new Set(a.scopes).size, 0),
       audit: this.#audit.length,
       refusals: this.#refusals.size,
       rollups: this.#rollups.size,

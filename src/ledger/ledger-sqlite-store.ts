@@ -179,7 +179,7 @@ export class SqliteLedgerStore implements LedgerStore {
     // An admitted attempt is written `held` first, one from a lease when it is reported: index its
     // scopes then (their rows never change; a repeat is ignored).
     if (rec.state === "held" || rec.fromLease !== undefined) {
-      for (const scope of new Set(rec.charges.map((c) => c.scope))) {
+      for (const scope of new Set(rec.scopes)) {
         this.#sql.exec("INSERT OR IGNORE INTO ledger_attempt_scopes (scope, created_at, attempt_id) VALUES (?, ?, ?)", scope, rec.createdAt, rec.attemptId);
       }
     }
@@ -245,7 +245,7 @@ export class SqliteLedgerStore implements LedgerStore {
 
   deleteAttempt(rec: AttemptRecord): void {
     this.#sql.exec("DELETE FROM ledger_attempts WHERE attempt_id = ?", rec.attemptId);
-    for (const scope of new Set(rec.charges.map((c) => c.scope))) this.#sql.exec("DELETE FROM ledger_attempt_scopes WHERE scope = ? AND created_at = ? AND attempt_id = ?", scope, rec.createdAt, rec.attemptId);
+    for (const scope of new Set(rec.scopes)) this.#sql.exec("DELETE FROM ledger_attempt_scopes WHERE scope = ? AND created_at = ? AND attempt_id = ?", scope, rec.createdAt, rec.attemptId);
   }
 
   addRollup(r: UsageRollup): void {

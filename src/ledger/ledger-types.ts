@@ -305,6 +305,7 @@ export interface AttemptRecord {
   readonly scopes: ScopePath;
   readonly currency: string;
   readonly amount: LedgerAmount;
+  /** The counters it holds or held; empty on a finished attempt reported from a lease (it books nothing more). */
   readonly charges: readonly LedgerCharge[];
   readonly createdAt: number;
   /** Epoch ms; meaningful while `held`. */

@@ -378,7 +378,7 @@ export class BudgetLedgerCore {
         const dayStart = windowOf(a.createdAt, LEDGER_DAY_MS);
         const model = a.meta?.model ?? "";
         const priceVersion = a.meta?.priceVersion ?? "";
-        for (const scope of new Set(a.charges.map((c) => c.scope))) {
+        for (const scope of new Set(a.scopes)) {
           const key = JSON.stringify([scope, dayStart, model, priceVersion, a.currency]);
           let r = rollups.get(key);
           if (r === undefined) rollups.set(key, (r = { scope, dayStart, model, priceVersion, currency: a.currency, attempts: 0, settledMicros: 0, settledTokens: 0 }));

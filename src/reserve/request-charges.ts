@@ -79,7 +79,11 @@ export class RequestBilling implements AttemptCharger {
     const attemptId = attempt.record.id;
     // A retry follows a failed attempt whose release may still be on its way: wait for it, so
     // the request does not compete with its own earlier hold near a limit.
-    if (this.#settling.length > 0) await Promise.all(this.#settling);
+    if (this.#settling.length > 0) {
+      await Promise.all(this.#settling);
+      // A batching ledger client has only queued it: write it before competing with it.
+      await init.ledger.settleNow(false);
+    }
     const price = init.price(model.logicalModel, model.revision);
     const amount = worstCase(price, init.inputBound, init.outputCap);
     if (amount.tokens > MAX_LEDGER_AMOUNT || amount.micros > MAX_LEDGER_AMOUNT) {

@@ -212,6 +212,7 @@ describe("RequestBilling through the executor", () => {
       balance: () => Promise.reject(new Error("ledger down")),
       topUp: () => Promise.reject(new Error("ledger down")),
       setLimits: () => Promise.reject(new Error("ledger down")),
+      settleNow: () => Promise.reject(new Error("ledger down")),
     };
     const strict = await run(() => okBody(), billing({}, { ledger: down }));
     expect(errorOf(strict.result)).toMatchObject({ code: "budget_unavailable", status: 503, retryAfterSeconds: 1 });
