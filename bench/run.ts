@@ -22,6 +22,7 @@ import type { LoadResult } from "./load-spec.ts";
 import { startNullGateway } from "./null-gateway.ts";
 import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
 import { median } from "./stats.ts";
+import { concurrentStreams, soak, type SoakResult, type StreamsResult } from "./memory.ts";
 import { invalidBody, requestBody, type Workload } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench -- [options]
@@ -33,6 +34,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --buffered-tokens N   output tokens of the buffered workload (default 16)
   --stream-tokens N     output tokens of the streaming workload (default 32)
   --no-access-log       run Sluice with observability.accessLog off (default: as shipped, on)
+  --streams N           concurrent streams of the memory stage, 0 to skip (default 1000)
+  --soak S              seconds of the soak stage (steady mixed load on Sluice), 0 to skip (default 180)
   --out FILE            where the JSON results go (default: the OS temp directory)
   --help                show this text`;
 
@@ -56,6 +59,8 @@ interface Options {
   readonly accessLog: boolean;
   readonly out: string;
   readonly quick: boolean;
+  readonly streams: number;
+  readonly soakMs: number;
 }
 
 function parseOptions(): Options {
@@ -69,6 +74,8 @@ function parseOptions(): Options {
       "buffered-tokens": { type: "string" },
       "stream-tokens": { type: "string" },
       "no-access-log": { type: "boolean" },
+      streams: { type: "string" },
+      soak: { type: "string" },
       out: { type: "string" },
       help: { type: "boolean" },
     },
@@ -86,6 +93,8 @@ function parseOptions(): Options {
     accessLog: values["no-access-log"] !== true,
     out: values.out ?? join(tmpdir(), "sluice-bench", `results-${stamp}.json`),
     quick,
+    streams: numberFlag("streams", values.streams, quick ? 100 : 1000, 0, 5000, true),
+    soakMs: Math.round(numberFlag("soak", values.soak, quick ? 5 : 180, 0, 3600, false) * 1000),
   };
 }
 
@@ -389,6 +398,70 @@ function report(st: Stage, o: Options, s: Record<TargetName, TargetSummary>, r: 
 }
 
 // ---------------------------------------------------------------------------------------------
+// Memory
+
+const mib = (kib: number) => f(kib / 1024, 1);
+
+/**
+ * The concurrent-streams stage (every workerd target, one after the other) and the soak stage
+ * (Sluice, budgeted key, buffered and streaming load at once).
+ */
+async function streamsStage(stack: Stack, o: Options, streaming: Workload, problems: string[]): Promise<{ reports: string[]; streams: Partial<Record<TargetName, StreamsResult>> }> {
+  const reports: string[] = [];
+  const streams: Partial<Record<TargetName, StreamsResult>> = {};
+  if (o.streams > 0) {
+    // 20 tokens 100 ms apart: every stream stays open about 2 s, so all of them overlap.
+    await simJson(stack.simUrl, "PUT", "/__sim/config", { tokens: 20, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 100 });
+    // First, on fresh processes: memory a process took once is rarely given back, so a process
+    // measured after other load shows less. The open key shares Sluice's process: not measured here.
+    for (const t of stack.targets) {
+      if (t.name === "direct" || t.name === "sluice-open") continue;
+      console.log(`streams   ${o.streams} concurrent ${t.name} …`);
+      const r = await concurrentStreams({ url: t.url, headers: t.headers, body: requestBody(streaming, t.model), n: o.streams, pid: t.serverPid, settleMs: 3_000 });
+      streams[t.name] = r;
+      if (r.ok !== r.streams) problems.push(`streams ${t.name}: ${r.streams - r.ok} of ${r.streams} failed: ${r.errors.join("; ")}`);
+    }
+    const rows = (Object.keys(streams) as TargetName[]).map((name) => {
+      const r = streams[name]!;
+      return [name, mib(r.rssBeforeKiB), mib(r.rssPeakKiB), mib(r.rssAfterKiB), f(r.perStreamKiB, 0), f(r.firstByteP50Ms, 0), f(r.firstByteMaxMs, 0), r.ok === r.streams ? "0" : `${r.streams - r.ok} !!`];
+    });
+    const n = streams.null?.perStreamKiB ?? Number.NaN;
+    reports.push(
+      [
+        `concurrent streams: ${o.streams} at once, each 20 tokens 100 ms apart`,
+        table(["target", "RSS before MiB", "peak MiB", "after MiB", "KiB/stream", "first byte p50 ms", "max ms", "errors"], rows, 1),
+        `memory per stream vs null: sluice ×${f((streams.sluice?.perStreamKiB ?? Number.NaN) / n, 2)}`,
+      ].join("\n"),
+    );
+  }
+  return { reports, streams };
+}
+
+async function soakStage(stack: Stack, o: Options, streaming: Workload, problems: string[]): Promise<{ reports: string[]; soak: SoakResult | undefined }> {
+  const reports: string[] = [];
+  let soaked: SoakResult | undefined;
+  if (o.soakMs > 0) {
+    const sluice = stack.targets.find((t) => t.name === "sluice")!;
+    await configureSimulator(stack.simUrl, streaming);
+    console.log(`soak      ${o.soakMs / 1000} s of buffered and streaming load on Sluice (budgeted key) …`);
+    const run = (w: Workload) =>
+      runLoad({ url: sluice.url, headers: sluice.headers, body: requestBody(w, sluice.model), workload: w, concurrency: 8, warmupMs: 0, durationMs: o.soakMs, requestTimeoutMs: REQUEST_TIMEOUT_MS, cpuPids: { server: sluice.serverPid }, clockTicksPerSecond: TICKS });
+    const load = Promise.all([run({ name: "buffered", stream: false, tokens: streaming.tokens }), run(streaming)]);
+    soaked = await soak(sluice.serverPid, load, { warmupMs: Math.min(30_000, o.soakMs / 5), everyMs: Math.max(1_000, o.soakMs / 60) });
+    const results = await load;
+    const errors = results.reduce((n, r) => n + r.errors, 0);
+    if (errors > 0) problems.push(`soak: ${errors} failed requests: ${results.flatMap((r) => r.errorSamples).slice(0, 3).join("; ")}`);
+    reports.push(
+      [
+        `soak: ${o.soakMs / 1000} s, buffered and streaming at 8 in flight each, Sluice with the budgeted key (${results.reduce((n, r) => n + r.requests, 0)} requests, ${errors} errors)`,
+        `RSS after warm-up ${mib(soaked.afterWarmupKiB)} MiB, max ${mib(soaked.maxKiB)} MiB, at the end ${mib(soaked.endKiB)} MiB: growth ${soaked.growthKiB >= 0 ? "+" : ""}${mib(soaked.growthKiB)} MiB`,
+      ].join("\n"),
+    );
+  }
+  return { reports, soak: soaked };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Main
 
 const TICKS = clockTicksPerSecond();
@@ -417,9 +490,11 @@ async function main(): Promise<number> {
       `${o.accessLog ? "" : ", Sluice access log off"}\n`,
   );
 
-  const results: Record<string, { stage: Stage; runs: Record<TargetName, RunRecord[]>; median: Record<TargetName, TargetSummary>; ratios: Ratios }> = {};
   const reports: string[] = [];
   const problems: string[] = [];
+  const streamed = await streamsStage(stack, o, streaming, problems);
+  reports.push(...streamed.reports);
+  const results: Record<string, { stage: Stage; runs: Record<TargetName, RunRecord[]>; median: Record<TargetName, TargetSummary>; ratios: Ratios }> = {};
   for (const st of stages) {
     const w = st.workload;
     await configureSimulator(stack.simUrl, w);
@@ -455,6 +530,9 @@ async function main(): Promise<number> {
     reports.push(report(st, o, med, rat));
   }
 
+  const soaked = await soakStage(stack, o, streaming, problems);
+  reports.push(...soaked.reports);
+
   console.log(`\n${reports.join("\n\n")}\n`);
   console.log(
     "server CPU = user+system time of the serving process (workerd; the simulator for direct) per request;\n" +
@@ -470,6 +548,8 @@ async function main(): Promise<number> {
     options: { ...o, out: undefined },
     targets: stack.targets.map((t) => ({ name: t.name, description: t.description })),
     workloads: results,
+    streams: streamed.streams,
+    soak: soaked.soak,
     problems,
   };
   mkdirSync(dirname(o.out), { recursive: true });
