@@ -7,8 +7,9 @@
  *   holds. An attempt whose worst case fits what is left of one is admitted at once. One that
  *   fits none asks the ledger for a new lease and is admitted from it, or — near a limit, when the
  *   ledger answers with the attempt's own reservation — goes one by one like without leases.
- *   While a lease is being fetched, other attempts of the path reserve one by one rather than
- *   wait for it (a promise resolved by another request would run their continuation there).
+ *   While a lease is being fetched, other attempts of the path wait for it (workerd runs each
+ *   waiter's continuation in its own request), then reserve one by one if it has no room for
+ *   them; the waiters count towards the size of the next lease.
  * - **Slice size adapts**: a new lease asks for room for twice the path's peak of attempts in
  *   flight during the last lease (at least {@link MIN_SLICES}), and a new one is fetched in the
  *   background when what is left falls below a quarter of the grant.
@@ -29,6 +30,9 @@ import type { BudgetLedgerClient, BudgetLedgerRpc, LedgerHandle, QueuedSettlemen
 import { stripeLimits, stripeObjectName } from "./ledger-client.ts";
 import type { LeaseGrant, LeaseUse, LedgerAmount, LimitRemaining, ReleaseResult, ReserveResult, SettleDetail, SettleResult, SettlementItem } from "./ledger-types.ts";
 import { MAX_LEASE_SLICES } from "./ledger-types.ts";
+
+/** How long a path the ledger found near a limit reserves one by one before it asks for a lease again. */
+const NEAR_LIMIT_BACKOFF_MS = 1_000;
 
 /** The smallest slice asked for, in worst cases. */
 export const MIN_SLICES = 4;
@@ -108,7 +112,10 @@ class HeldLease {
 class PathLeases {
   readonly key: string;
   leases: HeldLease[] = [];
-  fetching = false;
+  /** Settles when the lease being fetched for the path has arrived (or did not come). */
+  fetch: Promise<void> | undefined;
+  /** Attempts waiting for that lease. */
+  waiting = 0;
   /** Attempts of the path in flight (from leases and one by one). */
   open = 0;
   peakOpen = 0;
@@ -123,7 +130,7 @@ class PathLeases {
   }
 
   slices(): number {
-    return Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, 2 * this.peakOpen + 2 + this.extra));
+    return Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, 2 * (this.peakOpen + this.waiting) + 2 + this.extra));
   }
 }
 
@@ -184,23 +191,37 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     const now = this.#o.clock.now();
     const path = this.#pathOf(args);
     path.lastActive = now;
-    const local = this.#admit(path, attemptId, args, now, keepAlive);
-    if (local) return local;
-    if (path.fetching || now < path.nearLimitUntil) return this.#oneByOne(path, attemptId, args, keepAlive);
-    path.fetching = true;
+    // A crowd arriving at once waits for the one lease being fetched (its waiters size the next
+    // one), rather than each going to the ledger.
+    for (let round = 0; ; round++) {
+      const local = this.#admit(path, attemptId, args, this.#o.clock.now(), keepAlive);
+      if (local) return local;
+      if (path.fetch === undefined || round >= 2) break;
+      path.waiting++;
+      try {
+        await path.fetch;
+      } finally {
+        path.waiting--;
+      }
+    }
+    if (path.fetch !== undefined || this.#o.clock.now() < path.nearLimitUntil) return this.#oneByOne(path, attemptId, args, keepAlive);
     let answer;
     const { leaseId, object, stripeArgs } = this.#leaseTarget(root, args);
+    const arrived = this.#fetching(path);
     try {
       answer = await this.#objectFor(object).acquire(attemptId, stripeArgs, { leaseId, slices: path.slices(), admitMs: this.#o.admitMs });
-    } finally {
-      path.fetching = false;
+    } catch (err) {
+      arrived();
+      throw err;
     }
     if ("lease" in answer) {
       this.#hold(path, answer.lease, object);
+      arrived();
       // The slice holds at least two of this worst case; nothing else ran since it was added.
       return this.#admit(path, attemptId, args, this.#o.clock.now(), keepAlive) ?? (await this.#oneByOne(path, attemptId, args, keepAlive));
     }
-    path.nearLimitUntil = this.#o.clock.now() + this.#o.flushDelayMs * 50;
+    path.nearLimitUntil = this.#o.clock.now() + NEAR_LIMIT_BACKOFF_MS;
+    arrived();
     const r = answer.reserved;
     // A striped root tries its other stripes, as the plain client does.
     if (!r.ok && r.reason !== "invalid_argument" && r.reason !== "currency_mismatch" && this.#o.stripes(root) > 1) return this.#oneByOne(path, attemptId, args, keepAlive);
@@ -311,25 +332,35 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     this.#open.set(attemptId, { lease, use, keepAlive });
     const g = lease.grant.amount;
     // Running low: fetch the next lease in the background, so the path never waits for one.
-    if (keepAlive && !path.fetching && now >= path.nearLimitUntil && !this.#draining && (lease.available.micros * 4 < g.micros || lease.available.tokens * 4 < g.tokens || lease.requestsLeft * 4 < Math.max(0, lease.grant.requests))) {
+    if (keepAlive && path.fetch === undefined && now >= path.nearLimitUntil && !this.#draining && (lease.available.micros * 4 < g.micros || lease.available.tokens * 4 < g.tokens || lease.requestsLeft * 4 < Math.max(0, lease.grant.requests))) {
       path.extra = Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, path.extra * 2));
       keepAlive(this.#prefetch(path, args));
     }
     return { result: { ok: true, attemptId, leaseExpiresAt: lease.grant.leaseExpiresAt, remaining: lease.remaining() }, handle: { object: lease.object, lease: use } };
   }
 
+  /** Marks a lease fetch for the path as under way; the returned function ends it. */
+  #fetching(path: PathLeases): () => void {
+    let done!: () => void;
+    path.fetch = new Promise<void>((resolve) => (done = resolve));
+    return () => {
+      path.fetch = undefined;
+      done();
+    };
+  }
+
   async #prefetch(path: PathLeases, args: ReserveArgs): Promise<void> {
-    path.fetching = true;
+    const arrived = this.#fetching(path);
     const { leaseId, object, stripeArgs } = this.#leaseTarget(args.scopes[0]!.name, args);
     try {
       const r = await this.#objectFor(object).lease(stripeArgs, { leaseId, slices: path.slices(), admitMs: this.#o.admitMs });
       if (r.ok) this.#hold(path, r, object);
-      else path.nearLimitUntil = this.#o.clock.now() + this.#o.flushDelayMs * 50;
+      else path.nearLimitUntil = this.#o.clock.now() + NEAR_LIMIT_BACKOFF_MS;
     } catch (err) {
       // The attempts that need room will ask for it themselves.
       this.#o.log?.({ kind: "ledger_lease_failed", error: String(err) });
     } finally {
-      path.fetching = false;
+      arrived();
     }
   }
 
@@ -393,7 +424,7 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
         this.#close(l);
         closing.add(l.object);
       }
-      if (p.leases.length === 0 && !p.fetching) this.#paths.delete(p.key);
+      if (p.leases.length === 0 && p.fetch === undefined) this.#paths.delete(p.key);
     }
     await Promise.all([...closing].map((o) => this.#flush(o)));
   }

@@ -78,6 +78,17 @@ describe("LeasingLedgerClient", () => {
     expect(s.balance()).toMatchObject({ spent: 40 });
   });
 
+  it("a crowd arriving at once waits for the lease being fetched instead of each calling the ledger", async () => {
+    const s = setup();
+    const client = s.isolate();
+    const all = await Promise.all(Array.from({ length: 200 }, (_, i) => client.reserve(`c${i}`, s.args(), s.keepAlive)));
+    expect(all.every((r) => r.result.ok)).toBe(true);
+    // The first lease is small; those it had no room for sized the second one.
+    expect(calls(s.ledgers.calls, "acquire")).toBeLessThanOrEqual(3);
+    expect(calls(s.ledgers.calls, "reserve")).toBe(0);
+    expect(all.filter((r) => r.handle.lease !== undefined)).toHaveLength(200);
+  });
+
   it("returns an idle path's lease after idleMs, leaving nothing held", async () => {
     const s = setup();
     const client = s.isolate();
