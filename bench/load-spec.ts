@@ -50,5 +50,5 @@ export interface LoadResult {
   readonly machineBusyCores: number;
   /** Of those, what neither the watched processes nor the load generator used: other load on the machine. */
   readonly otherBusyCores: number;
-  readonly warmup: { readonly requests: number; readonly errors: number };
+  readonly warmup: { readonly requests: number; readonly errors: number; readonly errorKinds: Readonly<Record<string, number>>; readonly errorSamples: readonly string[] };
 }

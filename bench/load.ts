@@ -163,7 +163,7 @@ try {
     clientCpuMs: Math.round(clientCpuMs),
     machineBusyCores: cores(machineMs),
     otherBusyCores: cores(Math.max(0, machineMs - watchedMs - clientCpuMs)),
-    warmup: { requests: warm.requests, errors: warm.errors },
+    warmup: { requests: warm.requests, errors: warm.errors, errorKinds: warm.errorKinds, errorSamples: warm.errorSamples },
   };
   agent.destroy();
   process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -514,13 +514,13 @@ async function main(): Promise<number> {
         if (errors > 0) {
           const detail = [
             ...Object.entries(res.errorKinds).map(([k, n]) => `${n} × ${k}`),
-            ...(res.warmup.errors > 0 ? [`${res.warmup.errors} × error during warm-up`] : []),
+            ...Object.entries(res.warmup.errorKinds).map(([k, n]) => `${n} × ${k} during warm-up`),
             ...Object.entries(rec.upstreamAnomalies).map(([k, n]) => `${n} × simulator outcome '${k}'`),
             ...(upstreamMismatch(rec) > 0
               ? [`the simulator saw ${rec.upstreamRequests} requests for ${res.requests + res.warmup.requests} client requests`]
               : []),
           ];
-          problems.push(`${st.label} run ${run} ${t.name}: ${detail.join(", ")}${res.errorSamples.length ? `\n    e.g. ${res.errorSamples.join("\n    e.g. ")}` : ""}`);
+          problems.push(`${st.label} run ${run} ${t.name}: ${detail.join(", ")}${[...res.errorSamples, ...res.warmup.errorSamples].length ? `\n    e.g. ${[...res.errorSamples, ...res.warmup.errorSamples].join("\n    e.g. ")}` : ""}`);
         }
       }
     }

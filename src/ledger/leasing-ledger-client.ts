@@ -307,7 +307,7 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
   #hold(path: PathLeases, grant: LeaseGrant, object: string): void {
     path.leases.push(new HeldLease(grant, object, path));
     // The next lease is sized by the peak seen while this one lives.
-    path.peakOpen = path.open;
+    path.peakOpen = Math.max(path.open, Math.ceil(path.peakOpen / 2));
   }
 
   /** Admits from a held lease, or undefined when none has room. */
@@ -333,7 +333,8 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     const g = lease.grant.amount;
     // Running low: fetch the next lease in the background, so the path never waits for one.
     if (keepAlive && path.fetch === undefined && now >= path.nearLimitUntil && !this.#draining && (lease.available.micros * 4 < g.micros || lease.available.tokens * 4 < g.tokens || lease.requestsLeft * 4 < Math.max(0, lease.grant.requests))) {
-      path.extra = Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, path.extra * 2));
+      // Spending used it up, not attempts in flight: the next slice needs a margin for spending.
+      if (lease.open * 2 <= path.peakOpen) path.extra = Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, path.extra * 2));
       keepAlive(this.#prefetch(path, args));
     }
     return { result: { ok: true, attemptId, leaseExpiresAt: lease.grant.leaseExpiresAt, remaining: lease.remaining() }, handle: { object: lease.object, lease: use } };
@@ -370,7 +371,13 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
   }
 
   async #oneByOne(path: PathLeases, attemptId: string, args: ReserveArgs, keepAlive?: (p: Promise<unknown>) => void): Promise<{ readonly result: ReserveResult; readonly handle: LedgerHandle }> {
-    const r = await this.#plain.reserve(attemptId, args);
+    let r = await this.#plain.reserve(attemptId, args);
+    if (!r.result.ok && r.result.reason !== "invalid_argument" && this.stats().queued > 0) {
+      // Near a limit the room may sit in this isolate's queue (a closed lease, a release not yet
+      // written): write it and ask once more.
+      await this.settleNow(false);
+      r = await this.#plain.reserve(attemptId, args);
+    }
     if (r.result.ok) this.#track(path);
     else if (r.result.reason !== "invalid_argument") {
       // A lease this isolate was fetching meanwhile may hold the room the ledger no longer has.
