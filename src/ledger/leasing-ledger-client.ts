@@ -27,7 +27,7 @@
 import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
 import type { BudgetLedgerClient, BudgetLedgerRpc, LedgerHandle, QueuedSettlement, ReserveArgs, SettleOptions } from "./ledger-client.ts";
-import { stripeLimits, stripeObjectName } from "./ledger-client.ts";
+import { hash, stripeObjectName, stripeScopes } from "./ledger-client.ts";
 import type { LeaseGrant, LeaseUse, LedgerAmount, LimitRemaining, ReleaseResult, ReserveResult, SettleDetail, SettleResult, SettlementItem } from "./ledger-types.ts";
 import { MAX_LEASE_SLICES } from "./ledger-types.ts";
 
@@ -150,12 +150,6 @@ function pathKeyOf(args: ReserveArgs): string {
   return `${args.currency} ${k}`;
 }
 
-/** FNV-1a, as the plain client's stripe choice. */
-function hash(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return h >>> 0;
-}
 
 /** A {@link BudgetLedgerClient} that leases (see the module comment); everything else is the plain client's. */
 export class LeasingLedgerClient implements BudgetLedgerClient {
@@ -300,8 +294,7 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     const n = this.#o.stripes(root);
     if (n <= 1) return { leaseId, object: root, stripeArgs: args };
     const i = hash(leaseId) % n;
-    const scopes = args.scopes.map((ref) => ({ name: ref.name, ...(ref.limits !== undefined ? { limits: stripeLimits(ref.limits, i, n) } : {}) }));
-    return { leaseId, object: stripeObjectName(root, i), stripeArgs: { ...args, scopes } };
+    return { leaseId, object: stripeObjectName(root, i), stripeArgs: { ...args, scopes: stripeScopes(args.scopes, i, n) } };
   }
 
   #hold(path: PathLeases, grant: LeaseGrant, object: string): void {

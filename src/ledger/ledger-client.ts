@@ -208,8 +208,13 @@ export function stripeLimits(limits: ScopeLimits, i: number, n: number): ScopeLi
   };
 }
 
+/** The stripe scopes of a path: each scope's configured limits cut to stripe `i`'s share. */
+export function stripeScopes(scopes: readonly ScopeRef[], i: number, n: number): ScopeRef[] {
+  return scopes.map((ref) => ({ name: ref.name, ...(ref.limits !== undefined ? { limits: stripeLimits(ref.limits, i, n) } : {}) }));
+}
+
 /** FNV-1a over UTF-16 code units: cheap, stable across isolates, and spreads ids evenly enough. */
-function hash(s: string): number {
+export function hash(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
   return h >>> 0;
@@ -335,7 +340,7 @@ export function budgetLedgerClient(objectFor: (objectName: string) => BudgetLedg
         const i = (start + k) % n;
         const object = stripeObjectName(root!, i);
         const result = await objectFor(object).reserve(attemptId, {
-          scopes: (scopes as ScopeRef[]).map((ref) => ({ name: ref.name, ...(ref.limits !== undefined ? { limits: stripeLimits(ref.limits, i, n) } : {}) })),
+          scopes: stripeScopes(scopes as ScopeRef[], i, n),
           currency: args.currency,
           amount: amountOf(args.amount),
           ...(args.countsRequest !== undefined ? { countsRequest: args.countsRequest } : {}),
