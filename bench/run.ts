@@ -8,18 +8,17 @@
  * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
  * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
  */
-import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
-import { ROOT } from "../local-stack/build.ts";
 import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
 import { starting } from "./children.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { exchange, runLoad, table } from "./load-runner.ts";
 import type { LoadResult } from "./load-spec.ts";
 import { startNullGateway } from "./null-gateway.ts";
+import { BACKEND_MODEL, benchGatewayConfig, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL } from "./sluice-config.ts";
 import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
 import { median } from "./stats.ts";
 import { concurrentStreams, soak, type SoakResult, type StreamsResult } from "./memory.ts";
@@ -39,11 +38,6 @@ const USAGE = `Usage: npm run bench -- [options]
   --out FILE            where the JSON results go (default: the OS temp directory)
   --help                show this text`;
 
-const DEMO_KEY = "sk-sluice-demo";
-/** A key of a tenant without budgets, added to the shipped publication: its requests never reach the ledger. */
-const OPEN_KEY = "sk-bench-open";
-const PUBLIC_MODEL = "sluice-chat";
-const BACKEND_MODEL = "sim-small";
 const REQUEST_TIMEOUT_MS = 30_000;
 
 // ---------------------------------------------------------------------------------------------
@@ -131,21 +125,10 @@ async function startStack(o: Options): Promise<Stack> {
   const simPid = sim.process.pid ?? 0;
 
   console.log("building the gateway bundle (when stale) and starting Sluice on workerd …");
-  const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
-  const backendsForSim = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${sim.url}/v1`);
-  if (backendsForSim === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
-  let gatewayYaml: string | undefined;
-  if (!o.accessLog) {
-    const shipped = readFileSync(join(ROOT, "config", "gateway.yaml"), "utf8");
-    gatewayYaml = shipped.replace(/^(\s*accessLog:\s*)true\s*$/m, "$1false");
-    if (gatewayYaml === shipped) throw new BenchError("config/gateway.yaml has no `accessLog: true` line to turn off");
-  }
-  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as { tenants: unknown[] };
-  pub.tenants.push({ id: "bench-open", apiKeys: [{ id: "bench-open", sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
   const sluice = await starting(() =>
     startGateway({
       adminToken: `bench-${randomBytes(12).toString("hex")}`,
-      config: { backends: backendsForSim, publication: stringifyYaml(pub), ...(gatewayYaml ? { gateway: gatewayYaml } : {}) },
+      config: benchGatewayConfig(sim.url, o.accessLog),
     }).then((g) => ({ ...g, name: "Sluice (workerd)" })),
   );
 

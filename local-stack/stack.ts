@@ -100,6 +100,8 @@ export interface GatewayOptions {
   readonly echo?: boolean | undefined;
   /** Extra secret names to bind from the environment. */
   readonly secretNames?: readonly string[] | undefined;
+  /** Opens workerd's V8 inspector on this loopback port (profiling; never in production). */
+  readonly inspectorPort?: number | undefined;
 }
 
 export interface RunningGateway extends Child {
@@ -140,7 +142,8 @@ export async function startGateway(o: GatewayOptions): Promise<RunningGateway> {
   });
   const configPath = join(workDir, "sluice.capnp");
   writeFileSync(configPath, capnp);
-  const proc = spawn(WORKERD, ["serve", configPath, "--experimental", "--verbose"], {
+  const inspector = o.inspectorPort === undefined ? [] : [`--inspector-addr=127.0.0.1:${o.inspectorPort}`];
+  const proc = spawn(WORKERD, ["serve", configPath, "--experimental", "--verbose", ...inspector], {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...secrets },
   });

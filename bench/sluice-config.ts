@@ -1,0 +1,36 @@
+/**
+ * The Sluice config every bench driver runs: the shipped config files, the backend pointed at the
+ * simulator's actual port, and one extra tenant without budgets (its key never reaches the ledger),
+ * so a budgeted and an open key can be compared on the same process.
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import { ROOT } from "../local-stack/build.ts";
+import { BenchError } from "./entry.ts";
+
+/** The shipped demo key: charged to the demo tenant's strict budgets. */
+export const DEMO_KEY = "sk-sluice-demo";
+/** A key of a tenant without budgets, added to the shipped publication. */
+export const OPEN_KEY = "sk-bench-open";
+/** The public model both keys call. */
+export const PUBLIC_MODEL = "sluice-chat";
+/** The simulator model behind it (what the null gateway asks for). */
+export const BACKEND_MODEL = "sim-small";
+
+/** Config texts for `startGateway`: backends at `simUrl`, the open tenant added, the access log as asked. */
+export function benchGatewayConfig(simUrl: string, accessLog: boolean): { backends: string; publication: string; gateway?: string } {
+  const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
+  const backendsForSim = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
+  if (backendsForSim === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
+  let gateway: string | undefined;
+  if (!accessLog) {
+    const shipped = readFileSync(join(ROOT, "config", "gateway.yaml"), "utf8");
+    gateway = shipped.replace(/^(\s*accessLog:\s*)true\s*$/m, "$1false");
+    if (gateway === shipped) throw new BenchError("config/gateway.yaml has no `accessLog: true` line to turn off");
+  }
+  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as { tenants: unknown[] };
+  pub.tenants.push({ id: "bench-open", apiKeys: [{ id: "bench-open", sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
+  return { backends: backendsForSim, publication: stringifyYaml(pub), ...(gateway ? { gateway } : {}) };
+}
