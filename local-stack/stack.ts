@@ -100,6 +100,8 @@ export interface GatewayOptions {
   readonly echo?: boolean | undefined;
   /** Extra secret names to bind from the environment. */
   readonly secretNames?: readonly string[] | undefined;
+  /** A bundle built elsewhere (another revision, for side-by-side benchmarks); the current code's by default. */
+  readonly bundleDir?: string | undefined;
   /** Opens workerd's V8 inspector on this loopback port (profiling; never in production). */
   readonly inspectorPort?: number | undefined;
 }
@@ -112,7 +114,7 @@ export interface RunningGateway extends Child {
 
 /** Builds the bundle and runs it on plain `workerd serve` with a public and an admin socket. */
 export async function startGateway(o: GatewayOptions): Promise<RunningGateway> {
-  const bundleDir = buildBundle();
+  const bundleDir = o.bundleDir ?? buildBundle();
   const workDir = mkdtempSync(join(tmpdir(), "sluice-"));
   const stateDir = o.stateDir ?? join(workDir, "state");
   mkdirSync(stateDir, { recursive: true });

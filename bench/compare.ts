@@ -1,0 +1,149 @@
+/**
+ * `npm run bench:compare`: this working tree's Sluice against another revision's, side by side
+ * behind one simulator, measured alternately (A B A B …) so that drift of a shared machine hits
+ * both alike. Reports each run and the medians of workerd CPU per request and of throughput, and
+ * the ratio B/A per pair.
+ *
+ *   npm run bench:compare -- [--base HEAD] [--workload buffered|streaming] [--key open|budgeted]
+ *                            [--runs 5] [--duration 3] [--warmup 1] [--concurrency 32]
+ *                            [--base-no-access-log] [--no-access-log]
+ *
+ * The base revision is checked out into a temporary git worktree (sharing this checkout's
+ * node_modules) and bundled there exactly as `npm start` bundles; the worktree is removed at the end.
+ */
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { buildBundle, OFFLINE_ENV, ROOT } from "../local-stack/build.ts";
+import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
+import { register, starting } from "./children.ts";
+import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
+import { runLoad, table } from "./load-runner.ts";
+import { clockTicksPerSecond, resolveWorkerPid } from "./proc.ts";
+import { benchGatewayConfig, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL } from "./sluice-config.ts";
+import { median } from "./stats.ts";
+import { requestBody, type Workload } from "./workload.ts";
+
+const USAGE = `Usage: npm run bench:compare -- [options]
+  --base REV                 the revision to compare against (default HEAD)
+  --workload buffered|streaming   (default buffered)
+  --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
+  --runs N                   alternating runs of each side (default 5)
+  --duration S               measured seconds per run (default 3)
+  --warmup S                 discarded warm-up seconds before each run (default 1)
+  --concurrency N            requests in flight (default 32)
+  --base-no-access-log       the base side with observability.accessLog off
+  --no-access-log            this side with observability.accessLog off
+  --help                     show this text`;
+
+function git(args: readonly string[], cwd = ROOT): string {
+  const res = spawnSync("git", args, { cwd, encoding: "utf8" });
+  if (res.status !== 0) throw new BenchError(`git ${args.join(" ")} failed: ${res.stderr}`);
+  return res.stdout.trim();
+}
+
+/** Bundles `rev` in a temporary worktree; returns the bundle directory and a cleanup. */
+function bundleOf(rev: string): { dir: string; remove(): void } {
+  const sha = git(["rev-parse", "--verify", `${rev}^{commit}`]);
+  const tree = mkdtempSync(join(tmpdir(), "sluice-compare-"));
+  git(["worktree", "add", "--detach", tree, sha]);
+  const remove = () => {
+    spawnSync("git", ["worktree", "remove", "--force", tree], { cwd: ROOT });
+    rmSync(tree, { recursive: true, force: true });
+  };
+  try {
+    symlinkSync(join(ROOT, "node_modules"), join(tree, "node_modules"));
+    const out = join(tree, "dist");
+    const res = spawnSync(join(ROOT, "node_modules", ".bin", "wrangler"), ["deploy", "--dry-run", "--outdir", out], { cwd: tree, env: { ...process.env, ...OFFLINE_ENV }, encoding: "utf8" });
+    if (res.status !== 0) throw new BenchError(`bundling ${rev} failed:\n${res.stdout}\n${res.stderr}`);
+    return { dir: out, remove };
+  } catch (err) {
+    remove();
+    throw err;
+  }
+}
+
+async function main(): Promise<number> {
+  const values = parseFlags(
+    {
+      base: { type: "string" },
+      workload: { type: "string" },
+      key: { type: "string" },
+      runs: { type: "string" },
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      concurrency: { type: "string" },
+      "base-no-access-log": { type: "boolean" },
+      "no-access-log": { type: "boolean" },
+      help: { type: "boolean" },
+    },
+    USAGE,
+  );
+  const base = values.base ?? "HEAD";
+  const wl = values.workload ?? "buffered";
+  if (wl !== "buffered" && wl !== "streaming") throw new BenchError(`--workload must be buffered or streaming\n${USAGE}`);
+  const key = values.key ?? "open";
+  if (key !== "open" && key !== "budgeted") throw new BenchError(`--key must be open or budgeted\n${USAGE}`);
+  const workload: Workload = wl === "streaming" ? { name: "streaming", stream: true, tokens: 32 } : { name: "buffered", stream: false, tokens: 16 };
+  const runs = numberFlag("runs", values.runs, 5, 1, 100, true);
+  const durationMs = numberFlag("duration", values.duration, 3, 0.5, 600, false) * 1000;
+  const warmupMs = numberFlag("warmup", values.warmup, 1, 0, 60, false) * 1000;
+  const concurrency = numberFlag("concurrency", values.concurrency, 32, 1, 1024, true);
+
+  console.log(`bundling ${base} in a temporary worktree …`);
+  const baseBundle = bundleOf(base);
+  register({ name: "base worktree", stop: async () => baseBundle.remove() });
+  const headBundle = buildBundle();
+
+  const sim = await starting(() => startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--history", "0"] }).then((c) => ({ ...c, name: "simulator" })));
+  const start = (name: string, bundleDir: string, accessLog: boolean) =>
+    starting(() => startGateway({ adminToken: `bench-${randomBytes(12).toString("hex")}`, config: benchGatewayConfig(sim.url, accessLog), bundleDir }).then((g) => ({ ...g, name })));
+  const sides = [
+    { label: `A ${base}`, gw: await start("Sluice (base)", baseBundle.dir, values["base-no-access-log"] !== true) },
+    { label: "B this tree", gw: await start("Sluice (this tree)", headBundle, values["no-access-log"] !== true) },
+  ];
+  const ticks = clockTicksPerSecond();
+  const spec = (gw: (typeof sides)[number]["gw"]) => ({
+    url: `${gw.publicUrl}/v1/chat/completions`,
+    headers: { authorization: `Bearer ${key === "open" ? OPEN_KEY : DEMO_KEY}` },
+    body: requestBody(workload, PUBLIC_MODEL),
+    workload,
+    concurrency,
+    warmupMs,
+    durationMs,
+    requestTimeoutMs: 30_000,
+    cpuPids: { server: resolveWorkerPid(gw.process.pid ?? 0, "workerd") },
+    clockTicksPerSecond: ticks,
+  });
+  console.log(`${runs} alternating runs per side, ${wl}, ${key} key, ${concurrency} in flight, ${warmupMs / 1000} s warm-up + ${durationMs / 1000} s each\n`);
+  const cpu: number[][] = [[], []];
+  const rps: number[][] = [[], []];
+  let errors = 0;
+  for (let i = 0; i < runs; i++) {
+    // Alternate which side goes first, so neither always runs on the warmer machine.
+    const order = i % 2 === 0 ? [0, 1] : [1, 0];
+    for (const s of order) {
+      const r = await runLoad(spec(sides[s]!.gw));
+      errors += r.errors + r.warmup.errors;
+      const perReq = (r.cpuMs.server ?? Number.NaN) / Math.max(1, r.requests);
+      cpu[s]!.push(perReq);
+      rps[s]!.push(r.rps);
+      console.log(`run ${i + 1}/${runs} ${sides[s]!.label.padEnd(14)} ${r.rps.toFixed(0).padStart(6)} req/s  workerd CPU ${perReq.toFixed(3)} ms/req  p50 ${r.latencyMs.p50.toFixed(2)} ms  other load ${r.otherBusyCores.toFixed(2)}  ${r.errors} errors`);
+      if (r.errors > 0) console.log(`  ${r.errorSamples.slice(0, 3).join("; ")}`);
+    }
+  }
+  const ratios = cpu[1]!.map((b, i) => b / cpu[0]![i]!);
+  console.log(
+    `\n${table(
+      ["side", "median req/s", "median CPU ms/req"],
+      sides.map((s, i) => [s.label, median(rps[i]!).toFixed(0), median(cpu[i]!).toFixed(3)]),
+      1,
+    )}\n\nCPU per request B/A: median ×${median(ratios).toFixed(3)} (per pair ${ratios.map((r) => r.toFixed(2)).join(", ")})`,
+  );
+  if (errors > 0) throw new BenchError(`${errors} requests failed`);
+  return 0;
+}
+
+await runBench(main);
