@@ -22,6 +22,8 @@ export type ResourceKind =
   | "load_lease"
   /** The provider's response body, cancelled if the request ends before it is read. */
   | "upstream_body"
+  /** A stream's first-token and idle timer. */
+  | "stream_timer"
   /** A sub-call running on the request's behalf. */
   | "subcall";
 

@@ -154,17 +154,51 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
     controller.close();
   };
 
-  /** The read, or "timeout" when the first-token or idle limit passes first. */
-  const readWithin = async (read: Promise<ReadableStreamReadResult<Uint8Array>>): Promise<ReadableStreamReadResult<Uint8Array> | "timeout"> => {
-    const t = opts.timeouts;
-    if (!t) return read;
-    const limitAt = lastContentAt === undefined ? streamStartedAt + t.firstTokenMs : lastContentAt + t.idleMs;
-    const timer = (opts.wait ?? realWait)(limitAt - clock.now());
+  // One timer per stream, not one per read: it is armed for the current limit and, when it fires,
+  // re-armed for the rest if content moved the limit meanwhile. A timer per read was a measured
+  // share of each streamed event's cost. Only a read can time out: while the client is not
+  // pulling, the provider is not the one keeping the stream waiting.
+  const limits = opts.timeouts;
+  const wait = opts.wait ?? realWait;
+  let timer: { readonly done: Promise<void>; cancel(): void } | undefined;
+  let timerAt = Number.POSITIVE_INFINITY;
+  let reading = false;
+  let timedOut = false;
+  const limitAt = (t: NonNullable<typeof limits>) => (lastContentAt === undefined ? streamStartedAt + t.firstTokenMs : lastContentAt + t.idleMs);
+  const arm = (t: NonNullable<typeof limits>) => {
+    timer?.cancel();
+    timerAt = limitAt(t);
+    const armed = wait(timerAt - clock.now());
+    timer = armed;
+    void armed.done.then(() => {
+      if (timer !== armed) return;
+      timer = undefined;
+      if (!reading) return;
+      if (clock.now() < limitAt(t)) return arm(t);
+      // The pending read ends (done) once the provider's body is cancelled; the flag says why.
+      timedOut = true;
+      void reader.cancel().catch(() => {});
+    });
+  };
+  const stopTimer = () => {
+    timer?.cancel();
+    timer = undefined;
+  };
+  request.own("stream_timer", stopTimer);
+
+  /** The next read; "timeout" when the first-token or idle limit passed while it waited. */
+  const readWithin = async (): Promise<ReadableStreamReadResult<Uint8Array> | "timeout"> => {
+    // The first content delta can bring the limit forward (idle shorter than first token).
+    if (limits && (timer === undefined || limitAt(limits) < timerAt)) arm(limits);
+    reading = true;
     try {
-      return await Promise.race([read, timer.done.then(() => "timeout" as const)]);
+      const result = await reader.read();
+      return timedOut ? "timeout" : result;
+    } catch (err) {
+      if (timedOut) return "timeout";
+      throw err;
     } finally {
-      timer.cancel();
-      read.catch(() => {});
+      reading = false;
     }
   };
 
@@ -189,7 +223,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
       }
       let result: ReadableStreamReadResult<Uint8Array>;
       try {
-        const read = await readWithin(reader.read());
+        const read = await readWithin();
         if (request.ended) return endAborted(controller);
         if (read === "timeout") {
           const first = lastContentAt === undefined;
