@@ -1,5 +1,5 @@
 import { GatewayError } from "../errors/gateway-error.ts";
-import { decodeUtf8Lenient, readBounded } from "../io/bounded-read.ts";
+import { decodeUtf8Lenient, readableNatively, readBounded } from "../io/bounded-read.ts";
 
 /**
  * Most of a provider's error body kept. It is only ever an internal cause (logs, never a client),
@@ -40,6 +40,8 @@ export async function readUpstreamJson(res: Response, maxBytes: number = MAX_UPS
     throw tooLarge(`declared as ${declared} bytes`);
   }
   if (!res.body) throw new SyntaxError("the provider sent no body");
+  // An ordinary answer, bounded by its own framing: one native read, decoded as leniently.
+  if (declared > 0 && readableNatively(declared, maxBytes)) return JSON.parse(await res.text());
   const { bytes, overflowed } = await readBounded(res.body, { maxBytes, expectedBytes: declared > 0 ? declared : undefined });
   if (overflowed) throw tooLarge("read");
   // As lenient as `Response.text()` was: malformed bytes become U+FFFD, and JSON.parse decides.

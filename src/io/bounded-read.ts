@@ -184,6 +184,16 @@ async function cancelQuietly(r: Reader): Promise<void> {
 }
 
 /**
+ * Whether a body whose framing announces `announced` bytes (its Content-Length) may be read in one
+ * native call (`arrayBuffer()`, `text()`) instead of through {@link readBounded}: the framing holds
+ * it to that size, so it cannot outgrow the announcement, and one slice of native parsing is all it
+ * can cost. Reading the body object itself also skips wrapping its stream in another one.
+ */
+export function readableNatively(announced: number | undefined, maxBytes: number): announced is number {
+  return announced !== undefined && Number.isInteger(announced) && announced >= 0 && announced <= Math.min(maxBytes, NATIVE_MAX_BYTES);
+}
+
+/**
  * Reads a stream up to `maxBytes`, stopping as soon as it holds more: a lying or missing length
  * cannot make the caller buffer past its limit. Bytes are counted, never UTF-16 units. A stream
  * error rejects with that error; the caller knows whose stream it was.
@@ -193,7 +203,7 @@ export async function readBounded(stream: ReadableStream<Uint8Array>, options: B
   const limit = maxBytes + 1;
   const announced = options.expectedBytes;
   const initial = Math.min(MAX_INITIAL_BYTES, announced !== undefined && Number.isFinite(announced) && announced >= 0 ? announced + 1 : STEP_BYTES);
-  if (announced !== undefined && Number.isInteger(announced) && announced >= 0 && announced <= Math.min(maxBytes, NATIVE_MAX_BYTES)) {
+  if (readableNatively(announced, maxBytes)) {
     const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
     // The framing held it to the announced size; anything else is a runtime that did not.
     return bytes.byteLength > maxBytes ? { bytes: bytes.subarray(0, maxBytes), overflowed: true } : { bytes, overflowed: false };
@@ -226,9 +236,13 @@ export async function discardBounded(stream: ReadableStream<Uint8Array>, maxByte
   return ended;
 }
 
+// One decoder of each kind per isolate: `decode` without `stream` keeps no state between calls.
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+const lenientUtf8 = new TextDecoder("utf-8");
+
 /** Strict UTF-8: malformed input throws (a `TypeError`) instead of becoming replacement characters. */
 export function decodeUtf8Strict(bytes: Uint8Array): string {
-  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
+  return strictUtf8.decode(bytes);
 }
 
 /**
@@ -236,5 +250,5 @@ export function decodeUtf8Strict(bytes: Uint8Array): string {
  * body, which may end inside a character): malformed bytes become U+FFFD.
  */
 export function decodeUtf8Lenient(bytes: Uint8Array): string {
-  return new TextDecoder("utf-8").decode(bytes);
+  return lenientUtf8.decode(bytes);
 }

@@ -46,6 +46,20 @@ async function run(respond: () => Response) {
 }
 
 describe("buffered provider bodies", () => {
+  it("reads an ordinary answer with a small announced length natively, as leniently as Response.text()", async () => {
+    // A malformed byte inside a string becomes U+FFFD, as it did with the bounded reader.
+    const bytes = new Uint8Array([...new TextEncoder().encode(`${PREFIX}ok `), 0xff, ...new TextEncoder().encode(SUFFIX)]);
+    const { result } = await run(() => new Response(bytes, { headers: { "content-type": "application/json", "content-length": String(bytes.byteLength) } }));
+    expect(result.ok && result.r.kind === "buffered" && result.r.response.text).toBe("ok \uFFFD");
+  });
+
+  it("refuses an ordinary answer with a small announced length that is not JSON", async () => {
+    const text = "{not json";
+    const { result, attempts } = await run(() => new Response(text, { headers: { "content-type": "application/json", "content-length": String(text.length) } }));
+    expect(!result.ok && result.error.code).toBe("upstream_protocol_error");
+    expect(attempts[0]).toMatchObject({ outcome: "protocol_error" });
+  });
+
   it("counts bytes: a body under the limit in UTF-16 units but over it in bytes is refused", async () => {
     // 'é' is one UTF-16 unit and two bytes: 17 MiB of them are 34 MiB on the wire, a valid JSON
     // answer that a check on text length would have let through.
