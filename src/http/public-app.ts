@@ -22,15 +22,19 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
   app.use("*", async (c, next) => {
     c.set("requestId", newRequestId());
     c.set("receivedAt", Date.now());
-    c.set("runtime", await runtimeOf(c.env));
+    const runtime = await runtimeOf(c.env);
+    c.set("runtime", runtime);
     await next();
-    c.header(c.var.runtime.config.gateway.observability.requestIdHeader, c.var.requestId);
+    // Only where the route did not set it: setting a header on a finished response makes Hono
+    // copy the whole Response, which the profile showed on every generation request.
+    const idHeader = runtime.config.gateway.observability.requestIdHeader;
+    if (!c.res.headers.has(idHeader)) c.header(idHeader, c.get("requestId"));
   });
 
   // Coarse on purpose: no revision numbers or backend names on the public listener. Ready means a
   // valid config, an active snapshot, and a snapshot that can serve every active model revision.
   app.get("/ready", async (c) => {
-    const rt = c.var.runtime;
+    const rt = c.get("runtime");
     if (rt.drain.draining) return c.json({ status: "not_ready" }, 503);
     try {
       const snapshot = await rt.snapshots.current();
@@ -43,7 +47,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
 
   // One list, two shapes: Anthropic clients (they send `anthropic-version`) get Anthropic's.
   app.get("/v1/models", async (c) => {
-    const rt = c.var.runtime;
+    const rt = c.get("runtime");
     checkHeaders(c.req.raw.headers, rt.config.gateway.limits);
     const models = await rt.engine.listModels(presentedKey(c.req.raw.headers));
     if (c.req.header("anthropic-version") !== undefined) {
@@ -57,11 +61,11 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
 
   for (const route of GENERATION_ROUTES) {
     app.post(route.path, (c) =>
-      handleGeneration(c.var.runtime, {
+      handleGeneration(c.get("runtime"), {
         request: c.req.raw,
         protocol: route.protocol,
-        requestId: c.var.requestId,
-        receivedAt: c.var.receivedAt,
+        requestId: c.get("requestId"),
+        receivedAt: c.get("receivedAt"),
         waitUntil: (p) => c.executionCtx.waitUntil(p),
       }),
     );
