@@ -201,7 +201,10 @@ export class RequestContext {
   readonly #open = new Set<AttemptScope>();
   readonly #attempts: AttemptRecord[] = [];
   #deadlineAt = Number.POSITIVE_INFINITY;
-  #cancelDeadline: (() => void) | undefined;
+  /** The request's one timer: when it is due, and how to cancel it. */
+  #timerAt = Number.POSITIVE_INFINITY;
+  #cancelTimer: (() => void) | undefined;
+  readonly #alarms = new Set<{ readonly at: number; readonly fire: () => void }>();
   #drain: DrainMark | undefined;
   #aborted: AbortReason | undefined;
   #end: RequestEnd | undefined;
@@ -265,24 +268,52 @@ export class RequestContext {
   }
 
   /**
-   * Sets the deadline (only ever earlier) and arms one timer for it: when it fires, the request
-   * is aborted with `deadline`, wherever it is.
+   * Sets the deadline (only ever earlier): when it passes, the request is aborted with `deadline`,
+   * wherever it is.
    */
   setDeadline(at: number): void {
     if (!(at < this.#deadlineAt)) return;
     this.#deadlineAt = at;
-    this.#cancelDeadline?.();
-    if (this.ended) return;
-    this.#cancelDeadline = this.#scheduler.schedule(at - this.clock.now(), () => this.#deadlineFired());
+    this.#arm();
   }
 
-  #deadlineFired(): void {
-    // Timers may fire early (capped delays): re-arm for the rest.
-    if (this.clock.now() < this.#deadlineAt) {
-      this.#cancelDeadline = this.#scheduler.schedule(this.#deadlineAt - this.clock.now(), () => this.#deadlineFired());
-      return;
+  /**
+   * Runs `fire` at `at` (epoch ms) unless the returned function is called first: an attempt's own
+   * limit, such as the wait for a provider's response headers. It shares the request's one timer
+   * with the deadline (a timer each was a visible part of every request's cost); a cleared alarm
+   * leaves that timer as it is, and when it fires it re-arms for whatever is left.
+   */
+  alarm(at: number, fire: () => void): () => void {
+    if (this.ended) return () => {};
+    const a = { at, fire };
+    this.#alarms.add(a);
+    this.#arm();
+    return () => void this.#alarms.delete(a);
+  }
+
+  /** Arms the one timer for the earliest of the deadline and the alarms, unless it is armed early enough. */
+  #arm(): void {
+    if (this.ended) return;
+    let want = this.#deadlineAt;
+    for (const a of this.#alarms) if (a.at < want) want = a.at;
+    if (want >= this.#timerAt) return;
+    this.#cancelTimer?.();
+    this.#timerAt = want;
+    this.#cancelTimer = this.#scheduler.schedule(want - this.clock.now(), () => this.#timerFired());
+  }
+
+  #timerFired(): void {
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    this.#cancelTimer = undefined;
+    // Timers may fire early (capped delays): only what is due runs, and the rest is re-armed.
+    const now = this.clock.now();
+    for (const a of this.#alarms) {
+      if (now < a.at) continue;
+      this.#alarms.delete(a);
+      a.fire();
     }
-    this.abort("deadline");
+    if (now >= this.#deadlineAt) return this.abort("deadline");
+    this.#arm();
   }
 
   /** The request enters a phase: a checkpoint, and the record says where it was. */
@@ -349,7 +380,9 @@ export class RequestContext {
   finish(end: RequestEnd): void {
     if (this.#end) return;
     this.#end = end;
-    this.#cancelDeadline?.();
+    this.#cancelTimer?.();
+    this.#cancelTimer = undefined;
+    this.#alarms.clear();
     for (const scope of [...this.#open]) scope.interrupt(end);
     this.#holdings.close();
     // A request that failed may still have work in flight (a sub-call's fetch): stop it. A request

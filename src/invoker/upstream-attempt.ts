@@ -126,10 +126,12 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
   // Aborted only while waiting for headers; once they arrive the timer is cleared, so a long
   // healthy stream is never cut by it. The request's own signal carries its deadline, a client
   // disconnect and a drain.
+  // The limit shares the request's one timer; without one (the deadline comes first) the
+  // request's own signal is all the fetch needs.
   const firstByte = new AbortController();
   const firstByteMs = deps.firstByteTimeoutMs;
-  const firstByteTimer = firstByteMs !== undefined && firstByteMs < request.deadlineAt - clock.now() ? setTimeout(() => firstByte.abort(), firstByteMs) : undefined;
-  const signal = AbortSignal.any([request.signal, firstByte.signal]);
+  const firstByteTimer = firstByteMs !== undefined && firstByteMs < request.deadlineAt - clock.now() ? request.alarm(clock.now() + firstByteMs, () => firstByte.abort()) : undefined;
+  const signal = firstByteTimer === undefined ? request.signal : AbortSignal.any([request.signal, firstByte.signal]);
   /** Which signal fired decides the class; error text is never read. */
   const aborted = (err: unknown): AttemptFailure => {
     const reason = request.abortReason;
@@ -156,11 +158,11 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
       opened = false;
     }
     if (signal.aborted) {
-      clearTimeout(firstByteTimer);
+      firstByteTimer?.();
       return aborted(signal.reason);
     }
     if (!opened) {
-      clearTimeout(firstByteTimer);
+      firstByteTimer?.();
       // The request was never sent: the connection did not open. Safe to try elsewhere.
       return failed(attempt, new GatewayError("upstream_unreachable", "The model provider could not be reached."), { class: "known_zero", reason: "connect_failed" }, "connect_failed");
     }
@@ -172,7 +174,7 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
   } catch (err) {
     return aborted(err);
   } finally {
-    clearTimeout(firstByteTimer);
+    firstByteTimer?.();
   }
   a.headersAt = clock.now();
   a.status = res.status;
