@@ -44,6 +44,12 @@ const bodies = <T>(rows: { body: string }[]): T[] => rows.map((r) => JSON.parse(
  * It lives in `src/ledger` rather than beside the BudgetLedger object, which stays a thin shell: it
  * needs nothing of the runtime but {@link LedgerSqlStorage}.
  */
+/** `INSERT OR IGNORE` of `n` attempt-scope rows; the texts are kept, so SQLite's statement cache sees one per `n`. */
+const SCOPE_INSERTS: string[] = [];
+function scopeInsert(n: number): string {
+  return (SCOPE_INSERTS[n] ??= `INSERT OR IGNORE INTO ledger_attempt_scopes (scope, created_at, attempt_id) VALUES ${Array.from({ length: n }, () => "(?, ?, ?)").join(", ")}`);
+}
+
 export class SqliteLedgerStore implements LedgerStore {
   readonly #storage: LedgerSqlStorage;
   readonly #sql: LedgerSql;
@@ -178,10 +184,14 @@ export class SqliteLedgerStore implements LedgerStore {
     );
     // An admitted attempt is written `held` first, one from a lease when it is reported: index its
     // scopes then (their rows never change; a repeat is ignored).
+    // One statement for all of them: each `exec` is a call out of the isolate, and a settlement
+    // batch made several per attempt.
     if (rec.state === "held" || rec.fromLease !== undefined) {
-      for (const scope of new Set(rec.scopes)) {
-        this.#sql.exec("INSERT OR IGNORE INTO ledger_attempt_scopes (scope, created_at, attempt_id) VALUES (?, ?, ?)", scope, rec.createdAt, rec.attemptId);
-      }
+      const scopes = [...new Set(rec.scopes)];
+      if (scopes.length === 0) return;
+      const values: (string | number)[] = [];
+      for (const scope of scopes) values.push(scope, rec.createdAt, rec.attemptId);
+      this.#sql.exec(scopeInsert(scopes.length), ...values);
     }
   }
 
