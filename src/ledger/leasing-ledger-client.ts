@@ -99,6 +99,24 @@ class HeldLease {
     return this.available.micros >= w.micros && this.available.tokens >= w.tokens && (!counts || this.requestsLeft >= 1);
   }
 
+  /** Less than a quarter of the grant is left on some dimension. */
+  low(): boolean {
+    const g = this.grant.amount;
+    return this.available.micros * 4 < g.micros || this.available.tokens * 4 < g.tokens || this.requestsLeft * 4 < Math.max(0, this.grant.requests);
+  }
+
+  /**
+   * Whether what is gone from the slice went mostly to settled spending rather than to the worst
+   * cases of the attempts still in flight (each about `w`): at least half of the grant spent.
+   */
+  spendingDriven(w: LedgerAmount): boolean {
+    const g = this.grant.amount;
+    const spentMicros = g.micros - this.available.micros - this.open * w.micros;
+    const spentTokens = g.tokens - this.available.tokens - this.open * w.tokens;
+    const spentRequests = this.grant.requests < 0 ? 0 : this.grant.requests - this.requestsLeft - this.open;
+    return (g.micros > 0 && spentMicros * 2 >= g.micros) || (g.tokens > 0 && spentTokens * 2 >= g.tokens) || (this.grant.requests > 0 && spentRequests * 2 >= this.grant.requests);
+  }
+
   /** What remains on each limit if the rest of this slice went back: the grant's figures plus it. */
   remaining(): LimitRemaining[] {
     return this.grant.remaining.map((r) => ({
@@ -323,11 +341,12 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     this.#track(path);
     const use: LeaseUse = { leaseId: lease.grant.leaseId, amount: { micros: w.micros, tokens: w.tokens }, admittedAt: now, ...(args.meta ? { meta: args.meta } : {}) };
     this.#open.set(attemptId, { lease, use, keepAlive });
-    const g = lease.grant.amount;
-    // Running low: fetch the next lease in the background, so the path never waits for one.
-    if (keepAlive && path.fetch === undefined && now >= path.nearLimitUntil && !this.#draining && (lease.available.micros * 4 < g.micros || lease.available.tokens * 4 < g.tokens || lease.requestsLeft * 4 < Math.max(0, lease.grant.requests))) {
+    // Running low, and no other lease of the path has room to spare: fetch the next lease in the
+    // background, so the path never waits for one. (Without the second condition, a lease kept
+    // just above empty by small settlements asked for a new lease on every admission.)
+    if (keepAlive && path.fetch === undefined && now >= path.nearLimitUntil && !this.#draining && lease.low() && !path.leases.some((l) => l !== lease && l.admits(now) && !l.low())) {
       // Spending used it up, not attempts in flight: the next slice needs a margin for spending.
-      if (lease.open * 2 <= path.peakOpen) path.extra = Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, path.extra * 2));
+      if (lease.spendingDriven(w)) path.extra = Math.min(MAX_LEASE_SLICES, Math.max(MIN_SLICES, path.extra * 2));
       keepAlive(this.#prefetch(path, args));
     }
     return { result: { ok: true, attemptId, leaseExpiresAt: lease.grant.leaseExpiresAt, remaining: lease.remaining() }, handle: { object: lease.object, lease: use } };

@@ -78,6 +78,27 @@ describe("LeasingLedgerClient", () => {
     expect(s.balance()).toMatchObject({ spent: 40 });
   });
 
+  it("one attempt at a time spending a little each: a handful of leases, not one per admission", async () => {
+    const s = setup();
+    const client = s.isolate();
+    // Each attempt spends 15% of its worst case: the first slices run low by spending, and a
+    // lease kept just above empty by the returned rest must not ask for a new one every time.
+    for (let i = 0; i < 400; i++) {
+      const r = await client.reserve(`s${i}`, s.args({ countsRequest: false }), s.keepAlive);
+      expect(r.result.ok).toBe(true);
+      void settle(client, r.handle, `s${i}`, { micros: 150, tokens: 15 }, s.keepAlive);
+      if (i % 50 === 49) await s.tick();
+    }
+    await s.tick();
+    await s.tick();
+    const leases = calls(s.ledgers.calls, "acquire") + calls(s.ledgers.calls, "lease");
+    // Slices grow with spending (4, 8, 16, … worst cases): logarithmic in the attempts.
+    expect(leases).toBeGreaterThan(1);
+    expect(leases).toBeLessThanOrEqual(8);
+    expect(calls(s.ledgers.calls, "reserve")).toBe(0);
+    expect(s.balance().spent).toBe(400 * 150);
+  });
+
   it("a crowd arriving at once waits for the lease being fetched instead of each calling the ledger", async () => {
     const s = setup();
     const client = s.isolate();
