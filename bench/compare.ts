@@ -6,7 +6,11 @@
  *
  *   npm run bench:compare -- [--base HEAD] [--workload buffered|streaming] [--key open|budgeted]
  *                            [--runs 5] [--duration 3] [--warmup 1] [--concurrency 32]
- *                            [--base-no-access-log] [--no-access-log]
+ *                            [--base-no-access-log] [--no-access-log] [--streams N]
+ *
+ * With `--streams N` it measures memory instead: per run and side, a fresh gateway takes N
+ * concurrent streams at once (20 tokens 100 ms apart, as `npm run bench` does), and the resident
+ * memory per stream and the streams' first bytes are reported.
  *
  * The base revision is checked out into a temporary git worktree (sharing this checkout's
  * node_modules) and bundled there exactly as `npm start` bundles; the worktree is removed at the end.
@@ -20,7 +24,8 @@ import { buildBundle, OFFLINE_ENV, ROOT } from "../local-stack/build.ts";
 import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
 import { register, starting } from "./children.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
-import { runLoad, table } from "./load-runner.ts";
+import { runLoad, simJson, table } from "./load-runner.ts";
+import { concurrentStreams } from "./memory.ts";
 import { clockTicksPerSecond, resolveWorkerPid } from "./proc.ts";
 import { benchGatewayConfig, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL } from "./sluice-config.ts";
 import { median } from "./stats.ts";
@@ -36,6 +41,7 @@ const USAGE = `Usage: npm run bench:compare -- [options]
   --concurrency N            requests in flight (default 32)
   --base-no-access-log       the base side with observability.accessLog off
   --no-access-log            this side with observability.accessLog off
+  --streams N                measure N concurrent streams on fresh processes instead of throughput
   --help                     show this text`;
 
 function git(args: readonly string[], cwd = ROOT): string {
@@ -77,6 +83,7 @@ async function main(): Promise<number> {
       concurrency: { type: "string" },
       "base-no-access-log": { type: "boolean" },
       "no-access-log": { type: "boolean" },
+      streams: { type: "string" },
       help: { type: "boolean" },
     },
     USAGE,
@@ -91,6 +98,7 @@ async function main(): Promise<number> {
   const durationMs = numberFlag("duration", values.duration, 3, 0.5, 600, false) * 1000;
   const warmupMs = numberFlag("warmup", values.warmup, 1, 0, 60, false) * 1000;
   const concurrency = numberFlag("concurrency", values.concurrency, 32, 1, 1024, true);
+  const streams = numberFlag("streams", values.streams, 0, 0, 10_000, true);
 
   console.log(`bundling ${base} in a temporary worktree …`);
   const baseBundle = bundleOf(base);
@@ -100,10 +108,14 @@ async function main(): Promise<number> {
   const sim = await starting(() => startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--history", "0"] }).then((c) => ({ ...c, name: "simulator" })));
   const start = (name: string, bundleDir: string, accessLog: boolean) =>
     starting(() => startGateway({ adminToken: `bench-${randomBytes(12).toString("hex")}`, config: benchGatewayConfig(sim.url, accessLog), bundleDir }).then((g) => ({ ...g, name })));
-  const sides = [
-    { label: `A ${base}`, gw: await start("Sluice (base)", baseBundle.dir, values["base-no-access-log"] !== true) },
-    { label: "B this tree", gw: await start("Sluice (this tree)", headBundle, values["no-access-log"] !== true) },
+  const sideOptions = [
+    { label: `A ${base}`, name: "Sluice (base)", bundleDir: baseBundle.dir, accessLog: values["base-no-access-log"] !== true },
+    { label: "B this tree", name: "Sluice (this tree)", bundleDir: headBundle, accessLog: values["no-access-log"] !== true },
   ];
+  if (streams > 0) return await compareStreams(sim.url, sideOptions, (o) => start(o.name, o.bundleDir, o.accessLog), streams, runs);
+  await simJson(sim.url, "PUT", "/__sim/config", { tokens: workload.tokens, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0 });
+  const sides: { label: string; gw: Awaited<ReturnType<typeof start>> }[] = [];
+  for (const o of sideOptions) sides.push({ label: o.label, gw: await start(o.name, o.bundleDir, o.accessLog) });
   const ticks = clockTicksPerSecond();
   const spec = (gw: (typeof sides)[number]["gw"]) => ({
     url: `${gw.publicUrl}/v1/chat/completions`,
@@ -143,6 +155,45 @@ async function main(): Promise<number> {
     )}\n\nCPU per request B/A: median ×${median(ratios).toFixed(3)} (per pair ${ratios.map((r) => r.toFixed(2)).join(", ")})`,
   );
   if (errors > 0) throw new BenchError(`${errors} requests failed`);
+  return 0;
+}
+
+/** Memory per stream, each run on fresh processes: memory a process took is rarely given back. */
+async function compareStreams<O extends { readonly label: string }>(
+  simUrl: string,
+  sides: readonly O[],
+  start: (o: O) => Promise<{ publicUrl: string; process: { pid?: number | undefined }; stop(): Promise<void> }>,
+  n: number,
+  runs: number,
+): Promise<number> {
+  await simJson(simUrl, "PUT", "/__sim/config", { tokens: 20, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 100 });
+  const body = requestBody({ name: "streaming", stream: true, tokens: 20 }, PUBLIC_MODEL);
+  const kib: number[][] = sides.map(() => []);
+  const firstMax: number[][] = sides.map(() => []);
+  const firstP50: number[][] = sides.map(() => []);
+  let failed = 0;
+  console.log(`${runs} alternating runs per side of ${n} concurrent streams (20 tokens 100 ms apart), each on a fresh gateway\n`);
+  for (let i = 0; i < runs; i++) {
+    const order = i % 2 === 0 ? [0, 1] : [1, 0];
+    for (const s of order) {
+      const gw = await start(sides[s]!);
+      const r = await concurrentStreams({ url: `${gw.publicUrl}/v1/chat/completions`, headers: { authorization: `Bearer ${OPEN_KEY}` }, body, n, pid: resolveWorkerPid(gw.process.pid ?? 0, "workerd"), settleMs: 500 });
+      await gw.stop();
+      failed += r.streams - r.ok;
+      kib[s]!.push(r.perStreamKiB);
+      firstP50[s]!.push(r.firstByteP50Ms);
+      firstMax[s]!.push(r.firstByteMaxMs);
+      console.log(`run ${i + 1}/${runs} ${sides[s]!.label.padEnd(14)} ${r.perStreamKiB.toFixed(0).padStart(5)} KiB/stream  first byte p50 ${r.firstByteP50Ms.toFixed(0)} ms, max ${r.firstByteMaxMs.toFixed(0)} ms  ${r.streams - r.ok} failed`);
+    }
+  }
+  console.log(
+    `\n${table(
+      ["side", "median KiB/stream", "first byte p50 ms", "first byte max ms"],
+      sides.map((s, i) => [s.label, median(kib[i]!).toFixed(0), median(firstP50[i]!).toFixed(0), median(firstMax[i]!).toFixed(0)]),
+      1,
+    )}`,
+  );
+  if (failed > 0) throw new BenchError(`${failed} streams failed`);
   return 0;
 }
 

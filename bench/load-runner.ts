@@ -87,3 +87,12 @@ export function table(header: readonly string[], rows: readonly (readonly string
   const line = (cells: readonly string[]) => cells.map((c, i) => (i < leftAligned ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
 }
+
+/** A JSON call to the simulator's control API (`/__sim/…`); any answer but 200 is a {@link BenchError}. */
+export async function simJson(simUrl: string, method: "GET" | "PUT", path: string, body?: unknown): Promise<unknown> {
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const headers: Record<string, string> = payload === undefined ? {} : { "content-type": "application/json" };
+  const res = await exchange(`${simUrl}${path}`, method, headers, payload, 10_000);
+  if (res.status !== 200) throw new BenchError(`simulator ${method} ${path} answered ${res.status}: ${res.text}`);
+  return JSON.parse(res.text) as unknown;
+}

@@ -15,7 +15,7 @@ import { dirname, join } from "node:path";
 import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
 import { starting } from "./children.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
-import { exchange, runLoad, table } from "./load-runner.ts";
+import { exchange, runLoad, simJson, table } from "./load-runner.ts";
 import type { LoadResult } from "./load-spec.ts";
 import { startNullGateway } from "./null-gateway.ts";
 import { BACKEND_MODEL, benchGatewayConfig, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL } from "./sluice-config.ts";
@@ -186,14 +186,6 @@ async function startStack(o: Options): Promise<Stack> {
 
 // ---------------------------------------------------------------------------------------------
 // Simulator control
-
-async function simJson(simUrl: string, method: "GET" | "PUT", path: string, body?: unknown): Promise<unknown> {
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  const headers: Record<string, string> = payload === undefined ? {} : { "content-type": "application/json" };
-  const res = await exchange(`${simUrl}${path}`, method, headers, payload, 10_000);
-  if (res.status !== 200) throw new BenchError(`simulator ${method} ${path} answered ${res.status}: ${res.text}`);
-  return JSON.parse(res.text) as unknown;
-}
 
 /** Zero latency everywhere, so the simulator never waits and the proxies' own cost dominates. */
 function configureSimulator(simUrl: string, w: Workload): Promise<unknown> {
