@@ -2,7 +2,7 @@ import type { Capability } from "../config/publication-schema.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
-import type { CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
+import type { ActiveModel, CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
 import { decide } from "./decision-rules.ts";
 import { validatePlan, type DispatchPlan, type PlannedModel } from "./dispatch-plan.ts";
 import { computeFacts, requestCapabilities } from "./request-facts.ts";
@@ -23,6 +23,25 @@ export interface DecisionInput {
 }
 
 /**
+ * Planned models by active revision and the request's needs: the same few combinations recur on
+ * every request, so each is built (and frozen, so the plan check scans it once) only the first time.
+ */
+const planned = new WeakMap<ActiveModel, Map<string, PlannedModel>>();
+
+function plannedModel(id: string, m: ActiveModel, needs: readonly Capability[]): PlannedModel {
+  let byNeeds = planned.get(m);
+  if (byNeeds === undefined) planned.set(m, (byNeeds = new Map()));
+  const key = needs.join(",");
+  let p = byNeeds.get(key);
+  if (p === undefined) {
+    const requires = Object.freeze([...new Set<Capability>([...m.requires, ...needs])].sort());
+    p = Object.freeze({ logicalModel: id, revision: m.revision, pool: m.pool, requires, downgrades: Object.freeze([...m.downgrades]) });
+    byNeeds.set(key, p);
+  }
+  return p;
+}
+
+/**
  * The decide phase: decision rules on trusted inputs pick tiers of logical models; each resolves
  * to its active revision. The result is a plan with no address, secret or health in it.
  *
@@ -36,9 +55,7 @@ export function planRequest(publication: CompiledPublication, ep: CompiledEntryp
   const tiers: PlannedModel[][] = decision.tiers.map((tier) =>
     tier.flatMap((id) => {
       const m = publication.models.get(id);
-      if (!m) return [];
-      const requires = [...new Set<Capability>([...m.requires, ...needs])].sort();
-      return [{ logicalModel: id, revision: m.revision, pool: m.pool, requires, downgrades: m.downgrades }];
+      return m ? [plannedModel(id, m, needs)] : [];
     }),
   );
   const plan: DispatchPlan = {

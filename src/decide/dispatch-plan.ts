@@ -40,6 +40,12 @@ export interface DispatchPlan {
 const FORBIDDEN_KEYS = new Set(["url", "baseUrl", "address", "host", "secret", "credential", "apiKey", "health"]);
 
 /**
+ * Frozen parts of plans (the planned models the decide phase keeps per model revision) already
+ * found clean: each is scanned once, not on every request that carries it.
+ */
+const clean = new WeakSet<object>();
+
+/**
  * Structural check of a plan before it leaves the engine. Returns the problems found (empty when
  * valid). The key scan guards invariant 1 against a future field smuggling physical detail in.
  */
@@ -48,13 +54,23 @@ export function validatePlan(plan: DispatchPlan, now: number): string[] {
   if (plan.tiers.length === 0 || plan.tiers.some((t) => t.length === 0)) problems.push("plan has an empty tier");
   if (plan.retry.maxAttempts < 1) problems.push("plan allows no attempt");
   if (!(plan.deadlineAt > now)) problems.push("plan deadline is not in the future");
-  const scan = (value: unknown, path: string): void => {
-    if (value === null || typeof value !== "object") return;
-    for (const [k, v] of Object.entries(value)) {
-      if (FORBIDDEN_KEYS.has(k)) problems.push(`plan carries physical detail at ${path}.${k}`);
-      scan(v, `${path}.${k}`);
+  // The path is spelled only for a finding: building it for every key was most of the check's cost.
+  const path: string[] = ["plan"];
+  const scan = (value: unknown): boolean => {
+    if (value === null || typeof value !== "object" || clean.has(value)) return true;
+    let ok = true;
+    for (const k in value) {
+      path.push(k);
+      if (FORBIDDEN_KEYS.has(k)) {
+        problems.push(`plan carries physical detail at ${path.join(".")}`);
+        ok = false;
+      }
+      if (!scan((value as Record<string, unknown>)[k])) ok = false;
+      path.pop();
     }
+    if (ok && Object.isFrozen(value)) clean.add(value);
+    return ok;
   };
-  scan(plan, "plan");
+  scan(plan);
   return problems;
 }
