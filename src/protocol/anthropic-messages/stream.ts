@@ -1,49 +1,9 @@
-import { z } from "zod";
 import { errorTypes } from "../../errors/envelopes.ts";
 import type { ResponseStamp, SseEvent, StreamDecoder, StreamEncoder } from "../codec.ts";
 import type { NeutralEvent, NeutralRequest, StopReason, Usage } from "../neutral.ts";
 import { anthropicFromStop, messageId, stopFromAnthropic, thinkingBlock, usageToWire } from "./response.ts";
+import { anthropicStreamReaders, type AnthropicStreamReaders, type StreamUsage } from "./stream-events.ts";
 import { redactedData, redactedSignature } from "./thinking.ts";
-
-const count = z.number().int().min(0);
-const index = z.number().int().min(0);
-
-// Every figure is optional here: message_start carries the input side, message_delta the
-// cumulative output side (and, from newer servers, the input side again).
-const streamUsageSchema = z.looseObject({
-  input_tokens: count.nullable().optional(),
-  output_tokens: count.nullable().optional(),
-  cache_creation_input_tokens: count.nullable().optional(),
-  cache_read_input_tokens: count.nullable().optional(),
-  output_tokens_details: z.looseObject({ thinking_tokens: count.optional() }).nullable().optional(),
-});
-type StreamUsage = z.infer<typeof streamUsageSchema>;
-
-const eventSchemas = {
-  message_start: z.looseObject({ message: z.looseObject({ usage: streamUsageSchema.nullable().optional() }) }),
-  content_block_start: z.looseObject({ index, content_block: z.looseObject({ type: z.string() }) }),
-  content_block_delta: z.looseObject({ index, delta: z.looseObject({ type: z.string() }) }),
-  content_block_stop: z.looseObject({ index }),
-  message_delta: z.looseObject({
-    delta: z.looseObject({ stop_reason: z.string().nullable().optional(), stop_sequence: z.string().nullable().optional() }),
-    usage: streamUsageSchema.nullable().optional(),
-  }),
-  error: z.looseObject({ error: z.looseObject({ type: z.string().optional() }).nullable().optional() }),
-};
-
-const startBlocks = {
-  text: z.looseObject({ text: z.string().optional() }),
-  thinking: z.looseObject({ thinking: z.string().optional(), signature: z.string().nullable().optional() }),
-  redacted_thinking: z.looseObject({ data: z.string() }),
-  tool_use: z.looseObject({ id: z.string().min(1), name: z.string().min(1), input: z.unknown() }),
-};
-
-const deltas = {
-  text_delta: z.looseObject({ text: z.string() }),
-  input_json_delta: z.looseObject({ partial_json: z.string() }),
-  thinking_delta: z.looseObject({ thinking: z.string() }),
-  signature_delta: z.looseObject({ signature: z.string() }),
-};
 
 type Block = { kind: "text" | "thinking" | "other" } | { kind: "tool"; tool: number; sentArgs: boolean; startInput: unknown };
 
@@ -73,6 +33,11 @@ function combineUsage(start: StreamUsage | undefined, end: StreamUsage | undefin
  * skipped, as Anthropic asks clients to do.
  */
 export function createAnthropicStreamDecoder(): StreamDecoder {
+  return anthropicStreamDecoder(anthropicStreamReaders);
+}
+
+/** The decoder over given readers; tests hand it zod alone to prove the guards change nothing. */
+export function anthropicStreamDecoder(read: AnthropicStreamReaders): StreamDecoder {
   let started = false;
   let stopped = false;
   let done = false;
@@ -91,33 +56,33 @@ export function createAnthropicStreamDecoder(): StreamDecoder {
   const startBlock = (i: number, raw: { type: string }, out: NeutralEvent[]): boolean => {
     switch (raw.type) {
       case "text": {
-        const b = startBlocks.text.safeParse(raw);
-        if (!b.success) return false;
+        const b = read.blocks.text(raw);
+        if (!b) return false;
         blocks.set(i, { kind: "text" });
-        if (b.data.text) out.push({ type: "text", text: b.data.text });
+        if (b.text) out.push({ type: "text", text: b.text });
         return true;
       }
       case "thinking": {
-        const b = startBlocks.thinking.safeParse(raw);
-        if (!b.success) return false;
+        const b = read.blocks.thinking(raw);
+        if (!b) return false;
         blocks.set(i, { kind: "thinking" });
-        if (b.data.thinking) out.push({ type: "reasoning", text: b.data.thinking });
-        if (b.data.signature) out.push({ type: "reasoning_signature", signature: b.data.signature });
+        if (b.thinking) out.push({ type: "reasoning", text: b.thinking });
+        if (b.signature) out.push({ type: "reasoning_signature", signature: b.signature });
         return true;
       }
       case "redacted_thinking": {
-        const b = startBlocks.redacted_thinking.safeParse(raw);
-        if (!b.success) return false;
+        const b = read.blocks.redacted_thinking(raw);
+        if (!b) return false;
         blocks.set(i, { kind: "other" });
-        out.push({ type: "reasoning_signature", signature: redactedSignature(b.data.data) });
+        out.push({ type: "reasoning_signature", signature: redactedSignature(b.data) });
         return true;
       }
       case "tool_use": {
-        const b = startBlocks.tool_use.safeParse(raw);
-        if (!b.success) return false;
+        const b = read.blocks.tool_use(raw);
+        if (!b) return false;
         const tool = tools++;
-        blocks.set(i, { kind: "tool", tool, sentArgs: false, startInput: b.data.input });
-        out.push({ type: "tool_call_start", index: tool, id: b.data.id, name: b.data.name });
+        blocks.set(i, { kind: "tool", tool, sentArgs: false, startInput: b.input });
+        out.push({ type: "tool_call_start", index: tool, id: b.id, name: b.name });
         return true;
       }
       default:
@@ -130,30 +95,30 @@ export function createAnthropicStreamDecoder(): StreamDecoder {
   const delta = (block: Block, raw: { type: string }, out: NeutralEvent[]): boolean => {
     switch (raw.type) {
       case "text_delta": {
-        const d = deltas.text_delta.safeParse(raw);
-        if (!d.success) return false;
-        if (d.data.text !== "") out.push({ type: "text", text: d.data.text });
+        const d = read.deltas.text_delta(raw);
+        if (!d) return false;
+        if (d.text !== "") out.push({ type: "text", text: d.text });
         return true;
       }
       case "input_json_delta": {
-        const d = deltas.input_json_delta.safeParse(raw);
-        if (!d.success || block.kind !== "tool") return false;
-        if (d.data.partial_json !== "") {
+        const d = read.deltas.input_json_delta(raw);
+        if (!d || block.kind !== "tool") return false;
+        if (d.partial_json !== "") {
           block.sentArgs = true;
-          out.push({ type: "tool_call_args", index: block.tool, delta: d.data.partial_json });
+          out.push({ type: "tool_call_args", index: block.tool, delta: d.partial_json });
         }
         return true;
       }
       case "thinking_delta": {
-        const d = deltas.thinking_delta.safeParse(raw);
-        if (!d.success) return false;
-        if (d.data.thinking !== "") out.push({ type: "reasoning", text: d.data.thinking });
+        const d = read.deltas.thinking_delta(raw);
+        if (!d) return false;
+        if (d.thinking !== "") out.push({ type: "reasoning", text: d.thinking });
         return true;
       }
       case "signature_delta": {
-        const d = deltas.signature_delta.safeParse(raw);
-        if (!d.success) return false;
-        if (d.data.signature !== "") out.push({ type: "reasoning_signature", signature: d.data.signature });
+        const d = read.deltas.signature_delta(raw);
+        if (!d) return false;
+        if (d.signature !== "") out.push({ type: "reasoning_signature", signature: d.signature });
         return true;
       }
       default:
@@ -174,9 +139,9 @@ export function createAnthropicStreamDecoder(): StreamDecoder {
       const type = typeof json === "object" && json !== null ? (json as { type?: unknown }).type : undefined;
       if (typeof type !== "string") return fail(PROTOCOL_ERROR);
       if (type === "error") {
-        const e = eventSchemas.error.safeParse(json);
+        const e = read.events.error(json);
         // The provider's error text is not forwarded; its type decides the wording only.
-        const overloaded = e.success && e.data.error?.type === "overloaded_error";
+        const overloaded = e?.error?.type === "overloaded_error";
         return fail({
           type: "error",
           code: "upstream_error",
@@ -190,27 +155,27 @@ export function createAnthropicStreamDecoder(): StreamDecoder {
       }
       switch (type) {
         case "message_start": {
-          const e = eventSchemas.message_start.safeParse(json);
-          if (!e.success) return fail(PROTOCOL_ERROR);
-          startUsage = e.data.message.usage ?? undefined;
+          const e = read.events.message_start(json);
+          if (!e) return fail(PROTOCOL_ERROR);
+          startUsage = e.message.usage ?? undefined;
           break;
         }
         case "content_block_start": {
-          const e = eventSchemas.content_block_start.safeParse(json);
-          if (!e.success || blocks.has(e.data.index) || !startBlock(e.data.index, e.data.content_block, out)) return fail(PROTOCOL_ERROR);
+          const e = read.events.content_block_start(json);
+          if (!e || blocks.has(e.index) || !startBlock(e.index, e.content_block, out)) return fail(PROTOCOL_ERROR);
           break;
         }
         case "content_block_delta": {
-          const e = eventSchemas.content_block_delta.safeParse(json);
-          const block = e.success ? blocks.get(e.data.index) : undefined;
-          if (!e.success || !block) return fail(PROTOCOL_ERROR);
+          const e = read.events.content_block_delta(json);
+          const block = e ? blocks.get(e.index) : undefined;
+          if (!e || !block) return fail(PROTOCOL_ERROR);
           // Deltas of skipped blocks are skipped with them.
-          if (block.kind !== "other" && !delta(block, e.data.delta, out)) return fail(PROTOCOL_ERROR);
+          if (block.kind !== "other" && !delta(block, e.delta, out)) return fail(PROTOCOL_ERROR);
           break;
         }
         case "content_block_stop": {
-          const e = eventSchemas.content_block_stop.safeParse(json);
-          const block = e.success ? blocks.get(e.data.index) : undefined;
+          const e = read.events.content_block_stop(json);
+          const block = e ? blocks.get(e.index) : undefined;
           if (!block) return fail(PROTOCOL_ERROR);
           // A tool called without arguments streams no JSON at all; its arguments are the start
           // block's input (`{}`), so every client sees parseable arguments.
@@ -221,15 +186,15 @@ export function createAnthropicStreamDecoder(): StreamDecoder {
           break;
         }
         case "message_delta": {
-          const e = eventSchemas.message_delta.safeParse(json);
-          if (!e.success) return fail(PROTOCOL_ERROR);
-          if (!stopped && e.data.delta.stop_reason) {
+          const e = read.events.message_delta(json);
+          if (!e) return fail(PROTOCOL_ERROR);
+          if (!stopped && e.delta.stop_reason) {
             stopped = true;
-            const reason: StopReason = stopFromAnthropic(e.data.delta.stop_reason);
-            const seq = e.data.delta.stop_sequence ?? undefined;
+            const reason: StopReason = stopFromAnthropic(e.delta.stop_reason);
+            const seq = e.delta.stop_sequence ?? undefined;
             out.push(seq === undefined ? { type: "stop", reason } : { type: "stop", reason, stopSequence: seq });
           }
-          if (!usageSent) pendingUsage = combineUsage(startUsage, e.data.usage ?? undefined) ?? pendingUsage;
+          if (!usageSent) pendingUsage = combineUsage(startUsage, e.usage ?? undefined) ?? pendingUsage;
           if (stopped && pendingUsage && !usageSent) {
             usageSent = true;
             out.push({ type: "usage", usage: pendingUsage });

@@ -2,6 +2,7 @@ import { echo } from "../../errors/echo.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import { invalidRequestFromZod } from "../invalid-request.ts";
 import type { ContentPart, NeutralMessage, NeutralRequest, ResponseFormat, ToolChoice } from "../neutral.ts";
+import { fastChatRequest } from "./request-guard.ts";
 import { chatRequestSchema, type ChatMessageBody, type ChatRequestBody } from "./request-schema.ts";
 
 type Parts = string | readonly ({ type: "text"; text: string } | { type: "image_url"; image_url: { url: string; detail?: "auto" | "low" | "high" | undefined } } | { type: "refusal"; refusal: string })[] | null | undefined;
@@ -57,11 +58,18 @@ function responseFormat(f: ChatRequestBody["response_format"]): ResponseFormat |
 
 /** OpenAI Chat Completions body → neutral request. Throws GatewayError("invalid_request"). */
 export function decodeChatRequest(body: unknown): NeutralRequest {
+  // The common request skips zod (request-guard.ts); zod decides everything else and words the errors.
+  const fast = fastChatRequest(body);
+  if (fast !== undefined) return chatRequestToNeutral(fast);
   // reportInput: zod drops `input` from issues otherwise, and the error text needs it to tell a
   // missing parameter from a present one of the wrong type.
   const parsed = chatRequestSchema.safeParse(body, { reportInput: true });
   if (!parsed.success) throw invalidRequestFromZod(parsed.error);
-  const b = parsed.data;
+  return chatRequestToNeutral(parsed.data);
+}
+
+/** A validated body → neutral request (the part of decoding after validation); throws GatewayError("invalid_request"). */
+export function chatRequestToNeutral(b: ChatRequestBody): NeutralRequest {
   if (b.max_tokens != null && b.max_completion_tokens != null && b.max_tokens !== b.max_completion_tokens) {
     throw new GatewayError("invalid_request", "Set either 'max_tokens' or 'max_completion_tokens', not both.", {
       param: "max_tokens",

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { ResponseStamp } from "../codec.ts";
+import { isCount, isNullishString, isOptCount, isOptString, isRecord } from "../fast-guard.ts";
 import type { NeutralResponse, StopReason, Usage } from "../neutral.ts";
 
 /** OpenAI `finish_reason` ↔ neutral stop reason. "stop" covers both a natural end and a stop sequence. */
@@ -46,7 +47,18 @@ export const wireUsageSchema = z.looseObject({
   completion_tokens_details: z.looseObject({ reasoning_tokens: z.number().int().min(0).optional() }).nullable().optional(),
 });
 
-export function usageFromWire(u: z.infer<typeof wireUsageSchema>): Usage {
+export type ChatWireUsage = z.infer<typeof wireUsageSchema>;
+
+/** Exactly `wireUsageSchema` (see fast-guard.ts): usage arrives in every stream's last chunk. */
+export function isChatWireUsage(u: unknown): u is ChatWireUsage {
+  if (!isRecord(u) || !isCount(u.prompt_tokens) || !isCount(u.completion_tokens) || !isOptCount(u.total_tokens)) return false;
+  const p = u.prompt_tokens_details;
+  if (p !== undefined && p !== null && !(isRecord(p) && isOptCount(p.cached_tokens) && isOptCount(p.cache_write_tokens))) return false;
+  const c = u.completion_tokens_details;
+  return c === undefined || c === null || (isRecord(c) && isOptCount(c.reasoning_tokens));
+}
+
+export function usageFromWire(u: ChatWireUsage): Usage {
   return {
     inputTokens: u.prompt_tokens,
     outputTokens: u.completion_tokens,
@@ -75,7 +87,7 @@ export function usageToWire(u: Usage): Record<string, unknown> {
 
 // Providers add fields freely (system_fingerprint, service_tier, logprobs, ...): the response side
 // is loose, and only what Sluice carries is read.
-const responseSchema = z.looseObject({
+export const chatResponseSchema = z.looseObject({
   id: z.string().optional(),
   choices: z
     .array(
@@ -95,15 +107,55 @@ const responseSchema = z.looseObject({
   usage: wireUsageSchema.nullable().optional(),
 });
 
+export type ChatWireResponse = z.infer<typeof chatResponseSchema>;
+
+function isToolCall(c: unknown): boolean {
+  if (!isRecord(c) || typeof c.id !== "string") return false;
+  const f = c.function;
+  return isRecord(f) && typeof f.name === "string" && typeof f.arguments === "string";
+}
+
+function isChoice(c: unknown): boolean {
+  if (!isRecord(c) || !isNullishString(c.finish_reason)) return false;
+  const m = c.message;
+  if (!isRecord(m) || !isNullishString(m.content) || !isNullishString(m.refusal)) return false;
+  const calls = m.tool_calls;
+  if (calls === undefined || calls === null) return true;
+  if (!Array.isArray(calls)) return false;
+  for (let i = 0; i < calls.length; i++) if (!isToolCall(calls[i])) return false;
+  return true;
+}
+
+/**
+ * Exactly `chatResponseSchema`, checked by hand in front of zod because every buffered answer
+ * passes here (zod was a measured hot spot; the rule is in fast-guard.ts). Every choice is
+ * checked, as zod checks every one, though only the first is read.
+ */
+export function fastChatResponse(body: unknown): ChatWireResponse | undefined {
+  if (!isRecord(body) || !isOptString(body.id)) return undefined;
+  const choices = body.choices;
+  if (!Array.isArray(choices) || choices.length < 1) return undefined;
+  for (let i = 0; i < choices.length; i++) if (!isChoice(choices[i])) return undefined;
+  const usage = body.usage;
+  if (usage !== undefined && usage !== null && !isChatWireUsage(usage)) return undefined;
+  return body as ChatWireResponse;
+}
+
 /** Provider body → neutral response. Throws GatewayError("upstream_protocol_error"). */
 export function decodeChatResponse(body: unknown): NeutralResponse {
-  const parsed = responseSchema.safeParse(body);
+  const fast = fastChatResponse(body);
+  if (fast !== undefined) return chatResponseToNeutral(fast);
+  const parsed = chatResponseSchema.safeParse(body);
   if (!parsed.success) {
     throw new GatewayError("upstream_protocol_error", "The provider returned a response the gateway could not read.", {
       cause: parsed.error,
     });
   }
-  const r = parsed.data;
+  return chatResponseToNeutral(parsed.data);
+}
+
+/** A validated provider body → neutral response (the part of decoding after validation). */
+export function chatResponseToNeutral(r: ChatWireResponse): NeutralResponse {
   const choice = r.choices[0]!;
   return {
     providerId: r.id,

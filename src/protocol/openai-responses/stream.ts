@@ -1,9 +1,7 @@
-import { z } from "zod";
 import type { ResponseStamp, SseEvent, StreamDecoder, StreamEncoder } from "../codec.ts";
 import type { NeutralEvent, NeutralRequest, StopReason, Usage } from "../neutral.ts";
 import {
   functionCallItem,
-  incompleteDetailsSchema,
   itemId,
   messageItem,
   messageText,
@@ -15,32 +13,10 @@ import {
   responseObject,
   stopFromStatus,
   usageFromWire,
-  wireMessageSchema,
-  wireReasoningSchema,
-  wireUsageSchema,
 } from "./response.ts";
+import { responsesStreamReaders, type ResponsesCallItem, type ResponsesLifecycle, type ResponsesStreamReaders } from "./stream-events.ts";
 
 // ---- Backend side: provider events → neutral events -----------------------------------------
-
-const index = z.number().int().min(0);
-const typed = z.looseObject({ type: z.string().optional() });
-const deltaSchema = z.looseObject({
-  output_index: index,
-  item_id: z.string().optional(),
-  summary_index: index.optional(),
-  content_index: index.optional(),
-  delta: z.string(),
-});
-const itemEventSchema = z.looseObject({ output_index: index, item: z.looseObject({ type: z.string(), id: z.string().optional() }) });
-const callItemSchema = z.looseObject({ call_id: z.string().min(1), name: z.string().min(1), arguments: z.string().optional() });
-const lifecycleSchema = z.looseObject({
-  response: z.looseObject({
-    status: z.string().nullable().optional(),
-    output: z.array(z.looseObject({ type: z.string() })).nullable().optional(),
-    incomplete_details: incompleteDetailsSchema,
-    usage: wireUsageSchema.nullable().optional(),
-  }),
-});
 
 const PROTOCOL_ERROR: NeutralEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
 
@@ -50,6 +26,11 @@ const PROTOCOL_ERROR: NeutralEvent = { type: "error", code: "upstream_protocol_e
  * anything else at end of input is a cut, never a success.
  */
 export function createResponsesStreamDecoder(): StreamDecoder {
+  return responsesStreamDecoder(responsesStreamReaders);
+}
+
+/** The decoder over given readers; tests hand it zod alone to prove the guards change nothing. */
+export function responsesStreamDecoder(read: ResponsesStreamReaders): StreamDecoder {
   let started = false;
   let done = false;
   let failed = false;
@@ -67,7 +48,7 @@ export function createResponsesStreamDecoder(): StreamDecoder {
     return out;
   };
 
-  const startCall = (outputIndex: number, id: string | undefined, call: z.infer<typeof callItemSchema>, out: NeutralEvent[]) => {
+  const startCall = (outputIndex: number, id: string | undefined, call: ResponsesCallItem, out: NeutralEvent[]) => {
     const state = { index: calls.size, args: call.arguments ?? "" };
     calls.set(outputIndex, state);
     if (id) callsById.set(id, state);
@@ -96,14 +77,14 @@ export function createResponsesStreamDecoder(): StreamDecoder {
   const itemDone = (outputIndex: number, item: { type: string; id?: string | undefined }, out: NeutralEvent[]): boolean => {
     switch (item.type) {
       case "function_call": {
-        const c = callItemSchema.safeParse(item);
-        if (!c.success) return false;
+        const c = read.callItem(item);
+        if (!c) return false;
         const state = (item.id ? callsById.get(item.id) : undefined) ?? calls.get(outputIndex);
         if (!state) {
-          startCall(outputIndex, item.id, c.data, out);
+          startCall(outputIndex, item.id, c, out);
           return true;
         }
-        const full = c.data.arguments ?? "";
+        const full = c.arguments ?? "";
         if (full.length > state.args.length && full.startsWith(state.args)) {
           out.push({ type: "tool_call_args", index: state.index, delta: full.slice(state.args.length) });
           state.args = full;
@@ -111,17 +92,17 @@ export function createResponsesStreamDecoder(): StreamDecoder {
         return true;
       }
       case "message": {
-        const m = wireMessageSchema.safeParse(item);
-        if (!m.success) return false;
-        const full = messageText(m.data);
+        const m = read.message(item);
+        if (!m) return false;
+        const full = messageText(m);
         const sent = text.get(outputIndex) ?? "";
         if (full.length > sent.length && full.startsWith(sent)) textDelta(outputIndex, full.slice(sent.length), out);
         return true;
       }
       case "reasoning": {
-        const r = wireReasoningSchema.safeParse(item);
-        if (!r.success) return false;
-        if (!reasoningEmitted.has(outputIndex)) reasoningDelta(`${outputIndex}`, outputIndex, reasoningText(r.data), out);
+        const r = read.reasoning(item);
+        if (!r) return false;
+        if (!reasoningEmitted.has(outputIndex)) reasoningDelta(`${outputIndex}`, outputIndex, reasoningText(r), out);
         return true;
       }
       default:
@@ -129,7 +110,7 @@ export function createResponsesStreamDecoder(): StreamDecoder {
     }
   };
 
-  const finishWith = (response: z.infer<typeof lifecycleSchema>["response"], status: string, out: NeutralEvent[]): NeutralEvent[] => {
+  const finishWith = (response: ResponsesLifecycle["response"], status: string, out: NeutralEvent[]): NeutralEvent[] => {
     done = true;
     // A server that streamed no items at all still sent the answer in the final object.
     let hasCalls = calls.size > 0;
@@ -158,8 +139,8 @@ export function createResponsesStreamDecoder(): StreamDecoder {
       } catch {
         return fail([]);
       }
-      const head = typed.safeParse(json);
-      const type = head.success ? (head.data.type ?? sse.event) : undefined;
+      const head = read.typed(json);
+      const type = head ? (head.type ?? sse.event) : undefined;
       if (type === undefined) return fail([]);
       const out: NeutralEvent[] = [];
       if (!started) {
@@ -170,55 +151,55 @@ export function createResponsesStreamDecoder(): StreamDecoder {
         case "response.output_text.delta":
         case "response.refusal.delta": {
           // A refusal is what the model said instead of an answer: it is text, as in the buffered decoding.
-          const d = deltaSchema.safeParse(json);
-          if (!d.success) return fail(out);
+          const d = read.delta(json);
+          if (!d) return fail(out);
           itemsSeen = true;
-          textDelta(d.data.output_index, d.data.delta, out);
+          textDelta(d.output_index, d.delta, out);
           return out;
         }
         case "response.reasoning_summary_text.delta":
         case "response.reasoning_text.delta": {
-          const d = deltaSchema.safeParse(json);
-          if (!d.success) return fail(out);
+          const d = read.delta(json);
+          if (!d) return fail(out);
           itemsSeen = true;
-          const part = `${d.data.output_index}:${type}:${d.data.summary_index ?? d.data.content_index ?? 0}`;
-          reasoningDelta(part, d.data.output_index, d.data.delta, out);
+          const part = `${d.output_index}:${type}:${d.summary_index ?? d.content_index ?? 0}`;
+          reasoningDelta(part, d.output_index, d.delta, out);
           return out;
         }
         case "response.function_call_arguments.delta": {
-          const d = deltaSchema.safeParse(json);
-          if (!d.success) return fail(out);
-          const state = (d.data.item_id ? callsById.get(d.data.item_id) : undefined) ?? calls.get(d.data.output_index);
+          const d = read.delta(json);
+          if (!d) return fail(out);
+          const state = (d.item_id ? callsById.get(d.item_id) : undefined) ?? calls.get(d.output_index);
           if (!state) return fail(out);
-          if (d.data.delta !== "") {
-            state.args += d.data.delta;
-            out.push({ type: "tool_call_args", index: state.index, delta: d.data.delta });
+          if (d.delta !== "") {
+            state.args += d.delta;
+            out.push({ type: "tool_call_args", index: state.index, delta: d.delta });
           }
           return out;
         }
         case "response.output_item.added": {
-          const e = itemEventSchema.safeParse(json);
-          if (!e.success) return fail(out);
+          const e = read.itemEvent(json);
+          if (!e) return fail(out);
           itemsSeen = true;
-          if (e.data.item.type === "function_call") {
-            const c = callItemSchema.safeParse(e.data.item);
-            if (!c.success) return fail(out);
-            startCall(e.data.output_index, e.data.item.id, c.data, out);
+          if (e.item.type === "function_call") {
+            const c = read.callItem(e.item);
+            if (!c) return fail(out);
+            startCall(e.output_index, e.item.id, c, out);
           }
           return out;
         }
         case "response.output_item.done": {
-          const e = itemEventSchema.safeParse(json);
-          if (!e.success) return fail(out);
+          const e = read.itemEvent(json);
+          if (!e) return fail(out);
           itemsSeen = true;
-          return itemDone(e.data.output_index, e.data.item, out) ? out : fail(out);
+          return itemDone(e.output_index, e.item, out) ? out : fail(out);
         }
         case "response.completed":
         case "response.incomplete": {
-          const l = lifecycleSchema.safeParse(json);
-          if (!l.success) return fail(out);
-          const status = type === "response.incomplete" ? "incomplete" : (l.data.response.status ?? "completed");
-          return finishWith(l.data.response, status, out);
+          const l = read.lifecycle(json);
+          if (!l) return fail(out);
+          const status = type === "response.incomplete" ? "incomplete" : (l.response.status ?? "completed");
+          return finishWith(l.response, status, out);
         }
         case "response.failed":
         case "error":
