@@ -25,6 +25,9 @@ export interface StreamPipelineOptions {
   readonly wait?: ((ms: number) => { readonly done: Promise<void>; cancel(): void }) | undefined;
 }
 
+/** Stateless, so one per isolate. */
+const textEncoder = new TextEncoder();
+
 function realWait(ms: number): { done: Promise<void>; cancel(): void } {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const done = new Promise<void>((resolve) => {
@@ -68,7 +71,6 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
   let lastContentAt: number | undefined;
   const a = attempt.record;
   const textDecoder = new TextDecoder();
-  const textEncoder = new TextEncoder();
   const reader = upstream.getReader();
   // The provider's body goes when the request ends, whoever ends it.
   request.own("upstream_body", () => void reader.cancel().catch(() => {}));
