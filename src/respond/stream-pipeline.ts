@@ -27,6 +27,7 @@ export interface StreamPipelineOptions {
 
 /** Stateless, so one per isolate. */
 const textEncoder = new TextEncoder();
+const STREAMING = { stream: true } as const;
 
 function realWait(ms: number): { done: Promise<void>; cancel(): void } {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -122,7 +123,8 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
 
   const parser = createParser({
     onEvent: (msg) => {
-      if (!failed) handle(decoder.decode({ event: msg.event, data: msg.data }));
+      // The parser's message is an SSE event already (event, data): no copy per event.
+      if (!failed) handle(decoder.decode(msg));
     },
     onComment: () => {
       if (!failed) handle([{ type: "heartbeat" }]);
@@ -257,7 +259,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
         close(controller);
         return;
       }
-      parser.feed(textDecoder.decode(result.value, { stream: true }));
+      parser.feed(textDecoder.decode(result.value, STREAMING));
       const bytes = take();
       if (failed) {
         // A protocol error (or the provider's own error event) ends the stream now; the
