@@ -254,6 +254,30 @@ describe("BudgetLedger Durable Object: leases and settlement batches on SQLite",
     expect(await stub.attempt("lease-1")).toMatchObject({ state: "released", lease: { closedAt: expect.any(Number) } });
   });
 
+  it("writes a large batch (more rows than one statement may bind) and indexes every attempt under every scope", async () => {
+    const org = "org:big-batch";
+    const stub = env.BUDGET_LEDGER.getByName(org);
+    const scopes = path(org, { [org]: usd(100_000_000) });
+    const got = await stub.acquire("first", args(scopes, 1_000, 10), { leaseId: "lease-b", slices: 256, admitMs: 30_000 });
+    expect(got).toMatchObject({ lease: { ok: true } });
+    const now = Date.now();
+    const items = Array.from({ length: 75 }, (_, i) => ({
+      op: "settle" as const,
+      attemptId: `big-${i}`,
+      actual: { micros: 10, tokens: 1 },
+      lease: { leaseId: "lease-b", amount: { micros: 1_000, tokens: 10 }, admittedAt: now, meta: { model: "m@1", priceVersion: "p1" } },
+    }));
+    // The same attempt twice in one batch: booked once.
+    const results = await stub.settleBatch([...items, items[3]!, { op: "close", leaseId: "lease-b", unusedRequests: 0 }]);
+    expect(results.filter((r) => r.ok && "state" in r && r.state === "settled")).toHaveLength(76);
+    expect((await stub.balance(org)).money).toMatchObject({ spent: 750, held: 0 });
+    for (const scope of scopes.map((s) => s.name)) {
+      const report = await stub.usageReport(scope, now - DAY, now + DAY);
+      expect(report).toEqual({ ok: true, rows: [expect.objectContaining({ model: "m@1", attempts: 75, settledMicros: 750 })] });
+    }
+    expect(await stub.attempt("big-74")).toMatchObject({ state: "settled", fromLease: "lease-b" });
+  });
+
   it("near a limit reserves the attempt itself in the same call", async () => {
     const org = "org:near";
     const stub = env.BUDGET_LEDGER.getByName(org);
