@@ -44,28 +44,6 @@ const bodies = <T>(rows: { body: string }[]): T[] => rows.map((r) => JSON.parse(
  * It lives in `src/ledger` rather than beside the BudgetLedger object, which stays a thin shell: it
  * needs nothing of the runtime but {@link LedgerSqlStorage}.
  */
-/** An attempt's row: id, state, lease expiry, creation time, the record as JSON. */
-type AttemptRow = [string, string, number, number, string];
-
-/** Most bound parameters one Durable Object SQL statement may carry. */
-const MAX_BINDINGS = 100;
-
-/** `prefix` followed by `rows` groups of `width` placeholders; the texts are kept, so SQLite's statement cache sees one per size. */
-const MULTI_ROW = new Map<string, string>();
-function multiRow(prefix: string, width: number, rows: number, suffix = ""): string {
-  const key = `${rows}\u0000${prefix}`;
-  let q = MULTI_ROW.get(key);
-  if (q === undefined) {
-    const group = `(${Array.from({ length: width }, () => "?").join(", ")})`;
-    MULTI_ROW.set(key, (q = `${prefix} ${Array.from({ length: rows }, () => group).join(", ")}${suffix}`));
-  }
-  return q;
-}
-
-const ATTEMPT_INSERT = "INSERT INTO ledger_attempts (attempt_id, state, lease_expires_at, created_at, body) VALUES";
-const ATTEMPT_UPSERT = " ON CONFLICT(attempt_id) DO UPDATE SET state = excluded.state, lease_expires_at = excluded.lease_expires_at, body = excluded.body";
-const SCOPE_INSERT = "INSERT OR IGNORE INTO ledger_attempt_scopes (scope, created_at, attempt_id) VALUES";
-
 export class SqliteLedgerStore implements LedgerStore {
   readonly #storage: LedgerSqlStorage;
   readonly #sql: LedgerSql;
@@ -77,14 +55,6 @@ export class SqliteLedgerStore implements LedgerStore {
    * moves the same few counters once per attempt in it.
    */
   readonly #dirtyCounters = new Map<string, LedgerCounter>();
-  /**
-   * Attempts written in the current transaction (the last version of each), and those whose
-   * scopes to index: written as multi-row statements at its end, or before any query that reads
-   * attempts. A settlement batch writes a row per attempt, and one `exec` per row was the
-   * ledger's largest cost in the profile.
-   */
-  readonly #dirtyAttempts = new Map<string, AttemptRow>();
-  readonly #unindexed = new Map<string, { readonly scopes: ReadonlySet<string>; readonly createdAt: number }>();
 
   constructor(storage: LedgerSqlStorage) {
     this.#storage = storage;
@@ -104,14 +74,11 @@ export class SqliteLedgerStore implements LedgerStore {
       return this.#storage.transactionSync(() => {
         const result = fn();
         this.#writeCounters();
-        this.#writeAttempts();
         return result;
       });
     } catch (err) {
       // The transaction rolled back: rows remembered during it may never have been committed.
       this.#dirtyCounters.clear();
-      this.#dirtyAttempts.clear();
-      this.#unindexed.clear();
       this.#rows.clear();
       throw err;
     }
@@ -200,62 +167,39 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   getAttempt(attemptId: string): AttemptRecord | undefined {
-    // A copy, as a read from the table would be: the caller may change what it gets.
-    const dirty = this.#dirtyAttempts.get(attemptId);
-    if (dirty !== undefined) return JSON.parse(dirty[4]) as AttemptRecord;
     return bodies<AttemptRecord>(this.#q<{ body: string }>("SELECT body FROM ledger_attempts WHERE attempt_id = ?", attemptId).toArray())[0];
   }
 
   putAttempt(rec: AttemptRecord): void {
-    // Its row as of now: a later change to `rec` that is not written again must not reach the table.
-    this.#dirtyAttempts.set(rec.attemptId, [rec.attemptId, rec.state, rec.leaseExpiresAt, rec.createdAt, JSON.stringify(rec)]);
+    this.#sql.exec(
+      `INSERT INTO ledger_attempts (attempt_id, state, lease_expires_at, created_at, body) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT(attempt_id) DO UPDATE SET state = excluded.state, lease_expires_at = excluded.lease_expires_at, body = excluded.body`,
+      ...[rec.attemptId, rec.state, rec.leaseExpiresAt, rec.createdAt, JSON.stringify(rec)],
+    );
     // An admitted attempt is written `held` first, one from a lease when it is reported: index its
     // scopes then (their rows never change; a repeat is ignored).
-    if (rec.state === "held" || rec.fromLease !== undefined) this.#unindexed.set(rec.attemptId, { scopes: new Set(rec.scopes), createdAt: rec.createdAt });
-  }
-
-  /** Writes the attempts the transaction changed, and their scope index rows, a few statements in all. */
-  #writeAttempts(): void {
-    if (this.#dirtyAttempts.size > 0) {
-      const perStatement = Math.floor(MAX_BINDINGS / 5);
-      const rows = [...this.#dirtyAttempts.values()];
-      this.#dirtyAttempts.clear();
-      for (let i = 0; i < rows.length; i += perStatement) {
-        const chunk = rows.slice(i, i + perStatement);
-        this.#sql.exec(multiRow(ATTEMPT_INSERT, 5, chunk.length, ATTEMPT_UPSERT), ...chunk.flat());
-      }
-    }
-    if (this.#unindexed.size > 0) {
-      const rows: (string | number)[][] = [];
-      for (const [attemptId, r] of this.#unindexed) for (const scope of r.scopes) rows.push([scope, r.createdAt, attemptId]);
-      this.#unindexed.clear();
-      const perStatement = Math.floor(MAX_BINDINGS / 3);
-      for (let i = 0; i < rows.length; i += perStatement) {
-        const chunk = rows.slice(i, i + perStatement);
-        this.#sql.exec(multiRow(SCOPE_INSERT, 3, chunk.length), ...chunk.flat());
+    if (rec.state === "held" || rec.fromLease !== undefined) {
+      for (const scope of new Set(rec.scopes)) {
+        this.#sql.exec("INSERT OR IGNORE INTO ledger_attempt_scopes (scope, created_at, attempt_id) VALUES (?, ?, ?)", scope, rec.createdAt, rec.attemptId);
       }
     }
   }
 
   expiredLeases(now: number, limit: number): AttemptRecord[] {
-    this.#writeAttempts();
     return bodies(this.#q<{ body: string }>("SELECT body FROM ledger_attempts WHERE state = 'held' AND lease_expires_at <= ? ORDER BY lease_expires_at LIMIT ?", now, limit).toArray());
   }
 
   earliestLease(): number | undefined {
-    this.#writeAttempts();
     const r = this.#q<{ e: number | null }>("SELECT MIN(lease_expires_at) AS e FROM ledger_attempts WHERE state = 'held'").toArray()[0];
     return r?.e ?? undefined;
   }
 
   attemptsInState(state: AttemptState, limit: number, afterAttemptId?: string): AttemptRecord[] {
-    this.#writeAttempts();
     const q = "SELECT body FROM ledger_attempts WHERE state = ? AND attempt_id > ? ORDER BY attempt_id LIMIT ?";
     return bodies(this.#q<{ body: string }>(q, state, afterAttemptId ?? "", limit).toArray());
   }
 
   attemptsCharging(scope: string, fromMs: number, toMs: number, limit: number): AttemptRecord[] {
-    this.#writeAttempts();
     const q = `SELECT a.body AS body FROM ledger_attempt_scopes s JOIN ledger_attempts a ON a.attempt_id = s.attempt_id
       WHERE s.scope = ? AND s.created_at >= ? AND s.created_at < ? ORDER BY s.created_at, s.attempt_id LIMIT ?`;
     return bodies(this.#q<{ body: string }>(q, scope, fromMs, toMs, limit).toArray());
@@ -292,7 +236,6 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   finishedBefore(before: number, limit: number): AttemptRecord[] {
-    this.#writeAttempts();
     // By creation time alone (named: the planner would rather sort every settled row): an index
     // with the state in it would be rewritten by every settlement on the request path; held and
     // pending rows are skipped here instead (few, and each only until it is finished).
@@ -301,7 +244,6 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   deleteAttempt(rec: AttemptRecord): void {
-    this.#writeAttempts();
     this.#sql.exec("DELETE FROM ledger_attempts WHERE attempt_id = ?", rec.attemptId);
     for (const scope of new Set(rec.scopes)) this.#sql.exec("DELETE FROM ledger_attempt_scopes WHERE scope = ? AND created_at = ? AND attempt_id = ?", scope, rec.createdAt, rec.attemptId);
   }
@@ -337,7 +279,6 @@ export class SqliteLedgerStore implements LedgerStore {
 
   oldestRemovable(): number | undefined {
     this.#writeCounters();
-    this.#writeAttempts();
     const first = (q: string) => this.#q<{ t: number | null }>(q).toArray()[0]?.t ?? undefined;
     const times = [
       first("SELECT created_at AS t FROM ledger_attempts INDEXED BY ledger_attempts_created WHERE state IN ('settled', 'released') ORDER BY created_at LIMIT 1"),
