@@ -29,10 +29,11 @@ interface Ticket extends DrainTicket {
  * requests in flight get a time budget to finish, then the rest are marked cancelled.
  *
  * The drain cannot abort another request's work itself: workerd forbids touching one request's
- * I/O (its fetch's abort signal included) from another request's handler, and a promise resolved
- * from the drain's request runs its callbacks there too. So the mark is read by each request where
- * it already wakes (a stream chunk, a stream timer, an attempt boundary, provider headers) and the
- * request aborts itself; no request runs a timer of its own for it.
+ * I/O (its fetch's abort signal included) from another request's handler. (A promise the drain
+ * resolved would wake a waiting request in that request's own context, but a request waits on it
+ * only where it awaits it.) So the mark is read by each request where it already wakes (a stream
+ * chunk, a stream timer, an attempt boundary, provider headers) and the request aborts itself; no
+ * request runs a timer of its own for it.
  */
 export class DrainController {
   readonly #clock: Clock;
