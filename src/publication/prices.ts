@@ -34,6 +34,19 @@ const MTOK = 1_000_000n;
 const ceilDiv = (n: bigint, d: bigint) => (n + d - 1n) / d;
 
 function micros(parts: readonly (readonly [tokens: number, perMTok: number])[]): number {
+  // Exact in plain numbers while every product and the sum stay safe integers (every real
+  // request); BigInt only past that. BigInt on every attempt showed in the budgeted profile.
+  let fast = 0;
+  let exact = true;
+  for (const [tokens, perMTok] of parts) {
+    const product = tokens * perMTok;
+    fast += product;
+    if (!Number.isSafeInteger(product) || !Number.isSafeInteger(fast)) exact = false;
+  }
+  if (exact) {
+    const rest = fast % 1_000_000;
+    return (fast - rest) / 1_000_000 + (rest > 0 ? 1 : 0);
+  }
   let sum = 0n;
   for (const [tokens, perMTok] of parts) sum += BigInt(tokens) * BigInt(perMTok);
   const m = ceilDiv(sum, MTOK);
