@@ -27,9 +27,9 @@ import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { runLoad, simJson, table } from "./load-runner.ts";
 import { concurrentStreams } from "./memory.ts";
 import { clockTicksPerSecond, resolveWorkerPid } from "./proc.ts";
-import { benchGatewayConfig, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL } from "./sluice-config.ts";
+import { benchGatewayConfig, keyFlag, OPEN_KEY, PUBLIC_MODEL, workloadFlag } from "./sluice-config.ts";
 import { median } from "./stats.ts";
-import { requestBody, type Workload } from "./workload.ts";
+import { requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:compare -- [options]
   --base REV                 the revision to compare against (default HEAD)
@@ -89,11 +89,8 @@ async function main(): Promise<number> {
     USAGE,
   );
   const base = values.base ?? "HEAD";
-  const wl = values.workload ?? "buffered";
-  if (wl !== "buffered" && wl !== "streaming") throw new BenchError(`--workload must be buffered or streaming\n${USAGE}`);
-  const key = values.key ?? "open";
-  if (key !== "open" && key !== "budgeted") throw new BenchError(`--key must be open or budgeted\n${USAGE}`);
-  const workload: Workload = wl === "streaming" ? { name: "streaming", stream: true, tokens: 32 } : { name: "buffered", stream: false, tokens: 16 };
+  const workload = workloadFlag(values.workload, USAGE);
+  const key = keyFlag(values.key, USAGE);
   const runs = numberFlag("runs", values.runs, 5, 1, 100, true);
   const durationMs = numberFlag("duration", values.duration, 3, 0.5, 600, false) * 1000;
   const warmupMs = numberFlag("warmup", values.warmup, 1, 0, 60, false) * 1000;
@@ -119,7 +116,7 @@ async function main(): Promise<number> {
   const ticks = clockTicksPerSecond();
   const spec = (gw: (typeof sides)[number]["gw"]) => ({
     url: `${gw.publicUrl}/v1/chat/completions`,
-    headers: { authorization: `Bearer ${key === "open" ? OPEN_KEY : DEMO_KEY}` },
+    headers: { authorization: `Bearer ${key.key}` },
     body: requestBody(workload, PUBLIC_MODEL),
     workload,
     concurrency,
@@ -129,7 +126,7 @@ async function main(): Promise<number> {
     cpuPids: { server: resolveWorkerPid(gw.process.pid ?? 0, "workerd") },
     clockTicksPerSecond: ticks,
   });
-  console.log(`${runs} alternating runs per side, ${wl}, ${key} key, ${concurrency} in flight, ${warmupMs / 1000} s warm-up + ${durationMs / 1000} s each\n`);
+  console.log(`${runs} alternating runs per side, ${workload.name}, ${key.name} key, ${concurrency} in flight, ${warmupMs / 1000} s warm-up + ${durationMs / 1000} s each\n`);
   const cpu: number[][] = [[], []];
   const rps: number[][] = [[], []];
   let errors = 0;

@@ -20,8 +20,8 @@ import { starting } from "./children.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { runLoad, table } from "./load-runner.ts";
 import { clockTicksPerSecond } from "./proc.ts";
-import { benchGatewayConfig, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL } from "./sluice-config.ts";
-import { requestBody, type Workload } from "./workload.ts";
+import { benchGatewayConfig, keyFlag, PUBLIC_MODEL, workloadFlag } from "./sluice-config.ts";
+import { requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
@@ -192,16 +192,13 @@ async function main(): Promise<number> {
     },
     USAGE,
   );
-  const key = values.key ?? "open";
-  if (key !== "open" && key !== "budgeted") throw new BenchError(`--key must be open or budgeted\n${USAGE}`);
-  const wl = values.workload ?? "buffered";
-  if (wl !== "buffered" && wl !== "streaming") throw new BenchError(`--workload must be buffered or streaming\n${USAGE}`);
-  const workload: Workload = wl === "streaming" ? { name: "streaming", stream: true, tokens: 32 } : { name: "buffered", stream: false, tokens: 16 };
+  const workload = workloadFlag(values.workload, USAGE);
+  const key = keyFlag(values.key, USAGE);
   const concurrency = numberFlag("concurrency", values.concurrency, 16, 1, 1024, true);
   const durationMs = numberFlag("duration", values.duration, 10, 1, 600, false) * 1000;
   const intervalUs = numberFlag("interval-us", values["interval-us"], 250, 50, 10_000, true);
   const top = numberFlag("top", values.top, 40, 1, 500, true);
-  const out = values.out ?? join(tmpdir(), "sluice-bench", `profile-${key}-${wl}-${new Date().toISOString().replace(/[:.]/g, "-")}.cpuprofile`);
+  const out = values.out ?? join(tmpdir(), "sluice-bench", `profile-${key.name}-${workload.name}-${new Date().toISOString().replace(/[:.]/g, "-")}.cpuprofile`);
 
   console.log("starting the simulator and Sluice with the inspector open …");
   const sim = await starting(() => startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--history", "0"] }).then((c) => ({ ...c, name: "simulator" })));
@@ -215,7 +212,7 @@ async function main(): Promise<number> {
   const fileOf = moduleMap(readFileSync(join(buildBundle(), "index.js"), "utf8"));
   const spec = {
     url: `${sluice.publicUrl}/v1/chat/completions`,
-    headers: { authorization: `Bearer ${key === "open" ? OPEN_KEY : DEMO_KEY}` },
+    headers: { authorization: `Bearer ${key.key}` },
     body: requestBody(workload, PUBLIC_MODEL),
     workload,
     concurrency,
@@ -223,7 +220,7 @@ async function main(): Promise<number> {
     cpuPids: {},
     clockTicksPerSecond: clockTicksPerSecond(),
   };
-  console.log(`warming up (2 s, ${key} key, ${wl}, ${concurrency} in flight) …`);
+  console.log(`warming up (2 s, ${key.name} key, ${workload.name}, ${concurrency} in flight) …`);
   await runLoad({ ...spec, warmupMs: 0, durationMs: 2000 });
 
   const inspector = await cdp(await inspectorTarget(inspectorPort));

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { ROOT } from "../local-stack/build.ts";
 import { BenchError } from "./entry.ts";
+import type { Workload } from "./workload.ts";
 
 /** The shipped demo key: charged to the demo tenant's strict budgets. */
 export const DEMO_KEY = "sk-sluice-demo";
@@ -33,4 +34,18 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean): { backen
   const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as { tenants: unknown[] };
   pub.tenants.push({ id: "bench-open", apiKeys: [{ id: "bench-open", sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
   return { backends: backendsForSim, publication: stringifyYaml(pub), ...(gateway ? { gateway } : {}) };
+}
+
+/** `--key open|budgeted` (default open): the bearer key it names. */
+export function keyFlag(value: string | undefined, usage: string): { readonly name: "open" | "budgeted"; readonly key: string } {
+  const name = value ?? "open";
+  if (name !== "open" && name !== "budgeted") throw new BenchError(`--key must be open or budgeted\n${usage}`);
+  return { name, key: name === "open" ? OPEN_KEY : DEMO_KEY };
+}
+
+/** `--workload buffered|streaming` (default buffered), sized as `npm run bench` sizes them by default. */
+export function workloadFlag(value: string | undefined, usage: string): Workload {
+  const name = value ?? "buffered";
+  if (name !== "buffered" && name !== "streaming") throw new BenchError(`--workload must be buffered or streaming\n${usage}`);
+  return name === "streaming" ? { name: "streaming", stream: true, tokens: 32 } : { name: "buffered", stream: false, tokens: 16 };
 }

@@ -56,7 +56,8 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise((r) => setTimeout(r, 0));
 }
 
-function run() {
+/** A stream under the timeouts; the client reads it to its end unless `consume` is false. */
+function run(consume = true) {
   const timers = fakeTimers();
   const record: AttemptRecord = { id: "att", requestId: "req", snapshotRevision: 1, logicalModel: "m", modelRevision: 1, pool: "p", backendId: "b", backendName: "b", upstreamModel: "u", startedAt: 0, outcome: "in_progress" };
   const { attempt, finished } = startedAttempt(timers.clock, record);
@@ -69,8 +70,8 @@ function run() {
     timeouts: { firstTokenMs: 500, idleMs: 200 },
     wait: timers.wait,
   });
-  const text = new Response(client).text();
-  return { text, finished, timers, up };
+  const text = consume ? new Response(client).text() : Promise.resolve("");
+  return { client, text, finished, timers, up };
 }
 
 describe("stream timeouts", () => {
@@ -129,18 +130,7 @@ describe("stream timeouts", () => {
   });
 
   it("does not time out while the client is not reading", async () => {
-    const timers = fakeTimers();
-    const record: AttemptRecord = { id: "att", requestId: "req", snapshotRevision: 1, logicalModel: "m", modelRevision: 1, pool: "p", backendId: "b", backendName: "b", upstreamModel: "u", startedAt: 0, outcome: "in_progress" };
-    const { attempt, finished } = startedAttempt(timers.clock, record);
-    const up = controlledUpstream();
-    const client = createClientStream(up.stream, {
-      decoder: openAiChatCodec.createStreamDecoder(),
-      encoder: openAiChatCodec.createStreamEncoder({ id: "x", created: 1, model: "m" }, { model: "m", messages: [], stream: true, streamUsage: false }),
-      attempt,
-      clock: timers.clock,
-      timeouts: { firstTokenMs: 500, idleMs: 200 },
-      wait: timers.wait,
-    });
+    const { client, finished, timers, up } = run(false);
     const reader = client.getReader();
     up.send(chunk({ role: "assistant", content: "a" }));
     expect(new TextDecoder().decode((await reader.read()).value)).toContain('"content":"a"');
