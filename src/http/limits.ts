@@ -1,5 +1,5 @@
 import { GatewayError } from "../errors/gateway-error.ts";
-import { decodeUtf8Strict, discardBounded, readableNatively, readBounded, type BoundedRead } from "../io/bounded-read.ts";
+import { decodeUtf8Strict, discardBounded, readableNatively, readAnnounced, readBounded, type BoundedRead } from "../io/bounded-read.ts";
 
 export interface RequestLimits {
   readonly maxBodyBytes: number;
@@ -31,11 +31,6 @@ export function discardAllowance(limits: Pick<RequestLimits, "maxBodyBytes">): n
   return limits.maxBodyBytes * 16;
 }
 
-/** A body read natively: its framing held it to its announced size; anything more is a runtime that did not. */
-function nativeRead(bytes: Uint8Array, maxBytes: number): BoundedRead {
-  return bytes.byteLength > maxBytes ? { bytes: bytes.subarray(0, maxBytes), overflowed: true } : { bytes, overflowed: false };
-}
-
 /**
  * Reads the body up to the byte limit, stopping as soon as it is exceeded (a lying or missing
  * content-length cannot make the gateway buffer more than the limit). Linear in the body size
@@ -55,7 +50,7 @@ export async function readBodyText(request: Request, limits: RequestLimits): Pro
   try {
     // An ordinary request, bounded by its own framing: one native read of the request itself.
     read = readableNatively(expectedBytes, limits.maxBodyBytes)
-      ? nativeRead(new Uint8Array(await request.arrayBuffer()), limits.maxBodyBytes)
+      ? await readAnnounced(request, limits.maxBodyBytes)
       : await readBounded(request.body, { maxBytes: limits.maxBodyBytes, discardAfterOverflow: discardAllowance(limits), expectedBytes });
   } catch (err) {
     throw new GatewayError("client_closed", "The client closed the request while sending its body.", { cause: err });

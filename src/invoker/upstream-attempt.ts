@@ -123,15 +123,14 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
     // Nothing was sent: known-zero for the books; the retry policy stops at the deadline anyway.
     return failed(attempt, new GatewayError("deadline_exceeded", "The request deadline passed."), { class: "known_zero", reason: "not_attempted" }, "timeout");
   }
-  // Aborted only while waiting for headers; once they arrive the timer is cleared, so a long
-  // healthy stream is never cut by it. The request's own signal carries its deadline, a client
-  // disconnect and a drain.
-  // The limit shares the request's one timer; without one (the deadline comes first) the
-  // request's own signal is all the fetch needs.
+  // The wait for headers has its own limit, on the request's one timer (an alarm); once they
+  // arrive it is cleared, so a long healthy stream is never cut by it. The request's own signal
+  // carries its deadline, a client disconnect and a drain, and is all the fetch needs when the
+  // deadline comes before the limit.
   const firstByte = new AbortController();
   const firstByteMs = deps.firstByteTimeoutMs;
-  const firstByteTimer = firstByteMs !== undefined && firstByteMs < request.deadlineAt - clock.now() ? request.alarm(clock.now() + firstByteMs, () => firstByte.abort()) : undefined;
-  const signal = firstByteTimer === undefined ? request.signal : AbortSignal.any([request.signal, firstByte.signal]);
+  const clearFirstByte = firstByteMs !== undefined && firstByteMs < request.deadlineAt - clock.now() ? request.alarm(clock.now() + firstByteMs, () => firstByte.abort()) : undefined;
+  const signal = clearFirstByte === undefined ? request.signal : AbortSignal.any([request.signal, firstByte.signal]);
   /** Which signal fired decides the class; error text is never read. */
   const aborted = (err: unknown): AttemptFailure => {
     const reason = request.abortReason;
@@ -158,11 +157,11 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
       opened = false;
     }
     if (signal.aborted) {
-      firstByteTimer?.();
+      clearFirstByte?.();
       return aborted(signal.reason);
     }
     if (!opened) {
-      firstByteTimer?.();
+      clearFirstByte?.();
       // The request was never sent: the connection did not open. Safe to try elsewhere.
       return failed(attempt, new GatewayError("upstream_unreachable", "The model provider could not be reached."), { class: "known_zero", reason: "connect_failed" }, "connect_failed");
     }
@@ -174,7 +173,7 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
   } catch (err) {
     return aborted(err);
   } finally {
-    firstByteTimer?.();
+    clearFirstByte?.();
   }
   a.headersAt = clock.now();
   a.status = res.status;

@@ -194,6 +194,15 @@ export function readableNatively(announced: number | undefined, maxBytes: number
 }
 
 /**
+ * Reads a body that {@link readableNatively} allows in one native call. The framing held it to
+ * its announced size; more than `maxBytes` would be a runtime that did not, and is cut.
+ */
+export async function readAnnounced(body: { arrayBuffer(): Promise<ArrayBuffer> }, maxBytes: number): Promise<BoundedRead> {
+  const bytes = new Uint8Array(await body.arrayBuffer());
+  return bytes.byteLength > maxBytes ? { bytes: bytes.subarray(0, maxBytes), overflowed: true } : { bytes, overflowed: false };
+}
+
+/**
  * Reads a stream up to `maxBytes`, stopping as soon as it holds more: a lying or missing length
  * cannot make the caller buffer past its limit. Bytes are counted, never UTF-16 units. A stream
  * error rejects with that error; the caller knows whose stream it was.
@@ -203,11 +212,7 @@ export async function readBounded(stream: ReadableStream<Uint8Array>, options: B
   const limit = maxBytes + 1;
   const announced = options.expectedBytes;
   const initial = Math.min(MAX_INITIAL_BYTES, announced !== undefined && Number.isFinite(announced) && announced >= 0 ? announced + 1 : STEP_BYTES);
-  if (readableNatively(announced, maxBytes)) {
-    const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
-    // The framing held it to the announced size; anything else is a runtime that did not.
-    return bytes.byteLength > maxBytes ? { bytes: bytes.subarray(0, maxBytes), overflowed: true } : { bytes, overflowed: false };
-  }
+  if (readableNatively(announced, maxBytes)) return await readAnnounced(new Response(stream), maxBytes);
   const r = readerOf(stream);
   let read: { bytes: Uint8Array; ended: boolean };
   try {
