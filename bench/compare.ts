@@ -21,7 +21,7 @@ import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBundle, OFFLINE_ENV, ROOT } from "../local-stack/build.ts";
-import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
+import { compatibilitySettings, SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
 import { register, starting } from "./children.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { runLoad, simJson, table } from "./load-runner.ts";
@@ -50,8 +50,8 @@ function git(args: readonly string[], cwd = ROOT): string {
   return res.stdout.trim();
 }
 
-/** Bundles `rev` in a temporary worktree; returns the bundle directory and a cleanup. */
-function bundleOf(rev: string): { dir: string; remove(): void } {
+/** Bundles `rev` in a temporary worktree; returns the bundle directory, its compatibility settings and a cleanup. */
+function bundleOf(rev: string): { dir: string; compatibility: ReturnType<typeof compatibilitySettings>; remove(): void } {
   const sha = git(["rev-parse", "--verify", `${rev}^{commit}`]);
   const tree = mkdtempSync(join(tmpdir(), "sluice-compare-"));
   git(["worktree", "add", "--detach", tree, sha]);
@@ -64,7 +64,7 @@ function bundleOf(rev: string): { dir: string; remove(): void } {
     const out = join(tree, "dist");
     const res = spawnSync(join(ROOT, "node_modules", ".bin", "wrangler"), ["deploy", "--dry-run", "--outdir", out], { cwd: tree, env: { ...process.env, ...OFFLINE_ENV }, encoding: "utf8" });
     if (res.status !== 0) throw new BenchError(`bundling ${rev} failed:\n${res.stdout}\n${res.stderr}`);
-    return { dir: out, remove };
+    return { dir: out, compatibility: compatibilitySettings(tree), remove };
   } catch (err) {
     remove();
     throw err;
@@ -103,16 +103,16 @@ async function main(): Promise<number> {
   const headBundle = buildBundle();
 
   const sim = await starting(() => startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--history", "0"] }).then((c) => ({ ...c, name: "simulator" })));
-  const start = (name: string, bundleDir: string, accessLog: boolean) =>
-    starting(() => startGateway({ adminToken: `bench-${randomBytes(12).toString("hex")}`, config: benchGatewayConfig(sim.url, accessLog), bundleDir }).then((g) => ({ ...g, name })));
+  const start = (name: string, bundleDir: string, compatibility: ReturnType<typeof compatibilitySettings>, accessLog: boolean) =>
+    starting(() => startGateway({ adminToken: `bench-${randomBytes(12).toString("hex")}`, config: benchGatewayConfig(sim.url, accessLog), bundleDir, compatibility }).then((g) => ({ ...g, name })));
   const sideOptions = [
-    { label: `A ${base}`, name: "Sluice (base)", bundleDir: baseBundle.dir, accessLog: values["base-no-access-log"] !== true },
-    { label: "B this tree", name: "Sluice (this tree)", bundleDir: headBundle, accessLog: values["no-access-log"] !== true },
+    { label: `A ${base}`, name: "Sluice (base)", bundleDir: baseBundle.dir, compatibility: baseBundle.compatibility, accessLog: values["base-no-access-log"] !== true },
+    { label: "B this tree", name: "Sluice (this tree)", bundleDir: headBundle, compatibility: compatibilitySettings(), accessLog: values["no-access-log"] !== true },
   ];
-  if (streams > 0) return await compareStreams(sim.url, sideOptions, (o) => start(o.name, o.bundleDir, o.accessLog), streams, runs);
+  if (streams > 0) return await compareStreams(sim.url, sideOptions, (o) => start(o.name, o.bundleDir, o.compatibility, o.accessLog), streams, runs);
   await simJson(sim.url, "PUT", "/__sim/config", { tokens: workload.tokens, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0 });
   const sides: { label: string; gw: Awaited<ReturnType<typeof start>> }[] = [];
-  for (const o of sideOptions) sides.push({ label: o.label, gw: await start(o.name, o.bundleDir, o.accessLog) });
+  for (const o of sideOptions) sides.push({ label: o.label, gw: await start(o.name, o.bundleDir, o.compatibility, o.accessLog) });
   const ticks = clockTicksPerSecond();
   const spec = (gw: (typeof sides)[number]["gw"]) => ({
     url: `${gw.publicUrl}/v1/chat/completions`,

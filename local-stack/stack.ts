@@ -77,9 +77,9 @@ export async function startSimulatorProcess(options: { port?: number; apiKey?: s
   return { ...track(proc, options.echo ?? false), url };
 }
 
-/** Reads the compatibility settings from wrangler.toml, so workerd runs what wrangler deploys. */
-export function compatibilitySettings(): { date: string; flags: string[] } {
-  const toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8");
+/** Reads the compatibility settings from wrangler.toml (of `root`, this checkout by default), so workerd runs what wrangler deploys. */
+export function compatibilitySettings(root: string = ROOT): { date: string; flags: string[] } {
+  const toml = readFileSync(join(root, "wrangler.toml"), "utf8");
   const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)?.[1];
   const flags = /^compatibility_flags\s*=\s*\[([^\]]*)\]/m.exec(toml)?.[1];
   if (!date) throw new Error("wrangler.toml has no compatibility_date");
@@ -102,6 +102,8 @@ export interface GatewayOptions {
   readonly secretNames?: readonly string[] | undefined;
   /** A bundle built elsewhere (another revision, for side-by-side benchmarks); the current code's by default. */
   readonly bundleDir?: string | undefined;
+  /** Compatibility settings for that bundle (its revision's wrangler.toml); this checkout's by default. */
+  readonly compatibility?: { readonly date: string; readonly flags: readonly string[] } | undefined;
   /** Opens workerd's V8 inspector on this loopback port (profiling; never in production). */
   readonly inspectorPort?: number | undefined;
 }
@@ -128,7 +130,7 @@ export async function startGateway(o: GatewayOptions): Promise<RunningGateway> {
     writeFileSync(file, text);
     configFiles[name] = file;
   }
-  const compat = compatibilitySettings();
+  const compat = o.compatibility ?? compatibilitySettings();
   const secrets = { SIMULATOR_API_KEY, ...o.secrets, SLUICE_ADMIN_TOKEN: o.adminToken };
   const capnp = renderWorkerdConfig({
     configDir: workDir,
