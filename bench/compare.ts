@@ -4,7 +4,7 @@
  * both alike. Reports each run and the medians of workerd CPU per request and of throughput, and
  * the ratio B/A per pair.
  *
- *   npm run bench:compare -- [--base HEAD] [--workload buffered|streaming] [--key open|budgeted]
+ *   npm run bench:compare -- [--base HEAD] [--workload buffered|streaming] [--tokens N] [--key open|budgeted]
  *                            [--runs 5] [--duration 3] [--warmup 1] [--concurrency 32]
  *                            [--base-no-access-log] [--no-access-log] [--streams N]
  *
@@ -34,6 +34,7 @@ import { requestBody } from "./workload.ts";
 const USAGE = `Usage: npm run bench:compare -- [options]
   --base REV                 the revision to compare against (default HEAD)
   --workload buffered|streaming   (default buffered)
+  --tokens N                 output tokens per answer (default: 16 buffered, 32 streaming)
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
   --runs N                   alternating runs of each side (default 5)
   --duration S               measured seconds per run (default 3)
@@ -76,6 +77,7 @@ async function main(): Promise<number> {
     {
       base: { type: "string" },
       workload: { type: "string" },
+      tokens: { type: "string" },
       key: { type: "string" },
       runs: { type: "string" },
       duration: { type: "string" },
@@ -89,7 +91,7 @@ async function main(): Promise<number> {
     USAGE,
   );
   const base = values.base ?? "HEAD";
-  const workload = workloadFlag(values.workload, USAGE);
+  const workload = workloadFlag(values.workload, USAGE, values.tokens === undefined ? undefined : numberFlag("tokens", values.tokens, 0, 1, 4096, true));
   const key = keyFlag(values.key, USAGE);
   const runs = numberFlag("runs", values.runs, 5, 1, 100, true);
   const durationMs = numberFlag("duration", values.duration, 3, 0.5, 600, false) * 1000;

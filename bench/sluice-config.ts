@@ -43,9 +43,9 @@ export function keyFlag(value: string | undefined, usage: string): { readonly na
   return { name, key: name === "open" ? OPEN_KEY : DEMO_KEY };
 }
 
-/** `--workload buffered|streaming` (default buffered), sized as `npm run bench` sizes them by default. */
-export function workloadFlag(value: string | undefined, usage: string): Workload {
+/** `--workload buffered|streaming` (default buffered), sized as `npm run bench` sizes them by default unless `tokens` says. */
+export function workloadFlag(value: string | undefined, usage: string, tokens?: number): Workload {
   const name = value ?? "buffered";
   if (name !== "buffered" && name !== "streaming") throw new BenchError(`--workload must be buffered or streaming\n${usage}`);
-  return name === "streaming" ? { name: "streaming", stream: true, tokens: 32 } : { name: "buffered", stream: false, tokens: 16 };
+  return name === "streaming" ? { name: "streaming", stream: true, tokens: tokens ?? 32 } : { name: "buffered", stream: false, tokens: tokens ?? 16 };
 }
