@@ -61,6 +61,12 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/** Every element, holes included: `Array.prototype.every` skips holes, zod reads them as `undefined`. */
+export function everyItem(a: readonly unknown[], ok: (v: unknown) => boolean): boolean {
+  for (let i = 0; i < a.length; i++) if (!ok(a[i])) return false;
+  return true;
+}
+
 /** `z.number().int().min(0)`: zod's `.int()` means a safe integer. */
 export function isCount(v: unknown): v is number {
   return Number.isSafeInteger(v) && (v as number) >= 0;

@@ -1,4 +1,4 @@
-import { isRecord } from "../fast-guard.ts";
+import { everyItem, isRecord } from "../fast-guard.ts";
 import { REASONING_EFFORTS } from "../neutral.ts";
 import { chatRequestSchema, type ChatRequestBody } from "./request-schema.ts";
 
@@ -19,7 +19,7 @@ const inRange = (v: unknown, lo: number, hi: number): boolean => Number.isFinite
 /** Each value's check is its schema's, `.nullable().optional()` included where the schema has it. */
 const TOP_LEVEL: ReadonlyMap<string, (v: unknown) => boolean> = new Map<string, (v: unknown) => boolean>([
   ["model", (v) => typeof v === "string" && v.length >= 1],
-  ["messages", (v) => Array.isArray(v) && v.length >= 1 && every(v, isSimpleMessage)],
+  ["messages", (v) => Array.isArray(v) && v.length >= 1 && everyItem(v, isSimpleMessage)],
   ["stream", (v) => nullish(v) || typeof v === "boolean"],
   ["stream_options", (v) => nullish(v) || isStreamOptions(v)],
   ["max_tokens", (v) => nullish(v) || (Number.isSafeInteger(v) && (v as number) >= 1)],
@@ -29,7 +29,7 @@ const TOP_LEVEL: ReadonlyMap<string, (v: unknown) => boolean> = new Map<string, 
   ["presence_penalty", (v) => nullish(v) || inRange(v, -2, 2)],
   ["frequency_penalty", (v) => nullish(v) || inRange(v, -2, 2)],
   ["seed", (v) => nullish(v) || Number.isSafeInteger(v)],
-  ["stop", (v) => nullish(v) || typeof v === "string" || (Array.isArray(v) && v.length <= 4 && every(v, (s) => typeof s === "string"))],
+  ["stop", (v) => nullish(v) || typeof v === "string" || (Array.isArray(v) && v.length <= 4 && everyItem(v, (s) => typeof s === "string"))],
   ["reasoning_effort", (v) => nullish(v) || (REASONING_EFFORTS as readonly unknown[]).includes(v)],
   // Not nullable in the schema.
   ["user", (v) => v === undefined || typeof v === "string"],
@@ -43,12 +43,6 @@ const TOP_LEVEL: ReadonlyMap<string, (v: unknown) => boolean> = new Map<string, 
  * requires these to read as `undefined` (absent) rather than trusting `for...in` alone.
  */
 const OTHER_KEYS: readonly string[] = Object.keys(chatRequestSchema.shape).filter((k) => !TOP_LEVEL.has(k));
-
-/** `Array.prototype.every` skips holes; zod reads them as `undefined`, so this does too. */
-function every(a: readonly unknown[], ok: (v: unknown) => boolean): boolean {
-  for (let i = 0; i < a.length; i++) if (!ok(a[i])) return false;
-  return true;
-}
 
 function isStreamOptions(v: unknown): boolean {
   if (!isRecord(v)) return false;

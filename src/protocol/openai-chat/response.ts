@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { ResponseStamp } from "../codec.ts";
-import { isCount, isNullishString, isOptCount, isOptString, isRecord } from "../fast-guard.ts";
+import { everyItem, isCount, isNullishString, isOptCount, isOptString, isRecord } from "../fast-guard.ts";
 import type { NeutralResponse, StopReason, Usage } from "../neutral.ts";
 
 /** OpenAI `finish_reason` ↔ neutral stop reason. "stop" covers both a natural end and a stop sequence. */
@@ -121,9 +121,7 @@ function isChoice(c: unknown): boolean {
   if (!isRecord(m) || !isNullishString(m.content) || !isNullishString(m.refusal)) return false;
   const calls = m.tool_calls;
   if (calls === undefined || calls === null) return true;
-  if (!Array.isArray(calls)) return false;
-  for (let i = 0; i < calls.length; i++) if (!isToolCall(calls[i])) return false;
-  return true;
+  return Array.isArray(calls) && everyItem(calls, isToolCall);
 }
 
 /**
@@ -134,8 +132,7 @@ function isChoice(c: unknown): boolean {
 export function fastChatResponse(body: unknown): ChatWireResponse | undefined {
   if (!isRecord(body) || !isOptString(body.id)) return undefined;
   const choices = body.choices;
-  if (!Array.isArray(choices) || choices.length < 1) return undefined;
-  for (let i = 0; i < choices.length; i++) if (!isChoice(choices[i])) return undefined;
+  if (!Array.isArray(choices) || choices.length < 1 || !everyItem(choices, isChoice)) return undefined;
   const usage = body.usage;
   if (usage !== undefined && usage !== null && !isChatWireUsage(usage)) return undefined;
   return body as ChatWireResponse;

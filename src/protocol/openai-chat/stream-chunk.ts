@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { guarded, isCount, isNullishString, isOptString, isRecord, type Reader } from "../fast-guard.ts";
+import { everyItem, guarded, isCount, isNullishString, isOptString, isRecord, type Reader } from "../fast-guard.ts";
 import { isChatWireUsage, wireUsageSchema } from "./response.ts";
 
 /** One Chat Completions stream chunk, as far as the decoder reads it; providers add fields freely. */
@@ -51,9 +51,7 @@ function isChoice(c: unknown): boolean {
   if (!isRecord(d) || !isNullishString(d.role) || !isNullishString(d.content) || !isNullishString(d.reasoning_content)) return false;
   const calls = d.tool_calls;
   if (calls === undefined || calls === null) return true;
-  if (!Array.isArray(calls)) return false;
-  for (let i = 0; i < calls.length; i++) if (!isToolCallDelta(calls[i])) return false;
-  return true;
+  return Array.isArray(calls) && everyItem(calls, isToolCallDelta);
 }
 
 /**
@@ -67,8 +65,7 @@ export function fastChatChunk(json: unknown): ChatChunk | undefined {
   if (!isRecord(json)) return undefined;
   const choices = json.choices;
   if (choices !== undefined) {
-    if (!Array.isArray(choices)) return undefined;
-    for (let i = 0; i < choices.length; i++) if (!isChoice(choices[i])) return undefined;
+    if (!Array.isArray(choices) || !everyItem(choices, isChoice)) return undefined;
   }
   const usage = json.usage;
   if (usage !== undefined && usage !== null && !isChatWireUsage(usage)) return undefined;
