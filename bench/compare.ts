@@ -16,18 +16,17 @@
  * node_modules) and bundled there exactly as `npm start` bundles; the worktree is removed at the end.
  */
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBundle, OFFLINE_ENV, ROOT } from "../local-stack/build.ts";
-import { compatibilitySettings, SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
-import { register, starting } from "./children.ts";
+import { compatibilitySettings } from "../local-stack/stack.ts";
+import { register } from "./children.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { runLoad, simJson, table } from "./load-runner.ts";
 import { concurrentStreams } from "./memory.ts";
 import { clockTicksPerSecond, resolveWorkerPid } from "./proc.ts";
-import { benchGatewayConfig, keyFlag, OPEN_KEY, PUBLIC_MODEL, workloadFlag } from "./sluice-config.ts";
+import { keyFlag, OPEN_KEY, PUBLIC_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
 import { median } from "./stats.ts";
 import { requestBody } from "./workload.ts";
 
@@ -104,9 +103,9 @@ async function main(): Promise<number> {
   register({ name: "base worktree", stop: async () => baseBundle.remove() });
   const headBundle = buildBundle();
 
-  const sim = await starting(() => startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--history", "0"] }).then((c) => ({ ...c, name: "simulator" })));
+  const sim = await startBenchSimulator();
   const start = (name: string, bundleDir: string, compatibility: ReturnType<typeof compatibilitySettings>, accessLog: boolean) =>
-    starting(() => startGateway({ adminToken: `bench-${randomBytes(12).toString("hex")}`, config: benchGatewayConfig(sim.url, accessLog), bundleDir, compatibility }).then((g) => ({ ...g, name })));
+    startBenchGateway(sim.url, { name, accessLog, bundleDir, compatibility });
   const sideOptions = [
     { label: `A ${base}`, name: "Sluice (base)", bundleDir: baseBundle.dir, compatibility: baseBundle.compatibility, accessLog: values["base-no-access-log"] !== true },
     { label: "B this tree", name: "Sluice (this tree)", bundleDir: headBundle, compatibility: compatibilitySettings(), accessLog: values["no-access-log"] !== true },

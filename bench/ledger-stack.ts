@@ -12,8 +12,9 @@ import { join, relative } from "node:path";
 import { parse, stringify } from "yaml";
 import { OFFLINE_ENV, ROOT } from "../local-stack/build.ts";
 import { freePort } from "../local-stack/ports.ts";
-import { compatibilitySettings, SIMULATOR_API_KEY, startGateway, startSimulatorProcess, type RunningGateway } from "../local-stack/stack.ts";
+import { compatibilitySettings, startGateway, type RunningGateway } from "../local-stack/stack.ts";
 import { starting, stopOne } from "./children.ts";
+import { startBenchSimulator } from "./sluice-config.ts";
 import { startWorkerd, type RunningWorkerd } from "./workerd-process.ts";
 
 const WORKER_ENTRY = join(import.meta.dirname, "ledger-worker", "index.js");
@@ -177,7 +178,7 @@ export interface LedgerGatewayStack {
  */
 export async function startLedgerGateway(tokens: number): Promise<LedgerGatewayStack> {
   const knobs = ["--history", "0", "--latency-ms", "0", "--ttft-ms", "0", "--token-interval-ms", "0", "--tokens", String(tokens)];
-  const sim = await starting(() => startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: knobs }).then((c) => ({ ...c, name: "simulator" })));
+  const sim = await startBenchSimulator(knobs);
   const backends = bundled("backends") as { backends: { baseUrl: string }[] };
   for (const b of backends.backends) b.baseUrl = `${sim.url}/v1`;
   const adminToken = `bench-${randomBytes(12).toString("hex")}`;

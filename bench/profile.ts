@@ -9,18 +9,15 @@
  * (`npm run bench`) is what measures. The raw profile is written as a `.cpuprofile` file that
  * Chrome DevTools opens.
  */
-import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { buildBundle } from "../local-stack/build.ts";
 import { freePort } from "../local-stack/ports.ts";
-import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
-import { starting } from "./children.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { runLoad, table } from "./load-runner.ts";
 import { clockTicksPerSecond } from "./proc.ts";
-import { benchGatewayConfig, keyFlag, PUBLIC_MODEL, workloadFlag } from "./sluice-config.ts";
+import { keyFlag, PUBLIC_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
 import { requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
@@ -201,14 +198,9 @@ async function main(): Promise<number> {
   const out = values.out ?? join(tmpdir(), "sluice-bench", `profile-${key.name}-${workload.name}-${new Date().toISOString().replace(/[:.]/g, "-")}.cpuprofile`);
 
   console.log("starting the simulator and Sluice with the inspector open …");
-  const sim = await starting(() => startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--history", "0"] }).then((c) => ({ ...c, name: "simulator" })));
+  const sim = await startBenchSimulator();
   const inspectorPort = await freePort();
-  const sluice = await starting(() =>
-    startGateway({ adminToken: `bench-${randomBytes(12).toString("hex")}`, config: benchGatewayConfig(sim.url, values["no-access-log"] !== true), inspectorPort }).then((g) => ({
-      ...g,
-      name: "Sluice (workerd)",
-    })),
-  );
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: values["no-access-log"] !== true, inspectorPort });
   const fileOf = moduleMap(readFileSync(join(buildBundle(), "index.js"), "utf8"));
   const spec = {
     url: `${sluice.publicUrl}/v1/chat/completions`,

@@ -8,17 +8,15 @@
  * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
  * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
  */
-import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
-import { starting } from "./children.ts";
+import { SIMULATOR_API_KEY } from "../local-stack/stack.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { exchange, runLoad, simJson, table } from "./load-runner.ts";
 import type { LoadResult } from "./load-spec.ts";
 import { startNullGateway } from "./null-gateway.ts";
-import { BACKEND_MODEL, benchGatewayConfig, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL } from "./sluice-config.ts";
+import { BACKEND_MODEL, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
 import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
 import { median } from "./stats.ts";
 import { concurrentStreams, soak, type SoakResult, type StreamsResult } from "./memory.ts";
@@ -119,18 +117,11 @@ interface Stack {
 
 async function startStack(o: Options): Promise<Stack> {
   console.log("starting the provider simulator …");
-  const sim = await starting(() =>
-    startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--history", "0"] }).then((c) => ({ ...c, name: "simulator" })),
-  );
+  const sim = await startBenchSimulator();
   const simPid = sim.process.pid ?? 0;
 
   console.log("building the gateway bundle (when stale) and starting Sluice on workerd …");
-  const sluice = await starting(() =>
-    startGateway({
-      adminToken: `bench-${randomBytes(12).toString("hex")}`,
-      config: benchGatewayConfig(sim.url, o.accessLog),
-    }).then((g) => ({ ...g, name: "Sluice (workerd)" })),
-  );
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog });
 
   console.log("starting the null gateway on workerd …");
   const nul = await startNullGateway({ upstreamUrl: `${sim.url}/v1`, upstreamKey: SIMULATOR_API_KEY, upstreamModel: BACKEND_MODEL });

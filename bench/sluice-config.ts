@@ -3,11 +3,13 @@
  * simulator's actual port, and one extra tenant without budgets (its key never reaches the ledger),
  * so a budgeted and an open key can be compared on the same process.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { ROOT } from "../local-stack/build.ts";
+import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess, type GatewayOptions } from "../local-stack/stack.ts";
+import { starting } from "./children.ts";
 import { BenchError } from "./entry.ts";
 import type { Workload } from "./workload.ts";
 
@@ -48,4 +50,15 @@ export function workloadFlag(value: string | undefined, usage: string, tokens?: 
   const name = value ?? "buffered";
   if (name !== "buffered" && name !== "streaming") throw new BenchError(`--workload must be buffered or streaming\n${usage}`);
   return name === "streaming" ? { name: "streaming", stream: true, tokens: tokens ?? 32 } : { name: "buffered", stream: false, tokens: tokens ?? 16 };
+}
+
+/** The provider simulator for a bench, registered for shutdown; no request history kept. */
+export function startBenchSimulator(args: readonly string[] = ["--history", "0"]) {
+  return starting(() => startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args }).then((c) => ({ ...c, name: "simulator" })));
+}
+
+/** Sluice on workerd with {@link benchGatewayConfig}, a random admin token, registered for shutdown as `name`. */
+export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
+  const { name, accessLog, ...options } = o;
+  return starting(() => startGateway({ ...options, adminToken: `bench-${randomBytes(12).toString("hex")}`, config: benchGatewayConfig(simUrl, accessLog) }).then((g) => ({ ...g, name })));
 }
