@@ -1,45 +1,51 @@
 /**
  * Every failure Sluice reports has one of these codes. The code, not the message text, decides the
- * HTTP status, the protocol envelope and whether a retry could help.
+ * HTTP status, the protocol envelope and whether a retry could help. A list of values and not only
+ * a type, so docs/errors.md can be checked against the complete set
+ * (test/architecture/docs-errors.test.ts).
  */
-export type ErrorCode =
-  | "invalid_json"
-  | "invalid_request"
-  | "unsupported_media_type"
-  | "request_too_large"
-  | "headers_too_large"
-  | "json_too_deep"
-  | "missing_api_key"
-  | "invalid_api_key"
-  | "model_not_found"
-  | "model_not_allowed"
-  | "not_found"
-  | "method_not_allowed"
-  | "no_backend_available"
-  | "gateway_overloaded"
-  | "gateway_draining"
-  | "attempt_budget_exhausted"
-  | "attempt_budget_unavailable"
-  | "budget_exceeded"
-  | "token_limit_exceeded"
-  | "request_rate_exceeded"
-  | "balance_exhausted"
-  | "budget_unavailable"
-  | "deadline_exceeded"
-  | "client_closed"
-  | "upstream_error"
-  | "upstream_unreachable"
-  | "upstream_rate_limited"
-  | "upstream_overloaded"
-  | "upstream_protocol_error"
-  | "upstream_stream_cut"
-  | "upstream_timeout"
-  | "snapshot_unavailable"
-  | "config_invalid"
-  | "admin_unauthorized"
-  | "snapshot_rejected"
-  | "revision_not_found"
-  | "internal_error";
+export const ERROR_CODES = [
+  "invalid_json",
+  "invalid_request",
+  "unsupported_media_type",
+  "request_too_large",
+  "headers_too_large",
+  "json_too_deep",
+  "missing_api_key",
+  "invalid_api_key",
+  "model_not_found",
+  "model_not_allowed",
+  "not_found",
+  "method_not_allowed",
+  "no_backend_available",
+  "gateway_overloaded",
+  "gateway_draining",
+  "attempt_budget_exhausted",
+  "attempt_budget_unavailable",
+  "budget_exceeded",
+  "token_limit_exceeded",
+  "request_rate_exceeded",
+  "balance_exhausted",
+  "budget_unavailable",
+  "deadline_exceeded",
+  "client_closed",
+  "upstream_error",
+  "upstream_unreachable",
+  "upstream_rate_limited",
+  "upstream_overloaded",
+  "upstream_protocol_error",
+  "upstream_stream_cut",
+  "upstream_timeout",
+  "snapshot_unavailable",
+  "config_invalid",
+  "admin_unauthorized",
+  "snapshot_rejected",
+  "revision_not_found",
+  "internal_error",
+] as const;
+
+/** One of {@link ERROR_CODES}. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** Who caused the failure. */
 export type ErrorSource = "client" | "upstream" | "internal";
