@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildBundle, OFFLINE_ENV, ROOT } from "../local-stack/build.ts";
-import { compatibilitySettings } from "../local-stack/stack.ts";
+import { compatibilitySettings } from "../cli/workerd-config.ts";
 import { register } from "./children.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { runLoad, simJson, table } from "./load-runner.ts";

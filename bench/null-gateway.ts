@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { freePort } from "../local-stack/ports.ts";
-import { compatibilitySettings } from "../local-stack/stack.ts";
+import { compatibilitySettings } from "../cli/workerd-config.ts";
 import { startWorkerd, type RunningWorkerd } from "./workerd-process.ts";
 
 const WORKER = join(import.meta.dirname, "null-gateway", "worker.js");

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { buildBundle, ROOT } from "./build.ts";
 import { freePort, waitForHttp } from "./ports.ts";
-import { renderWorkerdConfig } from "./workerd-config.ts";
+import { compatibilitySettings, renderWorkerdConfig } from "../cli/workerd-config.ts";
 
 const NODE = process.execPath;
 const WORKERD = join(ROOT, "node_modules", ".bin", "workerd");
@@ -54,6 +54,10 @@ export async function startSimulatorProcess(options: { port?: number; apiKey?: s
   if (options.apiKey !== undefined) args.push("--api-key", options.apiKey);
   args.push(...(options.args ?? []));
   const proc = spawn(NODE, args, { stdio: ["ignore", "pipe", "pipe"] });
+  // Kept until it is listening: a failed start (a busy port, a bad flag) says why on stderr.
+  let stderr = "";
+  const keepStderr = (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000));
+  proc.stderr!.on("data", keepStderr);
   const lines = createInterface({ input: proc.stdout! });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("simulator did not start within 15 s")), 15_000);
@@ -70,20 +74,12 @@ export async function startSimulatorProcess(options: { port?: number; apiKey?: s
     });
     proc.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`simulator exited with code ${code}`));
+      reject(new Error(`simulator exited with code ${code}${stderr.trim() ? `: ${stderr.trim()}` : ""}`));
     });
   });
   lines.close();
+  proc.stderr!.off("data", keepStderr);
   return { ...track(proc, options.echo ?? false), url };
-}
-
-/** Reads the compatibility settings from wrangler.toml (of `root`, this checkout by default), so workerd runs what wrangler deploys. */
-export function compatibilitySettings(root: string = ROOT): { date: string; flags: string[] } {
-  const toml = readFileSync(join(root, "wrangler.toml"), "utf8");
-  const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)?.[1];
-  const flags = /^compatibility_flags\s*=\s*\[([^\]]*)\]/m.exec(toml)?.[1];
-  if (!date) throw new Error("wrangler.toml has no compatibility_date");
-  return { date, flags: [...(flags ?? "").matchAll(/"([^"]+)"/g)].map((m) => m[1]!) };
 }
 
 export interface GatewayOptions {

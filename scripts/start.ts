@@ -1,40 +1,85 @@
 /**
- * `npm start`: the provider simulator plus the gateway on plain `workerd serve`, with the bundled
- * default config. Prints the URLs, the demo key and the admin token; Ctrl-C stops both.
+ * `npm start`: the two-command demo. The provider simulator plus the gateway, started the way
+ * `sluice serve` starts it, with the bundled config. Prints the URLs, the demo key and the admin
+ * token; Ctrl-C drains and stops both.
+ *
+ *   npm start [-- --simulator-port N] [--state DIR]
+ *
+ * The simulator listens on 9901 unless `--simulator-port` (or SLUICE_SIMULATOR_PORT) says
+ * otherwise; the demo's backends are pointed at it. State is a fresh temporary directory unless
+ * `--state DIR` is given: the demo starts clean, `sluice serve` is for state that must last.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parse } from "yaml";
+import { parseArgs } from "node:util";
+import { parse, stringify } from "yaml";
 import { ROOT } from "../local-stack/build.ts";
-import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY } from "../local-stack/stack.ts";
+import { startSimulatorProcess, SIMULATOR_API_KEY } from "../local-stack/stack.ts";
+import { readConfigDir } from "../cli/config-dir.ts";
+import { CliError } from "../cli/cli-error.ts";
+import { DEFAULT_DRAIN_MS, startServe } from "../cli/commands/serve.ts";
 
-const gatewayYaml = parse(readFileSync(join(ROOT, "config", "gateway.yaml"), "utf8")) as {
-  listeners: { public: { host: string; port: number }; admin: { host: string; port: number } };
-};
+const DEFAULT_SIMULATOR_PORT = 9901;
+
+let flags;
+try {
+  flags = parseArgs({ options: { "simulator-port": { type: "string" }, state: { type: "string" } }, strict: true }).values;
+} catch (err) {
+  console.error(`npm start: ${(err as Error).message}`);
+  process.exit(2);
+}
+const portText = flags["simulator-port"] ?? process.env.SLUICE_SIMULATOR_PORT ?? String(DEFAULT_SIMULATOR_PORT);
+const simulatorPort = Number(portText);
+if (!Number.isInteger(simulatorPort) || simulatorPort < 1 || simulatorPort > 65535) {
+  console.error(`npm start: the simulator port must be an integer from 1 to 65535, got '${portText}'`);
+  process.exit(2);
+}
 const adminToken = process.env.SLUICE_ADMIN_TOKEN || `sluice-admin-${randomBytes(18).toString("base64url")}`;
 const generated = !process.env.SLUICE_ADMIN_TOKEN;
+const work = mkdtempSync(join(tmpdir(), "sluice-demo-"));
+const cleanUp = () => rmSync(work, { recursive: true, force: true });
 
-const simulator = await startSimulatorProcess({ port: 9901, apiKey: SIMULATOR_API_KEY });
+let simulator;
+try {
+  simulator = await startSimulatorProcess({ port: simulatorPort, apiKey: SIMULATOR_API_KEY });
+} catch (err) {
+  console.error(`npm start: the provider simulator did not start on port ${simulatorPort}: ${(err as Error).message}`);
+  console.error("Choose another port with: npm start -- --simulator-port N");
+  cleanUp();
+  process.exit(1);
+}
+
+// The bundled config, with the demo backends pointed at the simulator's port.
+const configDir = join(work, "config");
+mkdirSync(configDir);
+for (const file of ["gateway.yaml", "publication.yaml"]) writeFileSync(join(configDir, file), readFileSync(join(ROOT, "config", file)));
+const backends = parse(readFileSync(join(ROOT, "config", "backends.yaml"), "utf8")) as { backends: { baseUrl: string }[] };
+for (const b of backends.backends) b.baseUrl = b.baseUrl.replace(`://127.0.0.1:${DEFAULT_SIMULATOR_PORT}/`, `://127.0.0.1:${simulatorPort}/`);
+writeFileSync(join(configDir, "backends.yaml"), stringify(backends));
+
 let gateway;
 try {
-  gateway = await startGateway({
-    publicPort: gatewayYaml.listeners.public.port,
-    host: gatewayYaml.listeners.public.host,
-    adminPort: gatewayYaml.listeners.admin.port,
-    adminToken,
-    echo: true,
+  const config = await readConfigDir(configDir);
+  gateway = await startServe({
+    config,
+    stateDir: flags.state ?? join(work, "state"),
+    publicAddress: config.config.gateway.listeners.public,
+    adminAddress: config.config.gateway.listeners.admin,
+    env: { ...process.env, SIMULATOR_API_KEY, [config.config.gateway.security.adminTokenSecret]: adminToken },
   });
 } catch (err) {
   await simulator.stop();
-  console.error(String(err));
+  cleanUp();
+  console.error(`npm start: ${err instanceof CliError ? err.message : String(err)}`);
   process.exit(1);
 }
 
 console.log(`
 Sluice is running.
   public API   ${gateway.publicUrl}/v1  (OpenAI-compatible)
-  admin API    ${gateway.adminUrl}/admin  (loopback only)
+  admin API    ${gateway.adminUrl}/admin
   simulator    ${simulator.url}
   demo key     sk-sluice-demo
   admin token  ${adminToken}${generated ? "  (generated; set SLUICE_ADMIN_TOKEN to choose one)" : ""}
@@ -42,21 +87,24 @@ Sluice is running.
 Try:
   curl ${gateway.publicUrl}/v1/chat/completions -H 'authorization: Bearer sk-sluice-demo' \\
     -H 'content-type: application/json' -d '{"model":"sluice-chat","messages":[{"role":"user","content":"Hello"}]}'
-  curl ${gateway.adminUrl}/admin/status -H 'authorization: Bearer ${adminToken}'
+  SLUICE_ADMIN_TOKEN=${adminToken} npx sluice status
 `);
 
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
-  await Promise.all([gateway.stop(), simulator.stop()]);
+  await gateway.stop(DEFAULT_DRAIN_MS);
+  await simulator.stop();
+  cleanUp();
   process.exit(0);
 };
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
-gateway.process.once("exit", (code) => {
-  if (!stopping) {
-    console.error(`workerd exited with code ${code}`);
-    void simulator.stop().then(() => process.exit(1));
-  }
+void gateway.exited.then(async (code) => {
+  if (stopping) return;
+  console.error(`workerd exited with code ${code}`);
+  await simulator.stop();
+  cleanUp();
+  process.exit(1);
 });

@@ -9,7 +9,7 @@ import { startGateway } from "../../local-stack/stack.ts";
 import { ADMIN_TOKEN, bundledConfig } from "./support/stack.ts";
 
 function configCheck(dir?: string) {
-  return spawnSync(process.execPath, [join(ROOT, "scripts", "config-check.ts"), ...(dir ? ["--dir", dir] : [])], { encoding: "utf8" });
+  return spawnSync(process.execPath, [join(ROOT, "cli", "main.ts"), "config", "print-effective", "--redact", ...(dir ? ["--config", dir] : [])], { cwd: ROOT, encoding: "utf8" });
 }
 
 describe("config validation at the boundaries", () => {

@@ -1,5 +1,6 @@
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { ROOT } from "../local-stack/build.ts";
 
 /** What one `workerd serve` of the gateway needs. */
 export interface WorkerdConfigOptions {
@@ -82,3 +83,13 @@ const sluice :Workerd.Worker = (
 );
 `;
 }
+
+/** Reads the compatibility settings from wrangler.toml (of `root`, this checkout by default), so workerd runs what wrangler deploys. */
+export function compatibilitySettings(root: string = ROOT): { date: string; flags: string[] } {
+  const toml = readFileSync(join(root, "wrangler.toml"), "utf8");
+  const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(toml)?.[1];
+  const flags = /^compatibility_flags\s*=\s*\[([^\]]*)\]/m.exec(toml)?.[1];
+  if (!date) throw new Error("wrangler.toml has no compatibility_date");
+  return { date, flags: [...(flags ?? "").matchAll(/"([^"]+)"/g)].map((m) => m[1]!) };
+}
+

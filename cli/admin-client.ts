@@ -1,0 +1,78 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { CONFIG_FILES } from "../src/config/load-config.ts";
+import { gatewayConfigSchema } from "../src/config/gateway-schema.ts";
+import { ConfigValidationError, formatIssues, parseConfigText } from "../src/config/parse-file.ts";
+import { failure, usageError } from "./cli-error.ts";
+import { localUrl } from "./address.ts";
+
+/** The environment variable the admin commands read the bearer token from. */
+export const ADMIN_TOKEN_ENV = "SLUICE_ADMIN_TOKEN";
+
+/** How the admin commands reach the admin API. */
+export interface AdminTarget {
+  readonly baseUrl: string;
+  readonly token: string;
+}
+
+/**
+ * `--admin URL`, else `$SLUICE_ADMIN_URL`, else listeners.admin of gateway.yaml in `--config DIR`
+ * (default `./config`). The token comes only from the environment, never from a flag: a flag
+ * would put it in the shell history and the process list.
+ */
+export function adminTarget(flags: { admin?: string | undefined; config?: string | undefined }, env: NodeJS.ProcessEnv = process.env): AdminTarget {
+  const token = env[ADMIN_TOKEN_ENV];
+  if (!token) throw usageError(`set ${ADMIN_TOKEN_ENV} to the admin bearer token`);
+  let base = flags.admin ?? env.SLUICE_ADMIN_URL;
+  if (base === undefined) {
+    const file = join(resolve(flags.config ?? "config"), CONFIG_FILES.gateway);
+    if (!existsSync(file)) throw usageError(`no admin URL: pass --admin URL, set SLUICE_ADMIN_URL, or --config DIR with a ${CONFIG_FILES.gateway}`);
+    try {
+      base = localUrl(parseConfigText(CONFIG_FILES.gateway, readFileSync(file, "utf8"), gatewayConfigSchema).listeners.admin);
+    } catch (err) {
+      if (err instanceof ConfigValidationError) throw failure(formatIssues(err.issues));
+      throw err;
+    }
+  }
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw usageError(`--admin must be a URL such as http://127.0.0.1:8788, got '${base}'`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw usageError(`--admin must be an http(s) URL, got '${base}'`);
+  return { baseUrl: url.origin + url.pathname.replace(/\/+$/, "").replace(/\/admin$/, ""), token };
+}
+
+/**
+ * One admin API call; the JSON answer, or a failure that says what went wrong: unreachable,
+ * refused token, or the API's own error (its code and message).
+ */
+export async function adminCall<T>(target: AdminTarget, method: "GET" | "POST", path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
+  const url = `${target.baseUrl}/admin${path}`;
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method,
+      headers: { authorization: `Bearer ${target.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw failure(`cannot reach the admin API at ${target.baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+  }
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw failure(`the admin API at ${target.baseUrl} answered ${res.status} with a body that is not JSON`);
+  }
+  if (!res.ok) {
+    const e = (json as { error?: { code?: string; message?: string } }).error;
+    if (res.status === 401) throw failure(`the admin API refused the token in ${ADMIN_TOKEN_ENV} (401 ${e?.code ?? ""}): ${e?.message ?? ""}`.trim());
+    throw failure(`${method} ${path} failed: ${res.status} ${e?.code ?? ""}: ${e?.message ?? text.slice(0, 200)}`);
+  }
+  return json as T;
+}

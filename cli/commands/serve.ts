@@ -1,0 +1,266 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { buildBundle, ROOT } from "../../local-stack/build.ts";
+import { localUrl, parseAddress } from "../address.ts";
+import { parseDuration, parseFlags, stringFlag } from "../args.ts";
+import { failure, usageError } from "../cli-error.ts";
+import { readConfigDir, secretsNamed, type ValidConfigDir } from "../config-dir.ts";
+import { compatibilitySettings, renderWorkerdConfig } from "../workerd-config.ts";
+
+/** Where `serve` keeps Durable Object state when `--state` is not given (relative to the working directory). */
+export const DEFAULT_STATE_DIR = ".sluice/state";
+/** How long SIGTERM lets requests in flight finish before workerd is stopped. */
+export const DEFAULT_DRAIN_MS = 30_000;
+/** How long a started gateway may take to answer `/ready`. */
+const READY_TIMEOUT_MS = 60_000;
+/** After SIGTERM, how long workerd may take to exit before it is killed. */
+const EXIT_GRACE_MS = 10_000;
+
+export const SERVE_HELP = `Usage: sluice serve --config DIR [options]
+
+Runs the gateway on plain workerd with the three YAML files of DIR (gateway.yaml,
+publication.yaml, backends.yaml). Durable Object state (budget ledgers, snapshots, breakers,
+attempt budgets, health) persists in the state directory, so a restart keeps it.
+
+Options:
+  --config DIR           config directory (required)
+  --state DIR            state directory (default ${DEFAULT_STATE_DIR}, under the working directory)
+  --public HOST:PORT     public listener (default: listeners.public of gateway.yaml)
+  --admin HOST:PORT      admin listener (default: listeners.admin of gateway.yaml)
+  --secret NAME          also bind this secret from the environment (repeatable; for backends
+                         that snapshots pushed later will name)
+  --drain-timeout DUR    on SIGTERM/SIGINT, how long requests in flight may finish (default 30s)
+  --bundle DIR           a prebuilt bundle (index.js and its modules) instead of building one
+  --workerd PATH         the workerd binary (default: $SLUICE_WORKERD, else the project's)
+
+Every secret the config names (security.adminTokenSecret of gateway.yaml, each backend's
+credential.secret) must be set in the environment; serve refuses to start naming what is missing.
+SIGTERM or SIGINT drains first (new requests are refused, those in flight finish, budget slices
+go back to the ledger), then stops workerd. A second signal stops at once.
+`;
+
+/** What a gateway needs to start on workerd. */
+export interface ServeOptions {
+  readonly config: ValidConfigDir;
+  readonly stateDir: string;
+  readonly publicAddress: { readonly host: string; readonly port: number };
+  readonly adminAddress: { readonly host: string; readonly port: number };
+  /** Secrets to bind beyond those the config names. */
+  readonly extraSecrets?: readonly string[] | undefined;
+  /** The environment secrets are read from (the process's by default). */
+  readonly env?: NodeJS.ProcessEnv | undefined;
+  readonly bundleDir?: string | undefined;
+  readonly workerdPath?: string | undefined;
+  /** Progress lines (stderr by default). */
+  readonly progress?: ((line: string) => void) | undefined;
+}
+
+/** A gateway started by {@link startServe}. */
+export interface ServedGateway {
+  readonly publicUrl: string;
+  readonly adminUrl: string;
+  /** Resolves with workerd's exit code once it has exited, for whatever reason. */
+  readonly exited: Promise<number | null>;
+  /** The tail of workerd's output, for error reports. */
+  output(): string;
+  /** Drains through the admin API (bounded by `drainMs`), then stops workerd. True when the drain completed. */
+  stop(drainMs: number): Promise<boolean>;
+  /** Stops workerd without draining. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Checks the secrets, renders the workerd config into the state directory and starts workerd,
+ * resolving once the public listener answers `/ready`.
+ */
+export async function startServe(o: ServeOptions): Promise<ServedGateway> {
+  const env = o.env ?? process.env;
+  const progress = o.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const named = secretsNamed(o.config.config);
+  for (const name of o.extraSecrets ?? []) if (!named.some((s) => s.name === name)) named.push({ name, namedBy: "--secret" });
+  const missing = named.filter((s) => !env[s.name]);
+  if (missing.length > 0) {
+    throw failure(missing.map((s) => `missing secret ${s.name} (named by ${s.namedBy}): set it in the environment`).join("\n"));
+  }
+  if (o.publicAddress.host === o.adminAddress.host && o.publicAddress.port === o.adminAddress.port) {
+    throw usageError("the public and admin listeners must not share an address");
+  }
+  const workerd = o.workerdPath ?? env.SLUICE_WORKERD ?? join(ROOT, "node_modules", ".bin", "workerd");
+  if (!existsSync(workerd)) throw failure(`workerd not found at ${workerd} (set --workerd or SLUICE_WORKERD)`);
+  let bundleDir = o.bundleDir;
+  if (bundleDir === undefined) {
+    progress("bundling the Worker …");
+    try {
+      bundleDir = buildBundle();
+    } catch (err) {
+      throw failure((err as Error).message);
+    }
+  } else if (!existsSync(join(bundleDir, "index.js"))) {
+    throw failure(`no index.js in the bundle directory ${bundleDir}`);
+  }
+  const stateDir = resolve(o.stateDir);
+  const storage = join(stateDir, "durable-objects");
+  mkdirSync(storage, { recursive: true });
+  const compat = compatibilitySettings();
+  // The rendered config holds paths and binding names only: secret values stay in the environment.
+  const capnp = renderWorkerdConfig({
+    configDir: stateDir,
+    bundleDir: resolve(bundleDir),
+    publicAddress: `${o.publicAddress.host}:${o.publicAddress.port}`,
+    adminAddress: `${o.adminAddress.host}:${o.adminAddress.port}`,
+    stateDir: storage,
+    compatibilityDate: compat.date,
+    compatibilityFlags: compat.flags,
+    vars: {},
+    secretsFromEnv: named.map((s) => s.name),
+    configFiles: o.config.files,
+  });
+  const capnpPath = join(stateDir, "sluice.capnp");
+  writeFileSync(capnpPath, capnp);
+  progress(`starting workerd (state in ${stateDir}) …`);
+  const proc = spawn(workerd, ["serve", capnpPath, "--experimental"], { stdio: ["ignore", "pipe", "pipe"], env });
+  let tail = "";
+  const keep = (out: NodeJS.WriteStream) => (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-16_000);
+    out.write(chunk);
+  };
+  proc.stdout.on("data", keep(process.stdout));
+  proc.stderr.on("data", keep(process.stderr));
+  let exitCode: number | null | undefined;
+  const exited = new Promise<number | null>((done) => {
+    proc.once("exit", (code, signal) => {
+      exitCode = code ?? (signal ? null : 0);
+      done(exitCode);
+    });
+    proc.once("error", (err) => {
+      tail += `\n${String(err)}`;
+      exitCode = 1;
+      done(1);
+    });
+  });
+  const publicUrl = localUrl(o.publicAddress);
+  const adminUrl = localUrl(o.adminAddress);
+  const kill = async () => {
+    if (exitCode !== undefined) return;
+    proc.kill("SIGTERM");
+    const timer = setTimeout(() => proc.kill("SIGKILL"), EXIT_GRACE_MS);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await untilReady(`${publicUrl}/ready`, () => exitCode === undefined);
+  } catch (err) {
+    await kill();
+    throw failure(`the gateway did not start: ${(err as Error).message}\n${tail.trim()}`);
+  }
+  const adminToken = env[o.config.config.gateway.security.adminTokenSecret]!;
+  return {
+    publicUrl,
+    adminUrl,
+    exited,
+    output: () => tail,
+    kill,
+    async stop(drainMs) {
+      let drained = false;
+      if (exitCode === undefined) {
+        progress(`draining (up to ${Math.ceil(drainMs / 1000)} s) …`);
+        try {
+          const res = await fetch(`${adminUrl}/admin/drain`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+            body: JSON.stringify({ budgetMs: drainMs }),
+            signal: AbortSignal.timeout(drainMs + 10_000),
+          });
+          const report = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+          drained = res.ok;
+          progress(res.ok ? `drained: ${JSON.stringify(report)}` : `drain refused (${res.status}): ${JSON.stringify(report)}`);
+        } catch (err) {
+          progress(`drain failed: ${(err as Error).message}`);
+        }
+      }
+      await kill();
+      return drained;
+    },
+  };
+}
+
+async function untilReady(url: string, alive: () => boolean): Promise<void> {
+  const until = Date.now() + READY_TIMEOUT_MS;
+  let last = "no answer yet";
+  while (Date.now() < until) {
+    if (!alive()) throw new Error("workerd exited");
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+      await res.arrayBuffer();
+      if (res.ok) return;
+      last = `status ${res.status}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not answer 2xx within ${READY_TIMEOUT_MS / 1000} s (${last})`);
+}
+
+/** `sluice serve`: runs until SIGTERM/SIGINT (drain, then stop) or until workerd exits on its own. */
+export async function serveCommand(argv: readonly string[]): Promise<number> {
+  const args = parseFlags(
+    argv,
+    {
+      config: { type: "string" },
+      state: { type: "string" },
+      public: { type: "string" },
+      admin: { type: "string" },
+      secret: { type: "string", multiple: true },
+      "drain-timeout": { type: "string" },
+      bundle: { type: "string" },
+      workerd: { type: "string" },
+    },
+    { min: 0, max: 0, names: "" },
+  );
+  if (args.help) {
+    process.stdout.write(SERVE_HELP);
+    return 0;
+  }
+  const configDir = stringFlag(args, "config");
+  if (configDir === undefined) throw usageError("--config DIR is required");
+  const publicFlag = stringFlag(args, "public");
+  const adminFlag = stringFlag(args, "admin");
+  const drainFlag = stringFlag(args, "drain-timeout");
+  const drainMs = drainFlag === undefined ? DEFAULT_DRAIN_MS : parseDuration(drainFlag, "--drain-timeout");
+  const publicAddress = publicFlag === undefined ? undefined : parseAddress(publicFlag, "--public");
+  const adminAddress = adminFlag === undefined ? undefined : parseAddress(adminFlag, "--admin");
+  const config = await readConfigDir(configDir);
+  const listeners = config.config.gateway.listeners;
+  const gateway = await startServe({
+    config,
+    stateDir: stringFlag(args, "state") ?? DEFAULT_STATE_DIR,
+    publicAddress: publicAddress ?? listeners.public,
+    adminAddress: adminAddress ?? listeners.admin,
+    extraSecrets: (args.values.secret as string[] | undefined) ?? [],
+    bundleDir: stringFlag(args, "bundle"),
+    workerdPath: stringFlag(args, "workerd"),
+  });
+  process.stderr.write(`Sluice is serving.\n  public API  ${gateway.publicUrl}/v1\n  admin API   ${gateway.adminUrl}/admin\n`);
+  return await new Promise<number>((done) => {
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        process.stderr.write(`${signal} again: stopping now\n`);
+        void gateway.kill();
+        return;
+      }
+      stopping = true;
+      process.stderr.write(`${signal}: `);
+      void gateway.stop(drainMs).then((drained) => done(drained ? 0 : 1));
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+    void gateway.exited.then((code) => {
+      if (stopping) return;
+      process.stderr.write(`workerd exited unexpectedly (code ${code})\n`);
+      done(1);
+    });
+  });
+}

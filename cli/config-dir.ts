@@ -1,0 +1,80 @@
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { CONFIG_FILES, loadConfig, type ConfigTexts, type LoadedConfig } from "../src/config/load-config.ts";
+import { ConfigValidationError, formatIssues } from "../src/config/parse-file.ts";
+import { builtinCodecs } from "../src/protocol/registry.ts";
+import { compilePublication } from "../src/publication/compile-publication.ts";
+import { normalizeSnapshot } from "../src/snapshot/normalize.ts";
+import { failure } from "./cli-error.ts";
+
+/** A config directory that passed every check `serve` and `config validate` make. */
+export interface ValidConfigDir {
+  /** Absolute path of the directory. */
+  readonly dir: string;
+  /** Absolute paths of the three files. */
+  readonly files: { readonly gateway: string; readonly publication: string; readonly backends: string };
+  readonly texts: ConfigTexts;
+  readonly config: LoadedConfig;
+  /** Digest of the seed BackendSnapshot, as the controller would compute it. */
+  readonly seedDigest: string;
+}
+
+/**
+ * Reads gateway.yaml, publication.yaml and backends.yaml from `dir` and validates them as the
+ * gateway will at start: schemas, references between the files, and the seed snapshot against the
+ * publication's pool requirements. Every problem is reported, one `file: path: reason` per line.
+ */
+export async function readConfigDir(dirArg: string): Promise<ValidConfigDir> {
+  const dir = resolve(dirArg);
+  const files = {
+    gateway: join(dir, CONFIG_FILES.gateway),
+    publication: join(dir, CONFIG_FILES.publication),
+    backends: join(dir, CONFIG_FILES.backends),
+  };
+  const unreadable: string[] = [];
+  const read = (name: string, path: string) => {
+    try {
+      return readFileSync(path, "utf8");
+    } catch (err) {
+      unreadable.push(`${name}: (file): cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      return "";
+    }
+  };
+  const texts = { gateway: read(CONFIG_FILES.gateway, files.gateway), publication: read(CONFIG_FILES.publication, files.publication), backends: read(CONFIG_FILES.backends, files.backends) };
+  if (unreadable.length > 0) throw failure(`invalid config in ${dir}:\n${unreadable.join("\n")}`);
+  let config: LoadedConfig;
+  try {
+    config = loadConfig(texts);
+  } catch (err) {
+    if (err instanceof ConfigValidationError) throw failure(`invalid config in ${dir}:\n${formatIssues(err.issues)}`);
+    throw err;
+  }
+  const seed = await normalizeSnapshot(config.backendsSeed, {
+    supportedProtocols: builtinCodecs.ids(),
+    requirements: compilePublication(config.publication).poolRequirements,
+  });
+  if (!seed.ok) throw failure(`invalid config in ${dir}:\n` + seed.reasons.map((r) => `${CONFIG_FILES.backends}: ${r.path}: ${r.message}`).join("\n"));
+  return { dir, files, texts, config, seedDigest: seed.digest };
+}
+
+/** A secret the config names, and where it names it (for the message when it is missing). */
+export interface NamedSecret {
+  readonly name: string;
+  readonly namedBy: string;
+}
+
+/**
+ * Every secret the config refers to by name: the admin token's and each seed backend's
+ * credential. A snapshot pushed later may name others; `serve --secret NAME` binds those too.
+ */
+export function secretsNamed(config: LoadedConfig): NamedSecret[] {
+  const out = new Map<string, NamedSecret>();
+  const add = (name: string, namedBy: string) => {
+    if (!out.has(name)) out.set(name, { name, namedBy });
+  };
+  add(config.gateway.security.adminTokenSecret, `${CONFIG_FILES.gateway}: security.adminTokenSecret`);
+  config.backendsSeed.backends.forEach((b, i) => {
+    if (b.credential) add(b.credential.secret, `${CONFIG_FILES.backends}: backends[${i}].credential.secret (${b.name})`);
+  });
+  return [...out.values()];
+}

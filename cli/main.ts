@@ -1,0 +1,66 @@
+/**
+ * The `sluice` command: serve the gateway, validate its config, and operate a running one through
+ * its admin API. Exit codes: 0 ok, 1 failure, 2 usage error.
+ */
+import { CliError } from "./cli-error.ts";
+import { adminCommand, ADMIN_HELP } from "./commands/admin.ts";
+import { configCommand } from "./commands/config.ts";
+import { serveCommand } from "./commands/serve.ts";
+import { versionCommand } from "./commands/version.ts";
+
+const HELP = `Usage: sluice <command> [options]
+
+Commands:
+  serve --config DIR            run the gateway on workerd with your config; state persists
+  config validate --config DIR  check the three config files; every issue as "file: path: reason"
+  config print-effective --config DIR --redact
+                                the effective config, secrets redacted
+  status                        the running gateway's state
+  backends list                 the active snapshot's backends
+  routes list                   entrypoints, routes, models, pools and backends
+  drain [--timeout 2m]          stop admitting, let requests in flight finish
+  resume                        admit again after a drain
+  budgets balance TENANT        where a tenant's budgets stand
+  version                       package, workerd and compatibility date
+
+Run 'sluice <command> --help' for a command's options. Admin commands read the token from
+$SLUICE_ADMIN_TOKEN. Exit codes: 0 ok, 1 failure, 2 usage error.
+`;
+
+/** Runs one command line; resolves with the exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case undefined:
+        process.stderr.write(HELP);
+        return 2;
+      case "help":
+      case "--help":
+      case "-h":
+        process.stdout.write(HELP);
+        return 0;
+      case "serve":
+        return await serveCommand(rest);
+      case "config":
+        return await configCommand(rest);
+      case "version":
+      case "--version":
+        return versionCommand(rest);
+      default:
+        if (command in ADMIN_HELP) return await adminCommand(command, rest);
+        process.stderr.write(`sluice: unknown command '${command}'\n\n${HELP}`);
+        return 2;
+    }
+  } catch (err) {
+    if (err instanceof CliError) {
+      process.stderr.write(`sluice ${command}: ${err.message}\n`);
+      if (err.kind === "usage") process.stderr.write(`Run 'sluice ${command} --help' for usage.\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(`sluice ${command}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));
