@@ -1,0 +1,294 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildBundle, ROOT } from "../../local-stack/build.ts";
+import { freePort } from "../../local-stack/ports.ts";
+import { startSimulatorProcess, SIMULATOR_API_KEY } from "../../local-stack/stack.ts";
+import { backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
+
+const TOKEN = "cli-e2e-admin-token";
+const CLI = join(ROOT, "bin", "sluice.js");
+
+/** Runs the `sluice` command (through its bin launcher) to completion. */
+function sluice(args: readonly string[], env: Record<string, string | undefined> = {}) {
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, SLUICE_ADMIN_TOKEN: TOKEN, ...env }, timeout: 60_000 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A running `sluice serve`: its process, its output so far, and a way to wait for its exit. */
+interface Served {
+  readonly proc: ChildProcess;
+  readonly publicUrl: string;
+  readonly adminUrl: string;
+  output(): string;
+  exit: Promise<number | null>;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe("the sluice CLI against a real gateway", () => {
+  let sim: Simulator;
+  let work: string;
+  let configDir: string;
+  let stateDir: string;
+  let publicPort: number;
+  let adminPort: number;
+  let served: Served | undefined;
+  let bundleDir: string;
+
+  function serve(extraEnv: Record<string, string | undefined> = {}, args: readonly string[] = []): Served {
+    const proc = spawn(
+      process.execPath,
+      [CLI, "serve", "--config", configDir, "--state", stateDir, "--public", `127.0.0.1:${publicPort}`, "--admin", `127.0.0.1:${adminPort}`, "--bundle", bundleDir, "--drain-timeout", "10s", ...args],
+      { cwd: work, env: { ...process.env, SLUICE_ADMIN_TOKEN: TOKEN, SIMULATOR_API_KEY, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    let out = "";
+    proc.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+    proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+    const exit = new Promise<number | null>((done) => proc.once("exit", (code) => done(code)));
+    return { proc, publicUrl: `http://127.0.0.1:${publicPort}`, adminUrl: `http://127.0.0.1:${adminPort}`, output: () => out, exit };
+  }
+
+  async function ready(s: Served): Promise<void> {
+    await until("the gateway to be ready", async () => {
+      if (s.proc.exitCode !== null) throw new Error(`serve exited early:\n${s.output()}`);
+      const r = await fetch(`${s.publicUrl}/ready`);
+      await r.arrayBuffer();
+      return r.ok ? true : undefined;
+    }).catch((err: unknown) => {
+      throw new Error(`${String(err)}\n${s.output()}`);
+    });
+  }
+
+  async function stop(s: Served): Promise<number | null> {
+    s.proc.kill("SIGTERM");
+    return await s.exit;
+  }
+
+  const chat = (content: string) =>
+    fetch(`http://127.0.0.1:${publicPort}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content }] }),
+    });
+
+  const adminJson = async (path: string) => {
+    const r = await fetch(`http://127.0.0.1:${adminPort}/admin${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(r.status).toBe(200);
+    return (await r.json()) as any;
+  };
+
+  beforeAll(async () => {
+    bundleDir = buildBundle();
+    sim = await startSimulatorProcess({ apiKey: SIMULATOR_API_KEY });
+    work = mkdtempSync(join(tmpdir(), "sluice-cli-"));
+    configDir = join(work, "my-config");
+    stateDir = join(work, "my-state");
+    mkdirSync(configDir);
+    writeFileSync(join(configDir, "gateway.yaml"), stringify(bundledConfig("gateway")));
+    writeFileSync(join(configDir, "publication.yaml"), stringify(bundledConfig("publication")));
+    writeFileSync(join(configDir, "backends.yaml"), stringify(backendsFor(sim.url)));
+    publicPort = await freePort();
+    adminPort = await freePort();
+    served = serve();
+    await ready(served);
+  });
+
+  afterAll(async () => {
+    if (served && served.proc.exitCode === null) await stop(served);
+    await sim?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  const admin = () => ["--admin", `http://127.0.0.1:${adminPort}`];
+
+  it("prints its version, the workerd version and the compatibility date", () => {
+    const r = sluice(["version", "--json"]);
+    expect(r.status).toBe(0);
+    const v = JSON.parse(r.stdout);
+    expect(v.sluice).toMatch(/^\d+\.\d+\.\d+/);
+    expect(v.workerd).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(v.compatibilityDate).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    // On a Node without type stripping (system Node 20, say) the launcher re-runs the CLI on the
+    // project's Node 22 and passes its exit code on.
+    const old = spawnSync(process.execPath, ["--no-experimental-strip-types", CLI, "version", "--json"], { cwd: ROOT, encoding: "utf8" });
+    expect(old.status).toBe(0);
+    expect(JSON.parse(old.stdout)).toEqual(v);
+    expect(spawnSync(process.execPath, ["--no-experimental-strip-types", CLI, "no-such-command"], { cwd: ROOT }).status).toBe(2);
+  });
+
+  it("answers usage errors with exit 2 and --help with 0 on every command", () => {
+    expect(sluice([]).status).toBe(2);
+    expect(sluice(["frobnicate"]).status).toBe(2);
+    const bad = sluice(["status", "--bogus"]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("'--bogus'");
+    expect(sluice(["serve"]).stderr).toContain("--config DIR is required");
+    expect(sluice(["serve", "--config", configDir, "--public", "localhost"]).status).toBe(2);
+    expect(sluice(["drain", ...admin(), "--timeout", "soon"]).status).toBe(2);
+    expect(sluice(["budgets", "balance", ...admin()]).status).toBe(2);
+    expect(sluice(["backends", "show", ...admin()]).status).toBe(2);
+    for (const cmd of [["serve"], ["config"], ["status"], ["backends", "list"], ["routes", "list"], ["drain"], ["resume"], ["budgets", "balance"], ["version"]]) {
+      const h = sluice([...cmd, "--help"]);
+      expect(h.status, cmd.join(" ")).toBe(0);
+      expect(h.stdout, cmd.join(" ")).toMatch(/^Usage: sluice /);
+    }
+  });
+
+  it("validates a config directory, naming file and path of every problem, and prints it redacted", () => {
+    const ok = sluice(["config", "validate", "--config", configDir]);
+    expect(ok.status).toBe(0);
+    expect(ok.stdout).toContain("config OK");
+    const eff = sluice(["config", "print-effective", "--config", configDir, "--redact", "--json"]);
+    expect(eff.status).toBe(0);
+    const effective = JSON.parse(eff.stdout);
+    expect(effective.gateway.listeners.admin).toEqual({ host: "127.0.0.1", port: 8788 });
+    expect(JSON.stringify(effective)).toContain("(redacted)");
+    const broken = join(work, "broken");
+    mkdirSync(broken, { recursive: true });
+    const g = bundledConfig("gateway");
+    g.traffic.retryForever = true;
+    writeFileSync(join(broken, "gateway.yaml"), stringify(g));
+    writeFileSync(join(broken, "publication.yaml"), stringify(bundledConfig("publication")));
+    const missing = sluice(["config", "validate", "--config", broken]);
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toMatch(/^backends\.yaml: \(file\): cannot read .*backends\.yaml: ENOENT$/m);
+    const b = backendsFor(sim.url);
+    b.pools = b.pools.filter((p: any) => p.name !== "sim-large");
+    writeFileSync(join(broken, "backends.yaml"), stringify(b));
+    const r = sluice(["config", "validate", "--config", broken]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^gateway\.yaml: traffic\.retryForever: unknown key$/m);
+    // serve refuses the same directory before starting anything.
+    const s = sluice(["serve", "--config", broken, "--public", "127.0.0.1:1", "--admin", "127.0.0.1:2"]);
+    expect(s.status).toBe(1);
+    expect(s.stderr).toContain("gateway.yaml: traffic.retryForever: unknown key");
+  });
+
+  it("refuses to serve while a secret the config names is unset, naming it and where it is named", () => {
+    const r = sluice(["serve", "--config", configDir, "--state", join(work, "unused"), "--public", "127.0.0.1:1", "--admin", "127.0.0.1:2", "--bundle", bundleDir, "--secret", "EXTRA_PROVIDER_KEY"], {
+      SIMULATOR_API_KEY: "",
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("missing secret SIMULATOR_API_KEY (named by backends.yaml: backends[0].credential.secret (sim-local))");
+    expect(r.stderr).toContain("missing secret EXTRA_PROVIDER_KEY (named by --secret)");
+  });
+
+  it("status, backends list and routes list read the running gateway, as tables and as JSON", () => {
+    const st = sluice(["status", ...admin()]);
+    expect(st.status).toBe(0);
+    expect(st.stdout).toMatch(/^state\s+serving$/m);
+    expect(JSON.parse(sluice(["status", ...admin(), "--json"]).stdout)).toMatchObject({ draining: false, snapshot: { revision: 1 } });
+    const b = sluice(["backends", "list", ...admin()]);
+    expect(b.status).toBe(0);
+    expect(b.stdout).toMatch(/^sim-local\s+openai-chat\s+http:\/\/127\.0\.0\.1:\d+\/v1\s+SIMULATOR_API_KEY \(bearer\)/m);
+    expect(JSON.parse(sluice(["backends", "list", ...admin(), "--json"]).stdout).snapshot.backends.map((x: any) => x.name)).toEqual(["sim-local"]);
+    const r = sluice(["routes", "list", ...admin()]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^sluice-chat\s+\(default\)\s+1\s+chat-small\s+sim-small\s+sim-local:sim-small\s+yes$/m);
+  });
+
+  it("finds the admin listener in gateway.yaml of --config when no --admin is given", () => {
+    const g = bundledConfig("gateway");
+    g.listeners.admin = { host: "127.0.0.1", port: adminPort };
+    const dir = join(work, "admin-from-config");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "gateway.yaml"), stringify(g));
+    const r = sluice(["status", "--config", dir, "--json"], { SLUICE_ADMIN_URL: undefined });
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout).draining).toBe(false);
+  });
+
+  it("fails with exit 1 and the cause when the admin API is unreachable or refuses the token; 2 without a token", async () => {
+    const closed = await freePort();
+    const down = sluice(["status", "--admin", `http://127.0.0.1:${closed}`]);
+    expect(down.status).toBe(1);
+    expect(down.stderr).toContain(`cannot reach the admin API at http://127.0.0.1:${closed}: ECONNREFUSED`);
+    const denied = sluice(["status", ...admin()], { SLUICE_ADMIN_TOKEN: "wrong-token" });
+    expect(denied.status).toBe(1);
+    expect(denied.stderr).toContain("refused the token in SLUICE_ADMIN_TOKEN (401 admin_unauthorized)");
+    const none = sluice(["status", ...admin()], { SLUICE_ADMIN_TOKEN: "" });
+    expect(none.status).toBe(2);
+    const unknown = sluice(["budgets", "balance", "no-such-tenant", ...admin()]);
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toMatch(/GET \/budgets\/no-such-tenant\/balance failed: 404/);
+  });
+
+  it("budgets balance shows what requests spent", async () => {
+    const res = await chat("hello");
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const json = await until("the settlement to reach the ledger", async () => {
+      const r = sluice(["budgets", "balance", "demo", ...admin(), "--json"]);
+      expect(r.status).toBe(0);
+      const b = JSON.parse(r.stdout);
+      return b.balances.some((s: any) => (s.money?.spent ?? 0) > 0) ? b : undefined;
+    });
+    const tenant = json.balances.find((s: any) => s.scope === "tenant:demo");
+    expect(tenant.money.spent).toBeGreaterThan(0);
+    const table = sluice(["budgets", "balance", "demo", ...admin()]);
+    expect(table.stdout).toMatch(/^tenant:demo\s+money:USD\s+\d+\.\d{6} USD\s+\d+\.\d{6} USD/m);
+  });
+
+  it("drain stops admission and resume restores it", async () => {
+    const d = sluice(["drain", ...admin(), "--timeout", "5s", "--json"]);
+    expect(d.status).toBe(0);
+    expect(JSON.parse(d.stdout)).toMatchObject({ status: "drained", cancelled: 0 });
+    expect((await fetch(`http://127.0.0.1:${publicPort}/ready`)).status).toBe(503);
+    expect(JSON.parse(sluice(["status", ...admin(), "--json"]).stdout).draining).toBe(true);
+    const r = sluice(["resume", ...admin()]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toContain("resumed: serving");
+    expect((await fetch(`http://127.0.0.1:${publicPort}/ready`)).status).toBe(200);
+  });
+
+  it("SIGTERM drains (a request in flight finishes), and a restart on the same state keeps spend and pending reconciliations", async () => {
+    // One attempt whose usage never arrives: it waits in reconciliation, which must survive the restart.
+    const unknown = await chat("no usage please [[sim fault=omit-usage]]");
+    expect(unknown.status).toBe(200);
+    await unknown.arrayBuffer();
+    const before = await until("the unknown-usage attempt to reach reconciliation", async () => {
+      const rec = await adminJson("/budgets/demo/reconciliations");
+      return rec.pending.length > 0 ? rec : undefined;
+    });
+    const balanceBefore = (await adminJson("/budgets/demo/balance")).balances;
+
+    const slow = chat("slow one [[sim latency-ms=1500]]");
+    await until("the slow request to be in flight", async () => ((await adminJson("/status")).inFlight > 0 ? true : undefined));
+    served!.proc.kill("SIGTERM");
+    const answered = await slow;
+    expect(answered.status).toBe(200);
+    expect(((await answered.json()) as any).choices[0].message.content.length).toBeGreaterThan(0);
+    expect(await served!.exit).toBe(0);
+    expect(served!.output()).toContain("SIGTERM: draining");
+    expect(served!.output()).toMatch(/drained: .*"inFlightAtStart":1,"finished":1,"cancelled":0/);
+
+    served = serve();
+    await ready(served);
+    const after = await adminJson("/budgets/demo/reconciliations");
+    expect(after).toEqual(before);
+    const balanceAfter = (await adminJson("/budgets/demo/balance")).balances;
+    // The slow request settled during the drain: everything spent before it is still there, and
+    // nothing is held any more.
+    for (const s of balanceBefore) {
+      const a = balanceAfter.find((x: any) => x.scope === s.scope);
+      if (s.money) {
+        expect(a.money.spent, s.scope).toBeGreaterThan(s.money.spent);
+        expect(a.money.pending, s.scope).toBe(s.money.pending);
+        expect(a.money.held, s.scope).toBe(a.money.pending);
+      }
+    }
+    expect(balanceBefore.some((s: any) => s.money && s.money.pending > 0)).toBe(true);
+  }, 120_000);
+});
