@@ -220,6 +220,16 @@ describe("the sluice CLI against a real gateway", () => {
     expect(denied.stderr).toContain("refused the token in SLUICE_ADMIN_TOKEN (401 admin_unauthorized)");
     const none = sluice(["status", ...admin()], { SLUICE_ADMIN_TOKEN: "" });
     expect(none.status).toBe(2);
+    // Every admin command fails the same way, and a refused drain changes nothing.
+    for (const cmd of [["backends", "list"], ["routes", "list"], ["drain", "--timeout", "1s"], ["resume"], ["budgets", "balance", "demo"]]) {
+      const d = sluice([...cmd, "--admin", `http://127.0.0.1:${closed}`]);
+      expect(d.status, cmd.join(" ")).toBe(1);
+      expect(d.stderr, cmd.join(" ")).toContain("cannot reach the admin API");
+      const t = sluice([...cmd, ...admin()], { SLUICE_ADMIN_TOKEN: "wrong-token" });
+      expect(t.status, cmd.join(" ")).toBe(1);
+      expect(t.stderr, cmd.join(" ")).toContain("refused the token");
+    }
+    expect((await fetch(`http://127.0.0.1:${publicPort}/ready`)).status).toBe(200);
     const unknown = sluice(["budgets", "balance", "no-such-tenant", ...admin()]);
     expect(unknown.status).toBe(1);
     expect(unknown.stderr).toMatch(/GET \/budgets\/no-such-tenant\/balance failed: 404/);
