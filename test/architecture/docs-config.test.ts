@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { tableCells } from "./support/markdown-table.ts";
 import { snapshotSourceSchema } from "../../src/config/backends-schema.ts";
 import { scopeLimitsSchema } from "../../src/config/budget-schema.ts";
 import { gatewayConfigSchema } from "../../src/config/gateway-schema.ts";
@@ -150,13 +151,7 @@ interface Row {
   readonly cells: readonly string[];
 }
 
-function cells(line: string): string[] {
-  return line
-    .trim()
-    .replace(/^\||\|$/g, "")
-    .split(/(?<!\\)\|/)
-    .map((c) => c.trim());
-}
+const cells = tableCells;
 
 function referenceTables(markdown: string): { headers: { heading: string; header: string[] }[]; rows: Row[] } {
   const headers: { heading: string; header: string[] }[] = [];

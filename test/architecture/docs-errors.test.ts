@@ -1,20 +1,14 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { tableCells } from "./support/markdown-table.ts";
 import { toAnthropicErrorBody, toOpenAiErrorBody } from "../../src/errors/envelopes.ts";
 import { ERROR_CODES, GatewayError, type ErrorCode } from "../../src/errors/gateway-error.ts";
 
 const DOC = "docs/errors.md";
 const HEADER = ["code", "HTTP status", "retryable", "OpenAI type", "Anthropic type", "when it happens"];
 
-/** Cells of a markdown table row; `\|` inside a cell is text, not a separator. */
-function cells(line: string): string[] {
-  return line
-    .trim()
-    .replace(/^\||\|$/g, "")
-    .split(/(?<!\\)\|/)
-    .map((c) => c.trim());
-}
+const cells = tableCells;
 
 /** The rows of the table whose header is HEADER, as written. */
 function codeTable(markdown: string): string[][] {
