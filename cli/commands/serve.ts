@@ -54,6 +54,8 @@ export interface ServeOptions {
   readonly workerdPath?: string | undefined;
   /** Progress lines (stderr by default). */
   readonly progress?: ((line: string) => void) | undefined;
+  /** Aborting it before the gateway is ready stops workerd and fails the start. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** A gateway started by {@link startServe}. */
@@ -149,7 +151,7 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
     clearTimeout(timer);
   };
   try {
-    await untilReady(`${publicUrl}/ready`, () => exitCode === undefined);
+    await untilReady(`${publicUrl}/ready`, () => exitCode === undefined, o.signal);
   } catch (err) {
     await kill();
     throw failure(`the gateway did not start: ${(err as Error).message}\n${tail.trim()}`);
@@ -185,10 +187,11 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   };
 }
 
-async function untilReady(url: string, alive: () => boolean): Promise<void> {
+async function untilReady(url: string, alive: () => boolean, signal: AbortSignal | undefined): Promise<void> {
   const until = Date.now() + READY_TIMEOUT_MS;
   let last = "no answer yet";
   while (Date.now() < until) {
+    if (signal?.aborted) throw new Error("stopped by a signal before it was ready");
     if (!alive()) throw new Error("workerd exited");
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
@@ -231,9 +234,16 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   const drainMs = drainFlag === undefined ? DEFAULT_DRAIN_MS : parseDuration(drainFlag, "--drain-timeout");
   const publicAddress = publicFlag === undefined ? undefined : parseAddress(publicFlag, "--public");
   const adminAddress = adminFlag === undefined ? undefined : parseAddress(adminFlag, "--admin");
+  // A signal during the start (bundling, waiting for /ready) stops it: nothing is admitted yet,
+  // so there is nothing to drain.
+  const starting = new AbortController();
+  const stopStart = () => starting.abort();
+  process.once("SIGTERM", stopStart);
+  process.once("SIGINT", stopStart);
   const config = await readConfigDir(configDir);
   const listeners = config.config.gateway.listeners;
   const gateway = await startServe({
+    signal: starting.signal,
     config,
     stateDir: stringFlag(args, "state") ?? DEFAULT_STATE_DIR,
     publicAddress: publicAddress ?? listeners.public,
@@ -242,6 +252,8 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     bundleDir: stringFlag(args, "bundle"),
     workerdPath: stringFlag(args, "workerd"),
   });
+  process.off("SIGTERM", stopStart);
+  process.off("SIGINT", stopStart);
   process.stderr.write(`Sluice is serving.\n  public API  ${gateway.publicUrl}/v1\n  admin API   ${gateway.adminUrl}/admin\n`);
   return await new Promise<number>((done) => {
     let stopping = false;
