@@ -15,7 +15,7 @@ import { freePort } from "../local-stack/ports.ts";
 import { compatibilitySettings } from "../cli/workerd-config.ts";
 import { startGateway, type RunningGateway } from "../local-stack/stack.ts";
 import { starting, stopOne } from "./children.ts";
-import { startBenchSimulator } from "./sluice-config.ts";
+import { allowingSimulator, startBenchSimulator } from "./sluice-config.ts";
 import { startWorkerd, type RunningWorkerd } from "./workerd-process.ts";
 
 const WORKER_ENTRY = join(import.meta.dirname, "ledger-worker", "index.js");
@@ -184,7 +184,7 @@ export async function startLedgerGateway(tokens: number): Promise<LedgerGatewayS
   for (const b of backends.backends) b.baseUrl = `${sim.url}/v1`;
   const adminToken = `bench-${randomBytes(12).toString("hex")}`;
   const gateway = await starting(() =>
-    startGateway({ adminToken, config: { backends: stringify(backends), publication: stringify(ledgerBenchPublication()) } }).then((g) => ({ ...g, name: "Sluice (workerd)" })),
+    startGateway({ adminToken, config: { backends: stringify(backends), publication: stringify(ledgerBenchPublication()), gateway: allowingSimulator(readFileSync(join(ROOT, "config", "gateway.yaml"), "utf8"), sim.url) } }).then((g) => ({ ...g, name: "Sluice (workerd)" })),
   );
   return {
     simUrl: sim.url,

@@ -10,9 +10,12 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess } from "../local-stack/stack.ts";
 import { chunkedWire } from "../local-stack/chunked-wire.ts";
+import { ROOT } from "../local-stack/build.ts";
+import { allowingSimulator } from "./sluice-config.ts";
 
 const { values } = parseArgs({
   options: {
@@ -101,7 +104,8 @@ pools:
   - { name: sim-small, selector: p2c, members: [{ backend: sim-local, model: sim-small }] }
   - { name: sim-large, selector: p2c, members: [{ backend: sim-local, model: sim-large }] }
 `;
-const gw = await startGateway({ adminToken: "bench-admin-token", config: { backends }, echo: process.env.ECHO === "1" }).catch(async (e) => {
+const gateway = allowingSimulator(readFileSync(join(ROOT, "config", "gateway.yaml"), "utf8"), sim.url);
+const gw = await startGateway({ adminToken: "bench-admin-token", config: { backends, gateway }, echo: process.env.ECHO === "1" }).catch(async (e) => {
   await sim.stop();
   throw e;
 });

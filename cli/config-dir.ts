@@ -52,6 +52,7 @@ export async function readConfigDir(dirArg: string): Promise<ValidConfigDir> {
   const seed = await normalizeSnapshot(config.backendsSeed, {
     supportedProtocols: builtinCodecs.ids(),
     requirements: compilePublication(config.publication).poolRequirements,
+    egress: config.gateway.security.egress,
   });
   if (!seed.ok) throw failure(`invalid config in ${dir}:\n` + seed.reasons.map((r) => `${CONFIG_FILES.backends}: ${r.path}: ${r.message}`).join("\n"));
   return { dir, files, texts, config, seedDigest: seed.digest };

@@ -1,6 +1,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { parse } from "yaml";
 import { ROOT } from "../local-stack/build.ts";
+import { gatewayConfigSchema } from "../src/config/gateway-schema.ts";
+import { networkAllowFor } from "../src/egress/egress-guard.ts";
 
 /** What one `workerd serve` of the gateway needs. */
 export interface WorkerdConfigOptions {
@@ -27,7 +30,8 @@ const str = (s: string) => JSON.stringify(s);
 /**
  * Renders a workerd Cap'n Proto config: public socket → default entrypoint, admin socket → the
  * `Admin` entrypoint (the admin API exists on no other socket), SQLite Durable Objects on local
- * disk, and an outbound network that may reach loopback backends (the simulator).
+ * disk, and an outbound network limited to public addresses and the private ones gateway.yaml's
+ * egress allowlist names (the simulator).
  */
 export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
   const embed = (file: string) => `embed ${str(relative(o.configDir, file))}`;
@@ -53,7 +57,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
 const config :Workerd.Config = (
   services = [
     (name = "sluice", worker = .sluice),
-    (name = "internet", network = (allow = ["public", "local"])),
+    (name = "internet", network = (allow = [${networkAllow(o).map(str).join(", ")}])),
     (name = "state", disk = (path = ${str(o.stateDir)}, writable = true)),
   ],
   sockets = [
@@ -82,6 +86,26 @@ const sluice :Workerd.Worker = (
   globalOutbound = "internet",
 );
 `;
+}
+
+/**
+ * workerd's outbound network: public addresses, plus exactly the private ones gateway.yaml's
+ * egress allowlist names (one-address CIDRs; a name there opens `local` or `private`). workerd
+ * applies the list to DNS answers too, which the gateway's own egress guard never sees, so a
+ * public name resolving to a private address is refused here. A gateway.yaml that does not
+ * parse opens nothing private: the gateway refuses to start with it anyway.
+ */
+function networkAllow(o: WorkerdConfigOptions): string[] {
+  try {
+    // Without an override, the copy the bundle imports (an out directory may hold older ones).
+    const bundled = /from "\.\/([^"]*gateway\.yaml)"/.exec(readFileSync(join(o.bundleDir, "index.js"), "utf8"))?.[1];
+    const file = o.configFiles?.gateway ?? (bundled === undefined ? undefined : join(o.bundleDir, bundled));
+    if (file === undefined) return ["public"];
+    const parsed = gatewayConfigSchema.safeParse(parse(readFileSync(file, "utf8")));
+    return parsed.success ? networkAllowFor(parsed.data.security.egress) : ["public"];
+  } catch {
+    return ["public"];
+  }
 }
 
 /** Reads the compatibility settings from wrangler.toml (of `root`, this checkout by default), so workerd runs what wrangler deploys. */

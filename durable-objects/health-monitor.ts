@@ -5,6 +5,7 @@ import {
   credentialHeaders,
   firstProbeAt,
   nextProbeAt,
+  probeEgressRefusal,
   probeOnce,
   probeTargetKey,
   recordProbe,
@@ -15,6 +16,7 @@ import {
   type ResolvedProbeTarget,
 } from "../src/traffic/health.ts";
 import type { HealthRpc, HealthView } from "../src/traffic/health-client.ts";
+import { isolateConfig } from "../src/worker/isolate-config.ts";
 import { SqliteHealthStore } from "./sqlite-health-store.ts";
 
 /**
@@ -30,6 +32,9 @@ import { SqliteHealthStore } from "./sqlite-health-store.ts";
  * Credentials: a target names a secret (`credential.authorizationSecret`), read from this object's
  * own `env` at probe time; only the name is stored. The target comes from the gateway's config, the
  * same source that names the backend's credential for real traffic.
+ *
+ * Egress: every probe passes the egress guard first (gateway.yaml `security.egress`), whatever
+ * target was stored; a refused one fails as `egress_refused: <code>` without being sent.
  */
 export class HealthMonitor extends DurableObject<Env> implements HealthRpc {
   readonly #store: SqliteHealthStore;
@@ -83,6 +88,9 @@ export class HealthMonitor extends DurableObject<Env> implements HealthRpc {
   }
 
   async #probe(target: ResolvedProbeTarget): Promise<ProbeResult> {
+    // The stored target may predate the egress guard or the current allowlist: checked per probe.
+    const refused = probeEgressRefusal(target, isolateConfig(this.env).gateway.security.egress);
+    if (refused) return refused;
     const creds = credentialHeaders(target, (name) => {
       const v = (this.env as unknown as Record<string, unknown>)[name];
       return typeof v === "string" ? v : undefined;

@@ -51,10 +51,15 @@ try {
   process.exit(1);
 }
 
-// The bundled config, with the demo backends pointed at the simulator's port.
+// The bundled config, with the demo backends pointed at the simulator's port, and the egress
+// allowlist naming that port instead of the default one.
 const configDir = join(work, "config");
 mkdirSync(configDir);
-for (const file of ["gateway.yaml", "publication.yaml"]) writeFileSync(join(configDir, file), readFileSync(join(ROOT, "config", file)));
+writeFileSync(join(configDir, "publication.yaml"), readFileSync(join(ROOT, "config", "publication.yaml")));
+const gatewayConfig = parse(readFileSync(join(ROOT, "config", "gateway.yaml"), "utf8")) as { security: { egress: { allow: string[] } } };
+const egress = gatewayConfig.security.egress;
+egress.allow = egress.allow.map((h) => (h === `127.0.0.1:${DEFAULT_SIMULATOR_PORT}` ? `127.0.0.1:${simulatorPort}` : h));
+writeFileSync(join(configDir, "gateway.yaml"), stringify(gatewayConfig));
 const backends = parse(readFileSync(join(ROOT, "config", "backends.yaml"), "utf8")) as { backends: { baseUrl: string }[] };
 for (const b of backends.backends) b.baseUrl = b.baseUrl.replace(`://127.0.0.1:${DEFAULT_SIMULATOR_PORT}/`, `://127.0.0.1:${simulatorPort}/`);
 writeFileSync(join(configDir, "backends.yaml"), stringify(backends));

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { egressConfigSchema } from "../egress/egress-schema.ts";
 
 const port = z.number().int().min(1).max(65535);
 const headerName = z
@@ -106,6 +107,8 @@ export const gatewayConfigSchema = z.strictObject({
       trustedHeaders: z.array(headerName).default([]),
       /** Name of the secret that holds the admin bearer token. */
       adminTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).default("SLUICE_ADMIN_TOKEN"),
+      /** The egress guard's allowlist (docs/security.md): every other target must be https to a public host. */
+      egress: egressConfigSchema,
     })
     .prefault({}),
   observability: z

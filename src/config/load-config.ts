@@ -2,6 +2,7 @@ import { gatewayConfigSchema, type GatewayConfig } from "./gateway-schema.ts";
 import { publicationSchema, type PublicationConfig } from "./publication-schema.ts";
 import { snapshotSourceSchema, type SnapshotSource } from "./backends-schema.ts";
 import { checkBudgets } from "./check-budgets.ts";
+import { checkEgress } from "../egress/egress-guard.ts";
 import { ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
 
 /** The three config texts, as bundled or as overridden by the deployment. */
@@ -47,10 +48,21 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
   );
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
   if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkBudgets(gateway, publication));
+  if (gateway && backendsSeed) issues.push(...checkSeedEgress(gateway, backendsSeed));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
   return { gateway, publication, backendsSeed };
 }
 
+/**
+ * The seed snapshot's base URLs against the egress guard, so a seed that would send requests to
+ * a forbidden address fails the start rather than its first request.
+ */
+export function checkSeedEgress(gateway: GatewayConfig, seed: SnapshotSource): ConfigIssue[] {
+  return seed.backends.flatMap((b, i) => {
+    const verdict = checkEgress(b.baseUrl, gateway.security.egress);
+    return verdict.ok ? [] : [{ file: CONFIG_FILES.backends, path: `backends[${i}].baseUrl`, message: verdict.refusal.message }];
+  });
+}
 
 /** Cross-reference checks inside the publication, and against the bootstrap's trusted headers. */
 export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {

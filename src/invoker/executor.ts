@@ -4,6 +4,7 @@ import type { AttemptScope, RequestContext } from "../context/request-context.ts
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { Rng } from "../deps/rng.ts";
+import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import type { RequestFeature } from "../protocol/features.ts";
@@ -85,6 +86,8 @@ export interface ExecutorDeps {
   readonly firstByteTimeoutMs?: number | undefined;
   /** TCP pre-connect for backends with `connectCheck` (see upstream-attempt.ts). */
   readonly preconnect?: ((hostname: string, port: number, signal: AbortSignal) => Promise<boolean>) | undefined;
+  /** The egress guard's policy, checked on each attempt's address (see upstream-attempt.ts). */
+  readonly egress?: EgressPolicy | undefined;
 }
 
 /** A selector per (snapshot digest, pool): state such as round-robin position lives per pool. */

@@ -2,6 +2,7 @@ import type { AttemptOutcome, AttemptRecord, Evidence } from "../context/attempt
 import { abortError, type AttemptScope, type RequestContext } from "../context/request-context.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
+import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import { withoutFeatures } from "../protocol/features.ts";
@@ -27,6 +28,12 @@ export interface AttemptDeps {
    * Used for backends with `connectCheck` (the composition root supplies the sockets API).
    */
   readonly preconnect?: ((hostname: string, port: number, signal: AbortSignal) => Promise<boolean>) | undefined;
+  /**
+   * The egress guard's policy (gateway.yaml `security.egress`). When set, each attempt's address
+   * passes the guard before anything is reserved or sent: a snapshot stored before the guard, or
+   * before the allowlist changed, never reached the checks at config load and snapshot push.
+   */
+  readonly egress?: EgressPolicy | undefined;
 }
 
 /** A successful attempt: the provider answered 2xx with a readable body or a stream. */
@@ -77,6 +84,14 @@ export function prepareAttempt(deps: AttemptDeps, plan: DispatchPlan, original: 
   const { member, drop } = choice;
   const backend = member.backend;
   const codec = deps.codecs.get(backend.protocol)!;
+  if (deps.egress) {
+    const verdict = checkEgress(backend.baseUrl, deps.egress);
+    if (!verdict.ok) {
+      const error = new GatewayError("internal_error", "The gateway refused to call a provider address its configuration names.", { cause: `egress refused (${verdict.refusal.code}): ${verdict.refusal.message}` });
+      // Nothing was sent: another backend may serve the request.
+      return failed(attempt, error, { class: "known_zero", reason: "not_attempted" }, "connect_failed");
+    }
+  }
   const headers = new Headers(codec.upstreamHeaders);
   for (const [k, v] of Object.entries(backend.headers)) headers.set(k, v);
   headers.set("content-type", "application/json");
@@ -169,7 +184,9 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
 
   let res: Response;
   try {
-    res = await deps.fetch(prepared.url, { method: "POST", headers: prepared.headers, body: prepared.body, signal });
+    // Redirects are never followed: a 3xx is the provider's answer (an upstream error), so no
+    // provider can bounce a request, its credential included, to an address the guard refuses.
+    res = await deps.fetch(prepared.url, { method: "POST", headers: prepared.headers, body: prepared.body, signal, redirect: "manual" });
   } catch (err) {
     return aborted(err);
   } finally {

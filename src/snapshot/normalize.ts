@@ -4,6 +4,7 @@ import { canonicalDigest, sha256Hex } from "../digest/canonical-digest.ts";
 import { formatPath } from "../errors/issue-path.ts";
 import type { SelectorKind } from "../traffic/selector.ts";
 import { snapshotSourceSchema, type BackendProtocol } from "../config/backends-schema.ts";
+import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
 
 /** Why a snapshot candidate was refused; safe to return to the admin caller. */
 export interface SnapshotReason {
@@ -64,6 +65,8 @@ export interface SnapshotContext {
   readonly supportedProtocols: ReadonlySet<BackendProtocol>;
   /** Pools and capabilities the running publication needs. */
   readonly requirements: readonly PoolRequirement[];
+  /** The egress guard's policy (gateway.yaml `security.egress`): every base URL must pass it. */
+  readonly egress: EgressPolicy;
 }
 
 export type NormalizeResult =
@@ -86,7 +89,7 @@ async function backendId(name: string, protocol: string, baseUrl: string): Promi
 }
 
 /**
- * validate → normalize → deterministic ids → reference, protocol and capability checks → digest.
+ * validate → normalize → deterministic ids → egress, reference, protocol and capability checks → digest.
  * Collects every reason rather than stopping at the first, so one push shows all that is wrong.
  */
 export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext): Promise<NormalizeResult> {
@@ -111,9 +114,9 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
       continue;
     }
     const url = new URL(b.baseUrl);
-    if (url.username !== "" || url.password !== "") {
-      reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: "credentials in a URL are not allowed; use credential.secret" });
-    }
+    // Credentials, scheme and address: the one egress check every outbound target passes.
+    const egress = checkEgress(url, ctx.egress);
+    if (!egress.ok) reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: egress.refusal.message });
     if (url.search !== "" || url.hash !== "") {
       reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: "a base URL has no query or fragment" });
     }

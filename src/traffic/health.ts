@@ -1,5 +1,6 @@
 import type { Clock } from "../deps/clock.ts";
 import type { Rng } from "../deps/rng.ts";
+import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
 
 /**
  * Active health checking: pure pieces, no I/O of their own (the probe's fetch, clock and randomness
@@ -164,8 +165,22 @@ export interface ProbeResult {
   /** HTTP status, when the backend answered. */
   readonly status?: number;
   readonly latencyMs: number;
-  /** `ok`, `http_<status>`, `timeout`, `network_error: <message>` or `credential_missing: <name>`. */
+  /**
+   * `ok`, `http_<status>`, `timeout`, `network_error: <message>`, `credential_missing: <name>` or
+   * `egress_refused: <code>` (an EgressRefusalCode).
+   */
   readonly reason: string;
+}
+
+/**
+ * The egress guard again, right before a probe is sent: a stored target may predate the guard or
+ * the current allowlist (the config and snapshot checks only see new targets). A refused target
+ * fails as `egress_refused: <code>` and is never sent; redirects are never followed either
+ * ({@link probeOnce}), so a probe cannot be bounced somewhere the guard would refuse.
+ */
+export function probeEgressRefusal(target: Pick<ProbeTarget, "url">, policy: EgressPolicy): ProbeResult | undefined {
+  const verdict = checkEgress(String(target.url), policy);
+  return verdict.ok ? undefined : { ok: false, latencyMs: 0, reason: `egress_refused: ${verdict.refusal.code}` };
 }
 
 /**

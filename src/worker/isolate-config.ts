@@ -40,5 +40,5 @@ export function isolateConfig(env: Env): IsolateConfig {
 
 /** What every snapshot candidate is checked against in this build and publication. */
 export function snapshotContext(config: IsolateConfig): SnapshotContext {
-  return { supportedProtocols: builtinCodecs.ids(), requirements: config.compiled.poolRequirements };
+  return { supportedProtocols: builtinCodecs.ids(), requirements: config.compiled.poolRequirements, egress: config.gateway.security.egress };
 }

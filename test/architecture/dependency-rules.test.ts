@@ -29,6 +29,7 @@ const LAYERS = [
   "digest",
   "deps",
   "io",
+  "egress",
   "traffic",
   "protocol",
   "ledger",

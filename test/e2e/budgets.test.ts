@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
-import { ADMIN_TOKEN, BACKEND_PROTOCOLS, bundledConfig, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
+import { ADMIN_TOKEN, allowingSimulators, BACKEND_PROTOCOLS, bundledConfig, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
 
 const BACKENDS = BACKEND_PROTOCOLS;
 const KEYS = { cap: "sk-e2e-cap", open: "sk-e2e-open", rate: "sk-e2e-rate", prepaid: "sk-e2e-prepaid", bulk: "sk-e2e-bulk" } as const;
@@ -45,7 +45,7 @@ beforeAll(async () => {
     ledger: { stripes: 4 },
     apiKeys: [{ id: "bulk", sha256: sha(KEYS.bulk), entrypoints: ["*"] }],
   });
-  const gw = bundledConfig("gateway");
+  const gw = allowingSimulators(bundledConfig("gateway"), sim.url);
   gw.breaker = { enabled: false };
   gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
 });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildBundle, ROOT } from "../../local-stack/build.ts";
 import { freePort } from "../../local-stack/ports.ts";
 import { startSimulatorProcess, SIMULATOR_API_KEY } from "../../local-stack/stack.ts";
-import { backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
+import { allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
 const TOKEN = "cli-e2e-admin-token";
 const CLI = join(ROOT, "bin", "sluice.js");
@@ -96,7 +96,7 @@ describe("the sluice CLI against a real gateway", () => {
     configDir = join(work, "my-config");
     stateDir = join(work, "my-state");
     mkdirSync(configDir);
-    writeFileSync(join(configDir, "gateway.yaml"), stringify(bundledConfig("gateway")));
+    writeFileSync(join(configDir, "gateway.yaml"), stringify(allowingSimulators(bundledConfig("gateway"), sim.url)));
     writeFileSync(join(configDir, "publication.yaml"), stringify(bundledConfig("publication")));
     writeFileSync(join(configDir, "backends.yaml"), stringify(backendsFor(sim.url)));
     publicPort = await freePort();

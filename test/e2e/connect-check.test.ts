@@ -1,14 +1,14 @@
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../local-stack/ports.ts";
-import { ADMIN_TOKEN, backendsFor, DEMO_KEY, startStack, type Stack } from "./support/stack.ts";
+import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, startStack, type Stack } from "./support/stack.ts";
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack();
   // Backend "dead" points at a port nothing listens on; "live" is the simulator. Both check the
-  // connection before sending, and one pool holds both.
+  // connection before sending, and one pool holds both. The egress allowlist names both.
   const deadUrl = `http://127.0.0.1:${await freePort()}`;
+  stack = await startStack({ gateway: allowingSimulators(bundledConfig("gateway"), deadUrl) });
   const snap = backendsFor(deadUrl, "dead");
   snap.backends[0].connectCheck = true;
   snap.backends.push({ ...backendsFor(stack.sims[0]!.url, "live").backends[0], connectCheck: true });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildBundle, ROOT } from "../../local-stack/build.ts";
 import { freePort } from "../../local-stack/ports.ts";
 import { startSimulatorProcess, SIMULATOR_API_KEY } from "../../local-stack/stack.ts";
-import { backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
+import { allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
 // No container engine here: the image's entrypoint runs natively instead, the same script on the
 // same bundle with the same renderer, configured through the environment variables the image sets.
@@ -55,7 +55,7 @@ describe("the image's entrypoint, run natively", () => {
     const config = join(work, "etc-sluice");
     const state = join(work, "var-lib-sluice");
     mkdirSync(config);
-    writeFileSync(join(config, "gateway.yaml"), stringify(bundledConfig("gateway")));
+    writeFileSync(join(config, "gateway.yaml"), stringify(allowingSimulators(bundledConfig("gateway"), sim.url)));
     writeFileSync(join(config, "publication.yaml"), stringify(bundledConfig("publication")));
     writeFileSync(join(config, "backends.yaml"), stringify(backendsFor(sim.url)));
     const publicAddress = `127.0.0.1:${await freePort()}`;

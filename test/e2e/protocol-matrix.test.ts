@@ -3,7 +3,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY } from "../../local-stack/stack.ts";
 import { stringify } from "yaml";
-import { ADMIN_TOKEN, BACKEND_PROTOCOLS, bundledConfig, DEMO_KEY, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
+import { ADMIN_TOKEN, allowingSimulators, BACKEND_PROTOCOLS, bundledConfig, DEMO_KEY, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
 import type { RunningGateway } from "../../local-stack/stack.ts";
 
 const BACKENDS = BACKEND_PROTOCOLS;
@@ -25,7 +25,7 @@ beforeAll(async () => {
   });
   pub.tenants[0].apiKeys = pub.tenants[0].apiKeys.filter((k: any) => k.id === "demo");
   // Breakers off: the fault tests below must not trip one and change later answers.
-  const gw = bundledConfig("gateway");
+  const gw = allowingSimulators(bundledConfig("gateway"), sim.url);
   gw.breaker = { enabled: false };
   gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
   openai = new OpenAI({ apiKey: DEMO_KEY, baseURL: `${gateway.publicUrl}/v1`, maxRetries: 0 });

@@ -16,6 +16,19 @@ export function bundledConfig(file: "gateway" | "publication" | "backends"): any
   return parse(readFileSync(join(ROOT, "config", `${file}.yaml`), "utf8"));
 }
 
+/**
+ * A gateway.yaml source whose egress allowlist also names each URL's loopback address (host and
+ * port): simulators listen on random ports, and the egress guard lets plain http to loopback
+ * through only for listed addresses. Edits `gateway` in place and returns it.
+ */
+export function allowingSimulators(gateway: any, ...urls: string[]): any {
+  gateway.security ??= {};
+  gateway.security.egress ??= {};
+  const allow: string[] = gateway.security.egress.allow ?? [];
+  gateway.security.egress.allow = [...new Set([...allow, ...urls.map((u) => new URL(u).host)])];
+  return gateway;
+}
+
 /** A backends.yaml source whose one backend points at the given simulator. */
 export function backendsFor(simUrl: string, name = "sim-local"): any {
   const b = bundledConfig("backends");
@@ -38,7 +51,8 @@ export interface Stack {
 /**
  * Starts `simulators` provider simulators and a gateway whose seed snapshot points at the first.
  * Circuit breakers are off unless the given gateway config enables them: fault-injection tests
- * assert exact upstream attempt counts, which an opening breaker would change.
+ * assert exact upstream attempt counts, which an opening breaker would change. The gateway's
+ * egress allowlist names every simulator, so snapshots may point at any of them.
  */
 export async function startStack(options: { simulators?: number; gateway?: any; publication?: any } = {}): Promise<Stack> {
   const gatewayConfig = options.gateway ?? bundledConfig("gateway");
@@ -50,7 +64,7 @@ export async function startStack(options: { simulators?: number; gateway?: any; 
       adminToken: ADMIN_TOKEN,
       config: {
         backends: stringify(backendsFor(sims[0]!.url)),
-        gateway: stringify(gatewayConfig),
+        gateway: stringify(allowingSimulators(gatewayConfig, ...sims.map((s) => s.url))),
         publication: options.publication === undefined ? undefined : stringify(options.publication),
       },
     });

@@ -3,6 +3,7 @@ import { loadConfig } from "../../../src/config/load-config.ts";
 import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import { ConfigValidationError } from "../../../src/config/parse-file.ts";
 import { redactedConfig } from "../../../src/config/redact.ts";
+import { ALLOWED_TARGETS, FORBIDDEN_TARGETS } from "../support/egress-targets.ts";
 import { bundled, bundledTexts, textsWith } from "../support/fixtures.ts";
 
 function issuesOf(fn: () => unknown) {
@@ -94,9 +95,43 @@ describe("config loading", () => {
     expect(reqs.map((r) => r.pool)).toEqual(expect.arrayContaining(["sim-small", "sim-large"]));
   });
 
+  it("refuses an egress allowlist entry that is not host:port, or names what is never allowed", () => {
+    const g = bundled("gateway");
+    g.security.egress.allow = ["127.0.0.1:9901", "http://127.0.0.1:9901", "169.254.169.254"];
+    const issues = issuesOf(() => loadConfig(textsWith({ gateway: g })));
+    expect(issues.map((i) => i.path)).toEqual(["security.egress.allow[1]", "security.egress.allow[2]"]);
+    expect(issues[1]!.message).toContain("metadata");
+  });
+
   it("redacts key hashes when printing", () => {
     const printed = JSON.stringify(redactedConfig(loadConfig(bundledTexts)));
     expect(printed).not.toContain("1c590839af894cf25f9a5fe06929af05b377f60efbe55508ef93d251887b9213");
     expect(printed).toContain("1c590839…(redacted)");
+  });
+});
+
+describe("the egress guard at config load", () => {
+  const withBaseUrl = (url: string) => {
+    const b = bundled("backends");
+    b.backends[0].baseUrl = url;
+    return textsWith({ backends: b });
+  };
+
+  it.each(FORBIDDEN_TARGETS)("fails the start for a seed backend at $url ($what)", ({ url }) => {
+    const issues = issuesOf(() => loadConfig(withBaseUrl(url)));
+    expect(issues).toContainEqual(expect.objectContaining({ file: "backends.yaml", path: "backends[0].baseUrl" }));
+  });
+
+  it.each(ALLOWED_TARGETS)("starts with a seed backend at $url ($what)", ({ url }) => {
+    expect(loadConfig(withBaseUrl(url)).backendsSeed.backends[0]!.baseUrl).toBe(url);
+  });
+
+  it("allows exactly the simulator's loopback address in the bundled gateway.yaml", () => {
+    expect(loadConfig(bundledTexts).gateway.security.egress.allow).toEqual(["127.0.0.1:9901"]);
+    const g = bundled("gateway");
+    g.security.egress.allow = [];
+    expect(issuesOf(() => loadConfig(textsWith({ gateway: g })))).toEqual([
+      { file: "backends.yaml", path: "backends[0].baseUrl", message: "http://127.0.0.1:9901 is a loopback address; list it in gateway.yaml security.egress.allow to reach it" },
+    ]);
   });
 });

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { HealthMonitor } from "../../../durable-objects/health-monitor.ts";
 import type { ProbeFetch, ProbeTarget } from "../../../src/traffic/health.ts";
 import { healthClient } from "../../../src/traffic/health-client.ts";
+import { FORBIDDEN_TARGETS } from "../support/egress-targets.ts";
 
 const target: ProbeTarget = { url: "https://backend.test/health", method: "GET", headers: {}, timeoutMs: 1000, intervalMs: 60_000, jitterRatio: 0.1, unhealthyAfter: 2, healthyAfter: 2 };
 
@@ -118,6 +119,42 @@ describe("HealthMonitor Durable Object", () => {
       await expect(instance.watch({ ...target, headers: { authorization: "Bearer sk" } })).rejects.toThrow(RangeError);
       expect(await state.storage.getAlarm()).toBeNull();
     });
+  });
+
+  it("refuses at probe time, without sending, every stored target the egress guard refuses", async () => {
+    // watch() stores whatever the isolate hands it, as an object watched before the guard existed
+    // would hold it: only the probe itself is guarded (by the bundled gateway.yaml's policy).
+    for (const [i, { url, what }] of FORBIDDEN_TARGETS.entries()) {
+      const name = `backend-egress-${i}`;
+      const stub = env.HEALTH_MONITOR.getByName(name);
+      let sent = 0;
+      const stored = await runInDurableObject(stub, async (instance: HealthMonitor) => {
+        instance.probeFetch = async () => (sent++, new Response("ok"));
+        try {
+          await instance.watch({ ...target, url: `${url}/models` });
+          return true;
+        } catch (err) {
+          // A URL no parser accepts (a zone id) cannot even be stored.
+          expect(err, what).toBeInstanceOf(RangeError);
+          return false;
+        }
+      });
+      if (!stored) continue;
+      expect(await runDurableObjectAlarm(stub), what).toBe(true);
+      expect(sent, what).toBe(0);
+      expect(await stub.state(), what).toMatchObject({ lastOk: false, lastReason: expect.stringMatching(/^egress_refused: /) });
+    }
+  });
+
+  it("probes the allowlisted simulator address", async () => {
+    const name = "backend-egress-allowed";
+    const stub = env.HEALTH_MONITOR.getByName(name);
+    const calls: string[] = [];
+    await stub.watch({ ...target, url: "http://127.0.0.1:9901/v1/models" });
+    await useFetch(name, async (url, init) => (calls.push(`${url} ${init.redirect}`), new Response("ok")));
+    await runDurableObjectAlarm(stub);
+    expect(calls).toEqual(["http://127.0.0.1:9901/v1/models manual"]);
+    expect(await stub.state()).toMatchObject({ lastOk: true, lastReason: "ok" });
   });
 
   it("serves a HealthClient over per-backend objects", async () => {

@@ -530,3 +530,50 @@ describe("GatewayExecutor: the client hears the real failure", () => {
     expect(calls).toBe(1);
   });
 });
+
+describe("GatewayExecutor: egress", () => {
+  /** A harness whose fake fetch records what each call asked for, redirect mode included. */
+  function recording(respond: (url: string) => Response, extra: Record<string, unknown> = {}) {
+    const calls: { url: string; redirect: RequestInit["redirect"] }[] = [];
+    const h = harness(() => okBody(), undefined, {
+      fetch: async (input: RequestInfo | URL, init?: RequestInit) => {
+        calls.push({ url: String(input), redirect: init?.redirect });
+        return respond(String(input));
+      },
+      ...extra,
+    });
+    return { ...h, calls };
+  }
+
+  it("never follows a redirect: a 3xx is the provider's failed answer, and its location is never asked", async () => {
+    const { executor, calls, attempts } = recording(() => new Response("moved", { status: 302, headers: { location: "http://169.254.169.254/latest/meta-data" } }));
+    const a = plan();
+    const err = (await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).then(errorOf)) as GatewayError;
+    expect(calls).toEqual([{ url: "http://127.0.0.1:9001/v1/chat/completions", redirect: "manual" }]);
+    expect(err.code).toBe("upstream_error");
+    expect(err.status).toBe(502);
+    expect(err.message).not.toContain("169.254");
+    expect(attempts).toMatchObject([{ outcome: "upstream_status", status: 302 }]);
+  });
+
+  it("checks each attempt's address again: one the policy refuses is never sent, and another backend serves", async () => {
+    // A snapshot stored before the guard (or before the allowlist changed) still names 9001.
+    const { executor, calls, attempts } = recording(() => okBody(), { egress: { allow: ["127.0.0.1:9002"] } });
+    const a = plan();
+    const snap = await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }], "round-robin");
+    for (let i = 0; i < 4; i++) {
+      const res = await executor.execute({ ...a.plan, retry: { maxAttempts: 2 } }, a.request, { snapshot: snap, clientSignal: live() });
+      expect(res.ok).toBe(true);
+    }
+    expect(calls.map((c) => new URL(c.url).port)).toEqual(["9002", "9002", "9002", "9002"]);
+    const refused = attempts.filter((x) => x.backendName === "a");
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((x) => x.outcome === "connect_failed" && x.errorCode === "internal_error" && x.evidence?.class === "known_zero")).toBe(true);
+
+    const only = recording(() => okBody(), { egress: { allow: [] } });
+    const err = (await only.executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() }).then(errorOf)) as GatewayError;
+    expect(err.code).toBe("internal_error");
+    expect(err.message).not.toContain("127.0.0.1");
+    expect(only.calls).toHaveLength(0);
+  });
+});

@@ -20,7 +20,7 @@ describe("BackendSnapshotController over RPC", () => {
     expect((await stub.getActive()).revision).toBe(1);
     const source = {
       version: 1,
-      backends: [{ name: "sim-b", protocol: "openai-chat", baseUrl: "http://127.0.0.1:9902/v1", capabilities: ["chat", "streaming", "stream-usage", "tools"] }],
+      backends: [{ name: "sim-b", protocol: "openai-chat", baseUrl: "https://sim-b.example.com/v1", capabilities: ["chat", "streaming", "stream-usage", "tools"] }],
       pools: [
         { name: "sim-small", members: [{ backend: "sim-b", model: "small" }] },
         { name: "sim-large", members: [{ backend: "sim-b", model: "large" }] },
@@ -46,7 +46,7 @@ describe("BackendSnapshotController over RPC", () => {
     await stub.getActive();
     const mk = (port: number) => ({
       version: 1,
-      backends: [{ name: "b", protocol: "openai-chat", baseUrl: `http://127.0.0.1:${port}/v1`, capabilities: ["chat", "streaming", "stream-usage", "tools"] }],
+      backends: [{ name: "b", protocol: "openai-chat", baseUrl: `https://b.example.com:${port}/v1`, capabilities: ["chat", "streaming", "stream-usage", "tools"] }],
       pools: [
         { name: "sim-small", members: [{ backend: "b", model: "s" }] },
         { name: "sim-large", members: [{ backend: "b", model: "l" }] },

@@ -4,10 +4,12 @@ import { loadConfig } from "../../../src/config/load-config.ts";
 import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import { SnapshotController } from "../../../src/snapshot/controller.ts";
 import { normalizeSnapshot, type SnapshotContext } from "../../../src/snapshot/normalize.ts";
+import { ALLOWED_TARGETS, FORBIDDEN_TARGETS } from "../support/egress-targets.ts";
 import { bundledTexts, FakeClock, MemorySnapshotStore } from "../support/fixtures.ts";
 
 const config = loadConfig(bundledTexts);
-const ctx: SnapshotContext = { supportedProtocols: new Set(["openai-chat"]), requirements: compilePublication(config.publication).poolRequirements };
+// The fixtures' backends are loopback simulators on several ports.
+const ctx: SnapshotContext = { supportedProtocols: new Set(["openai-chat"]), requirements: compilePublication(config.publication).poolRequirements, egress: { allow: ["127.0.0.1"] } };
 const seed = () => parse(bundledTexts.backends) as Record<string, any>;
 
 function withSecondBackend() {
@@ -71,6 +73,35 @@ describe("normalizeSnapshot", () => {
     delete s.pools[1].colour;
     const refs = await normalizeSnapshot(s, ctx);
     expect(!refs.ok && refs.reasons.some((x) => x.code === "unknown_backend" && x.path === "pools[0].members[0].backend")).toBe(true);
+  });
+});
+
+describe("the egress guard at snapshot push", () => {
+  // The running gateway's own policy: the bundled gateway.yaml allows the simulator only.
+  const bundledCtx: SnapshotContext = { ...ctx, egress: config.gateway.security.egress };
+  const pushed = (url: string) => {
+    const s = seed();
+    s.backends[0].baseUrl = url;
+    return s;
+  };
+
+  it.each(FORBIDDEN_TARGETS)("rejects a candidate with a backend at $url ($what), naming the path", async ({ url }) => {
+    const r = await normalizeSnapshot(pushed(url), bundledCtx);
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reasons).toContainEqual(expect.objectContaining({ path: "backends[0].baseUrl" }));
+  });
+
+  it.each(ALLOWED_TARGETS)("accepts a candidate with a backend at $url ($what)", async ({ url }) => {
+    expect(await normalizeSnapshot(pushed(url), bundledCtx)).toMatchObject({ ok: true });
+  });
+
+  it("leaves the active revision alone and records the reason", async () => {
+    const c = new SnapshotController(new MemorySnapshotStore(), new FakeClock());
+    await c.propose(seed(), bundledCtx, "seed");
+    const r = await c.propose(pushed("http://169.254.169.254/latest"), bundledCtx, "admin");
+    expect(r).toEqual({ status: "rejected", reasons: [{ code: "url_not_allowed", path: "backends[0].baseUrl", message: "http://169.254.169.254 is a cloud metadata service, which is never allowed" }] });
+    expect(c.active()?.revision).toBe(1);
+    expect(c.history().events[0]).toMatchObject({ kind: "rejected", reasons: r.status === "rejected" ? r.reasons : [] });
   });
 });
 

@@ -54,6 +54,9 @@ export function errorOf(r: RunResult): GatewayError {
   return r.error;
 }
 
+/** The harness's fake backends answer on loopback: any port of 127.0.0.1 is allowed. */
+export const LOOPBACK_EGRESS = { allow: ["127.0.0.1"] } as const;
+
 export async function snapshot(backends: { name: string; port: number; caps?: string[]; weight?: number }[], selector = "weighted-round-robin", revision = 1): Promise<PinnedSnapshot> {
   const src = {
     version: 1,
@@ -70,7 +73,7 @@ export async function snapshot(backends: { name: string; port: number; caps?: st
       members: backends.map((b) => ({ backend: b.name, model: `${name}-upstream`, weight: b.weight ?? 1 })),
     })),
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision, digest: r.digest, snapshot: r.snapshot });
 }

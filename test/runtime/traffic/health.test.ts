@@ -7,6 +7,7 @@ import {
   minimumAvailable,
   nextProbeAt,
   parseHealthSnapshot,
+  probeEgressRefusal,
   probeOnce,
   probeTargetKey,
   recordProbe,
@@ -16,6 +17,7 @@ import {
   type ProbeResult,
   type ProbeTarget,
 } from "../../../src/traffic/health.ts";
+import { ALLOWED_TARGETS, FORBIDDEN_TARGETS } from "../support/egress-targets.ts";
 import { FakeClock, mulberry32 } from "./helpers.ts";
 
 const target: ProbeTarget = { url: "https://backend.test/health", method: "GET", headers: {}, timeoutMs: 1000, intervalMs: 10_000, jitterRatio: 0.2 };
@@ -204,6 +206,18 @@ describe("probeOnce", () => {
 
     const ignoring: ProbeFetch = () => new Promise<Response>(() => {});
     expect(await probeOnce(ignoring, { ...target, timeoutMs: 5 }, clock)).toMatchObject({ ok: false, reason: "timeout" });
+  });
+});
+
+describe("the egress guard at probe time", () => {
+  const policy = { allow: ["127.0.0.1:9901"] };
+
+  it.each(FORBIDDEN_TARGETS)("fails a probe of $url ($what) without sending it", ({ url }) => {
+    expect(probeEgressRefusal({ url: `${url}/models` }, policy)).toMatchObject({ ok: false, latencyMs: 0, reason: expect.stringMatching(/^egress_refused: [a-z_]+$/) });
+  });
+
+  it.each(ALLOWED_TARGETS)("lets a probe of $url ($what) go", ({ url }) => {
+    expect(probeEgressRefusal({ url: `${url}/models` }, policy)).toBeUndefined();
   });
 });
 
