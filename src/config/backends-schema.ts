@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { capabilitySchema } from "./publication-schema.ts";
 import { PROTOCOL_IDS } from "../protocol/codec.ts";
+import { responseHeaderRefusal } from "../egress/response-headers.ts";
 
 const name = z
   .string()
@@ -26,6 +27,22 @@ const backendSchema = z.strictObject({
   capabilities: z.array(capabilitySchema).min(1),
   /** Extra static headers for the provider (never secrets: use `credential`). */
   headers: z.record(z.string().regex(/^[a-z0-9-]+$/), z.string()).default({}),
+  /**
+   * Provider response headers passed to the client on a successful answer (a provider's request
+   * id, say). None by default; hop-by-hop, cookie, server-software and the gateway's own headers
+   * are refused here and never passed.
+   */
+  responseHeaders: z
+    .array(
+      z
+        .string()
+        .regex(/^[a-z0-9-]+$/, "header names are lower-case letters, digits and '-'")
+        .superRefine((n, ctx) => {
+          const why = responseHeaderRefusal(n);
+          if (why !== undefined) ctx.addIssue({ code: "custom", message: why });
+        }),
+    )
+    .default([]),
   /**
    * Open a TCP connection before each attempt and only then send the request. A connection that
    * cannot be opened proves nothing was sent (known-zero), so the attempt may be retried elsewhere;

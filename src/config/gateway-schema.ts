@@ -5,6 +5,18 @@ const port = z.number().int().min(1).max(65535);
 const headerName = z
   .string()
   .regex(/^[a-z0-9-]+$/, "header names are lower-case letters, digits and '-'");
+/** A browser origin exactly as the `Origin` header carries it: scheme, host and port, nothing else. */
+const corsOrigin = z.string().refine(
+  (o) => {
+    try {
+      const u = new URL(o);
+      return (u.protocol === "https:" || u.protocol === "http:") && u.origin === o;
+    } catch {
+      return false;
+    }
+  },
+  { message: "an origin such as https://app.example.com (scheme, host and port only; lower-case, no trailing slash)" },
+);
 
 /**
  * The largest request head workerd serves: request line, headers and the blank line (measured on
@@ -109,6 +121,12 @@ export const gatewayConfigSchema = z.strictObject({
       adminTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).default("SLUICE_ADMIN_TOKEN"),
       /** The egress guard's allowlist (docs/security.md): every other target must be https to a public host. */
       egress: egressConfigSchema,
+      /** Browser origins granted CORS on the public listener; none by default, so no CORS headers at all. */
+      cors: z
+        .strictObject({
+          allowOrigins: z.array(corsOrigin).default([]),
+        })
+        .prefault({}),
     })
     .prefault({}),
   observability: z

@@ -53,6 +53,12 @@ export interface ReplyMeta {
   readonly budgetUnchecked: boolean;
   /** What remains after this request's reservation, for keys allowed to see it. */
   readonly budgetRemaining: readonly { readonly scope: string; readonly metric: string; readonly remaining: number }[] | undefined;
+  /**
+   * Provider response headers the backend passes on (backends.yaml `responseHeaders`), lower-case
+   * names; empty unless the answer succeeded and the backend lists some. The adapter writes the
+   * gateway's own headers over them.
+   */
+  readonly upstreamHeaders: Readonly<Record<string, string>>;
 }
 
 /** The answer, ready for the adapter to write. */

@@ -163,7 +163,7 @@ export class RequestSession implements Session {
       ctx.enter("respond");
       const stamp: ResponseStamp = { id: this.requestId.slice(4), created: Math.floor(ctx.receivedAt / 1000), model: plan.entrypoint };
       const answer = respond(execution, codec, stamp, charges.request, deps);
-      const meta = this.#replyMeta();
+      const meta = this.#replyMeta(execution.headers);
       if (answer.kind === "stream") {
         handedToStream = true;
         return { kind: "stream", body: answer.body, meta };
@@ -197,7 +197,8 @@ export class RequestSession implements Session {
     return toGatewayError(err);
   }
 
-  #replyMeta(): ReplyMeta {
+  /** `upstreamHeaders`: only a successful answer carries any; an error is the gateway's own. */
+  #replyMeta(upstreamHeaders: Readonly<Record<string, string>> = {}): ReplyMeta {
     const charges = this.#charges;
     const billing = charges?.billing;
     return {
@@ -208,6 +209,7 @@ export class RequestSession implements Session {
       callId: this.#call?.callId,
       budgetUnchecked: billing?.unchecked ?? false,
       budgetRemaining: charges?.budget?.exposeBudget ? billing?.lastGrant?.remaining : undefined,
+      upstreamHeaders,
     };
   }
 

@@ -36,9 +36,12 @@ export function trustedHeaders(headers: Headers, names: readonly string[]): Map<
   return out;
 }
 
-/** The reply's facts as HTTP headers (the engine decided them; this only spells them). */
+/**
+ * The reply's facts as HTTP headers (the engine decided them; this only spells them). Provider
+ * headers a backend passes on come first, so the gateway's own always win a name clash.
+ */
 function metaHeaders(idHeader: Record<string, string>, meta: ReplyMeta | undefined): Record<string, string> {
-  const h: Record<string, string> = { ...idHeader };
+  const h: Record<string, string> = { ...meta?.upstreamHeaders, ...idHeader };
   if (!meta) return h;
   if (meta.attempts.length > 0) h["x-sluice-attempts"] = meta.attempts.join(", ");
   // A declared downgrade is the client's business: it is told which of its fields were dropped.

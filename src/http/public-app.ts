@@ -3,6 +3,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import { echo } from "../errors/echo.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
 import { newRequestId, type GatewayRuntime } from "../worker/runtime.ts";
+import { corsPreflight, corsResponseHeaders } from "./cors.ts";
 import { errorResponse } from "./error-response.ts";
 import { handleGeneration, presentedKey } from "./generation.ts";
 import { GENERATION_ROUTES } from "./generation-routes.ts";
@@ -24,11 +25,18 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
     c.set("receivedAt", Date.now());
     const runtime = await runtimeOf(c.env);
     c.set("runtime", runtime);
+    // CORS is closed unless origins are configured: then a listed origin's preflight is answered
+    // here, and anything else takes its ordinary route without a grant.
+    const origins = runtime.config.gateway.security.cors.allowOrigins;
+    const preflight = corsPreflight(c.req.raw, origins);
+    if (preflight) return preflight;
     await next();
     // Only where the route did not set it: setting a header on a finished response makes Hono
     // copy the whole Response, which the profile showed on every generation request.
     const idHeader = runtime.config.gateway.observability.requestIdHeader;
     if (!c.res.headers.has(idHeader)) c.header(idHeader, c.get("requestId"));
+    const cors = corsResponseHeaders(c.req.raw, origins, c.res.headers);
+    if (cors) for (const [name, value] of Object.entries(cors)) c.header(name, value, { append: name === "vary" });
   });
 
   // Coarse on purpose: no revision numbers or backend names on the public listener. Ready means a

@@ -59,6 +59,8 @@ export type Execution =
       readonly response: NeutralResponse;
       /** Features dropped under the revision's declared downgrades (the client is told). */
       readonly downgraded: readonly RequestFeature[];
+      /** Provider response headers the backend passes to the client (`responseHeaders`). */
+      readonly headers: Readonly<Record<string, string>>;
     }
   | {
       readonly ok: true;
@@ -68,6 +70,7 @@ export type Execution =
       /** The stream's attempt, still open: the respond phase ends it with the stream. */
       readonly attempt: AttemptScope;
       readonly downgraded: readonly RequestFeature[];
+      readonly headers: Readonly<Record<string, string>>;
     }
   | { readonly ok: false; readonly error: GatewayError };
 
@@ -253,8 +256,8 @@ export class GatewayExecutor {
       const result = await sendAttempt(this.#deps, plan, req, choice, attempt, prepared);
       if (result.ok) {
         return result.success.kind === "buffered"
-          ? { ok: true, kind: "buffered", response: result.success.response, downgraded: choice.drop }
-          : { ok: true, kind: "stream", body: result.success.body, decoder: result.success.decoder, attempt, downgraded: choice.drop };
+          ? { ok: true, kind: "buffered", response: result.success.response, downgraded: choice.drop, headers: result.success.headers }
+          : { ok: true, kind: "stream", body: result.success.body, decoder: result.success.decoder, attempt, downgraded: choice.drop, headers: result.success.headers };
       }
       const next = this.#afterFailure(plan, req, result.evidence);
       if (next === undefined) return { ok: false, error: result.error };

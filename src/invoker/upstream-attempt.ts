@@ -3,6 +3,7 @@ import { abortError, type AttemptScope, type RequestContext } from "../context/r
 import type { Clock } from "../deps/clock.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
+import { passedResponseHeaders } from "../egress/response-headers.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import { withoutFeatures } from "../protocol/features.ts";
@@ -37,9 +38,13 @@ export interface AttemptDeps {
 }
 
 /** A successful attempt: the provider answered 2xx with a readable body or a stream. */
-export type AttemptSuccess =
+export type AttemptSuccess = (
   | { readonly kind: "buffered"; readonly response: NeutralResponse }
-  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array>; readonly decoder: StreamDecoder };
+  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array>; readonly decoder: StreamDecoder }
+) & {
+  /** The provider response headers the backend lists in `responseHeaders`, for the client. */
+  readonly headers: Readonly<Record<string, string>>;
+};
 
 /** A failed attempt: the error the client would see and the evidence the retry policy reads. */
 export interface AttemptFailure {
@@ -207,7 +212,7 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
       return failed(attempt, new GatewayError("upstream_protocol_error", "The model provider did not answer with a stream."), { class: "unknown", reason: "protocol_error" }, "protocol_error");
     }
     a.evidence = { class: "success", reason: "ok", status: res.status };
-    return { ok: true, success: { kind: "stream", body: res.body, decoder: prepared.codec.createStreamDecoder() } };
+    return { ok: true, success: { kind: "stream", body: res.body, decoder: prepared.codec.createStreamDecoder(), headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
   }
 
   let json: unknown;
@@ -234,5 +239,5 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
   a.outputChars = response.text.length + (response.reasoning ?? []).reduce((n, r) => n + r.text.length, 0) + response.toolCalls.reduce((n, c) => n + c.arguments.length, 0);
   a.evidence = { class: "success", reason: "ok", status: res.status };
   attempt.finish("success");
-  return { ok: true, success: { kind: "buffered", response } };
+  return { ok: true, success: { kind: "buffered", response, headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
 }

@@ -32,6 +32,8 @@ export interface NormalizedBackend {
   /** Sorted, unique. */
   readonly capabilities: readonly Capability[];
   readonly headers: Readonly<Record<string, string>>;
+  /** Provider response headers passed to the client; sorted, unique; absent when none. */
+  readonly responseHeaders?: readonly string[] | undefined;
   readonly healthCheck?: { readonly path: string; readonly intervalMs: number; readonly timeoutMs: number } | undefined;
   /** Open a TCP connection before each attempt, so a refused one is known-zero evidence. */
   readonly connectCheck?: boolean | undefined;
@@ -132,6 +134,8 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
       credential: b.credential,
       capabilities: [...new Set(b.capabilities)].sort(),
       headers: Object.fromEntries(Object.entries(b.headers).sort(([a], [c]) => (a < c ? -1 : 1))),
+      // Only recorded when some are listed, so snapshots without them keep their digests.
+      responseHeaders: b.responseHeaders.length > 0 ? [...new Set(b.responseHeaders)].sort() : undefined,
       healthCheck: b.healthCheck,
       // Only recorded when on, so snapshots without it keep their digests.
       connectCheck: b.connectCheck ? true : undefined,

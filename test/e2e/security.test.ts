@@ -117,7 +117,7 @@ describe("a gateway between fake providers", () => {
     const backends = {
       version: 1,
       backends: [
-        { name: "prov", protocol: "openai-chat", baseUrl: `${provider.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: CAPS },
+        { name: "prov", protocol: "openai-chat", baseUrl: `${provider.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: CAPS, responseHeaders: ["openai-processing-ms", "x-ratelimit-remaining-requests", "x-request-id"] },
         { name: "redir", protocol: "openai-chat", baseUrl: `${redirector.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: CAPS },
       ],
       pools: [
@@ -143,6 +143,53 @@ describe("a gateway between fake providers", () => {
     }
   });
 
+  it("passes only the provider headers the backend lists; cookies, server software and hop-by-hop never", async () => {
+    for (const stream of [false, true]) {
+      const res = await chat(gateway, "sluice-chat", {}, stream);
+      expect(res.status).toBe(200);
+      await res.text();
+      expect(res.headers.get("openai-processing-ms")).toBe("7");
+      expect(res.headers.get("x-ratelimit-remaining-requests")).toBe("99");
+      // Listed, but the gateway's own request-id header wins the clash.
+      expect(res.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/);
+      for (const h of ["set-cookie", "x-powered-by", "via", "keep-alive"]) expect(res.headers.get(h), `${h} (stream: ${stream})`).toBeNull();
+      expect(res.headers.get("server") ?? "").not.toContain("nginx");
+    }
+  });
+
+  it("forwards nothing the caller sends, and an x-sluice-* header outside trustedHeaders changes nothing", async () => {
+    const before = provider.requests.length;
+    const caller = {
+      "x-sluice-tier": "premium",
+      "x-sluice-backend": "redir",
+      "x-sluice-budget": "unchecked",
+      "x-sluice-attempts": "att_forged",
+      "x-forwarded-for": "10.0.0.1",
+      "x-real-ip": "10.0.0.1",
+      cookie: "session=caller-cookie",
+      "x-api-key": "sk-caller-other-key",
+      "openai-organization": "org-caller",
+      "x-custom-caller": "caller-value",
+    };
+    const res = await chat(gateway, "sluice-chat", caller);
+    expect(res.status).toBe(200);
+    await res.text();
+    // Not premium: the default tier's pool, i.e. the provider and its small model, not the redirector.
+    expect(provider.requests.length).toBe(before + 1);
+    const sent = provider.requests.at(-1)!;
+    expect(sent.body.model).toBe("small-upstream");
+    expect(redirector.requests).toHaveLength(0);
+    // The upstream request carries the gateway's own headers only, and the provider's key.
+    const names = Object.keys(sent.headers);
+    for (const name of Object.keys(caller)) expect(names, name).not.toContain(name);
+    const values = JSON.stringify(sent.headers);
+    for (const value of [...Object.values(caller), DEMO_KEY]) expect(values, value).not.toContain(value);
+    expect(sent.headers.authorization).toBe(`Bearer ${SIMULATOR_API_KEY}`);
+    // And the caller's x-sluice-* never comes back as if the gateway had said it.
+    expect(res.headers.get("x-sluice-budget")).toBeNull();
+    expect(res.headers.get("x-sluice-attempts")).not.toContain("att_forged");
+  });
+
   it("never follows a provider's redirect: the client gets 502 and the redirect target is never called", async () => {
     const res = await chat(gateway, "sluice-large");
     expect(res.status).toBe(502);
@@ -151,6 +198,20 @@ describe("a gateway between fake providers", () => {
     expect(await res.text()).not.toContain(trap.url);
     expect(redirector.requests.length).toBeGreaterThan(0);
     expect(trap.requests).toHaveLength(0);
+  });
+
+  it("sends no CORS header and grants no preflight when no origin is configured", async () => {
+    const preflight = await fetch(`${gateway.publicUrl}/v1/chat/completions`, {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example.com", "access-control-request-method": "POST", "access-control-request-headers": "authorization, content-type" },
+    });
+    await preflight.text();
+    expect(preflight.status).not.toBe(204);
+    expect([...preflight.headers.keys()].filter((h) => h.startsWith("access-control-"))).toEqual([]);
+    const res = await chat(gateway, "sluice-chat", { origin: "https://app.example.com" });
+    await res.text();
+    expect(res.status).toBe(200);
+    expect([...res.headers.keys()].filter((h) => h.startsWith("access-control-") || h === "vary")).toEqual([]);
   });
 });
 
@@ -185,6 +246,71 @@ describe("the egress guard at snapshot push", () => {
     ]);
     expect(await revision()).toBe(active);
     expect((await chat(stack.gateway, "sluice-chat")).status).toBe(200);
+  });
+});
+
+describe("CORS with listed origins", () => {
+  const APP = "https://app.example.com";
+  let stack: Stack;
+
+  beforeAll(async () => {
+    const gw = bundledConfig("gateway");
+    gw.security.cors = { allowOrigins: [APP] };
+    stack = await startStack({ gateway: gw });
+  });
+
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  const preflight = (origin: string, method = "POST", headers = "authorization, content-type, x-stainless-os") =>
+    fetch(`${stack.gateway.publicUrl}/v1/chat/completions`, {
+      method: "OPTIONS",
+      headers: { origin, "access-control-request-method": method, "access-control-request-headers": headers },
+    });
+
+  it("grants a listed origin's preflight, and only for the methods the API answers", async () => {
+    const res = await preflight(APP);
+    expect(res.status).toBe(204);
+    expect(res.headers.get("access-control-allow-origin")).toBe(APP);
+    expect(res.headers.get("access-control-allow-methods")).toBe("GET, POST");
+    expect(res.headers.get("access-control-allow-headers")).toBe("authorization, content-type, x-stainless-os");
+    expect(res.headers.get("access-control-allow-credentials")).toBeNull();
+    expect(res.headers.get("vary")).toContain("Origin");
+    const del = await preflight(APP, "DELETE");
+    await del.text();
+    expect(del.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  it("grants nothing to an origin that is not listed", async () => {
+    for (const origin of ["https://evil.example.com", "https://app.example.com.evil.com", "http://app.example.com", "null"]) {
+      const res = await preflight(origin);
+      await res.text();
+      expect(res.status, origin).not.toBe(204);
+      expect([...res.headers.keys()].filter((h) => h.startsWith("access-control-")), origin).toEqual([]);
+    }
+  });
+
+  it("lets a listed origin read the answer and the gateway's headers; another origin gets no grant", async () => {
+    const ok = await chat(stack.gateway, "sluice-chat", { origin: APP });
+    await ok.text();
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("access-control-allow-origin")).toBe(APP);
+    const exposed = (ok.headers.get("access-control-expose-headers") ?? "").split(", ");
+    expect(exposed).toEqual(expect.arrayContaining(["x-request-id", "x-sluice-attempts"]));
+    expect(exposed).not.toContain("content-type");
+    expect(ok.headers.get("vary")).toBe("Origin");
+    const other = await chat(stack.gateway, "sluice-chat", { origin: "https://evil.example.com" });
+    await other.text();
+    expect(other.status).toBe(200);
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    expect(other.headers.get("vary")).toBe("Origin");
+    // An error answer to a listed origin is readable too, its error code header included.
+    const bad = await fetch(`${stack.gateway.publicUrl}/v1/chat/completions`, { method: "POST", headers: { origin: APP, "content-type": "application/json" }, body: "{}" });
+    await bad.text();
+    expect(bad.status).toBe(401);
+    expect(bad.headers.get("access-control-allow-origin")).toBe(APP);
+    expect(bad.headers.get("access-control-expose-headers")).toContain("x-sluice-error-code");
   });
 });
 

@@ -95,12 +95,30 @@ describe("config loading", () => {
     expect(reqs.map((r) => r.pool)).toEqual(expect.arrayContaining(["sim-small", "sim-large"]));
   });
 
+  it("refuses a CORS origin that is not exactly an origin", () => {
+    for (const origin of ["https://app.example.com/", "https://app.example.com/path", "app.example.com", "*", "https://App.example.com", "ftp://app.example.com"]) {
+      const g = bundled("gateway");
+      g.security.cors = { allowOrigins: [origin] };
+      expect(issuesOf(() => loadConfig(textsWith({ gateway: g }))).map((i) => i.path), origin).toContain("security.cors.allowOrigins[0]");
+    }
+    const ok = bundled("gateway");
+    ok.security.cors = { allowOrigins: ["https://app.example.com", "http://localhost:5173"] };
+    expect(loadConfig(textsWith({ gateway: ok })).gateway.security.cors.allowOrigins).toHaveLength(2);
+  });
+
   it("refuses an egress allowlist entry that is not host:port, or names what is never allowed", () => {
     const g = bundled("gateway");
     g.security.egress.allow = ["127.0.0.1:9901", "http://127.0.0.1:9901", "169.254.169.254"];
     const issues = issuesOf(() => loadConfig(textsWith({ gateway: g })));
     expect(issues.map((i) => i.path)).toEqual(["security.egress.allow[1]", "security.egress.allow[2]"]);
     expect(issues[1]!.message).toContain("metadata");
+  });
+
+  it("refuses a provider response header that is never passed to clients", () => {
+    const b = bundled("backends");
+    b.backends[0].responseHeaders = ["x-request-id", "set-cookie", "server", "connection", "x-sluice-attempts"];
+    const issues = issuesOf(() => loadConfig(textsWith({ backends: b })));
+    expect(issues.map((i) => i.path)).toEqual([1, 2, 3, 4].map((n) => `backends[0].responseHeaders[${n}]`));
   });
 
   it("redacts key hashes when printing", () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { checkEgress, networkAllowFor, parseAllowEntry, type EgressPolicy } from "../../../src/egress/egress-guard.ts";
 import { classifyIpv4, classifyIpv6, parseIpv4, parseIpv6 } from "../../../src/egress/ip-address.ts";
+import { passedResponseHeaders, responseHeaderRefusal } from "../../../src/egress/response-headers.ts";
 import { ALLOWED_TARGETS, FORBIDDEN_TARGETS } from "../support/egress-targets.ts";
 
 /** The bundled gateway.yaml's policy: the simulator only. */
@@ -110,5 +111,23 @@ describe("IP literals", () => {
     expect([v6("::"), v6("::1"), v6("fc00::1"), v6("fdff::1"), v6("fe80::1"), v6("febf::1"), v6("ff00::1")]).toEqual(["unspecified", "loopback", "unique_local", "unique_local", "link_local", "link_local", "multicast"]);
     expect([v6("::ffff:8.8.8.8"), v6("::ffff:192.168.0.1"), v6("64:ff9b::a9fe:a9fe"), v6("2002:0a00:0001::1"), v6("2001:db8::1"), v6("2606:4700::1")]).toEqual(["public", "private", "metadata", "private", "special", "public"]);
     expect(v6("fd00:ec2::254")).toBe("metadata");
+  });
+});
+
+describe("provider response headers", () => {
+  it("refuses hop-by-hop, cookies, server software and the gateway's own headers, listed or not", () => {
+    for (const h of ["connection", "keep-alive", "transfer-encoding", "upgrade", "set-cookie", "server", "x-powered-by", "via", "content-type", "content-length", "content-encoding", "x-sluice-attempts", "access-control-allow-origin", "retry-after", "cf-ray"]) {
+      expect(responseHeaderRefusal(h), h).toBeTypeOf("string");
+    }
+    for (const h of ["x-request-id", "request-id", "openai-processing-ms", "x-ratelimit-remaining-requests", "anthropic-ratelimit-tokens-remaining"]) {
+      expect(responseHeaderRefusal(h), h).toBeUndefined();
+    }
+  });
+
+  it("passes only the listed ones the provider sent, never a refused one", () => {
+    const sent = new Headers({ "x-request-id": "prov-1", "set-cookie": "a=b", server: "nginx", "openai-processing-ms": "12" });
+    expect(passedResponseHeaders(sent, undefined)).toEqual({});
+    expect(passedResponseHeaders(sent, [])).toEqual({});
+    expect(passedResponseHeaders(sent, ["x-request-id", "set-cookie", "server", "x-missing"])).toEqual({ "x-request-id": "prov-1" });
   });
 });

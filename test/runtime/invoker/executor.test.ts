@@ -576,4 +576,26 @@ describe("GatewayExecutor: egress", () => {
     expect(err.message).not.toContain("127.0.0.1");
     expect(only.calls).toHaveLength(0);
   });
+
+  it("passes the provider headers a backend lists, and no other, on buffered and streamed answers", async () => {
+    const providerHeaders = { "x-request-id": "prov-123", "openai-processing-ms": "42", "set-cookie": "session=abc", server: "nginx", "x-powered-by": "Express" };
+    const { executor } = recording((url) =>
+      url.includes("9001")
+        ? Response.json(
+            { id: "c", model: "x", choices: [{ index: 0, message: { role: "assistant", content: "Hi!" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } },
+            { headers: providerHeaders },
+          )
+        : new Response("data: [DONE]\n\n", { headers: { ...providerHeaders, "content-type": "text/event-stream" } }),
+    );
+    const listed = ["openai-processing-ms", "x-request-id"];
+    const a = plan();
+    const buffered = await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001, responseHeaders: listed }]), clientSignal: live() });
+    expect(buffered.ok && buffered.headers).toEqual({ "x-request-id": "prov-123", "openai-processing-ms": "42" });
+    const s = plan({ stream: true });
+    const streamed = await executor.execute(s.plan, s.request, { snapshot: await snapshot([{ name: "b", port: 9002, responseHeaders: listed }]), clientSignal: live() });
+    expect(streamed.ok && streamed.kind === "stream" && streamed.headers).toEqual({ "x-request-id": "prov-123", "openai-processing-ms": "42" });
+    if (streamed.ok && streamed.kind === "stream") await streamed.body.cancel();
+    const unlisted = await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() });
+    expect(unlisted.ok && unlisted.headers).toEqual({});
+  });
 });

@@ -103,6 +103,20 @@ describe("the egress guard at snapshot push", () => {
     expect(c.active()?.revision).toBe(1);
     expect(c.history().events[0]).toMatchObject({ kind: "rejected", reasons: r.status === "rejected" ? r.reasons : [] });
   });
+
+  it("records provider response headers sorted, and only when some are listed (digests of older snapshots stay)", async () => {
+    const digestOf = async (responseHeaders: string[] | undefined) => {
+      const s = seed();
+      if (responseHeaders) s.backends[0].responseHeaders = responseHeaders;
+      const r = await normalizeSnapshot(s, bundledCtx);
+      if (!r.ok) throw new Error(JSON.stringify(r.reasons));
+      return r;
+    };
+    const listed = await digestOf(["x-request-id", "openai-processing-ms", "x-request-id"]);
+    expect(listed.snapshot.backends[0]!.responseHeaders).toEqual(["openai-processing-ms", "x-request-id"]);
+    expect((await digestOf([])).digest).toBe((await digestOf(undefined)).digest);
+    expect(listed.digest).not.toBe((await digestOf(undefined)).digest);
+  });
 });
 
 describe("SnapshotController", () => {

@@ -57,7 +57,7 @@ export function errorOf(r: RunResult): GatewayError {
 /** The harness's fake backends answer on loopback: any port of 127.0.0.1 is allowed. */
 export const LOOPBACK_EGRESS = { allow: ["127.0.0.1"] } as const;
 
-export async function snapshot(backends: { name: string; port: number; caps?: string[]; weight?: number }[], selector = "weighted-round-robin", revision = 1): Promise<PinnedSnapshot> {
+export async function snapshot(backends: { name: string; port: number; caps?: string[]; weight?: number; responseHeaders?: string[] }[], selector = "weighted-round-robin", revision = 1): Promise<PinnedSnapshot> {
   const src = {
     version: 1,
     backends: backends.map((b) => ({
@@ -66,6 +66,7 @@ export async function snapshot(backends: { name: string; port: number; caps?: st
       baseUrl: `http://127.0.0.1:${b.port}/v1`,
       credential: { secret: "SIM_KEY" },
       capabilities: b.caps ?? ["chat", "streaming", "stream-usage", "tools"],
+      responseHeaders: b.responseHeaders,
     })),
     pools: ["sim-small", "sim-large"].map((name) => ({
       name,
