@@ -65,8 +65,8 @@ export interface NamedSecret {
 }
 
 /**
- * Every secret the config refers to by name: the admin token's and each seed backend's
- * credential. A snapshot pushed later may name others; `serve --secret NAME` binds those too.
+ * Every secret the config refers to by name: the admin token's, the OTLP collector headers', and
+ * each seed backend's credential. A snapshot pushed later may name others; `serve --secret NAME` binds those too.
  */
 export function secretsNamed(config: LoadedConfig): NamedSecret[] {
   const out = new Map<string, NamedSecret>();
@@ -74,6 +74,8 @@ export function secretsNamed(config: LoadedConfig): NamedSecret[] {
     if (!out.has(name)) out.set(name, { name, namedBy });
   };
   add(config.gateway.security.adminTokenSecret, `${CONFIG_FILES.gateway}: security.adminTokenSecret`);
+  const otlp = config.gateway.observability.otlp;
+  if (otlp?.headersSecret) add(otlp.headersSecret, `${CONFIG_FILES.gateway}: observability.otlp.headersSecret`);
   config.backendsSeed.backends.forEach((b, i) => {
     if (b.credential) add(b.credential.secret, `${CONFIG_FILES.backends}: backends[${i}].credential.secret (${b.name})`);
   });

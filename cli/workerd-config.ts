@@ -13,6 +13,8 @@ export interface WorkerdConfigOptions {
   readonly bundleDir: string;
   readonly publicAddress: string;
   readonly adminAddress: string;
+  /** Where the unauthenticated metrics listener binds (`observability.metrics.listener`); none when unset. */
+  readonly metricsAddress?: string | undefined;
   /** Writable directory for Durable Object storage. */
   readonly stateDir: string;
   readonly compatibilityDate: string;
@@ -62,7 +64,9 @@ const config :Workerd.Config = (
   ],
   sockets = [
     (name = "public", address = ${str(o.publicAddress)}, http = (), service = "sluice"),
-    (name = "admin", address = ${str(o.adminAddress)}, http = (), service = (name = "sluice", entrypoint = "Admin")),
+    (name = "admin", address = ${str(o.adminAddress)}, http = (), service = (name = "sluice", entrypoint = "Admin")),${
+      o.metricsAddress === undefined ? "" : `\n    (name = "metrics", address = ${str(o.metricsAddress)}, http = (), service = (name = "sluice", entrypoint = "Metrics")),`
+    }
   ],
 );
 

@@ -1,5 +1,6 @@
 import { env as bootEnv, WorkerEntrypoint } from "cloudflare:workers";
 import { createAdminApp } from "./http/admin-app.ts";
+import { createMetricsApp } from "./http/metrics-endpoint.ts";
 import { createPublicApp } from "./http/public-app.ts";
 import { isolateConfig } from "./worker/isolate-config.ts";
 import { getRuntime } from "./worker/runtime.ts";
@@ -10,6 +11,7 @@ isolateConfig(bootEnv as Env);
 
 const publicApp = createPublicApp(getRuntime);
 const adminApp = createAdminApp(getRuntime);
+const metricsApp = createMetricsApp(getRuntime);
 
 /** Public listener. */
 export default class Gateway extends WorkerEntrypoint<Env> {
@@ -22,6 +24,13 @@ export default class Gateway extends WorkerEntrypoint<Env> {
 export class Admin extends WorkerEntrypoint<Env> {
   override fetch(request: Request): Promise<Response> | Response {
     return adminApp.fetch(request, this.env, this.ctx);
+  }
+}
+
+/** Metrics listener: `GET /metrics` without a token, bound only to a loopback socket when configured. */
+export class Metrics extends WorkerEntrypoint<Env> {
+  override fetch(request: Request): Promise<Response> | Response {
+    return metricsApp.fetch(request, this.env, this.ctx);
   }
 }
 

@@ -72,6 +72,12 @@ export interface ServedGateway {
   kill(): Promise<void>;
 }
 
+/** workerd's address of the metrics listener (IPv6 in brackets), if one is configured. */
+function metricsAddress(l: { host: string; port: number } | undefined): string | undefined {
+  if (l === undefined) return undefined;
+  return `${l.host.includes(":") ? `[${l.host}]` : l.host}:${l.port}`;
+}
+
 /**
  * Checks the secrets, renders the workerd config into the state directory and starts workerd,
  * resolving once the public listener answers `/ready`.
@@ -111,6 +117,7 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
     bundleDir: resolve(bundleDir),
     publicAddress: `${o.publicAddress.host}:${o.publicAddress.port}`,
     adminAddress: `${o.adminAddress.host}:${o.adminAddress.port}`,
+    metricsAddress: metricsAddress(o.config.config.gateway.observability.metrics.listener),
     stateDir: storage,
     compatibilityDate: compat.date,
     compatibilityFlags: compat.flags,

@@ -158,6 +158,13 @@ export interface AdmissionStats {
   readonly starving: number;
 }
 
+/** Since the controller was made: requests admitted, requests that had to queue, refusals by reason. */
+export interface AdmissionTotals {
+  readonly admitted: number;
+  readonly queued: number;
+  readonly refused: Readonly<Record<AdmissionRefusalReason, number>>;
+}
+
 interface Slot {
   readonly level: AdmissionLevel;
   readonly key: string;
@@ -227,6 +234,7 @@ export class AdmissionController {
   };
   /** Per-tenant FIFO sub-queues; only tenants with waiters have an entry. */
   readonly #queues = new Map<string, Waiter[]>();
+  readonly #totals = { admitted: 0, queued: 0, refused: { queue_full: 0, deadline: 0, cancelled: 0 } };
   /** Round-robin order of the tenants in `#queues`, and the index of the next one to serve. */
   readonly #ring: string[] = [];
   #cursor = 0;
@@ -343,6 +351,11 @@ export class AdmissionController {
     };
   }
 
+  /** Decisions since the controller was made (for metrics). */
+  totals(): AdmissionTotals {
+    return { admitted: this.#totals.admitted, queued: this.#totals.queued, refused: { ...this.#totals.refused } };
+  }
+
   // ---------------------------------------------------------------------------------------------
 
   #validate(request: AdmissionRequest, options: AdmitOptions): void {
@@ -424,6 +437,7 @@ export class AdmissionController {
   }
 
   #grant(request: AdmissionRequest, slots: readonly Slot[]): AdmissionLease {
+    this.#totals.admitted++;
     const base = slots.filter((s) => s.level !== "backend");
     for (const s of base) this.#add(s, 1);
     let backend: string | undefined = request.backend;
@@ -496,10 +510,12 @@ export class AdmissionController {
   }
 
   #refusal(reason: AdmissionRefusalReason, slots: readonly Slot[]): AdmissionRefusal {
+    this.#totals.refused[reason]++;
     return { ok: false, reason, retryAfterSeconds: this.#retryAfter(slots) };
   }
 
   #enqueue(w: Waiter): void {
+    this.#totals.queued++;
     let queue = this.#queues.get(w.tenant);
     if (queue === undefined) {
       queue = [];

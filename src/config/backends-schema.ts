@@ -51,6 +51,12 @@ const backendSchema = z.strictObject({
    */
   connectCheck: z.boolean().default(false),
   /**
+   * Send the attempt's W3C `traceparent` (and the client's `tracestate`) to this provider, so its
+   * spans join the gateway's trace. Off by default: a trace id is an identifier the provider
+   * would otherwise never see.
+   */
+  propagateTraceContext: z.boolean().default(false),
+  /**
    * Active health probes on a non-billable path (GET `baseUrl` + `path`), run by one Durable
    * Object per backend, so replicas never multiply them. Omitted: no active probes.
    */

@@ -135,6 +135,55 @@ export const gatewayConfigSchema = z.strictObject({
       requestIdHeader: headerName.default("x-request-id"),
       /** Structured access log (one JSON line per request) on stdout. */
       accessLog: z.boolean().default(true),
+      metrics: z
+        .strictObject({
+          /**
+           * Tenant as a metric label: off by default (one more dimension on every request series);
+           * when on, the first `maxTenants` tenants seen get their own value, the rest `other`.
+           */
+          tenantLabel: z
+            .strictObject({ enabled: z.boolean().default(false), maxTenants: z.number().int().min(1).max(1000).default(20) })
+            .prefault({}),
+          /** Distinct backend, pool and upstream model names kept per label (they come from snapshots, which change). */
+          maxSnapshotNames: z.number().int().min(1).max(10_000).default(200),
+          /**
+           * An unauthenticated listener serving only `GET /metrics`, for scrapers that cannot send
+           * the admin token. Loopback only: anything else would publish the metrics.
+           */
+          listener: z
+            .strictObject({
+              host: z.enum(["127.0.0.1", "::1", "localhost"], { message: "the metrics listener binds loopback only: 127.0.0.1, ::1 or localhost" }),
+              port,
+            })
+            .optional(),
+        })
+        .prefault({}),
+      tracing: z
+        .strictObject({
+          /**
+           * Share of new traces that are recorded (0..1). A request continuing a client's trace
+           * (when `traceparent` is a trusted header) follows the client's sampled flag instead.
+           */
+          sampleRatio: z.number().min(0).max(1).default(1),
+        })
+        .prefault({}),
+      /** OTLP/HTTP (JSON) export of spans and metrics; off when absent. */
+      otlp: z
+        .strictObject({
+          /** The collector's base URL; `/v1/traces` and `/v1/metrics` are appended. */
+          endpoint: z.url({ protocol: /^https?$/, message: "an http(s) URL" }).transform((u) => u.replace(/\/+$/, "")),
+          /** Secret holding extra request headers, `name=value` pairs separated by commas (a collector's API key). */
+          headersSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+          traces: z.boolean().default(true),
+          /** Push metrics too: the way to get them where isolates cannot be scraped (the edge). */
+          metrics: z.boolean().default(true),
+          maxQueueSpans: z.number().int().min(1).max(100_000).default(4096),
+          batchSpans: z.number().int().min(1).max(10_000).default(512),
+          flushIntervalMs: z.number().int().min(100).max(600_000).default(5000),
+          metricsIntervalMs: z.number().int().min(1000).max(3_600_000).default(60_000),
+          timeoutMs: z.number().int().min(100).max(60_000).default(10_000),
+        })
+        .optional(),
     })
     .prefault({}),
 });

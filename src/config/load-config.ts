@@ -49,6 +49,7 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
   if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkBudgets(gateway, publication));
   if (gateway && backendsSeed) issues.push(...checkSeedEgress(gateway, backendsSeed));
+  if (gateway) issues.push(...checkExporterEgress(gateway));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
   return { gateway, publication, backendsSeed };
 }
@@ -62,6 +63,14 @@ export function checkSeedEgress(gateway: GatewayConfig, seed: SnapshotSource): C
     const verdict = checkEgress(b.baseUrl, gateway.security.egress);
     return verdict.ok ? [] : [{ file: CONFIG_FILES.backends, path: `backends[${i}].baseUrl`, message: verdict.refusal.message }];
   });
+}
+
+/** The OTLP collector is one more outbound target: the same guard, at config load. */
+export function checkExporterEgress(gateway: GatewayConfig): ConfigIssue[] {
+  const endpoint = gateway.observability.otlp?.endpoint;
+  if (endpoint === undefined) return [];
+  const verdict = checkEgress(endpoint, gateway.security.egress);
+  return verdict.ok ? [] : [{ file: CONFIG_FILES.gateway, path: "observability.otlp.endpoint", message: verdict.refusal.message }];
 }
 
 /** Cross-reference checks inside the publication, and against the bootstrap's trusted headers. */

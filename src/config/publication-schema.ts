@@ -67,6 +67,32 @@ const entrypointSchema = z.strictObject({
   affinityHeader: z.string().regex(/^[a-z0-9-]+$/).optional(),
   /** Budget policy: strict or soft when the ledger is unreachable, and the injected output cap. */
   budget: entrypointBudgetSchema,
+  /**
+   * Logging of content (prompts and completions): off unless given. A sampled request gets one
+   * more access-log line with its prompt and completion, each truncated to `maxChars`, with every
+   * match of `redact` (and of the built-in secret patterns) replaced. Never in spans or metrics.
+   */
+  contentLog: z
+    .strictObject({
+      sampleRatio: z.number().min(0).max(1),
+      maxChars: z.number().int().min(16).max(65_536).default(2000),
+      redact: z
+        .array(
+          z.string().min(1).refine(
+            (src) => {
+              try {
+                new RegExp(src, "g");
+                return true;
+              } catch {
+                return false;
+              }
+            },
+            { message: "a JavaScript regular expression" },
+          ),
+        )
+        .default([]),
+    })
+    .optional(),
 });
 
 const revisionSchema = z.strictObject({

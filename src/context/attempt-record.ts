@@ -1,4 +1,5 @@
 import type { ErrorCode } from "../errors/gateway-error.ts";
+import type { ProtocolId } from "../protocol/codec.ts";
 import type { RequestFeature } from "../protocol/features.ts";
 import type { StopReason, Usage } from "../protocol/neutral.ts";
 
@@ -34,6 +35,10 @@ export interface AttemptRecord {
   readonly backendId: string;
   readonly backendName: string;
   readonly upstreamModel: string;
+  /** The backend's wire protocol (which provider family answered, for telemetry). */
+  readonly backendProtocol?: ProtocolId | undefined;
+  /** The attempt's span in the request's trace (what a provider sees as parent when it propagates). */
+  readonly spanId?: string | undefined;
   readonly startedAt: number;
   headersAt?: number;
   /** First content the model produced (non-empty text or reasoning, or a tool call starting), not the first byte or a heartbeat. */

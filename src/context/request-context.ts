@@ -1,7 +1,9 @@
 import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
 import { GatewayError, type ErrorCode } from "../errors/gateway-error.ts";
+import type { ProtocolId } from "../protocol/codec.ts";
 import type { AttemptOutcome, AttemptRecord, EvidenceReason } from "./attempt-record.ts";
+import { requestTrace, type RequestTrace } from "./trace-context.ts";
 
 /**
  * Everything a request can hold that someone else is waiting for. Each is registered with its
@@ -52,16 +54,48 @@ export interface RequestRecord {
   stream: boolean | undefined;
   /** The last phase the request entered: where it ended, whichever way. */
   phase: Phase | undefined;
+  /** When the request entered each phase, in order (the trace's phase spans are cut from these). */
+  readonly phases: { readonly phase: Phase; readonly at: number }[];
   outcome: "success" | "error" | "cancelled" | undefined;
   errorCode: ErrorCode | undefined;
   /** Ids of the attempts the request made, in order. */
   attempts: readonly string[];
+  /** The wire protocol the client spoke (a sub-call has none). */
+  protocol: ProtocolId | undefined;
+  /** The publication revision the request was decided under. */
+  publicationRevision: string | undefined;
+  /** The caller's cross-layer call id, when it sent one. */
+  callId: string | undefined;
+  /** The trace the request's spans belong to. */
+  readonly trace: RequestTrace;
+  /**
+   * Content kept for the content log, only when the entrypoint's policy sampled this request:
+   * the prompt's text, and the completion's text as it is produced, each up to `maxChars`.
+   */
+  content: RequestContent | undefined;
 }
 
-/** Receives each finished attempt and each finished request exactly once. */
+/**
+ * Characters kept beyond a content policy's `maxChars`: redaction runs before the cut, and a
+ * secret that starts just before the cut must still be whole to be recognised.
+ */
+export const CONTENT_MARGIN = 1024;
+
+/** A sampled request's content (see `RequestRecord.content`). */
+export interface RequestContent {
+  readonly prompt: string;
+  completion: string;
+  readonly maxChars: number;
+  readonly redact: readonly RegExp[];
+}
+
+/**
+ * Receives each finished attempt and each finished request exactly once; a request after all its
+ * attempts. `waitUntil` keeps I/O the sink starts (an export) alive past the request's answer.
+ */
 export interface RecordSink {
   attemptFinished(attempt: Readonly<AttemptRecord>): void;
-  requestFinished(request: Readonly<RequestRecord>): void;
+  requestFinished(request: Readonly<RequestRecord>, waitUntil: (p: Promise<unknown>) => void): void;
 }
 
 /** A resource taken: `release` gives it back before the request ends (once; later calls do nothing). */
@@ -81,6 +115,8 @@ export interface RequestContextInit {
   /** Keeps the runtime alive for work the terminal starts (settlements, breaker reports). */
   readonly waitUntil: (p: Promise<unknown>) => void;
   readonly onUndoError: UndoErrorHandler;
+  /** The request's trace (see `requestTrace`); a new unsampled one when not given. */
+  readonly trace?: RequestTrace | undefined;
   /** The request a sub-call runs for: its abort aborts this one, and its end ends this one. */
   readonly parent?: RequestContext | undefined;
 }
@@ -231,9 +267,15 @@ export class RequestContext {
       route: undefined,
       stream: undefined,
       phase: undefined,
+      phases: [],
       outcome: undefined,
       errorCode: undefined,
       attempts: [],
+      protocol: undefined,
+      publicationRevision: undefined,
+      callId: undefined,
+      trace: init.trace ?? requestTrace(undefined, false, init.parent?.record.trace, () => false),
+      content: undefined,
     };
     if (init.parent) {
       const parent = init.parent;
@@ -319,6 +361,7 @@ export class RequestContext {
   /** The request enters a phase: a checkpoint, and the record says where it was. */
   enter(phase: Phase): void {
     this.record.phase = phase;
+    this.record.phases.push({ phase, at: this.clock.now() });
     this.checkpoint();
   }
 
@@ -394,7 +437,7 @@ export class RequestContext {
     r.outcome = end.kind === "completed" ? "success" : end.kind === "aborted" ? "cancelled" : "error";
     r.errorCode = end.kind === "failed" ? end.error.code : end.kind === "aborted" ? ABORT_CODES[end.reason] : undefined;
     try {
-      this.#sink.requestFinished(r);
+      this.#sink.requestFinished(r, this.waitUntil);
     } catch (err) {
       this.#onUndoError(err, "record");
     }

@@ -29,6 +29,13 @@ export interface EngineDeps {
   readonly breakers: BreakerCache | undefined;
   readonly health: HealthCache | undefined;
   readonly sink: RecordSink;
+  /**
+   * Trace policy: whether a client's `traceparent` is continued (else a new trace starts and links
+   * it), and whether a new trace is sampled. Absent: new traces, unsampled.
+   */
+  readonly tracing?: { readonly trustClient: boolean; readonly sample: () => boolean } | undefined;
+  /** A uniform draw in [0, 1) for content-log sampling; `Math.random` when absent. */
+  readonly random?: (() => number) | undefined;
   readonly onUndoError: UndoErrorHandler;
   /** Internal failures (a phase that threw something not a GatewayError), for logs. */
   readonly log: (event: Readonly<Record<string, unknown>>) => void;

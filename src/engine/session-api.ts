@@ -1,5 +1,6 @@
 import type { CallBudget } from "../call-budget/attempt-budget-client.ts";
 import type { AbortReason } from "../context/request-context.ts";
+import type { TraceParent } from "../context/trace-context.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import type { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
@@ -22,6 +23,8 @@ export interface Ingress {
   readonly call?: CallBudget | { readonly error: string } | undefined;
   /** Keeps the runtime alive for work after the answer (settlements, breaker reports). */
   readonly waitUntil: (p: Promise<unknown>) => void;
+  /** The client's W3C trace context (`traceparent`), as its transport carried it. */
+  readonly traceParent?: TraceParent | undefined;
 }
 
 /** Answer without calling a backend (a refusal, a protocol error). The request has ended. */

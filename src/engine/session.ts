@@ -2,10 +2,12 @@ import { admitRequest } from "../admit/admit-phase.ts";
 import { authenticate } from "../auth/authenticate.ts";
 import { authorize } from "../auth/authorize.ts";
 import type { CallBudget } from "../call-budget/attempt-budget-client.ts";
-import { RequestContext, type AbortReason } from "../context/request-context.ts";
+import { CONTENT_MARGIN, RequestContext, type AbortReason } from "../context/request-context.ts";
+import { requestTrace } from "../context/trace-context.ts";
 import { planRequest } from "../decide/decide.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import type { ResponseStamp } from "../protocol/codec.ts";
+import { textOf } from "../protocol/content-parts.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
 import type { CompiledEntrypoint } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
@@ -60,7 +62,10 @@ export class RequestSession implements Session {
       waitUntil: ingress?.waitUntil ?? parentCtx!.waitUntil,
       onUndoError: deps.onUndoError,
       parent: parentCtx,
+      trace: requestTrace(ingress?.traceParent, deps.tracing?.trustClient ?? false, parentCtx?.record.trace, deps.tracing?.sample ?? (() => false)),
     });
+    this.#ctx.record.protocol = ingress?.protocol;
+    this.#ctx.record.publicationRevision = deps.publication.revision;
     this.models = { call: (sub) => this.#subcall(sub) };
   }
 
@@ -95,12 +100,19 @@ export class RequestSession implements Session {
         const call = ingress.call;
         if (call && "error" in call) throw new GatewayError("invalid_request", call.error);
         this.#call = call;
+        ctx.record.callId = call?.callId;
       }
       ctx.record.stream = request.stream;
       ctx.enter("authorize");
       const ep = authorize(this.#deps.publication, principal, request.model);
       this.#entrypoint = ep;
       ctx.record.entrypoint = ep.name;
+      const contentLog = ep.contentLog;
+      if (contentLog && contentLog.sampleRatio > 0 && (this.#deps.random ?? Math.random)() < contentLog.sampleRatio) {
+        // Kept short from the start: a sampled request never holds more than the line will show.
+        const prompt = request.messages.map((m) => `${m.role}: ${textOf(m.content)}`).join("\n");
+        ctx.record.content = { prompt: prompt.slice(0, contentLog.maxChars + CONTENT_MARGIN), completion: "", maxChars: contentLog.maxChars, redact: contentLog.redact };
+      }
       ctx.enter("decide");
       const parentDeadline = this.#inherited?.parent.deadlineAt;
       const plan = planRequest(this.#deps.publication, ep, request, {
@@ -168,6 +180,8 @@ export class RequestSession implements Session {
         handedToStream = true;
         return { kind: "stream", body: answer.body, meta };
       }
+      const content = ctx.record.content;
+      if (content) content.completion = answer.response.text.slice(0, content.maxChars + CONTENT_MARGIN);
       ctx.finish({ kind: "completed" });
       return { kind: "buffered", response: answer.response, body: answer.body, meta };
     } catch (err) {
@@ -191,10 +205,31 @@ export class RequestSession implements Session {
   #failure(err: unknown): GatewayError {
     // A client that left is a cancellation, logged apart so alerts on failures do not fire for
     // clients that hang up; a client's own mistake (4xx) is not logged at all.
-    if (!(err instanceof GatewayError)) this.#deps.log({ kind: "request_failed", requestId: this.requestId, code: "internal_error", cause: String(err) });
-    else if (err.code === "client_closed") this.#deps.log({ kind: "request_cancelled", requestId: this.requestId, code: err.code });
-    else if (err.source === "internal") this.#deps.log({ kind: "request_failed", requestId: this.requestId, code: err.code, cause: String(err.cause) });
+    if (!(err instanceof GatewayError)) this.#deps.log({ kind: "request_failed", ...this.#chain(), code: "internal_error", cause: String(err) });
+    else if (err.code === "client_closed") this.#deps.log({ kind: "request_cancelled", ...this.#chain(), code: err.code });
+    else if (err.source === "internal") this.#deps.log({ kind: "request_failed", ...this.#chain(), code: err.code, cause: String(err.cause) });
     return toGatewayError(err);
+  }
+
+  /** The ids an internal failure's log line carries, as the access log's lines do. */
+  #chain(): Record<string, unknown> {
+    const r = this.#ctx.record;
+    const last = this.#ctx.attempts.at(-1);
+    return {
+      requestId: r.requestId,
+      traceId: r.trace.traceId,
+      spanId: r.trace.spanId,
+      publicationRevision: r.publicationRevision,
+      entrypoint: r.entrypoint,
+      route: r.route,
+      callId: r.callId,
+      phase: r.phase,
+      attemptId: last?.id,
+      model: last?.logicalModel,
+      modelRevision: last?.modelRevision,
+      snapshotRevision: last?.snapshotRevision,
+      evidence: last?.evidence ? { class: last.evidence.class, reason: last.evidence.reason } : undefined,
+    };
   }
 
   /** `upstreamHeaders`: only a successful answer carries any; an error is the gateway's own. */

@@ -7,6 +7,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import { echo } from "../errors/echo.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
+import { metricsResponse } from "./metrics-endpoint.ts";
 import { discardUnreadBody, readBodyText } from "./limits.ts";
 import { registerBudgetRoutes } from "./admin-budgets.ts";
 import { describeRoutes } from "./route-table.ts";
@@ -102,12 +103,15 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
 
   app.get("/config", (c) => c.json(redactedConfig(c.var.runtime.config)));
 
+  app.get("/metrics", (c) => metricsResponse(c.var.runtime));
+
   app.get("/snapshot", async (c) => c.json(await c.var.runtime.controller.getActive()));
 
   app.put("/snapshot", async (c) => {
     const rt = c.var.runtime;
     const candidate = await readCandidate(c.req.raw, rt.config.gateway.limits.maxBodyBytes);
     const result = await rt.controller.propose(candidate, "admin");
+    rt.telemetry.metrics.snapshotChange(result.status === "rejected" ? "rejected" : result.status === "unchanged" ? "unchanged" : "activated");
     if (result.status === "rejected") {
       throw new GatewayError("snapshot_rejected", "The snapshot candidate was rejected; the active snapshot is unchanged.", {
         details: result.reasons,
@@ -142,6 +146,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
     }
     const result = await rt.controller.rollback(revision, "admin");
     if (result.status === "not_found") throw new GatewayError("revision_not_found", result.message);
+    rt.telemetry.metrics.snapshotChange("rolled_back");
     rt.snapshots.invalidate();
     return c.json(result);
   });
@@ -165,8 +170,10 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       if (typeof b === "number") budgetMs = b;
     }
     const report = await c.var.runtime.drain.drain(budgetMs);
-    // Nothing new is admitted: return this isolate's budget leases and write its settlements.
+    // Nothing new is admitted: return this isolate's budget leases and write its settlements,
+    // and send the spans and metrics still queued.
     await c.var.runtime.ledger.drain();
+    c.var.runtime.telemetry.exporter?.flushIfDue((p) => c.executionCtx.waitUntil(p), true);
     return c.json({ status: "drained", ...report });
   });
 

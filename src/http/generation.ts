@@ -1,4 +1,5 @@
 import { parseCallBudget } from "../call-budget/attempt-budget-client.ts";
+import { parseTraceparent } from "../context/trace-context.ts";
 import type { ReplyMeta, Session } from "../engine/session-api.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
@@ -80,6 +81,8 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     trustedHeaders: trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders),
     call: parseCallBudget(request.headers, input.receivedAt),
     waitUntil: input.waitUntil,
+    // Parsed always; the engine continues it only when policy trusts it, and links it otherwise.
+    traceParent: parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate")),
   });
   const onAbort = () => session.abort("client_disconnected");
   request.signal.addEventListener("abort", onAbort, { once: true });

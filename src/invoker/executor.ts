@@ -1,5 +1,6 @@
 import type { ConsumeResult } from "../call-budget/attempt-budget.ts";
 import { newAttemptId, type AttemptRecord, type Evidence } from "../context/attempt-record.ts";
+import { newSpanId } from "../context/trace-context.ts";
 import type { AttemptScope, RequestContext } from "../context/request-context.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import type { Clock } from "../deps/clock.ts";
@@ -123,6 +124,8 @@ function attemptRecord(plan: DispatchPlan, snapshot: PinnedSnapshot, choice: Cho
     backendId: choice.member.backend.id,
     backendName: choice.member.backend.name,
     upstreamModel: choice.member.model,
+    backendProtocol: choice.member.backend.protocol,
+    spanId: newSpanId(),
     startedAt: now,
     outcome: "in_progress",
   };

@@ -1,5 +1,6 @@
 import type { AttemptOutcome, AttemptRecord, Evidence } from "../context/attempt-record.ts";
 import { abortError, type AttemptScope, type RequestContext } from "../context/request-context.ts";
+import { formatTraceparent } from "../context/trace-context.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
@@ -103,6 +104,12 @@ export function prepareAttempt(deps: AttemptDeps, plan: DispatchPlan, original: 
   headers.set("accept", plan.stream ? "text/event-stream" : "application/json");
   headers.set("accept-encoding", "identity");
   headers.set("user-agent", "sluice");
+  if (backend.propagateTraceContext) {
+    // The attempt's own span is the provider's parent; the trace is the request's.
+    const trace = attempt.request.record.trace;
+    headers.set("traceparent", formatTraceparent(trace.traceId, attempt.record.spanId ?? trace.spanId, trace.sampled));
+    if (trace.state !== undefined) headers.set("tracestate", trace.state);
+  }
   if (backend.credential) {
     const secret = deps.credentials.get(backend.credential.secret);
     if (secret === undefined || secret === "") {

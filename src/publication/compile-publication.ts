@@ -33,7 +33,23 @@ export interface CompiledEntrypoint {
   readonly maxAttempts: number;
   readonly affinityHeader: string | undefined;
   readonly budget: EntrypointBudget;
+  /** Content logging of this entrypoint's requests; undefined: never. */
+  readonly contentLog: ContentLogPolicy | undefined;
 }
+
+/** What a content log line keeps of a sampled request: see `entrypoints[].contentLog`. */
+export interface ContentLogPolicy {
+  readonly sampleRatio: number;
+  readonly maxChars: number;
+  /** The configured patterns and the built-in secret patterns, compiled once. */
+  readonly redact: readonly RegExp[];
+}
+
+/**
+ * Shapes of secrets a prompt may carry whatever the configuration says: provider and gateway API
+ * keys, bearer tokens, AWS access keys, private-key blocks.
+ */
+const BUILT_IN_REDACTIONS = [/\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}/g, /\bBearer\s+[A-Za-z0-9._~+/-]{16,}=*/gi, /\bAKIA[0-9A-Z]{16}\b/g, /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g];
 
 /** A logical model at its active revision. */
 export interface ActiveModel {
@@ -102,6 +118,7 @@ function compileEntrypoint(ep: EntrypointConfig, budgets: BudgetPolicy): Compile
     maxAttempts: ep.retry.maxAttempts,
     affinityHeader: ep.affinityHeader,
     budget: budgets.entrypoint(ep.name),
+    contentLog: ep.contentLog ? { sampleRatio: ep.contentLog.sampleRatio, maxChars: ep.contentLog.maxChars, redact: [...ep.contentLog.redact.map((r) => new RegExp(r, "g")), ...BUILT_IN_REDACTIONS] } : undefined,
   };
 }
 

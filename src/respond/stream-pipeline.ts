@@ -1,6 +1,6 @@
 import { createParser } from "eventsource-parser";
 import type { AttemptOutcome } from "../context/attempt-record.ts";
-import { abortError, type AttemptScope } from "../context/request-context.ts";
+import { abortError, CONTENT_MARGIN, type AttemptScope } from "../context/request-context.ts";
 import type { Clock } from "../deps/clock.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { StreamDecoder, StreamEncoder } from "../protocol/codec.ts";
@@ -71,6 +71,8 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
   const streamStartedAt = clock.now();
   let lastContentAt: number | undefined;
   const a = attempt.record;
+  // Only a request its entrypoint's content policy sampled keeps text, and only up to its cap.
+  const content = request.record.content;
   const textDecoder = new TextDecoder();
   const reader = upstream.getReader();
   // The provider's body goes when the request ends, whoever ends it.
@@ -89,6 +91,9 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
             a.firstContentAt ??= clock.now();
             lastContentAt = clock.now();
             a.outputChars = (a.outputChars ?? 0) + ev.text.length;
+            if (content && ev.type === "text" && content.completion.length < content.maxChars + CONTENT_MARGIN) {
+              content.completion += ev.text.slice(0, content.maxChars + CONTENT_MARGIN - content.completion.length);
+            }
           }
           break;
         case "tool_call_start":

@@ -37,6 +37,8 @@ export interface NormalizedBackend {
   readonly healthCheck?: { readonly path: string; readonly intervalMs: number; readonly timeoutMs: number } | undefined;
   /** Open a TCP connection before each attempt, so a refused one is known-zero evidence. */
   readonly connectCheck?: boolean | undefined;
+  /** Send the attempt's `traceparent` to the provider. */
+  readonly propagateTraceContext?: boolean | undefined;
 }
 
 export interface NormalizedMember {
@@ -139,6 +141,8 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
       healthCheck: b.healthCheck,
       // Only recorded when on, so snapshots without it keep their digests.
       connectCheck: b.connectCheck ? true : undefined,
+      // Only recorded when on, so snapshots without it keep their digests.
+      propagateTraceContext: b.propagateTraceContext ? true : undefined,
     };
     byName.set(b.name, nb);
     backends.push(nb);

@@ -13,7 +13,10 @@ import { budgetLedgerClient } from "../ledger/ledger-client.ts";
 import { LeasingLedgerClient } from "../ledger/leasing-ledger-client.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
-import { accessLogSink } from "../settle/access-log.ts";
+import { accessLog } from "../settle/access-log.ts";
+import { GatewayMetrics } from "../telemetry/gateway-metrics.ts";
+import { OtlpExporter } from "../telemetry/otlp-exporter.ts";
+import { assembledSink } from "../telemetry/request-assembly.ts";
 import type { SnapshotControllerClient } from "../snapshot/controller-client.ts";
 import { SnapshotCache } from "../snapshot/snapshot-cache.ts";
 import { BreakerCache } from "../traffic/breaker-cache.ts";
@@ -47,6 +50,8 @@ export interface GatewayRuntime {
   readonly clock: Clock;
   readonly startedAt: number;
   readonly adminToken: string | undefined;
+  /** This isolate's metrics, and the OTLP exporter when one is configured. */
+  readonly telemetry: { readonly metrics: GatewayMetrics; readonly exporter: OtlpExporter | undefined };
 }
 
 /** `req_` + 32 hex chars: unguessable, and never a metric label. */
@@ -88,6 +93,20 @@ async function tcpPreconnect(hostname: string, port: number, signal: AbortSignal
 }
 
 const logError = (event: Readonly<Record<string, unknown>>) => console.error(JSON.stringify(event));
+
+/** The version OTLP exports report as `service.version`. */
+const SLUICE_VERSION = "0.1.0";
+
+/** Collector headers from a secret: `name=value` pairs separated by commas (the OTEL_EXPORTER_OTLP_HEADERS form). */
+function otlpHeaders(secret: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (typeof secret !== "string") return out;
+  for (const pair of secret.split(",")) {
+    const eq = pair.indexOf("=");
+    if (eq > 0) out[pair.slice(0, eq).trim().toLowerCase()] = decodeURIComponent(pair.slice(eq + 1).trim());
+  }
+  return out;
+}
 
 let runtime: Promise<GatewayRuntime> | undefined;
 
@@ -147,7 +166,51 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     maxQueue: gw.admission.maxQueue,
     maxQueuePerTenant: gw.admission.maxQueuePerTenant,
   });
-  const snapshots = new SnapshotCache(() => controller.getActive(), clock, gw.traffic.snapshotCacheTtlMs, (err) => logError({ kind: "snapshot_refresh_failed", error: String(err) }));
+  let metrics: GatewayMetrics | undefined;
+  const snapshots = new SnapshotCache(() => controller.getActive(), clock, gw.traffic.snapshotCacheTtlMs, (err) => {
+    metrics?.snapshotRefreshFailed();
+    logError({ kind: "snapshot_refresh_failed", error: String(err) });
+  });
+  const ledgerStats = () => {
+    const l = ledger.stats();
+    return { leases: l.leases, attemptsOpen: l.inFlight, settlementsQueued: l.queued };
+  };
+  metrics = new GatewayMetrics(
+    {
+      entrypoints: publication.source.entrypoints.map((e) => e.name),
+      models: [...publication.models.keys()],
+      routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name))],
+      tenants: publication.source.tenants.map((t) => t.id),
+      tenantLabel: gw.observability.metrics.tenantLabel,
+      maxSnapshotNames: gw.observability.metrics.maxSnapshotNames,
+    },
+    {
+      inFlight: () => drain.inFlight,
+      draining: () => drain.draining,
+      admission: () => {
+        const a = admission.stats();
+        const t = admission.totals();
+        return { inFlight: a.inFlight.global, queued: a.queued.total, admitted: t.admitted, waited: t.queued, refused: t.refused };
+      },
+      snapshotRevision: () => snapshots.peek()?.revision,
+      ledger: ledgerStats,
+    },
+  );
+  const otlp = gw.observability.otlp;
+  const exporter = otlp
+    ? new OtlpExporter(
+        { ...otlp, headers: otlpHeaders(otlp.headersSecret === undefined ? undefined : secrets[otlp.headersSecret]) },
+        {
+          resource: { serviceName: "sluice", serviceVersion: SLUICE_VERSION },
+          clock,
+          scheduler: systemScheduler,
+          fetch: (input, init) => fetch(input, init),
+          registry: metrics.registry,
+          onDrop: (signal, n) => metrics!.dropped(signal, n),
+          onError: logError,
+        },
+      )
+    : undefined;
   const invoker = new GatewayExecutor({
     codecs: builtinCodecs,
     credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
@@ -156,6 +219,8 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     rng: systemRng,
     fetch: (input, init) => fetch(input, init),
     firstByteTimeoutMs: gw.traffic.firstByteTimeoutMs,
+    // Snapshots stored before the guard existed are checked again at each attempt.
+    egress: gw.security.egress,
     preconnect: tcpPreconnect,
   });
   const engine = createEngine({
@@ -173,7 +238,12 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     reserve: { ledger, callBudgets, log: logError },
     breakers,
     health,
-    sink: accessLogSink(gw.observability.accessLog),
+    sink: assembledSink([accessLog(gw.observability.accessLog), metrics, ...(exporter ? [exporter] : [])]),
+    tracing: {
+      // The trusted-header policy decides: a client's trace is continued only when `traceparent` is trusted.
+      trustClient: gw.security.trustedHeaders.includes("traceparent"),
+      sample: () => Math.random() < gw.observability.tracing.sampleRatio,
+    },
     onUndoError: (err, what) => logError({ kind: "release_failed", resource: what, error: String(err) }),
     log: logError,
   });
@@ -191,6 +261,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     controller,
     clock,
     startedAt: clock.now(),
+    telemetry: { metrics, exporter },
     adminToken: (() => {
       const t = secrets[gw.security.adminTokenSecret];
       return typeof t === "string" && t !== "" ? t : undefined;

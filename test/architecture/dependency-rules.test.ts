@@ -40,6 +40,7 @@ const LAYERS = [
   "decide",
   "snapshot",
   "context",
+  "telemetry",
   "admit",
   "invoker",
   "settle",

@@ -1,0 +1,260 @@
+import type { AttemptOutcome, AttemptRecord, EvidenceClass } from "../context/attempt-record.ts";
+import type { RequestRecord } from "../context/request-context.ts";
+import { ERROR_CODES } from "../errors/gateway-error.ts";
+import { PROTOCOL_IDS } from "../protocol/codec.ts";
+import { firstDistinct, MetricRegistry, oneOf, OTHER, type LabelDomain } from "./metric-registry.ts";
+import type { FinishedRequestReader } from "./request-assembly.ts";
+import { BUCKETS, GATEWAY_PROVIDER, OPERATION_CHAT, providerName } from "./semconv.ts";
+
+/** What the configuration allows as label values. Nothing here comes from a caller. */
+export interface MetricDomains {
+  readonly entrypoints: readonly string[];
+  readonly models: readonly string[];
+  /** Decision rule names (`default` included). */
+  readonly routes: readonly string[];
+  readonly tenants: readonly string[];
+  /** Tenant as a label: off unless configured, then the first `maxTenants` seen, the rest `other`. */
+  readonly tenantLabel: { readonly enabled: boolean; readonly maxTenants: number };
+  /**
+   * Backend, pool and upstream model names come from BackendSnapshots, which the admin API may
+   * replace at any time: the first this many distinct names are kept per label, the rest fold.
+   */
+  readonly maxSnapshotNames: number;
+}
+
+/** What the isolate holds now, read at each scrape. */
+export interface GaugeSources {
+  readonly inFlight: () => number;
+  readonly draining: () => boolean;
+  readonly admission: () => { readonly inFlight: number; readonly queued: number; readonly admitted: number; readonly waited: number; readonly refused: Readonly<Record<string, number>> };
+  readonly snapshotRevision: () => number | undefined;
+  readonly ledger: () => { readonly leases: number; readonly attemptsOpen: number; readonly settlementsQueued: number };
+}
+
+const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ["gateway_error", "success", "upstream_status", "connect_failed", "network_error", "timeout", "client_cancelled", "stream_cut", "protocol_error"];
+const EVIDENCE: readonly (EvidenceClass | "none")[] = ["known_zero", "unknown", "client_error", "success", "none"];
+const TOKEN_KINDS = ["input", "output", "cached_input", "cache_write_input", "reasoning"] as const;
+
+/**
+ * Every instrument of the gateway, fed from finished requests and their attempts (the logging
+ * phase) and from gauges read at scrape time. Label names and meanings: docs/observability.md.
+ */
+export class GatewayMetrics implements FinishedRequestReader {
+  readonly registry: MetricRegistry;
+  readonly #requests;
+  readonly #serverDuration;
+  readonly #ttft;
+  readonly #tpot;
+  readonly #clientDuration;
+  readonly #tokenUsage;
+  readonly #tokens;
+  readonly #attempts;
+  readonly #retries;
+  readonly #fallbacks;
+  readonly #unknownUsage;
+  readonly #snapshotChanges;
+  readonly #snapshotRefreshFailures;
+  readonly #spansDropped;
+
+  constructor(d: MetricDomains, gauges: GaugeSources, registry = new MetricRegistry()) {
+    this.registry = registry;
+    const entrypoint: LabelDomain = oneOf(d.entrypoints);
+    const model: LabelDomain = oneOf(d.models);
+    const route: LabelDomain = oneOf(d.routes);
+    const protocol: LabelDomain = oneOf(PROTOCOL_IDS);
+    const errorType: LabelDomain = oneOf(["", ...ERROR_CODES]);
+    const backend = firstDistinct(d.maxSnapshotNames);
+    const pool = firstDistinct(d.maxSnapshotNames);
+    const upstreamModel = firstDistinct(d.maxSnapshotNames);
+    const provider = oneOf(["openai", "anthropic", "_OTHER", GATEWAY_PROVIDER]);
+    const op = oneOf([OPERATION_CHAT]);
+    const tenant = d.tenantLabel.enabled ? firstDistinct(d.tenantLabel.maxTenants, oneOf(d.tenants)) : () => OTHER;
+    const L = (key: string, domain: LabelDomain) => ({ key, domain });
+
+    this.#requests = registry.counter({
+      name: "sluice.requests",
+      promName: "sluice_requests_total",
+      unit: "{request}",
+      help: "Requests finished, by entrypoint, client protocol, outcome (success, error, cancelled) and error code.",
+      labels: [L("sluice.entrypoint", entrypoint), L("sluice.protocol", protocol), L("sluice.outcome", oneOf(["success", "error", "cancelled"])), L("error.type", errorType), L("sluice.route", route), L("sluice.tenant", tenant)],
+    });
+    const serverLabels = [L("gen_ai.operation.name", op), L("gen_ai.provider.name", provider), L("gen_ai.request.model", entrypoint), L("gen_ai.response.model", model)];
+    this.#serverDuration = registry.histogram({
+      name: "gen_ai.server.request.duration",
+      promName: "gen_ai_server_request_duration_seconds",
+      unit: "s",
+      help: "Request duration as the client saw it: from receipt to the last byte of the answer (streams included).",
+      labels: [...serverLabels, L("error.type", errorType), L("sluice.stream", oneOf(["true", "false"]))],
+      bounds: BUCKETS.duration,
+    });
+    this.#ttft = registry.histogram({
+      name: "gen_ai.server.time_to_first_token",
+      promName: "gen_ai_server_time_to_first_token_seconds",
+      unit: "s",
+      help: "From receipt of the request to the first content the model produced (a text, reasoning or tool-call delta; not the first byte), successful requests.",
+      labels: [...serverLabels, L("sluice.stream", oneOf(["true", "false"]))],
+      bounds: BUCKETS.timeToFirstToken,
+    });
+    this.#tpot = registry.histogram({
+      name: "gen_ai.server.time_per_output_token",
+      promName: "gen_ai_server_time_per_output_token_seconds",
+      unit: "s",
+      help: "After the first token, time per further output token of successful streamed requests with reported usage.",
+      labels: serverLabels,
+      bounds: BUCKETS.timePerOutputToken,
+    });
+    const clientLabels = [L("gen_ai.operation.name", op), L("gen_ai.provider.name", provider), L("gen_ai.request.model", upstreamModel), L("sluice.backend", backend)];
+    this.#clientDuration = registry.histogram({
+      name: "gen_ai.client.operation.duration",
+      promName: "gen_ai_client_operation_duration_seconds",
+      unit: "s",
+      help: "One attempt at a provider: from sending it to its end.",
+      labels: [...clientLabels, L("error.type", errorType)],
+      bounds: BUCKETS.duration,
+    });
+    this.#tokenUsage = registry.histogram({
+      name: "gen_ai.client.token.usage",
+      promName: "gen_ai_client_token_usage",
+      unit: "{token}",
+      help: "Tokens per attempt as the provider reported them (attempts without reported usage are not recorded).",
+      labels: [...clientLabels, L("gen_ai.token.type", oneOf(["input", "output"]))],
+      bounds: BUCKETS.tokens,
+    });
+    this.#tokens = registry.counter({
+      name: "sluice.tokens",
+      promName: "sluice_tokens_total",
+      unit: "{token}",
+      help: "Tokens the providers reported, by logical model and kind; cached_input, cache_write_input and reasoning are parts of input and output.",
+      labels: [L("sluice.model", model), L("sluice.token.kind", oneOf(TOKEN_KINDS))],
+    });
+    this.#attempts = registry.counter({
+      name: "sluice.attempts",
+      promName: "sluice_attempts_total",
+      unit: "{attempt}",
+      help: "Attempts sent to a backend, by backend, pool, logical model, outcome and evidence class (a backend selection is an attempt).",
+      labels: [L("sluice.backend", backend), L("sluice.pool", pool), L("sluice.model", model), L("sluice.attempt.outcome", oneOf(ATTEMPT_OUTCOMES)), L("sluice.evidence", oneOf(EVIDENCE))],
+    });
+    this.#retries = registry.counter({
+      name: "sluice.retries",
+      promName: "sluice_retries_total",
+      unit: "{attempt}",
+      help: "Attempts after the first of a request on the same logical model.",
+      labels: [L("sluice.entrypoint", entrypoint)],
+    });
+    this.#fallbacks = registry.counter({
+      name: "sluice.fallbacks",
+      promName: "sluice_fallbacks_total",
+      unit: "{attempt}",
+      help: "Attempts after the first of a request on another logical model (the next tier).",
+      labels: [L("sluice.entrypoint", entrypoint)],
+    });
+    this.#unknownUsage = registry.counter({
+      name: "sluice.usage.unknown",
+      promName: "sluice_usage_unknown_total",
+      unit: "{attempt}",
+      help: "Attempts that reached a backend and ended without reported usage (their cost waits in reconciliation).",
+      labels: [L("sluice.backend", backend), L("sluice.model", model)],
+    });
+    this.#snapshotChanges = registry.counter({
+      name: "sluice.snapshot.proposals",
+      promName: "sluice_snapshot_proposals_total",
+      unit: "{proposal}",
+      help: "Snapshot candidates and rollbacks this isolate's admin API handled, by result.",
+      labels: [L("sluice.result", oneOf(["activated", "unchanged", "rejected", "rolled_back"]))],
+    });
+    this.#snapshotRefreshFailures = registry.counter({
+      name: "sluice.snapshot.refresh_failures",
+      promName: "sluice_snapshot_refresh_failures_total",
+      unit: "{failure}",
+      help: "Times the snapshot controller could not be read and the last known snapshot kept serving.",
+      labels: [],
+    });
+    this.#spansDropped = registry.counter({
+      name: "sluice.telemetry.dropped",
+      promName: "sluice_telemetry_dropped_total",
+      unit: "{item}",
+      help: "Spans and metric exports dropped because the export queue was full or the collector failed.",
+      labels: [L("sluice.signal", oneOf(["spans", "metrics"]))],
+    });
+    const g = (name: string, promName: string, help: string, read: () => number) =>
+      registry.gauge({ name, promName, unit: "1", help, labels: [], read: (set) => set([], read()) });
+    g("sluice.requests.in_flight", "sluice_requests_in_flight", "Requests this isolate is serving now.", gauges.inFlight);
+    g("sluice.drain.state", "sluice_draining", "1 while this isolate drains (admits nothing new), else 0.", () => (gauges.draining() ? 1 : 0));
+    g("sluice.admission.in_flight", "sluice_admission_in_flight", "Admission leases held now.", () => gauges.admission().inFlight);
+    g("sluice.admission.queue.depth", "sluice_admission_queue_depth", "Requests waiting in the admission queue now.", () => gauges.admission().queued);
+    g("sluice.snapshot.revision", "sluice_snapshot_revision", "The BackendSnapshot revision this isolate serves (0 before the first).", () => gauges.snapshotRevision() ?? 0);
+    g("sluice.ledger.leases", "sluice_ledger_leases", "Budget lease slices this isolate holds.", () => gauges.ledger().leases);
+    g("sluice.ledger.attempts_open", "sluice_ledger_attempts_open", "Attempts admitted from a lease and not settled yet.", () => gauges.ledger().attemptsOpen);
+    g("sluice.ledger.settlements_queued", "sluice_ledger_settlements_queued", "Settlements queued for the ledger and not yet written.", () => gauges.ledger().settlementsQueued);
+    g("sluice.telemetry.label_folds", "sluice_metric_series_folded", "Label sets folded into `other` because an instrument reached its series cap.", () => registry.folded);
+    // Admission totals are the controller's own counts; exposed as counters.
+    registry.gauge({
+      name: "sluice.admission.decisions",
+      promName: "sluice_admission_decisions",
+      unit: "{request}",
+      help: "Since the isolate started: requests admitted, requests that waited in the queue, and refusals by reason.",
+      labels: [L("sluice.decision", oneOf(["admitted", "waited", "refused_queue_full", "refused_deadline", "refused_cancelled"]))],
+      read: (set) => {
+        const a = gauges.admission();
+        set(["admitted"], a.admitted);
+        set(["waited"], a.waited);
+        for (const [reason, n] of Object.entries(a.refused)) set([`refused_${reason}`], n);
+      },
+    });
+  }
+
+  /** Records one finished request and its attempts. */
+  finished(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[]): void {
+    const endedAt = r.endedAt ?? r.receivedAt;
+    const entrypoint = r.entrypoint ?? "";
+    const error = r.errorCode ?? "";
+    this.#requests.add([entrypoint, r.protocol ?? "", r.outcome ?? "error", error, r.route ?? "", r.tenant ?? ""]);
+    const sent = attempts.filter((a) => a.outcome !== "not_sent");
+    const last = sent.at(-1);
+    const responseModel = last?.logicalModel ?? "";
+    const server = [OPERATION_CHAT, GATEWAY_PROVIDER, entrypoint, responseModel];
+    const stream = r.stream === true ? "true" : "false";
+    if (r.entrypoint !== undefined) this.#serverDuration.observe([...server, error, stream], (endedAt - r.receivedAt) / 1000);
+    if (r.outcome === "success" && last?.firstContentAt !== undefined) {
+      this.#ttft.observe([...server, stream], (last.firstContentAt - r.receivedAt) / 1000);
+      const out = last.usage?.outputTokens;
+      if (r.stream === true && out !== undefined && out > 1 && last.endedAt !== undefined) this.#tpot.observe(server, (last.endedAt - last.firstContentAt) / 1000 / (out - 1));
+    }
+    let previous: string | undefined;
+    for (const a of sent) {
+      const provider = providerName(a.backendProtocol);
+      const client = [OPERATION_CHAT, provider, a.upstreamModel, a.backendName];
+      if (a.endedAt !== undefined) this.#clientDuration.observe([...client, a.errorCode ?? ""], (a.endedAt - a.startedAt) / 1000);
+      this.#attempts.add([a.backendName, a.pool, a.logicalModel, a.outcome, a.evidence?.class ?? "none"]);
+      if (a.usage) {
+        this.#tokenUsage.observe([...client, "input"], a.usage.inputTokens);
+        this.#tokenUsage.observe([...client, "output"], a.usage.outputTokens);
+        this.#tokens.add([a.logicalModel, "input"], a.usage.inputTokens);
+        this.#tokens.add([a.logicalModel, "output"], a.usage.outputTokens);
+        this.#tokens.add([a.logicalModel, "cached_input"], a.usage.cachedInputTokens ?? 0);
+        this.#tokens.add([a.logicalModel, "cache_write_input"], a.usage.cacheWriteInputTokens ?? 0);
+        this.#tokens.add([a.logicalModel, "reasoning"], a.usage.reasoningTokens ?? 0);
+      } else if (a.evidence?.class === "unknown" || a.evidence?.class === "success") {
+        // The backend may have done (and billed) the work: the ledger holds it for reconciliation.
+        this.#unknownUsage.add([a.backendName, a.logicalModel]);
+      }
+      if (previous !== undefined) (previous === a.logicalModel ? this.#retries : this.#fallbacks).add([entrypoint]);
+      previous = a.logicalModel;
+    }
+  }
+
+  /** A snapshot proposal or rollback the admin API handled. */
+  snapshotChange(result: "activated" | "unchanged" | "rejected" | "rolled_back"): void {
+    this.#snapshotChanges.add([result]);
+  }
+
+  /** The snapshot controller could not be read; the last known snapshot keeps serving. */
+  snapshotRefreshFailed(): void {
+    this.#snapshotRefreshFailures.add([]);
+  }
+
+  /** Spans or a metric export the exporter had to drop. */
+  dropped(signal: "spans" | "metrics", n: number): void {
+    this.#spansDropped.add([signal], n);
+  }
+}

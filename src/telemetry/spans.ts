@@ -1,0 +1,130 @@
+import type { AttemptRecord } from "../context/attempt-record.ts";
+import type { RequestRecord } from "../context/request-context.ts";
+import { newSpanId } from "../context/trace-context.ts";
+import { GATEWAY_PROVIDER, OPERATION_CHAT, providerName } from "./semconv.ts";
+
+/** An attribute value as spans carry it. */
+export type AttributeValue = string | number | boolean | readonly string[];
+
+/** A finished span, in epoch milliseconds; the OTLP encoder turns it into the wire form. */
+export interface SpanData {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly parentSpanId: string | undefined;
+  readonly name: string;
+  readonly kind: "server" | "client" | "internal";
+  readonly startMs: number;
+  readonly endMs: number;
+  readonly attributes: Readonly<Record<string, AttributeValue | undefined>>;
+  readonly events: readonly { readonly name: string; readonly atMs: number }[];
+  readonly links: readonly { readonly traceId: string; readonly spanId: string }[];
+  /** Error status with the gateway's error code as its message; unset otherwise. */
+  readonly error: string | undefined;
+}
+
+/**
+ * The spans of one finished request, cut from its record: the request (server span), one span per
+ * runtime phase it entered (authenticate … respond; respond covers a stream to its end), and one
+ * client span per attempt under the invoke phase. Names and `gen_ai.*` attributes follow the
+ * pinned conventions (`semconv.ts`); nothing from the request's content is recorded.
+ */
+export function requestSpans(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[]): SpanData[] {
+  const t = r.trace;
+  const end = r.endedAt ?? r.receivedAt;
+  const sent = attempts.filter((a) => a.outcome !== "not_sent");
+  const last = sent.at(-1);
+  const spans: SpanData[] = [];
+  spans.push({
+    traceId: t.traceId,
+    spanId: t.spanId,
+    parentSpanId: t.parentSpanId,
+    name: `${OPERATION_CHAT} ${r.entrypoint ?? "unknown"}`,
+    kind: "server",
+    startMs: r.receivedAt,
+    endMs: end,
+    attributes: {
+      "gen_ai.operation.name": OPERATION_CHAT,
+      "gen_ai.provider.name": GATEWAY_PROVIDER,
+      "gen_ai.request.model": r.entrypoint,
+      "gen_ai.response.model": last?.logicalModel,
+      "gen_ai.usage.input_tokens": last?.usage?.inputTokens,
+      "gen_ai.usage.output_tokens": last?.usage?.outputTokens,
+      "error.type": r.errorCode,
+      "sluice.request_id": r.requestId,
+      "sluice.parent_request_id": r.parentRequestId,
+      "sluice.call_id": r.callId,
+      "sluice.tenant": r.tenant,
+      "sluice.key": r.key,
+      "sluice.entrypoint": r.entrypoint,
+      "sluice.route": r.route,
+      "sluice.protocol": r.protocol,
+      "sluice.stream": r.stream,
+      "sluice.publication_revision": r.publicationRevision,
+      "sluice.outcome": r.outcome,
+      "sluice.phase": r.phase,
+      "sluice.attempts": sent.length,
+    },
+    events: [],
+    links: t.linked ? [{ traceId: t.linked.traceId, spanId: t.linked.spanId }] : [],
+    error: r.outcome === "success" ? undefined : (r.errorCode ?? r.outcome),
+  });
+  let invokeSpan: string | undefined;
+  r.phases.forEach((p, i) => {
+    const spanId = newSpanId();
+    if (p.phase === "invoke") invokeSpan = spanId;
+    const next = r.phases[i + 1];
+    spans.push({
+      traceId: t.traceId,
+      spanId,
+      parentSpanId: t.spanId,
+      name: `sluice.${p.phase}`,
+      kind: "internal",
+      startMs: p.at,
+      endMs: next ? next.at : end,
+      attributes: { "sluice.request_id": r.requestId },
+      events: [],
+      links: [],
+      // The phase the request ended in carries its failure.
+      error: !next && r.outcome !== "success" ? (r.errorCode ?? r.outcome) : undefined,
+    });
+  });
+  for (const a of sent) {
+    const events: { name: string; atMs: number }[] = [];
+    if (a.headersAt !== undefined) events.push({ name: "sluice.response_headers", atMs: a.headersAt });
+    if (a.firstContentAt !== undefined) events.push({ name: "sluice.first_content", atMs: a.firstContentAt });
+    spans.push({
+      traceId: t.traceId,
+      spanId: a.spanId ?? newSpanId(),
+      parentSpanId: invokeSpan ?? t.spanId,
+      name: `${OPERATION_CHAT} ${a.upstreamModel}`,
+      kind: "client",
+      startMs: a.startedAt,
+      endMs: a.endedAt ?? end,
+      attributes: {
+        "gen_ai.operation.name": OPERATION_CHAT,
+        "gen_ai.provider.name": providerName(a.backendProtocol),
+        "gen_ai.request.model": a.upstreamModel,
+        "gen_ai.usage.input_tokens": a.usage?.inputTokens,
+        "gen_ai.usage.output_tokens": a.usage?.outputTokens,
+        "gen_ai.response.finish_reasons": a.stopReason ? [a.stopReason] : undefined,
+        "http.response.status_code": a.status,
+        "error.type": a.errorCode,
+        "sluice.attempt_id": a.id,
+        "sluice.request_id": a.requestId,
+        "sluice.backend": a.backendName,
+        "sluice.pool": a.pool,
+        "sluice.model": a.logicalModel,
+        "sluice.model_revision": a.modelRevision,
+        "sluice.snapshot_revision": a.snapshotRevision,
+        "sluice.attempt.outcome": a.outcome,
+        "sluice.evidence.class": a.evidence?.class,
+        "sluice.evidence.reason": a.evidence?.reason,
+        "sluice.usage": a.usage ? "reported" : "unknown",
+      },
+      events,
+      links: [],
+      error: a.outcome === "success" ? undefined : (a.errorCode ?? a.outcome),
+    });
+  }
+  return spans;
+}

@@ -1,0 +1,191 @@
+import { createHash, randomBytes } from "node:crypto";
+import { stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, startSimulatorProcess, type RunningGateway } from "../../local-stack/stack.ts";
+import { startOtlpReceiver, type OtlpReceiver } from "./support/otlp-receiver.ts";
+import { backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
+
+/**
+ * Canary values for every secret a request touches — the provider credential, the admin token,
+ * a caller's API key — and for a prompt, pushed through success, failure, stream cut, admin and
+ * config-error paths. None may appear in any log line, span, metric, error body or response
+ * header.
+ */
+const tag = () => randomBytes(9).toString("hex");
+const CANARY = {
+  provider: `sk-canary-provider-${tag()}`,
+  admin: `canary-admin-${tag()}`,
+  apiKey: `sk-canary-key-${tag()}`,
+  prompt: `canary-prompt-${tag()}`,
+};
+/**
+ * A value a caller puts where the protocol names things (a model, a field). Like OpenAI, the
+ * gateway names it back to that caller in the error ("The model 'x' does not exist"), so it may
+ * appear in that response; it must still never reach a log line, a span or a metric.
+ */
+const CALLER_NAME = `canary-name-${tag()}`;
+
+describe("leak scan: secrets and prompts never reach logs, spans, metrics, error bodies or headers", () => {
+  let sim: Simulator;
+  let receiver: OtlpReceiver;
+  let gateway: RunningGateway;
+  /** Everything a client or an operator could read, besides the log and the receiver. */
+  const seen: string[] = [];
+
+  const keep = async (res: Response): Promise<Response> => {
+    const body = await res.text();
+    seen.push(`${res.status} ${JSON.stringify([...res.headers])}\n${body}`);
+    return new Response(body, { status: res.status, headers: res.headers });
+  };
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    sim = await startSimulatorProcess({ apiKey: CANARY.provider });
+    const g = bundledConfig("gateway");
+    g.security.egress = { allow: ["127.0.0.1"] };
+    g.security.adminTokenSecret = "CANARY_ADMIN_TOKEN";
+    g.breaker = { enabled: false };
+    g.observability.otlp = { endpoint: receiver.url, flushIntervalMs: 100, batchSpans: 16, metricsIntervalMs: 1000 };
+    const p = bundledConfig("publication");
+    p.tenants[0].apiKeys.push({ id: "canary", sha256: createHash("sha256").update(CANARY.apiKey).digest("hex"), entrypoints: ["*"], chargeTo: "platform/playground" });
+    gateway = await startGateway({
+      adminToken: CANARY.admin,
+      secretNames: ["CANARY_ADMIN_TOKEN"],
+      secrets: { SIMULATOR_API_KEY: CANARY.provider, CANARY_ADMIN_TOKEN: CANARY.admin },
+      config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
+    });
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await sim?.stop();
+    await receiver?.stop();
+  });
+
+  const chat = async (content: string, extra: Record<string, unknown> = {}, key = CANARY.apiKey) =>
+    keep(
+      await fetch(`${gateway.publicUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content }], ...extra }),
+      }),
+    );
+  const admin = async (path: string, token = CANARY.admin, init: RequestInit = {}) =>
+    keep(await fetch(`${gateway.adminUrl}/admin${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } }));
+
+  it("across success, failure, stream cut and admin paths", async () => {
+    expect((await chat(`hello ${CANARY.prompt}`)).status).toBe(200);
+    expect((await chat(`stream ${CANARY.prompt}`, { stream: true })).status).toBe(200);
+    const cut = await chat(`cut ${CANARY.prompt} [[sim fault=cut-mid-stream]]`, { stream: true });
+    expect(cut.status).toBe(200);
+    expect((await chat(`bad ${CANARY.prompt} [[sim status=400]]`)).status).toBe(400);
+    expect((await chat(`down ${CANARY.prompt} [[sim status=503]]`)).status).toBeGreaterThanOrEqual(500);
+    expect((await chat(`unknown-usage ${CANARY.prompt} [[sim fault=omit-usage]]`)).status).toBe(200);
+    // The caller's key used where it does not belong, and a wrong key shaped like the real one.
+    expect((await chat(CANARY.prompt, { model: CALLER_NAME })).status).toBe(404);
+    expect((await chat(CANARY.prompt, {}, `${CANARY.apiKey}x`)).status).toBe(401);
+    // Bad input: a field value of the wrong type and an unknown field, each named by the caller.
+    expect((await chat(CANARY.prompt, { temperature: CALLER_NAME })).status).toBe(400);
+    expect((await chat(CANARY.prompt, { [CALLER_NAME]: 1 })).status).toBe(400);
+    // Admin: wrong token (the provider key as token), config, snapshot, routes, status, metrics.
+    expect((await admin("/status", CANARY.provider)).status).toBe(401);
+    expect((await admin("/status", CANARY.apiKey)).status).toBe(401);
+    for (const path of ["/status", "/config", "/snapshot", "/routes", "/metrics", "/budgets/demo/balance", "/budgets/demo/reconciliations"]) {
+      expect((await admin(path)).status, path).toBe(200);
+    }
+    // A snapshot push naming the provider key where a secret name belongs is refused without echoing it.
+    const bad = backendsFor(sim.url);
+    bad.backends[0].credential.secret = CANARY.provider;
+    const push = await admin("/snapshot", CANARY.admin, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(bad) });
+    expect(push.status).toBe(422);
+    // Flush spans and metrics, then read every surface.
+    expect((await admin("/drain", CANARY.admin, { method: "POST", body: JSON.stringify({ budgetMs: 2000 }) })).status).toBe(200);
+    await admin("/resume", CANARY.admin, { method: "POST" });
+    const end = Date.now() + 10_000;
+    while (!receiver.posts.some((p) => p.path === "/v1/metrics") && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    expect(receiver.posts.some((p) => p.path === "/v1/traces")).toBe(true);
+    expect(receiver.posts.some((p) => p.path === "/v1/metrics")).toBe(true);
+    const surfaces: Record<string, string> = {
+      "gateway output (access log, errors)": gateway.output(),
+      "OTLP exports": receiver.rawBodies().join("\n"),
+      "responses (status, headers, bodies)": seen.join("\n"),
+    };
+    // The scan is real: the log saw these requests, and the prompt reached the provider.
+    expect(surfaces["gateway output (access log, errors)"]).toContain('"kind":"request"');
+    expect(surfaces["gateway output (access log, errors)"]).not.toContain('"kind":"content"');
+    const provided = await (await fetch(`${sim.url}/__sim/requests?limit=50`)).text();
+    expect(provided).toContain(CANARY.prompt);
+    // No backend here propagates trace context: providers see no trace header.
+    expect(provided).not.toContain("traceparent");
+    for (const [surface, text] of Object.entries(surfaces)) {
+      for (const [name, value] of Object.entries(CANARY)) expect(text.includes(value), `${name} canary in ${surface}`).toBe(false);
+    }
+    for (const surface of ["gateway output (access log, errors)", "OTLP exports"]) {
+      expect(surfaces[surface]!.includes(CALLER_NAME), `a caller-chosen name in ${surface}`).toBe(false);
+    }
+    const metrics = await (await fetch(`${gateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${CANARY.admin}` } })).text();
+    for (const value of [...Object.values(CANARY), CALLER_NAME]) expect(metrics.includes(value)).toBe(false);
+  }, 60_000);
+
+  it("an entrypoint's content policy logs sampled content, redacted and cut, and nothing else changes", async () => {
+    const p = bundledConfig("publication");
+    p.entrypoints[0].contentLog = { sampleRatio: 1, maxChars: 60, redact: ["order-[0-9]+"] };
+    const g = bundledConfig("gateway");
+    g.security.egress = { allow: ["127.0.0.1"] };
+    const logged = await startGateway({
+      adminToken: CANARY.admin,
+      secrets: { SIMULATOR_API_KEY: CANARY.provider },
+      config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
+    });
+    try {
+      const secretKey = `sk-${tag()}${tag()}`;
+      for (const stream of [false, true]) {
+        const res = await fetch(`${logged.publicUrl}/v1/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "sluice-chat", stream, messages: [{ role: "user", content: `about order-123456 with ${secretKey} and a long tail ${"x".repeat(200)}` }] }),
+        });
+        expect(res.status).toBe(200);
+        await res.text();
+      }
+      const lines = await (async () => {
+        const end = Date.now() + 10_000;
+        for (;;) {
+          const found = logged.output().split("\n").filter((l) => l.startsWith('{"kind":"content"'));
+          if (found.length >= 2 || Date.now() > end) return found.map((l) => JSON.parse(l));
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+      expect(lines).toHaveLength(2);
+      for (const line of lines) {
+        expect(line.requestId).toMatch(/^req_/);
+        expect(line.prompt.text).toBe("user: about [redacted] with [redacted] and a long tail xxxxx");
+        expect(line.prompt.truncated).toBe(true);
+        expect(line.completion.text.length).toBeGreaterThan(0);
+        expect(line.completion.text.length).toBeLessThanOrEqual(60);
+      }
+      expect(logged.output()).not.toContain(secretKey);
+      expect(logged.output()).not.toContain("order-123456");
+    } finally {
+      await logged.stop();
+    }
+  });
+
+  it("a config error names the problem, not the secrets in the environment", async () => {
+    const p = bundledConfig("publication");
+    p.entrypoints[0].default = [["no-such-model"]];
+    const err = await startGateway({
+      adminToken: CANARY.admin,
+      secrets: { SIMULATOR_API_KEY: CANARY.provider },
+      config: { publication: stringify(p) },
+    }).then(
+      async (g) => {
+        await g.stop();
+        return undefined;
+      },
+      (e: unknown) => String(e),
+    );
+    expect(err).toContain("unknown model");
+    for (const [name, value] of Object.entries(CANARY)) expect(err!.includes(value), `${name} canary in the start error`).toBe(false);
+  });
+});

@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import { GatewayMetrics, type MetricDomains } from "../../../src/telemetry/gateway-metrics.ts";
+import { Counter, Histogram, prometheusText } from "../../../src/telemetry/metric-registry.ts";
+import { attemptRecord, requestRecord } from "./fixtures.ts";
+
+const domains: MetricDomains = {
+  entrypoints: ["sluice-chat"],
+  models: ["chat-small", "chat-large"],
+  routes: ["default", "premium"],
+  tenants: ["demo", "other-tenant"],
+  tenantLabel: { enabled: false, maxTenants: 2 },
+  maxSnapshotNames: 50,
+};
+const gauges = {
+  inFlight: () => 2,
+  draining: () => false,
+  admission: () => ({ inFlight: 1, queued: 0, admitted: 9, waited: 1, refused: { queue_full: 1, deadline: 0, cancelled: 0 } }),
+  snapshotRevision: () => 3,
+  ledger: () => ({ leases: 1, attemptsOpen: 0, settlementsQueued: 4 }),
+};
+
+const instrument = (m: GatewayMetrics, name: string) => m.registry.read().find((i) => i.name === name)!;
+const values = (m: GatewayMetrics) => {
+  const out = new Set<string>();
+  for (const i of m.registry.read()) for (const s of (i as Counter).all()) for (const v of s.values) out.add(v);
+  return out;
+};
+
+describe("gateway metrics", () => {
+  it("counts a request, its attempts, tokens by kind, time to first token from the first content", () => {
+    const m = new GatewayMetrics(domains, gauges);
+    m.finished(requestRecord(), [attemptRecord()]);
+    const requests = instrument(m, "sluice.requests") as Counter;
+    expect([...requests.all()].map((s) => [s.values, s.state])).toEqual([[["sluice-chat", "openai-chat", "success", "", "default", "other"], 1]]);
+    const ttft = instrument(m, "gen_ai.server.time_to_first_token") as Histogram;
+    const [series] = [...ttft.all()];
+    expect(series!.values).toEqual(["chat", "sluice", "sluice-chat", "chat-small", "true"]);
+    expect(series!.state.sum).toBeCloseTo(0.25);
+    const tpot = [...(instrument(m, "gen_ai.server.time_per_output_token") as Histogram).all()][0]!;
+    expect(tpot.state.sum).toBeCloseTo(0.64 / 32);
+    const tokens = instrument(m, "sluice.tokens") as Counter;
+    expect(Object.fromEntries([...tokens.all()].map((s) => [s.values[1], s.state]))).toEqual({ input: 12, output: 33, cached_input: 4, cache_write_input: 0, reasoning: 5 });
+    const text = prometheusText(m.registry);
+    expect(text).toContain('sluice_attempts_total{sluice_backend="sim-local",sluice_pool="sim-small",sluice_model="chat-small",sluice_attempt_outcome="success",sluice_evidence="success"} 1');
+    expect(text).toContain("sluice_requests_in_flight 2");
+    expect(text).toContain('sluice_admission_decisions{sluice_decision="refused_queue_full"} 1');
+    expect(text).toContain("sluice_snapshot_revision 3");
+  });
+
+  it("tells retries from fallbacks, and counts an attempt that may have run without usage as unknown usage", () => {
+    const m = new GatewayMetrics(domains, gauges);
+    m.finished(requestRecord({ outcome: "error", errorCode: "upstream_timeout" }), [
+      attemptRecord({ id: "a1", outcome: "timeout", usage: undefined, evidence: { class: "unknown", reason: "timeout" }, errorCode: "upstream_timeout" }),
+      attemptRecord({ id: "a2", outcome: "upstream_status", status: 429, usage: undefined, evidence: { class: "known_zero", reason: "rejected_before_processing" } }),
+      attemptRecord({ id: "a3", logicalModel: "chat-large", outcome: "not_sent" }),
+      attemptRecord({ id: "a4", logicalModel: "chat-large", outcome: "stream_cut", usage: undefined, evidence: { class: "unknown", reason: "stream_cut" } }),
+    ]);
+    const sum = (name: string) => [...(instrument(m, name) as Counter).all()].reduce((n, s) => n + s.state, 0);
+    expect(sum("sluice.retries")).toBe(1);
+    expect(sum("sluice.fallbacks")).toBe(1);
+    expect(sum("sluice.usage.unknown")).toBe(2);
+    expect(sum("sluice.attempts")).toBe(3);
+    expect([...(instrument(m, "gen_ai.server.time_to_first_token") as Histogram).all()]).toEqual([]);
+  });
+
+  it("label values never grow with what callers choose: models, ids, tenants, headers", () => {
+    const m = new GatewayMetrics(domains, gauges);
+    m.finished(requestRecord(), [attemptRecord()]);
+    m.finished(requestRecord({ entrypoint: undefined, outcome: "error", errorCode: "model_not_found" }), []);
+    const before = values(m);
+    for (let i = 0; i < 200; i++) {
+      const caller = `caller-${i}-${crypto.randomUUID()}`;
+      // Whatever a caller sends ends up, at most, in these fields of the records.
+      m.finished(requestRecord({ requestId: caller, entrypoint: undefined, route: caller, tenant: caller, key: caller, outcome: "error", errorCode: "model_not_found" }), []);
+      m.finished(requestRecord({ requestId: caller, tenant: caller, key: caller, callId: caller, errorCode: caller as never }), [attemptRecord({ id: caller, requestId: caller })]);
+    }
+    expect(values(m)).toEqual(before);
+  });
+
+  it("tenant as a label only when opted in, capped, the rest folded", () => {
+    const m = new GatewayMetrics({ ...domains, tenantLabel: { enabled: true, maxTenants: 1 } }, gauges);
+    for (const tenant of ["demo", "other-tenant", "demo", "not-configured"]) m.finished(requestRecord({ tenant }), []);
+    const requests = instrument(m, "sluice.requests") as Counter;
+    expect(Object.fromEntries([...requests.all()].map((s) => [s.values[5], s.state]))).toEqual({ demo: 2, other: 2 });
+  });
+});
