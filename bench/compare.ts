@@ -105,7 +105,9 @@ async function main(): Promise<number> {
 
   const sim = await startBenchSimulator();
   const start = (name: string, bundleDir: string, compatibility: ReturnType<typeof compatibilitySettings>, accessLog: boolean) =>
-    startBenchGateway(sim.url, { name, accessLog, bundleDir, compatibility });
+    // Another revision's gateway.yaml may predate the egress allowlist this renderer reads; both
+    // sides only ever talk to the loopback simulator, so both get workerd's local network.
+    startBenchGateway(sim.url, { name, accessLog, bundleDir, compatibility, networkAllow: ["public", "local"] });
   const sideOptions = [
     { label: `A ${base}`, name: "Sluice (base)", bundleDir: baseBundle.dir, compatibility: baseBundle.compatibility, accessLog: values["base-no-access-log"] !== true },
     { label: "B this tree", name: "Sluice (this tree)", bundleDir: headBundle, compatibility: compatibilitySettings(), accessLog: values["no-access-log"] !== true },

@@ -23,6 +23,11 @@ export interface WorkerdConfigOptions {
   readonly vars: Readonly<Record<string, string>>;
   /** Bindings read from the workerd process environment (secrets; values never enter the file). */
   readonly secretsFromEnv: readonly string[];
+  /**
+   * workerd's outbound allow list, instead of the one derived from gateway.yaml's egress
+   * allowlist: for a bundle of another revision, whose gateway.yaml this one cannot read.
+   */
+  readonly networkAllow?: readonly string[] | undefined;
   /** Config override files (absolute paths), bound as SLUICE_*_YAML text. */
   readonly configFiles?: { readonly gateway?: string; readonly publication?: string; readonly backends?: string } | undefined;
 }
@@ -59,7 +64,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
 const config :Workerd.Config = (
   services = [
     (name = "sluice", worker = .sluice),
-    (name = "internet", network = (allow = [${networkAllow(o).map(str).join(", ")}])),
+    (name = "internet", network = (allow = [${(o.networkAllow ?? networkAllow(o)).map(str).join(", ")}])),
     (name = "state", disk = (path = ${str(o.stateDir)}, writable = true)),
   ],
   sockets = [

@@ -100,6 +100,8 @@ export interface GatewayOptions {
   readonly bundleDir?: string | undefined;
   /** Compatibility settings for that bundle (its revision's wrangler.toml); this checkout's by default. */
   readonly compatibility?: { readonly date: string; readonly flags: readonly string[] } | undefined;
+  /** workerd's outbound allow list, instead of the one gateway.yaml's egress allowlist gives. */
+  readonly networkAllow?: readonly string[] | undefined;
   /** Also binds the unauthenticated metrics listener on this loopback port. */
   readonly metricsPort?: number | undefined;
   /** Opens workerd's V8 inspector on this loopback port (profiling; never in production). */
@@ -136,6 +138,7 @@ export async function startGateway(o: GatewayOptions): Promise<RunningGateway> {
     publicAddress: `${host}:${publicPort}`,
     adminAddress: `127.0.0.1:${adminPort}`,
     metricsAddress: o.metricsPort === undefined ? undefined : `127.0.0.1:${o.metricsPort}`,
+    networkAllow: o.networkAllow,
     stateDir,
     compatibilityDate: compat.date,
     compatibilityFlags: compat.flags,

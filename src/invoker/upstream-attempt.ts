@@ -3,7 +3,7 @@ import { abortError, type AttemptScope, type RequestContext } from "../context/r
 import { formatTraceparent } from "../context/trace-context.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
-import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
+import { checkEgress, type EgressPolicy, type EgressVerdict } from "../egress/egress-guard.ts";
 import { passedResponseHeaders } from "../egress/response-headers.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
@@ -81,6 +81,25 @@ function failed(attempt: AttemptScope, error: GatewayError, evidence: Evidence, 
 }
 
 /**
+ * The guard's verdict on a base URL, remembered per policy: a backend's address and the policy
+ * are both fixed, and parsing and classifying the URL on every attempt was a visible part of an
+ * attempt's cost. Bounded: past `MAX_VERDICTS` addresses (snapshots come and go) it starts over.
+ */
+const verdicts = new WeakMap<EgressPolicy, Map<string, EgressVerdict>>();
+const MAX_VERDICTS = 1024;
+function egressVerdict(baseUrl: string, policy: EgressPolicy): EgressVerdict {
+  let known = verdicts.get(policy);
+  if (known === undefined) verdicts.set(policy, (known = new Map()));
+  let v = known.get(baseUrl);
+  if (v === undefined) {
+    if (known.size >= MAX_VERDICTS) known.clear();
+    v = checkEgress(baseUrl, policy);
+    known.set(baseUrl, v);
+  }
+  return v;
+}
+
+/**
  * Builds the provider request: its own headers (never a caller header, never a caller
  * credential), the credential read now by secret name, and the body in the backend's protocol.
  * Nothing is sent, so a refusal here is known-zero; the attempt is ended and listed (it names a
@@ -91,7 +110,7 @@ export function prepareAttempt(deps: AttemptDeps, plan: DispatchPlan, original: 
   const backend = member.backend;
   const codec = deps.codecs.get(backend.protocol)!;
   if (deps.egress) {
-    const verdict = checkEgress(backend.baseUrl, deps.egress);
+    const verdict = egressVerdict(backend.baseUrl, deps.egress);
     if (!verdict.ok) {
       const error = new GatewayError("internal_error", "The gateway refused to call a provider address its configuration names.", { cause: `egress refused (${verdict.refusal.code}): ${verdict.refusal.message}` });
       // Nothing was sent: another backend may serve the request.

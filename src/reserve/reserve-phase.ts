@@ -9,12 +9,15 @@ import type { PrincipalBudget } from "../publication/budgets.ts";
 import type { Principal } from "../publication/principal.ts";
 import { RequestBilling } from "./request-charges.ts";
 import { inputTokenBound, outputCap } from "./token-bounds.ts";
+import type { SettlementObservation } from "../settle/settle-charge.ts";
 
 /** What the reserve phase talks to. */
 export interface ReserveDeps {
   readonly ledger: BudgetLedgerClient;
   readonly callBudgets: AttemptBudgetClient;
   readonly log: (event: Readonly<Record<string, unknown>>) => void;
+  /** Told how each attempt's settlement ended (metrics). */
+  readonly onSettlement?: ((s: SettlementObservation) => void) | undefined;
 }
 
 /** One request's charging, ready for its attempts. */
@@ -64,6 +67,7 @@ export function prepareCharges(
     outputCap: cap.cap,
     waitUntil: ctx.waitUntil,
     log: deps.log,
+    onSettlement: deps.onSettlement,
   });
   return { request: sent, billing, budget, callBudget, injectedCap: cap.injected ? cap.cap : undefined };
 }

@@ -7,35 +7,47 @@ export interface AccessLog {
 }
 
 /**
- * The logging phase: when a request ends, one JSON line per attempt it sent, then one for the
- * request, on stdout. Every line carries the whole chain — request, trace and span, publication
- * and snapshot revisions, entrypoint, decision, logical model and revision, attempt, caller call
- * id, evidence and the reason code — so one line explains itself. Ids, names and figures only:
- * never a key or a provider secret, and a prompt or completion only on a `kind: "content"` line
- * for a request its entrypoint's content policy sampled, redacted and cut (docs/observability.md).
+ * The logging phase: one JSON line per finished request, on stdout, with the attempts it sent
+ * nested in it. The line carries the whole chain once — request, trace, publication revision,
+ * entrypoint, decision, caller call id — and each attempt its own part of it: attempt id and
+ * span, snapshot revision, logical model and revision, backend, evidence and reason code; so one
+ * line explains a request however many attempts it took. (One line rather than one per attempt:
+ * the chain is written once, and on workerd each console line costs as much as building it.)
+ * Ids, names and figures only: never a key or a provider secret, and a prompt or completion only
+ * on a `kind: "content"` line for a request its entrypoint's content policy sampled, redacted and
+ * cut (docs/observability.md, "Logs").
  */
 export function accessLog(enabled: boolean, write: (line: string) => void = (line) => console.log(line)): AccessLog {
   if (!enabled) return { finished() {} };
   return {
     finished(r, attempts) {
-      const chain = {
-        requestId: r.requestId,
-        traceId: r.trace.traceId,
-        publicationRevision: r.publicationRevision,
-        entrypoint: r.entrypoint,
-        route: r.route,
-        callId: r.callId,
-      };
-      let last: Readonly<AttemptRecord> | undefined;
-      for (const a of attempts) {
-        if (a.outcome === "not_sent") continue;
-        last = a;
-        write(
-          JSON.stringify({
-            kind: "attempt",
-            ...chain,
-            spanId: a.spanId,
+      const sent = attempts.filter((a) => a.outcome !== "not_sent");
+      const last = sent.at(-1);
+      write(
+        JSON.stringify({
+          kind: "request",
+          requestId: r.requestId,
+          traceId: r.trace.traceId,
+          spanId: r.trace.spanId,
+          parentRequestId: r.parentRequestId,
+          publicationRevision: r.publicationRevision,
+          tenant: r.tenant,
+          key: r.key,
+          entrypoint: r.entrypoint,
+          route: r.route,
+          callId: r.callId,
+          protocol: r.protocol,
+          stream: r.stream,
+          model: last?.logicalModel,
+          modelRevision: last?.modelRevision,
+          snapshotRevision: last?.snapshotRevision,
+          phase: r.phase,
+          outcome: r.outcome,
+          errorCode: r.errorCode,
+          durationMs: r.endedAt === undefined ? undefined : r.endedAt - r.receivedAt,
+          attempts: sent.map((a) => ({
             attemptId: a.id,
+            spanId: a.spanId,
             snapshotRevision: a.snapshotRevision,
             model: a.logicalModel,
             modelRevision: a.modelRevision,
@@ -51,31 +63,11 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
             durationMs: a.endedAt === undefined ? undefined : a.endedAt - a.startedAt,
             usage: a.usage ?? "unknown",
             downgraded: a.downgraded,
-          }),
-        );
-      }
-      write(
-        JSON.stringify({
-          kind: "request",
-          ...chain,
-          spanId: r.trace.spanId,
-          parentRequestId: r.parentRequestId,
-          tenant: r.tenant,
-          key: r.key,
-          protocol: r.protocol,
-          stream: r.stream,
-          model: last?.logicalModel,
-          modelRevision: last?.modelRevision,
-          snapshotRevision: last?.snapshotRevision,
-          phase: r.phase,
-          outcome: r.outcome,
-          errorCode: r.errorCode,
-          attempts: r.attempts,
-          durationMs: r.endedAt === undefined ? undefined : r.endedAt - r.receivedAt,
+          })),
         }),
       );
       const content = r.content;
-      if (content) write(JSON.stringify({ kind: "content", ...chain, prompt: clip(content.prompt, content), completion: clip(content.completion, content) }));
+      if (content) write(JSON.stringify({ kind: "content", requestId: r.requestId, traceId: r.trace.traceId, publicationRevision: r.publicationRevision, entrypoint: r.entrypoint, route: r.route, callId: r.callId, prompt: clip(content.prompt, content), completion: clip(content.completion, content) }));
     },
   };
 }

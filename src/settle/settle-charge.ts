@@ -13,6 +13,20 @@ export interface SettlementDeps {
   readonly settleTries?: number;
   /** Keeps the isolate alive for a settlement written after the response. */
   readonly waitUntil: (p: Promise<unknown>) => void;
+  /** Told how each settlement ended, for metrics (the ledger stays the authority on money). */
+  readonly onSettlement?: ((s: SettlementObservation) => void) | undefined;
+  /** The currency of the settled amounts, when the publication names one. */
+  readonly currency?: string | undefined;
+}
+
+/** How one attempt's settlement ended, as metrics count it. */
+export interface SettlementObservation {
+  readonly result: "settled" | "released" | "pending_reconciliation" | "refused" | "failed";
+  readonly model: string;
+  /** The actual cost booked, for a settled attempt with reported usage. */
+  readonly costMicros?: number | undefined;
+  readonly currency?: string | undefined;
+  readonly overrun: boolean;
 }
 
 /** What the attempt probably cost when the provider did not say: typical input + output seen. */
@@ -33,7 +47,22 @@ export async function settleCharge(deps: SettlementDeps, handle: LedgerHandle, a
   const tries = deps.settleTries ?? 3;
   const evidence = a.evidence?.class;
   const usage = a.usage;
+  const observe = (o: Omit<SettlementObservation, "model" | "currency">) => {
+    try {
+      deps.onSettlement?.({ ...o, model: a.logicalModel, currency: deps.currency });
+    } catch {
+      // Metrics never fail a settlement.
+    }
+  };
   const report = (r: SettleResult | ReleaseResult | { readonly error: unknown }) => {
+    if ("error" in r) observe({ result: "failed", overrun: false });
+    else if (!r.ok) observe({ result: "refused", overrun: false });
+    else if (r.state === "released") observe({ result: "released", overrun: false });
+    else if ("settlement" in r) {
+      const overrun = r.settlement.overrun.micros > 0 || r.settlement.overrun.tokens > 0;
+      if (r.state === "settled") observe({ result: "settled", costMicros: r.settlement.actual === "unknown" ? undefined : r.settlement.actual.micros, overrun });
+      else observe({ result: "pending_reconciliation", overrun });
+    }
     if ("error" in r) {
       // The hold stays in the ledger; its lease expiry moves it to reconciliation.
       log({ kind: "ledger_settle_failed", requestId: a.requestId, attemptId: a.id, error: String(r.error) });

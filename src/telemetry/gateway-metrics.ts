@@ -29,6 +29,10 @@ export interface GaugeSources {
   readonly admission: () => { readonly inFlight: number; readonly queued: number; readonly admitted: number; readonly waited: number; readonly refused: Readonly<Record<string, number>> };
   readonly snapshotRevision: () => number | undefined;
   readonly ledger: () => { readonly leases: number; readonly attemptsOpen: number; readonly settlementsQueued: number };
+  /** Breaker states this isolate has cached, by backend name. */
+  readonly breakers: () => readonly (readonly [string, "closed" | "open" | "half_open"])[];
+  /** Health statuses this isolate has cached, by backend name. */
+  readonly health: () => readonly (readonly [string, "unknown" | "healthy" | "unhealthy"])[];
 }
 
 const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ["gateway_error", "success", "upstream_status", "connect_failed", "network_error", "timeout", "client_cancelled", "stream_cut", "protocol_error"];
@@ -55,6 +59,9 @@ export class GatewayMetrics implements FinishedRequestReader {
   readonly #snapshotChanges;
   readonly #snapshotRefreshFailures;
   readonly #spansDropped;
+  readonly #settlements;
+  readonly #overruns;
+  readonly #cost;
 
   constructor(d: MetricDomains, gauges: GaugeSources, registry = new MetricRegistry()) {
     this.registry = registry;
@@ -176,6 +183,27 @@ export class GatewayMetrics implements FinishedRequestReader {
       help: "Spans and metric exports dropped because the export queue was full or the collector failed.",
       labels: [L("sluice.signal", oneOf(["spans", "metrics"]))],
     });
+    this.#settlements = registry.counter({
+      name: "sluice.ledger.settlements",
+      promName: "sluice_ledger_settlements_total",
+      unit: "{attempt}",
+      help: "Budgeted attempts' settlements as the ledger answered them: settled, released (nothing was done), pending_reconciliation (usage unknown), refused, failed (the hold stays until its lease expires).",
+      labels: [L("sluice.result", oneOf(["settled", "released", "pending_reconciliation", "refused", "failed"])), L("sluice.model", model)],
+    });
+    this.#overruns = registry.counter({
+      name: "sluice.ledger.overruns",
+      promName: "sluice_ledger_overruns_total",
+      unit: "{attempt}",
+      help: "Settlements whose actual cost exceeded the reserved worst case: a price or output cap below the provider's.",
+      labels: [L("sluice.model", model)],
+    });
+    this.#cost = registry.counter({
+      name: "sluice.cost",
+      promName: "sluice_cost_micros_total",
+      unit: "{micro}",
+      help: "Actual cost booked by the ledger for budgeted attempts with reported usage, in millionths of the currency.",
+      labels: [L("sluice.currency", firstDistinct(8)), L("sluice.model", model)],
+    });
     const g = (name: string, promName: string, help: string, read: () => number) =>
       registry.gauge({ name, promName, unit: "1", help, labels: [], read: (set) => set([], read()) });
     g("sluice.requests.in_flight", "sluice_requests_in_flight", "Requests this isolate is serving now.", gauges.inFlight);
@@ -187,6 +215,28 @@ export class GatewayMetrics implements FinishedRequestReader {
     g("sluice.ledger.attempts_open", "sluice_ledger_attempts_open", "Attempts admitted from a lease and not settled yet.", () => gauges.ledger().attemptsOpen);
     g("sluice.ledger.settlements_queued", "sluice_ledger_settlements_queued", "Settlements queued for the ledger and not yet written.", () => gauges.ledger().settlementsQueued);
     g("sluice.telemetry.label_folds", "sluice_metric_series_folded", "Label sets folded into `other` because an instrument reached its series cap.", () => registry.folded);
+    const BREAKER = ["closed", "open", "half_open"] as const;
+    registry.gauge({
+      name: "sluice.breaker.state",
+      promName: "sluice_breaker_state",
+      unit: "1",
+      help: "1 for the state of each backend's circuit breaker as this isolate last saw it, 0 for the others.",
+      labels: [L("sluice.backend", backend), L("sluice.state", oneOf(BREAKER))],
+      read: (set) => {
+        for (const [name, state] of gauges.breakers()) for (const s of BREAKER) set([name, s], s === state ? 1 : 0);
+      },
+    });
+    const HEALTH = ["unknown", "healthy", "unhealthy"] as const;
+    registry.gauge({
+      name: "sluice.backend.health",
+      promName: "sluice_backend_health",
+      unit: "1",
+      help: "1 for each actively probed backend's health as this isolate last saw it, 0 for the others.",
+      labels: [L("sluice.backend", backend), L("sluice.health", oneOf(HEALTH))],
+      read: (set) => {
+        for (const [name, status] of gauges.health()) for (const h of HEALTH) set([name, h], h === status ? 1 : 0);
+      },
+    });
     // Admission totals are the controller's own counts; exposed as counters.
     registry.gauge({
       name: "sluice.admission.decisions",
@@ -241,6 +291,13 @@ export class GatewayMetrics implements FinishedRequestReader {
       if (previous !== undefined) (previous === a.logicalModel ? this.#retries : this.#fallbacks).add([entrypoint]);
       previous = a.logicalModel;
     }
+  }
+
+  /** How one budgeted attempt's settlement ended. */
+  settlement(o: { readonly result: "settled" | "released" | "pending_reconciliation" | "refused" | "failed"; readonly model: string; readonly costMicros?: number | undefined; readonly currency?: string | undefined; readonly overrun: boolean }): void {
+    this.#settlements.add([o.result, o.model]);
+    if (o.overrun) this.#overruns.add([o.model]);
+    if (o.costMicros !== undefined && o.costMicros > 0) this.#cost.add([o.currency ?? "", o.model], o.costMicros);
   }
 
   /** A snapshot proposal or rollback the admin API handled. */

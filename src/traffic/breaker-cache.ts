@@ -154,6 +154,13 @@ export class BreakerCache {
     return entry.view;
   }
 
+  /** The states this isolate has cached, by backend id, as they are (read by metrics; starts no I/O). */
+  cachedStates(): [string, BreakerState][] {
+    const out: [string, BreakerState][] = [];
+    for (const [id, e] of this.#entries.peekAll()) if (e.view) out.push([id, e.view.state]);
+    return out;
+  }
+
   /** The cached breaker state; `closed` when unknown. */
   state(backendId: string, schedule: Schedule): BreakerState {
     return this.view(backendId, schedule)?.state ?? "closed";

@@ -89,4 +89,9 @@ export class BackendEntries<Entry, Operation extends string> {
   get size(): number {
     return this.#entries.size;
   }
+
+  /** Every entry as it is, least recently used first: no refresh, no change of recency (for metrics). */
+  peekAll(): IterableIterator<[string, Entry]> {
+    return this.#entries.entries();
+  }
 }

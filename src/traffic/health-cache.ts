@@ -122,6 +122,13 @@ export class HealthCache {
     }
   }
 
+  /** The statuses this isolate has cached, by backend id, as they are (read by metrics; starts no I/O). */
+  cachedStatuses(): [string, HealthStatus][] {
+    const out: [string, HealthStatus][] = [];
+    for (const [id, e] of this.#entries.peekAll()) if (e.view) out.push([id, e.view.status]);
+    return out;
+  }
+
   status(backendId: string, schedule: Schedule): HealthStatus {
     return this.view(backendId, schedule)?.status ?? "unknown";
   }

@@ -167,6 +167,11 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     maxQueuePerTenant: gw.admission.maxQueuePerTenant,
   });
   let metrics: GatewayMetrics | undefined;
+  // Backend ids are digests; metrics name backends as the snapshot the isolate serves does.
+  const byBackendName = <T>(states: readonly [string, T][]): [string, T][] => {
+    const names = snapshots.peek()?.backends;
+    return names ? states.flatMap(([id, v]) => { const b = names.get(id); return b ? [[b.name, v] as [string, T]] : []; }) : [];
+  };
   const snapshots = new SnapshotCache(() => controller.getActive(), clock, gw.traffic.snapshotCacheTtlMs, (err) => {
     metrics?.snapshotRefreshFailed();
     logError({ kind: "snapshot_refresh_failed", error: String(err) });
@@ -194,6 +199,8 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       },
       snapshotRevision: () => snapshots.peek()?.revision,
       ledger: ledgerStats,
+      breakers: () => byBackendName(breakers?.cachedStates() ?? []),
+      health: () => byBackendName(health?.cachedStatuses() ?? []),
     },
   );
   const otlp = gw.observability.otlp;
@@ -235,7 +242,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     admission,
     snapshot: () => snapshots.current(),
     invoker,
-    reserve: { ledger, callBudgets, log: logError },
+    reserve: { ledger, callBudgets, log: logError, onSettlement: (o) => metrics.settlement(o) },
     breakers,
     health,
     sink: assembledSink([accessLog(gw.observability.accessLog), metrics, ...(exporter ? [exporter] : [])]),

@@ -52,8 +52,8 @@ const attemptLines = () =>
   stack.gateway
     .output()
     .split("\n")
-    .filter((l) => l.startsWith('{"kind":"attempt"'))
-    .map((l) => JSON.parse(l) as { outcome: string; errorCode?: string });
+    .filter((l) => l.startsWith('{"kind":"request"'))
+    .flatMap((l) => (JSON.parse(l) as { attempts: { outcome: string; errorCode?: string }[] }).attempts);
 
 describe("client disconnects reach the terminal in every phase", () => {
   it("a client that resets while queued leaves the queue at once and is never sent upstream", async () => {

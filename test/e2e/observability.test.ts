@@ -112,6 +112,11 @@ describe("observability end to end: Prometheus scrape, OTLP traces and metrics",
     const drained = await fetch(`${gateway.adminUrl}/admin/drain`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: JSON.stringify({ budgetMs: 1000 }) });
     expect(drained.status).toBe(200);
     await fetch(`${gateway.adminUrl}/admin/resume`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    // The drain wrote this isolate's queued settlements: every budgeted success settled, with its cost.
+    const afterDrain = await scrape(true);
+    expect(sum(afterDrain, "sluice_ledger_settlements_total", (l) => l.sluice_result === "settled")).toBe(7);
+    expect(sum(afterDrain, "sluice_ledger_settlements_total", (l) => l.sluice_result === "released")).toBe(1);
+    expect(sum(afterDrain, "sluice_cost_micros_total", (l) => l.sluice_currency === "USD")).toBeGreaterThan(0);
     const points = await until("a metrics export", () => receiver.metricExports("sluice.requests").at(-1));
     expect(points.reduce((n: number, p: any) => n + p.asDouble, 0)).toBe(10);
     const roots = await until("every request's server span", () => {

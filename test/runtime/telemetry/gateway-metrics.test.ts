@@ -17,6 +17,8 @@ const gauges = {
   admission: () => ({ inFlight: 1, queued: 0, admitted: 9, waited: 1, refused: { queue_full: 1, deadline: 0, cancelled: 0 } }),
   snapshotRevision: () => 3,
   ledger: () => ({ leases: 1, attemptsOpen: 0, settlementsQueued: 4 }),
+  breakers: () => [["sim-local", "open"]] as const,
+  health: () => [["sim-local", "healthy"]] as const,
 };
 
 const instrument = (m: GatewayMetrics, name: string) => m.registry.read().find((i) => i.name === name)!;
@@ -45,6 +47,9 @@ describe("gateway metrics", () => {
     expect(text).toContain("sluice_requests_in_flight 2");
     expect(text).toContain('sluice_admission_decisions{sluice_decision="refused_queue_full"} 1');
     expect(text).toContain("sluice_snapshot_revision 3");
+    expect(text).toContain('sluice_breaker_state{sluice_backend="sim-local",sluice_state="open"} 1');
+    expect(text).toContain('sluice_breaker_state{sluice_backend="sim-local",sluice_state="closed"} 0');
+    expect(text).toContain('sluice_backend_health{sluice_backend="sim-local",sluice_health="healthy"} 1');
   });
 
   it("tells retries from fallbacks, and counts an attempt that may have run without usage as unknown usage", () => {
