@@ -63,4 +63,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+process.exitCode = code;
+// `serve` has stopped workerd: whatever connection or timer a library still holds must not keep a
+// stopped gateway's process alive (an orchestrator would wait for it, then kill it). The timer is
+// unref'd, so it fires only if something else keeps the process running.
+if (process.argv[2] === "serve") setTimeout(() => process.exit(code), 2_000).unref();

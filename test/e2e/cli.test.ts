@@ -73,7 +73,13 @@ describe("the sluice CLI against a real gateway", () => {
 
   async function stop(s: Served): Promise<number | null> {
     s.proc.kill("SIGTERM");
-    return await s.exit;
+    // Bounded: a stop that hangs fails the test that waits for it, not the whole file's cleanup.
+    const killer = setTimeout(() => s.proc.kill("SIGKILL"), 40_000);
+    try {
+      return await s.exit;
+    } finally {
+      clearTimeout(killer);
+    }
   }
 
   const chat = (content: string) =>
