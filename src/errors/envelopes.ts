@@ -17,18 +17,26 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "method_not_allowed":
     case "snapshot_rejected":
     case "config_invalid":
+    case "mcp_invalid_message":
+    case "mcp_header_mismatch":
+    case "mcp_missing_capability":
+    case "mcp_unsupported_version":
+    case "not_acceptable":
       return { openai: "invalid_request_error", anthropic: "invalid_request_error" };
     case "request_too_large":
       return { openai: "invalid_request_error", anthropic: "request_too_large" };
     case "model_not_found":
     case "not_found":
     case "revision_not_found":
+    case "mcp_method_not_found":
       return { openai: "invalid_request_error", anthropic: "not_found_error" };
     case "missing_api_key":
     case "invalid_api_key":
     case "admin_unauthorized":
       return { openai: "authentication_error", anthropic: "authentication_error" };
     case "model_not_allowed":
+    case "origin_not_allowed":
+    case "tool_not_allowed":
       return { openai: "permission_error", anthropic: "permission_error" };
     case "upstream_rate_limited":
     case "attempt_budget_exhausted":

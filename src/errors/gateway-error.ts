@@ -42,6 +42,14 @@ export const ERROR_CODES = [
   "snapshot_rejected",
   "revision_not_found",
   "internal_error",
+  "mcp_invalid_message",
+  "mcp_header_mismatch",
+  "mcp_missing_capability",
+  "mcp_unsupported_version",
+  "mcp_method_not_found",
+  "origin_not_allowed",
+  "not_acceptable",
+  "tool_not_allowed",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -66,7 +74,16 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "invalid_json":
     case "invalid_request":
     case "json_too_deep":
+    case "mcp_invalid_message":
+    case "mcp_header_mismatch":
+    case "mcp_missing_capability":
+    case "mcp_unsupported_version":
       return { status: 400, source: "client", retryable: false };
+    case "origin_not_allowed":
+    case "tool_not_allowed":
+      return { status: 403, source: "client", retryable: false };
+    case "not_acceptable":
+      return { status: 406, source: "client", retryable: false };
     case "unsupported_media_type":
       return { status: 415, source: "client", retryable: false };
     case "request_too_large":
@@ -96,6 +113,7 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "model_not_found":
     case "not_found":
     case "revision_not_found":
+    case "mcp_method_not_found":
       return { status: 404, source: "client", retryable: false };
     case "method_not_allowed":
       return { status: 405, source: "client", retryable: false };

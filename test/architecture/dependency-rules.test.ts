@@ -32,6 +32,7 @@ const LAYERS = [
   "egress",
   "traffic",
   "protocol",
+  "mcp",
   "ledger",
   "call-budget",
   "config",

@@ -1,0 +1,83 @@
+import type { ErrorCode, GatewayError } from "./gateway-error.ts";
+
+/**
+ * JSON-RPC error codes for MCP: the protocol's own where one exists (JSON-RPC 2.0's, and MCP
+ * 2026-07-28's -32020 HeaderMismatch, -32021 MissingRequiredClientCapability, -32022
+ * UnsupportedProtocolVersion), and -32000 (the server-defined range) for every gateway refusal,
+ * whose Sluice code then rides in `error.data.code`. One exhaustive switch, as for the HTTP
+ * envelopes: a new code without a JSON-RPC code does not compile.
+ */
+export function jsonRpcCode(code: ErrorCode): number {
+  switch (code) {
+    case "invalid_json":
+      return -32700;
+    case "mcp_invalid_message":
+    case "unsupported_media_type":
+    case "not_acceptable":
+    case "origin_not_allowed":
+    case "request_too_large":
+    case "headers_too_large":
+    case "json_too_deep":
+    case "method_not_allowed":
+      return -32600;
+    case "mcp_method_not_found":
+      return -32601;
+    case "invalid_request":
+      return -32602;
+    case "internal_error":
+      return -32603;
+    case "mcp_header_mismatch":
+      return -32020;
+    case "mcp_missing_capability":
+      return -32021;
+    case "mcp_unsupported_version":
+      return -32022;
+    case "missing_api_key":
+    case "invalid_api_key":
+    case "admin_unauthorized":
+    case "model_not_found":
+    case "model_not_allowed":
+    case "tool_not_allowed":
+    case "not_found":
+    case "no_backend_available":
+    case "gateway_overloaded":
+    case "gateway_draining":
+    case "attempt_budget_exhausted":
+    case "attempt_budget_unavailable":
+    case "budget_exceeded":
+    case "token_limit_exceeded":
+    case "request_rate_exceeded":
+    case "balance_exhausted":
+    case "budget_unavailable":
+    case "deadline_exceeded":
+    case "client_closed":
+    case "upstream_error":
+    case "upstream_unreachable":
+    case "upstream_rate_limited":
+    case "upstream_overloaded":
+    case "upstream_protocol_error":
+    case "upstream_stream_cut":
+    case "upstream_timeout":
+    case "snapshot_unavailable":
+    case "config_invalid":
+    case "snapshot_rejected":
+    case "revision_not_found":
+      return -32000;
+  }
+}
+
+/** A JSON-RPC error response body; `id` is null when the request's id could not be read. */
+export interface JsonRpcErrorBody {
+  readonly jsonrpc: "2.0";
+  readonly id: string | number | null;
+  readonly error: { readonly code: number; readonly message: string; readonly data: { readonly code: ErrorCode; readonly retryable: boolean; readonly details?: readonly unknown[] } };
+}
+
+/** The JSON-RPC envelope of an error (MCP); the Sluice code is always in `error.data.code`. */
+export function toJsonRpcErrorBody(err: GatewayError, id: string | number | null): JsonRpcErrorBody {
+  return {
+    jsonrpc: "2.0",
+    id,
+    error: { code: jsonRpcCode(err.code), message: err.message, data: { code: err.code, retryable: err.retryable, ...(err.details !== undefined ? { details: err.details } : {}) } },
+  };
+}
