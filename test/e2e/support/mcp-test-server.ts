@@ -1,0 +1,75 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+
+/** A stateful-era MCP server of the tests' own (the official SDK 1.x), on loopback. */
+export interface McpTestServer {
+  readonly url: string;
+  /** Requests seen, with their headers, for checking what the gateway sends upstream. */
+  readonly seen: { readonly method: string | undefined; readonly headers: IncomingMessage["headers"] }[];
+  /** Forgets every session, as a restarted server would. */
+  forgetSessions(): void;
+  stop(): Promise<void>;
+}
+
+function build(): McpServer {
+  const server = new McpServer({ name: "sluice-test-server", version: "1.0.0" });
+  server.registerTool("echo", { description: "Echoes its text", inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: "text", text }] }));
+  server.registerTool(
+    "count",
+    { description: "Counts to n, reporting progress", inputSchema: { n: z.number().int().min(1).max(20) } },
+    async ({ n }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let i = 1; i <= n; i++) {
+        if (token !== undefined) await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: i, total: n } });
+      }
+      return { content: [{ type: "text", text: `counted to ${n}` }] };
+    },
+  );
+  return server;
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const text = Buffer.concat(chunks).toString("utf8");
+  return text === "" ? undefined : JSON.parse(text);
+}
+
+/** Starts the server on a free loopback port. */
+export async function startMcpTestServer(): Promise<McpTestServer> {
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const seen: McpTestServer["seen"][number][] = [];
+  const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    void (async () => {
+      const body = await readBody(req);
+      seen.push({ method: (body as { method?: string } | undefined)?.method, headers: req.headers });
+      const sid = req.headers["mcp-session-id"];
+      let transport = typeof sid === "string" ? transports.get(sid) : undefined;
+      if (!transport) {
+        if (typeof sid === "string" || !isInitializeRequest(body)) {
+          res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null }));
+          return;
+        }
+        const t = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, t) });
+        transport = t;
+        await build().connect(t);
+      }
+      await transport.handleRequest(req, res, body);
+    })().catch((err: unknown) => {
+      if (!res.headersSent) res.writeHead(500).end(String(err));
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const addr = http.address();
+  const port = typeof addr === "object" && addr ? addr.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    seen,
+    forgetSessions: () => transports.clear(),
+    stop: () => new Promise<void>((resolve) => http.close(() => resolve())),
+  };
+}
