@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { McpUpstream } from "../../src/mcp/upstream-client.ts";
+import { startModernMcpTestServer, type ModernMcpTestServer } from "./support/mcp-modern-server.ts";
 import { startMcpTestServer, type McpTestServer } from "./support/mcp-test-server.ts";
 
 describe("the gateway's MCP client against a stateful-era server (official SDK 1.x)", () => {
@@ -50,5 +51,32 @@ describe("the gateway's MCP client against a stateful-era server (official SDK 1
     // SDK 1.x servers report an unknown tool as a tool result with isError, or as -32602.
     if (answer.ok) expect((answer.result as { isError?: boolean }).isError).toBe(true);
     else expect(answer.error.code).toBe(-32602);
+  });
+});
+
+describe("the gateway's MCP client against a 2026-07-28 server (official SDK 2.x)", () => {
+  let server: ModernMcpTestServer;
+  beforeAll(async () => {
+    server = await startModernMcpTestServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("sends every request with its _meta and the headers that repeat it, with no session", async () => {
+    const u = new McpUpstream({ url: server.url, era: "stateless", fetch: (i, init) => fetch(i, init) });
+    const list = await u.request("tools/list");
+    expect(list.ok).toBe(true);
+    expect((list as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name)).toEqual(["echo"]);
+    const call = await u.request("tools/call", { name: "echo", arguments: { text: "stateless" } });
+    expect(call.ok).toBe(true);
+    expect((call as { result: { content: unknown[] } }).result.content).toEqual([{ type: "text", text: "stateless" }]);
+    const last = server.seen.at(-1)!;
+    expect(last.headers["mcp-method"]).toBe("tools/call");
+    expect(last.headers["mcp-name"]).toBe("echo");
+    expect(last.headers["mcp-protocol-version"]).toBe("2026-07-28");
+    expect(last.headers["mcp-session-id"]).toBeUndefined();
+    expect(last.body.params._meta["io.modelcontextprotocol/protocolVersion"]).toBe("2026-07-28");
+    expect(server.seen.some((s) => s.body?.method === "initialize")).toBe(false);
   });
 });
