@@ -76,6 +76,9 @@ export function secretsNamed(config: LoadedConfig): NamedSecret[] {
   add(config.gateway.security.adminTokenSecret, `${CONFIG_FILES.gateway}: security.adminTokenSecret`);
   const otlp = config.gateway.observability.otlp;
   if (otlp?.headersSecret) add(otlp.headersSecret, `${CONFIG_FILES.gateway}: observability.otlp.headersSecret`);
+  config.gateway.mcp.servers.forEach((m, i) => {
+    if (m.credential) add(m.credential.secret, `${CONFIG_FILES.gateway}: mcp.servers[${i}].credential.secret (${m.name})`);
+  });
   config.backendsSeed.backends.forEach((b, i) => {
     if (b.credential) add(b.credential.secret, `${CONFIG_FILES.backends}: backends[${i}].credential.secret (${b.name})`);
   });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { egressConfigSchema } from "../egress/egress-schema.ts";
+import { SERVER_NAME } from "../mcp/tool-names.ts";
 
 const port = z.number().int().min(1).max(65535);
 const headerName = z
@@ -127,6 +128,28 @@ export const gatewayConfigSchema = z.strictObject({
           allowOrigins: z.array(corsOrigin).default([]),
         })
         .prefault({}),
+    })
+    .prefault({}),
+  /** MCP servers the gateway fronts at `/mcp` (docs/mcp.md); none by default. */
+  mcp: z
+    .strictObject({
+      servers: z
+        .array(
+          z.strictObject({
+            /** The server's name: `/mcp/<name>`, and the prefix of its tools on `/mcp`. */
+            name: z.string().regex(SERVER_NAME, "lower-case letters, digits and '-', no dots, at most 32"),
+            /** Its MCP endpoint; checked by the egress guard. */
+            url: z.url({ protocol: /^https?$/, message: "an http(s) URL" }),
+            /** The protocol era it speaks: `stateful` (2025-era sessions) or `stateless` (2026-07-28). */
+            era: z.enum(["stateful", "stateless"]),
+            credential: z.strictObject({ secret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/), scheme: z.enum(["bearer", "x-api-key"]) }).optional(),
+            /** When its list fails: `open` lists the other servers and reports the gap, `closed` fails the list. */
+            listFailure: z.enum(["open", "closed"]).default("open"),
+          }),
+        )
+        .default([]),
+      /** Browser origins allowed to call `/mcp` (DNS-rebinding protection); requests without Origin are not browsers'. */
+      allowedOrigins: z.array(corsOrigin).default([]),
     })
     .prefault({}),
   observability: z

@@ -47,9 +47,9 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
     parseConfigText(CONFIG_FILES.publication, texts.publication, publicationSchema),
   );
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
-  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkBudgets(gateway, publication));
+  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication));
   if (gateway && backendsSeed) issues.push(...checkSeedEgress(gateway, backendsSeed));
-  if (gateway) issues.push(...checkExporterEgress(gateway));
+  if (gateway) issues.push(...checkExporterEgress(gateway), ...checkMcpServers(gateway));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
   return { gateway, publication, backendsSeed };
 }
@@ -63,6 +63,26 @@ export function checkSeedEgress(gateway: GatewayConfig, seed: SnapshotSource): C
     const verdict = checkEgress(b.baseUrl, gateway.security.egress);
     return verdict.ok ? [] : [{ file: CONFIG_FILES.backends, path: `backends[${i}].baseUrl`, message: verdict.refusal.message }];
   });
+}
+
+/** MCP servers: unique names, and each endpoint through the egress guard. */
+export function checkMcpServers(gateway: GatewayConfig): ConfigIssue[] {
+  const file = CONFIG_FILES.gateway;
+  const servers = gateway.mcp.servers;
+  const issues: ConfigIssue[] = duplicates(servers.map((s) => s.name)).map((d) => ({ file, path: "mcp.servers", message: `duplicate MCP server "${d}"` }));
+  servers.forEach((s, i) => {
+    const verdict = checkEgress(s.url, gateway.security.egress);
+    if (!verdict.ok) issues.push({ file, path: `mcp.servers[${i}].url`, message: verdict.refusal.message });
+  });
+  return issues;
+}
+
+/** An MCP policy rule may name only configured MCP servers (or `*`). */
+export function checkMcpPolicy(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
+  const known = new Set(gateway.mcp.servers.map((s) => s.name));
+  return (pub.mcp?.policy.rules ?? []).flatMap((r, i) =>
+    r.servers.flatMap((name, j) => (name === "*" || known.has(name) ? [] : [{ file: CONFIG_FILES.publication, path: `mcp.policy.rules[${i}].servers[${j}]`, message: `unknown MCP server "${name}" (gateway.yaml mcp.servers)` }])),
+  );
 }
 
 /** The OTLP collector is one more outbound target: the same guard, at config load. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { policySchema } from "../mcp/tool-policy.ts";
 import { REQUEST_FEATURES } from "../protocol/features.ts";
 import { endUserBudgetSchema, entrypointBudgetSchema, priceSchema, scopeLimitsSchema, tenantLedgerSchema } from "./budget-schema.ts";
 
@@ -167,6 +168,8 @@ export const publicationSchema = z.strictObject({
   tenants: z.array(tenantSchema).min(1),
   entrypoints: z.array(entrypointSchema).min(1),
   models: z.array(logicalModelSchema).min(1),
+  /** Who may use which MCP tools (docs/mcp.md); without it every MCP call is denied. */
+  mcp: z.strictObject({ policy: policySchema }).optional(),
 });
 
 export type PublicationConfig = z.infer<typeof publicationSchema>;

@@ -1,6 +1,7 @@
 import type { AdmissionController } from "../admit/admission.ts";
 import type { DrainController } from "../admit/drain.ts";
 import type { RecordSink, UndoErrorHandler } from "../context/request-context.ts";
+import type { McpDeps } from "./mcp-deps.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
 import type { GatewayExecutor } from "../invoker/executor.ts";
@@ -34,6 +35,8 @@ export interface EngineDeps {
    * it), and whether a new trace is sampled. Absent: new traces, unsampled.
    */
   readonly tracing?: { readonly trustClient: boolean; readonly sample: () => boolean } | undefined;
+  /** The MCP servers and tool policy, when the gateway fronts any (docs/mcp.md). */
+  readonly mcp?: McpDeps | undefined;
   /** A uniform draw in [0, 1) for content-log sampling; `Math.random` when absent. */
   readonly random?: (() => number) | undefined;
   readonly onUndoError: UndoErrorHandler;

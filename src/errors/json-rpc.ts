@@ -70,14 +70,17 @@ export function jsonRpcCode(code: ErrorCode): number {
 export interface JsonRpcErrorBody {
   readonly jsonrpc: "2.0";
   readonly id: string | number | null;
-  readonly error: { readonly code: number; readonly message: string; readonly data: { readonly code: ErrorCode; readonly retryable: boolean; readonly details?: readonly unknown[] } };
+  readonly error: { readonly code: number; readonly message: string; readonly data: { readonly code: ErrorCode; readonly retryable: boolean; readonly details?: readonly unknown[]; readonly [field: string]: unknown } };
 }
 
 /** The JSON-RPC envelope of an error (MCP); the Sluice code is always in `error.data.code`. */
 export function toJsonRpcErrorBody(err: GatewayError, id: string | number | null): JsonRpcErrorBody {
+  // MCP's own errors carry their specified data fields (UnsupportedProtocolVersion: `supported`,
+  // `requested`) at the top of `data`, where clients of the protocol read them.
+  const own = err.code.startsWith("mcp_") && err.details?.length === 1 && typeof err.details[0] === "object" && err.details[0] !== null ? (err.details[0] as Record<string, unknown>) : {};
   return {
     jsonrpc: "2.0",
     id,
-    error: { code: jsonRpcCode(err.code), message: err.message, data: { code: err.code, retryable: err.retryable, ...(err.details !== undefined ? { details: err.details } : {}) } },
+    error: { code: jsonRpcCode(err.code), message: err.message, data: { ...own, code: err.code, retryable: err.retryable, ...(err.details !== undefined ? { details: err.details } : {}) } },
   };
 }

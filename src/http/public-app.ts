@@ -8,6 +8,7 @@ import { errorResponse } from "./error-response.ts";
 import { handleGeneration, presentedKey } from "./generation.ts";
 import { GENERATION_ROUTES } from "./generation-routes.ts";
 import { checkHeaders, discardUnreadBody } from "./limits.ts";
+import { registerMcpRoutes } from "./mcp-routes.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -66,6 +67,8 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
     const created = Math.floor(rt.startedAt / 1000);
     return c.json({ object: "list", data: models.map((m) => ({ id: m.id, object: "model", created, owned_by: "sluice" })) });
   });
+
+  registerMcpRoutes(app);
 
   for (const route of GENERATION_ROUTES) {
     app.post(route.path, (c) =>

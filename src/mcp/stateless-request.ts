@@ -84,6 +84,12 @@ export function validateStatelessRequest(headers: HeaderReader, body: unknown, s
   const meta = params._meta;
   const version = isObject(meta) ? meta[META_VERSION] : undefined;
   const capabilities = isObject(meta) ? meta[META_CAPABILITIES] : undefined;
+  if (method === "initialize" && typeof version !== "string") {
+    // A stateful-era client's first message. The specification asks a server of this revision to
+    // refuse it naming the versions it supports, so that a client speaking both eras switches.
+    const requested = typeof params.protocolVersion === "string" ? params.protocolVersion.slice(0, 32) : undefined;
+    throw new GatewayError("mcp_unsupported_version", "This endpoint speaks protocol revision 2026-07-28 only: no initialize, every request carries its _meta.", { details: [{ supported: [...supportedVersions], ...(requested ? { requested } : {}) }] });
+  }
   if (typeof version !== "string" || !isObject(capabilities)) {
     throw new GatewayError("invalid_request", `Every request of this revision carries params._meta["${META_VERSION}"] and params._meta["${META_CAPABILITIES}"].`, { param: "params._meta" });
   }

@@ -24,6 +24,8 @@ import { breakerClient } from "../traffic/breaker-client.ts";
 import { HealthCache } from "../traffic/health-cache.ts";
 import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
+import { ToolPolicy } from "../mcp/tool-policy.ts";
+import { McpUpstream } from "../mcp/upstream-client.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
 /** Everything the adapters need, built once per isolate from config and bindings. */
@@ -230,6 +232,19 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     egress: gw.security.egress,
     preconnect: tcpPreconnect,
   });
+  const mcp = {
+    servers: new Map(
+      gw.mcp.servers.map((srv) => {
+        const secret = srv.credential ? secrets[srv.credential.secret] : undefined;
+        const headers: Record<string, string> =
+          srv.credential && typeof secret === "string" && secret !== "" ? (srv.credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret }) : {};
+        const upstream = new McpUpstream({ url: srv.url, era: srv.era, headers, fetch: (input, init) => fetch(input, init), clientInfo: { name: "sluice", version: SLUICE_VERSION } });
+        return [srv.name, { name: srv.name, listFailure: srv.listFailure, request: (method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal }) => upstream.request(method, params, opts) }] as const;
+      }),
+    ),
+    policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
+    serverInfo: { name: "sluice", version: SLUICE_VERSION },
+  };
   const engine = createEngine({
     publication,
     codecs: builtinCodecs,
@@ -242,6 +257,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     admission,
     snapshot: () => snapshots.current(),
     invoker,
+    mcp,
     reserve: { ledger, callBudgets, log: logError, onSettlement: (o) => metrics.settlement(o) },
     breakers,
     health,

@@ -41,7 +41,7 @@ describe("MCP stateless request validation (2026-07-28)", () => {
     ["a forged Mcp-Name", call(), { "mcp-name": "delete_everything" }, "mcp_header_mismatch", 400, -32020],
     ["an undecodable Mcp-Name", call(), { "mcp-name": "=?base64?@@@?=" }, "mcp_header_mismatch", 400, -32020],
     ["an unknown method", { jsonrpc: "2.0", id: 1, method: "tools/delete", params: { _meta: meta } }, { "mcp-method": "tools/delete" }, "mcp_method_not_found", 404, -32601],
-    ["a legacy initialize", { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {} } }, { "mcp-method": "initialize" }, "invalid_request", 400, -32602],
+    ["a legacy initialize (naming the supported versions)", { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {} } }, { "mcp-method": "initialize" }, "mcp_unsupported_version", 400, -32022],
     ["tools/call without a name", call({ name: undefined }), {}, "invalid_request", 400, -32602],
   ])("refuses %s", (_what, body, h, code, status, rpc) => {
     expect(refusal(() => validateStatelessRequest(headers(h as Record<string, string>), body, SUPPORTED))).toEqual({ code, status, rpc });
@@ -52,7 +52,11 @@ describe("MCP stateless request validation (2026-07-28)", () => {
       validateStatelessRequest(headers({ "mcp-protocol-version": "2099-01-01" }), call({ _meta: { ...meta, "io.modelcontextprotocol/protocolVersion": "2099-01-01" } }), SUPPORTED);
     } catch (err) {
       const body = toJsonRpcErrorBody(err as GatewayError, 7);
-      expect(body).toEqual({ jsonrpc: "2.0", id: 7, error: { code: -32022, message: expect.any(String), data: { code: "mcp_unsupported_version", retryable: false, details: [{ supported: SUPPORTED, requested: "2099-01-01" }] } } });
+      expect(body).toEqual({
+        jsonrpc: "2.0",
+        id: 7,
+        error: { code: -32022, message: expect.any(String), data: { supported: SUPPORTED, requested: "2099-01-01", code: "mcp_unsupported_version", retryable: false, details: [{ supported: SUPPORTED, requested: "2099-01-01" }] } },
+      });
     }
   });
 

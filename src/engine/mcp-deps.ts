@@ -1,0 +1,17 @@
+import type { ToolPolicy } from "../mcp/tool-policy.ts";
+import type { UpstreamAnswer } from "../mcp/upstream-client.ts";
+
+/** One upstream MCP server as the engine uses it. */
+export interface McpServerHandle {
+  readonly name: string;
+  readonly listFailure: "open" | "closed";
+  request(method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal }): Promise<UpstreamAnswer>;
+}
+
+/** The MCP servers and the policy an isolate serves with. */
+export interface McpDeps {
+  readonly servers: ReadonlyMap<string, McpServerHandle>;
+  readonly policy: ToolPolicy;
+  /** `serverInfo` in `server/discover`. */
+  readonly serverInfo: { readonly name: string; readonly version: string };
+}

@@ -1,0 +1,187 @@
+import { admitRequest } from "../admit/admit-phase.ts";
+import { authenticate } from "../auth/authenticate.ts";
+import { RequestContext } from "../context/request-context.ts";
+import { requestTrace, type TraceParent } from "../context/trace-context.ts";
+import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
+import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
+import { STATELESS_VERSION, validateStatelessRequest, type HeaderReader, type StatelessRequest } from "../mcp/stateless-request.ts";
+import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } from "../mcp/virtual-server.ts";
+import type { Principal } from "../publication/principal.ts";
+import type { EngineDeps } from "./engine-deps.ts";
+import type { McpDeps } from "./mcp-deps.ts";
+
+/** What the HTTP adapter hands the engine for one MCP request: nothing transport-specific. */
+export interface McpIngress {
+  readonly requestId: string;
+  readonly receivedAt: number;
+  readonly apiKey: string | undefined;
+  /** The request's headers, read only to cross-check the body (never to decide). */
+  readonly headers: HeaderReader;
+  readonly readBody: () => Promise<unknown>;
+  /** `/mcp/<server>`: that server alone, names unchanged; undefined: the virtual server. */
+  readonly server: string | undefined;
+  readonly traceParent?: TraceParent | undefined;
+  readonly waitUntil: (p: Promise<unknown>) => void;
+}
+
+/** The answer: a JSON-RPC message with its HTTP status, or 202 without a body (a notification). */
+export interface McpReply {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** Results proxied through a per-caller policy must not be shared by caches (2026-07-28 caching). */
+const UNCACHEABLE = { ttlMs: 0, cacheScope: "private" } as const;
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/**
+ * One MCP request through the same runtime as a model request: its own request context (ids,
+ * deadline, holdings, the one terminal that logs it), `authenticate` with the gateway's keys,
+ * `decode` (the revision's per-request validation), `authorize` and `decide` (the tool policy and
+ * the server a name reaches), `admit` (the drain's ticket and an admission lease keyed by the
+ * server), `invoke` (the gateway's own upstream client) and `respond`.
+ */
+export class McpSession {
+  readonly #deps: EngineDeps;
+  readonly #mcp: McpDeps;
+  readonly #ingress: McpIngress;
+  readonly #ctx: RequestContext;
+
+  constructor(deps: EngineDeps, mcp: McpDeps, ingress: McpIngress) {
+    this.#deps = deps;
+    this.#mcp = mcp;
+    this.#ingress = ingress;
+    this.#ctx = new RequestContext({
+      requestId: ingress.requestId,
+      receivedAt: ingress.receivedAt,
+      clock: deps.clock,
+      scheduler: deps.scheduler,
+      sink: deps.sink,
+      waitUntil: ingress.waitUntil,
+      onUndoError: deps.onUndoError,
+      trace: requestTrace(ingress.traceParent, deps.tracing?.trustClient ?? false, undefined, deps.tracing?.sample ?? (() => false)),
+    });
+    this.#ctx.record.publicationRevision = deps.publication.revision;
+    this.#ctx.record.entrypoint = ingress.server === undefined ? "mcp" : `mcp/${ingress.server}`;
+  }
+
+  /** A client disconnect, the deadline or a drain: releases everything there and then. */
+  abort(): void {
+    this.#ctx.abort("client_disconnected");
+  }
+
+  async run(): Promise<McpReply> {
+    const ctx = this.#ctx;
+    let id: string | number | null = null;
+    try {
+      ctx.setDeadline(ctx.receivedAt + this.#deps.requestDeadlineMs);
+      ctx.enter("authenticate");
+      const principal = await authenticate(this.#deps.publication, this.#ingress.apiKey);
+      ctx.record.tenant = principal.tenantId;
+      ctx.record.key = principal.keyId;
+      ctx.enter("decode");
+      const body = await this.#ingress.readBody();
+      ctx.checkpoint();
+      // An error answers the request's own id whenever the body has a readable one.
+      const raw = isObject(body) ? body.id : undefined;
+      if (typeof raw === "string" || (typeof raw === "number" && Number.isFinite(raw))) id = raw;
+      const req = validateStatelessRequest(this.#ingress.headers, body, [STATELESS_VERSION]);
+      id = req.id ?? null;
+      ctx.record.route = req.method;
+      if (req.id === undefined) {
+        // A notification (cancellation over HTTP is the closed stream): accepted, nothing to relay.
+        ctx.finish({ kind: "completed" });
+        return { status: 202, body: undefined };
+      }
+      const server = this.#ingress.server;
+      if (server !== undefined && !this.#mcp.servers.has(server)) throw new GatewayError("not_found", `No MCP server is named ${JSON.stringify(server.slice(0, 64))}.`);
+      const result = await this.#answer(req, principal, server);
+      ctx.enter("respond");
+      ctx.finish({ kind: "completed" });
+      return { status: 200, body: { jsonrpc: "2.0", id: req.id, result } };
+    } catch (err) {
+      const error = toGatewayError(err);
+      if (!(err instanceof GatewayError)) this.#deps.log({ kind: "request_failed", requestId: ctx.requestId, code: error.code, cause: String(err) });
+      ctx.finish({ kind: "failed", error });
+      return { status: error.status, body: toJsonRpcErrorBody(error, id) };
+    }
+  }
+
+  async #answer(req: StatelessRequest, principal: Principal, server: string | undefined): Promise<Record<string, unknown>> {
+    const ctx = this.#ctx;
+    const caller = { tenant: principal.tenantId, key: principal.keyId };
+    switch (req.method) {
+      case "server/discover":
+        return {
+          resultType: "complete",
+          supportedVersions: [STATELESS_VERSION],
+          capabilities: { tools: {} },
+          _meta: { "io.modelcontextprotocol/serverInfo": this.#mcp.serverInfo },
+          ...UNCACHEABLE,
+        };
+      case "ping":
+        return { resultType: "complete" };
+      case "tools/list": {
+        ctx.enter("authorize");
+        const names = server === undefined ? [...this.#mcp.servers.keys()] : [server];
+        ctx.enter("decide");
+        await this.#admit(principal, server ?? "*");
+        ctx.enter("invoke");
+        const listings = await Promise.all(names.map((n) => this.#list(n)));
+        if (server === undefined) {
+          const merged = mergeToolLists(listings, (n) => this.#mcp.servers.get(n)?.listFailure ?? "open", caller, this.#mcp.policy);
+          return { resultType: "complete", tools: merged.tools, ...UNCACHEABLE, ...(merged.partial.length > 0 || merged.unnamed.length > 0 ? { _meta: { "sluice/partial": merged.partial, "sluice/unlisted": merged.unnamed } } : {}) };
+        }
+        const only = listings[0]!;
+        if (!only.ok) throw new GatewayError("upstream_error", `The tool list of MCP server ${server} could not be read.`, { cause: only.reason });
+        const tools = only.tools.filter((t) => this.#mcp.policy.visible({ ...caller, server, kind: "tool", name: t.name }).allowed);
+        return { resultType: "complete", tools, ...UNCACHEABLE };
+      }
+      case "tools/call": {
+        ctx.enter("authorize");
+        const params = req.params;
+        const name = params.name as string;
+        const args = params.arguments;
+        // Decided on the parsed body: the policy never reads the Mcp-Name header.
+        const routed =
+          server === undefined
+            ? routeToolCall(name, args, new Set(this.#mcp.servers.keys()), caller, this.#mcp.policy)
+            : (() => {
+                const decision = this.#mcp.policy.decide({ ...caller, server, kind: "tool", name }, args);
+                if (!decision.allowed) throw new GatewayError("tool_not_allowed", `The tool call is not allowed: ${decision.reason} (policy ${decision.policyRevision}).`, { param: "params.name" });
+                return { server, name, decision };
+              })();
+        ctx.enter("decide");
+        await this.#admit(principal, routed.server);
+        ctx.enter("invoke");
+        const upstream = this.#mcp.servers.get(routed.server)!;
+        // The caller's _meta (progress token aside) is not the upstream's business.
+        const meta = isObject(params._meta) && params._meta.progressToken !== undefined ? { _meta: { progressToken: params._meta.progressToken } } : {};
+        const answer = await upstream.request("tools/call", { name: routed.name, arguments: args ?? {}, ...meta }, { signal: ctx.signal });
+        if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${routed.server} refused the call (${answer.error.code}).`, { cause: answer.error.message });
+        const result = isObject(answer.result) ? answer.result : {};
+        return { resultType: "complete", ...result };
+      }
+      default:
+        throw new GatewayError("mcp_method_not_found", `Method ${JSON.stringify(req.method)} is not served by this gateway's MCP endpoint (it serves server/discover, ping, tools/list and tools/call).`);
+    }
+  }
+
+  async #admit(principal: Principal, server: string): Promise<void> {
+    this.#ctx.enter("admit");
+    await admitRequest(this.#ctx, this.#deps.admission, this.#deps.drain, { tenant: principal.tenantId, model: `mcp:${server}` });
+  }
+
+  async #list(name: string): Promise<ServerListing> {
+    const upstream = this.#mcp.servers.get(name)!;
+    try {
+      const answer = await upstream.request("tools/list", {}, { signal: this.#ctx.signal });
+      if (!answer.ok) return { server: name, ok: false, reason: `error ${answer.error.code}` };
+      const tools = isObject(answer.result) && Array.isArray(answer.result.tools) ? (answer.result.tools as ListedTool[]).filter((t) => isObject(t) && typeof t.name === "string") : [];
+      return { server: name, ok: true, tools };
+    } catch (err) {
+      return { server: name, ok: false, reason: toGatewayError(err).code };
+    }
+  }
+}

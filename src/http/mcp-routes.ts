@@ -1,0 +1,69 @@
+import type { Context, Hono } from "hono";
+import { GatewayError } from "../errors/gateway-error.ts";
+import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
+import { parseTraceparent } from "../context/trace-context.ts";
+import { checkStatelessFraming } from "../mcp/stateless-request.ts";
+import type { GatewayRuntime } from "../worker/runtime.ts";
+import { presentedKey } from "./generation.ts";
+import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
+
+type McpEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
+
+/** A JSON-RPC error answer (MCP's envelope), with the request id header and the error code header. */
+function jsonRpcError(err: GatewayError, idHeader: Record<string, string>): Response {
+  return new Response(JSON.stringify(toJsonRpcErrorBody(err, null)), {
+    status: err.status,
+    headers: { "content-type": "application/json", "x-sluice-error-code": err.code, ...idHeader, ...(err.retryAfterSeconds !== undefined ? { "retry-after": String(err.retryAfterSeconds) } : {}) },
+  });
+}
+
+/**
+ * The MCP adapter: `POST /mcp` (the virtual server over every configured server) and
+ * `POST /mcp/:server` (one server, names unchanged), for clients of the 2026-07-28 revision. It
+ * checks the HTTP framing and its own byte limits, hands the engine an ingress and writes the
+ * engine's JSON-RPC answer; it decides nothing. Every answer is JSON, never cached.
+ */
+export function registerMcpRoutes(app: Hono<McpEnv>): void {
+  const handle = async (c: Context<McpEnv>, server: string | undefined) => {
+    const rt = c.get("runtime");
+    const request = c.req.raw;
+    const idHeader = { [rt.config.gateway.observability.requestIdHeader]: c.get("requestId") };
+    const limits = rt.config.gateway.limits;
+    try {
+      checkStatelessFraming(request.method, request.headers, rt.config.gateway.mcp.allowedOrigins);
+      checkHeaders(request.headers, limits);
+    } catch (err) {
+      await discardUnreadBody(request, limits);
+      return jsonRpcError(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request."), idHeader);
+    }
+    const session = rt.engine.beginMcp({
+      requestId: c.get("requestId"),
+      receivedAt: c.get("receivedAt"),
+      apiKey: presentedKey(request.headers),
+      headers: request.headers,
+      readBody: () => readJsonBody(request, limits),
+      server,
+      traceParent: parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate")),
+      waitUntil: (p) => c.executionCtx.waitUntil(p),
+    });
+    if (!session) {
+      await discardUnreadBody(request, limits);
+      return jsonRpcError(new GatewayError("not_found", "No MCP server is configured on this gateway."), idHeader);
+    }
+    const onAbort = () => session.abort();
+    request.signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      const reply = await session.run();
+      if (reply.body === undefined) return new Response(null, { status: reply.status, headers: idHeader });
+      const code = (reply.body as { error?: { data?: { code?: string } } }).error?.data?.code;
+      return new Response(JSON.stringify(reply.body), {
+        status: reply.status,
+        headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader, ...(code ? { "x-sluice-error-code": code } : {}) },
+      });
+    } finally {
+      request.signal.removeEventListener("abort", onAbort);
+    }
+  };
+  app.all("/mcp", (c) => handle(c, undefined));
+  app.all("/mcp/:server", (c) => handle(c, c.req.param("server")));
+}

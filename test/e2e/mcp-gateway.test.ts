@@ -1,0 +1,114 @@
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
+import { startModernMcpTestServer, type ModernMcpTestServer } from "./support/mcp-modern-server.ts";
+import { startMcpTestServer, type McpTestServer } from "./support/mcp-test-server.ts";
+import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
+
+/**
+ * The MCP endpoint end to end: the official SDK 2.x client (2026-07-28) through the gateway to a
+ * 2026-07-28 server (SDK 2.x) and a stateful-era server (SDK 1.x), both on loopback.
+ */
+describe("MCP through the gateway", () => {
+  let sim: Simulator;
+  let modern: ModernMcpTestServer;
+  let legacy: McpTestServer;
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    [sim, modern, legacy] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startModernMcpTestServer(), startMcpTestServer()]);
+    const g = bundledConfig("gateway");
+    g.security.egress = { allow: ["127.0.0.1"] };
+    g.mcp = {
+      servers: [
+        { name: "modern", url: modern.url, era: "stateless" },
+        { name: "legacy", url: legacy.url, era: "stateful" },
+      ],
+    };
+    const p = bundledConfig("publication");
+    p.mcp = {
+      policy: {
+        revision: "mcp-1",
+        rules: [
+          { id: "demo-tools", effect: "allow", principals: { tenants: ["demo"] }, servers: ["*"], names: ["*"] },
+          { id: "no-count", effect: "deny", servers: ["legacy"], names: ["count"] },
+          { id: "short-echo", effect: "deny", servers: ["legacy"], names: ["echo"], arguments: { text: { pattern: ".{20,}" } } },
+        ],
+      },
+    };
+    gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) } });
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await Promise.all([sim?.stop(), modern?.stop(), legacy?.stop()]);
+  });
+
+  const connect = async (path = "/mcp", key = DEMO_KEY) => {
+    // The SDK 2.x client speaks the 2025 era unless asked to negotiate (`auto` probes server/discover).
+    const client = new Client({ name: "sluice-e2e", version: "1.0.0" }, { versionNegotiation: { mode: "auto" } });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.publicUrl}${path}`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+    return client;
+  };
+
+  it("lists every allowed tool of both eras' servers under its server's name, and calls them", async () => {
+    const client = await connect();
+    const tools = (await client.listTools()).tools.map((t) => t.name).sort();
+    // legacy.count is denied outright, so it is not listed; legacy.echo is listed (only long texts are denied).
+    expect(tools).toEqual(["legacy.echo", "modern.echo"]);
+    expect(await client.callTool({ name: "modern.echo", arguments: { text: "to the modern server" } })).toMatchObject({ content: [{ type: "text", text: "to the modern server" }] });
+    expect(await client.callTool({ name: "legacy.echo", arguments: { text: "short" } })).toMatchObject({ content: [{ type: "text", text: "short" }] });
+    await client.close();
+  });
+
+  it("refuses a denied tool called by name, and an argument a rule denies, naming the rule", async () => {
+    const client = await connect();
+    await expect(client.callTool({ name: "legacy.count", arguments: { n: 2 } })).rejects.toThrow(/denied by rule no-count/);
+    await expect(client.callTool({ name: "legacy.echo", arguments: { text: "x".repeat(30) } })).rejects.toThrow(/denied by rule short-echo/);
+    await expect(client.callTool({ name: "nosuch.echo", arguments: {} })).rejects.toThrow(/Unknown tool/);
+    await client.close();
+  });
+
+  it("serves one server at /mcp/<server> with its names unchanged", async () => {
+    const client = await connect("/mcp/legacy");
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["echo"]);
+    expect(await client.callTool({ name: "echo", arguments: { text: "direct" } })).toMatchObject({ content: [{ type: "text", text: "direct" }] });
+    await client.close();
+  });
+
+  it("refuses header and body mismatches, a forged Mcp-Name, GET, and a caller without a key", async () => {
+    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
+    const post = (headers: Record<string, string>, body: unknown, method = "POST") =>
+      fetch(`${gateway.publicUrl}/mcp`, {
+        method,
+        headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", ...headers },
+        ...(method === "POST" ? { body: JSON.stringify(body) } : {}),
+      });
+    const call = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "legacy.count", arguments: { n: 1 }, _meta: meta } };
+    // The header names an allowed tool; the body names a denied one: the body decides, the header only mismatches.
+    const forged = await post({ "mcp-method": "tools/call", "mcp-name": "modern.echo" }, call);
+    expect(forged.status).toBe(400);
+    expect(await forged.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32020, data: { code: "mcp_header_mismatch" } } });
+    const wrongMethod = await post({ "mcp-method": "tools/list", "mcp-name": "legacy.count" }, call);
+    expect(((await wrongMethod.json()) as any).error.code).toBe(-32020);
+    const version = await post({ "mcp-method": "tools/list", "mcp-protocol-version": "2099-01-01" }, { jsonrpc: "2.0", id: 2, method: "tools/list", params: { _meta: { ...meta, "io.modelcontextprotocol/protocolVersion": "2099-01-01" } } });
+    expect(version.status).toBe(400);
+    expect(((await version.json()) as any).error).toMatchObject({ code: -32022, data: { details: [{ supported: ["2026-07-28"] }] } });
+    const unknown = await post({ "mcp-method": "tools/destroy" }, { jsonrpc: "2.0", id: 3, method: "tools/destroy", params: { _meta: meta } });
+    expect(unknown.status).toBe(404);
+    expect((await post({}, undefined, "GET")).status).toBe(405);
+    const noKey = await fetch(`${gateway.publicUrl}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list" }, body: JSON.stringify({ jsonrpc: "2.0", id: 4, method: "tools/list", params: { _meta: meta } }) });
+    expect(noKey.status).toBe(401);
+    expect(((await noKey.json()) as any).error.data.code).toBe("missing_api_key");
+  });
+
+  it("sends nothing of the caller's upstream: no key, no session, no trace header", async () => {
+    const client = await connect();
+    await client.callTool({ name: "legacy.echo", arguments: { text: "headers" } });
+    await client.close();
+    const seen = legacy.seen.at(-1)!.headers;
+    expect(seen.authorization).toBeUndefined();
+    expect(JSON.stringify(seen)).not.toContain(DEMO_KEY);
+  });
+});
