@@ -184,9 +184,10 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   };
   metrics = new GatewayMetrics(
     {
-      entrypoints: publication.source.entrypoints.map((e) => e.name),
+      // MCP requests are named by their endpoint (`mcp`, `mcp/<server>`) and their method as the route.
+      entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`)],
       models: [...publication.models.keys()],
-      routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name))],
+      routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call"],
       tenants: publication.source.tenants.map((t) => t.id),
       tenantLabel: gw.observability.metrics.tenantLabel,
       maxSnapshotNames: gw.observability.metrics.maxSnapshotNames,

@@ -103,6 +103,15 @@ describe("MCP through the gateway", () => {
     expect(((await noKey.json()) as any).error.data.code).toBe("missing_api_key");
   });
 
+  it("logs and counts MCP requests like any other, under their endpoint and method", async () => {
+    const client = await connect("/mcp/modern");
+    await client.callTool({ name: "echo", arguments: { text: "counted" } });
+    await client.close();
+    const metrics = await (await fetch(`${gateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    expect(metrics).toMatch(/sluice_requests_total\{sluice_entrypoint="mcp\/modern",sluice_protocol="other",sluice_outcome="success",error_type="",sluice_route="tools\/call",sluice_tenant="other"\} [1-9]/);
+    expect(gateway.output()).toMatch(/"kind":"request".*"entrypoint":"mcp\/modern","route":"tools\/call"/);
+  });
+
   it("sends nothing of the caller's upstream: no key, no session, no trace header", async () => {
     const client = await connect();
     await client.callTool({ name: "legacy.echo", arguments: { text: "headers" } });
