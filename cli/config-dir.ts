@@ -76,6 +76,7 @@ export function secretsNamed(config: LoadedConfig): NamedSecret[] {
   add(config.gateway.security.adminTokenSecret, `${CONFIG_FILES.gateway}: security.adminTokenSecret`);
   const otlp = config.gateway.observability.otlp;
   if (otlp?.headersSecret) add(otlp.headersSecret, `${CONFIG_FILES.gateway}: observability.otlp.headersSecret`);
+  (config.gateway.mcp.sessions?.secrets ?? []).forEach((name, i) => add(name, `${CONFIG_FILES.gateway}: mcp.sessions.secrets[${i}]`));
   config.gateway.mcp.servers.forEach((m, i) => {
     if (m.credential) add(m.credential.secret, `${CONFIG_FILES.gateway}: mcp.servers[${i}].credential.secret (${m.name})`);
   });

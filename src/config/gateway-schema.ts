@@ -150,6 +150,16 @@ export const gatewayConfigSchema = z.strictObject({
         .default([]),
       /** Browser origins allowed to call `/mcp` (DNS-rebinding protection); requests without Origin are not browsers'. */
       allowedOrigins: z.array(corsOrigin).default([]),
+      /**
+       * Stateful-era (2025) clients: their session ids are sealed with keys derived from these
+       * secrets (the first seals, all open: rotation). Without it only 2026-07-28 clients are served.
+       */
+      sessions: z
+        .strictObject({
+          secrets: z.array(z.string().regex(/^[A-Z_][A-Z0-9_]*$/)).min(1),
+          ttlMs: z.number().int().min(60_000).max(30 * 86_400_000).default(86_400_000),
+        })
+        .optional(),
     })
     .prefault({}),
   observability: z

@@ -1,3 +1,4 @@
+import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
 import type { UpstreamAnswer } from "../mcp/upstream-client.ts";
 
@@ -12,6 +13,8 @@ export interface McpServerHandle {
 export interface McpDeps {
   readonly servers: ReadonlyMap<string, McpServerHandle>;
   readonly policy: ToolPolicy;
-  /** `serverInfo` in `server/discover`. */
+  /** `serverInfo` in `server/discover` and `initialize`. */
   readonly serverInfo: { readonly name: string; readonly version: string };
+  /** Seals stateful-era session ids; undefined: stateful-era clients are not served. */
+  readonly sessions?: { readonly sealer: SessionSealer; readonly ttlMs: number } | undefined;
 }

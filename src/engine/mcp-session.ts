@@ -4,6 +4,7 @@ import { RequestContext } from "../context/request-context.ts";
 import { requestTrace, type TraceParent } from "../context/trace-context.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
+import { isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../mcp/legacy-request.ts";
 import { STATELESS_VERSION, validateStatelessRequest, type HeaderReader, type StatelessRequest } from "../mcp/stateless-request.ts";
 import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } from "../mcp/virtual-server.ts";
 import type { Principal } from "../publication/principal.ts";
@@ -28,6 +29,8 @@ export interface McpIngress {
 export interface McpReply {
   readonly status: number;
   readonly body: unknown;
+  /** Response headers the protocol needs (a new session's `Mcp-Session-Id`). */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
 }
 
 /** Results proxied through a per-caller policy must not be shared by caches (2026-07-28 caching). */
@@ -86,6 +89,7 @@ export class McpSession {
       // An error answers the request's own id whenever the body has a readable one.
       const raw = isObject(body) ? body.id : undefined;
       if (typeof raw === "string" || (typeof raw === "number" && Number.isFinite(raw))) id = raw;
+      if (this.#mcp.sessions && !isStatelessMessage(body)) return await this.#legacy(body, principal, this.#mcp.sessions);
       const req = validateStatelessRequest(this.#ingress.headers, body, [STATELESS_VERSION]);
       id = req.id ?? null;
       ctx.record.route = req.method;
@@ -106,6 +110,51 @@ export class McpSession {
       ctx.finish({ kind: "failed", error });
       return { status: error.status, body: toJsonRpcErrorBody(error, id) };
     }
+  }
+
+  /**
+   * A stateful-era (2025) client: `initialize` opens a session whose id is its sealed state;
+   * every later message must present an id this gateway sealed for the same principal (else 404,
+   * and the client initializes again, as the specification prescribes). The methods served are
+   * those of the stateless path, answered in the 2025 shape.
+   */
+  async #legacy(body: unknown, principal: Principal, sessions: NonNullable<McpDeps["sessions"]>): Promise<McpReply> {
+    const ctx = this.#ctx;
+    const req = validateLegacyMessage(body);
+    ctx.record.route = req.method;
+    const who = `${principal.tenantId}/${principal.keyId}`;
+    const now = this.#deps.clock.now();
+    const server = this.#ingress.server;
+    if (server !== undefined && !this.#mcp.servers.has(server)) throw new GatewayError("not_found", `No MCP server is named ${JSON.stringify(server.slice(0, 64))}.`);
+    if (req.method === "initialize") {
+      if (req.id === undefined) throw new GatewayError("mcp_invalid_message", "initialize is a request: it needs an id.");
+      const protocolVersion = negotiateVersion(req.params.protocolVersion);
+      const capabilities = isObject(req.params.capabilities) ? req.params.capabilities : {};
+      const sessionId = await sessions.sealer.seal({ principal: who, protocolVersion, clientCapabilities: capabilities, upstream: {}, expiresAt: now + sessions.ttlMs });
+      ctx.finish({ kind: "completed" });
+      return {
+        status: 200,
+        headers: { "mcp-session-id": sessionId },
+        body: { jsonrpc: "2.0", id: req.id, result: { protocolVersion, capabilities: { tools: { listChanged: false } }, serverInfo: this.#mcp.serverInfo } },
+      };
+    }
+    const presented = this.#ingress.headers.get("mcp-session-id");
+    if (presented === null) throw new GatewayError("invalid_request", "Send the Mcp-Session-Id this gateway answered initialize with.");
+    const opened = await sessions.sealer.open(presented, who, now);
+    // Unknown, expired, tampered or another caller's: to this caller the session does not exist.
+    if (!opened.ok) throw new GatewayError("not_found", "The MCP session is unknown or has expired: initialize again.");
+    const version = legacyVersionOf(this.#ingress.headers);
+    if (req.id === undefined) {
+      ctx.finish({ kind: "completed" });
+      return { status: 202, body: undefined };
+    }
+    if (req.method === "server/discover") throw new GatewayError("mcp_method_not_found", "server/discover belongs to protocol revision 2026-07-28; this session speaks the 2025 era.");
+    const result = await this.#answer({ id: req.id, method: req.method, params: req.params, protocolVersion: version, clientCapabilities: opened.state.clientCapabilities }, principal, server);
+    // The 2025 shape: no result type and no caching fields.
+    const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...legacyResult } = result;
+    ctx.enter("respond");
+    ctx.finish({ kind: "completed" });
+    return { status: 200, body: { jsonrpc: "2.0", id: req.id, result: legacyResult } };
   }
 
   async #answer(req: StatelessRequest, principal: Principal, server: string | undefined): Promise<Record<string, unknown>> {

@@ -19,7 +19,8 @@ function jsonRpcError(err: GatewayError, idHeader: Record<string, string>): Resp
 
 /**
  * The MCP adapter: `POST /mcp` (the virtual server over every configured server) and
- * `POST /mcp/:server` (one server, names unchanged), for clients of the 2026-07-28 revision. It
+ * `POST /mcp/:server` (one server, names unchanged), for clients of the 2026-07-28 revision and,
+ * when session secrets are configured, of the 2025 era. It
  * checks the HTTP framing and its own byte limits, hands the engine an ingress and writes the
  * engine's JSON-RPC answer; it decides nothing. Every answer is JSON, never cached.
  */
@@ -54,11 +55,11 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
     request.signal.addEventListener("abort", onAbort, { once: true });
     try {
       const reply = await session.run();
-      if (reply.body === undefined) return new Response(null, { status: reply.status, headers: idHeader });
+      if (reply.body === undefined) return new Response(null, { status: reply.status, headers: { ...idHeader, ...reply.headers } });
       const code = (reply.body as { error?: { data?: { code?: string } } }).error?.data?.code;
       return new Response(JSON.stringify(reply.body), {
         status: reply.status,
-        headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader, ...(code ? { "x-sluice-error-code": code } : {}) },
+        headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader, ...reply.headers, ...(code ? { "x-sluice-error-code": code } : {}) },
       });
     } finally {
       request.signal.removeEventListener("abort", onAbort);

@@ -26,6 +26,7 @@ import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream } from "../mcp/upstream-client.ts";
+import { SessionSealer } from "../mcp/sealed-session.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
 /** Everything the adapters need, built once per isolate from config and bindings. */
@@ -245,6 +246,18 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     ),
     policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
     serverInfo: { name: "sluice", version: SLUICE_VERSION },
+    sessions: await (async () => {
+      const conf = gw.mcp.sessions;
+      if (!conf) return undefined;
+      const values = conf.secrets.map((n) => secrets[n]).filter((v): v is string => typeof v === "string" && v !== "");
+      try {
+        return { sealer: await SessionSealer.fromSecrets(values), ttlMs: conf.ttlMs };
+      } catch (err) {
+        // Stateful-era clients are then refused as unsupported; everything else keeps serving.
+        logError({ kind: "mcp_sessions_disabled", error: String(err) });
+        return undefined;
+      }
+    })(),
   };
   const engine = createEngine({
     publication,

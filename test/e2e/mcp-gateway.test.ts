@@ -1,6 +1,9 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../local-stack/ports.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { startModernMcpTestServer, type ModernMcpTestServer } from "./support/mcp-modern-server.ts";
 import { startMcpTestServer, type McpTestServer } from "./support/mcp-test-server.ts";
@@ -119,5 +122,83 @@ describe("MCP through the gateway", () => {
     const seen = legacy.seen.at(-1)!.headers;
     expect(seen.authorization).toBeUndefined();
     expect(JSON.stringify(seen)).not.toContain(DEMO_KEY);
+  });
+});
+
+describe("MCP through the gateway for stateful-era (2025) clients", () => {
+  let sim: Simulator;
+  let modern: ModernMcpTestServer;
+  let legacy: McpTestServer;
+  let gateway: RunningGateway;
+  let publicPort: number;
+  const SESSION_SECRET = "mcp-session-secret-for-the-e2e-tests-0123456789";
+  let start: () => Promise<RunningGateway>;
+
+  beforeAll(async () => {
+    [sim, modern, legacy] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startModernMcpTestServer(), startMcpTestServer()]);
+    const g = bundledConfig("gateway");
+    g.security.egress = { allow: ["127.0.0.1"] };
+    g.mcp = {
+      servers: [
+        { name: "modern", url: modern.url, era: "stateless" },
+        { name: "legacy", url: legacy.url, era: "stateful" },
+      ],
+      sessions: { secrets: ["MCP_SESSION_SECRET"] },
+    };
+    const p = bundledConfig("publication");
+    p.mcp = { policy: { revision: "mcp-1", rules: [{ id: "demo-tools", effect: "allow", principals: { tenants: ["demo"] }, servers: ["*"], names: ["echo"] }] } };
+    publicPort = await freePort();
+    start = () =>
+      startGateway({
+        adminToken: ADMIN_TOKEN,
+        publicPort,
+        secretNames: ["MCP_SESSION_SECRET"],
+        secrets: { MCP_SESSION_SECRET: SESSION_SECRET },
+        config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
+      });
+    gateway = await start();
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await Promise.all([sim?.stop(), modern?.stop(), legacy?.stop()]);
+  });
+
+  it("initializes a session, lists and calls tools, and the session survives a gateway restart", async () => {
+    const client = new LegacyClient({ name: "sluice-e2e-legacy", version: "1.0.0" });
+    const transport = new LegacyTransport(new URL(`http://127.0.0.1:${publicPort}/mcp`), { requestInit: { headers: { authorization: `Bearer ${DEMO_KEY}` } } });
+    await client.connect(transport);
+    const sessionId = transport.sessionId;
+    expect(sessionId).toMatch(/^s1\./);
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["legacy.echo", "modern.echo"]);
+    expect(await client.callTool({ name: "modern.echo", arguments: { text: "2025 client, 2026 server" } })).toMatchObject({ content: [{ type: "text", text: "2025 client, 2026 server" }] });
+    // A new gateway process on the same port, with the same secret: no shared store, same session.
+    await gateway.stop();
+    gateway = await start();
+    expect(await client.callTool({ name: "legacy.echo", arguments: { text: "after restart" } })).toMatchObject({ content: [{ type: "text", text: "after restart" }] });
+    expect(transport.sessionId).toBe(sessionId);
+    expect(gateway.output()).not.toContain('"route":"initialize"');
+    await client.close();
+  });
+
+  it("answers 404 to a session id that is not this caller's, tampered with, or sealed with another secret", async () => {
+    const init = await fetch(`http://127.0.0.1:${publicPort}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }),
+    });
+    expect(init.status).toBe(200);
+    expect(((await init.json()) as any).result.protocolVersion).toBe("2025-06-18");
+    const sid = init.headers.get("mcp-session-id")!;
+    const list = (session: string, key = DEMO_KEY) =>
+      fetch(`http://127.0.0.1:${publicPort}/mcp`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+      });
+    expect((await list(sid)).status).toBe(200);
+    expect((await list(sid.slice(0, -3) + (sid.endsWith("AAA") ? "BBB" : "AAA"))).status).toBe(404);
+    expect((await list("s1.not-a-key.aaaaaaaaaaaaaaaa.bbbb")).status).toBe(404);
+    expect((await list(sid, "sk-sluice-limited")).status).toBe(404);
   });
 });
