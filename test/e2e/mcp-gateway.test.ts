@@ -9,6 +9,20 @@ import { startModernMcpTestServer, type ModernMcpTestServer } from "./support/mc
 import { startMcpTestServer, type McpTestServer } from "./support/mcp-test-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
+/** The simulator (for the model side), both MCP servers, and a gateway.yaml fronting the two. */
+async function startUpstreams() {
+  const [sim, modern, legacy] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startModernMcpTestServer(), startMcpTestServer()]);
+  const gatewayYaml = bundledConfig("gateway");
+  gatewayYaml.security.egress = { allow: ["127.0.0.1"] };
+  gatewayYaml.mcp = {
+    servers: [
+      { name: "modern", url: modern.url, era: "stateless" },
+      { name: "legacy", url: legacy.url, era: "stateful" },
+    ],
+  };
+  return { sim, modern, legacy, gatewayYaml, stop: () => Promise.all([sim.stop(), modern.stop(), legacy.stop()]) };
+}
+
 /**
  * The MCP endpoint end to end: the official SDK 2.x client (2026-07-28) through the gateway to a
  * 2026-07-28 server (SDK 2.x) and a stateful-era server (SDK 1.x), both on loopback.
@@ -18,17 +32,13 @@ describe("MCP through the gateway", () => {
   let modern: ModernMcpTestServer;
   let legacy: McpTestServer;
   let gateway: RunningGateway;
+  let stopUpstreams: () => Promise<unknown>;
 
   beforeAll(async () => {
-    [sim, modern, legacy] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startModernMcpTestServer(), startMcpTestServer()]);
-    const g = bundledConfig("gateway");
-    g.security.egress = { allow: ["127.0.0.1"] };
-    g.mcp = {
-      servers: [
-        { name: "modern", url: modern.url, era: "stateless" },
-        { name: "legacy", url: legacy.url, era: "stateful" },
-      ],
-    };
+    const up = await startUpstreams();
+    ({ sim, modern, legacy } = up);
+    stopUpstreams = up.stop;
+    const g = up.gatewayYaml;
     const p = bundledConfig("publication");
     p.mcp = {
       policy: {
@@ -45,7 +55,7 @@ describe("MCP through the gateway", () => {
 
   afterAll(async () => {
     await gateway?.stop();
-    await Promise.all([sim?.stop(), modern?.stop(), legacy?.stop()]);
+    await stopUpstreams?.();
   });
 
   const connect = async (path = "/mcp", key = DEMO_KEY) => {
@@ -130,21 +140,17 @@ describe("MCP through the gateway for stateful-era (2025) clients", () => {
   let modern: ModernMcpTestServer;
   let legacy: McpTestServer;
   let gateway: RunningGateway;
+  let stopUpstreams: () => Promise<unknown>;
   let publicPort: number;
   const SESSION_SECRET = "mcp-session-secret-for-the-e2e-tests-0123456789";
   let start: () => Promise<RunningGateway>;
 
   beforeAll(async () => {
-    [sim, modern, legacy] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startModernMcpTestServer(), startMcpTestServer()]);
-    const g = bundledConfig("gateway");
-    g.security.egress = { allow: ["127.0.0.1"] };
-    g.mcp = {
-      servers: [
-        { name: "modern", url: modern.url, era: "stateless" },
-        { name: "legacy", url: legacy.url, era: "stateful" },
-      ],
-      sessions: { secrets: ["MCP_SESSION_SECRET"] },
-    };
+    const up = await startUpstreams();
+    ({ sim, modern, legacy } = up);
+    stopUpstreams = up.stop;
+    const g = up.gatewayYaml;
+    g.mcp.sessions = { secrets: ["MCP_SESSION_SECRET"] };
     const p = bundledConfig("publication");
     p.mcp = { policy: { revision: "mcp-1", rules: [{ id: "demo-tools", effect: "allow", principals: { tenants: ["demo"] }, servers: ["*"], names: ["echo"] }] } };
     publicPort = await freePort();
@@ -161,7 +167,7 @@ describe("MCP through the gateway for stateful-era (2025) clients", () => {
 
   afterAll(async () => {
     await gateway?.stop();
-    await Promise.all([sim?.stop(), modern?.stop(), legacy?.stop()]);
+    await stopUpstreams?.();
   });
 
   it("initializes a session, lists and calls tools, and the session survives a gateway restart", async () => {

@@ -1,16 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
+import { refusalCode } from "./refusal.ts";
 import { isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../../../src/mcp/legacy-request.ts";
 
-const codeOf = (fn: () => unknown) => {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(GatewayError);
-    return (err as GatewayError).code;
-  }
-  throw new Error("expected a refusal");
-};
+const codeOf = refusalCode;
 
 describe("stateful-era MCP messages", () => {
   it("tells the eras apart by the per-request _meta version", () => {

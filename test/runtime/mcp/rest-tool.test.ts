@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
+import { refusalCode } from "./refusal.ts";
 import { buildRestRequest, restToolSchema, trimResponse } from "../../../src/mcp/rest-tool.ts";
 
 const tool = restToolSchema.parse({
@@ -14,15 +14,7 @@ const tool = restToolSchema.parse({
   response: { fields: ["title", "user.login"] },
 });
 const secrets = (name: string) => (name === "EXAMPLE_TOKEN" ? "token-value" : undefined);
-const refused = (fn: () => unknown) => {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(GatewayError);
-    return (err as GatewayError).code;
-  }
-  throw new Error("expected a refusal");
-};
+const refused = refusalCode;
 
 describe("REST tools", () => {
   it("builds the request from the template: encoded path segments, query, the credential from its secret", () => {
