@@ -68,11 +68,28 @@ export interface RequestRecord {
   callId: string | undefined;
   /** The trace the request's spans belong to. */
   readonly trace: RequestTrace;
+  /** For an MCP request: what was asked, what the policy decided and how the call ended. */
+  mcp: McpRecord | undefined;
   /**
    * Content kept for the content log, only when the entrypoint's policy sampled this request:
    * the prompt's text, and the completion's text as it is produced, each up to `maxChars`.
    */
   content: RequestContent | undefined;
+}
+
+/** The MCP part of a request's record: the audit of one MCP call. */
+export interface McpRecord {
+  readonly method: string;
+  /** The JSON-RPC id the client sent. */
+  readonly jsonrpcId: string | number | undefined;
+  readonly protocolVersion: string | undefined;
+  /** The upstream server the request reached, and the tool (or prompt) name as that server knows it. */
+  server?: string | undefined;
+  target?: string | undefined;
+  /** The policy's decision on the call: rule, revision and reason (no argument values). */
+  decision?: { readonly allowed: boolean; readonly rule: string | undefined; readonly policyRevision: string; readonly reason: string } | undefined;
+  /** The tool reported failure (`isError`) in a result the gateway passed on. */
+  toolError?: boolean | undefined;
 }
 
 /**
@@ -276,6 +293,7 @@ export class RequestContext {
       callId: undefined,
       trace: init.trace ?? requestTrace(undefined, false, init.parent?.record.trace, () => false),
       content: undefined,
+      mcp: undefined,
     };
     if (init.parent) {
       const parent = init.parent;

@@ -93,6 +93,7 @@ export class McpSession {
       const req = validateStatelessRequest(this.#ingress.headers, body, [STATELESS_VERSION]);
       id = req.id ?? null;
       ctx.record.route = req.method;
+      ctx.record.mcp = { method: req.method, jsonrpcId: req.id, protocolVersion: req.protocolVersion };
       if (req.id === undefined) {
         // A notification (cancellation over HTTP is the closed stream): accepted, nothing to relay.
         ctx.finish({ kind: "completed" });
@@ -122,6 +123,7 @@ export class McpSession {
     const ctx = this.#ctx;
     const req = validateLegacyMessage(body);
     ctx.record.route = req.method;
+    ctx.record.mcp = { method: req.method, jsonrpcId: req.id, protocolVersion: undefined };
     const who = `${principal.tenantId}/${principal.keyId}`;
     const now = this.#deps.clock.now();
     const server = this.#ingress.server;
@@ -144,6 +146,7 @@ export class McpSession {
     // Unknown, expired, tampered or another caller's: to this caller the session does not exist.
     if (!opened.ok) throw new GatewayError("not_found", "The MCP session is unknown or has expired: initialize again.");
     const version = legacyVersionOf(this.#ingress.headers);
+    ctx.record.mcp = { ...ctx.record.mcp!, protocolVersion: version };
     if (req.id === undefined) {
       ctx.finish({ kind: "completed" });
       return { status: 202, body: undefined };
@@ -193,11 +196,15 @@ export class McpSession {
         const name = params.name as string;
         const args = params.arguments;
         // Decided on the parsed body: the policy never reads the Mcp-Name header.
+        const audit = ctx.record.mcp;
         const routed =
           server === undefined
-            ? routeToolCall(name, args, new Set(this.#mcp.servers.keys()), caller, this.#mcp.policy)
+            ? routeToolCall(name, args, new Set(this.#mcp.servers.keys()), caller, this.#mcp.policy, (d, target) => {
+                if (audit) Object.assign(audit, { decision: d, ...target });
+              })
             : (() => {
                 const decision = this.#mcp.policy.decide({ ...caller, server, kind: "tool", name }, args);
+                if (audit) Object.assign(audit, { decision, server, target: name });
                 if (!decision.allowed) throw new GatewayError("tool_not_allowed", `The tool call is not allowed: ${decision.reason} (policy ${decision.policyRevision}).`, { param: "params.name" });
                 return { server, name, decision };
               })();
@@ -210,6 +217,7 @@ export class McpSession {
         const answer = await upstream.request("tools/call", { name: routed.name, arguments: args ?? {}, ...meta }, { signal: ctx.signal });
         if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${routed.server} refused the call (${answer.error.code}).`, { cause: answer.error.message });
         const result = isObject(answer.result) ? answer.result : {};
+        if (audit && result.isError === true) audit.toolError = true;
         return { resultType: "complete", ...result };
       }
       default:

@@ -78,12 +78,21 @@ export interface RoutedCall {
  * call's arguments. A name whose server part is not one of `servers` is refused as unknown — never
  * matched against another server's tools — and so is a call the policy does not allow.
  */
-export function routeToolCall(name: string, args: unknown, servers: ReadonlySet<string>, caller: Pick<PolicyQuestion, "tenant" | "key">, policy: ToolPolicy): RoutedCall {
+export function routeToolCall(
+  name: string,
+  args: unknown,
+  servers: ReadonlySet<string>,
+  caller: Pick<PolicyQuestion, "tenant" | "key">,
+  policy: ToolPolicy,
+  /** Told the decision before a refusal is thrown, for the audit record. */
+  onDecision?: (decision: PolicyDecision, target: { readonly server: string; readonly target: string }) => void,
+): RoutedCall {
   const split = splitNamespaced(name);
   if (split === undefined || !servers.has(split.server)) {
     throw new GatewayError("invalid_request", "Unknown tool: the virtual server's tools are named <server>.<tool>.", { param: "params.name" });
   }
   const decision = policy.decide({ ...caller, server: split.server, kind: "tool", name: split.name }, args);
+  onDecision?.(decision, { server: split.server, target: split.name });
   if (!decision.allowed) throw new GatewayError("tool_not_allowed", `The tool call is not allowed: ${decision.reason} (policy ${decision.policyRevision}).`, { param: "params.name" });
   return { server: split.server, name: split.name, decision };
 }

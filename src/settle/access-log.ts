@@ -45,6 +45,9 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           outcome: r.outcome,
           errorCode: r.errorCode,
           durationMs: r.endedAt === undefined ? undefined : r.endedAt - r.receivedAt,
+          // An MCP call's audit: the method, the server and tool it reached, the policy's decision
+          // (rule, revision, reason) and whether the tool reported failure.
+          mcp: r.mcp,
           attempts: sent.map((a) => ({
             attemptId: a.id,
             spanId: a.spanId,

@@ -60,6 +60,7 @@ export class GatewayMetrics implements FinishedRequestReader {
   readonly #snapshotRefreshFailures;
   readonly #spansDropped;
   readonly #settlements;
+  readonly #mcpDuration;
   readonly #overruns;
   readonly #cost;
 
@@ -183,6 +184,14 @@ export class GatewayMetrics implements FinishedRequestReader {
       help: "Spans and metric exports dropped because the export queue was full or the collector failed.",
       labels: [L("sluice.signal", oneOf(["spans", "metrics"]))],
     });
+    this.#mcpDuration = registry.histogram({
+      name: "mcp.server.operation.duration",
+      promName: "mcp_server_operation_duration_seconds",
+      unit: "s",
+      help: "MCP requests the gateway served, from receipt to answer, by method, server and tool (MCP semantic conventions).",
+      labels: [L("mcp.method.name", oneOf(["server/discover", "ping", "tools/list", "tools/call", "initialize"])), L("sluice.mcp.server", firstDistinct(d.maxSnapshotNames)), L("gen_ai.tool.name", firstDistinct(d.maxSnapshotNames)), L("error.type", oneOf(["", "tool_error", ...ERROR_CODES]))],
+      bounds: BUCKETS.duration,
+    });
     this.#settlements = registry.counter({
       name: "sluice.ledger.settlements",
       promName: "sluice_ledger_settlements_total",
@@ -259,6 +268,9 @@ export class GatewayMetrics implements FinishedRequestReader {
     const entrypoint = r.entrypoint ?? "";
     const error = r.errorCode ?? "";
     this.#requests.add([entrypoint, r.protocol ?? "", r.outcome ?? "error", error, r.route ?? "", r.tenant ?? ""]);
+    const mcp = r.mcp;
+    // Tool names come from upstream lists and callers: only a call the policy let through counts its tool.
+    if (mcp) this.#mcpDuration.observe([mcp.method, mcp.server ?? "", mcp.decision?.allowed ? (mcp.target ?? "") : "", error || (mcp.toolError ? "tool_error" : "")], (endedAt - r.receivedAt) / 1000);
     const sent = attempts.filter((a) => a.outcome !== "not_sent");
     const last = sent.at(-1);
     const responseModel = last?.logicalModel ?? "";

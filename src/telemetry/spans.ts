@@ -34,11 +34,13 @@ export function requestSpans(r: Readonly<RequestRecord>, attempts: readonly Read
   const sent = attempts.filter((a) => a.outcome !== "not_sent");
   const last = sent.at(-1);
   const spans: SpanData[] = [];
+  const mcp = r.mcp;
   spans.push({
     traceId: t.traceId,
     spanId: t.spanId,
     parentSpanId: t.parentSpanId,
-    name: `${OPERATION_CHAT} ${r.entrypoint ?? "unknown"}`,
+    // An MCP request is named as the MCP conventions ask: `{mcp.method.name} {target}`.
+    name: mcp ? `${mcp.method}${mcp.target ? ` ${mcp.target}` : ""}` : `${OPERATION_CHAT} ${r.entrypoint ?? "unknown"}`,
     kind: "server",
     startMs: r.receivedAt,
     endMs: end,
@@ -63,6 +65,21 @@ export function requestSpans(r: Readonly<RequestRecord>, attempts: readonly Read
       "sluice.outcome": r.outcome,
       "sluice.phase": r.phase,
       "sluice.attempts": sent.length,
+      ...(mcp
+        ? {
+            "gen_ai.operation.name": mcp.method === "tools/call" ? "execute_tool" : undefined,
+            "gen_ai.provider.name": undefined,
+            "gen_ai.request.model": undefined,
+            "mcp.method.name": mcp.method,
+            "mcp.protocol.version": mcp.protocolVersion,
+            "jsonrpc.request.id": mcp.jsonrpcId === undefined ? undefined : String(mcp.jsonrpcId),
+            "gen_ai.tool.name": mcp.method === "tools/call" ? mcp.target : undefined,
+            "sluice.mcp.server": mcp.server,
+            "sluice.mcp.policy_rule": mcp.decision?.rule,
+            "sluice.mcp.policy_revision": mcp.decision?.policyRevision,
+            "error.type": r.errorCode ?? (mcp.toolError ? "tool_error" : undefined),
+          }
+        : {}),
     },
     events: [],
     links: t.linked ? [{ traceId: t.linked.traceId, spanId: t.linked.spanId }] : [],

@@ -123,6 +123,18 @@ describe("MCP through the gateway", () => {
     const metrics = await (await fetch(`${gateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
     expect(metrics).toMatch(/sluice_requests_total\{sluice_entrypoint="mcp\/modern",sluice_protocol="other",sluice_outcome="success",error_type="",sluice_route="tools\/call",sluice_tenant="other"\} [1-9]/);
     expect(gateway.output()).toMatch(/"kind":"request".*"entrypoint":"mcp\/modern","route":"tools\/call"/);
+    expect(metrics).toMatch(/mcp_server_operation_duration_seconds_count\{mcp_method_name="tools\/call",sluice_mcp_server="modern",gen_ai_tool_name="echo",error_type=""\} [1-9]/);
+    // One audit line per call: the decision (rule, revision) beside the execution's result.
+    const refused = await connect();
+    await expect(refused.callTool({ name: "legacy.count", arguments: { n: 1 } })).rejects.toThrow();
+    await refused.close();
+    const line = gateway
+      .output()
+      .split("\n")
+      .filter((l) => l.includes('"route":"tools/call"') && l.includes('"outcome":"error"'))
+      .map((l) => JSON.parse(l))
+      .at(-1);
+    expect(line).toMatchObject({ errorCode: "tool_not_allowed", mcp: { method: "tools/call", server: "legacy", target: "count", decision: { allowed: false, rule: "no-count", policyRevision: "mcp-1" } } });
   });
 
   it("sends nothing of the caller's upstream: no key, no session, no trace header", async () => {

@@ -33,6 +33,7 @@ export function requestRecord(over: Partial<RequestRecord> = {}, client?: TraceP
     callId: undefined,
     trace: requestTrace(client, client !== undefined, undefined, () => true),
     content: undefined,
+    mcp: undefined,
     ...over,
   };
 }

@@ -32,6 +32,14 @@ describe("spans of a request", () => {
     expect(spans.map((s) => s.error)).toEqual(["budget_exceeded", undefined, "budget_exceeded"]);
   });
 
+  it("names an MCP request's span as the MCP conventions do, with the tool and the policy's rule", () => {
+    const r = requestRecord({ entrypoint: "mcp", route: "tools/call", mcp: { method: "tools/call", jsonrpcId: 7, protocolVersion: "2026-07-28", server: "github", target: "search", decision: { allowed: true, rule: "r1", policyRevision: "p1", reason: "allowed by rule r1" }, toolError: true } });
+    const [root] = requestSpans(r, []);
+    expect(root!.name).toBe("tools/call search");
+    expect(root!.attributes).toMatchObject({ "mcp.method.name": "tools/call", "gen_ai.tool.name": "search", "gen_ai.operation.name": "execute_tool", "jsonrpc.request.id": "7", "sluice.mcp.policy_rule": "r1", "error.type": "tool_error" });
+    expect(root!.attributes["gen_ai.request.model"]).toBeUndefined();
+  });
+
   it("encodes OTLP JSON: hex ids, nanosecond strings, span kinds, status, the pinned schema URL", () => {
     const spans = requestSpans(requestRecord({}, client), [attemptRecord()]);
     const body = traceExport(spans, { serviceName: "sluice", serviceVersion: "0.1.0" }) as any;
