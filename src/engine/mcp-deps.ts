@@ -6,7 +6,7 @@ import type { UpstreamAnswer } from "../mcp/upstream-client.ts";
 export interface McpServerHandle {
   readonly name: string;
   readonly listFailure: "open" | "closed";
-  request(method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal }): Promise<UpstreamAnswer>;
+  request(method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal; readonly keepAlive?: (p: Promise<unknown>) => void }): Promise<UpstreamAnswer>;
 }
 
 /** The MCP servers and the policy an isolate serves with. */

@@ -214,7 +214,7 @@ export class McpSession {
         const upstream = this.#mcp.servers.get(routed.server)!;
         // The caller's _meta (progress token aside) is not the upstream's business.
         const meta = isObject(params._meta) && params._meta.progressToken !== undefined ? { _meta: { progressToken: params._meta.progressToken } } : {};
-        const answer = await upstream.request("tools/call", { name: routed.name, arguments: args ?? {}, ...meta }, { signal: ctx.signal });
+        const answer = await upstream.request("tools/call", { name: routed.name, arguments: args ?? {}, ...meta }, { signal: ctx.signal, keepAlive: ctx.waitUntil });
         if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${routed.server} refused the call (${answer.error.code}).`, { cause: answer.error.message });
         const result = isObject(answer.result) ? answer.result : {};
         if (audit && result.isError === true) audit.toolError = true;

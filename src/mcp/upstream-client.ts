@@ -47,7 +47,16 @@ export class McpUpstream {
   }
 
   /** Sends one request; `onNotification` receives what the server streams before its answer. */
-  async request(method: string, params: Readonly<Record<string, unknown>> = {}, opts: { readonly signal?: AbortSignal; readonly onNotification?: (n: UpstreamNotification) => void } = {}): Promise<UpstreamAnswer> {
+  async request(
+    method: string,
+    params: Readonly<Record<string, unknown>> = {},
+    opts: {
+      readonly signal?: AbortSignal;
+      readonly onNotification?: (n: UpstreamNotification) => void;
+      /** Keeps alive the cancellation notice sent when `signal` aborts a stateful-era request. */
+      readonly keepAlive?: (p: Promise<unknown>) => void;
+    } = {},
+  ): Promise<UpstreamAnswer> {
     if (this.#o.era === "stateless") return await this.#send(method, this.#statelessParams(params), this.#statelessHeaders(method, params), opts);
     for (let attempt = 0; ; attempt++) {
       const session = await this.#openSession(opts.signal);
@@ -96,16 +105,41 @@ export class McpUpstream {
     return this.#session;
   }
 
-  async #send(method: string, params: Readonly<Record<string, unknown>>, headers: Record<string, string>, opts: { readonly signal?: AbortSignal; readonly onNotification?: (n: UpstreamNotification) => void }): Promise<UpstreamAnswer> {
-    const res = await this.#post({ jsonrpc: "2.0", id: this.#nextId++, method, params }, headers, opts.signal);
-    // 404 is the specification's answer to an unknown session; some servers answer 400 instead.
-    // Either way the request was refused before it ran, so sending it again on a new session is
-    // safe (a genuine 400 comes back the same and is returned then).
-    if (headers["mcp-session-id"] !== undefined && (res.status === 404 || res.status === 400)) {
-      await res.body?.cancel();
-      throw new SessionGone();
+  async #send(
+    method: string,
+    params: Readonly<Record<string, unknown>>,
+    headers: Record<string, string>,
+    opts: { readonly signal?: AbortSignal; readonly onNotification?: (n: UpstreamNotification) => void; readonly keepAlive?: (p: Promise<unknown>) => void },
+  ): Promise<UpstreamAnswer> {
+    const requestId = this.#nextId++;
+    // In the stateful era a closed connection is not a cancellation: the server is told, in the
+    // same session, so that it stops the work (2026-07-28 servers take the closed stream as one).
+    const session = headers["mcp-session-id"];
+    const onAbort =
+      session === undefined
+        ? undefined
+        : () => {
+            const notice = this.#post({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "The client cancelled the request." } }, headers, undefined).then(
+              (r) => r.body?.cancel(),
+              () => undefined,
+            );
+            opts.keepAlive?.(notice);
+          };
+    if (onAbort) opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      const res = await this.#post({ jsonrpc: "2.0", id: requestId, method, params }, headers, opts.signal);
+      // 404 is the specification's answer to an unknown session; some servers answer 400 instead.
+      // Either way the request was refused before it ran, so sending it again on a new session is
+      // safe (a genuine 400 comes back the same and is returned then).
+      if (headers["mcp-session-id"] !== undefined && (res.status === 404 || res.status === 400)) {
+        await res.body?.cancel();
+        throw new SessionGone();
+      }
+      return await this.#answerOf(res, opts.onNotification);
+    } finally {
+      // Until the answer is read: an SSE answer may stream for a while after its headers.
+      if (onAbort) opts.signal?.removeEventListener("abort", onAbort);
     }
-    return await this.#answerOf(res, opts.onNotification);
   }
 
   async #post(message: unknown, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<Response> {

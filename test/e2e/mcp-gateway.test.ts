@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextp
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../local-stack/ports.ts";
+import { rawSocket } from "./support/raw-http.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { startModernMcpTestServer, type ModernMcpTestServer } from "./support/mcp-modern-server.ts";
 import { startMcpTestServer, type McpTestServer } from "./support/mcp-test-server.ts";
@@ -69,7 +70,7 @@ describe("MCP through the gateway", () => {
     const client = await connect();
     const tools = (await client.listTools()).tools.map((t) => t.name).sort();
     // legacy.count is denied outright, so it is not listed; legacy.echo is listed (only long texts are denied).
-    expect(tools).toEqual(["legacy.echo", "modern.echo"]);
+    expect(tools).toEqual(["legacy.echo", "legacy.slow", "modern.echo"]);
     expect(await client.callTool({ name: "modern.echo", arguments: { text: "to the modern server" } })).toMatchObject({ content: [{ type: "text", text: "to the modern server" }] });
     expect(await client.callTool({ name: "legacy.echo", arguments: { text: "short" } })).toMatchObject({ content: [{ type: "text", text: "short" }] });
     await client.close();
@@ -85,7 +86,7 @@ describe("MCP through the gateway", () => {
 
   it("serves one server at /mcp/<server> with its names unchanged", async () => {
     const client = await connect("/mcp/legacy");
-    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["echo"]);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["echo", "slow"]);
     expect(await client.callTool({ name: "echo", arguments: { text: "direct" } })).toMatchObject({ content: [{ type: "text", text: "direct" }] });
     await client.close();
   });
@@ -135,6 +136,34 @@ describe("MCP through the gateway", () => {
       .map((l) => JSON.parse(l))
       .at(-1);
     expect(line).toMatchObject({ errorCode: "tool_not_allowed", mcp: { method: "tools/call", server: "legacy", target: "count", decision: { allowed: false, rule: "no-count", policyRevision: "mcp-1" } } });
+  });
+
+  it("a client that goes away cancels the call upstream: a stateful server gets notifications/cancelled", async () => {
+    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
+    // A raw connection the test resets: workerd notices a reset client at once (a quiet close
+    // only when it next writes), which is what a client that goes away looks like to the gateway.
+    const body = JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "slow", arguments: {}, _meta: meta } });
+    const socket = await rawSocket(gateway.publicUrl);
+    socket.on("error", () => {});
+    socket.write(
+      `POST /mcp/legacy HTTP/1.1\r\nhost: ${new URL(gateway.publicUrl).host}\r\nauthorization: Bearer ${DEMO_KEY}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: slow\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    const until = async (what: string, ok: () => boolean) => {
+      const end = Date.now() + 10_000;
+      while (!ok()) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    };
+    await until("the call to reach the server", () => legacy.seen.some((s) => s.method === "tools/call" && s.body?.params?.name === "slow"));
+    socket.resetAndDestroy();
+    await until("the server to be told", () => legacy.seen.some((s) => s.method === "notifications/cancelled")).catch((err: unknown) => {
+      throw new Error(`${String(err)}; seen ${JSON.stringify(legacy.seen.map((s) => s.method))}; gateway ${gateway.output().slice(-1500)}`);
+    });
+    const notice = legacy.seen.find((s) => s.method === "notifications/cancelled")!;
+    const slow = legacy.seen.find((s) => s.method === "tools/call" && s.body?.params?.name === "slow")!;
+    expect(notice.body.params.requestId).toBe(slow.body.id);
+    expect(notice.headers["mcp-session-id"]).toBe(slow.headers["mcp-session-id"]);
   });
 
   it("sends nothing of the caller's upstream: no key, no session, no trace header", async () => {

@@ -9,7 +9,7 @@ import { z } from "zod";
 export interface McpTestServer {
   readonly url: string;
   /** Requests seen, with their headers, for checking what the gateway sends upstream. */
-  readonly seen: { readonly method: string | undefined; readonly headers: IncomingMessage["headers"] }[];
+  readonly seen: { readonly method: string | undefined; readonly headers: IncomingMessage["headers"]; readonly body: any }[];
   /** Forgets every session, as a restarted server would. */
   forgetSessions(): void;
   stop(): Promise<void>;
@@ -29,6 +29,16 @@ function build(): McpServer {
       return { content: [{ type: "text", text: `counted to ${n}` }] };
     },
   );
+  server.registerTool("slow", { description: "Waits until cancelled, or 10 s" }, async (extra) => {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 10_000);
+      extra.signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return { content: [{ type: "text", text: extra.signal.aborted ? "cancelled" : "finished" }] };
+  });
   return server;
 }
 
@@ -46,7 +56,7 @@ export async function startMcpTestServer(): Promise<McpTestServer> {
   const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
       const body = await readBody(req);
-      seen.push({ method: (body as { method?: string } | undefined)?.method, headers: req.headers });
+      seen.push({ method: (body as { method?: string } | undefined)?.method, headers: req.headers, body });
       const sid = req.headers["mcp-session-id"];
       let transport = typeof sid === "string" ? transports.get(sid) : undefined;
       if (!transport) {
