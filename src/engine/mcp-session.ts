@@ -137,7 +137,11 @@ export class McpSession {
       return {
         status: 200,
         headers: { "mcp-session-id": sessionId },
-        body: { jsonrpc: "2.0", id: req.id, result: { protocolVersion, capabilities: { tools: { listChanged: false } }, serverInfo: this.#mcp.serverInfo } },
+        body: {
+          jsonrpc: "2.0",
+          id: req.id,
+          result: { protocolVersion, capabilities: server === undefined ? { tools: { listChanged: false } } : { tools: { listChanged: false }, prompts: { listChanged: false }, resources: {} }, serverInfo: this.#mcp.serverInfo },
+        },
       };
     }
     const presented = this.#ingress.headers.get("mcp-session-id");
@@ -168,7 +172,7 @@ export class McpSession {
         return {
           resultType: "complete",
           supportedVersions: [STATELESS_VERSION],
-          capabilities: { tools: {} },
+          capabilities: server === undefined ? { tools: {} } : { tools: {}, prompts: {}, resources: {} },
           _meta: { "io.modelcontextprotocol/serverInfo": this.#mcp.serverInfo },
           ...UNCACHEABLE,
         };
@@ -220,8 +224,44 @@ export class McpSession {
         if (audit && result.isError === true) audit.toolError = true;
         return { resultType: "complete", ...result };
       }
+      case "prompts/list":
+      case "resources/list":
+      case "resources/templates/list": {
+        // Prompts and resources are served on one server's endpoint, where their names are the server's own.
+        if (server === undefined) throw new GatewayError("mcp_method_not_found", `${req.method} is served on /mcp/<server>; the virtual server lists tools only.`);
+        ctx.enter("authorize");
+        ctx.enter("decide");
+        await this.#admit(principal, server);
+        ctx.enter("invoke");
+        const answer = await this.#mcp.servers.get(server)!.request(req.method, typeof req.params.cursor === "string" ? { cursor: req.params.cursor } : {}, { signal: ctx.signal });
+        if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${server} refused ${req.method} (${answer.error.code}).`, { cause: answer.error.message });
+        const result = isObject(answer.result) ? answer.result : {};
+        const [field, key] = req.method === "prompts/list" ? (["prompts", "name"] as const) : req.method === "resources/list" ? (["resources", "uri"] as const) : (["resourceTemplates", "uriTemplate"] as const);
+        const kind = req.method === "prompts/list" ? "prompt" : "resource";
+        const items = Array.isArray(result[field]) ? (result[field] as unknown[]).filter((i): i is Record<string, unknown> => isObject(i) && typeof i[key] === "string") : [];
+        const visible = items.filter((i) => this.#mcp.policy.visible({ ...caller, server, kind, name: i[key] as string }).allowed);
+        return { resultType: "complete", [field]: visible, ...(typeof result.nextCursor === "string" ? { nextCursor: result.nextCursor } : {}), ...UNCACHEABLE };
+      }
+      case "prompts/get":
+      case "resources/read": {
+        if (server === undefined) throw new GatewayError("mcp_method_not_found", `${req.method} is served on /mcp/<server>.`);
+        ctx.enter("authorize");
+        const kind = req.method === "prompts/get" ? "prompt" : "resource";
+        const name = (req.method === "prompts/get" ? req.params.name : req.params.uri) as string;
+        const decision = this.#mcp.policy.decide({ ...caller, server, kind, name }, req.params.arguments);
+        const audit = ctx.record.mcp;
+        if (audit) Object.assign(audit, { decision, server, target: name });
+        if (!decision.allowed) throw new GatewayError("tool_not_allowed", `The ${kind} is not allowed: ${decision.reason} (policy ${decision.policyRevision}).`, { param: req.method === "prompts/get" ? "params.name" : "params.uri" });
+        ctx.enter("decide");
+        await this.#admit(principal, server);
+        ctx.enter("invoke");
+        const forwarded = req.method === "prompts/get" ? { name, ...(req.params.arguments !== undefined ? { arguments: req.params.arguments } : {}) } : { uri: name };
+        const answer = await this.#mcp.servers.get(server)!.request(req.method, forwarded, { signal: ctx.signal, keepAlive: ctx.waitUntil });
+        if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${server} refused ${req.method} (${answer.error.code}).`, { cause: answer.error.message });
+        return { resultType: "complete", ...(isObject(answer.result) ? answer.result : {}), ...(req.method === "resources/read" ? UNCACHEABLE : {}) };
+      }
       default:
-        throw new GatewayError("mcp_method_not_found", `Method ${JSON.stringify(req.method)} is not served by this gateway's MCP endpoint (it serves server/discover, ping, tools/list and tools/call).`);
+        throw new GatewayError("mcp_method_not_found", `Method ${JSON.stringify(req.method)} is not served by this gateway's MCP endpoint.`);
     }
   }
 

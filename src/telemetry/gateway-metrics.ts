@@ -189,7 +189,7 @@ export class GatewayMetrics implements FinishedRequestReader {
       promName: "mcp_server_operation_duration_seconds",
       unit: "s",
       help: "MCP requests the gateway served, from receipt to answer, by method, server and tool (MCP semantic conventions).",
-      labels: [L("mcp.method.name", oneOf(["server/discover", "ping", "tools/list", "tools/call", "initialize"])), L("sluice.mcp.server", firstDistinct(d.maxSnapshotNames)), L("gen_ai.tool.name", firstDistinct(d.maxSnapshotNames)), L("error.type", oneOf(["", "tool_error", ...ERROR_CODES]))],
+      labels: [L("mcp.method.name", oneOf(["server/discover", "ping", "tools/list", "tools/call", "initialize", "prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list"])), L("sluice.mcp.server", firstDistinct(d.maxSnapshotNames)), L("gen_ai.tool.name", firstDistinct(d.maxSnapshotNames)), L("error.type", oneOf(["", "tool_error", ...ERROR_CODES]))],
       bounds: BUCKETS.duration,
     });
     this.#settlements = registry.counter({

@@ -46,6 +46,9 @@ describe("MCP through the gateway", () => {
         revision: "mcp-1",
         rules: [
           { id: "demo-tools", effect: "allow", principals: { tenants: ["demo"] }, servers: ["*"], names: ["*"] },
+          { id: "demo-prompts", effect: "allow", principals: { tenants: ["demo"] }, servers: ["modern"], kind: "prompt", names: ["greet"] },
+          { id: "demo-docs", effect: "allow", principals: { tenants: ["demo"] }, servers: ["modern"], kind: "resource", names: ["docs://*"] },
+          { id: "no-secret-doc", effect: "deny", servers: ["modern"], kind: "resource", names: ["docs://secret"] },
           { id: "no-count", effect: "deny", servers: ["legacy"], names: ["count"] },
           { id: "short-echo", effect: "deny", servers: ["legacy"], names: ["echo"], arguments: { text: { pattern: ".{20,}" } } },
         ],
@@ -88,6 +91,16 @@ describe("MCP through the gateway", () => {
     const client = await connect("/mcp/legacy");
     expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["echo", "slow"]);
     expect(await client.callTool({ name: "echo", arguments: { text: "direct" } })).toMatchObject({ content: [{ type: "text", text: "direct" }] });
+    await client.close();
+  });
+
+  it("serves a server's prompts and resources at /mcp/<server>, filtered and re-authorized by the policy", async () => {
+    const client = await connect("/mcp/modern");
+    expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(["greet"]);
+    expect(await client.getPrompt({ name: "greet", arguments: { name: "Ada" } })).toMatchObject({ messages: [{ role: "user", content: { type: "text", text: "Hello, Ada" } }] });
+    expect((await client.listResources()).resources.map((r) => r.uri)).toEqual(["docs://readme"]);
+    expect(await client.readResource({ uri: "docs://readme" })).toMatchObject({ contents: [{ uri: "docs://readme", text: "the readme" }] });
+    await expect(client.readResource({ uri: "docs://secret" })).rejects.toThrow(/denied by rule no-secret-doc/);
     await client.close();
   });
 

@@ -15,6 +15,13 @@ export async function startModernMcpTestServer(): Promise<ModernMcpTestServer> {
     () => {
       const server = new McpServer({ name: "sluice-modern-test-server", version: "1.0.0" });
       server.registerTool("echo", { description: "Echoes its text", inputSchema: z.object({ text: z.string() }) }, async ({ text }) => ({ content: [{ type: "text" as const, text }] }));
+      server.registerPrompt("greet", { description: "A greeting", argsSchema: z.object({ name: z.string() }) }, async ({ name }) => ({ messages: [{ role: "user" as const, content: { type: "text" as const, text: `Hello, ${name}` } }] }));
+      for (const [name, uri] of [
+        ["readme", "docs://readme"],
+        ["secret", "docs://secret"],
+      ] as const) {
+        server.registerResource(name, uri, { mimeType: "text/plain" }, async (u) => ({ contents: [{ uri: u.href, text: `the ${name}` }] }));
+      }
       return server;
     },
     { legacy: "reject" },
