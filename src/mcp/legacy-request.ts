@@ -1,5 +1,6 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { HeaderReader } from "./stateless-request.ts";
+import { isRecord } from "../protocol/fast-guard.ts";
 
 /**
  * Requests of MCP's stateful era (2025-03-26, 2025-06-18, 2025-11-25), as the gateway serves
@@ -20,23 +21,22 @@ export interface LegacyRequest {
   readonly params: Readonly<Record<string, unknown>>;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** Whether a message belongs to the stateless revision (it carries the per-request `_meta` version). */
 export function isStatelessMessage(body: unknown): boolean {
-  return isObject(body) && isObject(body.params) && isObject(body.params._meta) && typeof body.params._meta["io.modelcontextprotocol/protocolVersion"] === "string";
+  return isRecord(body) && isRecord(body.params) && isRecord(body.params._meta) && typeof body.params._meta["io.modelcontextprotocol/protocolVersion"] === "string";
 }
 
 /** Validates the JSON-RPC shape of a stateful-era message. */
 export function validateLegacyMessage(body: unknown): LegacyRequest {
   if (Array.isArray(body)) throw new GatewayError("mcp_invalid_message", "JSON-RPC batches are not accepted: send one message per request.");
-  if (!isObject(body) || body.jsonrpc !== "2.0" || typeof body.method !== "string" || body.method === "") {
+  if (!isRecord(body) || body.jsonrpc !== "2.0" || typeof body.method !== "string" || body.method === "") {
     throw new GatewayError("mcp_invalid_message", "The body must be one JSON-RPC 2.0 request or notification.");
   }
   const hasId = "id" in body;
   const id = body.id;
   if (hasId && !(typeof id === "string" || (typeof id === "number" && Number.isFinite(id)))) throw new GatewayError("mcp_invalid_message", "A JSON-RPC request id must be a string or a number.");
-  if (body.params !== undefined && !isObject(body.params)) throw new GatewayError("invalid_request", "'params' must be an object.", { param: "params" });
+  if (body.params !== undefined && !isRecord(body.params)) throw new GatewayError("invalid_request", "'params' must be an object.", { param: "params" });
   if (!hasId && !body.method.startsWith("notifications/")) throw new GatewayError("mcp_invalid_message", "A message without an id must be a notification (notifications/…).");
   return { id: hasId ? (id as string | number) : undefined, method: body.method, params: (body.params ?? {}) as Record<string, unknown> };
 }

@@ -1,4 +1,5 @@
 import { GatewayError } from "../errors/gateway-error.ts";
+import { isRecord } from "../protocol/fast-guard.ts";
 
 /**
  * Per-request validation of MCP's stateless revision (2026-07-28, `basic/transports/
@@ -45,7 +46,6 @@ export interface StatelessRequest {
   readonly clientCapabilities: Readonly<Record<string, unknown>>;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** `Mcp-Name` as sent: plain, or `=?base64?…?=` for values that are not header-safe. */
 export function decodeHeaderValue(v: string): string | undefined {
@@ -70,7 +70,7 @@ export function decodeHeaderValue(v: string): string | undefined {
  * - a method the revision does not have → `mcp_method_not_found` (-32601, HTTP 404).
  */
 export function validateStatelessRequest(headers: HeaderReader, body: unknown, supportedVersions: readonly string[]): StatelessRequest {
-  if (!isObject(body) || body.jsonrpc !== "2.0" || typeof body.method !== "string" || body.method === "") {
+  if (!isRecord(body) || body.jsonrpc !== "2.0" || typeof body.method !== "string" || body.method === "") {
     throw new GatewayError("mcp_invalid_message", "The body must be one JSON-RPC 2.0 request or notification (batches are not part of this revision).");
   }
   const hasId = "id" in body;
@@ -79,18 +79,18 @@ export function validateStatelessRequest(headers: HeaderReader, body: unknown, s
     throw new GatewayError("mcp_invalid_message", "A JSON-RPC request id must be a string or a number.");
   }
   const method = body.method;
-  if (body.params !== undefined && !isObject(body.params)) throw new GatewayError("invalid_request", "'params' must be an object.", { param: "params" });
+  if (body.params !== undefined && !isRecord(body.params)) throw new GatewayError("invalid_request", "'params' must be an object.", { param: "params" });
   const params = (body.params ?? {}) as Record<string, unknown>;
   const meta = params._meta;
-  const version = isObject(meta) ? meta[META_VERSION] : undefined;
-  const capabilities = isObject(meta) ? meta[META_CAPABILITIES] : undefined;
+  const version = isRecord(meta) ? meta[META_VERSION] : undefined;
+  const capabilities = isRecord(meta) ? meta[META_CAPABILITIES] : undefined;
   if (method === "initialize" && typeof version !== "string") {
     // A stateful-era client's first message. The specification asks a server of this revision to
     // refuse it naming the versions it supports, so that a client speaking both eras switches.
     const requested = typeof params.protocolVersion === "string" ? params.protocolVersion.slice(0, 32) : undefined;
     throw new GatewayError("mcp_unsupported_version", "This endpoint speaks protocol revision 2026-07-28 only: no initialize, every request carries its _meta.", { details: [{ supported: [...supportedVersions], ...(requested ? { requested } : {}) }] });
   }
-  if (typeof version !== "string" || !isObject(capabilities)) {
+  if (typeof version !== "string" || !isRecord(capabilities)) {
     throw new GatewayError("invalid_request", `Every request of this revision carries params._meta["${META_VERSION}"] and params._meta["${META_CAPABILITIES}"].`, { param: "params._meta" });
   }
   if (!supportedVersions.includes(version)) {

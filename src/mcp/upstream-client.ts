@@ -1,5 +1,7 @@
+import { createParser } from "eventsource-parser";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { STATELESS_VERSION } from "./stateless-request.ts";
+import { isRecord } from "../protocol/fast-guard.ts";
 
 /**
  * The gateway's own MCP client towards one upstream server, in the server's era. The gateway
@@ -29,7 +31,6 @@ export type UpstreamAnswer = { readonly ok: true; readonly result: unknown } | {
 /** A message a server sent before its answer (progress, logging), passed on by the caller. */
 export type UpstreamNotification = { readonly method: string; readonly params?: unknown };
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
  * One upstream server. Requests are independent; a stateful server's session is opened on the
@@ -73,7 +74,7 @@ export class McpUpstream {
   }
 
   #statelessParams(params: Readonly<Record<string, unknown>>): Record<string, unknown> {
-    const meta = isObject(params._meta) ? params._meta : {};
+    const meta = isRecord(params._meta) ? params._meta : {};
     return { ...params, _meta: { ...meta, "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION, "io.modelcontextprotocol/clientCapabilities": {} } };
   }
 
@@ -166,20 +167,20 @@ export class McpUpstream {
     const type = res.headers.get("content-type") ?? "";
     const messages: unknown[] = [];
     if (/^text\/event-stream/i.test(type)) {
-      const text = await res.text();
-      for (const block of text.split(/\r?\n\r?\n/)) {
-        const data = block
-          .split(/\r?\n/)
-          .filter((l) => l.startsWith("data:"))
-          .map((l) => l.slice(5).replace(/^ /, ""))
-          .join("\n");
-        if (data === "") continue;
-        try {
-          messages.push(JSON.parse(data));
-        } catch {
-          throw new GatewayError("upstream_protocol_error", "The MCP server sent an event that is not JSON.");
-        }
-      }
+      // The SSE framing is eventsource-parser's, as for provider streams; only the data is ours.
+      let bad = false;
+      const parser = createParser({
+        onEvent: (ev) => {
+          if (ev.data === "") return;
+          try {
+            messages.push(JSON.parse(ev.data));
+          } catch {
+            bad = true;
+          }
+        },
+      });
+      parser.feed(await res.text());
+      if (bad) throw new GatewayError("upstream_protocol_error", "The MCP server sent an event that is not JSON.");
     } else {
       const text = await res.text();
       if (text.trim() === "") throw new GatewayError(res.ok ? "upstream_protocol_error" : "upstream_error", `The MCP server answered ${res.status} without a JSON-RPC message.`);
@@ -190,9 +191,9 @@ export class McpUpstream {
       }
     }
     for (const m of messages) {
-      if (!isObject(m)) continue;
+      if (!isRecord(m)) continue;
       if ("result" in m) return { ok: true, result: m.result };
-      if (isObject(m.error) && typeof m.error.code === "number") return { ok: false, error: { code: m.error.code, message: String(m.error.message ?? ""), ...(m.error.data !== undefined ? { data: m.error.data } : {}) } };
+      if (isRecord(m.error) && typeof m.error.code === "number") return { ok: false, error: { code: m.error.code, message: String(m.error.message ?? ""), ...(m.error.data !== undefined ? { data: m.error.data } : {}) } };
       if (typeof m.method === "string" && !("id" in m)) onNotification?.({ method: m.method, params: m.params });
     }
     throw new GatewayError("upstream_protocol_error", `The MCP server's answer (${res.status}) carried no JSON-RPC result or error.`);
