@@ -3,13 +3,14 @@ import { authenticate } from "../auth/authenticate.ts";
 import { RequestContext } from "../context/request-context.ts";
 import { requestTrace, type TraceParent } from "../context/trace-context.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
-import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
 import { isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../mcp/legacy-request.ts";
 import { STATELESS_VERSION, validateStatelessRequest, type HeaderReader, type StatelessRequest } from "../mcp/stateless-request.ts";
+import { authorizeCall } from "../mcp/tool-policy.ts";
 import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } from "../mcp/virtual-server.ts";
 import type { Principal } from "../publication/principal.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import type { McpDeps } from "./mcp-deps.ts";
+import { isRecord } from "../protocol/fast-guard.ts";
 
 /** What the HTTP adapter hands the engine for one MCP request: nothing transport-specific. */
 export interface McpIngress {
@@ -25,18 +26,17 @@ export interface McpIngress {
   readonly waitUntil: (p: Promise<unknown>) => void;
 }
 
-/** The answer: a JSON-RPC message with its HTTP status, or 202 without a body (a notification). */
-export interface McpReply {
-  readonly status: number;
-  readonly body: unknown;
-  /** Response headers the protocol needs (a new session's `Mcp-Session-Id`). */
-  readonly headers?: Readonly<Record<string, string>> | undefined;
-}
+/**
+ * The answer: a JSON-RPC result (200), an accepted notification (202, no body), or a refusal the
+ * adapter renders in JSON-RPC's envelope, answering the request's id when it was read.
+ */
+export type McpReply =
+  | { readonly kind: "result"; readonly status: 200 | 202; readonly body: unknown; readonly headers?: Readonly<Record<string, string>> | undefined }
+  | { readonly kind: "error"; readonly error: GatewayError; readonly id: string | number | null };
 
 /** Results proxied through a per-caller policy must not be shared by caches (2026-07-28 caching). */
 const UNCACHEABLE = { ttlMs: 0, cacheScope: "private" } as const;
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
  * One MCP request through the same runtime as a model request: its own request context (ids,
@@ -87,7 +87,7 @@ export class McpSession {
       const body = await this.#ingress.readBody();
       ctx.checkpoint();
       // An error answers the request's own id whenever the body has a readable one.
-      const raw = isObject(body) ? body.id : undefined;
+      const raw = isRecord(body) ? body.id : undefined;
       if (typeof raw === "string" || (typeof raw === "number" && Number.isFinite(raw))) id = raw;
       if (this.#mcp.sessions && !isStatelessMessage(body)) return await this.#legacy(body, principal, this.#mcp.sessions);
       const req = validateStatelessRequest(this.#ingress.headers, body, [STATELESS_VERSION]);
@@ -97,19 +97,19 @@ export class McpSession {
       if (req.id === undefined) {
         // A notification (cancellation over HTTP is the closed stream): accepted, nothing to relay.
         ctx.finish({ kind: "completed" });
-        return { status: 202, body: undefined };
+        return { kind: "result", status: 202, body: undefined };
       }
       const server = this.#ingress.server;
       if (server !== undefined && !this.#mcp.servers.has(server)) throw new GatewayError("not_found", `No MCP server is named ${JSON.stringify(server.slice(0, 64))}.`);
       const result = await this.#answer(req, principal, server);
       ctx.enter("respond");
       ctx.finish({ kind: "completed" });
-      return { status: 200, body: { jsonrpc: "2.0", id: req.id, result } };
+      return { kind: "result", status: 200, body: { jsonrpc: "2.0", id: req.id, result } };
     } catch (err) {
       const error = toGatewayError(err);
       if (!(err instanceof GatewayError)) this.#deps.log({ kind: "request_failed", requestId: ctx.requestId, code: error.code, cause: String(err) });
       ctx.finish({ kind: "failed", error });
-      return { status: error.status, body: toJsonRpcErrorBody(error, id) };
+      return { kind: "error", error, id };
     }
   }
 
@@ -131,10 +131,11 @@ export class McpSession {
     if (req.method === "initialize") {
       if (req.id === undefined) throw new GatewayError("mcp_invalid_message", "initialize is a request: it needs an id.");
       const protocolVersion = negotiateVersion(req.params.protocolVersion);
-      const capabilities = isObject(req.params.capabilities) ? req.params.capabilities : {};
+      const capabilities = isRecord(req.params.capabilities) ? req.params.capabilities : {};
       const sessionId = await sessions.sealer.seal({ principal: who, protocolVersion, clientCapabilities: capabilities, upstream: {}, expiresAt: now + sessions.ttlMs });
       ctx.finish({ kind: "completed" });
       return {
+        kind: "result",
         status: 200,
         headers: { "mcp-session-id": sessionId },
         body: {
@@ -153,7 +154,7 @@ export class McpSession {
     ctx.record.mcp = { ...ctx.record.mcp!, protocolVersion: version };
     if (req.id === undefined) {
       ctx.finish({ kind: "completed" });
-      return { status: 202, body: undefined };
+      return { kind: "result", status: 202, body: undefined };
     }
     if (req.method === "server/discover") throw new GatewayError("mcp_method_not_found", "server/discover belongs to protocol revision 2026-07-28; this session speaks the 2025 era.");
     const result = await this.#answer({ id: req.id, method: req.method, params: req.params, protocolVersion: version, clientCapabilities: opened.state.clientCapabilities }, principal, server);
@@ -161,7 +162,7 @@ export class McpSession {
     const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...legacyResult } = result;
     ctx.enter("respond");
     ctx.finish({ kind: "completed" });
-    return { status: 200, body: { jsonrpc: "2.0", id: req.id, result: legacyResult } };
+    return { kind: "result", status: 200, body: { jsonrpc: "2.0", id: req.id, result: legacyResult } };
   }
 
   async #answer(req: StatelessRequest, principal: Principal, server: string | undefined): Promise<Record<string, unknown>> {
@@ -203,24 +204,19 @@ export class McpSession {
         const audit = ctx.record.mcp;
         const routed =
           server === undefined
-            ? routeToolCall(name, args, new Set(this.#mcp.servers.keys()), caller, this.#mcp.policy, (d, target) => {
+            ? routeToolCall(name, args, this.#mcp.servers, caller, this.#mcp.policy, (d, target) => {
                 if (audit) Object.assign(audit, { decision: d, ...target });
               })
-            : (() => {
-                const decision = this.#mcp.policy.decide({ ...caller, server, kind: "tool", name }, args);
-                if (audit) Object.assign(audit, { decision, server, target: name });
-                if (!decision.allowed) throw new GatewayError("tool_not_allowed", `The tool call is not allowed: ${decision.reason} (policy ${decision.policyRevision}).`, { param: "params.name" });
-                return { server, name, decision };
-              })();
+            : { server, name, decision: authorizeCall(this.#mcp.policy, { ...caller, server, kind: "tool", name }, args, (decision) => audit && Object.assign(audit, { decision, server, target: name })) };
         ctx.enter("decide");
         await this.#admit(principal, routed.server);
         ctx.enter("invoke");
         const upstream = this.#mcp.servers.get(routed.server)!;
         // The caller's _meta (progress token aside) is not the upstream's business.
-        const meta = isObject(params._meta) && params._meta.progressToken !== undefined ? { _meta: { progressToken: params._meta.progressToken } } : {};
+        const meta = isRecord(params._meta) && params._meta.progressToken !== undefined ? { _meta: { progressToken: params._meta.progressToken } } : {};
         const answer = await upstream.request("tools/call", { name: routed.name, arguments: args ?? {}, ...meta }, { signal: ctx.signal, keepAlive: ctx.waitUntil });
         if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${routed.server} refused the call (${answer.error.code}).`, { cause: answer.error.message });
-        const result = isObject(answer.result) ? answer.result : {};
+        const result = isRecord(answer.result) ? answer.result : {};
         if (audit && result.isError === true) audit.toolError = true;
         return { resultType: "complete", ...result };
       }
@@ -235,10 +231,10 @@ export class McpSession {
         ctx.enter("invoke");
         const answer = await this.#mcp.servers.get(server)!.request(req.method, typeof req.params.cursor === "string" ? { cursor: req.params.cursor } : {}, { signal: ctx.signal });
         if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${server} refused ${req.method} (${answer.error.code}).`, { cause: answer.error.message });
-        const result = isObject(answer.result) ? answer.result : {};
+        const result = isRecord(answer.result) ? answer.result : {};
         const [field, key] = req.method === "prompts/list" ? (["prompts", "name"] as const) : req.method === "resources/list" ? (["resources", "uri"] as const) : (["resourceTemplates", "uriTemplate"] as const);
         const kind = req.method === "prompts/list" ? "prompt" : "resource";
-        const items = Array.isArray(result[field]) ? (result[field] as unknown[]).filter((i): i is Record<string, unknown> => isObject(i) && typeof i[key] === "string") : [];
+        const items = Array.isArray(result[field]) ? (result[field] as unknown[]).filter((i): i is Record<string, unknown> => isRecord(i) && typeof i[key] === "string") : [];
         const visible = items.filter((i) => this.#mcp.policy.visible({ ...caller, server, kind, name: i[key] as string }).allowed);
         return { resultType: "complete", [field]: visible, ...(typeof result.nextCursor === "string" ? { nextCursor: result.nextCursor } : {}), ...UNCACHEABLE };
       }
@@ -248,17 +244,15 @@ export class McpSession {
         ctx.enter("authorize");
         const kind = req.method === "prompts/get" ? "prompt" : "resource";
         const name = (req.method === "prompts/get" ? req.params.name : req.params.uri) as string;
-        const decision = this.#mcp.policy.decide({ ...caller, server, kind, name }, req.params.arguments);
         const audit = ctx.record.mcp;
-        if (audit) Object.assign(audit, { decision, server, target: name });
-        if (!decision.allowed) throw new GatewayError("tool_not_allowed", `The ${kind} is not allowed: ${decision.reason} (policy ${decision.policyRevision}).`, { param: req.method === "prompts/get" ? "params.name" : "params.uri" });
+        authorizeCall(this.#mcp.policy, { ...caller, server, kind, name }, req.params.arguments, (decision) => audit && Object.assign(audit, { decision, server, target: name }));
         ctx.enter("decide");
         await this.#admit(principal, server);
         ctx.enter("invoke");
         const forwarded = req.method === "prompts/get" ? { name, ...(req.params.arguments !== undefined ? { arguments: req.params.arguments } : {}) } : { uri: name };
         const answer = await this.#mcp.servers.get(server)!.request(req.method, forwarded, { signal: ctx.signal, keepAlive: ctx.waitUntil });
         if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${server} refused ${req.method} (${answer.error.code}).`, { cause: answer.error.message });
-        return { resultType: "complete", ...(isObject(answer.result) ? answer.result : {}), ...(req.method === "resources/read" ? UNCACHEABLE : {}) };
+        return { resultType: "complete", ...(isRecord(answer.result) ? answer.result : {}), ...(req.method === "resources/read" ? UNCACHEABLE : {}) };
       }
       default:
         throw new GatewayError("mcp_method_not_found", `Method ${JSON.stringify(req.method)} is not served by this gateway's MCP endpoint.`);
@@ -275,7 +269,7 @@ export class McpSession {
     try {
       const answer = await upstream.request("tools/list", {}, { signal: this.#ctx.signal });
       if (!answer.ok) return { server: name, ok: false, reason: `error ${answer.error.code}` };
-      const tools = isObject(answer.result) && Array.isArray(answer.result.tools) ? (answer.result.tools as ListedTool[]).filter((t) => isObject(t) && typeof t.name === "string") : [];
+      const tools = isRecord(answer.result) && Array.isArray(answer.result.tools) ? (answer.result.tools as ListedTool[]).filter((t) => isRecord(t) && typeof t.name === "string") : [];
       return { server: name, ok: true, tools };
     } catch (err) {
       return { server: name, ok: false, reason: toGatewayError(err).code };

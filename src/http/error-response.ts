@@ -1,9 +1,13 @@
 import type { GatewayError } from "../errors/gateway-error.ts";
 import { toAnthropicErrorBody, toOpenAiErrorBody } from "../errors/envelopes.ts";
+import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
 
-/** Renders an error in the envelope of the protocol the client speaks. */
-export function errorResponse(err: GatewayError, protocol: ProtocolId, headers: Record<string, string> = {}): Response {
+/**
+ * Renders an error in the envelope of the protocol the client speaks: a model protocol's, or
+ * JSON-RPC's for MCP (answering the request's id when it was read).
+ */
+export function errorResponse(err: GatewayError, protocol: ProtocolId | "json-rpc", headers: Record<string, string> = {}, jsonRpcId: string | number | null = null): Response {
   const h = new Headers(headers);
   h.set("content-type", "application/json");
   if (err.retryAfterSeconds !== undefined) h.set("retry-after", String(err.retryAfterSeconds));
@@ -17,6 +21,9 @@ export function errorResponse(err: GatewayError, protocol: ProtocolId, headers: 
       break;
     case "anthropic-messages":
       body = toAnthropicErrorBody(err);
+      break;
+    case "json-rpc":
+      body = toJsonRpcErrorBody(err, jsonRpcId);
       break;
   }
   return new Response(JSON.stringify(body), { status: err.status, headers: h });

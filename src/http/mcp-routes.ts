@@ -1,21 +1,13 @@
 import type { Context, Hono } from "hono";
 import { GatewayError } from "../errors/gateway-error.ts";
-import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
 import { checkStatelessFraming } from "../mcp/stateless-request.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { presentedKey } from "./generation.ts";
+import { errorResponse } from "./error-response.ts";
 import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 
 type McpEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
-
-/** A JSON-RPC error answer (MCP's envelope), with the request id header and the error code header. */
-function jsonRpcError(err: GatewayError, idHeader: Record<string, string>): Response {
-  return new Response(JSON.stringify(toJsonRpcErrorBody(err, null)), {
-    status: err.status,
-    headers: { "content-type": "application/json", "x-sluice-error-code": err.code, ...idHeader, ...(err.retryAfterSeconds !== undefined ? { "retry-after": String(err.retryAfterSeconds) } : {}) },
-  });
-}
 
 /**
  * The MCP adapter: `POST /mcp` (the virtual server over every configured server) and
@@ -35,7 +27,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       checkHeaders(request.headers, limits);
     } catch (err) {
       await discardUnreadBody(request, limits);
-      return jsonRpcError(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request."), idHeader);
+      return errorResponse(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request."), "json-rpc", idHeader);
     }
     const session = rt.engine.beginMcp({
       requestId: c.get("requestId"),
@@ -49,18 +41,15 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
     });
     if (!session) {
       await discardUnreadBody(request, limits);
-      return jsonRpcError(new GatewayError("not_found", "No MCP server is configured on this gateway."), idHeader);
+      return errorResponse(new GatewayError("not_found", "No MCP server is configured on this gateway."), "json-rpc", idHeader);
     }
     const onAbort = () => session.abort();
     request.signal.addEventListener("abort", onAbort, { once: true });
     try {
       const reply = await session.run();
+      if (reply.kind === "error") return errorResponse(reply.error, "json-rpc", idHeader, reply.id);
       if (reply.body === undefined) return new Response(null, { status: reply.status, headers: { ...idHeader, ...reply.headers } });
-      const code = (reply.body as { error?: { data?: { code?: string } } }).error?.data?.code;
-      return new Response(JSON.stringify(reply.body), {
-        status: reply.status,
-        headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader, ...reply.headers, ...(code ? { "x-sluice-error-code": code } : {}) },
-      });
+      return new Response(JSON.stringify(reply.body), { status: reply.status, headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader, ...reply.headers } });
     } finally {
       request.signal.removeEventListener("abort", onAbort);
     }

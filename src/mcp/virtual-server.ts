@@ -1,6 +1,6 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import { namespacedName, splitNamespaced } from "./tool-names.ts";
-import type { PolicyDecision, PolicyQuestion, ToolPolicy } from "./tool-policy.ts";
+import { authorizeCall, type PolicyDecision, type PolicyQuestion, type ToolPolicy } from "./tool-policy.ts";
 
 /**
  * The virtual server (`POST /mcp`): what many upstream servers list, merged under namespaced
@@ -81,7 +81,7 @@ export interface RoutedCall {
 export function routeToolCall(
   name: string,
   args: unknown,
-  servers: ReadonlySet<string>,
+  servers: { has(name: string): boolean },
   caller: Pick<PolicyQuestion, "tenant" | "key">,
   policy: ToolPolicy,
   /** Told the decision before a refusal is thrown, for the audit record. */
@@ -91,8 +91,6 @@ export function routeToolCall(
   if (split === undefined || !servers.has(split.server)) {
     throw new GatewayError("invalid_request", "Unknown tool: the virtual server's tools are named <server>.<tool>.", { param: "params.name" });
   }
-  const decision = policy.decide({ ...caller, server: split.server, kind: "tool", name: split.name }, args);
-  onDecision?.(decision, { server: split.server, target: split.name });
-  if (!decision.allowed) throw new GatewayError("tool_not_allowed", `The tool call is not allowed: ${decision.reason} (policy ${decision.policyRevision}).`, { param: "params.name" });
+  const decision = authorizeCall(policy, { ...caller, server: split.server, kind: "tool", name: split.name }, args, (d) => onDecision?.(d, { server: split.server, target: split.name }));
   return { server: split.server, name: split.name, decision };
 }
