@@ -13,14 +13,16 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Polls a URL until it answers 2xx or the time runs out. */
-export async function waitForHttp(url: string, timeoutMs: number, isAlive: () => boolean = () => true): Promise<void> {
+/** Polls a URL until it answers 2xx, the time runs out, the process dies or `signal` aborts. */
+export async function waitForHttp(url: string, timeoutMs: number, isAlive: () => boolean = () => true, signal?: AbortSignal): Promise<void> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < until) {
+    if (signal?.aborted) throw new Error("stopped by a signal before it was ready");
     if (!isAlive()) throw new Error(`process exited before ${url} answered`);
     try {
-      const res = await fetch(url);
+      // Bounded per poll: a listener that accepts and never answers must not stall the wait.
+      const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
       await res.arrayBuffer();
       if (res.ok) return;
       last = new Error(`status ${res.status}`);

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { buildBundle, ROOT } from "../../local-stack/build.ts";
+import { waitForHttp } from "../../local-stack/ports.ts";
 import { localUrl, parseAddress } from "../address.ts";
 import { parseDuration, parseFlags, stringFlag } from "../args.ts";
 import { failure, usageError } from "../cli-error.ts";
@@ -158,7 +159,7 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
     clearTimeout(timer);
   };
   try {
-    await untilReady(`${publicUrl}/ready`, () => exitCode === undefined, o.signal);
+    await waitForHttp(`${publicUrl}/ready`, READY_TIMEOUT_MS, () => exitCode === undefined, o.signal);
   } catch (err) {
     await kill();
     throw failure(`the gateway did not start: ${(err as Error).message}\n${tail.trim()}`);
@@ -192,25 +193,6 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
       return drained;
     },
   };
-}
-
-async function untilReady(url: string, alive: () => boolean, signal: AbortSignal | undefined): Promise<void> {
-  const until = Date.now() + READY_TIMEOUT_MS;
-  let last = "no answer yet";
-  while (Date.now() < until) {
-    if (signal?.aborted) throw new Error("stopped by a signal before it was ready");
-    if (!alive()) throw new Error("workerd exited");
-    try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
-      await res.arrayBuffer();
-      if (res.ok) return;
-      last = `status ${res.status}`;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not answer 2xx within ${READY_TIMEOUT_MS / 1000} s (${last})`);
 }
 
 /** `sluice serve`: runs until SIGTERM/SIGINT (drain, then stop) or until workerd exits on its own. */
