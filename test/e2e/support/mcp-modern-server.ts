@@ -1,6 +1,7 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { startLoopbackServer } from "./loopback-server.ts";
 
 /** A 2026-07-28 (stateless) MCP server of the tests' own (the official SDK 2.x), on loopback. */
 export interface ModernMcpTestServer {
@@ -27,35 +28,25 @@ export async function startModernMcpTestServer(): Promise<ModernMcpTestServer> {
     { legacy: "reject" },
   );
   const seen: ModernMcpTestServer["seen"][number][] = [];
-  const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const body = Buffer.concat(chunks);
-      try {
-        seen.push({ headers: req.headers, body: JSON.parse(body.toString("utf8")) });
-      } catch {
-        seen.push({ headers: req.headers, body: undefined });
-      }
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
-      const request = new Request(`http://127.0.0.1${req.url ?? "/"}`, { method: req.method, headers, ...(req.method === "POST" ? { body } : {}) });
-      const response = await handler.fetch(request);
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      res.end(Buffer.from(await response.arrayBuffer()));
-    })().catch((err: unknown) => {
-      if (!res.headersSent) res.writeHead(500).end(String(err));
-    });
+  const http = await startLoopbackServer(async (req, body, res) => {
+    try {
+      seen.push({ headers: req.headers, body: JSON.parse(body.toString("utf8")) });
+    } catch {
+      seen.push({ headers: req.headers, body: undefined });
+    }
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
+    const request = new Request(`http://127.0.0.1${req.url ?? "/"}`, { method: req.method, headers, ...(req.method === "POST" ? { body } : {}) });
+    const response = await handler.fetch(request);
+    res.writeHead(response.status, Object.fromEntries(response.headers));
+    res.end(Buffer.from(await response.arrayBuffer()));
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const addr = http.address();
-  const port = typeof addr === "object" && addr ? addr.port : 0;
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: `${http.origin}/mcp`,
     seen,
     stop: async () => {
       await handler.close();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
+      await http.close();
     },
   };
 }

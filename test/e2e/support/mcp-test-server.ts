@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { IncomingMessage } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { startLoopbackServer } from "./loopback-server.ts";
 
 /** A stateful-era MCP server of the tests' own (the official SDK 1.x), on loopback. */
 export interface McpTestServer {
@@ -42,44 +43,31 @@ function build(): McpServer {
   return server;
 }
 
-async function readBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
-  const text = Buffer.concat(chunks).toString("utf8");
-  return text === "" ? undefined : JSON.parse(text);
-}
-
 /** Starts the server on a free loopback port. */
 export async function startMcpTestServer(): Promise<McpTestServer> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const seen: McpTestServer["seen"][number][] = [];
-  const http: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    void (async () => {
-      const body = await readBody(req);
-      seen.push({ method: (body as { method?: string } | undefined)?.method, headers: req.headers, body });
-      const sid = req.headers["mcp-session-id"];
-      let transport = typeof sid === "string" ? transports.get(sid) : undefined;
-      if (!transport) {
-        if (typeof sid === "string" || !isInitializeRequest(body)) {
-          res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null }));
-          return;
-        }
-        const t = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, t) });
-        transport = t;
-        await build().connect(t);
+  const http = await startLoopbackServer(async (req, raw, res) => {
+    const text = raw.toString("utf8");
+    const body: unknown = text === "" ? undefined : JSON.parse(text);
+    seen.push({ method: (body as { method?: string } | undefined)?.method, headers: req.headers, body });
+    const sid = req.headers["mcp-session-id"];
+    let transport = typeof sid === "string" ? transports.get(sid) : undefined;
+    if (!transport) {
+      if (typeof sid === "string" || !isInitializeRequest(body)) {
+        res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null }));
+        return;
       }
-      await transport.handleRequest(req, res, body);
-    })().catch((err: unknown) => {
-      if (!res.headersSent) res.writeHead(500).end(String(err));
-    });
+      const t = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void transports.set(id, t) });
+      transport = t;
+      await build().connect(t);
+    }
+    await transport.handleRequest(req, res, body);
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const addr = http.address();
-  const port = typeof addr === "object" && addr ? addr.port : 0;
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: `${http.origin}/mcp`,
     seen,
     forgetSessions: () => transports.clear(),
-    stop: () => new Promise<void>((resolve) => http.close(() => resolve())),
+    stop: () => http.close(),
   };
 }
