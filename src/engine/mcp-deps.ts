@@ -1,12 +1,16 @@
+import type { McpEra } from "../mcp/bridging.ts";
+import type { ClientRelays } from "../mcp/client-relays.ts";
 import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
-import type { UpstreamAnswer } from "../mcp/upstream-client.ts";
+import type { UpstreamAnswer, UpstreamRequestOptions } from "../mcp/upstream-client.ts";
 
 /** One upstream MCP server as the engine uses it. */
 export interface McpServerHandle {
   readonly name: string;
   readonly listFailure: "open" | "closed";
-  request(method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal; readonly keepAlive?: (p: Promise<unknown>) => void }): Promise<UpstreamAnswer>;
+  /** The server's protocol era; undefined for a server the gateway itself answers (it asks the client nothing). */
+  readonly era?: McpEra | undefined;
+  request(method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions): Promise<UpstreamAnswer>;
 }
 
 /** The MCP servers and the policy an isolate serves with. */
@@ -17,4 +21,6 @@ export interface McpDeps {
   readonly serverInfo: { readonly name: string; readonly version: string };
   /** Seals stateful-era session ids; undefined: stateful-era clients are not served. */
   readonly sessions?: { readonly sealer: SessionSealer; readonly ttlMs: number } | undefined;
+  /** Requests relayed to stateful-era clients, waiting for their answers (one per isolate). */
+  readonly relays: ClientRelays;
 }

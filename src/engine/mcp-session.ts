@@ -5,7 +5,11 @@ import { requestTrace, type TraceParent } from "../context/trace-context.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import { isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../mcp/legacy-request.ts";
 import { STATELESS_VERSION, validateStatelessRequest, type HeaderReader, type StatelessRequest } from "../mcp/stateless-request.ts";
+import { carriedCapabilities, clientTakes, inputRequiredOf, type McpEra } from "../mcp/bridging.ts";
+import { clientResponseOf } from "../mcp/client-relays.ts";
 import { authorizeCall } from "../mcp/tool-policy.ts";
+import { upstreamRefusal, UpstreamRefusal } from "../mcp/upstream-errors.ts";
+import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, UpstreamServerRequest } from "../mcp/upstream-client.ts";
 import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } from "../mcp/virtual-server.ts";
 import type { Principal } from "../publication/principal.ts";
 import type { EngineDeps } from "./engine-deps.ts";
@@ -24,7 +28,25 @@ export interface McpIngress {
   readonly server: string | undefined;
   readonly traceParent?: TraceParent | undefined;
   readonly waitUntil: (p: Promise<unknown>) => void;
+  /**
+   * Sends a message to the client before the answer (progress, logging, a relayed request). The
+   * first one turns the answer into a stream; the reply then ends that stream.
+   */
+  readonly send: (message: Readonly<Record<string, unknown>>) => void;
 }
+
+/** The client a request came from, as the bridging needs it. */
+interface ClientView {
+  readonly era: McpEra;
+  readonly capabilities: Readonly<Record<string, unknown>>;
+  /** The client's own upstream sessions are keyed by this (its gateway session, or its key). */
+  readonly sessionKey: string;
+  /** A stateful-era client's gateway session id: where relayed requests' answers arrive. */
+  readonly relaySession: string | undefined;
+}
+
+/** How many `input_required` rounds the gateway relays for one request before giving up. */
+const MAX_INPUT_ROUNDS = 8;
 
 /**
  * The answer: a JSON-RPC result (200), an accepted notification (202, no body), or a refusal the
@@ -32,7 +54,13 @@ export interface McpIngress {
  */
 export type McpReply =
   | { readonly kind: "result"; readonly status: 200 | 202; readonly body: unknown; readonly headers?: Readonly<Record<string, string>> | undefined }
-  | { readonly kind: "error"; readonly error: GatewayError; readonly id: string | number | null };
+  | {
+      readonly kind: "error";
+      readonly error: GatewayError;
+      readonly id: string | number | null;
+      /** The HTTP status when the error is in-band (a server's own refusal, answered as the server would); else the code's. */
+      readonly status?: number | undefined;
+    };
 
 /** Results proxied through a per-caller policy must not be shared by caches (2026-07-28 caching). */
 const UNCACHEABLE = { ttlMs: 0, cacheScope: "private" } as const;
@@ -101,7 +129,8 @@ export class McpSession {
       }
       const server = this.#ingress.server;
       if (server !== undefined && !this.#mcp.servers.has(server)) throw new GatewayError("not_found", `No MCP server is named ${JSON.stringify(server.slice(0, 64))}.`);
-      const result = await this.#answer(req, principal, server);
+      const client: ClientView = { era: "stateless", capabilities: req.clientCapabilities, sessionKey: `key:${principal.tenantId}/${principal.keyId}`, relaySession: undefined };
+      const result = await this.#answer(req, principal, server, client);
       ctx.enter("respond");
       ctx.finish({ kind: "completed" });
       return { kind: "result", status: 200, body: { jsonrpc: "2.0", id: req.id, result } };
@@ -109,7 +138,9 @@ export class McpSession {
       const error = toGatewayError(err);
       if (!(err instanceof GatewayError)) this.#deps.log({ kind: "request_failed", requestId: ctx.requestId, code: error.code, cause: String(err) });
       ctx.finish({ kind: "failed", error });
-      return { kind: "error", error, id };
+      // In-band, except what the 2026-07-28 revision answers with 400 even in-band.
+      const inBand = err instanceof UpstreamRefusal ? (error.code === "mcp_missing_capability" && ctx.record.mcp?.protocolVersion === STATELESS_VERSION ? 400 : 200) : undefined;
+      return { kind: "error", error, id, status: inBand };
     }
   }
 
@@ -121,6 +152,8 @@ export class McpSession {
    */
   async #legacy(body: unknown, principal: Principal, sessions: NonNullable<McpDeps["sessions"]>): Promise<McpReply> {
     const ctx = this.#ctx;
+    const response = clientResponseOf(body);
+    if (response) return await this.#clientAnswered(response, principal, sessions);
     const req = validateLegacyMessage(body);
     ctx.record.route = req.method;
     ctx.record.mcp = { method: req.method, jsonrpcId: req.id, protocolVersion: undefined };
@@ -157,7 +190,8 @@ export class McpSession {
       return { kind: "result", status: 202, body: undefined };
     }
     if (req.method === "server/discover") throw new GatewayError("mcp_method_not_found", "server/discover belongs to protocol revision 2026-07-28; this session speaks the 2025 era.");
-    const result = await this.#answer({ id: req.id, method: req.method, params: req.params, protocolVersion: version, clientCapabilities: opened.state.clientCapabilities }, principal, server);
+    const client: ClientView = { era: "stateful", capabilities: opened.state.clientCapabilities, sessionKey: `session:${presented}`, relaySession: presented };
+    const result = await this.#answer({ id: req.id, method: req.method, params: req.params, protocolVersion: version, clientCapabilities: opened.state.clientCapabilities }, principal, server, client);
     // The 2025 shape: no result type and no caching fields.
     const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...legacyResult } = result;
     ctx.enter("respond");
@@ -165,7 +199,26 @@ export class McpSession {
     return { kind: "result", status: 200, body: { jsonrpc: "2.0", id: req.id, result: legacyResult } };
   }
 
-  async #answer(req: StatelessRequest, principal: Principal, server: string | undefined): Promise<Record<string, unknown>> {
+  /**
+   * A stateful-era client's answer to a request the gateway relayed to it (elicitation, sampling,
+   * roots): delivered to the request waiting for it, in the same session, or refused.
+   */
+  async #clientAnswered(response: NonNullable<ReturnType<typeof clientResponseOf>>, principal: Principal, sessions: NonNullable<McpDeps["sessions"]>): Promise<McpReply> {
+    const ctx = this.#ctx;
+    ctx.record.route = "response";
+    ctx.record.mcp = { method: "response", jsonrpcId: response.id, protocolVersion: undefined };
+    const presented = this.#ingress.headers.get("mcp-session-id");
+    if (presented === null) throw new GatewayError("invalid_request", "Send the Mcp-Session-Id this gateway answered initialize with.");
+    const opened = await sessions.sealer.open(presented, `${principal.tenantId}/${principal.keyId}`, this.#deps.clock.now());
+    if (!opened.ok) throw new GatewayError("not_found", "The MCP session is unknown or has expired: initialize again.");
+    if (!this.#mcp.relays.answer(presented, response)) {
+      throw new GatewayError("invalid_request", "No request of this session waits for that response: it ended, or it runs on another gateway instance.");
+    }
+    ctx.finish({ kind: "completed" });
+    return { kind: "result", status: 202, body: undefined };
+  }
+
+  async #answer(req: StatelessRequest, principal: Principal, server: string | undefined, client: ClientView): Promise<Record<string, unknown>> {
     const ctx = this.#ctx;
     const caller = { tenant: principal.tenantId, key: principal.keyId };
     switch (req.method) {
@@ -185,7 +238,7 @@ export class McpSession {
         ctx.enter("decide");
         await this.#admit(principal, server ?? "*");
         ctx.enter("invoke");
-        const listings = await Promise.all(names.map((n) => this.#list(n)));
+        const listings = await Promise.all(names.map((n) => this.#list(n, client)));
         if (server === undefined) {
           const merged = mergeToolLists(listings, (n) => this.#mcp.servers.get(n)?.listFailure ?? "open", caller, this.#mcp.policy);
           return { resultType: "complete", tools: merged.tools, ...UNCACHEABLE, ...(merged.partial.length > 0 || merged.unnamed.length > 0 ? { _meta: { "sluice/partial": merged.partial, "sluice/unlisted": merged.unnamed } } : {}) };
@@ -211,11 +264,8 @@ export class McpSession {
         ctx.enter("decide");
         await this.#admit(principal, routed.server);
         ctx.enter("invoke");
-        const upstream = this.#mcp.servers.get(routed.server)!;
-        // The caller's _meta (progress token aside) is not the upstream's business.
-        const meta = isRecord(params._meta) && params._meta.progressToken !== undefined ? { _meta: { progressToken: params._meta.progressToken } } : {};
-        const answer = await upstream.request("tools/call", { name: routed.name, arguments: args ?? {}, ...meta }, { signal: ctx.signal, keepAlive: ctx.waitUntil });
-        if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${routed.server} refused the call (${answer.error.code}).`, { cause: answer.error.message });
+        const answer = await this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...forwardedParams(params) }, client);
+        if (!answer.ok) throw upstreamRefusal(routed.server, answer.error);
         const result = isRecord(answer.result) ? answer.result : {};
         if (audit && result.isError === true) audit.toolError = true;
         return { resultType: "complete", ...result };
@@ -229,8 +279,8 @@ export class McpSession {
         ctx.enter("decide");
         await this.#admit(principal, server);
         ctx.enter("invoke");
-        const answer = await this.#mcp.servers.get(server)!.request(req.method, typeof req.params.cursor === "string" ? { cursor: req.params.cursor } : {}, { signal: ctx.signal });
-        if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${server} refused ${req.method} (${answer.error.code}).`, { cause: answer.error.message });
+        const answer = await this.#invoke(server, req.method, typeof req.params.cursor === "string" ? { cursor: req.params.cursor } : {}, client);
+        if (!answer.ok) throw upstreamRefusal(server, answer.error);
         const result = isRecord(answer.result) ? answer.result : {};
         const [field, key] = req.method === "prompts/list" ? (["prompts", "name"] as const) : req.method === "resources/list" ? (["resources", "uri"] as const) : (["resourceTemplates", "uriTemplate"] as const);
         const kind = req.method === "prompts/list" ? "prompt" : "resource";
@@ -250,8 +300,8 @@ export class McpSession {
         await this.#admit(principal, server);
         ctx.enter("invoke");
         const forwarded = req.method === "prompts/get" ? { name, ...(req.params.arguments !== undefined ? { arguments: req.params.arguments } : {}) } : { uri: name };
-        const answer = await this.#mcp.servers.get(server)!.request(req.method, forwarded, { signal: ctx.signal, keepAlive: ctx.waitUntil });
-        if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${server} refused ${req.method} (${answer.error.code}).`, { cause: answer.error.message });
+        const answer = await this.#invoke(server, req.method, { ...forwarded, ...forwardedParams(req.params) }, client);
+        if (!answer.ok) throw upstreamRefusal(server, answer.error);
         return { resultType: "complete", ...(isRecord(answer.result) ? answer.result : {}), ...(req.method === "resources/read" ? UNCACHEABLE : {}) };
       }
       default:
@@ -264,10 +314,9 @@ export class McpSession {
     await admitRequest(this.#ctx, this.#deps.admission, this.#deps.drain, { tenant: principal.tenantId, model: `mcp:${server}` });
   }
 
-  async #list(name: string): Promise<ServerListing> {
-    const upstream = this.#mcp.servers.get(name)!;
+  async #list(name: string, client: ClientView): Promise<ServerListing> {
     try {
-      const answer = await upstream.request("tools/list", {}, { signal: this.#ctx.signal });
+      const answer = await this.#invoke(name, "tools/list", {}, client);
       if (!answer.ok) return { server: name, ok: false, reason: `error ${answer.error.code}` };
       const tools = isRecord(answer.result) && Array.isArray(answer.result.tools) ? (answer.result.tools as ListedTool[]).filter((t) => isRecord(t) && typeof t.name === "string") : [];
       return { server: name, ok: true, tools };
@@ -275,4 +324,68 @@ export class McpSession {
       return { server: name, ok: false, reason: toGatewayError(err).code };
     }
   }
+
+  /**
+   * Sends one request upstream in the client's own upstream session, declaring there the
+   * capabilities the gateway can carry (src/mcp/bridging.ts). What the server streams before its
+   * answer reaches the client; what it asks the client is relayed when the client can take it.
+   * A stateless server's `input_required` is passed through to a stateless client, and relayed
+   * round by round to a stateful one, which has no such result.
+   */
+  async #invoke(name: string, method: string, params: Readonly<Record<string, unknown>>, client: ClientView): Promise<UpstreamAnswer> {
+    const ctx = this.#ctx;
+    const upstream = this.#mcp.servers.get(name)!;
+    const capabilities = carriedCapabilities(client.era, upstream.era, client.capabilities);
+    const progressToken = isRecord(params._meta) ? params._meta.progressToken : undefined;
+    const opts = {
+      signal: ctx.signal,
+      keepAlive: ctx.waitUntil,
+      session: { key: `${client.sessionKey} ${JSON.stringify(capabilities)}`, capabilities },
+      onNotification: (n: UpstreamNotification) => this.#relayNotification(n, progressToken),
+      ...(client.era === "stateful" && upstream.era === "stateful" ? { onRequest: (r: UpstreamServerRequest) => this.#askClient(r, client) } : {}),
+    };
+    let answer = await upstream.request(method, params, opts);
+    if (client.era === "stateless" || upstream.era !== "stateless") return answer;
+    for (let round = 1; answer.ok; round++) {
+      const needed = inputRequiredOf(answer.result);
+      if (!needed) break;
+      if (round > MAX_INPUT_ROUNDS) throw new GatewayError("upstream_protocol_error", `MCP server ${name} asked for input more than ${MAX_INPUT_ROUNDS} times in one request.`);
+      const responses: Record<string, unknown> = {};
+      for (const [key, r] of Object.entries(needed.inputRequests)) {
+        if (!clientTakes(r.method, client.capabilities)) throw new GatewayError("mcp_missing_capability", `MCP server ${name} needs ${r.method}, which this client did not declare.`);
+        const reply = await this.#askClient(r, client);
+        if ("error" in reply) throw new GatewayError("invalid_request", `The client answered the relayed ${r.method} with error ${reply.error.code}.`);
+        responses[key] = reply.result;
+      }
+      answer = await upstream.request(method, { ...params, inputResponses: responses, ...(needed.requestState !== undefined ? { requestState: needed.requestState } : {}) }, opts);
+    }
+    return answer;
+  }
+
+  /** Progress of this request (by the caller's own token) and log messages reach the client; nothing else does. */
+  #relayNotification(n: UpstreamNotification, progressToken: unknown): void {
+    if (n.method === "notifications/progress") {
+      if (progressToken === undefined || !isRecord(n.params) || n.params.progressToken !== progressToken) return;
+    } else if (n.method !== "notifications/message") return;
+    this.#ingress.send({ jsonrpc: "2.0", method: n.method, ...(n.params !== undefined ? { params: n.params } : {}) });
+  }
+
+  /** Asks a stateful-era client what a server asks it, when it declared it can be asked. */
+  async #askClient(r: UpstreamServerRequest, client: ClientView): Promise<ServerRequestAnswer> {
+    if (client.relaySession === undefined || !clientTakes(r.method, client.capabilities)) return { error: { code: -32601, message: `The client did not declare the capability for ${r.method}.` } };
+    return await this.#mcp.relays.ask(client.relaySession, r, this.#ingress.send, this.#ctx.signal);
+  }
+}
+
+/**
+ * What of a caller's params goes upstream besides the request's own fields: its progress token
+ * (the rest of its `_meta` is not the server's business) and, in the 2026-07-28 revision, the
+ * answers to an `input_required` result with the state the server asked to have echoed.
+ */
+function forwardedParams(params: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (isRecord(params._meta) && params._meta.progressToken !== undefined) out._meta = { progressToken: params._meta.progressToken };
+  if (isRecord(params.inputResponses)) out.inputResponses = params.inputResponses;
+  if (typeof params.requestState === "string") out.requestState = params.requestState;
+  return out;
 }

@@ -5,9 +5,10 @@ import type { ProtocolId } from "../protocol/codec.ts";
 
 /**
  * Renders an error in the envelope of the protocol the client speaks: a model protocol's, or
- * JSON-RPC's for MCP (answering the request's id when it was read).
+ * JSON-RPC's for MCP (answering the request's id when it was read), with the code's HTTP status
+ * unless the caller names another (an MCP server's in-band refusal is answered with 200).
  */
-export function errorResponse(err: GatewayError, protocol: ProtocolId | "json-rpc", headers: Record<string, string> = {}, jsonRpcId: string | number | null = null): Response {
+export function errorResponse(err: GatewayError, protocol: ProtocolId | "json-rpc", headers: Record<string, string> = {}, jsonRpcId: string | number | null = null, status: number = err.status): Response {
   const h = new Headers(headers);
   h.set("content-type", "application/json");
   if (err.retryAfterSeconds !== undefined) h.set("retry-after", String(err.retryAfterSeconds));
@@ -26,5 +27,5 @@ export function errorResponse(err: GatewayError, protocol: ProtocolId | "json-rp
       body = toJsonRpcErrorBody(err, jsonRpcId);
       break;
   }
-  return new Response(JSON.stringify(body), { status: err.status, headers: h });
+  return new Response(JSON.stringify(body), { status, headers: h });
 }

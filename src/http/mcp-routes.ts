@@ -4,6 +4,7 @@ import { parseTraceparent } from "../context/trace-context.ts";
 import { checkStatelessFraming } from "../mcp/stateless-request.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { presentedKey } from "./generation.ts";
+import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
 import { errorResponse } from "./error-response.ts";
 import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 
@@ -29,6 +30,21 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       await discardUnreadBody(request, limits);
       return errorResponse(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request."), "json-rpc", idHeader);
     }
+    // The answer is one JSON body unless the engine sends something first (progress, a log
+    // message, a request relayed to the client): then it becomes an SSE stream that the reply ends.
+    const encoder = new TextEncoder();
+    let stream: WritableStreamDefaultWriter<Uint8Array> | undefined;
+    let streaming!: (r: Response) => void;
+    const streamed = new Promise<Response>((resolve) => (streaming = resolve));
+    const send = (message: Readonly<Record<string, unknown>>) => {
+      if (!stream) {
+        const pipe = new TransformStream<Uint8Array, Uint8Array>();
+        stream = pipe.writable.getWriter();
+        streaming(new Response(pipe.readable, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...idHeader } }));
+      }
+      // A client that went away ends the request, as a disconnect does.
+      stream.write(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`)).catch(() => session?.abort());
+    };
     const session = rt.engine.beginMcp({
       requestId: c.get("requestId"),
       receivedAt: c.get("receivedAt"),
@@ -38,6 +54,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       server,
       traceParent: parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate")),
       waitUntil: (p) => c.executionCtx.waitUntil(p),
+      send,
     });
     if (!session) {
       await discardUnreadBody(request, limits);
@@ -45,14 +62,21 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
     }
     const onAbort = () => session.abort();
     request.signal.addEventListener("abort", onAbort, { once: true });
-    try {
-      const reply = await session.run();
-      if (reply.kind === "error") return errorResponse(reply.error, "json-rpc", idHeader, reply.id);
-      if (reply.body === undefined) return new Response(null, { status: reply.status, headers: { ...idHeader, ...reply.headers } });
-      return new Response(JSON.stringify(reply.body), { status: reply.status, headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader, ...reply.headers } });
-    } finally {
-      request.signal.removeEventListener("abort", onAbort);
-    }
+    const answered = session
+      .run()
+      .then(async (reply): Promise<Response | undefined> => {
+        if (stream) {
+          const last = reply.kind === "error" ? toJsonRpcErrorBody(reply.error, reply.id) : reply.body;
+          if (last !== undefined) send(last as Record<string, unknown>);
+          await stream.close().catch(() => undefined);
+          return undefined;
+        }
+        if (reply.kind === "error") return errorResponse(reply.error, "json-rpc", idHeader, reply.id, reply.status);
+        if (reply.body === undefined) return new Response(null, { status: reply.status, headers: { ...idHeader, ...reply.headers } });
+        return new Response(JSON.stringify(reply.body), { status: reply.status, headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader, ...reply.headers } });
+      })
+      .finally(() => request.signal.removeEventListener("abort", onAbort));
+    return (await Promise.race([streamed, answered])) ?? (await streamed);
   };
   app.all("/mcp", (c) => handle(c, undefined));
   app.all("/mcp/:server", (c) => handle(c, c.req.param("server")));

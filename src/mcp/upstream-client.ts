@@ -31,6 +31,41 @@ export type UpstreamAnswer = { readonly ok: true; readonly result: unknown } | {
 /** A message a server sent before its answer (progress, logging), passed on by the caller. */
 export type UpstreamNotification = { readonly method: string; readonly params?: unknown };
 
+/** A request a server sent inside its answer's stream (elicitation, sampling, roots): the stateful era's server-to-client traffic. */
+export type UpstreamServerRequest = { readonly method: string; readonly params?: unknown };
+
+/** What answers a server's request: its result, or a JSON-RPC error sent back to the server. */
+export type ServerRequestAnswer = { readonly result: unknown } | { readonly error: { readonly code: number; readonly message: string } };
+
+/**
+ * Whose upstream session a request runs in, and what that session declares. Each downstream
+ * client gets its own upstream session (never one shared by every caller): a server's
+ * per-session state (log level, subscriptions, what it may ask the client) belongs to one
+ * client, and the capabilities the gateway declares upstream are exactly those it can carry to
+ * that client.
+ */
+export interface UpstreamSessionKey {
+  readonly key: string;
+  /** The client capabilities declared upstream: in `initialize` (stateful) or each request's `_meta` (stateless). */
+  readonly capabilities: Readonly<Record<string, unknown>>;
+}
+
+/** Per-request options of {@link McpUpstream.request}. */
+export interface UpstreamRequestOptions {
+  readonly signal?: AbortSignal | undefined;
+  readonly onNotification?: ((n: UpstreamNotification) => void) | undefined;
+  /** Answers a server's in-stream request; without it the server is told the client cannot (-32601). */
+  readonly onRequest?: ((r: UpstreamServerRequest) => Promise<ServerRequestAnswer>) | undefined;
+  /** Keeps alive what the gateway sends after the answer (a cancellation notice, a session's end). */
+  readonly keepAlive?: ((p: Promise<unknown>) => void) | undefined;
+  /** The downstream client's session; absent: the gateway's own (health probes, tests). */
+  readonly session?: UpstreamSessionKey | undefined;
+}
+
+/** How many client sessions one upstream keeps open per isolate; the least recently used is ended first. */
+const MAX_SESSIONS = 256;
+const OWN_SESSION: UpstreamSessionKey = { key: "", capabilities: {} };
+
 
 /**
  * One upstream server. Requests are independent; a stateful server's session is opened on the
@@ -40,32 +75,28 @@ export type UpstreamNotification = { readonly method: string; readonly params?: 
  */
 export class McpUpstream {
   readonly #o: UpstreamOptions;
-  #session: Promise<string | undefined> | undefined;
+  /** Open stateful sessions by client key, least recently used first. */
+  readonly #sessions = new Map<string, Promise<string | undefined>>();
   #nextId = 1;
 
   constructor(o: UpstreamOptions) {
     this.#o = o;
   }
 
-  /** Sends one request; `onNotification` receives what the server streams before its answer. */
-  async request(
-    method: string,
-    params: Readonly<Record<string, unknown>> = {},
-    opts: {
-      readonly signal?: AbortSignal;
-      readonly onNotification?: (n: UpstreamNotification) => void;
-      /** Keeps alive the cancellation notice sent when `signal` aborts a stateful-era request. */
-      readonly keepAlive?: (p: Promise<unknown>) => void;
-    } = {},
-  ): Promise<UpstreamAnswer> {
-    if (this.#o.era === "stateless") return await this.#send(method, this.#statelessParams(params), this.#statelessHeaders(method, params), opts);
+  /**
+   * Sends one request in the client's session; `onNotification` receives what the server streams
+   * before its answer and `onRequest` answers what it asks meanwhile.
+   */
+  async request(method: string, params: Readonly<Record<string, unknown>> = {}, opts: UpstreamRequestOptions = {}): Promise<UpstreamAnswer> {
+    const client = opts.session ?? OWN_SESSION;
+    if (this.#o.era === "stateless") return await this.#send(method, this.#statelessParams(params, client.capabilities), this.#statelessHeaders(method, params), opts);
     for (let attempt = 0; ; attempt++) {
-      const session = await this.#openSession(opts.signal);
+      const session = await this.#openSession(client, opts);
       try {
         return await this.#send(method, params, { "mcp-protocol-version": STATEFUL_VERSION, ...(session ? { "mcp-session-id": session } : {}) }, opts);
       } catch (err) {
         if (attempt === 0 && err instanceof SessionGone) {
-          this.#session = undefined;
+          this.#sessions.delete(client.key);
           continue;
         }
         throw err;
@@ -73,9 +104,9 @@ export class McpUpstream {
     }
   }
 
-  #statelessParams(params: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  #statelessParams(params: Readonly<Record<string, unknown>>, capabilities: Readonly<Record<string, unknown>>): Record<string, unknown> {
     const meta = isRecord(params._meta) ? params._meta : {};
-    return { ...params, _meta: { ...meta, "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION, "io.modelcontextprotocol/clientCapabilities": {} } };
+    return { ...params, _meta: { ...meta, "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION, "io.modelcontextprotocol/clientCapabilities": capabilities } };
   }
 
   #statelessHeaders(method: string, params: Readonly<Record<string, unknown>>): Record<string, string> {
@@ -85,33 +116,51 @@ export class McpUpstream {
     return h;
   }
 
-  #openSession(signal: AbortSignal | undefined): Promise<string | undefined> {
-    this.#session ??= (async () => {
+  #openSession(client: UpstreamSessionKey, opts: UpstreamRequestOptions): Promise<string | undefined> {
+    const open = this.#sessions.get(client.key);
+    if (open) {
+      // Most recently used last: the map's order is the eviction order.
+      this.#sessions.delete(client.key);
+      this.#sessions.set(client.key, open);
+      return open;
+    }
+    const opening = (async () => {
       const res = await this.#post(
-        { jsonrpc: "2.0", id: this.#nextId++, method: "initialize", params: { protocolVersion: STATEFUL_VERSION, capabilities: {}, clientInfo: this.#o.clientInfo ?? { name: "sluice", version: "0" } } },
+        { jsonrpc: "2.0", id: this.#nextId++, method: "initialize", params: { protocolVersion: STATEFUL_VERSION, capabilities: client.capabilities, clientInfo: this.#o.clientInfo ?? { name: "sluice", version: "0" } } },
         {},
-        signal,
+        opts.signal,
       );
       const session = res.headers.get("mcp-session-id") ?? undefined;
-      const answer = await this.#answerOf(res, undefined);
+      const answer = await this.#answerOf(res, -1, {}, {});
       if (!answer.ok) throw new GatewayError("upstream_error", "The MCP server refused the gateway's initialize.", { cause: answer.error.message });
-      const initialized = await this.#post({ jsonrpc: "2.0", method: "notifications/initialized" }, session ? { "mcp-session-id": session, "mcp-protocol-version": STATEFUL_VERSION } : { "mcp-protocol-version": STATEFUL_VERSION }, signal);
+      const initialized = await this.#post({ jsonrpc: "2.0", method: "notifications/initialized" }, session ? { "mcp-session-id": session, "mcp-protocol-version": STATEFUL_VERSION } : { "mcp-protocol-version": STATEFUL_VERSION }, opts.signal);
       await initialized.body?.cancel();
       return session;
     })();
+    this.#sessions.set(client.key, opening);
     // A failed opening is not kept: the next request tries again.
-    this.#session.catch(() => {
-      this.#session = undefined;
+    opening.catch(() => {
+      if (this.#sessions.get(client.key) === opening) this.#sessions.delete(client.key);
     });
-    return this.#session;
+    while (this.#sessions.size > MAX_SESSIONS) {
+      const [oldest, ended] = this.#sessions.entries().next().value as [string, Promise<string | undefined>];
+      this.#sessions.delete(oldest);
+      opts.keepAlive?.(ended.then((id) => (id === undefined ? undefined : this.#end(id)), () => undefined));
+    }
+    return opening;
   }
 
-  async #send(
-    method: string,
-    params: Readonly<Record<string, unknown>>,
-    headers: Record<string, string>,
-    opts: { readonly signal?: AbortSignal; readonly onNotification?: (n: UpstreamNotification) => void; readonly keepAlive?: (p: Promise<unknown>) => void },
-  ): Promise<UpstreamAnswer> {
+  /** Ends a session the gateway no longer keeps (DELETE, as the stateful era's transport defines). */
+  async #end(session: string): Promise<void> {
+    try {
+      const res = await this.#o.fetch(this.#o.url, { method: "DELETE", headers: { ...this.#o.headers, "mcp-session-id": session, "mcp-protocol-version": STATEFUL_VERSION }, redirect: "manual" });
+      await res.body?.cancel();
+    } catch {
+      // Best effort: the server expires it otherwise.
+    }
+  }
+
+  async #send(method: string, params: Readonly<Record<string, unknown>>, headers: Record<string, string>, opts: UpstreamRequestOptions): Promise<UpstreamAnswer> {
     const requestId = this.#nextId++;
     // In the stateful era a closed connection is not a cancellation: the server is told, in the
     // same session, so that it stops the work (2026-07-28 servers take the closed stream as one).
@@ -136,7 +185,7 @@ export class McpUpstream {
         await res.body?.cancel();
         throw new SessionGone();
       }
-      return await this.#answerOf(res, opts.onNotification);
+      return await this.#answerOf(res, requestId, headers, opts);
     } finally {
       // Until the answer is read: an SSE answer may stream for a while after its headers.
       if (onAbort) opts.signal?.removeEventListener("abort", onAbort);
@@ -158,46 +207,100 @@ export class McpUpstream {
     }
   }
 
-  /** The JSON-RPC answer of a response: a JSON body, or the matching message of an SSE stream. */
-  async #answerOf(res: Response, onNotification: ((n: UpstreamNotification) => void) | undefined): Promise<UpstreamAnswer> {
+  /**
+   * The JSON-RPC answer of a response: a JSON body, or the answering message of an SSE stream,
+   * read as it arrives so that what the server sends first (progress, logging, its own requests)
+   * is handled while the request runs rather than after it ended.
+   */
+  async #answerOf(res: Response, requestId: number, headers: Record<string, string>, opts: UpstreamRequestOptions): Promise<UpstreamAnswer> {
     if (res.status >= 300 && res.status < 400) {
       await res.body?.cancel();
       throw new GatewayError("upstream_error", "The MCP server answered with a redirect, which the gateway does not follow.");
     }
     const type = res.headers.get("content-type") ?? "";
-    const messages: unknown[] = [];
-    if (/^text\/event-stream/i.test(type)) {
-      // The SSE framing is eventsource-parser's, as for provider streams; only the data is ours.
-      let bad = false;
-      const parser = createParser({
-        onEvent: (ev) => {
-          if (ev.data === "") return;
-          try {
-            messages.push(JSON.parse(ev.data));
-          } catch {
-            bad = true;
-          }
-        },
-      });
-      parser.feed(await res.text());
-      if (bad) throw new GatewayError("upstream_protocol_error", "The MCP server sent an event that is not JSON.");
-    } else {
+    if (!/^text\/event-stream/i.test(type) || !res.body) {
       const text = await res.text();
       if (text.trim() === "") throw new GatewayError(res.ok ? "upstream_protocol_error" : "upstream_error", `The MCP server answered ${res.status} without a JSON-RPC message.`);
+      let message: unknown;
       try {
-        messages.push(JSON.parse(text));
+        message = JSON.parse(text);
       } catch {
         throw new GatewayError("upstream_protocol_error", `The MCP server answered ${res.status} with a body that is not JSON.`);
       }
+      const answer = answerIn(message, requestId);
+      if (answer) return answer;
+      throw new GatewayError("upstream_protocol_error", `The MCP server's answer (${res.status}) carried no JSON-RPC result or error.`);
     }
-    for (const m of messages) {
-      if (!isRecord(m)) continue;
-      if ("result" in m) return { ok: true, result: m.result };
-      if (isRecord(m.error) && typeof m.error.code === "number") return { ok: false, error: { code: m.error.code, message: String(m.error.message ?? ""), ...(m.error.data !== undefined ? { data: m.error.data } : {}) } };
-      if (typeof m.method === "string" && !("id" in m)) onNotification?.({ method: m.method, params: m.params });
+    // The SSE framing is eventsource-parser's, as for provider streams; only the data is ours.
+    let answer: UpstreamAnswer | undefined;
+    let bad = false;
+    const replies: Promise<unknown>[] = [];
+    const parser = createParser({
+      onEvent: (ev) => {
+        if (answer !== undefined || ev.data === "") return;
+        let m: unknown;
+        try {
+          m = JSON.parse(ev.data);
+        } catch {
+          bad = true;
+          return;
+        }
+        if (!isRecord(m) || typeof m.jsonrpc !== "string") return;
+        if (typeof m.method === "string" && "id" in m && (typeof m.id === "string" || typeof m.id === "number")) {
+          replies.push(this.#reply(m.id, { method: m.method, params: m.params }, headers, opts));
+          return;
+        }
+        if (typeof m.method === "string") {
+          opts.onNotification?.({ method: m.method, params: m.params });
+          return;
+        }
+        answer = answerIn(m, requestId);
+      },
+    });
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    try {
+      while (answer === undefined && !bad) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        parser.feed(decoder.decode(value, { stream: true }));
+      }
+    } finally {
+      if (answer !== undefined || bad) void reader.cancel().catch(() => undefined);
+      else reader.releaseLock();
     }
-    throw new GatewayError("upstream_protocol_error", `The MCP server's answer (${res.status}) carried no JSON-RPC result or error.`);
+    // A reply still being sent is the server's business now; keep it alive past the answer.
+    if (replies.length > 0) opts.keepAlive?.(Promise.allSettled(replies));
+    if (bad) throw new GatewayError("upstream_protocol_error", "The MCP server sent an event that is not JSON.");
+    if (answer === undefined) throw new GatewayError("upstream_protocol_error", `The MCP server's stream (${res.status}) ended without a JSON-RPC result or error.`);
+    return answer;
   }
+
+  /** Answers a server's in-stream request through `onRequest`, or says the client cannot. */
+  async #reply(id: string | number, request: UpstreamServerRequest, headers: Record<string, string>, opts: UpstreamRequestOptions): Promise<void> {
+    let answer: ServerRequestAnswer;
+    try {
+      answer = opts.onRequest ? await opts.onRequest(request) : { error: { code: -32601, message: `The client behind this gateway does not take ${request.method} requests.` } };
+    } catch (err) {
+      answer = { error: { code: -32603, message: err instanceof GatewayError ? err.message : "The gateway could not relay the request to its client." } };
+    }
+    try {
+      const res = await this.#post({ jsonrpc: "2.0", id, ...answer }, headers, undefined);
+      await res.body?.cancel();
+    } catch {
+      // The request it answers has failed too; its own error reports that.
+    }
+  }
+}
+
+/** The answer to `requestId` in one JSON-RPC message, if it is that. */
+function answerIn(m: unknown, requestId: number): UpstreamAnswer | undefined {
+  if (!isRecord(m)) return undefined;
+  // -1: the answer to the session's initialize, whose id the caller does not track.
+  if (requestId !== -1 && m.id !== requestId && m.id !== null) return undefined;
+  if ("result" in m) return { ok: true, result: m.result };
+  if (isRecord(m.error) && typeof m.error.code === "number") return { ok: false, error: { code: m.error.code, message: String(m.error.message ?? ""), ...(m.error.data !== undefined ? { data: m.error.data } : {}) } };
+  return undefined;
 }
 
 /** The server no longer knows the session: re-initialize and send again. */

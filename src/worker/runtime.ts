@@ -25,7 +25,8 @@ import { HealthCache } from "../traffic/health-cache.ts";
 import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
-import { McpUpstream } from "../mcp/upstream-client.ts";
+import { McpUpstream, type UpstreamRequestOptions } from "../mcp/upstream-client.ts";
+import { ClientRelays } from "../mcp/client-relays.ts";
 import { SessionSealer } from "../mcp/sealed-session.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
@@ -241,11 +242,12 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
         const headers: Record<string, string> =
           srv.credential && typeof secret === "string" && secret !== "" ? (srv.credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret }) : {};
         const upstream = new McpUpstream({ url: srv.url, era: srv.era, headers, fetch: (input, init) => fetch(input, init), clientInfo: { name: "sluice", version: SLUICE_VERSION } });
-        return [srv.name, { name: srv.name, listFailure: srv.listFailure, request: (method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal; readonly keepAlive?: (p: Promise<unknown>) => void }) => upstream.request(method, params, opts) }] as const;
+        return [srv.name, { name: srv.name, listFailure: srv.listFailure, era: srv.era, request: (method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions) => upstream.request(method, params, opts) }] as const;
       }),
     ),
     policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
     serverInfo: { name: "sluice", version: SLUICE_VERSION },
+    relays: new ClientRelays(),
     sessions: await (async () => {
       const conf = gw.mcp.sessions;
       if (!conf) return undefined;

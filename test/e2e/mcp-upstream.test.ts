@@ -18,7 +18,7 @@ describe("the gateway's MCP client against a stateful-era server (official SDK 1
     const u = upstream();
     const list = await u.request("tools/list");
     expect(list.ok).toBe(true);
-    expect(((list as { result: { tools: { name: string }[] } }).result.tools).map((t) => t.name).sort()).toEqual(["count", "echo", "slow"]);
+    expect(((list as { result: { tools: { name: string }[] } }).result.tools).map((t) => t.name).sort()).toEqual(["confirm", "count", "echo", "slow"]);
     const call = await u.request("tools/call", { name: "echo", arguments: { text: "hi" } });
     expect(call).toEqual({ ok: true, result: { content: [{ type: "text", text: "hi" }] } });
     expect(server.seen.slice(0, 3).map((s) => s.method)).toEqual(["initialize", "notifications/initialized", "tools/list"]);
@@ -67,7 +67,7 @@ describe("the gateway's MCP client against a 2026-07-28 server (official SDK 2.x
     const u = new McpUpstream({ url: server.url, era: "stateless", fetch: (i, init) => fetch(i, init) });
     const list = await u.request("tools/list");
     expect(list.ok).toBe(true);
-    expect((list as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name)).toEqual(["echo"]);
+    expect((list as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name)).toEqual(["echo", "confirm", "count"]);
     const call = await u.request("tools/call", { name: "echo", arguments: { text: "stateless" } });
     expect(call.ok).toBe(true);
     expect((call as { result: { content: unknown[] } }).result.content).toEqual([{ type: "text", text: "stateless" }]);

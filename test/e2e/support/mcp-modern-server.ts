@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
+import { acceptedContent, createMcpHandler, inputRequired, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { startLoopbackServer } from "./loopback-server.ts";
 
@@ -16,6 +16,21 @@ export async function startModernMcpTestServer(): Promise<ModernMcpTestServer> {
     () => {
       const server = new McpServer({ name: "sluice-modern-test-server", version: "1.0.0" });
       server.registerTool("echo", { description: "Echoes its text", inputSchema: z.object({ text: z.string() }) }, async ({ text }) => ({ content: [{ type: "text" as const, text }] }));
+      // A 2026-07-28 tool that needs the client's confirmation: `input_required`, then the retry carries the answer.
+      const confirmation = z.object({ confirm: z.boolean() });
+      server.registerTool("confirm", { description: "Asks the client to confirm, by input_required", inputSchema: z.object({ action: z.string() }) }, async ({ action }, ctx) => {
+        const answer = acceptedContent(ctx.mcpReq.inputResponses, "confirm", confirmation);
+        if (answer === undefined) return inputRequired({ inputRequests: { confirm: inputRequired.elicit({ message: `Really ${action}?`, requestedSchema: confirmation }) }, requestState: `asked:${action}` });
+        return { content: [{ type: "text" as const, text: answer.confirm ? `confirmed ${action}` : "not confirmed" }] };
+      });
+      server.registerTool(
+        "count",
+        { description: "Counts to n, reporting progress", inputSchema: z.object({ n: z.number().int().min(1).max(20) }) },
+        async ({ n }, ctx) => {
+          for (let i = 1; i <= n; i++) await ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken: ctx.mcpReq._meta?.progressToken ?? "", progress: i, total: n } });
+          return { content: [{ type: "text" as const, text: `counted to ${n}` }] };
+        },
+      );
       server.registerPrompt("greet", { description: "A greeting", argsSchema: z.object({ name: z.string() }) }, async ({ name }) => ({ messages: [{ role: "user" as const, content: { type: "text" as const, text: `Hello, ${name}` } }] }));
       for (const [name, uri] of [
         ["readme", "docs://readme"],

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitResultSchema, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { startLoopbackServer } from "./loopback-server.ts";
 
@@ -30,6 +30,11 @@ function build(): McpServer {
       return { content: [{ type: "text", text: `counted to ${n}` }] };
     },
   );
+  server.registerTool("confirm", { description: "Asks the client to confirm, by elicitation", inputSchema: { action: z.string() } }, async ({ action }, extra) => {
+    // Sent in the request's own stream (a related request), as a server inside one call does.
+    const answer = await extra.sendRequest({ method: "elicitation/create", params: { message: `Really ${action}?`, requestedSchema: { type: "object", properties: { confirm: { type: "boolean" } }, required: ["confirm"] } } }, ElicitResultSchema);
+    return { content: [{ type: "text", text: answer.action === "accept" && answer.content?.confirm === true ? `confirmed ${action}` : `not confirmed (${answer.action})` }] };
+  });
   server.registerTool("slow", { description: "Waits until cancelled, or 10 s" }, async (extra) => {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 10_000);

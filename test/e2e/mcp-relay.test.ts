@@ -1,0 +1,132 @@
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
+import { startModernMcpTestServer, type ModernMcpTestServer } from "./support/mcp-modern-server.ts";
+import { startMcpTestServer, type McpTestServer } from "./support/mcp-test-server.ts";
+import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
+
+/**
+ * Server-to-client traffic through the gateway, in each bridging direction (docs/mcp.md,
+ * "Bridging"): progress and elicitation reach the client that asked for them, or are refused
+ * explicitly — never dropped, never left waiting.
+ */
+describe("MCP server-to-client traffic through the gateway", () => {
+  let sim: Simulator;
+  let modern: ModernMcpTestServer;
+  let legacy: McpTestServer;
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    [sim, modern, legacy] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startModernMcpTestServer(), startMcpTestServer()]);
+    const g = bundledConfig("gateway");
+    g.security.egress = { allow: ["127.0.0.1"] };
+    g.mcp = {
+      servers: [
+        { name: "modern", url: modern.url, era: "stateless" },
+        { name: "legacy", url: legacy.url, era: "stateful" },
+      ],
+      sessions: { secrets: ["MCP_SESSION_SECRET"] },
+    };
+    const p = bundledConfig("publication");
+    p.mcp = { policy: { revision: "relay-1", rules: [{ id: "all", effect: "allow", principals: { tenants: ["demo"] }, servers: ["*"], names: ["*"] }] } };
+    gateway = await startGateway({
+      adminToken: ADMIN_TOKEN,
+      secretNames: ["MCP_SESSION_SECRET"],
+      secrets: { MCP_SESSION_SECRET: "mcp-session-secret-for-the-relay-tests-0123456789" },
+      config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
+    });
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await Promise.all([sim?.stop(), modern?.stop(), legacy?.stop()]);
+  });
+
+  const auth = { requestInit: { headers: { authorization: `Bearer ${DEMO_KEY}` } } };
+
+  /** The SDK 2.x client on 2026-07-28; `elicit` answers elicitation when given (and declares the capability). */
+  const modernClient = async (elicit?: (message: string) => Record<string, unknown>) => {
+    const client = new Client({ name: "relay-e2e", version: "1.0.0" }, { versionNegotiation: { mode: "auto" }, capabilities: elicit ? { elicitation: { form: {} } } : {} });
+    if (elicit) client.setRequestHandler("elicitation/create", async (req) => ({ action: "accept" as const, content: elicit((req.params as { message: string }).message) as Record<string, string | number | boolean> }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.publicUrl}/mcp`), auth));
+    return client;
+  };
+
+  /** The SDK 1.x client on the 2025 era (a sealed gateway session). */
+  const legacyClient = async (elicit?: (message: string) => Record<string, unknown>) => {
+    const client = new LegacyClient({ name: "relay-e2e-legacy", version: "1.0.0" }, { capabilities: elicit ? { elicitation: {} } : {} });
+    if (elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => ({ action: "accept", content: elicit(req.params.message) as Record<string, string | number | boolean> }));
+    await client.connect(new LegacyTransport(new URL(`${gateway.publicUrl}/mcp`), auth));
+    return client;
+  };
+
+  it("relays progress to both eras' clients, from both eras' servers, by the caller's own token", async () => {
+    // The two SDKs take the progress callback in different argument positions.
+    const clients = [
+      { client: await modernClient(), call: (c: any, name: string, onprogress: (p: { progress: number }) => void) => c.callTool({ name, arguments: { n: 3 } }, { onprogress }) },
+      { client: await legacyClient(), call: (c: any, name: string, onprogress: (p: { progress: number }) => void) => c.callTool({ name, arguments: { n: 3 } }, undefined, { onprogress }) },
+    ];
+    for (const { client, call } of clients) {
+      for (const server of ["legacy", "modern"]) {
+        const seen: number[] = [];
+        const result = await call(client, `${server}.count`, (p) => void seen.push(p.progress));
+        expect(result).toMatchObject({ content: [{ type: "text", text: "counted to 3" }] });
+        expect(seen, `${server} server`).toEqual([1, 2, 3]);
+      }
+      await client.close();
+    }
+  });
+
+  it("answers as plain JSON when nothing is streamed", async () => {
+    const res = await fetch(`${gateway.publicUrl}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "legacy.count" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "legacy.count", arguments: { n: 2 }, _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} } } }),
+    });
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(await res.json()).toMatchObject({ id: 1, result: { content: [{ text: "counted to 2" }] } });
+  });
+
+  it("a stateful-era client with the capability answers a stateful server's elicitation, relayed within the request", async () => {
+    const asked: string[] = [];
+    const client = await legacyClient((m) => (asked.push(m), { confirm: true }));
+    expect(await client.callTool({ name: "legacy.confirm", arguments: { action: "deploy" } })).toMatchObject({ content: [{ text: "confirmed deploy" }] });
+    expect(asked).toEqual(["Really deploy?"]);
+    await client.close();
+  });
+
+  it("a stateful-era client answers a 2026 server's input_required: asked in the stream, sent again with the answer and state", async () => {
+    const asked: string[] = [];
+    const client = await legacyClient((m) => (asked.push(m), { confirm: true }));
+    expect(await client.callTool({ name: "modern.confirm", arguments: { action: "ship" } })).toMatchObject({ content: [{ text: "confirmed ship" }] });
+    expect(asked).toEqual(["Really ship?"]);
+    const retry = modern.seen.filter((s) => s.body?.params?.name === "confirm").at(-1)!;
+    expect(retry.body.params).toMatchObject({ inputResponses: { confirm: { action: "accept", content: { confirm: true } } }, requestState: "asked:ship" });
+    await client.close();
+  });
+
+  it("a 2026 client gets a 2026 server's input_required as it is, and its retry's answers reach the server", async () => {
+    const asked: string[] = [];
+    const client = await modernClient((m) => (asked.push(m), { confirm: true }));
+    expect(await client.callTool({ name: "modern.confirm", arguments: { action: "merge" } })).toMatchObject({ content: [{ text: "confirmed merge" }] });
+    expect(asked).toEqual(["Really merge?"]);
+    await client.close();
+  });
+
+  it("refuses explicitly where a direction cannot carry the request: no capability declared upstream, the server told at once", async () => {
+    // A stateful-era client without the capability: the server is not told it may ask, and its SDK refuses to.
+    const plain = await legacyClient();
+    await expect(plain.callTool({ name: "legacy.confirm", arguments: { action: "x" } })).resolves.toMatchObject({ isError: true });
+    // The same client, a 2026 server that needs the capability: refused with MissingRequiredClientCapability's code.
+    await expect(plain.callTool({ name: "modern.confirm", arguments: { action: "x" } })).rejects.toMatchObject({ code: -32021 });
+    await plain.close();
+    // A 2026 client and a stateful server: not carried in this direction (docs/mcp.md), so nothing is declared upstream.
+    const modernOne = await modernClient(() => ({ confirm: true }));
+    await expect(modernOne.callTool({ name: "legacy.confirm", arguments: { action: "x" } })).resolves.toMatchObject({ isError: true });
+    await modernOne.close();
+  });
+});
