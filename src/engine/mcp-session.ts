@@ -10,6 +10,7 @@ import { clientResponseOf } from "../mcp/client-relays.ts";
 import { authorizeCall } from "../mcp/tool-policy.ts";
 import { upstreamRefusal, UpstreamRefusal } from "../mcp/upstream-errors.ts";
 import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, UpstreamServerRequest } from "../mcp/upstream-client.ts";
+import { CATALOG_LISTS, mergeCatalog, renameContents, routeCatalogRead, type CatalogList } from "../mcp/virtual-catalog.ts";
 import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } from "../mcp/virtual-server.ts";
 import type { Principal } from "../publication/principal.ts";
 import type { EngineDeps } from "./engine-deps.ts";
@@ -44,6 +45,9 @@ interface ClientView {
   /** A stateful-era client's gateway session id: where relayed requests' answers arrive. */
   readonly relaySession: string | undefined;
 }
+
+/** How many pages of one server's list the virtual server reads before it reports the list as failed. */
+const MAX_LIST_PAGES = 20;
 
 /** How many `input_required` rounds the gateway relays for one request before giving up. */
 const MAX_INPUT_ROUNDS = 8;
@@ -174,7 +178,7 @@ export class McpSession {
         body: {
           jsonrpc: "2.0",
           id: req.id,
-          result: { protocolVersion, capabilities: server === undefined ? { tools: { listChanged: false } } : { tools: { listChanged: false }, prompts: { listChanged: false }, resources: {} }, serverInfo: this.#mcp.serverInfo },
+          result: { protocolVersion, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false }, resources: {} }, serverInfo: this.#mcp.serverInfo },
         },
       };
     }
@@ -226,7 +230,7 @@ export class McpSession {
         return {
           resultType: "complete",
           supportedVersions: [STATELESS_VERSION],
-          capabilities: server === undefined ? { tools: {} } : { tools: {}, prompts: {}, resources: {} },
+          capabilities: { tools: {}, prompts: {}, resources: {} },
           _meta: { "io.modelcontextprotocol/serverInfo": this.#mcp.serverInfo },
           ...UNCACHEABLE,
         };
@@ -273,36 +277,42 @@ export class McpSession {
       case "prompts/list":
       case "resources/list":
       case "resources/templates/list": {
-        // Prompts and resources are served on one server's endpoint, where their names are the server's own.
-        if (server === undefined) throw new GatewayError("mcp_method_not_found", `${req.method} is served on /mcp/<server>; the virtual server lists tools only.`);
         ctx.enter("authorize");
+        const names = server === undefined ? [...this.#mcp.servers.keys()] : [server];
         ctx.enter("decide");
-        await this.#admit(principal, server);
+        await this.#admit(principal, server ?? "*");
         ctx.enter("invoke");
-        const answer = await this.#invoke(server, req.method, typeof req.params.cursor === "string" ? { cursor: req.params.cursor } : {}, client);
-        if (!answer.ok) throw upstreamRefusal(server, answer.error);
-        const result = isRecord(answer.result) ? answer.result : {};
-        const [field, key] = req.method === "prompts/list" ? (["prompts", "name"] as const) : req.method === "resources/list" ? (["resources", "uri"] as const) : (["resourceTemplates", "uriTemplate"] as const);
-        const kind = req.method === "prompts/list" ? "prompt" : "resource";
-        const items = Array.isArray(result[field]) ? (result[field] as unknown[]).filter((i): i is Record<string, unknown> => isRecord(i) && typeof i[key] === "string") : [];
-        const visible = items.filter((i) => this.#mcp.policy.visible({ ...caller, server, kind, name: i[key] as string }).allowed);
-        return { resultType: "complete", [field]: visible, ...(typeof result.nextCursor === "string" ? { nextCursor: result.nextCursor } : {}), ...UNCACHEABLE };
+        const { field } = CATALOG_LISTS[req.method];
+        if (server !== undefined) {
+          // One server's page, under its own names and cursor.
+          const answer = await this.#invoke(server, req.method, typeof req.params.cursor === "string" ? { cursor: req.params.cursor } : {}, client);
+          if (!answer.ok) throw upstreamRefusal(server, answer.error);
+          const result = isRecord(answer.result) ? answer.result : {};
+          const items = Array.isArray(result[field]) ? (result[field] as unknown[]).filter(isRecord) : [];
+          const merged = mergeCatalog(req.method, [{ server, ok: true, items }], () => "closed", caller, this.#mcp.policy, false);
+          return { resultType: "complete", [field]: merged.items, ...(typeof result.nextCursor === "string" ? { nextCursor: result.nextCursor } : {}), ...UNCACHEABLE };
+        }
+        const listings = await Promise.all(names.map((n) => this.#listAll(n, req.method as CatalogList, field, client)));
+        const merged = mergeCatalog(req.method, listings.map((l) => (l.ok ? { server: l.server, ok: true as const, items: l.items } : l)), (n) => this.#mcp.servers.get(n)?.listFailure ?? "open", caller, this.#mcp.policy, true);
+        return { resultType: "complete", [field]: merged.items, ...UNCACHEABLE, ...(merged.partial.length > 0 ? { _meta: { "sluice/partial": merged.partial } } : {}) };
       }
       case "prompts/get":
       case "resources/read": {
-        if (server === undefined) throw new GatewayError("mcp_method_not_found", `${req.method} is served on /mcp/<server>.`);
         ctx.enter("authorize");
         const kind = req.method === "prompts/get" ? "prompt" : "resource";
-        const name = (req.method === "prompts/get" ? req.params.name : req.params.uri) as string;
+        const named = (req.method === "prompts/get" ? req.params.name : req.params.uri) as string;
+        const target = server === undefined ? routeCatalogRead(req.method, named, this.#mcp.servers) : { server, name: named };
         const audit = ctx.record.mcp;
-        authorizeCall(this.#mcp.policy, { ...caller, server, kind, name }, req.params.arguments, (decision) => audit && Object.assign(audit, { decision, server, target: name }));
+        authorizeCall(this.#mcp.policy, { ...caller, server: target.server, kind, name: target.name }, req.params.arguments, (decision) => audit && Object.assign(audit, { decision, server: target.server, target: target.name }));
         ctx.enter("decide");
-        await this.#admit(principal, server);
+        await this.#admit(principal, target.server);
         ctx.enter("invoke");
-        const forwarded = req.method === "prompts/get" ? { name, ...(req.params.arguments !== undefined ? { arguments: req.params.arguments } : {}) } : { uri: name };
-        const answer = await this.#invoke(server, req.method, { ...forwarded, ...forwardedParams(req.params) }, client);
-        if (!answer.ok) throw upstreamRefusal(server, answer.error);
-        return { resultType: "complete", ...(isRecord(answer.result) ? answer.result : {}), ...(req.method === "resources/read" ? UNCACHEABLE : {}) };
+        const forwarded = req.method === "prompts/get" ? { name: target.name, ...(req.params.arguments !== undefined ? { arguments: req.params.arguments } : {}) } : { uri: target.name };
+        const answer = await this.#invoke(target.server, req.method, { ...forwarded, ...forwardedParams(req.params) }, client);
+        if (!answer.ok) throw upstreamRefusal(target.server, answer.error);
+        const result = isRecord(answer.result) ? answer.result : {};
+        if (req.method === "prompts/get") return { resultType: "complete", ...result };
+        return { resultType: "complete", ...(server === undefined ? renameContents(target.server, result) : result), ...UNCACHEABLE };
       }
       default:
         throw new GatewayError("mcp_method_not_found", `Method ${JSON.stringify(req.method)} is not served by this gateway's MCP endpoint.`);
@@ -315,11 +325,28 @@ export class McpSession {
   }
 
   async #list(name: string, client: ClientView): Promise<ServerListing> {
+    const all = await this.#listAll(name, "tools/list", "tools", client);
+    if (!all.ok) return all;
+    return { server: name, ok: true, tools: all.items.filter((t): t is ListedTool => typeof t.name === "string") };
+  }
+
+  /**
+   * Every page of one server's list, for the virtual server (which merges whole lists and so has
+   * no cursor of its own to give); bounded, so a server that pages forever cannot hold the request.
+   */
+  async #listAll(name: string, method: string, field: string, client: ClientView): Promise<{ readonly server: string; readonly ok: true; readonly items: Record<string, unknown>[] } | { readonly server: string; readonly ok: false; readonly reason: string }> {
+    const items: Record<string, unknown>[] = [];
+    let cursor: string | undefined;
     try {
-      const answer = await this.#invoke(name, "tools/list", {}, client);
-      if (!answer.ok) return { server: name, ok: false, reason: `error ${answer.error.code}` };
-      const tools = isRecord(answer.result) && Array.isArray(answer.result.tools) ? (answer.result.tools as ListedTool[]).filter((t) => isRecord(t) && typeof t.name === "string") : [];
-      return { server: name, ok: true, tools };
+      for (let page = 0; page < MAX_LIST_PAGES; page++) {
+        const answer = await this.#invoke(name, method, cursor === undefined ? {} : { cursor }, client);
+        if (!answer.ok) return { server: name, ok: false, reason: `error ${answer.error.code}` };
+        const result = isRecord(answer.result) ? answer.result : {};
+        if (Array.isArray(result[field])) items.push(...(result[field] as unknown[]).filter(isRecord));
+        cursor = typeof result.nextCursor === "string" && result.nextCursor !== "" ? result.nextCursor : undefined;
+        if (cursor === undefined) return { server: name, ok: true, items };
+      }
+      return { server: name, ok: false, reason: `more than ${MAX_LIST_PAGES} pages` };
     } catch (err) {
       return { server: name, ok: false, reason: toGatewayError(err).code };
     }

@@ -104,6 +104,18 @@ describe("MCP through the gateway", () => {
     await client.close();
   });
 
+  it("serves every server's prompts and resources on the virtual server, named by server, and reads them back by those names", async () => {
+    const client = await connect();
+    expect((await client.listPrompts()).prompts.map((p) => p.name)).toEqual(["modern.greet"]);
+    expect(await client.getPrompt({ name: "modern.greet", arguments: { name: "Ada" } })).toMatchObject({ messages: [{ content: { text: "Hello, Ada" } }] });
+    expect((await client.listResources()).resources.map((r) => r.uri)).toEqual(["modern+docs://readme"]);
+    expect(await client.readResource({ uri: "modern+docs://readme" })).toMatchObject({ contents: [{ uri: "modern+docs://readme", text: "the readme" }] });
+    await expect(client.readResource({ uri: "modern+docs://secret" })).rejects.toThrow(/denied by rule no-secret-doc/);
+    await expect(client.readResource({ uri: "docs://readme" })).rejects.toThrow(/<server>\+<uri>/);
+    await expect(client.getPrompt({ name: "nosuch.greet" })).rejects.toThrow(/<server>\.<prompt>/);
+    await client.close();
+  });
+
   it("refuses header and body mismatches, a forged Mcp-Name, GET, and a caller without a key", async () => {
     const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
     const post = (headers: Record<string, string>, body: unknown, method = "POST") =>
