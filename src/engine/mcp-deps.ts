@@ -1,3 +1,4 @@
+import type { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
 import type { UpstreamAnswer } from "../mcp/upstream-client.ts";
@@ -17,4 +18,6 @@ export interface McpDeps {
   readonly serverInfo: { readonly name: string; readonly version: string };
   /** Seals stateful-era session ids; undefined: stateful-era clients are not served. */
   readonly sessions?: { readonly sealer: SessionSealer; readonly ttlMs: number } | undefined;
+  /** Verifies OAuth access tokens beside the API keys; undefined: API keys only. */
+  readonly oauth?: OAuthVerifier | undefined;
 }
