@@ -49,6 +49,7 @@ export const oauthIssuerSchema = z
 
 const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, "a scope token (RFC 6749: visible ASCII without '\"' and '\\')");
 
+/** gateway.yaml `mcp.oauth`: the resource, its issuers, the scopes it requires and how JWKS are kept. */
 export const oauthConfigSchema = z.strictObject({
   /**
    * This gateway's MCP endpoint as an OAuth protected resource (RFC 8707, RFC 9728), such as
@@ -73,4 +74,5 @@ export const oauthConfigSchema = z.strictObject({
 
 /** Parsed `mcp.oauth`. */
 export type OAuthConfig = z.infer<typeof oauthConfigSchema>;
+/** One parsed `mcp.oauth.issuers[]` entry. */
 export type OAuthIssuerConfig = z.infer<typeof oauthIssuerSchema>;
