@@ -94,9 +94,18 @@ export class OAuthVerifier {
     return Object.fromEntries([...this.#issuers.values()].map((i) => [i.config.name, i.jwks.fetches]));
   }
 
-  /** Whether a presented bearer is to be verified as a token rather than looked up as an API key. */
+  /**
+   * Whether a presented bearer is to be verified as a token rather than looked up as an API key:
+   * a compact JWS whose header is JSON naming an algorithm. An API key that merely has two dots
+   * stays an API key.
+   */
   claims(bearer: string): boolean {
-    return COMPACT_JWS.test(bearer);
+    if (!COMPACT_JWS.test(bearer)) return false;
+    try {
+      return typeof decodeProtectedHeader(bearer).alg === "string";
+    } catch {
+      return false;
+    }
   }
 
   /** The challenge of a 401 (no credential, or one that is not accepted). */

@@ -230,6 +230,10 @@ describe("authenticateMcp: API keys beside OAuth", () => {
     expect(await authenticateMcp(pub, verifier, { apiKey: "sk-demo", bearer: "sk-demo" })).toEqual({ tenantId: "acme", keyId: "demo" });
     const jwt = await token(k);
     expect(await authenticateMcp(pub, verifier, { apiKey: jwt, bearer: jwt })).toEqual({ tenantId: "acme", keyId: "corp:alice" });
+    // Two dots do not make a token: a key of that shape is still looked up as a key.
+    expect(verifier.claims("sk.live.demo")).toBe(false);
+    expect(verifier.claims(jwt)).toBe(true);
+    await expect(authenticateMcp(pub, verifier, { apiKey: "sk.live.demo", bearer: "sk.live.demo" })).rejects.toMatchObject({ code: "invalid_api_key" });
     // A token in x-api-key is not a bearer token (RFC 6750 header method only): it is looked up as a key.
     await expect(authenticateMcp(pub, verifier, { apiKey: jwt, bearer: undefined })).rejects.toMatchObject({ code: "invalid_api_key" });
     const missing = await refusal(authenticateMcp(pub, verifier, { apiKey: undefined, bearer: undefined }));
