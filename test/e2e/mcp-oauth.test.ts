@@ -1,4 +1,6 @@
 import { Client, discoverOAuthProtectedResourceMetadata, extractWWWAuthenticateParams, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -40,6 +42,7 @@ describe("MCP through the gateway with OAuth access tokens", () => {
     g.security.egress = { allow: ["127.0.0.1"] };
     g.mcp = {
       servers: [{ name: "modern", url: modern.url, era: "stateless" }],
+      sessions: { secrets: ["MCP_SESSION_SECRET"] },
       oauth: {
         resource,
         issuers: [{ name: "corp", issuer: ISSUER, jwksUrl: `${jwks.origin}/jwks.json`, algorithms: ["RS256"], tenant: "demo" }],
@@ -49,7 +52,13 @@ describe("MCP through the gateway with OAuth access tokens", () => {
     const p = bundledConfig("publication");
     // Token callers are keys `corp:<subject>` to the policy: alice is allowed, bob is not.
     p.mcp = { policy: { revision: "mcp-oauth-1", rules: [{ id: "alice-and-demo", effect: "allow", principals: { tenants: ["demo"], keys: ["corp:alice", "demo"] }, servers: ["*"], names: ["*"] }] } };
-    gateway = await startGateway({ adminToken: ADMIN_TOKEN, publicPort, config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) } });
+    gateway = await startGateway({
+      adminToken: ADMIN_TOKEN,
+      publicPort,
+      secretNames: ["MCP_SESSION_SECRET"],
+      secrets: { MCP_SESSION_SECRET: "mcp-session-secret-for-the-oauth-e2e-0123456789" },
+      config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
+    });
   });
 
   afterAll(async () => {
@@ -137,6 +146,23 @@ describe("MCP through the gateway with OAuth access tokens", () => {
     expect(jwksHits.every((h) => h.url === "/jwks.json" && h.authorization === undefined)).toBe(true);
     // The access line names the token's caller as the policy saw it.
     expect(gateway.output()).toMatch(/"kind":"request".*"tenant":"demo","key":"corp:alice"/);
+  });
+
+  it("serves a stateful-era (SDK 1.x) client with a token too: its session is bound to the token's principal", async () => {
+    const token = await accessToken();
+    const client = new LegacyClient({ name: "sluice-e2e-oauth-legacy", version: "1.0.0" });
+    const transport = new LegacyTransport(new URL(resource), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+    await client.connect(transport);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["modern.echo"]);
+    expect(await client.callTool({ name: "modern.echo", arguments: { text: "2025 client, token" } })).toMatchObject({ content: [{ type: "text", text: "2025 client, token" }] });
+    // The same session under another subject's token is not that caller's session.
+    const other = await fetch(resource, {
+      method: "POST",
+      headers: { authorization: `Bearer ${await accessToken({ sub: "bob" })}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": transport.sessionId!, "mcp-protocol-version": "2025-06-18" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }),
+    });
+    expect(other.status).toBe(404);
+    await client.close();
   });
 
   it("matches the policy on the token's subject: bob sees no tools and is refused a call", async () => {
