@@ -40,8 +40,6 @@ export class JwksCache {
   #fetchedAt = Number.NEGATIVE_INFINITY;
   #attemptedAt = Number.NEGATIVE_INFINITY;
   #inflight: Promise<JWTVerifyGetKey | undefined> | undefined;
-  /** Fetches made, for tests and diagnostics. */
-  fetches = 0;
 
   constructor(o: JwksCacheOptions) {
     this.#o = o;
@@ -81,7 +79,6 @@ export class JwksCache {
 
   async #fetch(): Promise<JWTVerifyGetKey | undefined> {
     this.#attemptedAt = this.#o.clock.now();
-    this.fetches++;
     try {
       const keys = createLocalJWKSet(await this.#download());
       this.#keys = keys;

@@ -89,11 +89,6 @@ export class OAuthVerifier {
     this.metadataUrl = protectedResourceMetadataUrl(config.resource);
   }
 
-  /** The JWKS fetches made so far, per issuer name (tests, diagnostics). */
-  jwksFetches(): Record<string, number> {
-    return Object.fromEntries([...this.#issuers.values()].map((i) => [i.config.name, i.jwks.fetches]));
-  }
-
   /**
    * Whether a presented bearer is to be verified as a token rather than looked up as an API key:
    * a compact JWS whose header is JSON naming an algorithm. An API key that merely has two dots
