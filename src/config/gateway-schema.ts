@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { egressConfigSchema } from "../egress/egress-schema.ts";
 import { SERVER_NAME } from "../mcp/tool-names.ts";
+import { oauthConfigSchema } from "./oauth-schema.ts";
 
 const port = z.number().int().min(1).max(65535);
 const headerName = z
@@ -160,6 +161,8 @@ export const gatewayConfigSchema = z.strictObject({
           ttlMs: z.number().int().min(60_000).max(30 * 86_400_000).default(86_400_000),
         })
         .optional(),
+      /** OAuth 2.1 bearer tokens (JWTs) accepted beside the API keys (docs/mcp.md, "Authentication"). */
+      oauth: oauthConfigSchema.optional(),
     })
     .prefault({}),
   observability: z

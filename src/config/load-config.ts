@@ -47,7 +47,7 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
     parseConfigText(CONFIG_FILES.publication, texts.publication, publicationSchema),
   );
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
-  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication));
+  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkMcpOAuth(gateway, publication));
   if (gateway && backendsSeed) issues.push(...checkSeedEgress(gateway, backendsSeed));
   if (gateway) issues.push(...checkExporterEgress(gateway), ...checkMcpServers(gateway));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
@@ -73,6 +73,27 @@ export function checkMcpServers(gateway: GatewayConfig): ConfigIssue[] {
   servers.forEach((s, i) => {
     const verdict = checkEgress(s.url, gateway.security.egress);
     if (!verdict.ok) issues.push({ file, path: `mcp.servers[${i}].url`, message: verdict.refusal.message });
+  });
+  return issues;
+}
+
+/**
+ * MCP OAuth issuers: unique names and issuer identifiers, each JWKS URL through the egress guard
+ * (the gateway fetches it), and a fixed tenant that the publication configures.
+ */
+export function checkMcpOAuth(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
+  const oauth = gateway.mcp.oauth;
+  if (!oauth) return [];
+  const file = CONFIG_FILES.gateway;
+  const tenants = new Set(pub.tenants.map((t) => t.id));
+  const issues: ConfigIssue[] = [
+    ...duplicates(oauth.issuers.map((i) => i.name)).map((d) => ({ file, path: "mcp.oauth.issuers", message: `duplicate issuer name "${d}"` })),
+    ...duplicates(oauth.issuers.map((i) => i.issuer)).map((d) => ({ file, path: "mcp.oauth.issuers", message: `issuer ${d} is listed twice` })),
+  ];
+  oauth.issuers.forEach((i, n) => {
+    const verdict = checkEgress(i.jwksUrl, gateway.security.egress);
+    if (!verdict.ok) issues.push({ file, path: `mcp.oauth.issuers[${n}].jwksUrl`, message: verdict.refusal.message });
+    if (i.tenant !== undefined && !tenants.has(i.tenant)) issues.push({ file, path: `mcp.oauth.issuers[${n}].tenant`, message: `unknown tenant "${i.tenant}" (publication.yaml tenants)` });
   });
   return issues;
 }

@@ -1,5 +1,6 @@
 import type { McpEra } from "../mcp/bridging.ts";
 import type { ClientRelays } from "../mcp/client-relays.ts";
+import type { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
 import type { UpstreamAnswer, UpstreamRequestOptions } from "../mcp/upstream-client.ts";
@@ -23,4 +24,6 @@ export interface McpDeps {
   readonly sessions?: { readonly sealer: SessionSealer; readonly ttlMs: number } | undefined;
   /** Requests relayed to stateful-era clients, waiting for their answers (one per isolate). */
   readonly relays: ClientRelays;
+  /** Verifies OAuth access tokens beside the API keys; undefined: API keys only. */
+  readonly oauth?: OAuthVerifier | undefined;
 }

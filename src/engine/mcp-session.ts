@@ -1,5 +1,5 @@
 import { admitRequest } from "../admit/admit-phase.ts";
-import { authenticate } from "../auth/authenticate.ts";
+import { authenticateMcp } from "../auth/mcp-credentials.ts";
 import { RequestContext } from "../context/request-context.ts";
 import { requestTrace, type TraceParent } from "../context/trace-context.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
@@ -22,6 +22,8 @@ export interface McpIngress {
   readonly requestId: string;
   readonly receivedAt: number;
   readonly apiKey: string | undefined;
+  /** The `Authorization: Bearer` credential alone: an OAuth access token is only read from there. */
+  readonly bearer?: string | undefined;
   /** The request's headers, read only to cross-check the body (never to decide). */
   readonly headers: HeaderReader;
   readonly readBody: () => Promise<unknown>;
@@ -72,7 +74,7 @@ const UNCACHEABLE = { ttlMs: 0, cacheScope: "private" } as const;
 
 /**
  * One MCP request through the same runtime as a model request: its own request context (ids,
- * deadline, holdings, the one terminal that logs it), `authenticate` with the gateway's keys,
+ * deadline, holdings, the one terminal that logs it), `authenticate` (an API key, or an OAuth access token),
  * `decode` (the revision's per-request validation), `authorize` and `decide` (the tool policy and
  * the server a name reaches), `admit` (the drain's ticket and an admission lease keyed by the
  * server), `invoke` (the gateway's own upstream client) and `respond`.
@@ -112,7 +114,7 @@ export class McpSession {
     try {
       ctx.setDeadline(ctx.receivedAt + this.#deps.requestDeadlineMs);
       ctx.enter("authenticate");
-      const principal = await authenticate(this.#deps.publication, this.#ingress.apiKey);
+      const principal = await authenticateMcp(this.#deps.publication, this.#mcp.oauth, { apiKey: this.#ingress.apiKey, bearer: this.#ingress.bearer });
       ctx.record.tenant = principal.tenantId;
       ctx.record.key = principal.keyId;
       ctx.enter("decode");

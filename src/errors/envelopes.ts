@@ -33,10 +33,12 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "missing_api_key":
     case "invalid_api_key":
     case "admin_unauthorized":
+    case "invalid_token":
       return { openai: "authentication_error", anthropic: "authentication_error" };
     case "model_not_allowed":
     case "origin_not_allowed":
     case "tool_not_allowed":
+    case "insufficient_scope":
       return { openai: "permission_error", anthropic: "permission_error" };
     case "upstream_rate_limited":
     case "attempt_budget_exhausted":
@@ -55,6 +57,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "gateway_draining":
     case "attempt_budget_unavailable":
     case "budget_unavailable":
+    case "jwks_unavailable":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":
     case "upstream_timeout":

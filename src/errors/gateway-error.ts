@@ -50,6 +50,9 @@ export const ERROR_CODES = [
   "origin_not_allowed",
   "not_acceptable",
   "tool_not_allowed",
+  "invalid_token",
+  "insufficient_scope",
+  "jwks_unavailable",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -93,7 +96,13 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "missing_api_key":
     case "invalid_api_key":
     case "admin_unauthorized":
+    case "invalid_token":
       return { status: 401, source: "client", retryable: false };
+    case "insufficient_scope":
+      return { status: 403, source: "client", retryable: false };
+    case "jwks_unavailable":
+      // The issuer's keys could not be read: the token may be fine, and a later try may verify it.
+      return { status: 503, source: "internal", retryable: true };
     case "model_not_allowed":
       return { status: 403, source: "client", retryable: false };
     case "attempt_budget_exhausted":
@@ -154,6 +163,22 @@ export interface GatewayErrorOptions {
   readonly cause?: unknown;
   /** Structured reasons (e.g. snapshot validation failures) safe to show the caller. */
   readonly details?: readonly unknown[] | undefined;
+  /** The `WWW-Authenticate: Bearer` challenge an OAuth-protected endpoint answers with. */
+  readonly challenge?: BearerChallenge | undefined;
+}
+
+/**
+ * An RFC 6750 Bearer challenge with RFC 9728's `resource_metadata`. Every value is the
+ * gateway's own text (configuration, fixed descriptions), never the caller's.
+ */
+export interface BearerChallenge {
+  /** Absent when no credential was presented (RFC 6750 section 3.1). */
+  readonly error?: "invalid_token" | "insufficient_scope" | undefined;
+  readonly errorDescription?: string | undefined;
+  /** Space-separated scopes the request needs. */
+  readonly scope?: string | undefined;
+  /** The protected resource metadata URL (RFC 9728 section 5.1). */
+  readonly resourceMetadata?: string | undefined;
 }
 
 /**
@@ -168,6 +193,7 @@ export class GatewayError extends Error {
   readonly param: string | undefined;
   readonly retryAfterSeconds: number | undefined;
   readonly details: readonly unknown[] | undefined;
+  readonly challenge: BearerChallenge | undefined;
 
   constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -180,6 +206,7 @@ export class GatewayError extends Error {
     this.param = options.param;
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.details = options.details;
+    this.challenge = options.challenge;
   }
 }
 

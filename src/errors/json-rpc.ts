@@ -38,6 +38,9 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "model_not_found":
     case "model_not_allowed":
     case "tool_not_allowed":
+    case "invalid_token":
+    case "insufficient_scope":
+    case "jwks_unavailable":
     case "not_found":
     case "no_backend_available":
     case "gateway_overloaded":

@@ -1,6 +1,7 @@
 import type { GatewayError } from "../errors/gateway-error.ts";
 import { toAnthropicErrorBody, toOpenAiErrorBody } from "../errors/envelopes.ts";
 import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
+import { renderBearerChallenge } from "../errors/bearer-challenge.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
 
 /**
@@ -14,6 +15,7 @@ export function errorResponse(err: GatewayError, protocol: ProtocolId | "json-rp
   if (err.retryAfterSeconds !== undefined) h.set("retry-after", String(err.retryAfterSeconds));
   // The stable code travels in a header too, so Anthropic clients (whose envelope has no code) can branch on it.
   h.set("x-sluice-error-code", err.code);
+  if (err.challenge !== undefined) h.set("www-authenticate", renderBearerChallenge(err.challenge));
   let body: unknown;
   switch (protocol) {
     case "openai-chat":

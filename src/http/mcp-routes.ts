@@ -15,7 +15,8 @@ type McpEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: 
  * `POST /mcp/:server` (one server, names unchanged), for clients of the 2026-07-28 revision and,
  * when session secrets are configured, of the 2025 era. It
  * checks the HTTP framing and its own byte limits, hands the engine an ingress and writes the
- * engine's JSON-RPC answer; it decides nothing. Every answer is JSON, never cached.
+ * engine's JSON-RPC answer — one JSON body, or an SSE stream when the engine sends messages before
+ * it — and serves the OAuth protected-resource metadata; it decides nothing. Nothing is cacheable.
  */
 export function registerMcpRoutes(app: Hono<McpEnv>): void {
   const handle = async (c: Context<McpEnv>, server: string | undefined) => {
@@ -49,6 +50,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       requestId: c.get("requestId"),
       receivedAt: c.get("receivedAt"),
       apiKey: presentedKey(request.headers),
+      bearer: presentedBearer(request.headers),
       headers: request.headers,
       readBody: () => readJsonBody(request, limits),
       server,
@@ -78,6 +80,21 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       .finally(() => request.signal.removeEventListener("abort", onAbort));
     return (await Promise.race([streamed, answered])) ?? (await streamed);
   };
+  // RFC 9728: the path-inserted URL of the `/mcp` resource, and the root one clients fall back to.
+  const metadata = (c: Context<McpEnv>) => {
+    const oauth = c.get("runtime").mcpOAuth;
+    if (!oauth) throw new GatewayError("not_found", "This gateway does not accept OAuth access tokens.");
+    // Public facts, read by browser-based clients on other origins too.
+    return new Response(JSON.stringify(oauth.metadata()), { headers: { "content-type": "application/json", "cache-control": "public, max-age=300", "access-control-allow-origin": "*" } });
+  };
+  app.get("/.well-known/oauth-protected-resource/mcp", metadata);
+  app.get("/.well-known/oauth-protected-resource", metadata);
   app.all("/mcp", (c) => handle(c, undefined));
   app.all("/mcp/:server", (c) => handle(c, c.req.param("server")));
+}
+
+/** The `Authorization: Bearer` credential only (RFC 6750's header method): where an access token may come from. */
+function presentedBearer(headers: Headers): string | undefined {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "");
+  return m?.[1];
 }

@@ -28,6 +28,7 @@ import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream, type UpstreamRequestOptions } from "../mcp/upstream-client.ts";
 import { ClientRelays } from "../mcp/client-relays.ts";
 import { SessionSealer } from "../mcp/sealed-session.ts";
+import { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
 /** Everything the adapters need, built once per isolate from config and bindings. */
@@ -56,6 +57,8 @@ export interface GatewayRuntime {
   readonly adminToken: string | undefined;
   /** This isolate's metrics, and the OTLP exporter when one is configured. */
   readonly telemetry: { readonly metrics: GatewayMetrics; readonly exporter: OtlpExporter | undefined };
+  /** The MCP endpoint's OAuth resource server (its JWKS cache lives as long as the isolate); undefined when not configured. */
+  readonly mcpOAuth: OAuthVerifier | undefined;
 }
 
 /** `req_` + 32 hex chars: unguessable, and never a metric label. */
@@ -235,7 +238,17 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     egress: gw.security.egress,
     preconnect: tcpPreconnect,
   });
+  const mcpOAuth = gw.mcp.oauth
+    ? new OAuthVerifier(gw.mcp.oauth, {
+        tenants: new Set(publication.source.tenants.map((t) => t.id)),
+        egress: gw.security.egress,
+        fetch: (input, init) => fetch(input, init),
+        clock,
+        onError: logError,
+      })
+    : undefined;
   const mcp = {
+    oauth: mcpOAuth,
     servers: new Map(
       gw.mcp.servers.map((srv) => {
         const secret = srv.credential ? secrets[srv.credential.secret] : undefined;
@@ -301,6 +314,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     clock,
     startedAt: clock.now(),
     telemetry: { metrics, exporter },
+    mcpOAuth,
     adminToken: (() => {
       const t = secrets[gw.security.adminTokenSecret];
       return typeof t === "string" && t !== "" ? t : undefined;
