@@ -133,7 +133,7 @@ describe("MCP through the gateway with OAuth access tokens", () => {
     const token = await accessToken();
     const seenBefore = modern.seen.length;
     const client = await connect(token);
-    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["modern.echo"]);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["modern.echo", "modern.confirm", "modern.count"]);
     expect(await client.callTool({ name: "modern.echo", arguments: { text: "with a token" } })).toMatchObject({ content: [{ type: "text", text: "with a token" }] });
     await client.close();
     const upstream = modern.seen.slice(seenBefore);
@@ -153,7 +153,7 @@ describe("MCP through the gateway with OAuth access tokens", () => {
     const client = new LegacyClient({ name: "sluice-e2e-oauth-legacy", version: "1.0.0" });
     const transport = new LegacyTransport(new URL(resource), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
     await client.connect(transport);
-    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["modern.echo"]);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["modern.echo", "modern.confirm", "modern.count"]);
     expect(await client.callTool({ name: "modern.echo", arguments: { text: "2025 client, token" } })).toMatchObject({ content: [{ type: "text", text: "2025 client, token" }] });
     // The same session under another subject's token is not that caller's session.
     const other = await fetch(resource, {
@@ -174,7 +174,7 @@ describe("MCP through the gateway with OAuth access tokens", () => {
 
   it("still serves API keys beside the tokens", async () => {
     const client = await connect(DEMO_KEY, "/mcp/modern");
-    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["echo"]);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["echo", "confirm", "count"]);
     expect(await client.callTool({ name: "echo", arguments: { text: "with a key" } })).toMatchObject({ content: [{ type: "text", text: "with a key" }] });
     await client.close();
     const wrongKey = await listTools({ authorization: "Bearer sk-not-a-key" });
