@@ -1,18 +1,21 @@
 import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
-import type { UpstreamAnswer } from "../mcp/upstream-client.ts";
+import type { UpstreamAnswer, UpstreamRequestOptions } from "../mcp/upstream-client.ts";
+import type { ToolPrices } from "../publication/tool-prices.ts";
 
 /** One upstream MCP server as the engine uses it. */
 export interface McpServerHandle {
   readonly name: string;
   readonly listFailure: "open" | "closed";
-  request(method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal; readonly keepAlive?: (p: Promise<unknown>) => void }): Promise<UpstreamAnswer>;
+  request(method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions): Promise<UpstreamAnswer>;
 }
 
 /** The MCP servers and the policy an isolate serves with. */
 export interface McpDeps {
   readonly servers: ReadonlyMap<string, McpServerHandle>;
   readonly policy: ToolPolicy;
+  /** Prices and call-rate limits of tools (`mcp.prices`); absent: every tool is free and unlimited. */
+  readonly prices?: ToolPrices | undefined;
   /** `serverInfo` in `server/discover` and `initialize`. */
   readonly serverInfo: { readonly name: string; readonly version: string };
   /** Seals stateful-era session ids; undefined: stateful-era clients are not served. */

@@ -8,6 +8,7 @@ import { STATELESS_VERSION, validateStatelessRequest, type HeaderReader, type St
 import { authorizeCall } from "../mcp/tool-policy.ts";
 import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } from "../mcp/virtual-server.ts";
 import type { Principal } from "../publication/principal.ts";
+import { reserveToolCall } from "../reserve/tool-charge.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import type { McpDeps } from "./mcp-deps.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
@@ -209,12 +210,14 @@ export class McpSession {
               })
             : { server, name, decision: authorizeCall(this.#mcp.policy, { ...caller, server, kind: "tool", name }, args, (decision) => audit && Object.assign(audit, { decision, server, target: name })) };
         ctx.enter("decide");
+        ctx.enter("reserve");
+        const charge = await reserveToolCall(this.#deps.reserve, this.#deps.publication, this.#mcp.prices, ctx, principal, routed);
         await this.#admit(principal, routed.server);
         ctx.enter("invoke");
         const upstream = this.#mcp.servers.get(routed.server)!;
         // The caller's _meta (progress token aside) is not the upstream's business.
         const meta = isRecord(params._meta) && params._meta.progressToken !== undefined ? { _meta: { progressToken: params._meta.progressToken } } : {};
-        const answer = await upstream.request("tools/call", { name: routed.name, arguments: args ?? {}, ...meta }, { signal: ctx.signal, keepAlive: ctx.waitUntil });
+        const answer = await upstream.request("tools/call", { name: routed.name, arguments: args ?? {}, ...meta }, { signal: ctx.signal, keepAlive: ctx.waitUntil, ...charge });
         if (!answer.ok) throw new GatewayError("upstream_error", `MCP server ${routed.server} refused the call (${answer.error.code}).`, { cause: answer.error.message });
         const result = isRecord(answer.result) ? answer.result : {};
         if (audit && result.isError === true) audit.toolError = true;
