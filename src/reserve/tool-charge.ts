@@ -28,8 +28,9 @@ export function toolRateScope(keyId: string, rule: string): string {
 /**
  * The reserve phase of a `tools/call`: when a rule of `mcp.prices` prices or rate-limits the tool,
  * its price is reserved on the caller's budget path — the scopes a model request of the same
- * principal reserves against (tenant and key when its tenant keeps no budgets), plus, for a rate
- * limit, a scope of the key and rule holding the request bucket — before anything is sent. A
+ * principal reserves against, plus, for a rate limit, a scope of the key and rule holding the
+ * request bucket — before anything is sent. A tenant that keeps no budgets is not charged (as its
+ * model requests are not); a rate limit still applies to it, on its tenant and key scopes. A
  * refusal throws the error a model request gets (`budget_exceeded`, `request_rate_exceeded`,
  * `balance_exhausted`; `budget_unavailable` when the ledger cannot be reached). Undefined: the
  * tool is free and unlimited, nothing is reserved.
@@ -54,9 +55,11 @@ export async function reserveToolCall(
   if (!pricing) return undefined;
   // MCP requests carry no trusted headers, so no end-user scope joins the path.
   const budget = publication.budgets.forPrincipal(principal, new Map());
+  // A tenant that keeps no budgets keeps no books, for tools as for models: only a rate limit applies.
+  if (!budget && !pricing.requests) return undefined;
   const base: readonly ScopeRef[] = budget?.scopes ?? [{ name: scopeName.tenant(principal.tenantId) }, { name: scopeName.key(principal.keyId) }];
   const scopes = pricing.requests ? [...base, { name: toolRateScope(principal.keyId, pricing.rule), limits: { requests: pricing.requests } }] : base;
-  const amount: LedgerAmount = { micros: pricing.price?.micros ?? 0, tokens: 0 };
+  const amount: LedgerAmount = { micros: budget ? (pricing.price?.micros ?? 0) : 0, tokens: 0 };
   const currency = pricing.price?.currency ?? publication.budgets.currency ?? "USD";
   const attemptId = newAttemptId(ctx.clock.now());
   const label = `mcp:${target.server}/${target.name}`;

@@ -147,11 +147,25 @@ describe("reserveToolCall", () => {
     expect(err.retryAfterSeconds).toBeGreaterThanOrEqual(1);
   });
 
+  it("charges nothing to a tenant that keeps no budgets, as for its model requests", async () => {
+    const s = setup({ budgeted: false });
+    const ctx = s.context();
+    expect(await s.reserve(ctx, "search")).toBeUndefined();
+    expect(s.calls).toEqual([]);
+    // A rate-limited tool still takes a token, and reserves no money.
+    const track = (await s.reserve(ctx, "fetch_1"))!;
+    expect(ctx.record.mcp!.charge).toMatchObject({ rule: "slow", micros: 0 });
+    track.onSent();
+    track.onEvidence("answered");
+    await s.settled();
+    expect(s.core.attempt(ctx.record.mcp!.charge!.attemptId)).toMatchObject({ state: "settled", scopes: ["tenant:t", "key:k", "key:k/tools:slow"] });
+  });
+
   it("answers budget_unavailable when the ledger cannot be reached, and sends nothing", async () => {
     const s = setup();
     const ctx = s.context();
     const failing = { reserve: () => Promise.reject(new Error("down")) } as never;
-    const err = (await reserveToolCall({ ledger: failing, callBudgets: undefined as never, log: () => {} }, { budgets: { forPrincipal: () => undefined, currency: "USD" } } as unknown as CompiledPublication, PRICES, ctx, PRINCIPAL, { server: "docs", name: "search" }).catch((e: unknown) => e)) as GatewayError;
+    const err = (await reserveToolCall({ ledger: failing, callBudgets: undefined as never, log: () => {} }, { budgets: { forPrincipal: () => ({ root: "tenant:t", scopes: [{ name: "tenant:t" }], stripes: 1, leaseMs: 60_000, retentionMs: 30 * 24 * HOUR, exposeBudget: false }), currency: "USD" } } as unknown as CompiledPublication, PRICES, ctx, PRINCIPAL, { server: "docs", name: "search" }).catch((e: unknown) => e)) as GatewayError;
     expect(err.code).toBe("budget_unavailable");
   });
 });
