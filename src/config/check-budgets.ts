@@ -13,7 +13,8 @@ const FILE = "publication.yaml";
  * - one currency for every money limit, balance and price, because a reservation is priced in the
  *   model's currency and charged against limits in theirs (no exchange rates in a strict ledger);
  * - when any scope has a money limit or a balance, every active model revision has a price, so no
- *   attempt can be admitted against money without a cost.
+ *   attempt can be admitted against money without a cost;
+ * - MCP tool price rules have distinct ids, name configured servers, and share that one currency.
  */
 export function checkBudgets(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -59,6 +60,13 @@ export function checkBudgets(gateway: GatewayConfig, pub: PublicationConfig): Co
       else if (charged && r.revision === m.activeRevision) issues.push({ file: FILE, path, message: `model ${m.id} revision ${r.revision} needs a price: some scope has a money limit or balance` });
     }),
   );
+  const servers = new Set(gateway.mcp.servers.map((m) => m.name));
+  const priceRules = pub.mcp?.prices ?? [];
+  for (const d of duplicates(priceRules.map((r) => r.id))) issues.push({ file: FILE, path: "mcp.prices", message: `duplicate price rule id "${d}"` });
+  priceRules.forEach((r, i) => {
+    if (r.price) currencies.set(r.price.currency, `mcp.prices[${i}].price.currency`);
+    for (const s of r.servers) if (s !== "*" && !servers.has(s)) issues.push({ file: FILE, path: `mcp.prices[${i}].servers`, message: `gateway.yaml mcp.servers has no server "${s}"` });
+  });
   if (currencies.size > 1) {
     const [, path] = [...currencies.entries()][1]!;
     issues.push({ file: FILE, path, message: `one currency for every budget and price, found ${[...currencies.keys()].join(", ")}` });

@@ -146,6 +146,11 @@ export const gatewayConfigSchema = z.strictObject({
             credential: z.strictObject({ secret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/), scheme: z.enum(["bearer", "x-api-key"]) }).optional(),
             /** When its list fails: `open` lists the other servers and reports the gap, `closed` fails the list. */
             listFailure: z.enum(["open", "closed"]).default("open"),
+            /**
+             * Open a TCP connection before each request: when none opens, nothing was sent, so the
+             * request may be retried once and a priced call is not charged (docs/mcp.md).
+             */
+            connectCheck: z.boolean().default(false),
           }),
         )
         .default([]),

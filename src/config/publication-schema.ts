@@ -2,6 +2,7 @@ import { z } from "zod";
 import { policySchema } from "../mcp/tool-policy.ts";
 import { REQUEST_FEATURES } from "../protocol/features.ts";
 import { endUserBudgetSchema, entrypointBudgetSchema, priceSchema, scopeLimitsSchema, tenantLedgerSchema } from "./budget-schema.ts";
+import { toolPricesSchema } from "./tool-price-schema.ts";
 
 const id = z
   .string()
@@ -169,7 +170,13 @@ export const publicationSchema = z.strictObject({
   entrypoints: z.array(entrypointSchema).min(1),
   models: z.array(logicalModelSchema).min(1),
   /** Who may use which MCP tools (docs/mcp.md); without it every MCP call is denied. */
-  mcp: z.strictObject({ policy: policySchema }).optional(),
+  mcp: z
+    .strictObject({
+      policy: policySchema,
+      /** Prices and call-rate limits of tools, first matching rule wins (docs/mcp.md). */
+      prices: toolPricesSchema.default([]),
+    })
+    .optional(),
 });
 
 export type PublicationConfig = z.infer<typeof publicationSchema>;

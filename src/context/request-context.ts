@@ -90,6 +90,21 @@ export interface McpRecord {
   decision?: { readonly allowed: boolean; readonly rule: string | undefined; readonly policyRevision: string; readonly reason: string } | undefined;
   /** The tool reported failure (`isError`) in a result the gateway passed on. */
   toolError?: boolean | undefined;
+  /** A priced or rate-limited `tools/call`: its reservation in the ledger and how it was settled. */
+  charge?: McpCharge | undefined;
+}
+
+/** The ledger's part of one MCP tool call (amounts in integer micro-units). */
+export interface McpCharge {
+  /** The `mcp.prices` rule that priced or limited the call. */
+  readonly rule: string;
+  /** The reservation's id in the ledger (its attempt id). */
+  readonly attemptId: string;
+  readonly micros: number;
+  readonly currency: string;
+  readonly priceVersion: string | undefined;
+  /** `charged` (the call ran), `released` (proven not run) or `pending_reconciliation` (outcome unknown). */
+  settlement?: "charged" | "released" | "pending_reconciliation" | undefined;
 }
 
 /**

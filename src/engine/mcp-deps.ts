@@ -4,6 +4,7 @@ import type { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
 import type { UpstreamAnswer, UpstreamRequestOptions } from "../mcp/upstream-client.ts";
+import type { ToolPrices } from "../publication/tool-prices.ts";
 
 /** One upstream MCP server as the engine uses it. */
 export interface McpServerHandle {
@@ -18,6 +19,8 @@ export interface McpServerHandle {
 export interface McpDeps {
   readonly servers: ReadonlyMap<string, McpServerHandle>;
   readonly policy: ToolPolicy;
+  /** Prices and call-rate limits of tools (`mcp.prices`); absent: every tool is free and unlimited. */
+  readonly prices?: ToolPrices | undefined;
   /** `serverInfo` in `server/discover` and `initialize`. */
   readonly serverInfo: { readonly name: string; readonly version: string };
   /** Seals stateful-era session ids; undefined: stateful-era clients are not served. */

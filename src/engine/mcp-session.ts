@@ -9,10 +9,11 @@ import { carriedCapabilities, clientTakes, inputRequiredOf, type McpEra } from "
 import { clientResponseOf } from "../mcp/client-relays.ts";
 import { authorizeCall } from "../mcp/tool-policy.ts";
 import { upstreamRefusal, UpstreamRefusal } from "../mcp/upstream-errors.ts";
-import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, UpstreamServerRequest } from "../mcp/upstream-client.ts";
+import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, UpstreamRequestOptions, UpstreamServerRequest } from "../mcp/upstream-client.ts";
 import { CATALOG_LISTS, mergeCatalog, renameContents, routeCatalogRead, type CatalogList } from "../mcp/virtual-catalog.ts";
 import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } from "../mcp/virtual-server.ts";
 import type { Principal } from "../publication/principal.ts";
+import { reserveToolCall } from "../reserve/tool-charge.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import type { McpDeps } from "./mcp-deps.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
@@ -268,9 +269,11 @@ export class McpSession {
               })
             : { server, name, decision: authorizeCall(this.#mcp.policy, { ...caller, server, kind: "tool", name }, args, (decision) => audit && Object.assign(audit, { decision, server, target: name })) };
         ctx.enter("decide");
+        ctx.enter("reserve");
+        const charge = await reserveToolCall(this.#deps.reserve, this.#deps.publication, this.#mcp.prices, ctx, principal, routed);
         await this.#admit(principal, routed.server);
         ctx.enter("invoke");
-        const answer = await this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...forwardedParams(params) }, client);
+        const answer = await this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...forwardedParams(params) }, client, charge);
         if (!answer.ok) throw upstreamRefusal(routed.server, answer.error);
         const result = isRecord(answer.result) ? answer.result : {};
         if (audit && result.isError === true) audit.toolError = true;
@@ -361,7 +364,7 @@ export class McpSession {
    * A stateless server's `input_required` is passed through to a stateless client, and relayed
    * round by round to a stateful one, which has no such result.
    */
-  async #invoke(name: string, method: string, params: Readonly<Record<string, unknown>>, client: ClientView): Promise<UpstreamAnswer> {
+  async #invoke(name: string, method: string, params: Readonly<Record<string, unknown>>, client: ClientView, evidence?: Pick<UpstreamRequestOptions, "onSent" | "onEvidence">): Promise<UpstreamAnswer> {
     const ctx = this.#ctx;
     const upstream = this.#mcp.servers.get(name)!;
     const capabilities = carriedCapabilities(client.era, upstream.era, client.capabilities);
@@ -372,6 +375,7 @@ export class McpSession {
       session: { key: `${client.sessionKey} ${JSON.stringify(capabilities)}`, capabilities },
       onNotification: (n: UpstreamNotification) => this.#relayNotification(n, progressToken),
       ...(client.era === "stateful" && upstream.era === "stateful" ? { onRequest: (r: UpstreamServerRequest) => this.#askClient(r, client) } : {}),
+      ...evidence,
     };
     let answer = await upstream.request(method, params, opts);
     if (client.era === "stateless" || upstream.era !== "stateless") return answer;

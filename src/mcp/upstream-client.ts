@@ -1,6 +1,7 @@
 import { createParser } from "eventsource-parser";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { STATELESS_VERSION } from "./stateless-request.ts";
+import { answerEvidence, mayRetry, statusEvidence, type UpstreamEvidence } from "./upstream-evidence.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 
 /**
@@ -23,6 +24,20 @@ export interface UpstreamOptions {
   readonly fetch: typeof fetch;
   /** `clientInfo` the gateway presents. */
   readonly clientInfo?: { readonly name: string; readonly version: string } | undefined;
+  /**
+   * Opens (and closes) a TCP connection to the server before each request is sent: when that
+   * fails, nothing was sent (known zero). Without it a failed connection is `unknown`, because
+   * `fetch` reports a refused connection and a reset after the body was written alike.
+   */
+  readonly preconnect?: ((hostname: string, port: number, signal: AbortSignal) => Promise<boolean>) | undefined;
+  /** How long a read waits before its one retry after a 429, ms. */
+  readonly rateLimitPauseMs?: number | undefined;
+}
+
+/** What one try of a request did: the fields are filled in as it goes. */
+interface Try {
+  sent: boolean;
+  status: number | undefined;
 }
 
 /** A JSON-RPC result, or the server's JSON-RPC error, as the server sent it. */
@@ -60,6 +75,10 @@ export interface UpstreamRequestOptions {
   readonly keepAlive?: ((p: Promise<unknown>) => void) | undefined;
   /** The downstream client's session; absent: the gateway's own (health probes, tests). */
   readonly session?: UpstreamSessionKey | undefined;
+  /** Called, synchronously, each time the request itself is handed to `fetch` (after which it may run). */
+  readonly onSent?: (() => void) | undefined;
+  /** Called once, when the request ends (answered or failed), with what its last try proves. */
+  readonly onEvidence?: ((e: UpstreamEvidence) => void) | undefined;
 }
 
 /** How many client sessions one upstream keeps open per isolate; the least recently used is ended first. */
@@ -85,18 +104,49 @@ export class McpUpstream {
 
   /**
    * Sends one request in the client's session; `onNotification` receives what the server streams
-   * before its answer and `onRequest` answers what it asks meanwhile.
+   * before its answer and `onRequest` answers what it asks meanwhile. A request that fails with
+   * known-zero evidence may be sent once more (see upstream-evidence.ts:
+   * a `tools/call` only when it never left the gateway); `onEvidence` hears what the last try proves.
    */
   async request(method: string, params: Readonly<Record<string, unknown>> = {}, opts: UpstreamRequestOptions = {}): Promise<UpstreamAnswer> {
+    for (let tries = 1; ; tries++) {
+      const t: Try = { sent: false, status: undefined };
+      let outcome: { readonly ok: true; readonly answer: UpstreamAnswer } | { readonly ok: false; readonly error: unknown };
+      try {
+        outcome = { ok: true, answer: await this.#try(method, params, opts, t) };
+      } catch (err) {
+        outcome = { ok: false, error: err instanceof SessionGone ? new GatewayError("upstream_error", "The MCP server refused the gateway's session twice.") : err };
+      }
+      const evidence: UpstreamEvidence = outcome.ok
+        ? answerEvidence(t.status ?? 200, outcome.answer.ok ? undefined : outcome.answer.error.code)
+        : !t.sent
+          ? "not_sent"
+          : t.status === undefined
+            ? "unknown"
+            : statusEvidence(t.status);
+      if (!opts.signal?.aborted && mayRetry(method, evidence, tries)) {
+        if (evidence === "rate_limited") await pause(this.#o.rateLimitPauseMs ?? 200, opts.signal);
+        if (!opts.signal?.aborted) continue;
+      }
+      opts.onEvidence?.(evidence);
+      if (outcome.ok) return outcome.answer;
+      throw outcome.error;
+    }
+  }
+
+  async #try(method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions, t: Try): Promise<UpstreamAnswer> {
     const client = opts.session ?? OWN_SESSION;
-    if (this.#o.era === "stateless") return await this.#send(method, this.#statelessParams(params, client.capabilities), this.#statelessHeaders(method, params), opts);
+    if (this.#o.era === "stateless") return await this.#send(method, this.#statelessParams(params, client.capabilities), this.#statelessHeaders(method, params), opts, t);
     for (let attempt = 0; ; attempt++) {
       const session = await this.#openSession(client, opts);
       try {
-        return await this.#send(method, params, { "mcp-protocol-version": STATEFUL_VERSION, ...(session ? { "mcp-session-id": session } : {}) }, opts);
+        return await this.#send(method, params, { "mcp-protocol-version": STATEFUL_VERSION, ...(session ? { "mcp-session-id": session } : {}) }, opts, t);
       } catch (err) {
         if (attempt === 0 && err instanceof SessionGone) {
           this.#sessions.delete(client.key);
+          // Refused before it ran: the next send starts from nothing proven.
+          t.sent = false;
+          t.status = undefined;
           continue;
         }
         throw err;
@@ -160,7 +210,14 @@ export class McpUpstream {
     }
   }
 
-  async #send(method: string, params: Readonly<Record<string, unknown>>, headers: Record<string, string>, opts: UpstreamRequestOptions): Promise<UpstreamAnswer> {
+  async #send(
+    method: string,
+    params: Readonly<Record<string, unknown>>,
+    headers: Record<string, string>,
+    opts: UpstreamRequestOptions,
+    t: Try,
+  ): Promise<UpstreamAnswer> {
+    await this.#connectCheck(opts.signal);
     const requestId = this.#nextId++;
     // In the stateful era a closed connection is not a cancellation: the server is told, in the
     // same session, so that it stops the work (2026-07-28 servers take the closed stream as one).
@@ -177,7 +234,10 @@ export class McpUpstream {
           };
     if (onAbort) opts.signal?.addEventListener("abort", onAbort, { once: true });
     try {
+      t.sent = true;
+      opts.onSent?.();
       const res = await this.#post({ jsonrpc: "2.0", id: requestId, method, params }, headers, opts.signal);
+      t.status = res.status;
       // 404 is the specification's answer to an unknown session; some servers answer 400 instead.
       // Either way the request was refused before it ran, so sending it again on a new session is
       // safe (a genuine 400 comes back the same and is returned then).
@@ -190,6 +250,22 @@ export class McpUpstream {
       // Until the answer is read: an SSE answer may stream for a while after its headers.
       if (onAbort) opts.signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /** With a connect check: throws (before anything is sent) when no connection opens. */
+  async #connectCheck(signal: AbortSignal | undefined): Promise<void> {
+    const check = this.#o.preconnect;
+    if (!check) return;
+    const url = new URL(this.#o.url);
+    const port = url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+    let opened: boolean;
+    try {
+      opened = await check(url.hostname, port, signal ?? new AbortController().signal);
+    } catch {
+      opened = false;
+    }
+    signal?.throwIfAborted();
+    if (!opened) throw new GatewayError("upstream_unreachable", "The MCP server could not be reached.");
   }
 
   async #post(message: unknown, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<Response> {
@@ -227,7 +303,8 @@ export class McpUpstream {
       } catch {
         throw new GatewayError("upstream_protocol_error", `The MCP server answered ${res.status} with a body that is not JSON.`);
       }
-      const answer = answerIn(message, requestId);
+      // A JSON body answers the POST that it answers, whatever id the server wrote in it.
+      const answer = answerIn(message, -1);
       if (answer) return answer;
       throw new GatewayError("upstream_protocol_error", `The MCP server's answer (${res.status}) carried no JSON-RPC result or error.`);
     }
@@ -296,11 +373,24 @@ export class McpUpstream {
 /** The answer to `requestId` in one JSON-RPC message, if it is that. */
 function answerIn(m: unknown, requestId: number): UpstreamAnswer | undefined {
   if (!isRecord(m)) return undefined;
-  // -1: the answer to the session's initialize, whose id the caller does not track.
+  // -1: any id (a JSON body answering its own POST, or the session's initialize).
   if (requestId !== -1 && m.id !== requestId && m.id !== null) return undefined;
   if ("result" in m) return { ok: true, result: m.result };
   if (isRecord(m.error) && typeof m.error.code === "number") return { ok: false, error: { code: m.error.code, message: String(m.error.message ?? ""), ...(m.error.data !== undefined ? { data: m.error.data } : {}) } };
   return undefined;
+}
+
+/** Waits `ms`, or less when `signal` aborts first. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** The server no longer knows the session: re-initialize and send again. */

@@ -1,5 +1,5 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
-import type { BudgetLedgerClient, LedgerHandle } from "../ledger/ledger-client.ts";
+import type { BudgetLedgerClient, LedgerHandle, QueuedSettlement, SettleOptions } from "../ledger/ledger-client.ts";
 import type { LedgerAmount, ReleaseResult, SettleResult } from "../ledger/ledger.ts";
 import { actualCost, usageDetail, type Price } from "../publication/prices.ts";
 
@@ -43,13 +43,43 @@ function estimate(deps: SettlementDeps, a: Readonly<AttemptRecord>, price: Price
  *   reconciliation with the gateway's estimate recorded beside it.
  */
 export async function settleCharge(deps: SettlementDeps, handle: LedgerHandle, a: Readonly<AttemptRecord>, price: Price | undefined): Promise<void> {
-  const { ledger, log } = deps;
-  const tries = deps.settleTries ?? 3;
+  const { ledger } = deps;
   const evidence = a.evidence?.class;
   const usage = a.usage;
+  const op =
+    evidence === "known_zero" || evidence === "client_error"
+      ? (opts: SettleOptions) => ledger.release(handle, a.id, opts)
+      : usage !== undefined && usage.source === "provider"
+        ? (opts: SettleOptions) => ledger.settle(handle, a.id, actualCost(price, usage), { usage: usageDetail(usage) }, opts)
+        : (opts: SettleOptions) => ledger.settle(handle, a.id, "unknown", { estimate: estimate(deps, a, price) }, opts);
+  await writeSettlement(deps, { requestId: a.requestId, attemptId: a.id, model: a.logicalModel, label: `${a.logicalModel}@${a.modelRevision}`, priceVersion: price?.version }, op);
+}
+
+/** Who a settlement belongs to, for its logs and metrics. */
+export interface SettlementIds {
+  readonly requestId: string;
+  readonly attemptId: string;
+  /** The metrics' model label. */
+  readonly model: string;
+  /** What an overrun log names (`model@revision`, or an MCP server and tool). */
+  readonly label: string;
+  readonly priceVersion: string | undefined;
+}
+
+/**
+ * Writes one settlement or release (`op`) with a few tries, and reports how it ended to the logs
+ * and metrics (never rejects). Shared by model attempts and priced tool calls.
+ */
+export async function writeSettlement(
+  deps: SettlementDeps,
+  ids: SettlementIds,
+  op: (opts: SettleOptions) => Promise<SettleResult | ReleaseResult | QueuedSettlement>,
+): Promise<void> {
+  const { log } = deps;
+  const tries = deps.settleTries ?? 3;
   const observe = (o: Omit<SettlementObservation, "model" | "currency">) => {
     try {
-      deps.onSettlement?.({ ...o, model: a.logicalModel, currency: deps.currency });
+      deps.onSettlement?.({ ...o, model: ids.model, currency: deps.currency });
     } catch {
       // Metrics never fail a settlement.
     }
@@ -65,25 +95,19 @@ export async function settleCharge(deps: SettlementDeps, handle: LedgerHandle, a
     }
     if ("error" in r) {
       // The hold stays in the ledger; its lease expiry moves it to reconciliation.
-      log({ kind: "ledger_settle_failed", requestId: a.requestId, attemptId: a.id, error: String(r.error) });
+      log({ kind: "ledger_settle_failed", requestId: ids.requestId, attemptId: ids.attemptId, error: String(r.error) });
       return;
     }
-    if (!r.ok) log({ kind: "ledger_settle_refused", requestId: a.requestId, attemptId: a.id, reason: r.reason, ...(r.reason === "invalid_argument" ? { error: r.message } : { state: r.state }) });
+    if (!r.ok) log({ kind: "ledger_settle_refused", requestId: ids.requestId, attemptId: ids.attemptId, reason: r.reason, ...(r.reason === "invalid_argument" ? { error: r.message } : { state: r.state }) });
     else if ("settlement" in r && (r.settlement.overrun.micros > 0 || r.settlement.overrun.tokens > 0)) {
       // Actual above the worst case means a price or cap below the provider's: flag the config.
-      log({ kind: "ledger_overrun", requestId: a.requestId, attemptId: a.id, model: `${a.logicalModel}@${a.modelRevision}`, priceVersion: price?.version, overrun: r.settlement.overrun });
+      log({ kind: "ledger_overrun", requestId: ids.requestId, attemptId: ids.attemptId, model: ids.label, priceVersion: ids.priceVersion, overrun: r.settlement.overrun });
     }
   };
   const opts = { keepAlive: deps.waitUntil, report };
-  const op =
-    evidence === "known_zero" || evidence === "client_error"
-      ? () => ledger.release(handle, a.id, opts)
-      : usage !== undefined && usage.source === "provider"
-        ? () => ledger.settle(handle, a.id, actualCost(price, usage), { usage: usageDetail(usage) }, opts)
-        : () => ledger.settle(handle, a.id, "unknown", { estimate: estimate(deps, a, price) }, opts);
   for (let i = 1; ; i++) {
     try {
-      const r = await op();
+      const r = await op(opts);
       // A batching client reports the answer itself, when its batch is written.
       if (!(r.ok && r.state === "queued")) report(r);
       return;

@@ -27,6 +27,7 @@ import { LoadTracker } from "../traffic/load-tracker.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream, type UpstreamRequestOptions } from "../mcp/upstream-client.ts";
 import { ClientRelays } from "../mcp/client-relays.ts";
+import { ToolPrices } from "../publication/tool-prices.ts";
 import { SessionSealer } from "../mcp/sealed-session.ts";
 import { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import { isolateConfig } from "./isolate-config.ts";
@@ -254,11 +255,19 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
         const secret = srv.credential ? secrets[srv.credential.secret] : undefined;
         const headers: Record<string, string> =
           srv.credential && typeof secret === "string" && secret !== "" ? (srv.credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret }) : {};
-        const upstream = new McpUpstream({ url: srv.url, era: srv.era, headers, fetch: (input, init) => fetch(input, init), clientInfo: { name: "sluice", version: SLUICE_VERSION } });
+        const upstream = new McpUpstream({
+          url: srv.url,
+          era: srv.era,
+          headers,
+          fetch: (input, init) => fetch(input, init),
+          clientInfo: { name: "sluice", version: SLUICE_VERSION },
+          ...(srv.connectCheck ? { preconnect: tcpPreconnect } : {}),
+        });
         return [srv.name, { name: srv.name, listFailure: srv.listFailure, era: srv.era, request: (method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions) => upstream.request(method, params, opts) }] as const;
       }),
     ),
     policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
+    prices: new ToolPrices(config.publication.mcp?.prices ?? []),
     serverInfo: { name: "sluice", version: SLUICE_VERSION },
     relays: new ClientRelays(),
     sessions: await (async () => {

@@ -1,0 +1,42 @@
+import { z } from "zod";
+import { MAX_REQUEST_RATE } from "../ledger/ledger.ts";
+import { SERVER_NAME } from "../mcp/tool-names.ts";
+import { moneySchema } from "./budget-schema.ts";
+
+/**
+ * Prices and call-rate limits of MCP tools (`mcp.prices` in publication.yaml). A rule names
+ * servers and tool names with `*` wildcards; the first rule that matches a `tools/call` decides
+ * its price and its rate limit. A priced call is reserved in the caller's ledger before it is
+ * sent and settled after, like a model attempt (docs/mcp.md, "Prices, limits and retries").
+ */
+
+const NAME_GLOB = /^[A-Za-z0-9_.*-]{1,128}$/;
+
+/** One tool price: per call, in currency units, with a version recorded on every settlement. */
+export const toolPriceSchema = z.strictObject({
+  version: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/, "1-64 letters, digits, '.', '_', ':' or '-'"),
+  currency: z.string().regex(/^[A-Z]{3}$/, "must be an ISO 4217 code such as USD"),
+  /** What one call costs (`0.002` = 0.2 cents), turned into integer micro-units. */
+  perCall: moneySchema,
+});
+
+/** One pricing rule of `mcp.prices`. */
+export const toolPriceRuleSchema = z
+  .strictObject({
+    /** Named in the audit line of every call it prices, and in the name of its rate-limit scope. */
+    id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lower-case letters, digits, '-' and '_'"),
+    /** Configured server names, or `*`. */
+    servers: z.array(z.union([z.literal("*"), z.string().regex(SERVER_NAME, "a server name")])).min(1),
+    /** Upstream tool names with `*` wildcards. */
+    names: z.array(z.string().regex(NAME_GLOB, "a tool name with * wildcards")).min(1),
+    price: toolPriceSchema.optional(),
+    /**
+     * Calls per caller key of the tools this rule matches, as a token bucket: `perMinute` refill,
+     * `burst` capacity. One limit for all the tools a wildcard rule matches.
+     */
+    requests: z.strictObject({ perMinute: z.number().int().min(1).max(MAX_REQUEST_RATE), burst: z.number().int().min(1).max(MAX_REQUEST_RATE) }).optional(),
+  })
+  .refine((r) => r.price !== undefined || r.requests !== undefined, { message: "a rule needs a price, a requests limit or both" });
+
+export const toolPricesSchema = z.array(toolPriceRuleSchema);
+export type ToolPriceRuleConfig = z.infer<typeof toolPriceRuleSchema>;

@@ -1,0 +1,123 @@
+import { newAttemptId } from "../context/attempt-record.ts";
+import type { McpCharge, RequestContext } from "../context/request-context.ts";
+import { GatewayError } from "../errors/gateway-error.ts";
+import type { LedgerHandle } from "../ledger/ledger-client.ts";
+import { DEFAULT_LEASE_MS, type LedgerAmount, type ReserveResult, type ScopeRef } from "../ledger/ledger.ts";
+import { provesNotRun, type UpstreamEvidence } from "../mcp/upstream-evidence.ts";
+import { scopeName } from "../publication/budgets.ts";
+import type { CompiledPublication } from "../publication/compile-publication.ts";
+import type { Principal } from "../publication/principal.ts";
+import type { ToolPrices } from "../publication/tool-prices.ts";
+import { writeSettlement } from "../settle/settle-charge.ts";
+import { refusalError } from "./request-charges.ts";
+import type { ReserveDeps } from "./reserve-phase.ts";
+
+/** What the invoke phase tells a tool call's charge: hand these to the upstream request. */
+export interface ToolCallTrack {
+  /** The call is handed to `fetch`: from now on it may run. */
+  readonly onSent: () => void;
+  /** What the call's last try proves (see upstream-evidence.ts). */
+  readonly onEvidence: (e: UpstreamEvidence) => void;
+}
+
+/** The ledger scope of one key's calls of the tools one price rule matches (its rate limit). */
+export function toolRateScope(keyId: string, rule: string): string {
+  return `${scopeName.key(keyId)}/tools:${rule}`;
+}
+
+/**
+ * The reserve phase of a `tools/call`: when a rule of `mcp.prices` prices or rate-limits the tool,
+ * its price is reserved on the caller's budget path — the scopes a model request of the same
+ * principal reserves against, plus, for a rate limit, a scope of the key and rule holding the
+ * request bucket — before anything is sent. A tenant that keeps no budgets is not charged (as its
+ * model requests are not); a rate limit still applies to it, on its tenant and key scopes. A
+ * refusal throws the error a model request gets (`budget_exceeded`, `request_rate_exceeded`,
+ * `balance_exhausted`; `budget_unavailable` when the ledger cannot be reached). Undefined: the
+ * tool is free and unlimited, nothing is reserved.
+ *
+ * The reservation is one of the request's holdings, so the request's one terminal settles it
+ * exactly once whichever way the request ends; the invoke phase settles it earlier, as soon as
+ * the upstream answer proves what happened:
+ * - never sent, or proven not run (a refusal before running, see upstream-evidence.ts): released;
+ * - answered (a result, an `isError` result, an error of the server's own): charged the price;
+ * - sent with no proof either way (timeout, cut connection, a client that left): held in full
+ *   for reconciliation, with the price recorded as the estimate — never zero, never refunded.
+ */
+export async function reserveToolCall(
+  deps: ReserveDeps,
+  publication: CompiledPublication,
+  prices: ToolPrices | undefined,
+  ctx: RequestContext,
+  principal: Principal,
+  target: { readonly server: string; readonly name: string },
+): Promise<ToolCallTrack | undefined> {
+  const pricing = prices?.of(target.server, target.name);
+  if (!pricing) return undefined;
+  // MCP requests carry no trusted headers, so no end-user scope joins the path.
+  const budget = publication.budgets.forPrincipal(principal, new Map());
+  // A tenant that keeps no budgets keeps no books, for tools as for models: only a rate limit applies.
+  if (!budget && !pricing.requests) return undefined;
+  const base: readonly ScopeRef[] = budget?.scopes ?? [{ name: scopeName.tenant(principal.tenantId) }, { name: scopeName.key(principal.keyId) }];
+  const scopes = pricing.requests ? [...base, { name: toolRateScope(principal.keyId, pricing.rule), limits: { requests: pricing.requests } }] : base;
+  const amount: LedgerAmount = { micros: budget ? (pricing.price?.micros ?? 0) : 0, tokens: 0 };
+  const currency = pricing.price?.currency ?? publication.budgets.currency ?? "USD";
+  const attemptId = newAttemptId(ctx.clock.now());
+  const label = `mcp:${target.server}/${target.name}`;
+  let reserved: { result: ReserveResult; handle: LedgerHandle };
+  try {
+    reserved = await deps.ledger.reserve(
+      attemptId,
+      {
+        scopes,
+        currency,
+        amount,
+        // A tool call is a request of its caller: it takes a token from every request bucket on the path.
+        countsRequest: true,
+        leaseMs: budget?.leaseMs ?? DEFAULT_LEASE_MS,
+        ...(budget ? { retentionMs: budget.retentionMs } : {}),
+        meta: { requestId: ctx.requestId, model: label, ...(pricing.price ? { priceVersion: pricing.price.version } : {}) },
+      },
+      ctx.waitUntil,
+    );
+  } catch (err) {
+    throw new GatewayError("budget_unavailable", "The budget ledger could not be reached, so the tool call was not sent. Retry later.", { cause: err, retryAfterSeconds: 1 });
+  }
+  const r = reserved.result;
+  if (!r.ok && r.reason === "invalid_argument") throw new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: r.message });
+  if (!r.ok) {
+    if (r.reason === "money_budget_exceeded" && r.requested > r.limit) {
+      // No period will ever admit it: no retry-after, and no advice about output caps.
+      throw new GatewayError("budget_exceeded", `The price of this tool is larger than the whole budget of ${r.scope}.`, { details: [{ scope: r.scope, metric: r.metric, reason: r.reason }] });
+    }
+    throw refusalError(r);
+  }
+
+  const charge: McpCharge = { rule: pricing.rule, attemptId, micros: amount.micros, currency, priceVersion: pricing.price?.version };
+  if (ctx.record.mcp) ctx.record.mcp.charge = charge;
+  let sent = false;
+  let evidence: UpstreamEvidence | undefined;
+  const settlement = { ledger: deps.ledger, inputEstimate: () => 0, log: deps.log, waitUntil: ctx.waitUntil, onSettlement: deps.onSettlement, currency };
+  const held = ctx.own("ledger_reservation", () => {
+    const { ledger } = deps;
+    const handle = reserved.handle;
+    const outcome = !sent || (evidence !== undefined && provesNotRun(evidence)) ? "released" : evidence === "answered" ? "charged" : "pending_reconciliation";
+    charge.settlement = outcome;
+    const done = writeSettlement(settlement, { requestId: ctx.requestId, attemptId, model: label, label, priceVersion: pricing.price?.version }, (opts) =>
+      outcome === "released"
+        ? ledger.release(handle, attemptId, opts)
+        : outcome === "charged"
+          ? ledger.settle(handle, attemptId, amount, undefined, opts)
+          : ledger.settle(handle, attemptId, "unknown", { estimate: amount }, opts),
+    );
+    ctx.waitUntil(done);
+  });
+  return {
+    onSent: () => {
+      sent = true;
+    },
+    onEvidence: (e) => {
+      evidence = e;
+      held.release();
+    },
+  };
+}
