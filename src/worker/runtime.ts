@@ -26,6 +26,7 @@ import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream } from "../mcp/upstream-client.ts";
+import { RestServer } from "../mcp/rest-server.ts";
 import { SessionSealer } from "../mcp/sealed-session.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
@@ -237,6 +238,11 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   const mcp = {
     servers: new Map(
       gw.mcp.servers.map((srv) => {
+        if (srv.rest !== undefined) {
+          // Served by the gateway itself from the API at `url`; its credential is read per call.
+          const rest = new RestServer({ baseUrl: srv.url, credential: srv.credential, rest: srv.rest, secret: (n) => (typeof secrets[n] === "string" ? (secrets[n] as string) : undefined), egress: gw.security.egress, fetch: (input, init) => fetch(input, init) });
+          return [srv.name, { name: srv.name, listFailure: srv.listFailure, request: (method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal }) => rest.request(method, params, opts) }] as const;
+        }
         const secret = srv.credential ? secrets[srv.credential.secret] : undefined;
         const headers: Record<string, string> =
           srv.credential && typeof secret === "string" && secret !== "" ? (srv.credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret }) : {};
