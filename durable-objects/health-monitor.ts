@@ -16,6 +16,7 @@ import {
   type ResolvedProbeTarget,
 } from "../src/traffic/health.ts";
 import type { HealthRpc, HealthView } from "../src/traffic/health-client.ts";
+import { probeMcpServer } from "../src/mcp/health-probe.ts";
 import { isolateConfig } from "../src/worker/isolate-config.ts";
 import { SqliteHealthStore } from "./sqlite-health-store.ts";
 
@@ -96,6 +97,7 @@ export class HealthMonitor extends DurableObject<Env> implements HealthRpc {
       return typeof v === "string" ? v : undefined;
     });
     if ("missing" in creds) return { ok: false, latencyMs: 0, reason: `credential_missing: ${creds.missing}` };
-    return probeOnce(this.probeFetch, target, this.#clock, creds.headers);
+    // An MCP server is asked for its discovery or initialize, never a tool call (src/mcp/health-probe.ts).
+    return target.mcp ? probeMcpServer(this.probeFetch, target, this.#clock, creds.headers) : probeOnce(this.probeFetch, target, this.#clock, creds.headers);
   }
 }

@@ -149,9 +149,17 @@ export const gatewayConfigSchema = z.strictObject({
               credential: z.strictObject({ secret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/), scheme: z.enum(["bearer", "x-api-key"]) }).optional(),
               /** When its list fails: `open` lists the other servers and reports the gap, `closed` fails the list. */
               listFailure: z.enum(["open", "closed"]).default("open"),
+              /** Active probes (`server/discover`, or `initialize` for a stateful server; never a tool call). Omitted: not probed. */
+              healthCheck: z
+                .strictObject({
+                  intervalMs: z.number().int().min(1000).max(3_600_000).default(30_000),
+                  timeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+                })
+                .optional(),
             })
             .superRefine((s, ctx) => {
               if ((s.era === undefined) === (s.rest === undefined)) ctx.addIssue({ code: "custom", path: ["era"], message: "an MCP server has an era (stateful or stateless); a server built from an HTTP API has rest instead" });
+              if (s.rest !== undefined && s.healthCheck !== undefined) ctx.addIssue({ code: "custom", path: ["healthCheck"], message: "a server built from an HTTP API is not probed: its API has no MCP discovery to ask" });
             })
             // One or the other, as the type says: code reading an MCP server's era need not check for REST.
             .transform(({ era, rest, ...common }) => (rest !== undefined ? { ...common, rest, era: undefined } : { ...common, era: era!, rest: undefined })),

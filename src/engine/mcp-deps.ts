@@ -1,11 +1,14 @@
 import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
 import type { UpstreamAnswer } from "../mcp/upstream-client.ts";
+import type { ProbeTarget } from "../traffic/health.ts";
 
 /** One upstream MCP server as the engine uses it. */
 export interface McpServerHandle {
   readonly name: string;
   readonly listFailure: "open" | "closed";
+  /** Its active probe (gateway.yaml `healthCheck`); undefined: not probed, always listed. */
+  readonly healthProbe?: ProbeTarget | undefined;
   request(method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal; readonly keepAlive?: (p: Promise<unknown>) => void }): Promise<UpstreamAnswer>;
 }
 

@@ -11,6 +11,8 @@ import type { Principal } from "../publication/principal.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import type { McpDeps } from "./mcp-deps.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
+import { mcpHealthId } from "../mcp/health-probe.ts";
+import type { HealthStatus } from "../traffic/health.ts";
 
 /** What the HTTP adapter hands the engine for one MCP request: nothing transport-specific. */
 export interface McpIngress {
@@ -185,7 +187,7 @@ export class McpSession {
         ctx.enter("decide");
         await this.#admit(principal, server ?? "*");
         ctx.enter("invoke");
-        const listings = await Promise.all(names.map((n) => this.#list(n)));
+        const listings = await Promise.all(names.map((n) => this.#list(n, server === undefined)));
         if (server === undefined) {
           const merged = mergeToolLists(listings, (n) => this.#mcp.servers.get(n)?.listFailure ?? "open", caller, this.#mcp.policy);
           return { resultType: "complete", tools: merged.tools, ...UNCACHEABLE, ...(merged.partial.length > 0 || merged.unnamed.length > 0 ? { _meta: { "sluice/partial": merged.partial, "sluice/unlisted": merged.unnamed } } : {}) };
@@ -212,6 +214,8 @@ export class McpSession {
         await this.#admit(principal, routed.server);
         ctx.enter("invoke");
         const upstream = this.#mcp.servers.get(routed.server)!;
+        // A call asked for by name is sent whatever the probes say (they can be wrong); it starts them.
+        this.#health(routed.server);
         // The caller's _meta (progress token aside) is not the upstream's business.
         const meta = isRecord(params._meta) && params._meta.progressToken !== undefined ? { _meta: { progressToken: params._meta.progressToken } } : {};
         const answer = await upstream.request("tools/call", { name: routed.name, arguments: args ?? {}, ...meta }, { signal: ctx.signal, keepAlive: ctx.waitUntil });
@@ -264,8 +268,24 @@ export class McpSession {
     await admitRequest(this.#ctx, this.#deps.admission, this.#deps.drain, { tenant: principal.tenantId, model: `mcp:${server}` });
   }
 
-  async #list(name: string): Promise<ServerListing> {
+  /**
+   * The server's probed health, and its probes started (once per isolate) when it has
+   * `healthCheck`: `unknown` without probes, before the first verdict, or when the monitor
+   * cannot be read — health is advisory and fails open, as for backends.
+   */
+  #health(name: string): HealthStatus {
+    const probe = this.#mcp.servers.get(name)?.healthProbe;
+    const gate = probe ? this.#deps.health?.forRequest(this.#ctx.waitUntil) : undefined;
+    if (!probe || !gate) return "unknown";
+    gate.ensureWatched(mcpHealthId(name), probe);
+    return gate.status(mcpHealthId(name));
+  }
+
+  async #list(name: string, merging: boolean): Promise<ServerListing> {
     const upstream = this.#mcp.servers.get(name)!;
+    // On the virtual server a server the probes found down is reported in `partial` at once
+    // instead of being waited on; one that fails closed is still asked (the probes can be wrong).
+    if (this.#health(name) === "unhealthy" && merging && upstream.listFailure === "open") return { server: name, ok: false, reason: "unhealthy" };
     try {
       const answer = await upstream.request("tools/list", {}, { signal: this.#ctx.signal });
       if (!answer.ok) return { server: name, ok: false, reason: `error ${answer.error.code}` };

@@ -27,6 +27,7 @@ import { LoadTracker } from "../traffic/load-tracker.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream } from "../mcp/upstream-client.ts";
 import { RestServer } from "../mcp/rest-server.ts";
+import { mcpProbeTarget } from "../mcp/health-probe.ts";
 import { SessionSealer } from "../mcp/sealed-session.ts";
 import { isolateConfig } from "./isolate-config.ts";
 
@@ -247,7 +248,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
         const headers: Record<string, string> =
           srv.credential && typeof secret === "string" && secret !== "" ? (srv.credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret }) : {};
         const upstream = new McpUpstream({ url: srv.url, era: srv.era, headers, fetch: (input, init) => fetch(input, init), clientInfo: { name: "sluice", version: SLUICE_VERSION } });
-        return [srv.name, { name: srv.name, listFailure: srv.listFailure, request: (method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal; readonly keepAlive?: (p: Promise<unknown>) => void }) => upstream.request(method, params, opts) }] as const;
+        return [srv.name, { name: srv.name, listFailure: srv.listFailure, healthProbe: mcpProbeTarget(srv), request: (method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal; readonly keepAlive?: (p: Promise<unknown>) => void }) => upstream.request(method, params, opts) }] as const;
       }),
     ),
     policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
