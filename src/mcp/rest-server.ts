@@ -81,6 +81,7 @@ export class RestServer {
       const said = json === undefined ? undefined : messageOf(json.value);
       return { isError: true, content: [{ type: "text", text: `HTTP ${res.status}${said ? `: ${said.slice(0, ERROR_MESSAGE_CHARS)}` : ""}` }] };
     }
+    if (text.trim() === "") return { content: [{ type: "text", text: `HTTP ${res.status}, no content` }] };
     if (json === undefined) {
       // Trimming is a promise about what reaches the caller: an answer that cannot be trimmed is not passed on.
       if (tool.response.fields.length > 0) throw new GatewayError("upstream_protocol_error", "The tool's API answered without JSON, so it cannot be trimmed to the configured fields.");

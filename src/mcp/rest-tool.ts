@@ -41,6 +41,8 @@ export const restToolSchema = z
   .superRefine((tool, ctx) => {
     // Every placeholder names a declared argument, and a path's are required: the schema check
     // then guarantees the URL can be built, and clients see every argument the request uses.
+    // fetch refuses a GET with a body: refused here, not on the first call.
+    if (tool.method === "GET" && tool.body === "arguments") ctx.addIssue({ code: "custom", path: ["body"], message: "a GET request has no body" });
     const properties = tool.inputSchema.properties ?? {};
     const required = new Set(tool.inputSchema.required ?? []);
     for (const m of tool.path.matchAll(placeholder)) {

@@ -111,6 +111,8 @@ describe("REST server", () => {
     expect(await rejection(call(big.s, "create_issue", { repo: "r", title: "t" }))).toBe("upstream_error");
     const html = server(() => new Response("<html>", { headers: { "content-type": "text/html" } }));
     expect(await rejection(call(html.s, "get_issue", { repo: "r", number: 1 }))).toBe("upstream_protocol_error");
+    // An empty answer (204) is a success with nothing to trim.
+    expect(await call(server(() => new Response(null, { status: 204 })).s, "get_issue", { repo: "r", number: 1 })).toEqual({ ok: true, result: { content: [{ type: "text", text: "HTTP 204, no content" }] } });
     // Without configured fields a text answer is passed on as text.
     expect(await call(html.s, "create_issue", { repo: "r", title: "t" })).toEqual({ ok: true, result: { content: [{ type: "text", text: "<html>" }] } });
   });

@@ -54,6 +54,7 @@ describe("REST tools", () => {
     expect(issues({ path: "/files/{q}" })).toEqual(["path: {q} fills a path segment: list it in the inputSchema's required"]);
     expect(issues({ query: { q: "{other}" } })).toEqual(["query.q: {other} is not a property of the inputSchema"]);
     expect(issues({ query: { q: "a{q}" } })).toEqual(["query.q: a literal, or exactly one {arg} placeholder"]);
+    expect(issues({ body: "arguments" })).toEqual(["body: a GET request has no body"]);
   });
 
   it("trims a JSON answer to the configured fields", () => {
