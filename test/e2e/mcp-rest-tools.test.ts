@@ -2,6 +2,8 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import type { IncomingHttpHeaders } from "node:http";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { secretsNamed } from "../../cli/config-dir.ts";
+import { loadConfig } from "../../src/config/load-config.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { startLoopbackServer, type LoopbackServer } from "./support/loopback-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
@@ -24,6 +26,7 @@ describe("REST tools through the gateway", () => {
   let sim: Simulator;
   let api: LoopbackServer;
   let gateway: RunningGateway;
+  let texts: { gateway: string; publication: string; backends: string };
   const received: Received[] = [];
 
   beforeAll(async () => {
@@ -72,11 +75,8 @@ describe("REST tools through the gateway", () => {
     };
     const p = bundledConfig("publication");
     p.mcp = { policy: { revision: "rest-1", rules: [{ id: "demo-items", effect: "allow", principals: { tenants: ["demo"] }, servers: ["items"], names: ["*"] }] } };
-    gateway = await startGateway({
-      adminToken: ADMIN_TOKEN,
-      secrets: { ITEMS_API_TOKEN: API_TOKEN },
-      config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
-    });
+    texts = { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) };
+    gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: { ITEMS_API_TOKEN: API_TOKEN }, config: texts });
   });
 
   afterAll(async () => {
@@ -90,6 +90,10 @@ describe("REST tools through the gateway", () => {
     await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.publicUrl}/mcp`), { requestInit: { headers: { authorization: `Bearer ${DEMO_KEY}`, cookie: "session=caller" } } }));
     return client;
   };
+
+  it("names the API's credential among the secrets `sluice serve` binds", () => {
+    expect(secretsNamed(loadConfig(texts)).find((n) => n.name === "ITEMS_API_TOKEN")?.namedBy).toBe("gateway.yaml: mcp.servers[0].credential.secret (items)");
+  });
 
   it("lists the configured tools under the server's name, with their schemas", async () => {
     const client = await connect();
