@@ -41,7 +41,7 @@ const count = z.number().int().min(0);
 
 /** The keywords of the subset; strict objects, so an unsupported keyword fails the configuration with its path. */
 const keywords = () => ({
-  type: z.union([z.enum(TYPES), z.array(z.enum(TYPES)).min(1)]).optional(),
+  type: z.union([z.enum(TYPES), z.array(z.enum(TYPES)).min(1)], { message: `type: one of ${TYPES.join(", ")}, or a list of them` }).optional(),
   properties: z.record(z.string(), subschema).optional(),
   required: z.array(z.string()).optional(),
   additionalProperties: z.boolean({ message: "additionalProperties: only true or false is supported" }).optional(),
@@ -85,7 +85,10 @@ const rootSchema: z.ZodType<InputSchema & { readonly $schema?: string | undefine
 export const inputSchemaSchema = z.record(z.string(), z.unknown()).transform((value, ctx): InputSchema => {
   const parsed = rootSchema.safeParse(value);
   if (!parsed.success) {
-    for (const issue of parsed.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path });
+    for (const issue of parsed.error.issues) {
+      const message = issue.code === "unrecognized_keys" ? `${issue.keys.join(", ")}: not a keyword this gateway checks (supported: ${Object.keys(keywords()).join(", ")})` : issue.message;
+      ctx.addIssue({ code: "custom", message, path: issue.path });
+    }
     return z.NEVER;
   }
   if (parsed.data.type !== "object") {
