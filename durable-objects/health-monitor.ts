@@ -21,7 +21,8 @@ import { isolateConfig } from "../src/worker/isolate-config.ts";
 import { SqliteHealthStore } from "./sqlite-health-store.ts";
 
 /**
- * HealthMonitor: one instance per backend id (`HEALTH_MONITOR.getByName(backendId)`). A thin shell
+ * HealthMonitor: one instance per backend id (`HEALTH_MONITOR.getByName(backendId)`), or per MCP
+ * server (`mcp:<name>`, probed with src/mcp/health-probe.ts). A thin shell
  * around the pure pieces in src/traffic/health.ts, tested without this class.
  *
  * `watch` stores the target and arms the alarm unless one is armed (a second `watch` never adds or
