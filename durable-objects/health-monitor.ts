@@ -16,11 +16,13 @@ import {
   type ResolvedProbeTarget,
 } from "../src/traffic/health.ts";
 import type { HealthRpc, HealthView } from "../src/traffic/health-client.ts";
+import { probeMcpServer } from "../src/mcp/health-probe.ts";
 import { isolateConfig } from "../src/worker/isolate-config.ts";
 import { SqliteHealthStore } from "./sqlite-health-store.ts";
 
 /**
- * HealthMonitor: one instance per backend id (`HEALTH_MONITOR.getByName(backendId)`). A thin shell
+ * HealthMonitor: one instance per backend id (`HEALTH_MONITOR.getByName(backendId)`), or per MCP
+ * server (`mcp:<name>`, probed with src/mcp/health-probe.ts). A thin shell
  * around the pure pieces in src/traffic/health.ts, tested without this class.
  *
  * `watch` stores the target and arms the alarm unless one is armed (a second `watch` never adds or
@@ -96,6 +98,7 @@ export class HealthMonitor extends DurableObject<Env> implements HealthRpc {
       return typeof v === "string" ? v : undefined;
     });
     if ("missing" in creds) return { ok: false, latencyMs: 0, reason: `credential_missing: ${creds.missing}` };
-    return probeOnce(this.probeFetch, target, this.#clock, creds.headers);
+    // An MCP server is asked for its discovery or initialize, never a tool call (src/mcp/health-probe.ts).
+    return target.mcp ? probeMcpServer(this.probeFetch, target, this.#clock, creds.headers) : probeOnce(this.probeFetch, target, this.#clock, creds.headers);
   }
 }

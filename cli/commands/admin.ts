@@ -14,7 +14,7 @@ const COMMON = `Common options:
 The bearer token is read from $${ADMIN_TOKEN_ENV}.`;
 
 export const ADMIN_HELP: Readonly<Record<string, string>> = {
-  status: `Usage: sluice status [options]\n\nThe gateway's state: config digest, publication and snapshot revisions, drain state,\nrequests in flight and the resources they hold, budget leases.\n\n${COMMON}\n`,
+  status: `Usage: sluice status [options]\n\nThe gateway's state: config digest, publication and snapshot revisions, drain state,\nrequests in flight and the resources they hold, budget leases, MCP servers' probed health.\n\n${COMMON}\n`,
   backends: `Usage: sluice backends list [options]\n\nThe backends of the active snapshot: protocol, base URL, the secret their credential names,\ncapabilities and the pools they serve.\n\n${COMMON}\n`,
   routes: `Usage: sluice routes list [options]\n\nEntrypoints, their routes and default, each tier's logical models, and the pools and backends\nthey resolve to in the active snapshot.\n\n${COMMON}\n`,
   drain: `Usage: sluice drain [--timeout DUR] [options]\n\nStops admitting requests (/ready answers 503), gives those in flight up to DUR to finish\n(default 30s; e.g. 90s, 2m), cancels the rest, returns budget slices and writes settlements.\n\n${COMMON}\n`,
@@ -43,6 +43,8 @@ interface StatusAnswer {
   readonly inFlight: number;
   readonly resources: Readonly<Record<string, number>>;
   readonly budgetLeases: number;
+  /** Absent from gateways older than MCP health. */
+  readonly mcpServers?: readonly { name: string; kind: string; probed: boolean; status: string; lastReason: string | null; consecutiveFailures: number }[];
 }
 
 interface RoutesAnswer {
@@ -102,6 +104,7 @@ export async function adminCommand(command: string, argv: readonly string[]): Pr
           ["started", `${s.startedAt} (up ${s.uptimeSeconds} s)`],
           ["budget leases", s.budgetLeases],
           ...Object.entries(s.resources).map(([k, v]) => [`held: ${k}`, v] as const),
+          ...(s.mcpServers ?? []).map((m) => [`mcp ${m.name}`, `${m.kind}, ${m.probed ? `${m.status}${m.lastReason ? ` (${m.lastReason}${m.consecutiveFailures > 0 ? `, ${m.consecutiveFailures} failed in a row` : ""})` : ""}` : "not probed"}`] as const),
         ]),
       );
       return 0;

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { egressConfigSchema } from "../egress/egress-schema.ts";
+import { restServerSchema } from "../mcp/rest-tool.ts";
 import { SERVER_NAME } from "../mcp/tool-names.ts";
 import { oauthConfigSchema } from "./oauth-schema.ts";
 
@@ -136,22 +137,38 @@ export const gatewayConfigSchema = z.strictObject({
     .strictObject({
       servers: z
         .array(
-          z.strictObject({
-            /** The server's name: `/mcp/<name>`, and the prefix of its tools on `/mcp`. */
-            name: z.string().regex(SERVER_NAME, "lower-case letters, digits and '-', no dots, at most 32"),
-            /** Its MCP endpoint; checked by the egress guard. */
-            url: z.url({ protocol: /^https?$/, message: "an http(s) URL" }),
-            /** The protocol era it speaks: `stateful` (2025-era sessions) or `stateless` (2026-07-28). */
-            era: z.enum(["stateful", "stateless"]),
-            credential: z.strictObject({ secret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/), scheme: z.enum(["bearer", "x-api-key"]) }).optional(),
-            /** When its list fails: `open` lists the other servers and reports the gap, `closed` fails the list. */
-            listFailure: z.enum(["open", "closed"]).default("open"),
-            /**
-             * Open a TCP connection before each request: when none opens, nothing was sent, so the
-             * request may be retried once and a priced call is not charged (docs/mcp.md).
-             */
-            connectCheck: z.boolean().default(false),
-          }),
+          z
+            .strictObject({
+              /** The server's name: `/mcp/<name>`, and the prefix of its tools on `/mcp`. */
+              name: z.string().regex(SERVER_NAME, "lower-case letters, digits and '-', no dots, at most 32"),
+              /** Its MCP endpoint (a REST server's: its API's base URL); checked by the egress guard. */
+              url: z.url({ protocol: /^https?$/, message: "an http(s) URL" }),
+              /** The protocol era it speaks: `stateful` (2025-era sessions) or `stateless` (2026-07-28). */
+              era: z.enum(["stateful", "stateless"]).optional(),
+              /** Instead of `era`: the gateway serves the server itself from the HTTP API at `url` (src/mcp/rest-tool.ts). */
+              rest: restServerSchema.optional(),
+              credential: z.strictObject({ secret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/), scheme: z.enum(["bearer", "x-api-key"]) }).optional(),
+              /** When its list fails: `open` lists the other servers and reports the gap, `closed` fails the list. */
+              listFailure: z.enum(["open", "closed"]).default("open"),
+              /**
+               * Open a TCP connection before each request: when none opens, nothing was sent, so the
+               * request may be retried once and a priced call is not charged (docs/mcp.md).
+               */
+              connectCheck: z.boolean().default(false),
+              /** Active probes (`server/discover`, or `initialize` for a stateful server; never a tool call). Omitted: not probed. */
+              healthCheck: z
+                .strictObject({
+                  intervalMs: z.number().int().min(1000).max(3_600_000).default(30_000),
+                  timeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+                })
+                .optional(),
+            })
+            .superRefine((s, ctx) => {
+              if ((s.era === undefined) === (s.rest === undefined)) ctx.addIssue({ code: "custom", path: ["era"], message: "an MCP server has an era (stateful or stateless); a server built from an HTTP API has rest instead" });
+              if (s.rest !== undefined && s.healthCheck !== undefined) ctx.addIssue({ code: "custom", path: ["healthCheck"], message: "a server built from an HTTP API is not probed: its API has no MCP discovery to ask" });
+            })
+            // One or the other, as the type says: code reading an MCP server's era need not check for REST.
+            .transform(({ era, rest, ...common }) => (rest !== undefined ? { ...common, rest, era: undefined } : { ...common, era: era!, rest: undefined })),
         )
         .default([]),
       /** Browser origins allowed to call `/mcp` (DNS-rebinding protection); requests without Origin are not browsers'. */

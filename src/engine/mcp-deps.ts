@@ -5,6 +5,7 @@ import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
 import type { UpstreamAnswer, UpstreamRequestOptions } from "../mcp/upstream-client.ts";
 import type { ToolPrices } from "../publication/tool-prices.ts";
+import type { ProbeTarget } from "../traffic/health.ts";
 
 /** One upstream MCP server as the engine uses it. */
 export interface McpServerHandle {
@@ -12,6 +13,8 @@ export interface McpServerHandle {
   readonly listFailure: "open" | "closed";
   /** The server's protocol era; undefined for a server the gateway itself answers (it asks the client nothing). */
   readonly era?: McpEra | undefined;
+  /** Its active probe (gateway.yaml `healthCheck`); undefined: not probed, always listed. */
+  readonly healthProbe?: ProbeTarget | undefined;
   request(method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions): Promise<UpstreamAnswer>;
 }
 

@@ -17,6 +17,8 @@ import { reserveToolCall } from "../reserve/tool-charge.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import type { McpDeps } from "./mcp-deps.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
+import { mcpHealthId } from "../mcp/health-probe.ts";
+import type { HealthStatus } from "../traffic/health.ts";
 
 /** What the HTTP adapter hands the engine for one MCP request: nothing transport-specific. */
 export interface McpIngress {
@@ -245,7 +247,7 @@ export class McpSession {
         ctx.enter("decide");
         await this.#admit(principal, server ?? "*");
         ctx.enter("invoke");
-        const listings = await Promise.all(names.map((n) => this.#list(n, client)));
+        const listings = await Promise.all(names.map((n) => this.#list(n, client, server === undefined)));
         if (server === undefined) {
           const merged = mergeToolLists(listings, (n) => this.#mcp.servers.get(n)?.listFailure ?? "open", caller, this.#mcp.policy);
           return { resultType: "complete", tools: merged.tools, ...UNCACHEABLE, ...(merged.partial.length > 0 || merged.unnamed.length > 0 ? { _meta: { "sluice/partial": merged.partial, "sluice/unlisted": merged.unnamed } } : {}) };
@@ -273,6 +275,8 @@ export class McpSession {
         const charge = await reserveToolCall(this.#deps.reserve, this.#deps.publication, this.#mcp.prices, ctx, principal, routed);
         await this.#admit(principal, routed.server);
         ctx.enter("invoke");
+        // A call asked for by name is sent whatever the probes say (they can be wrong); it starts them.
+        this.#health(routed.server);
         const answer = await this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...forwardedParams(params) }, client, charge);
         if (!answer.ok) throw upstreamRefusal(routed.server, answer.error);
         const result = isRecord(answer.result) ? answer.result : {};
@@ -297,7 +301,7 @@ export class McpSession {
           const merged = mergeCatalog(req.method, [{ server, ok: true, items }], () => "closed", caller, this.#mcp.policy, false);
           return { resultType: "complete", [field]: merged.items, ...(typeof result.nextCursor === "string" ? { nextCursor: result.nextCursor } : {}), ...UNCACHEABLE };
         }
-        const listings = await Promise.all(names.map((n) => this.#listAll(n, req.method as CatalogList, field, client)));
+        const listings = await Promise.all(names.map((n) => this.#listAll(n, req.method as CatalogList, field, client, true)));
         const merged = mergeCatalog(req.method, listings.map((l) => (l.ok ? { server: l.server, ok: true as const, items: l.items } : l)), (n) => this.#mcp.servers.get(n)?.listFailure ?? "open", caller, this.#mcp.policy, true);
         return { resultType: "complete", [field]: merged.items, ...UNCACHEABLE, ...(merged.partial.length > 0 ? { _meta: { "sluice/partial": merged.partial } } : {}) };
       }
@@ -329,8 +333,21 @@ export class McpSession {
     await admitRequest(this.#ctx, this.#deps.admission, this.#deps.drain, { tenant: principal.tenantId, model: `mcp:${server}` });
   }
 
-  async #list(name: string, client: ClientView): Promise<ServerListing> {
-    const all = await this.#listAll(name, "tools/list", "tools", client);
+  /**
+   * The server's probed health, and its probes started (once per isolate) when it has
+   * `healthCheck`: `unknown` without probes, before the first verdict, or when the monitor
+   * cannot be read — health is advisory and fails open, as for backends.
+   */
+  #health(name: string): HealthStatus {
+    const probe = this.#mcp.servers.get(name)?.healthProbe;
+    const gate = probe ? this.#deps.health?.forRequest(this.#ctx.waitUntil) : undefined;
+    if (!probe || !gate) return "unknown";
+    gate.ensureWatched(mcpHealthId(name), probe);
+    return gate.status(mcpHealthId(name));
+  }
+
+  async #list(name: string, client: ClientView, merging: boolean): Promise<ServerListing> {
+    const all = await this.#listAll(name, "tools/list", "tools", client, merging);
     if (!all.ok) return all;
     return { server: name, ok: true, tools: all.items.filter((t): t is ListedTool => typeof t.name === "string") };
   }
@@ -339,7 +356,10 @@ export class McpSession {
    * Every page of one server's list, for the virtual server (which merges whole lists and so has
    * no cursor of its own to give); bounded, so a server that pages forever cannot hold the request.
    */
-  async #listAll(name: string, method: string, field: string, client: ClientView): Promise<{ readonly server: string; readonly ok: true; readonly items: Record<string, unknown>[] } | { readonly server: string; readonly ok: false; readonly reason: string }> {
+  async #listAll(name: string, method: string, field: string, client: ClientView, merging: boolean): Promise<{ readonly server: string; readonly ok: true; readonly items: Record<string, unknown>[] } | { readonly server: string; readonly ok: false; readonly reason: string }> {
+    // On the virtual server a server the probes found down is reported in `partial` at once
+    // instead of being waited on; one that fails closed is still asked (the probes can be wrong).
+    if (merging && this.#mcp.servers.get(name)!.listFailure === "open" && this.#health(name) === "unhealthy") return { server: name, ok: false, reason: "unhealthy" };
     const items: Record<string, unknown>[] = [];
     let cursor: string | undefined;
     try {

@@ -11,6 +11,8 @@ import { metricsResponse } from "./metrics-endpoint.ts";
 import { discardUnreadBody, readBodyText } from "./limits.ts";
 import { registerBudgetRoutes } from "./admin-budgets.ts";
 import { describeRoutes } from "./route-table.ts";
+import { mcpServerStatuses } from "./admin-mcp-health.ts";
+import { healthClient } from "../traffic/health-client.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 
@@ -98,6 +100,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       resources: resourcesHeld(rt),
       // Slices of budgets this isolate holds; idle ones go back on their own (docs/budgets.md).
       budgetLeases: rt.ledger.stats().leases,
+      mcpServers: await mcpServerStatuses(rt, healthClient((id) => c.env.HEALTH_MONITOR.getByName(id))),
     });
   });
 

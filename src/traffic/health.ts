@@ -30,7 +30,13 @@ export interface ProbeCredential {
 /** What to probe and how often, as the caller passes it (from the gateway's config). */
 export interface ProbeTarget {
   readonly url: string;
-  readonly method: "GET";
+  /** `GET` for a backend; `POST` for an MCP server, whose probe is a protocol message (`mcp`). */
+  readonly method: "GET" | "POST";
+  /**
+   * An MCP server's probe: `server/discover` for a stateless-era server, `initialize` (the session
+   * ended at once) for a stateful one; never a tool call. Absent: the GET probe of a backend.
+   */
+  readonly mcp?: { readonly era: "stateful" | "stateless" };
   /**
    * Plain headers (e.g. a version header). Credential headers (`authorization`, `x-api-key`,
    * `api-key`, `proxy-authorization`, `cookie`) are refused here: a credential goes in `credential`,
@@ -77,7 +83,10 @@ export function resolveProbeTarget(input: ProbeTarget): ResolvedProbeTarget {
   } catch {
     bad.push(`url is not a valid URL: ${String(t.url)}`);
   }
-  if (t.method !== "GET") bad.push(`method must be "GET", got ${String(t.method)}`);
+  const mcp = t.mcp === undefined || t.mcp === null ? undefined : t.mcp;
+  if (mcp !== undefined && mcp.era !== "stateful" && mcp.era !== "stateless") bad.push(`mcp.era must be "stateful" or "stateless", got ${String(mcp.era)}`);
+  const method = mcp === undefined ? "GET" : "POST";
+  if (t.method !== method) bad.push(`method must be "${method}"${mcp === undefined ? "" : " for an MCP probe"}, got ${String(t.method)}`);
   const headers: Record<string, string> = {};
   if (t.headers !== undefined && (typeof t.headers !== "object" || t.headers === null)) bad.push("headers must be an object");
   else {
@@ -109,7 +118,8 @@ export function resolveProbeTarget(input: ProbeTarget): ResolvedProbeTarget {
   if (bad.length > 0) throw new RangeError(`invalid probe target: ${bad.join("; ")}`);
   const resolved: ResolvedProbeTarget = {
     url,
-    method: "GET",
+    method,
+    ...(mcp === undefined ? {} : { mcp: Object.freeze({ era: mcp.era }) }),
     headers: Object.freeze(headers),
     ...(credential === undefined ? {} : { credential }),
     timeoutMs: t.timeoutMs,

@@ -28,6 +28,8 @@ import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream, type UpstreamRequestOptions } from "../mcp/upstream-client.ts";
 import { ClientRelays } from "../mcp/client-relays.ts";
 import { ToolPrices } from "../publication/tool-prices.ts";
+import { RestServer } from "../mcp/rest-server.ts";
+import { mcpProbeTarget } from "../mcp/health-probe.ts";
 import { SessionSealer } from "../mcp/sealed-session.ts";
 import { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import { isolateConfig } from "./isolate-config.ts";
@@ -252,6 +254,11 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     oauth: mcpOAuth,
     servers: new Map(
       gw.mcp.servers.map((srv) => {
+        if (srv.rest !== undefined) {
+          // Served by the gateway itself from the API at `url`; its credential is read per call.
+          const rest = new RestServer({ baseUrl: srv.url, credential: srv.credential, rest: srv.rest, secret: (n) => (typeof secrets[n] === "string" ? (secrets[n] as string) : undefined), egress: gw.security.egress, fetch: (input, init) => fetch(input, init) });
+          return [srv.name, { name: srv.name, listFailure: srv.listFailure, request: (method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal }) => rest.request(method, params, opts) }] as const;
+        }
         const secret = srv.credential ? secrets[srv.credential.secret] : undefined;
         const headers: Record<string, string> =
           srv.credential && typeof secret === "string" && secret !== "" ? (srv.credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret }) : {};
@@ -263,7 +270,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
           clientInfo: { name: "sluice", version: SLUICE_VERSION },
           ...(srv.connectCheck ? { preconnect: tcpPreconnect } : {}),
         });
-        return [srv.name, { name: srv.name, listFailure: srv.listFailure, era: srv.era, request: (method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions) => upstream.request(method, params, opts) }] as const;
+        return [srv.name, { name: srv.name, listFailure: srv.listFailure, era: srv.era, healthProbe: mcpProbeTarget(srv), request: (method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions) => upstream.request(method, params, opts) }] as const;
       }),
     ),
     policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
