@@ -22,7 +22,11 @@ const cell = (checks: readonly ConformanceCheck[] | undefined) => {
 const { direct, gateway } = await compareThroughGateway({ timeoutMs: 300_000 });
 const d = keyed(direct);
 const g = keyed(gateway);
-const rows = [...new Set([...d.keys(), ...g.keys()])].map((k) => {
+// Scenario by scenario in the runner's order; a check only one side reported sits with its scenario's others.
+const scenarioOf = (k: string) => k.slice(0, k.indexOf(" "));
+const scenarios = [...new Set([...d.keys(), ...g.keys()].map(scenarioOf))];
+const keys = scenarios.flatMap((sc) => [...new Set([...d.keys(), ...g.keys()])].filter((k) => scenarioOf(k) === sc));
+const rows = keys.map((k) => {
   const [scenario, check] = k.split(" ") as [string, string];
   return `| ${scenario} | ${check} | ${cell(d.get(k))} | ${cell(g.get(k))} |`;
 });
