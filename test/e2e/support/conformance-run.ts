@@ -21,7 +21,7 @@ export interface ConformanceCheck {
 /** One run of the runner's server scenarios against one URL. */
 export interface ConformanceRun {
   readonly checks: readonly ConformanceCheck[];
-  /** The runner's output tail, for a failure report. */
+  /** The runner's output, for a failure report. */
   readonly output: string;
 }
 
@@ -36,7 +36,8 @@ function runner(args: readonly string[], timeoutMs: number): Promise<string> {
   const bin = join(dirname(PACKAGE_JSON), "dist", "index.js");
   const child = spawn(process.execPath, [bin, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
   let output = "";
-  const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-100_000));
+  // Kept whole (a full run prints some tens of kilobytes): the scenario markers are read from it.
+  const keep = (chunk: Buffer) => (output += chunk.toString());
   child.stdout.on("data", keep);
   child.stderr.on("data", keep);
   // The runner exits 1 when a check fails: that is a result, not an error. Only a hang is.
@@ -45,7 +46,8 @@ function runner(args: readonly string[], timeoutMs: number): Promise<string> {
       child.kill("SIGKILL");
       reject(new Error(`the conformance runner (${args.join(" ")}) did not finish within ${timeoutMs} ms:\n${output.slice(-4000)}`));
     }, timeoutMs);
-    child.once("exit", () => {
+    // "close", not "exit": the output is complete only once its pipes are.
+    child.once("close", () => {
       clearTimeout(timer);
       resolve(output);
     });
