@@ -14,7 +14,6 @@ const KNOWN_GAPS: Readonly<Record<string, string>> = {
   "resources-unsubscribe resources-unsubscribe": "the scenario subscribes first: resources/subscribe is not served (-32601)",
   // The response path answers every request with one JSON body after the upstream's answer.
   "tools-call-with-logging tools-call-with-logging": "the scenario first sends logging/setLevel (-32601); log notifications are not relayed either",
-  "tools-call-with-progress tools-call-with-progress": "progress notifications the upstream streams are not relayed to the client",
   "server-sse-multiple-streams server-sse-streams-functional": "answers are application/json, never SSE: the runner has no stream to check (INFO)",
   // Server-to-client requests inside a POST's SSE answer are not relayed: the upstream's request waits unanswered.
   "tools-call-sampling tools-call-sampling": "sampling/createMessage is not relayed to the client",
