@@ -394,7 +394,7 @@ export class McpSession {
       keepAlive: ctx.waitUntil,
       session: { key: `${client.sessionKey} ${JSON.stringify(capabilities)}`, capabilities },
       onNotification: (n: UpstreamNotification) => this.#relayNotification(n, progressToken),
-      ...(client.era === "stateful" && upstream.era === "stateful" ? { onRequest: (r: UpstreamServerRequest) => this.#askClient(r, client) } : {}),
+      ...(client.era === "stateful" && upstream.era === "stateful" && Object.keys(capabilities).length > 0 ? { onRequest: (r: UpstreamServerRequest) => this.#askClient(r, client) } : {}),
       ...evidence,
     };
     let answer = await upstream.request(method, params, opts);

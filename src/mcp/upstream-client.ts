@@ -96,6 +96,8 @@ export class McpUpstream {
   readonly #o: UpstreamOptions;
   /** Open stateful sessions by client key, least recently used first. */
   readonly #sessions = new Map<string, Promise<string | undefined>>();
+  /** Upstream sessions whose GET stream a request listens on now. */
+  readonly #listening = new Set<string>();
   #nextId = 1;
 
   constructor(o: UpstreamOptions) {
@@ -139,8 +141,12 @@ export class McpUpstream {
     if (this.#o.era === "stateless") return await this.#send(method, this.#statelessParams(params, client.capabilities), this.#statelessHeaders(method, params), opts, t);
     for (let attempt = 0; ; attempt++) {
       const session = await this.#openSession(client, opts);
+      const headers = { "mcp-protocol-version": STATEFUL_VERSION, ...(session ? { "mcp-session-id": session } : {}) };
+      // A server may ask its client outside the request's own stream (on the session's GET
+      // stream): while a request that can answer runs, the gateway listens there too.
+      const release = opts.onRequest && session ? await this.#listen(session, headers, opts.onRequest, opts.keepAlive) : undefined;
       try {
-        return await this.#send(method, params, { "mcp-protocol-version": STATEFUL_VERSION, ...(session ? { "mcp-session-id": session } : {}) }, opts, t);
+        return await this.#send(method, params, headers, opts, t);
       } catch (err) {
         if (attempt === 0 && err instanceof SessionGone) {
           this.#sessions.delete(client.key);
@@ -150,8 +156,67 @@ export class McpUpstream {
           continue;
         }
         throw err;
+      } finally {
+        release?.();
       }
     }
+  }
+
+  /**
+   * Listens on a stateful session's GET stream while a request that can answer the server's
+   * requests runs in it, and hands what the server asks there to that request: a session belongs
+   * to one client, so whatever it asks is that client's. One request of a session listens at a
+   * time — a server keeps one GET stream per session — and it owns the stream: the runtime lets
+   * only the request that opened a connection touch it. Resolves once the stream is open (or
+   * refused: a server without one asks only inside its answers); the returned function ends it.
+   */
+  async #listen(session: string, headers: Record<string, string>, onRequest: NonNullable<UpstreamRequestOptions["onRequest"]>, keepAlive: UpstreamRequestOptions["keepAlive"]): Promise<(() => void) | undefined> {
+    if (this.#listening.has(session)) return undefined;
+    this.#listening.add(session);
+    const stop = new AbortController();
+    let res: Response | undefined;
+    try {
+      res = await this.#o.fetch(this.#o.url, { method: "GET", headers: { ...this.#o.headers, ...headers, accept: "text/event-stream" }, redirect: "manual", signal: stop.signal });
+    } catch {
+      res = undefined;
+    }
+    const release = () => {
+      this.#listening.delete(session);
+      stop.abort();
+    };
+    if (!res || !res.ok || !/^text\/event-stream/i.test(res.headers.get("content-type") ?? "") || !res.body) {
+      await res?.body?.cancel().catch(() => undefined);
+      return release;
+    }
+    const replies: Promise<unknown>[] = [];
+    const parser = createParser({
+      onEvent: (ev) => {
+        let m: unknown;
+        try {
+          m = JSON.parse(ev.data);
+        } catch {
+          return;
+        }
+        if (isRecord(m) && typeof m.method === "string" && (typeof m.id === "string" || typeof m.id === "number")) replies.push(this.#reply(m.id, { method: m.method, params: m.params }, headers, { onRequest }));
+      },
+    });
+    const body = res.body;
+    const reading = (async () => {
+      const reader = body.getReader();
+      const decoder = new TextDecoder();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          parser.feed(decoder.decode(value, { stream: true }));
+        }
+      } catch {
+        // Stopped with its request, or the server closed it.
+      }
+      await Promise.allSettled(replies);
+    })();
+    keepAlive?.(reading);
+    return release;
   }
 
   #statelessParams(params: Readonly<Record<string, unknown>>, capabilities: Readonly<Record<string, unknown>>): Record<string, unknown> {

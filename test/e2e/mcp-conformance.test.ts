@@ -15,15 +15,6 @@ const KNOWN_GAPS: Readonly<Record<string, string>> = {
   // The response path answers every request with one JSON body after the upstream's answer.
   "tools-call-with-logging tools-call-with-logging": "the scenario first sends logging/setLevel (-32601); log notifications are not relayed either",
   "server-sse-multiple-streams server-sse-streams-functional": "answers are application/json, never SSE: the runner has no stream to check (INFO)",
-  // Server-to-client requests inside a POST's SSE answer are not relayed: the upstream's request waits unanswered.
-  "tools-call-sampling tools-call-sampling": "sampling/createMessage is not relayed to the client",
-  "tools-call-elicitation tools-call-elicitation": "elicitation/create is not relayed to the client",
-  ...Object.fromEntries(
-    ["string", "integer", "number", "enum", "boolean"].map((t) => [`elicitation-sep1034-defaults elicitation-sep1034-${t}-default`, "elicitation/create is not relayed to the client"]),
-  ),
-  ...Object.fromEntries(
-    ["untitled-single", "titled-single", "legacy-enumnames", "untitled-multi", "titled-multi"].map((t) => [`elicitation-sep1330-enums elicitation-sep1330-${t}`, "elicitation/create is not relayed to the client"]),
-  ),
 };
 
 /**

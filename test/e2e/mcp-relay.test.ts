@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
@@ -96,6 +96,14 @@ describe("MCP server-to-client traffic through the gateway", () => {
     const client = await legacyClient((m) => (asked.push(m), { confirm: true }));
     expect(await client.callTool({ name: "legacy.confirm", arguments: { action: "deploy" } })).toMatchObject({ content: [{ text: "confirmed deploy" }] });
     expect(asked).toEqual(["Really deploy?"]);
+    await client.close();
+  });
+
+  it("relays what a stateful server asks on its session's GET stream, outside the request's own stream", async () => {
+    const client = new LegacyClient({ name: "relay-e2e-sampling", version: "1.0.0" }, { capabilities: { sampling: {} } });
+    client.setRequestHandler(CreateMessageRequestSchema, async () => ({ role: "assistant", model: "test-model", content: { type: "text", text: "hi there" } }));
+    await client.connect(new LegacyTransport(new URL(`${gateway.publicUrl}/mcp`), auth));
+    expect(await client.callTool({ name: "legacy.sample", arguments: {} })).toMatchObject({ content: [{ text: "sampled: hi there" }] });
     await client.close();
   });
 

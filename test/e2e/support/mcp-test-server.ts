@@ -35,6 +35,11 @@ function build(): McpServer {
     const answer = await extra.sendRequest({ method: "elicitation/create", params: { message: `Really ${action}?`, requestedSchema: { type: "object", properties: { confirm: { type: "boolean" } }, required: ["confirm"] } } }, ElicitResultSchema);
     return { content: [{ type: "text", text: answer.action === "accept" && answer.content?.confirm === true ? `confirmed ${action}` : `not confirmed (${answer.action})` }] };
   });
+  server.registerTool("sample", { description: "Asks the client's model, outside the request's own stream" }, async () => {
+    // Not a related request: it goes out on the session's GET stream, as many servers send it.
+    const answer = await server.server.createMessage({ messages: [{ role: "user", content: { type: "text", text: "Say hi" } }], maxTokens: 10 });
+    return { content: [{ type: "text", text: `sampled: ${answer.content.type === "text" ? answer.content.text : answer.content.type}` }] };
+  });
   server.registerTool("slow", { description: "Waits until cancelled, or 10 s" }, async (extra) => {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, 10_000);
