@@ -1,5 +1,5 @@
 import type { McpEra } from "../mcp/bridging.ts";
-import type { ClientRelays } from "../mcp/client-relays.ts";
+import type { ClientRelays, InFlightRequests } from "../mcp/client-relays.ts";
 import type { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
@@ -30,6 +30,8 @@ export interface McpDeps {
   readonly sessions?: { readonly sealer: SessionSealer; readonly ttlMs: number } | undefined;
   /** Requests relayed to stateful-era clients, waiting for their answers (one per isolate). */
   readonly relays: ClientRelays;
+  /** Stateful-era requests running in this isolate, for their clients' cancellations. */
+  readonly inFlight: InFlightRequests;
   /** Verifies OAuth access tokens beside the API keys; undefined: API keys only. */
   readonly oauth?: OAuthVerifier | undefined;
 }

@@ -183,7 +183,7 @@ export class McpSession {
         body: {
           jsonrpc: "2.0",
           id: req.id,
-          result: { protocolVersion, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false }, resources: {} }, serverInfo: this.#mcp.serverInfo },
+          result: { protocolVersion, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false }, resources: {}, completions: {}, logging: {} }, serverInfo: this.#mcp.serverInfo },
         },
       };
     }
@@ -195,12 +195,20 @@ export class McpSession {
     const version = legacyVersionOf(this.#ingress.headers);
     ctx.record.mcp = { ...ctx.record.mcp!, protocolVersion: version };
     if (req.id === undefined) {
+      // The era's cancellation: the request it names ends, here if it runs here.
+      if (req.method === "notifications/cancelled") this.#mcp.inFlight.cancel(presented, req.params.requestId);
       ctx.finish({ kind: "completed" });
       return { kind: "result", status: 202, body: undefined };
     }
     if (req.method === "server/discover") throw new GatewayError("mcp_method_not_found", "server/discover belongs to protocol revision 2026-07-28; this session speaks the 2025 era.");
     const client: ClientView = { era: "stateful", capabilities: opened.state.clientCapabilities, sessionKey: `session:${presented}`, relaySession: presented };
-    const result = await this.#answer({ id: req.id, method: req.method, params: req.params, protocolVersion: version, clientCapabilities: opened.state.clientCapabilities }, principal, server, client);
+    const unregister = this.#mcp.inFlight.register(presented, req.id, () => ctx.abort("client_disconnected"));
+    let result: Record<string, unknown>;
+    try {
+      result = await this.#answer({ id: req.id, method: req.method, params: req.params, protocolVersion: version, clientCapabilities: opened.state.clientCapabilities }, principal, server, client);
+    } finally {
+      unregister();
+    }
     // The 2025 shape: no result type and no caching fields.
     const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...legacyResult } = result;
     ctx.enter("respond");
@@ -235,12 +243,47 @@ export class McpSession {
         return {
           resultType: "complete",
           supportedVersions: [STATELESS_VERSION],
-          capabilities: { tools: {}, prompts: {}, resources: {} },
+          capabilities: { tools: {}, prompts: {}, resources: {}, completions: {} },
           _meta: { "io.modelcontextprotocol/serverInfo": this.#mcp.serverInfo },
           ...UNCACHEABLE,
         };
       case "ping":
         return { resultType: "complete" };
+      case "logging/setLevel": {
+        // The client's own upstream sessions take its level: each stateful server it may reach here
+        // (a 2026-07-28 server has no session to keep one in, and a REST tool logs nothing).
+        const level = req.params.level;
+        if (typeof level !== "string") throw new GatewayError("invalid_request", "logging/setLevel needs a level.", { param: "params.level" });
+        ctx.enter("decide");
+        await this.#admit(principal, server ?? "*");
+        ctx.enter("invoke");
+        const stateful = (server === undefined ? [...this.#mcp.servers.keys()] : [server]).filter((n) => this.#mcp.servers.get(n)?.era === "stateful");
+        const answers = await Promise.all(stateful.map(async (n) => ({ n, answer: await this.#invoke(n, "logging/setLevel", { level }, client).catch((err: unknown) => ({ ok: false as const, error: { code: -32603, message: toGatewayError(err).message } })) })));
+        const refused = answers.find((a) => !a.answer.ok);
+        // One server: its answer is the answer. Many: a server that refused is named, the rest keep the level.
+        if (refused && !refused.answer.ok && (server !== undefined || refused.answer.error.code === -32602)) throw upstreamRefusal(refused.n, refused.answer.error);
+        return { resultType: "complete" };
+      }
+      case "completion/complete": {
+        ctx.enter("authorize");
+        const ref = isRecord(req.params.ref) ? req.params.ref : {};
+        const kind = ref.type === "ref/prompt" ? "prompt" : ref.type === "ref/resource" ? "resource" : undefined;
+        const named = kind === "prompt" ? ref.name : ref.uri;
+        if (kind === undefined || typeof named !== "string") throw new GatewayError("invalid_request", "completion/complete needs a ref: ref/prompt with a name, or ref/resource with a uri.", { param: "params.ref" });
+        const target = server === undefined ? routeCatalogRead(kind === "prompt" ? "prompts/get" : "resources/read", named, this.#mcp.servers) : { server, name: named };
+        // Completing an argument reveals what a list would: the item must be one the caller may see.
+        const decision = this.#mcp.policy.visible({ ...caller, server: target.server, kind, name: target.name });
+        if (ctx.record.mcp) Object.assign(ctx.record.mcp, { decision, server: target.server, target: target.name });
+        if (!decision.allowed) throw new GatewayError("tool_not_allowed", `${kind === "prompt" ? "Prompt" : "Resource"} ${JSON.stringify(named.slice(0, 128))} is not available to this caller (${decision.reason}).`);
+        ctx.enter("decide");
+        await this.#admit(principal, target.server);
+        ctx.enter("invoke");
+        const forwarded = { ...req.params, ref: kind === "prompt" ? { ...ref, name: target.name } : { ...ref, uri: target.name } };
+        delete (forwarded as Record<string, unknown>)._meta;
+        const answer = await this.#invoke(target.server, "completion/complete", forwarded, client);
+        if (!answer.ok) throw upstreamRefusal(target.server, answer.error);
+        return { resultType: "complete", ...(isRecord(answer.result) ? answer.result : {}) };
+      }
       case "tools/list": {
         ctx.enter("authorize");
         const names = server === undefined ? [...this.#mcp.servers.keys()] : [server];

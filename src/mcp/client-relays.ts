@@ -60,3 +60,37 @@ export function clientResponseOf(body: unknown): ClientResponse | undefined {
   if (isRecord(body.error) && typeof body.error.code === "number") return { id: body.id, error: { code: body.error.code, message: String(body.error.message ?? "") } };
   return undefined;
 }
+
+/**
+ * Stateful-era requests in flight, by session and JSON-RPC id, so that the client's
+ * `notifications/cancelled` (its way to cancel in that era) ends the request it names. The
+ * notification arrives as another HTTP request; it only settles a promise the running request
+ * created and awaits, so the request ends itself — the runtime lets no request touch another's
+ * connections.
+ */
+export class InFlightRequests {
+  readonly #running = new Map<string, () => void>();
+
+  /** Registers a running request; `onCancel` runs in the request's own context. Returns its unregistration. */
+  register(session: string, id: string | number, onCancel: () => void): () => void {
+    const key = `${session} ${typeof id}:${String(id)}`;
+    let cancel!: () => void;
+    const cancelled = new Promise<void>((resolve) => (cancel = resolve));
+    void cancelled.then(onCancel);
+    this.#running.set(key, cancel);
+    return () => {
+      if (this.#running.get(key) === cancel) this.#running.delete(key);
+    };
+  }
+
+  /** Cancels the request `id` of `session`; false when none such runs here. */
+  cancel(session: string, id: unknown): boolean {
+    if (typeof id !== "string" && typeof id !== "number") return false;
+    const key = `${session} ${typeof id}:${String(id)}`;
+    const cancel = this.#running.get(key);
+    if (!cancel) return false;
+    this.#running.delete(key);
+    cancel();
+    return true;
+  }
+}

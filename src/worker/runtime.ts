@@ -26,7 +26,7 @@ import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream, type UpstreamRequestOptions } from "../mcp/upstream-client.ts";
-import { ClientRelays } from "../mcp/client-relays.ts";
+import { ClientRelays, InFlightRequests } from "../mcp/client-relays.ts";
 import { ToolPrices } from "../publication/tool-prices.ts";
 import { RestServer } from "../mcp/rest-server.ts";
 import { mcpProbeTarget } from "../mcp/health-probe.ts";
@@ -277,6 +277,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     prices: new ToolPrices(config.publication.mcp?.prices ?? []),
     serverInfo: { name: "sluice", version: SLUICE_VERSION },
     relays: new ClientRelays(),
+    inFlight: new InFlightRequests(),
     sessions: await (async () => {
       const conf = gw.mcp.sessions;
       if (!conf) return undefined;

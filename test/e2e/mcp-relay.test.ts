@@ -125,6 +125,35 @@ describe("MCP server-to-client traffic through the gateway", () => {
     await client.close();
   });
 
+  it("a stateful-era client's notifications/cancelled ends its request, and the server is told in its own session", async () => {
+    const client = await legacyClient();
+    const stop = new AbortController();
+    const call = client.callTool({ name: "legacy.slow", arguments: {} }, undefined, { signal: stop.signal });
+    const until = async (ok: () => boolean) => {
+      for (const end = Date.now() + 10_000; !ok(); await new Promise((r) => setTimeout(r, 25))) if (Date.now() > end) throw new Error("timed out");
+    };
+    await until(() => legacy.seen.some((s) => s.method === "tools/call" && s.body?.params?.name === "slow"));
+    const slow = legacy.seen.filter((s) => s.method === "tools/call" && s.body?.params?.name === "slow").at(-1)!;
+    stop.abort();
+    await expect(call).rejects.toThrow();
+    await until(() => legacy.seen.some((s) => s.method === "notifications/cancelled" && s.body.params.requestId === slow.body.id));
+    const notice = legacy.seen.find((s) => s.method === "notifications/cancelled" && s.body.params.requestId === slow.body.id)!;
+    expect(notice.headers["mcp-session-id"]).toBe(slow.headers["mcp-session-id"]);
+    await client.close();
+  });
+
+  it("a stateful-era client's log level reaches its own upstream session, and the server's log messages reach it", async () => {
+    const client = await legacyClient();
+    await client.setLoggingLevel("debug");
+    const set = legacy.seen.filter((s) => s.method === "logging/setLevel").at(-1)!;
+    expect(set.body.params).toEqual({ level: "debug" });
+    // Its own session: not the one another client's calls run in.
+    const other = await legacyClient();
+    await other.callTool({ name: "legacy.echo", arguments: { text: "x" } });
+    expect(legacy.seen.filter((s) => s.method === "tools/call").at(-1)!.headers["mcp-session-id"]).not.toBe(set.headers["mcp-session-id"]);
+    await Promise.all([client.close(), other.close()]);
+  });
+
   it("refuses explicitly where a direction cannot carry the request: no capability declared upstream, the server told at once", async () => {
     // A stateful-era client without the capability: the server is not told it may ask, and its SDK refuses to.
     const plain = await legacyClient();

@@ -17,7 +17,7 @@ export interface McpTestServer {
 }
 
 function build(): McpServer {
-  const server = new McpServer({ name: "sluice-test-server", version: "1.0.0" });
+  const server = new McpServer({ name: "sluice-test-server", version: "1.0.0" }, { capabilities: { logging: {} } });
   server.registerTool("echo", { description: "Echoes its text", inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: "text", text }] }));
   server.registerTool(
     "count",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { carriedCapabilities, clientTakes, inputRequiredOf } from "../../../src/mcp/bridging.ts";
-import { ClientRelays, clientResponseOf } from "../../../src/mcp/client-relays.ts";
+import { ClientRelays, clientResponseOf, InFlightRequests } from "../../../src/mcp/client-relays.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { upstreamRefusal, UpstreamRefusal } from "../../../src/mcp/upstream-errors.ts";
 
@@ -64,6 +64,27 @@ describe("requests relayed to stateful-era clients", () => {
     expect(clientResponseOf({ jsonrpc: "2.0", id: 3, method: "tools/list" })).toBeUndefined();
     expect(clientResponseOf({ jsonrpc: "2.0", method: "notifications/initialized" })).toBeUndefined();
     expect(clientResponseOf({ jsonrpc: "2.0", id: null, result: {} })).toBeUndefined();
+  });
+});
+
+describe("stateful-era requests in flight", () => {
+  it("a cancellation ends only the request it names, in the session it names, once", async () => {
+    const inFlight = new InFlightRequests();
+    const ended: string[] = [];
+    const off = inFlight.register("s1", 7, () => ended.push("s1/7"));
+    inFlight.register("s1", "7", () => ended.push("s1/'7'"));
+    inFlight.register("s2", 7, () => ended.push("s2/7"));
+    expect(inFlight.cancel("s1", 8)).toBe(false);
+    expect(inFlight.cancel("s1", { id: 7 })).toBe(false);
+    expect(inFlight.cancel("s1", 7)).toBe(true);
+    expect(inFlight.cancel("s1", 7)).toBe(false);
+    await Promise.resolve();
+    expect(ended).toEqual(["s1/7"]);
+    off();
+    // A request that ended is not cancelled afterwards.
+    const gone = inFlight.register("s3", 1, () => ended.push("s3/1"));
+    gone();
+    expect(inFlight.cancel("s3", 1)).toBe(false);
   });
 });
 
