@@ -84,6 +84,9 @@ export interface UpstreamRequestOptions {
 /** How many client sessions one upstream keeps open per isolate; the least recently used is ended first. */
 const MAX_SESSIONS = 256;
 const OWN_SESSION: UpstreamSessionKey = { key: "", capabilities: {} };
+/** How often one answer's stream is resumed, and the longest `retry` the gateway waits before it does. */
+const MAX_RESUMES = 3;
+const MAX_RESUME_WAIT_MS = 5_000;
 
 
 /**
@@ -378,7 +381,11 @@ export class McpUpstream {
     let bad = false;
     const replies: Promise<unknown>[] = [];
     const parser = createParser({
+      onRetry: (ms) => {
+        retryMs = ms;
+      },
       onEvent: (ev) => {
+        if (ev.id !== undefined) lastEventId = ev.id;
         if (answer !== undefined || ev.data === "") return;
         let m: unknown;
         try {
@@ -399,17 +406,39 @@ export class McpUpstream {
         answer = answerIn(m, requestId);
       },
     });
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
-    try {
-      while (answer === undefined && !bad) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        parser.feed(decoder.decode(value, { stream: true }));
+    // A server may end the stream before its answer and expect the client to come back for the
+    // rest (SEP-1699 polling): the gateway resumes with `Last-Event-ID` in the same session,
+    // after the `retry` the server asked for, a bounded number of times.
+    let lastEventId: string | undefined;
+    let retryMs = 0;
+    let body: ReadableStream<Uint8Array> = res.body;
+    for (let resumed = 0; ; resumed++) {
+      const reader = body.getReader();
+      const decoder = new TextDecoder();
+      try {
+        while (answer === undefined && !bad) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          parser.feed(decoder.decode(value, { stream: true }));
+        }
+      } finally {
+        if (answer !== undefined || bad) void reader.cancel().catch(() => undefined);
+        else reader.releaseLock();
       }
-    } finally {
-      if (answer !== undefined || bad) void reader.cancel().catch(() => undefined);
-      else reader.releaseLock();
+      if (answer !== undefined || bad || lastEventId === undefined || headers["mcp-session-id"] === undefined || resumed >= MAX_RESUMES || opts.signal?.aborted) break;
+      await pause(Math.min(retryMs, MAX_RESUME_WAIT_MS), opts.signal);
+      let again: Response;
+      try {
+        again = await this.#o.fetch(this.#o.url, { method: "GET", headers: { ...this.#o.headers, ...headers, accept: "text/event-stream", "last-event-id": lastEventId }, redirect: "manual", ...(opts.signal ? { signal: opts.signal } : {}) });
+      } catch (err) {
+        if (opts.signal?.aborted) throw err;
+        break;
+      }
+      if (!again.ok || !again.body || !/^text\/event-stream/i.test(again.headers.get("content-type") ?? "")) {
+        await again.body?.cancel().catch(() => undefined);
+        break;
+      }
+      body = again.body;
     }
     // A reply still being sent is the server's business now; keep it alive past the answer.
     if (replies.length > 0) opts.keepAlive?.(Promise.allSettled(replies));

@@ -77,6 +77,20 @@ describe("the gateway's MCP client", () => {
     expect(server.sent[0]!.msg.params._meta).toEqual({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": { sampling: {} } });
   });
 
+  it("resumes a stream the server ended before its answer, with Last-Event-ID in the same session", async () => {
+    const server = fakeServer((msg, headers) => {
+      if (msg?.method === "initialize") return json({ jsonrpc: "2.0", id: msg.id, result: {} }, { "mcp-session-id": "s" });
+      if (msg?.method === "tools/call") return new Response(`id: e1\nretry: 10\ndata: \n\n`, { headers: { "content-type": "text/event-stream" } });
+      if (msg === undefined && headers.get("last-event-id") === "e1") return sse({ jsonrpc: "2.0", id: 2, result: { content: [{ type: "text", text: "after the reconnection" }] } });
+      return new Response(null, { status: 202 });
+    });
+    const up = new McpUpstream({ url: "http://127.0.0.1:9/mcp", era: "stateful", fetch: server.fetch });
+    expect(await up.request("tools/call", { name: "t" })).toEqual({ ok: true, result: { content: [{ type: "text", text: "after the reconnection" }] } });
+    const resume = server.sent.find((s) => s.method === "GET")!;
+    expect(resume.headers.get("mcp-session-id")).toBe("s");
+    expect(resume.headers.get("last-event-id")).toBe("e1");
+  });
+
   it("reports a stream that ends without the answer", async () => {
     const server = fakeServer(() => sse({ jsonrpc: "2.0", method: "notifications/message", params: {} }));
     const up = new McpUpstream({ url: "http://127.0.0.1:9/mcp", era: "stateless", fetch: server.fetch });
