@@ -1,6 +1,7 @@
 import type { McpEra } from "../mcp/bridging.ts";
 import type { ClientRelays, InFlightRequests } from "../mcp/client-relays.ts";
 import type { OAuthVerifier } from "../auth/oauth-verifier.ts";
+import type { SubscriptionFilter } from "../mcp/subscriptions.ts";
 import type { SessionSealer } from "../mcp/sealed-session.ts";
 import type { ToolPolicy } from "../mcp/tool-policy.ts";
 import type { UpstreamAnswer, UpstreamRequestOptions } from "../mcp/upstream-client.ts";
@@ -16,6 +17,8 @@ export interface McpServerHandle {
   /** Its active probe (gateway.yaml `healthCheck`); undefined: not probed, always listed. */
   readonly healthProbe?: ProbeTarget | undefined;
   request(method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions): Promise<UpstreamAnswer>;
+  /** Holds a client's subscription until `opts.signal` ends it; undefined for a server with nothing to subscribe to. */
+  listen?(filter: SubscriptionFilter, opts: UpstreamRequestOptions & { readonly signal: AbortSignal }): Promise<void>;
 }
 
 /** The MCP servers and the policy an isolate serves with. */

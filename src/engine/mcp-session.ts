@@ -9,6 +9,7 @@ import { carriedCapabilities, clientTakes, inputRequiredOf, type McpEra } from "
 import { clientResponseOf } from "../mcp/client-relays.ts";
 import { authorizeCall } from "../mcp/tool-policy.ts";
 import { upstreamRefusal, UpstreamRefusal } from "../mcp/upstream-errors.ts";
+import { EVERYTHING, filterFor, parseFilter, relayedNotification, type SubscriptionFilter } from "../mcp/subscriptions.ts";
 import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, UpstreamRequestOptions, UpstreamServerRequest } from "../mcp/upstream-client.ts";
 import { CATALOG_LISTS, mergeCatalog, renameContents, routeCatalogRead, type CatalogList } from "../mcp/virtual-catalog.ts";
 import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } from "../mcp/virtual-server.ts";
@@ -39,6 +40,10 @@ export interface McpIngress {
    * first one turns the answer into a stream; the reply then ends that stream.
    */
   readonly send: (message: Readonly<Record<string, unknown>>) => void;
+  /** Turns the answer into a stream before any message (a stream that carries only what comes later). */
+  readonly open: () => void;
+  /** `GET`: a stateful-era client's stream of what its servers send outside its requests. */
+  readonly httpMethod: "POST" | "GET";
 }
 
 /** The client a request came from, as the bridging needs it. */
@@ -50,6 +55,11 @@ interface ClientView {
   /** A stateful-era client's gateway session id: where relayed requests' answers arrive. */
   readonly relaySession: string | undefined;
 }
+
+/** How long before its request's deadline a subscription stream ends in order (the client then listens again). */
+const LISTEN_MARGIN_MS = 1_000;
+/** `_meta` key naming the `subscriptions/listen` request a notification belongs to (2026-07-28). */
+const SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
 
 /** How many pages of one server's list the virtual server reads before it reports the list as failed. */
 const MAX_LIST_PAGES = 20;
@@ -120,6 +130,7 @@ export class McpSession {
       const principal = await authenticateMcp(this.#deps.publication, this.#mcp.oauth, { apiKey: this.#ingress.apiKey, bearer: this.#ingress.bearer });
       ctx.record.tenant = principal.tenantId;
       ctx.record.key = principal.keyId;
+      if (this.#ingress.httpMethod === "GET") return await this.#getStream(principal);
       ctx.enter("decode");
       const body = await this.#ingress.readBody();
       ctx.checkpoint();
@@ -183,7 +194,7 @@ export class McpSession {
         body: {
           jsonrpc: "2.0",
           id: req.id,
-          result: { protocolVersion, capabilities: { tools: { listChanged: false }, prompts: { listChanged: false }, resources: {}, completions: {}, logging: {} }, serverInfo: this.#mcp.serverInfo },
+          result: { protocolVersion, capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {}, logging: {} }, serverInfo: this.#mcp.serverInfo },
         },
       };
     }
@@ -214,6 +225,77 @@ export class McpSession {
     ctx.enter("respond");
     ctx.finish({ kind: "completed" });
     return { kind: "result", status: 200, body: { jsonrpc: "2.0", id: req.id, result: legacyResult } };
+  }
+
+  /**
+   * A stateful-era client's GET stream: what its servers send outside its requests (list changes,
+   * updates of the resources it subscribed to in its session, their own requests to it), from
+   * each stateful server it reaches here. The 2026-07-28 revision has no GET (it has
+   * `subscriptions/listen`): without a session id the answer is 405.
+   */
+  async #getStream(principal: Principal): Promise<McpReply> {
+    const ctx = this.#ctx;
+    ctx.record.route = "GET";
+    ctx.record.mcp = { method: "GET", jsonrpcId: undefined, protocolVersion: undefined };
+    const presented = this.#ingress.headers.get("mcp-session-id");
+    const sessions = this.#mcp.sessions;
+    if (!sessions || presented === null) throw new GatewayError("method_not_allowed", "This MCP endpoint takes GET only in a stateful-era session; revision 2026-07-28 subscribes with subscriptions/listen.");
+    const opened = await sessions.sealer.open(presented, `${principal.tenantId}/${principal.keyId}`, this.#deps.clock.now());
+    if (!opened.ok) throw new GatewayError("not_found", "The MCP session is unknown or has expired: initialize again.");
+    const server = this.#ingress.server;
+    if (server !== undefined && !this.#mcp.servers.has(server)) throw new GatewayError("not_found", `No MCP server is named ${JSON.stringify(server.slice(0, 64))}.`);
+    const client: ClientView = { era: "stateful", capabilities: opened.state.clientCapabilities, sessionKey: `session:${presented}`, relaySession: presented };
+    ctx.enter("decide");
+    await this.#admit(principal, server ?? "*");
+    ctx.enter("invoke");
+    this.#ingress.open();
+    const names = (server === undefined ? [...this.#mcp.servers.keys()] : [server]).filter((n) => this.#mcp.servers.get(n)?.era === "stateful");
+    await this.#fanIn(names, EVERYTHING, client, server === undefined, undefined);
+    ctx.enter("respond");
+    ctx.finish({ kind: "completed" });
+    return { kind: "result", status: 200, body: undefined };
+  }
+
+  /**
+   * Holds each server's subscription for the client and relays what the client asked for, until
+   * the client goes, the request's deadline comes near (the stream then ends in order and the
+   * client listens again), or every server ended its side.
+   */
+  async #fanIn(names: readonly string[], filter: SubscriptionFilter, client: ClientView, virtual: boolean, subscriptionId: string | number | undefined): Promise<void> {
+    const ctx = this.#ctx;
+    const end = new AbortController();
+    const stop = () => end.abort();
+    ctx.signal.addEventListener("abort", stop, { once: true });
+    const cancelTimer = this.#deps.scheduler.schedule(Math.max(0, ctx.deadlineAt - this.#deps.clock.now() - LISTEN_MARGIN_MS), stop);
+    try {
+      await Promise.all(
+        names.map(async (name) => {
+          const upstream = this.#mcp.servers.get(name)!;
+          if (!upstream.listen) return;
+          const capabilities = carriedCapabilities(client.era, upstream.era, client.capabilities);
+          try {
+            await upstream.listen(filterFor(name, filter, virtual), {
+              signal: end.signal,
+              keepAlive: ctx.waitUntil,
+              session: { key: `${client.sessionKey} ${JSON.stringify(capabilities)}`, capabilities },
+              onNotification: (n) => {
+                const out = relayedNotification(name, n, filter, virtual);
+                if (out) this.#ingress.send({ jsonrpc: "2.0", method: out.method, params: subscriptionId === undefined ? out.params : { ...out.params, _meta: { [SUBSCRIPTION_ID]: subscriptionId } } });
+              },
+              ...(client.era === "stateful" && Object.keys(capabilities).length > 0 ? { onRequest: (r: UpstreamServerRequest) => this.#askClient(r, client) } : {}),
+            });
+          } catch (err) {
+            // One server's subscription failing leaves the others': it is logged, not fatal.
+            if (!end.signal.aborted) this.#deps.log({ kind: "mcp_subscription_failed", requestId: ctx.requestId, server: name, code: toGatewayError(err).code });
+          }
+        }),
+      );
+    } finally {
+      cancelTimer();
+      ctx.signal.removeEventListener("abort", stop);
+      end.abort();
+    }
+    ctx.checkpoint();
   }
 
   /**
@@ -249,6 +331,34 @@ export class McpSession {
         };
       case "ping":
         return { resultType: "complete" };
+      case "subscriptions/listen": {
+        if (client.era !== "stateless") throw new GatewayError("mcp_method_not_found", "subscriptions/listen belongs to revision 2026-07-28; a stateful-era session listens on its GET stream.");
+        ctx.enter("authorize");
+        const filter = parseFilter(req.params.notifications);
+        for (const uri of filter.resourceSubscriptions ?? []) this.#mayWatch(uri, server, caller);
+        ctx.enter("decide");
+        await this.#admit(principal, server ?? "*");
+        ctx.enter("invoke");
+        // The gateway's own acknowledgement, of what it honours: what the client asked for.
+        this.#ingress.send({ jsonrpc: "2.0", method: "notifications/subscriptions/acknowledged", params: { notifications: filter, _meta: { [SUBSCRIPTION_ID]: req.id } } });
+        await this.#fanIn(server === undefined ? [...this.#mcp.servers.keys()] : [server], filter, client, server === undefined, req.id);
+        return { resultType: "complete", _meta: { [SUBSCRIPTION_ID]: req.id } };
+      }
+      case "resources/subscribe":
+      case "resources/unsubscribe": {
+        if (client.era !== "stateful") throw new GatewayError("mcp_method_not_found", `${req.method} belongs to the 2025 era; revision 2026-07-28 subscribes with subscriptions/listen.`);
+        ctx.enter("authorize");
+        const uri = req.params.uri;
+        if (typeof uri !== "string") throw new GatewayError("invalid_request", `${req.method} needs a uri.`, { param: "params.uri" });
+        const target = this.#mayWatch(uri, server, caller);
+        if (this.#mcp.servers.get(target.server)?.era !== "stateful") throw new GatewayError("mcp_method_not_found", `MCP server ${target.server} speaks revision 2026-07-28, whose resources are subscribed with subscriptions/listen, which a stateful-era client cannot send.`);
+        ctx.enter("decide");
+        await this.#admit(principal, target.server);
+        ctx.enter("invoke");
+        const answer = await this.#invoke(target.server, req.method, { uri: target.name }, client);
+        if (!answer.ok) throw upstreamRefusal(target.server, answer.error);
+        return { resultType: "complete" };
+      }
       case "logging/setLevel": {
         // The client's own upstream sessions take its level: each stateful server it may reach here
         // (a 2026-07-28 server has no session to keep one in, and a REST tool logs nothing).
@@ -369,6 +479,15 @@ export class McpSession {
       default:
         throw new GatewayError("mcp_method_not_found", `Method ${JSON.stringify(req.method)} is not served by this gateway's MCP endpoint.`);
     }
+  }
+
+  /** The server and own URI of a resource a client subscribes to, when the caller may see it. */
+  #mayWatch(uri: string, server: string | undefined, caller: { readonly tenant: string; readonly key: string }): { readonly server: string; readonly name: string } {
+    const target = server === undefined ? routeCatalogRead("resources/read", uri, this.#mcp.servers) : { server, name: uri };
+    const decision = this.#mcp.policy.visible({ ...caller, server: target.server, kind: "resource", name: target.name });
+    if (this.#ctx.record.mcp) Object.assign(this.#ctx.record.mcp, { decision, server: target.server, target: target.name });
+    if (!decision.allowed) throw new GatewayError("tool_not_allowed", `Resource ${JSON.stringify(uri.slice(0, 128))} is not available to this caller (${decision.reason}).`);
+    return target;
   }
 
   async #admit(principal: Principal, server: string): Promise<void> {

@@ -37,14 +37,17 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
     let stream: WritableStreamDefaultWriter<Uint8Array> | undefined;
     let streaming!: (r: Response) => void;
     const streamed = new Promise<Response>((resolve) => (streaming = resolve));
-    const send = (message: Readonly<Record<string, unknown>>) => {
+    const open = (): WritableStreamDefaultWriter<Uint8Array> => {
       if (!stream) {
         const pipe = new TransformStream<Uint8Array, Uint8Array>();
         stream = pipe.writable.getWriter();
         streaming(new Response(pipe.readable, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...idHeader } }));
       }
+      return stream;
+    };
+    const send = (message: Readonly<Record<string, unknown>>) => {
       // A client that went away ends the request, as a disconnect does.
-      stream.write(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`)).catch(() => session?.abort());
+      open().write(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`)).catch(() => session?.abort());
     };
     const session = rt.engine.beginMcp({
       requestId: c.get("requestId"),
@@ -57,6 +60,8 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       traceParent: parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate")),
       waitUntil: (p) => c.executionCtx.waitUntil(p),
       send,
+      open: () => void open(),
+      httpMethod: request.method === "GET" ? "GET" : "POST",
     });
     if (!session) {
       await discardUnreadBody(request, limits);

@@ -123,9 +123,14 @@ export function validateStatelessRequest(headers: HeaderReader, body: unknown, s
  * `Origin` (sent by browsers) only from the configured list, against DNS rebinding.
  */
 export function checkStatelessFraming(httpMethod: string, headers: HeaderReader, allowedOrigins: readonly string[]): void {
-  if (httpMethod !== "POST") throw new GatewayError("method_not_allowed", "This MCP endpoint accepts POST only (protocol revision 2026-07-28 has no GET stream or DELETE).");
+  if (httpMethod !== "POST" && httpMethod !== "GET") throw new GatewayError("method_not_allowed", "This MCP endpoint accepts POST, and GET in a stateful-era session (revision 2026-07-28 has no GET stream; a sealed session ends by expiring, not DELETE).");
   const origin = headers.get("origin");
   if (origin !== null && !allowedOrigins.includes(origin)) throw new GatewayError("origin_not_allowed", "This Origin may not call the MCP endpoint.");
+  // A GET carries no body; whether it is served (a stateful-era session's stream) the engine decides.
+  if (httpMethod === "GET") {
+    if (!(headers.get("accept") ?? "").toLowerCase().includes("text/event-stream")) throw new GatewayError("not_acceptable", "A GET on the MCP endpoint must accept text/event-stream.");
+    return;
+  }
   const type = headers.get("content-type") ?? "";
   if (!/^application\/json\s*(;|$)/i.test(type)) throw new GatewayError("unsupported_media_type", "Send the JSON-RPC message as application/json.");
   const accept = (headers.get("accept") ?? "").toLowerCase();

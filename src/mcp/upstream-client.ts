@@ -1,6 +1,7 @@
 import { createParser } from "eventsource-parser";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { STATELESS_VERSION } from "./stateless-request.ts";
+import type { SubscriptionFilter } from "./subscriptions.ts";
 import { answerEvidence, mayRetry, statusEvidence, type UpstreamEvidence } from "./upstream-evidence.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 
@@ -191,7 +192,19 @@ export class McpUpstream {
       await res?.body?.cancel().catch(() => undefined);
       return release;
     }
+    const reading = this.#readEvents(res.body, headers, { onRequest });
+    keepAlive?.(reading);
+    return release;
+  }
+
+  /**
+   * Reads a stream of server messages that answers no request of the gateway's (a GET stream, a
+   * subscription): notifications go to `onNotification`, the server's requests are answered
+   * through `onRequest`, and a result (a subscription's graceful end) ends the reading.
+   */
+  async #readEvents(body: ReadableStream<Uint8Array>, headers: Record<string, string>, opts: Pick<UpstreamRequestOptions, "onNotification" | "onRequest">): Promise<void> {
     const replies: Promise<unknown>[] = [];
+    let ended = false;
     const parser = createParser({
       onEvent: (ev) => {
         let m: unknown;
@@ -200,26 +213,69 @@ export class McpUpstream {
         } catch {
           return;
         }
-        if (isRecord(m) && typeof m.method === "string" && (typeof m.id === "string" || typeof m.id === "number")) replies.push(this.#reply(m.id, { method: m.method, params: m.params }, headers, { onRequest }));
+        if (!isRecord(m) || typeof m.jsonrpc !== "string") return;
+        if (typeof m.method === "string" && (typeof m.id === "string" || typeof m.id === "number")) replies.push(this.#reply(m.id, { method: m.method, params: m.params }, headers, opts));
+        else if (typeof m.method === "string") opts.onNotification?.({ method: m.method, params: m.params });
+        else if ("result" in m || "error" in m) ended = true;
       },
     });
-    const body = res.body;
-    const reading = (async () => {
-      const reader = body.getReader();
-      const decoder = new TextDecoder();
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          parser.feed(decoder.decode(value, { stream: true }));
-        }
-      } catch {
-        // Stopped with its request, or the server closed it.
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    try {
+      while (!ended) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        parser.feed(decoder.decode(value, { stream: true }));
       }
-      await Promise.allSettled(replies);
-    })();
-    keepAlive?.(reading);
-    return release;
+    } catch {
+      // Stopped by its request, or the server closed it.
+    } finally {
+      void reader.cancel().catch(() => undefined);
+    }
+    await Promise.allSettled(replies);
+  }
+
+  /**
+   * Holds a client's subscription to this server until `opts.signal` ends it or the server does:
+   * a 2026-07-28 server's own `subscriptions/listen` with the same filter; for a stateful server,
+   * `resources/subscribe` for each resource in the client's upstream session, then that session's
+   * GET stream (which this request owns meanwhile). What arrives goes to `onNotification` and
+   * `onRequest`, unfiltered: the caller decides what the client asked for.
+   */
+  async listen(filter: SubscriptionFilter, opts: UpstreamRequestOptions & { readonly signal: AbortSignal }): Promise<void> {
+    const client = opts.session ?? OWN_SESSION;
+    if (this.#o.era === "stateless") {
+      const res = await this.#post({ jsonrpc: "2.0", id: this.#nextId++, method: "subscriptions/listen", params: this.#statelessParams({ notifications: filter }, client.capabilities) }, this.#statelessHeaders("subscriptions/listen", {}), opts.signal);
+      if (!res.ok || !res.body || !/^text\/event-stream/i.test(res.headers.get("content-type") ?? "")) {
+        const answer = await this.#answerOf(res, -1, {}, {});
+        throw new GatewayError("upstream_error", `The MCP server refused subscriptions/listen${answer.ok ? "" : ` (${answer.error.code})`}.`);
+      }
+      await this.#readEvents(res.body, {}, opts);
+      return;
+    }
+    const session = await this.#openSession(client, opts);
+    const headers = { "mcp-protocol-version": STATEFUL_VERSION, ...(session ? { "mcp-session-id": session } : {}) };
+    const uris = filter.resourceSubscriptions ?? [];
+    for (const uri of uris) {
+      const answer = await this.#send("resources/subscribe", { uri }, headers, opts, { sent: false, status: undefined });
+      if (!answer.ok) throw new GatewayError("upstream_error", `The MCP server refused resources/subscribe (${answer.error.code}).`, { cause: answer.error.message });
+    }
+    if (session === undefined || this.#listening.has(session)) {
+      // No stream to read (no session), or another request of the client reads it now.
+      await new Promise<void>((resolve) => (opts.signal.aborted ? resolve() : opts.signal.addEventListener("abort", () => resolve(), { once: true })));
+      return;
+    }
+    this.#listening.add(session);
+    try {
+      const res = await this.#o.fetch(this.#o.url, { method: "GET", headers: { ...this.#o.headers, ...headers, accept: "text/event-stream" }, redirect: "manual", signal: opts.signal });
+      if (!res.ok || !res.body || !/^text\/event-stream/i.test(res.headers.get("content-type") ?? "")) {
+        await res.body?.cancel().catch(() => undefined);
+        throw new GatewayError("upstream_error", `The MCP server offers no stream for its notifications (${res.status}).`);
+      }
+      await this.#readEvents(res.body, headers, opts);
+    } finally {
+      this.#listening.delete(session);
+    }
   }
 
   #statelessParams(params: Readonly<Record<string, unknown>>, capabilities: Readonly<Record<string, unknown>>): Record<string, unknown> {

@@ -26,6 +26,7 @@ import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream, type UpstreamRequestOptions } from "../mcp/upstream-client.ts";
+import type { SubscriptionFilter } from "../mcp/subscriptions.ts";
 import { ClientRelays, InFlightRequests } from "../mcp/client-relays.ts";
 import { ToolPrices } from "../publication/tool-prices.ts";
 import { RestServer } from "../mcp/rest-server.ts";
@@ -270,7 +271,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
           clientInfo: { name: "sluice", version: SLUICE_VERSION },
           ...(srv.connectCheck ? { preconnect: tcpPreconnect } : {}),
         });
-        return [srv.name, { name: srv.name, listFailure: srv.listFailure, era: srv.era, healthProbe: mcpProbeTarget(srv), request: (method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions) => upstream.request(method, params, opts) }] as const;
+        return [srv.name, { name: srv.name, listFailure: srv.listFailure, era: srv.era, healthProbe: mcpProbeTarget(srv), request: (method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions) => upstream.request(method, params, opts), listen: (filter: SubscriptionFilter, opts: UpstreamRequestOptions & { readonly signal: AbortSignal }) => upstream.listen(filter, opts) }] as const;
       }),
     ),
     policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),

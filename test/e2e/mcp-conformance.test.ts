@@ -7,9 +7,6 @@ import { compareThroughGateway, keyed, regressions, type ConformanceComparison }
  * regresses, and when one in it passes (the entry is stale: remove it), so the list only shrinks.
  */
 const KNOWN_GAPS: Readonly<Record<string, string>> = {
-  // Subscriptions need a server-to-client stream outside any request: the GET stream is 405 (docs/mcp.md, "Not served").
-  "resources-subscribe resources-subscribe": "resources/subscribe is not served (-32601)",
-  "resources-unsubscribe resources-unsubscribe": "the scenario subscribes first: resources/subscribe is not served (-32601)",
   // Not a failure: the gateway answers JSON unless it has something to stream first, so the runner has no SSE stream to check (INFO).
   "server-sse-multiple-streams server-sse-streams-functional": "answers are JSON when nothing is streamed first (INFO)",
 };

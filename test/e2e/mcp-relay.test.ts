@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateMessageRequestSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
@@ -32,7 +32,15 @@ describe("MCP server-to-client traffic through the gateway", () => {
       sessions: { secrets: ["MCP_SESSION_SECRET"] },
     };
     const p = bundledConfig("publication");
-    p.mcp = { policy: { revision: "relay-1", rules: [{ id: "all", effect: "allow", principals: { tenants: ["demo"] }, servers: ["*"], names: ["*"] }] } };
+    p.mcp = {
+      policy: {
+        revision: "relay-1",
+        rules: [
+          { id: "all", effect: "allow", principals: { tenants: ["demo"] }, servers: ["*"], names: ["*"] },
+          { id: "notes", effect: "allow", principals: { tenants: ["demo"] }, servers: ["legacy"], kind: "resource", names: ["notes://*"] },
+        ],
+      },
+    };
     gateway = await startGateway({
       adminToken: ADMIN_TOKEN,
       secretNames: ["MCP_SESSION_SECRET"],
@@ -152,6 +160,72 @@ describe("MCP server-to-client traffic through the gateway", () => {
     await other.callTool({ name: "legacy.echo", arguments: { text: "x" } });
     expect(legacy.seen.filter((s) => s.method === "tools/call").at(-1)!.headers["mcp-session-id"]).not.toBe(set.headers["mcp-session-id"]);
     await Promise.all([client.close(), other.close()]);
+  });
+
+  it("a 2026 client's subscriptions/listen gets what it asked for from a stateful server, renamed and stamped, until it leaves", async () => {
+    const meta = { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} };
+    const headers = (method: string) => ({ authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", "mcp-method": method });
+    const leave = new AbortController();
+    const res = await fetch(`${gateway.publicUrl}/mcp`, {
+      method: "POST",
+      headers: headers("subscriptions/listen"),
+      body: JSON.stringify({ jsonrpc: "2.0", id: "sub-1", method: "subscriptions/listen", params: { notifications: { resourceSubscriptions: ["legacy+notes://today"], toolsListChanged: true }, _meta: meta } }),
+      signal: leave.signal,
+    });
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = "";
+    const next = async (): Promise<any> => {
+      for (;;) {
+        const at = buffered.indexOf("\n\n");
+        if (at >= 0) {
+          const event = buffered.slice(0, at);
+          buffered = buffered.slice(at + 2);
+          const data = event.split("\n").find((l) => l.startsWith("data: "));
+          if (data) return JSON.parse(data.slice(6));
+          continue;
+        }
+        const { value, done } = await reader.read();
+        if (done) throw new Error("stream ended");
+        buffered += value;
+      }
+    };
+    expect(await next()).toEqual({ jsonrpc: "2.0", method: "notifications/subscriptions/acknowledged", params: { notifications: { toolsListChanged: true, promptsListChanged: false, resourcesListChanged: false, resourceSubscriptions: ["legacy+notes://today"] }, _meta: { "io.modelcontextprotocol/subscriptionId": "sub-1" } } });
+    // The upstream subscription is in place once the server has seen it; then something changes.
+    for (const end = Date.now() + 10_000; !legacy.seen.some((s) => s.method === "resources/subscribe"); await new Promise((r) => setTimeout(r, 25))) if (Date.now() > end) throw new Error("no subscribe upstream");
+    const touched = await fetch(`${gateway.publicUrl}/mcp`, { method: "POST", headers: { ...headers("tools/call"), "mcp-name": "legacy.touch" }, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "legacy.touch", arguments: {}, _meta: meta } }) });
+    expect(touched.status).toBe(200);
+    const got = [await next(), await next()].sort((a, b) => a.method.localeCompare(b.method));
+    expect(got).toEqual([
+      { jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri: "legacy+notes://today", _meta: { "io.modelcontextprotocol/subscriptionId": "sub-1" } } },
+      { jsonrpc: "2.0", method: "notifications/tools/list_changed", params: { _meta: { "io.modelcontextprotocol/subscriptionId": "sub-1" } } },
+    ]);
+    leave.abort();
+    await reader.cancel().catch(() => undefined);
+  });
+
+  it("refuses a subscription to a resource the caller may not see", async () => {
+    const res = await fetch(`${gateway.publicUrl}/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "subscriptions/listen", params: { notifications: { resourceSubscriptions: ["modern+docs://secret"] }, _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} } } }),
+    });
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as any).error.data.code).toBe("tool_not_allowed");
+  });
+
+  it("a stateful-era client subscribes in its session and hears the update on its GET stream", async () => {
+    const client = await legacyClient();
+    const updates: string[] = [];
+    client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void updates.push(n.params.uri));
+    await client.subscribeResource({ uri: "legacy+notes://today" });
+    // Its GET stream reaches the server's once the client opened it after initialize.
+    for (const end = Date.now() + 10_000; updates.length === 0; await new Promise((r) => setTimeout(r, 50))) {
+      if (Date.now() > end) throw new Error("no update reached the client");
+      await client.callTool({ name: "legacy.touch", arguments: {} });
+    }
+    expect(updates[0]).toBe("legacy+notes://today");
+    await client.close();
   });
 
   it("refuses explicitly where a direction cannot carry the request: no capability declared upstream, the server told at once", async () => {

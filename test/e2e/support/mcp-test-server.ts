@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { ElicitResultSchema, isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitResultSchema, isInitializeRequest, SubscribeRequestSchema, UnsubscribeRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { startLoopbackServer } from "./loopback-server.ts";
 
@@ -17,7 +17,16 @@ export interface McpTestServer {
 }
 
 function build(): McpServer {
-  const server = new McpServer({ name: "sluice-test-server", version: "1.0.0" }, { capabilities: { logging: {} } });
+  const server = new McpServer({ name: "sluice-test-server", version: "1.0.0" }, { capabilities: { logging: {}, resources: { subscribe: true } } });
+  const subscribed = new Set<string>();
+  server.registerResource("today", "notes://today", { mimeType: "text/plain" }, async (u) => ({ contents: [{ uri: u.href, text: "today's notes" }] }));
+  server.server.setRequestHandler(SubscribeRequestSchema, async (req) => (subscribed.add(req.params.uri), {}));
+  server.server.setRequestHandler(UnsubscribeRequestSchema, async (req) => (subscribed.delete(req.params.uri), {}));
+  server.registerTool("touch", { description: "Changes today's notes: tells subscribers, outside the request" }, async () => {
+    if (subscribed.has("notes://today")) await server.server.sendResourceUpdated({ uri: "notes://today" });
+    await server.server.sendToolListChanged();
+    return { content: [{ type: "text", text: "touched" }] };
+  });
   server.registerTool("echo", { description: "Echoes its text", inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: "text", text }] }));
   server.registerTool(
     "count",

@@ -66,10 +66,13 @@ describe("MCP stateless request validation (2026-07-28)", () => {
     expect(decodeHeaderValue("=?base64?/w==?=")).toBeUndefined();
   });
 
-  it("checks the HTTP framing: POST only, allowed origins, JSON in, JSON or events out", () => {
+  it("checks the HTTP framing: POST (or an event-stream GET, for the engine to judge), allowed origins, JSON in, JSON or events out", () => {
     const ok = new Headers({ "content-type": "application/json", accept: "application/json, text/event-stream" });
     expect(() => checkStatelessFraming("POST", ok, [])).not.toThrow();
-    expect(refusal(() => checkStatelessFraming("GET", ok, []))).toMatchObject({ code: "method_not_allowed", status: 405 });
+    // A GET is a stateful-era session's stream or a 405, which only the engine can tell (it needs the session).
+    expect(() => checkStatelessFraming("GET", new Headers({ accept: "text/event-stream" }), [])).not.toThrow();
+    expect(refusal(() => checkStatelessFraming("GET", new Headers({ accept: "application/json" }), []))).toMatchObject({ code: "not_acceptable" });
+    expect(refusal(() => checkStatelessFraming("GET", new Headers({ accept: "text/event-stream", origin: "http://evil.example" }), []))).toMatchObject({ code: "origin_not_allowed" });
     expect(refusal(() => checkStatelessFraming("DELETE", ok, []))).toMatchObject({ status: 405 });
     const evil = new Headers({ "content-type": "application/json", accept: "application/json, text/event-stream", origin: "http://evil.example" });
     expect(refusal(() => checkStatelessFraming("POST", evil, ["https://app.example.com"]))).toMatchObject({ code: "origin_not_allowed", status: 403 });
