@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { GatewayError } from "../errors/gateway-error.ts";
+import { regexSource } from "./tool-policy.ts";
 
 /**
  * The part of JSON Schema (2020-12) a configured tool's `inputSchema` may use, and the validator
@@ -51,20 +52,7 @@ const keywords = () => ({
   maximum: z.number().optional(),
   minLength: count.optional(),
   maxLength: count.optional(),
-  pattern: z
-    .string()
-    .refine(
-      (p) => {
-        try {
-          new RegExp(p, "u");
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      { message: "pattern: not a valid regular expression" },
-    )
-    .optional(),
+  pattern: regexSource("pattern: not a valid regular expression").optional(),
   minItems: count.optional(),
   maxItems: count.optional(),
   title: z.string().optional(),

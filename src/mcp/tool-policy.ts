@@ -2,6 +2,21 @@ import { z } from "zod";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { SERVER_NAME } from "./tool-names.ts";
 
+/** A string that compiles as a JavaScript regular expression (with the `u` flag), refused at load otherwise. */
+export function regexSource(message: string) {
+  return z.string().refine(
+    (p) => {
+      try {
+        new RegExp(p, "u");
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message },
+  );
+}
+
 /**
  * Deny-by-default authorization of MCP tools, prompts and resources: rules per principal ×
  * server × name × constraints on the parsed arguments.
@@ -36,21 +51,7 @@ const constraintSchema = z
     equals: z.union([z.string(), z.number(), z.boolean()]).optional(),
     oneOf: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1).optional(),
     /** A JavaScript regular expression the whole string value must match. */
-    pattern: z
-      .string()
-      .min(1)
-      .refine(
-        (p) => {
-          try {
-            new RegExp(p, "u");
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        { message: "a JavaScript regular expression" },
-      )
-      .optional(),
+    pattern: regexSource("a JavaScript regular expression").min(1).optional(),
     /** The string value starts with this, after `.`/`..` segments and repeated slashes are refused. */
     pathPrefix: z.string().min(1).optional(),
     maxLength: z.number().int().min(0).optional(),

@@ -1,20 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config/load-config.ts";
 import { compilePublication } from "../../../src/publication/compile-publication.ts";
-import { ConfigValidationError } from "../../../src/config/parse-file.ts";
 import { redactedConfig } from "../../../src/config/redact.ts";
 import { ALLOWED_TARGETS, FORBIDDEN_TARGETS } from "../support/egress-targets.ts";
+import { issuesOf } from "../support/config-issues.ts";
 import { bundled, bundledTexts, textsWith } from "../support/fixtures.ts";
 
-function issuesOf(fn: () => unknown) {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigValidationError);
-    return (err as ConfigValidationError).issues;
-  }
-  throw new Error("expected a ConfigValidationError");
-}
 
 describe("config loading", () => {
   it("loads the bundled defaults and fills defaults", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config/load-config.ts";
-import { ConfigValidationError } from "../../../src/config/parse-file.ts";
 import { bundled, textsWith } from "../support/fixtures.ts";
+import { issuesOf } from "../support/config-issues.ts";
 
 const issuer = (over: Record<string, unknown> = {}) => ({ name: "corp", issuer: "https://login.example.com/", jwksUrl: "https://login.example.com/jwks.json", algorithms: ["RS256"], tenant: "demo", ...over });
 
@@ -11,15 +11,7 @@ function load(oauth: unknown) {
   return loadConfig(textsWith({ gateway: g }));
 }
 
-function issuesOf(oauth: unknown) {
-  try {
-    load(oauth);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigValidationError);
-    return (err as ConfigValidationError).issues;
-  }
-  throw new Error("expected a ConfigValidationError");
-}
+const oauthIssues = (oauth: unknown) => issuesOf(() => load(oauth));
 
 describe("gateway.yaml mcp.oauth", () => {
   it("loads an issuer with a fixed tenant and fills the defaults", () => {
@@ -29,7 +21,7 @@ describe("gateway.yaml mcp.oauth", () => {
   });
 
   it("sends every JWKS URL through the egress guard, and refuses a fixed tenant the publication lacks and repeated issuers", () => {
-    const issues = issuesOf({
+    const issues = oauthIssues({
       resource: "https://gw.example.com/mcp",
       issuers: [issuer({ jwksUrl: "http://10.1.2.3/jwks.json" }), issuer({ tenant: "nobody" }), issuer({ name: "other", jwksUrl: "https://169.254.169.254/jwks" })],
     });
@@ -45,8 +37,8 @@ describe("gateway.yaml mcp.oauth", () => {
   });
 
   it("refuses a resource with a fragment, and an issuer with neither or both tenant sources", () => {
-    expect(issuesOf({ resource: "https://gw.example.com/mcp#x", issuers: [issuer()] }).map((i) => i.path)).toContain("mcp.oauth.resource");
-    expect(issuesOf({ resource: "https://gw.example.com/mcp", issuers: [issuer({ tenant: undefined })] }).map((i) => i.path)).toContain("mcp.oauth.issuers[0]");
-    expect(issuesOf({ resource: "https://gw.example.com/mcp", issuers: [issuer({ claims: { tenant: "org" } })] }).map((i) => i.path)).toContain("mcp.oauth.issuers[0]");
+    expect(oauthIssues({ resource: "https://gw.example.com/mcp#x", issuers: [issuer()] }).map((i) => i.path)).toContain("mcp.oauth.resource");
+    expect(oauthIssues({ resource: "https://gw.example.com/mcp", issuers: [issuer({ tenant: undefined })] }).map((i) => i.path)).toContain("mcp.oauth.issuers[0]");
+    expect(oauthIssues({ resource: "https://gw.example.com/mcp", issuers: [issuer({ claims: { tenant: "org" } })] }).map((i) => i.path)).toContain("mcp.oauth.issuers[0]");
   });
 });

@@ -1,17 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config/load-config.ts";
-import { ConfigValidationError } from "../../../src/config/parse-file.ts";
+import { issuesOf } from "../support/config-issues.ts";
 import { bundled, textsWith } from "../support/fixtures.ts";
 
-function issuesOf(fn: () => unknown) {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigValidationError);
-    return (err as ConfigValidationError).issues;
-  }
-  throw new Error("expected a ConfigValidationError");
-}
 
 const tool = { name: "get_issue", inputSchema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] }, method: "GET", path: "/issues/{n}" };
 

@@ -1,18 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config/load-config.ts";
-import { ConfigValidationError } from "../../../src/config/parse-file.ts";
 import { ToolPrices } from "../../../src/publication/tool-prices.ts";
+import { issuesOf } from "../support/config-issues.ts";
 import { bundled, textsWith } from "../support/fixtures.ts";
 
-function issuesOf(fn: () => unknown) {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigValidationError);
-    return (err as ConfigValidationError).issues;
-  }
-  throw new Error("expected a ConfigValidationError");
-}
 
 /** The bundled config with two MCP servers and the given `mcp.prices`. */
 function texts(prices: unknown[]) {

@@ -16,6 +16,9 @@ import { responsesEventGuards, responsesEventSchemas } from "../../../src/protoc
 import { createResponsesStreamDecoder, responsesStreamDecoder } from "../../../src/protocol/openai-responses/stream.ts";
 import { emptyTally, expectGuardWithinZod, keysOf, mutants, show, substitutions, type GuardTally } from "./guard-corpus.ts";
 
+/** Thousands of generated inputs each: CPU-bound, so a busy machine can stretch them well past the default 5 s. */
+const PROPERTY_TIMEOUT_MS = 30_000;
+
 type Event = Record<string, unknown>;
 
 /** Every (schema, guard) pair of a record, by name. */
@@ -176,7 +179,7 @@ describe("anthropic-messages stream event guards", () => {
       expect(tally.fast, name).toBeGreaterThan(100);
       expect(tally.rejected, name).toBeGreaterThan(100);
     }
-  });
+  }, PROPERTY_TIMEOUT_MS);
 
   it("decode every stream to the same neutral events as zod alone", () => {
     const streams: SseEvent[][] = [...anthropicStreams, ...mutants(anthropicStreams, 2500, 0x5eed_a7c2, anthropicPool)].map((s) => sseOf(s, "message"));
@@ -271,7 +274,7 @@ describe("openai-responses stream event guards", () => {
       expect(tally.fast, name).toBeGreaterThan(100);
       expect(tally.rejected, name).toBeGreaterThan(100);
     }
-  });
+  }, PROPERTY_TIMEOUT_MS);
 
   it("decode every stream to the same neutral events as zod alone", () => {
     const streams: unknown[] = [...responsesStreams, ...mutants(responsesStreams, 2500, 0x5eed_2e52, responsesPool)];
