@@ -1,6 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
@@ -95,14 +96,41 @@ describe("server-everything through the gateway", () => {
       await client.close();
     });
 
-    it("completes a call that asked for progress", async () => {
+    it("relays the progress of a call that asked for it", async () => {
       const client = await legacy();
-      // Progress notifications are not relayed yet (one JSON answer per request): only the answer is checked.
-      const result = await client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } }, undefined, { onprogress: () => {} });
+      const progress: number[] = [];
+      const result = await client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } }, undefined, { onprogress: (p) => void progress.push(p.progress) });
       expect(result).toMatchObject({ content: [{ type: "text", text: "Long running operation completed. Duration: 0.3 seconds, Steps: 3." }] });
+      expect(progress).toEqual([1, 2, 3]);
       // The caller's progress token reached the server, which reports progress against it.
       const call = everything.seen.findLast((s) => s.method === "tools/call" && s.body?.params?.name === "trigger-long-running-operation")!;
       expect(call.body.params._meta.progressToken).toBeDefined();
+      await client.close();
+    });
+
+    it("relays the server's sampling request to a client that declared sampling, and its answer back", async () => {
+      const client = new LegacyClient({ name: "sluice-e2e-everything", version: "1.0.0" }, { capabilities: { sampling: {} } });
+      client.setRequestHandler(CreateMessageRequestSchema, async (req) => ({ role: "assistant", model: "e2e-model", content: { type: "text", text: `seen: ${(req.params.messages[0]!.content as { text: string }).text}` } }));
+      await client.connect(new LegacyTransport(new URL(`${gateway.publicUrl}/mcp/everything`), { requestInit: { headers: { authorization: `Bearer ${DEMO_KEY}` } } }));
+      // The server offers the tool only to a client that declared sampling: the gateway declared it upstream for this client.
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain("trigger-sampling-request");
+      const result = await client.callTool({ name: "trigger-sampling-request", arguments: { prompt: "hello", maxTokens: 5 } });
+      expect(JSON.stringify(result)).toContain("seen: Resource trigger-sampling-request context: hello");
+      await client.close();
+    });
+
+    it("cancels a running call upstream when the client cancels it", async () => {
+      const client = await legacy();
+      const stop = new AbortController();
+      const call = client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 20, steps: 2 } }, undefined, { signal: stop.signal });
+      const started = () => everything.seen.findLast((s) => s.method === "tools/call" && s.body?.params?.name === "trigger-long-running-operation" && s.body.params.arguments.duration === 20);
+      for (const end = Date.now() + 10_000; !started(); await new Promise((r) => setTimeout(r, 25))) if (Date.now() > end) throw new Error("the call never reached the server");
+      stop.abort();
+      await expect(call).rejects.toThrow();
+      const id = started()!.body.id;
+      for (const end = Date.now() + 10_000; !everything.seen.some((s) => s.method === "notifications/cancelled" && s.body.params.requestId === id); await new Promise((r) => setTimeout(r, 25))) {
+        if (Date.now() > end) throw new Error("the server was never told");
+      }
       await client.close();
     });
   });
@@ -128,11 +156,13 @@ describe("server-everything through the gateway", () => {
       await client.close();
     });
 
-    it("completes a call that asked for progress", async () => {
+    it("relays the progress of a call that asked for it", async () => {
       const client = await modern();
       const before = everything.seen.length;
-      const result = await client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } }, { onprogress: () => {} });
+      const progress: number[] = [];
+      const result = await client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 0.3, steps: 3 } }, { onprogress: (p: { progress: number }) => void progress.push(p.progress) });
       expect(result).toMatchObject({ content: [{ type: "text", text: "Long running operation completed. Duration: 0.3 seconds, Steps: 3." }] });
+      expect(progress).toEqual([1, 2, 3]);
       const call = everything.seen.slice(before).find((s) => s.method === "tools/call")!;
       expect(call.body.params._meta.progressToken).toBeDefined();
       await client.close();
