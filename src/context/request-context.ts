@@ -1,3 +1,5 @@
+import type { Attribution } from "../attribution/attribution.ts";
+import type { AuditEvent } from "../audit/audit-event.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
 import { GatewayError, type ErrorCode } from "../errors/gateway-error.ts";
@@ -70,6 +72,10 @@ export interface RequestRecord {
   readonly trace: RequestTrace;
   /** For an MCP request: what was asked, what the policy decided and how the call ended. */
   mcp: McpRecord | undefined;
+  /** The caller's task, session, turn and parent task, as sent (src/attribution/); undefined: unattributed. */
+  attribution: Attribution | undefined;
+  /** Audit events the request caused beyond what its record says (approvals), in order (src/audit/). */
+  events: AuditEvent[];
   /**
    * Content kept for the content log, only when the entrypoint's policy sampled this request:
    * the prompt's text, and the completion's text as it is produced, each up to `maxChars`.
@@ -309,6 +315,8 @@ export class RequestContext {
       trace: init.trace ?? requestTrace(undefined, false, init.parent?.record.trace, () => false),
       content: undefined,
       mcp: undefined,
+      attribution: undefined,
+      events: [],
     };
     if (init.parent) {
       const parent = init.parent;

@@ -1,3 +1,4 @@
+import { readAttribution } from "../attribution/attribution.ts";
 import { admitRequest } from "../admit/admit-phase.ts";
 import { authenticateMcp } from "../auth/mcp-credentials.ts";
 import { RequestContext } from "../context/request-context.ts";
@@ -142,6 +143,7 @@ export class McpSession {
       id = req.id ?? null;
       ctx.record.route = req.method;
       ctx.record.mcp = { method: req.method, jsonrpcId: req.id, protocolVersion: req.protocolVersion };
+      ctx.record.attribution = readAttribution(this.#ingress.headers, req.params._meta);
       if (req.id === undefined) {
         // A notification (cancellation over HTTP is the closed stream): accepted, nothing to relay.
         ctx.finish({ kind: "completed" });
@@ -177,6 +179,7 @@ export class McpSession {
     const req = validateLegacyMessage(body);
     ctx.record.route = req.method;
     ctx.record.mcp = { method: req.method, jsonrpcId: req.id, protocolVersion: undefined };
+    ctx.record.attribution = readAttribution(this.#ingress.headers, req.params._meta);
     const who = `${principal.tenantId}/${principal.keyId}`;
     const now = this.#deps.clock.now();
     const server = this.#ingress.server;

@@ -1,3 +1,4 @@
+import type { Attribution } from "../attribution/attribution.ts";
 import type { CallBudget } from "../call-budget/attempt-budget-client.ts";
 import type { AbortReason } from "../context/request-context.ts";
 import type { TraceParent } from "../context/trace-context.ts";
@@ -25,6 +26,8 @@ export interface Ingress {
   readonly waitUntil: (p: Promise<unknown>) => void;
   /** The client's W3C trace context (`traceparent`), as its transport carried it. */
   readonly traceParent?: TraceParent | undefined;
+  /** The caller's task, session and turn ids, as its transport carried them (or why they were refused). */
+  readonly attribution?: Attribution | { readonly error: GatewayError } | undefined;
 }
 
 /** Answer without calling a backend (a refusal, a protocol error). The request has ended. */

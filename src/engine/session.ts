@@ -101,6 +101,9 @@ export class RequestSession implements Session {
         if (call && "error" in call) throw new GatewayError("invalid_request", call.error);
         this.#call = call;
         ctx.record.callId = call?.callId;
+        const attribution = ingress.attribution;
+        if (attribution && "error" in attribution) throw attribution.error;
+        ctx.record.attribution = attribution;
       }
       ctx.record.stream = request.stream;
       ctx.enter("authorize");

@@ -1,3 +1,4 @@
+import { attributionOf } from "../attribution/attribution.ts";
 import { parseCallBudget } from "../call-budget/attempt-budget-client.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
 import type { ReplyMeta, Session } from "../engine/session-api.ts";
@@ -80,6 +81,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     readBody: () => readJsonBody(request, limits),
     trustedHeaders: trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders),
     call: parseCallBudget(request.headers, input.receivedAt),
+    attribution: attributionOf(request.headers),
     waitUntil: input.waitUntil,
     // Parsed always; the engine continues it only when policy trusts it, and links it otherwise.
     traceParent: parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate")),

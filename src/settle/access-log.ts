@@ -48,6 +48,7 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           // An MCP call's audit: the method, the server and tool it reached, the policy's decision
           // (rule, revision, reason) and whether the tool reported failure.
           mcp: r.mcp,
+          attribution: r.attribution,
           attempts: sent.map((a) => ({
             attemptId: a.id,
             spanId: a.spanId,

@@ -28,6 +28,8 @@ export function requestRecord(over: Partial<RequestRecord> = {}, client?: TraceP
     outcome: "success",
     errorCode: undefined,
     attempts: ["att_1"],
+    attribution: undefined,
+    events: [],
     protocol: "openai-chat",
     publicationRevision: "demo-1",
     callId: undefined,
