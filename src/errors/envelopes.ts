@@ -39,6 +39,8 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "origin_not_allowed":
     case "tool_not_allowed":
     case "insufficient_scope":
+    case "approval_required":
+    case "approval_refused":
       return { openai: "permission_error", anthropic: "permission_error" };
     case "upstream_rate_limited":
     case "attempt_budget_exhausted":

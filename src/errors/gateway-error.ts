@@ -53,6 +53,8 @@ export const ERROR_CODES = [
   "invalid_token",
   "insufficient_scope",
   "jwks_unavailable",
+  "approval_required",
+  "approval_refused",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -99,7 +101,11 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "invalid_token":
       return { status: 401, source: "client", retryable: false };
     case "insufficient_scope":
+    case "approval_refused":
       return { status: 403, source: "client", retryable: false };
+    case "approval_required":
+      // The same call succeeds once a human approved it: retrying then is the point.
+      return { status: 403, source: "client", retryable: true };
     case "jwks_unavailable":
       // The issuer's keys could not be read: the token may be fine, and a later try may verify it.
       return { status: 503, source: "internal", retryable: true };

@@ -32,12 +32,16 @@ export function jsonRpcCode(code: ErrorCode): number {
       return -32021;
     case "mcp_unsupported_version":
       return -32022;
+    case "approval_required":
+      // URLElicitationRequiredError (MCP 2025-11-25): `data.elicitations` names the approval's page.
+      return -32042;
     case "missing_api_key":
     case "invalid_api_key":
     case "admin_unauthorized":
     case "model_not_found":
     case "model_not_allowed":
     case "tool_not_allowed":
+    case "approval_refused":
     case "invalid_token":
     case "insufficient_scope":
     case "jwks_unavailable":
@@ -80,7 +84,7 @@ export interface JsonRpcErrorBody {
 export function toJsonRpcErrorBody(err: GatewayError, id: string | number | null): JsonRpcErrorBody {
   // MCP's own errors carry their specified data fields (UnsupportedProtocolVersion: `supported`,
   // `requested`) at the top of `data`, where clients of the protocol read them.
-  const own = err.code.startsWith("mcp_") && err.details?.length === 1 && typeof err.details[0] === "object" && err.details[0] !== null ? (err.details[0] as Record<string, unknown>) : {};
+  const own = (err.code.startsWith("mcp_") || err.code === "approval_required") && err.details?.length === 1 && typeof err.details[0] === "object" && err.details[0] !== null ? (err.details[0] as Record<string, unknown>) : {};
   return {
     jsonrpc: "2.0",
     id,

@@ -74,7 +74,12 @@ export const policyRuleSchema = z.strictObject({
   names: z.array(glob).min(1),
   /** Constraints on the call's arguments by name (`a.b` reaches into objects); all must hold. */
   arguments: z.record(z.string().regex(/^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/), constraintSchema).default({}),
-});
+  /**
+   * `required`: a call this allow rule admits waits for a human approver (docs/governance.md,
+   * "Approvals"); narrowed by `arguments` like any rule. Meaningless on a deny rule.
+   */
+  approval: z.enum(["required"]).optional(),
+}).refine((r) => r.approval === undefined || r.effect === "allow", { message: "approval applies to allow rules only", path: ["approval"] });
 
 /** An MCP policy: its revision (named in decisions) and its rules. */
 export const policySchema = z.strictObject({
@@ -102,11 +107,14 @@ export interface PolicyDecision {
   readonly policyRevision: string;
   /** Why, in words an operator and the caller may read (it names arguments, never their values). */
   readonly reason: string;
+  /** Set when the allowing rule makes the call wait for a human approval (the rule is `rule`). */
+  readonly approval?: "required" | undefined;
 }
 
 interface CompiledRule {
   readonly id: string;
   readonly deny: boolean;
+  readonly approval: boolean;
   readonly tenants: readonly RegExp[];
   readonly keys: readonly RegExp[];
   readonly servers: readonly string[];
@@ -127,6 +135,7 @@ export class ToolPolicy {
     this.#rules = config.rules.map((r) => ({
       id: r.id,
       deny: r.effect === "deny",
+      approval: r.approval === "required",
       tenants: r.principals.tenants.map(globRe),
       keys: r.principals.keys.map(globRe),
       servers: r.servers,
@@ -166,7 +175,7 @@ export class ToolPolicy {
     for (const r of rules) {
       if (r.deny) continue;
       const why = r.constraints.map((k) => holds(k, args)).find((x) => x !== undefined);
-      if (why === undefined) return this.#decision(true, r.id, `allowed by rule ${r.id}`);
+      if (why === undefined) return r.approval ? { ...this.#decision(true, r.id, `allowed by rule ${r.id} after approval`), approval: "required" } : this.#decision(true, r.id, `allowed by rule ${r.id}`);
       failed ??= `rule ${r.id}: ${why}`;
     }
     return this.#decision(false, undefined, failed ? `no rule allows these arguments (${failed})` : "no rule allows it (deny by default)");

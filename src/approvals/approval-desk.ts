@@ -1,0 +1,256 @@
+/**
+ * Approvals of risky MCP tool calls: the pure state machine the ApprovalDesk Durable Object (one
+ * per tenant) runs over a synchronous store, each call inside one storage transaction, so a claim
+ * is atomic under any concurrency. Decisions use the object's clock (`now`), never the caller's.
+ *
+ * States: `pending` → `approved` | `denied` | `expired` | `revoked`; `approved` → `executed`
+ * (claimed exactly once) | `revoked` | `expired`. Terminal states never change again, so a denial,
+ * an expiry or a revocation is never downgraded to something else.
+ */
+
+/** The state of an approval. */
+export type ApprovalState = "pending" | "approved" | "denied" | "expired" | "revoked" | "executed";
+
+export const APPROVAL_STATES: readonly ApprovalState[] = ["pending", "approved", "denied", "expired", "revoked", "executed"];
+
+/** What an approval is bound to: a later call is re-admitted only when all of these are equal. */
+export interface ApprovalFacts {
+  readonly principal: { readonly tenant: string; readonly key: string };
+  readonly taskId?: string | undefined;
+  readonly server: string;
+  readonly tool: string;
+  /** SHA-256 of the tool's listed definition (canonical JSON), or of what is known of it. */
+  readonly toolDigest: string;
+  /** SHA-256 of the arguments' canonical JSON. */
+  readonly argumentsDigest: string;
+  readonly policyRevision: string;
+  /** The policy rule that required the approval. */
+  readonly rule: string;
+}
+
+/** One entry of an approval's own history (its audit trail, whatever store the gateway has). */
+export interface ApprovalHistoryEntry {
+  readonly at: number;
+  readonly event: "requested" | "granted" | "denied" | "expired" | "revoked" | "executed" | "execution";
+  readonly actor?: string | undefined;
+  readonly reason?: string | undefined;
+  /** For `execution`: how the claimed call ended. */
+  readonly execution?: "succeeded" | "failed" | "unknown" | undefined;
+}
+
+/** An approval, as the admin API and the console read it (docs/governance.md). */
+export interface Approval {
+  readonly id: string;
+  readonly tenant: string;
+  readonly state: ApprovalState;
+  readonly principal: { readonly tenant: string; readonly key: string };
+  readonly taskId?: string | undefined;
+  readonly server: string;
+  readonly tool: string;
+  readonly toolDigest: string;
+  readonly argumentsDigest: string;
+  readonly policyRevision: string;
+  readonly rule: string;
+  readonly createdAt: number;
+  readonly expiresAt: number;
+  readonly decidedAt?: number | undefined;
+  readonly decidedBy?: string | undefined;
+  readonly reason?: string | undefined;
+  readonly statusUrl: string;
+  /** After the claim: how the execution ended; `unknown` goes to reconciliation under `idempotencyKey`, never retried. */
+  readonly execution?: "claimed" | "succeeded" | "failed" | "unknown" | undefined;
+  /** The key the execution was sent under (the claiming request's id), for reconciliation. */
+  readonly idempotencyKey?: string | undefined;
+  /** requestState nonces already presented (single use). */
+  readonly usedNonces: readonly string[];
+  readonly history: readonly ApprovalHistoryEntry[];
+}
+
+/** The storage the desk runs over; each desk call runs inside one transaction of it. */
+export interface ApprovalStore {
+  get(id: string): Approval | undefined;
+  put(a: Approval): void;
+  all(): Approval[];
+}
+
+/** Answer of {@link ApprovalDeskCore.request}. */
+export interface RequestOutcome {
+  readonly approval: Approval;
+  /** True when a new pending approval was stored (an `approval.requested` event is due). */
+  readonly created: boolean;
+  /** Set when an approval found for these facts expired on this read (an `approval.expired` event is due). */
+  readonly expired?: Approval | undefined;
+}
+
+/** Answer of {@link ApprovalDeskCore.claim}. */
+export type ClaimOutcome =
+  | { readonly ok: true; readonly approval: Approval }
+  | { readonly ok: false; readonly approval: Approval | undefined; readonly why: "unknown" | "pending" | "denied" | "expired" | "revoked" | "executed" | "facts_differ" | "replayed"; readonly justExpired?: boolean };
+
+/** What an approver does. */
+export type ApproverAction = "approve" | "deny" | "revoke";
+
+/** Answer of {@link ApprovalDeskCore.decide}. */
+export type DecideOutcome = { readonly ok: true; readonly approval: Approval } | { readonly ok: false; readonly approval: Approval | undefined; readonly why: string };
+
+/**
+ * A new approval id: `ap_<tenant in base64url>_<random>`. The tenant rides in the id so the
+ * public status page finds the tenant's desk from the id alone; the random part (122 bits) is
+ * what makes the page unguessable.
+ */
+export function approvalId(tenant: string): string {
+  const t = btoa(String.fromCharCode(...new TextEncoder().encode(tenant))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return `ap_${t}_${crypto.randomUUID().replace(/-/g, "")}`;
+}
+
+/** The tenant an approval id belongs to; undefined for anything that is not an approval id. */
+export function tenantOfApprovalId(id: string): string | undefined {
+  const m = /^ap_([A-Za-z0-9_-]{1,128})_([0-9a-f]{32})$/.exec(id);
+  if (!m) return undefined;
+  try {
+    const bin = atob(m[1]!.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((m[1]!.length + 3) % 4));
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  } catch {
+    return undefined;
+  }
+}
+
+const LIVE: readonly ApprovalState[] = ["pending", "approved"];
+
+/** The facts two approvals are compared by (everything the approval is bound to). */
+export function sameFacts(a: ApprovalFacts, b: ApprovalFacts): boolean {
+  return (
+    a.principal.tenant === b.principal.tenant &&
+    a.principal.key === b.principal.key &&
+    (a.taskId ?? null) === (b.taskId ?? null) &&
+    a.server === b.server &&
+    a.tool === b.tool &&
+    a.toolDigest === b.toolDigest &&
+    a.argumentsDigest === b.argumentsDigest &&
+    a.policyRevision === b.policyRevision &&
+    a.rule === b.rule
+  );
+}
+
+/** The lookup key of a 2025-era retry: the same call again by the same principal in the same task. */
+function sameCall(a: ApprovalFacts, b: ApprovalFacts): boolean {
+  return a.principal.tenant === b.principal.tenant && a.principal.key === b.principal.key && (a.taskId ?? null) === (b.taskId ?? null) && a.server === b.server && a.tool === b.tool && a.argumentsDigest === b.argumentsDigest;
+}
+
+/** One tenant's approvals. */
+export class ApprovalDeskCore {
+  readonly #store: ApprovalStore;
+
+  constructor(store: ApprovalStore) {
+    this.#store = store;
+  }
+
+  /** An approval, expired first if its time is up. */
+  get(id: string, now: number): Approval | undefined {
+    const a = this.#store.get(id);
+    return a ? this.#expire(a, now).approval : undefined;
+  }
+
+  /** Every approval (newest first), optionally of one state. */
+  list(now: number, state?: ApprovalState): Approval[] {
+    return this.#store
+      .all()
+      .map((a) => this.#expire(a, now).approval)
+      .filter((a) => state === undefined || a.state === state)
+      .sort((x, y) => y.createdAt - x.createdAt);
+  }
+
+  /**
+   * The approval for a call that needs one: the live one for the same call (same principal, task,
+   * server, tool and arguments), else a new pending one. An approval whose other facts changed
+   * (tool definition, policy) is not reused: a new one is asked for.
+   */
+  request(facts: ApprovalFacts, init: { readonly id: string; readonly statusUrl: string; readonly ttlMs: number }, now: number): RequestOutcome {
+    let expired: Approval | undefined;
+    for (const stored of this.#store.all()) {
+      if (!sameCall(stored, facts)) continue;
+      const { approval, changed } = this.#expire(stored, now);
+      if (changed) expired = approval;
+      if (LIVE.includes(approval.state) && sameFacts(approval, facts)) return { approval, created: false, expired };
+    }
+    const approval: Approval = {
+      id: init.id,
+      tenant: facts.principal.tenant,
+      state: "pending",
+      principal: facts.principal,
+      ...(facts.taskId !== undefined ? { taskId: facts.taskId } : {}),
+      server: facts.server,
+      tool: facts.tool,
+      toolDigest: facts.toolDigest,
+      argumentsDigest: facts.argumentsDigest,
+      policyRevision: facts.policyRevision,
+      rule: facts.rule,
+      createdAt: now,
+      expiresAt: now + init.ttlMs,
+      statusUrl: init.statusUrl,
+      usedNonces: [],
+      history: [{ at: now, event: "requested" }],
+    };
+    this.#store.put(approval);
+    return { approval, created: true, expired };
+  }
+
+  /**
+   * The call's one execution: an approved, unexpired approval whose facts equal the call's becomes
+   * `executed`, once. `nonce` (a sealed requestState's) is spent whatever the answer, so a
+   * presented state is never accepted twice.
+   */
+  claim(id: string, facts: ApprovalFacts, now: number, idempotencyKey: string, nonce?: string): ClaimOutcome {
+    const stored = this.#store.get(id);
+    if (!stored) return { ok: false, approval: undefined, why: "unknown" };
+    let { approval: a, changed } = this.#expire(stored, now);
+    if (nonce !== undefined) {
+      if (a.usedNonces.includes(nonce)) return { ok: false, approval: a, why: "replayed" };
+      a = { ...a, usedNonces: [...a.usedNonces, nonce] };
+      this.#store.put(a);
+    }
+    if (!sameFacts(a, facts)) return { ok: false, approval: a, why: "facts_differ" };
+    if (a.state !== "approved") return { ok: false, approval: a, why: a.state, justExpired: changed };
+    const claimed: Approval = { ...a, state: "executed", execution: "claimed", idempotencyKey, history: [...a.history, { at: now, event: "executed" }] };
+    this.#store.put(claimed);
+    return { ok: true, approval: claimed };
+  }
+
+  /** Spends a presented requestState's nonce without claiming (the approval is still pending). */
+  spend(id: string, nonce: string): boolean {
+    const a = this.#store.get(id);
+    if (!a || a.usedNonces.includes(nonce)) return false;
+    this.#store.put({ ...a, usedNonces: [...a.usedNonces, nonce] });
+    return true;
+  }
+
+  /** How a claimed execution ended; `unknown` is final (reconciliation, never a retry). */
+  finish(id: string, execution: "succeeded" | "failed" | "unknown", now: number): Approval | undefined {
+    const a = this.#store.get(id);
+    if (!a || a.state !== "executed" || a.execution !== "claimed") return a;
+    const done: Approval = { ...a, execution, history: [...a.history, { at: now, event: "execution", execution }] };
+    this.#store.put(done);
+    return done;
+  }
+
+  /** An approver's decision: approve or deny a pending approval, revoke a pending or approved one. */
+  decide(id: string, action: ApproverAction, actor: string, reason: string, now: number): DecideOutcome {
+    const stored = this.#store.get(id);
+    if (!stored) return { ok: false, approval: undefined, why: "no such approval" };
+    const a = this.#expire(stored, now).approval;
+    const allowed = action === "revoke" ? LIVE.includes(a.state) : a.state === "pending";
+    if (!allowed) return { ok: false, approval: a, why: `the approval is ${a.state}` };
+    const state: ApprovalState = action === "approve" ? "approved" : action === "deny" ? "denied" : "revoked";
+    const event = action === "approve" ? "granted" : action === "deny" ? "denied" : "revoked";
+    const decided: Approval = { ...a, state, decidedAt: now, decidedBy: actor, reason, history: [...a.history, { at: now, event, actor, reason }] };
+    this.#store.put(decided);
+    return { ok: true, approval: decided };
+  }
+
+  #expire(a: Approval, now: number): { approval: Approval; changed: boolean } {
+    if (!LIVE.includes(a.state) || now < a.expiresAt) return { approval: a, changed: false };
+    const expired: Approval = { ...a, state: "expired", decidedAt: a.expiresAt, history: [...a.history, { at: a.expiresAt, event: "expired" }] };
+    this.#store.put(expired);
+    return { approval: expired, changed: true };
+  }
+}

@@ -1,0 +1,199 @@
+/**
+ * The approval step of an MCP tool call, between the policy's decision and the execution. A call
+ * whose allowing rule says `approval: required` is not executed: a pending approval is stored at
+ * the tenant's approval desk and the client is told where a human decides (a URL), in its era's
+ * terms — an `input_required` result with a URL elicitation and a sealed `requestState` (2026-07-28),
+ * or the error -32042 URLElicitationRequired (2025 era). The connection is not held.
+ *
+ * The client's retry is re-admitted from scratch (identity and policy were checked again by the
+ * caller before this runs), the approval found by its sealed state or by the same call's facts,
+ * and executed only once the desk has atomically claimed it: a concurrent or repeated retry finds
+ * it `executed` and is refused. The claim happens after the budget reservation, so a budget spent
+ * in the meantime refuses the call and leaves the approval standing.
+ */
+
+import type { AuditEvent, AuditEventType } from "../audit/audit-event.ts";
+import type { RequestContext } from "../context/request-context.ts";
+import { canonicalDigest } from "../digest/canonical-digest.ts";
+import { GatewayError } from "../errors/gateway-error.ts";
+import type { McpEra } from "../mcp/bridging.ts";
+import type { PolicyDecision } from "../mcp/tool-policy.ts";
+import type { Principal } from "../publication/principal.ts";
+import { approvalId, type Approval, type ApprovalFacts, type ApprovalState, type ApproverAction, type ClaimOutcome, type DecideOutcome, type RequestOutcome } from "./approval-desk.ts";
+import { factsDigest, type RequestStateSealer } from "./request-state.ts";
+
+/** One tenant's approval desk, as the ApprovalDesk Durable Object serves it (its own clock decides). */
+export interface ApprovalDeskRpc {
+  request(facts: ApprovalFacts, init: { readonly id: string; readonly statusUrl: string; readonly ttlMs: number }): Promise<RequestOutcome>;
+  claim(id: string, facts: ApprovalFacts, idempotencyKey: string, nonce?: string): Promise<ClaimOutcome>;
+  spend(id: string, nonce: string): Promise<boolean>;
+  finish(id: string, execution: "succeeded" | "failed" | "unknown"): Promise<Approval | undefined>;
+  get(id: string): Promise<Approval | undefined>;
+  list(state?: ApprovalState): Promise<Approval[]>;
+  decide(id: string, action: ApproverAction, actor: string, reason: string): Promise<DecideOutcome>;
+}
+
+/** What the gate needs (built once per isolate); absent: a call that needs approval is refused. */
+export interface ApprovalDeps {
+  readonly desk: (tenant: string) => ApprovalDeskRpc;
+  readonly sealer: RequestStateSealer;
+  readonly ttlMs: number;
+  /** The public URL of an approval's status page. */
+  readonly statusUrl: (id: string, requestOrigin: string | undefined) => string;
+}
+
+/** The call as the gate sees it. */
+export interface GatedCall {
+  readonly principal: Principal;
+  readonly era: McpEra;
+  readonly decision: PolicyDecision;
+  readonly server: string;
+  readonly tool: string;
+  readonly args: unknown;
+  /** The caller's params (a 2026 retry's `requestState` is read from there). */
+  readonly params: Readonly<Record<string, unknown>>;
+  /** The tool's listed definition, read from the server (undefined when it is not listed). */
+  readonly toolDefinition: () => Promise<unknown>;
+  /** The origin the request came in on (for the status page's URL). */
+  readonly origin?: string | undefined;
+}
+
+/** What happens next: answer now (a pending approval), or run the call through `execute`. */
+export type GateResult =
+  | { readonly kind: "answer"; readonly result: Record<string, unknown> }
+  | {
+      readonly kind: "execute";
+      /** Claims the approval (when there is one) and runs the call; records how the execution ended. */
+      readonly execute: <T extends { readonly ok: boolean }>(run: () => Promise<T>) => Promise<T>;
+    };
+
+const NO_APPROVAL: GateResult = { kind: "execute", execute: (run) => run() };
+
+/** How long a sealed requestState stays valid: as long as any approval could. */
+const stateTtl = (approval: Approval) => approval.expiresAt;
+
+/**
+ * The approval step of one tool call; a call whose decision needs no approval passes straight on.
+ */
+export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestContext, call: GatedCall): Promise<GateResult> {
+  if (call.decision.approval !== "required") return NO_APPROVAL;
+  if (!deps) throw new GatewayError("tool_not_allowed", `The tool call needs an approval, and approvals are not configured on this gateway (policy ${call.decision.policyRevision}).`, { param: "params.name" });
+  const desk = deps.desk(call.principal.tenantId);
+  const facts: ApprovalFacts = {
+    principal: { tenant: call.principal.tenantId, key: call.principal.keyId },
+    ...(ctx.record.attribution?.taskId !== undefined ? { taskId: ctx.record.attribution.taskId } : {}),
+    server: call.server,
+    tool: call.tool,
+    toolDigest: await canonicalDigest((await call.toolDefinition()) ?? { server: call.server, name: call.tool, listed: false }),
+    argumentsDigest: await canonicalDigest(call.args ?? {}),
+    policyRevision: call.decision.policyRevision,
+    rule: call.decision.rule ?? "",
+  };
+  const now = ctx.clock.now();
+  const event = (type: AuditEventType, a: Approval, extra: Partial<AuditEvent> = {}) => ctx.record.events.push(auditEvent(type, a, ctx, now, extra));
+
+  let approval: Approval | undefined;
+  let nonce: string | undefined;
+  const presented = call.era === "stateless" ? call.params.requestState : undefined;
+  if (typeof presented === "string" && presented.startsWith("a1.")) {
+    const opened = await deps.sealer.open(presented, facts, now);
+    // A state for other facts (the arguments changed): that approval does not cover this call,
+    // which asks for its own below. Anything else that fails is a forged or stale state.
+    if (!opened.ok && opened.why !== "wrong_facts") throw new GatewayError("invalid_request", `The requestState is not valid (${opened.why}): call the tool again without it.`, { param: "params.requestState" });
+    if (opened.ok) {
+      approval = await desk.get(opened.payload.approvalId);
+      nonce = opened.payload.nonce;
+      if (!approval) throw new GatewayError("invalid_request", "The requestState names no approval: call the tool again without it.", { param: "params.requestState" });
+    }
+  }
+  if (!approval) {
+    const id = approvalId(call.principal.tenantId);
+    const out = await desk.request(facts, { id, statusUrl: deps.statusUrl(id, call.origin), ttlMs: deps.ttlMs });
+    if (out.expired) event("approval.expired", out.expired);
+    approval = out.approval;
+    if (out.created) event("approval.requested", approval);
+  }
+  if (approval.state === "pending") {
+    if (nonce !== undefined && !(await desk.spend(approval.id, nonce))) throw refusedReplay();
+    return { kind: "answer", result: await pendingAnswer(deps, call, approval, facts) };
+  }
+  if (approval.state !== "approved") {
+    if (nonce !== undefined) await desk.spend(approval.id, nonce);
+    throw refusal(approval);
+  }
+  const approvedId = approval.id;
+  return {
+    kind: "execute",
+    async execute<T extends { readonly ok: boolean }>(run: () => Promise<T>): Promise<T> {
+      const claimed = await desk.claim(approvedId, facts, ctx.requestId, nonce);
+      if (!claimed.ok) {
+        if (claimed.justExpired && claimed.approval) event("approval.expired", claimed.approval);
+        if (claimed.why === "replayed") throw refusedReplay();
+        if (claimed.why === "facts_differ" || claimed.why === "unknown" || !claimed.approval) throw new GatewayError("approval_refused", "The approval does not cover this call: call the tool again to ask for a new one.", { param: "params.name" });
+        throw refusal(claimed.approval);
+      }
+      const executed = (execution: "succeeded" | "failed" | "unknown") => {
+        ctx.record.events.push(auditEvent("tool.executed", claimed.approval, ctx, ctx.clock.now(), { execution, usage: execution === "unknown" ? "unknown" : "known" }));
+        // The desk keeps how it ended; an unknown end stays there for reconciliation, never retried.
+        ctx.waitUntil(desk.finish(approvedId, execution).catch(() => undefined));
+      };
+      return run().then(
+        (answer) => {
+          executed(answer.ok ? "succeeded" : "failed");
+          return answer;
+        },
+        (err: unknown) => {
+          executed("unknown");
+          throw err;
+        },
+      );
+    },
+  };
+}
+
+async function pendingAnswer(deps: ApprovalDeps, call: GatedCall, approval: Approval, facts: ApprovalFacts): Promise<Record<string, unknown>> {
+  const url = approval.statusUrl;
+  const message = `Calling ${call.server}/${call.tool} needs a human approval (approval ${approval.id}, until ${new Date(approval.expiresAt).toISOString()}). Open the link to follow it, then try again.`;
+  if (call.era === "stateful") {
+    throw new GatewayError("approval_required", message, { details: [{ elicitations: [{ mode: "url", elicitationId: approval.id, url, message }] }] });
+  }
+  const requestState = await deps.sealer.seal({ approvalId: approval.id, facts: await factsDigest(facts), nonce: crypto.randomUUID(), expiresAt: stateTtl(approval) });
+  return {
+    resultType: "input_required",
+    inputRequests: { approval: { method: "elicitation/create", params: { mode: "url", elicitationId: approval.id, message, url } } },
+    requestState,
+  };
+}
+
+function refusal(a: Approval): GatewayError {
+  const why =
+    a.state === "executed"
+      ? "was already used: an approved call runs once (call again to ask for a new approval)"
+      : a.state === "denied"
+        ? `was denied${a.reason ? ` (${a.reason})` : ""}`
+        : a.state === "revoked"
+          ? `was revoked${a.reason ? ` (${a.reason})` : ""}`
+          : "expired before the call was made";
+  return new GatewayError("approval_refused", `The approval ${a.id} of this call ${why}.`, { param: "params.name", details: [{ approvalId: a.id, state: a.state }] });
+}
+
+function refusedReplay(): GatewayError {
+  return new GatewayError("invalid_request", "This requestState was already used: call the tool again without it.", { param: "params.requestState" });
+}
+
+/** An audit event about one approval (metadata only: digests, never arguments). */
+export function auditEvent(type: AuditEventType, a: Approval, ctx: Pick<RequestContext, "requestId"> | undefined, at: number, extra: Partial<AuditEvent> = {}): AuditEvent {
+  return {
+    id: crypto.randomUUID(),
+    at,
+    type,
+    tenant: a.principal.tenant,
+    subject: a.principal.key,
+    taskId: a.taskId,
+    callId: ctx?.requestId,
+    target: { kind: "tool", server: a.server, name: a.tool },
+    policyRevision: a.policyRevision,
+    approvalId: a.id,
+    ...extra,
+  };
+}
