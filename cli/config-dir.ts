@@ -74,6 +74,9 @@ export function secretsNamed(config: LoadedConfig): NamedSecret[] {
     if (!out.has(name)) out.set(name, { name, namedBy });
   };
   add(config.gateway.security.adminTokenSecret, `${CONFIG_FILES.gateway}: security.adminTokenSecret`);
+  const gov = config.gateway.governance;
+  if (gov.approverTokenSecret) add(gov.approverTokenSecret, `${CONFIG_FILES.gateway}: governance.approverTokenSecret`);
+  if (gov.approvals) add(gov.approvals.stateSecret, `${CONFIG_FILES.gateway}: governance.approvals.stateSecret`);
   const otlp = config.gateway.observability.otlp;
   if (otlp?.headersSecret) add(otlp.headersSecret, `${CONFIG_FILES.gateway}: observability.otlp.headersSecret`);
   (config.gateway.mcp.sessions?.secrets ?? []).forEach((name, i) => add(name, `${CONFIG_FILES.gateway}: mcp.sessions.secrets[${i}]`));

@@ -187,6 +187,24 @@ export const gatewayConfigSchema = z.strictObject({
       oauth: oauthConfigSchema.optional(),
     })
     .prefault({}),
+  /** Agent governance (docs/governance.md): each part adds its own fields here. */
+  governance: z
+    .strictObject({
+      /** Name of the secret holding the approvers' bearer token: it may list, approve, deny and revoke approvals on the admin listener. */
+      approverTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+      /** Human approval of tool calls a policy rule marks `approval: required`; without it such calls are refused. */
+      approvals: z
+        .strictObject({
+          /** How long an approval (pending or approved, not yet used) stays valid. */
+          ttlMs: z.number().int().min(1000).max(30 * 86_400_000).default(3_600_000),
+          /** Name of the secret the `requestState` of 2026-07-28 clients is sealed under (at least 16 characters). */
+          stateSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/),
+          /** The public base URL of the status pages (`<publicUrl>/approvals/<id>`); default: the origin the request came in on. */
+          publicUrl: z.url({ protocol: /^https?$/, message: "an http(s) URL" }).optional(),
+        })
+        .optional(),
+    })
+    .prefault({}),
   observability: z
     .strictObject({
       /** Response header that carries the request id. */

@@ -1,3 +1,4 @@
+import type { ApprovalDeps } from "../approvals/approval-gate.ts";
 import type { McpEra } from "../mcp/bridging.ts";
 import type { ClientRelays, InFlightRequests } from "../mcp/client-relays.ts";
 import type { OAuthVerifier } from "../auth/oauth-verifier.ts";
@@ -37,4 +38,6 @@ export interface McpDeps {
   readonly inFlight: InFlightRequests;
   /** Verifies OAuth access tokens beside the API keys; undefined: API keys only. */
   readonly oauth?: OAuthVerifier | undefined;
+  /** Approvals of tool calls a rule marks `approval: required`; undefined: such calls are refused. */
+  readonly approvals?: ApprovalDeps | undefined;
 }

@@ -9,6 +9,7 @@ import { STATELESS_VERSION, validateStatelessRequest, type HeaderReader, type St
 import { carriedCapabilities, clientTakes, inputRequiredOf, type McpEra } from "../mcp/bridging.ts";
 import { clientResponseOf } from "../mcp/client-relays.ts";
 import { authorizeCall } from "../mcp/tool-policy.ts";
+import { gateToolCall } from "../approvals/approval-gate.ts";
 import { upstreamRefusal, UpstreamRefusal } from "../mcp/upstream-errors.ts";
 import { EVERYTHING, filterFor, parseFilter, relayedNotification, type SubscriptionFilter } from "../mcp/subscriptions.ts";
 import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, UpstreamRequestOptions, UpstreamServerRequest } from "../mcp/upstream-client.ts";
@@ -45,6 +46,8 @@ export interface McpIngress {
   readonly open: () => void;
   /** `GET`: a stateful-era client's stream of what its servers send outside its requests. */
   readonly httpMethod: "POST" | "GET";
+  /** The origin the request came in on (an approval's status page is named under it unless configured). */
+  readonly origin?: string | undefined;
 }
 
 /** The client a request came from, as the bridging needs it. */
@@ -161,7 +164,8 @@ export class McpSession {
       if (!(err instanceof GatewayError)) this.#deps.log({ kind: "request_failed", requestId: ctx.requestId, code: error.code, cause: String(err) });
       ctx.finish({ kind: "failed", error });
       // In-band, except what the 2026-07-28 revision answers with 400 even in-band.
-      const inBand = err instanceof UpstreamRefusal ? (error.code === "mcp_missing_capability" && ctx.record.mcp?.protocolVersion === STATELESS_VERSION ? 400 : 200) : undefined;
+      // -32042 is a protocol answer a 2025-era client reads in-band, as a server would send it.
+      const inBand = err instanceof UpstreamRefusal ? (error.code === "mcp_missing_capability" && ctx.record.mcp?.protocolVersion === STATELESS_VERSION ? 400 : 200) : error.code === "approval_required" ? 200 : undefined;
       return { kind: "error", error, id, status: inBand };
     }
   }
@@ -427,13 +431,20 @@ export class McpSession {
               })
             : { server, name, decision: authorizeCall(this.#mcp.policy, { ...caller, server, kind: "tool", name }, args, (decision) => audit && Object.assign(audit, { decision, server, target: name })) };
         ctx.enter("decide");
+        // A call whose rule requires approval is answered here (pending) or re-admitted (src/approvals).
+        const toolDefinition = async () => {
+          const listed = await this.#list(routed.server, client, false);
+          return listed.ok ? listed.tools.find((t) => t.name === routed.name) : undefined;
+        };
+        const gate = await gateToolCall(this.#mcp.approvals, ctx, { principal, era: client.era, decision: routed.decision, server: routed.server, tool: routed.name, args, params, toolDefinition, origin: this.#ingress.origin });
+        if (gate.kind === "answer") return gate.result;
         ctx.enter("reserve");
         const charge = await reserveToolCall(this.#deps.reserve, this.#deps.publication, this.#mcp.prices, ctx, principal, routed);
         await this.#admit(principal, routed.server);
         ctx.enter("invoke");
         // A call asked for by name is sent whatever the probes say (they can be wrong); it starts them.
         this.#health(routed.server);
-        const answer = await this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...forwardedParams(params) }, client, charge);
+        const answer = await gate.execute(() => this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...forwardedParams(params) }, client, charge));
         if (!answer.ok) throw upstreamRefusal(routed.server, answer.error);
         const result = isRecord(answer.result) ? answer.result : {};
         if (audit && result.isError === true) audit.toolError = true;

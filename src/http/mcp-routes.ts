@@ -62,6 +62,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       send,
       open: () => void open(),
       httpMethod: request.method === "GET" ? "GET" : "POST",
+      origin: new URL(request.url).origin,
     });
     if (!session) {
       await discardUnreadBody(request, limits);

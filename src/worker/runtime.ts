@@ -34,6 +34,9 @@ import { mcpProbeTarget } from "../mcp/health-probe.ts";
 import { SessionSealer } from "../mcp/sealed-session.ts";
 import { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import { isolateConfig } from "./isolate-config.ts";
+import { RequestStateSealer } from "../approvals/request-state.ts";
+import type { ApprovalDeps, ApprovalDeskRpc } from "../approvals/approval-gate.ts";
+import type { GatewayConfig } from "../config/gateway-schema.ts";
 
 /** Everything the adapters need, built once per isolate from config and bindings. */
 export interface GatewayRuntime {
@@ -59,6 +62,8 @@ export interface GatewayRuntime {
   readonly clock: Clock;
   readonly startedAt: number;
   readonly adminToken: string | undefined;
+  /** The approvers' bearer token (`governance.approverTokenSecret`): accepted on the approvals admin routes only. */
+  readonly approverToken: string | undefined;
   /** This isolate's metrics, and the OTLP exporter when one is configured. */
   readonly telemetry: { readonly metrics: GatewayMetrics; readonly exporter: OtlpExporter | undefined };
   /** The MCP endpoint's OAuth resource server (its JWKS cache lives as long as the isolate); undefined when not configured. */
@@ -291,6 +296,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
         return undefined;
       }
     })(),
+    approvals: await approvalDeps(gw.governance.approvals, secrets, (tenant) => env.APPROVAL_DESK.getByName(tenant)),
   };
   const engine = createEngine({
     publication,
@@ -337,5 +343,28 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       const t = secrets[gw.security.adminTokenSecret];
       return typeof t === "string" && t !== "" ? t : undefined;
     })(),
+    approverToken: (() => {
+      const name = gw.governance.approverTokenSecret;
+      const t = name === undefined ? undefined : secrets[name];
+      return typeof t === "string" && t !== "" ? t : undefined;
+    })(),
   };
+}
+
+/**
+ * The approvals' dependencies, or undefined when `governance.approvals` is absent or its state
+ * secret is missing or too short (logged): a call whose rule requires approval is then refused.
+ */
+async function approvalDeps(conf: GatewayConfig["governance"]["approvals"], secrets: Record<string, unknown>, desk: (tenant: string) => ApprovalDeskRpc): Promise<ApprovalDeps | undefined> {
+  if (!conf) return undefined;
+  const secret = secrets[conf.stateSecret];
+  try {
+    if (typeof secret !== "string") throw new RangeError(`secret ${conf.stateSecret} is not set`);
+    const sealer = await RequestStateSealer.fromSecret(secret);
+    const base = conf.publicUrl?.replace(/\/+$/, "");
+    return { desk, sealer, ttlMs: conf.ttlMs, statusUrl: (id, origin) => `${base ?? origin ?? ""}/approvals/${id}` };
+  } catch (err) {
+    logError({ kind: "approvals_disabled", error: String(err) });
+    return undefined;
+  }
 }

@@ -1,0 +1,75 @@
+import { DurableObject } from "cloudflare:workers";
+import { ApprovalDeskCore, type Approval, type ApprovalFacts, type ApprovalState, type ApprovalStore, type ApproverAction, type ClaimOutcome, type DecideOutcome, type RequestOutcome } from "../src/approvals/approval-desk.ts";
+import type { ApprovalDeskRpc } from "../src/approvals/approval-gate.ts";
+import { systemClock, type Clock } from "../src/deps/clock.ts";
+
+/** The desk's approvals in the object's SQLite storage, one JSON row each. */
+class SqliteApprovalStore implements ApprovalStore {
+  readonly #sql: SqlStorage;
+
+  constructor(sql: SqlStorage) {
+    this.#sql = sql;
+    sql.exec("CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, body TEXT NOT NULL)");
+  }
+
+  get(id: string): Approval | undefined {
+    const row = this.#sql.exec<{ body: string }>("SELECT body FROM approvals WHERE id = ?", id).toArray()[0];
+    return row ? (JSON.parse(row.body) as Approval) : undefined;
+  }
+
+  put(a: Approval): void {
+    this.#sql.exec("INSERT INTO approvals (id, body) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body", a.id, JSON.stringify(a));
+  }
+
+  all(): Approval[] {
+    return this.#sql.exec<{ body: string }>("SELECT body FROM approvals").toArray().map((r) => JSON.parse(r.body) as Approval);
+  }
+}
+
+/**
+ * ApprovalDesk: one instance per tenant (`APPROVAL_DESK.getByName(tenant)`). A thin RPC shell:
+ * the rules are ApprovalDeskCore, tested without this class. Every call runs inside one
+ * `transactionSync` with no `await`, so a claim is atomic: of any number of concurrent retries of
+ * an approved call, exactly one is granted. Decisions use this object's clock, never the caller's.
+ */
+export class ApprovalDesk extends DurableObject<Env> implements ApprovalDeskRpc {
+  readonly #core: ApprovalDeskCore;
+  readonly #clock: Clock = systemClock;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.#core = new ApprovalDeskCore(new SqliteApprovalStore(ctx.storage.sql));
+  }
+
+  #tx<T>(fn: (now: number) => T): T {
+    return this.ctx.storage.transactionSync(() => fn(this.#clock.now()));
+  }
+
+  async request(facts: ApprovalFacts, init: { readonly id: string; readonly statusUrl: string; readonly ttlMs: number }): Promise<RequestOutcome> {
+    return this.#tx((now) => this.#core.request(facts, init, now));
+  }
+
+  async claim(id: string, facts: ApprovalFacts, idempotencyKey: string, nonce?: string): Promise<ClaimOutcome> {
+    return this.#tx((now) => this.#core.claim(id, facts, now, idempotencyKey, nonce));
+  }
+
+  async spend(id: string, nonce: string): Promise<boolean> {
+    return this.#tx(() => this.#core.spend(id, nonce));
+  }
+
+  async finish(id: string, execution: "succeeded" | "failed" | "unknown"): Promise<Approval | undefined> {
+    return this.#tx((now) => this.#core.finish(id, execution, now));
+  }
+
+  async get(id: string): Promise<Approval | undefined> {
+    return this.#tx((now) => this.#core.get(id, now));
+  }
+
+  async list(state?: ApprovalState): Promise<Approval[]> {
+    return this.#tx((now) => this.#core.list(now, state));
+  }
+
+  async decide(id: string, action: ApproverAction, actor: string, reason: string): Promise<DecideOutcome> {
+    return this.#tx((now) => this.#core.decide(id, action, actor, reason, now));
+  }
+}
