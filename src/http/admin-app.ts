@@ -9,12 +9,13 @@ import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { metricsResponse } from "./metrics-endpoint.ts";
 import { discardUnreadBody, readBodyText } from "./limits.ts";
+import { registerApprovalRoutes } from "./admin-approvals.ts";
 import { registerBudgetRoutes } from "./admin-budgets.ts";
 import { describeRoutes } from "./route-table.ts";
 import { mcpServerStatuses } from "./admin-mcp-health.ts";
 import { healthClient } from "../traffic/health-client.ts";
 
-type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
+type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; actor?: string } };
 
 /** Compares digests, not the token text, so timing does not reveal a matching prefix. */
 async function tokenMatches(presented: string, expected: string): Promise<boolean> {
@@ -74,10 +75,15 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
   app.use("*", async (c, next) => {
     const rt = await runtimeOf(c.env);
     c.set("runtime", rt);
+    const m = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization")?.trim() ?? "");
+    // The approvers' own credential opens the approvals routes and nothing else.
+    if (m?.[1] && rt.approverToken !== undefined && /^\/admin\/approvals(?:\/|$)/.test(c.req.path) && (await tokenMatches(m[1], rt.approverToken))) {
+      c.set("actor", "approver");
+      return await next();
+    }
     if (rt.adminToken === undefined) {
       throw new GatewayError("admin_unauthorized", "The admin API is disabled: no admin token is configured.");
     }
-    const m = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization")?.trim() ?? "");
     if (!m?.[1] || !(await tokenMatches(m[1], rt.adminToken))) {
       throw new GatewayError("admin_unauthorized", "A valid admin bearer token is required.");
     }
@@ -192,6 +198,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
   });
 
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
+  registerApprovalRoutes(app, (env, tenant) => env.APPROVAL_DESK.getByName(tenant));
 
   // Refusals drop the unread body first (bounded), so an uploading client reads them.
   app.notFound(async (c) => {

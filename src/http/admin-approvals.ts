@@ -1,0 +1,69 @@
+import type { Hono } from "hono";
+import { z } from "zod";
+import { APPROVAL_STATES, type Approval, type ApprovalState, type ApproverAction } from "../approvals/approval-desk.ts";
+import { auditEvent, type ApprovalDeskRpc } from "../approvals/approval-gate.ts";
+import type { AuditEventType } from "../audit/audit-event.ts";
+import { echo } from "../errors/echo.ts";
+import { GatewayError } from "../errors/gateway-error.ts";
+import type { GatewayRuntime } from "../worker/runtime.ts";
+import { readBodyText } from "./limits.ts";
+
+type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; actor?: string } };
+
+const decisionSchema = z.strictObject({ reason: z.string().min(1).max(1024) });
+
+const EVENT_OF: Readonly<Record<ApproverAction, AuditEventType>> = { approve: "approval.granted", deny: "approval.denied", revoke: "approval.revoked" };
+
+/** What the admin API shows of an approval: the contract's shape, without the desk's bookkeeping. */
+function shown(a: Approval): Omit<Approval, "usedNonces"> {
+  const { usedNonces: _nonces, ...rest } = a;
+  return rest;
+}
+
+function tenantOf(url: string): string {
+  const tenant = new URL(url).searchParams.get("tenant");
+  if (!tenant) throw new GatewayError("invalid_request", "Name the tenant: ?tenant=<id>.", { param: "tenant" });
+  return tenant;
+}
+
+/**
+ * The approvers' admin API: list, read, approve, deny and revoke (with a reason). Each decision
+ * is an audit event, kept in the approval's own history and written as one `{"kind":"audit"}` log line.
+ */
+export function registerApprovalRoutes(app: Hono<AdminEnv>, deskFor: (env: Env, tenant: string) => ApprovalDeskRpc): void {
+  app.get("/approvals", async (c) => {
+    const state = c.req.query("state");
+    if (state !== undefined && !APPROVAL_STATES.includes(state as ApprovalState)) throw new GatewayError("invalid_request", `state must be one of ${APPROVAL_STATES.join(", ")}.`, { param: "state" });
+    const list = await deskFor(c.env, tenantOf(c.req.url)).list(state as ApprovalState | undefined);
+    return c.json({ approvals: list.map(shown) });
+  });
+
+  app.get("/approvals/:id", async (c) => {
+    const a = await deskFor(c.env, tenantOf(c.req.url)).get(c.req.param("id"));
+    if (!a) throw new GatewayError("not_found", `No approval '${echo(c.req.param("id"))}' in this tenant.`);
+    return c.json({ approval: shown(a) });
+  });
+
+  app.post("/approvals/:id/:action{approve|deny|revoke}", async (c) => {
+    const action = c.req.param("action") as ApproverAction;
+    const tenant = tenantOf(c.req.url);
+    const text = await readBodyText(c.req.raw, { maxBodyBytes: 8 * 1024, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new GatewayError("invalid_json", "The body is not valid JSON.");
+    }
+    const parsed = decisionSchema.safeParse(body);
+    if (!parsed.success) throw new GatewayError("invalid_request", "The body is { reason: string } (1–1024 characters).", { param: "reason" });
+    const actor = c.get("actor") ?? "admin";
+    const out = await deskFor(c.env, tenant).decide(c.req.param("id"), action, actor, parsed.data.reason);
+    if (!out.ok) {
+      if (!out.approval) throw new GatewayError("not_found", `No approval '${echo(c.req.param("id"))}' in this tenant.`);
+      throw new GatewayError("invalid_request", `Cannot ${action}: ${out.why}.`, { details: [{ approval: shown(out.approval) }] });
+    }
+    const event = auditEvent(EVENT_OF[action], out.approval, undefined, out.approval.decidedAt ?? Date.now(), { actor, reason: parsed.data.reason });
+    console.log(JSON.stringify({ kind: "audit", ...event }));
+    return c.json({ approval: shown(out.approval) });
+  });
+}

@@ -1,0 +1,44 @@
+import type { Hono } from "hono";
+import { tenantOfApprovalId, type Approval } from "../approvals/approval-desk.ts";
+import type { ApprovalDeskRpc } from "../approvals/approval-gate.ts";
+import type { GatewayRuntime } from "../worker/runtime.ts";
+
+type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+
+const WHAT_NEXT: Readonly<Record<Approval["state"], string>> = {
+  pending: "Waiting for an approver. Call the tool again once it is approved.",
+  approved: "Approved. Call the tool again with the same arguments: it runs once.",
+  denied: "Denied. The call will not run.",
+  expired: "Expired before it was used. Call the tool again to ask anew.",
+  revoked: "Revoked. The call will not run.",
+  executed: "Approved and used: the call ran once.",
+};
+
+function page(status: number, title: string, body: string): Response {
+  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}dt{font-weight:600}dd{margin:0 0 .5rem}</style></head><body>${body}</body></html>`;
+  return new Response(html, {
+    status,
+    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" },
+  });
+}
+
+/**
+ * `GET /approvals/:id` on the public listener: the approval's status page, the URL the client was
+ * sent to. Readable without a credential (the id is unguessable), so it shows only the tool, the
+ * server, the state and the expiry — never arguments, principal or reason.
+ */
+export function registerApprovalPage(app: Hono<PublicEnv>, deskFor: (env: Env, tenant: string) => ApprovalDeskRpc): void {
+  app.get("/approvals/:id", async (c) => {
+    const id = c.req.param("id");
+    const tenant = tenantOfApprovalId(id);
+    const a = tenant === undefined ? undefined : await deskFor(c.env, tenant).get(id);
+    if (!a) return page(404, "Approval not found", "<h1>Approval not found</h1><p>No approval has this address, or it is no longer kept.</p>");
+    return page(
+      200,
+      `Approval: ${a.state}`,
+      `<h1>Tool call approval</h1><dl><dt>Tool</dt><dd>${escapeHtml(a.tool)}</dd><dt>Server</dt><dd>${escapeHtml(a.server)}</dd><dt>State</dt><dd id="state">${a.state}</dd><dt>Expires</dt><dd>${new Date(a.expiresAt).toISOString()}</dd></dl><p>${WHAT_NEXT[a.state]}</p>`,
+    );
+  });
+}
