@@ -77,3 +77,25 @@ describe("MCP tool policy", () => {
     expect(paths).toEqual(expect.arrayContaining(["rules.0.id", "rules.0.effect", "rules.0.servers.0", "rules.0.names", "rules.0.arguments.x.pattern"]));
   });
 });
+
+describe("approval: required", () => {
+  it("marks the decision of the rule that requires it, narrowed by argument constraints", () => {
+    const policy = new ToolPolicy(
+      policySchema.parse({
+        revision: "r7",
+        rules: [
+          { id: "big-deletes", effect: "allow", servers: ["files"], names: ["delete"], arguments: { count: { min: 100 } }, approval: "required" },
+          { id: "small-deletes", effect: "allow", servers: ["files"], names: ["delete"] },
+        ],
+      }),
+    );
+    const q = { tenant: "acme", key: "k", server: "files", kind: "tool" as const, name: "delete" };
+    expect(policy.decide(q, { count: 500 })).toMatchObject({ allowed: true, rule: "big-deletes", approval: "required", policyRevision: "r7" });
+    expect(policy.decide(q, { count: 5 })).toMatchObject({ allowed: true, rule: "small-deletes" });
+    expect(policy.decide(q, { count: 5 }).approval).toBeUndefined();
+  });
+
+  it("is refused on a deny rule", () => {
+    expect(policySchema.safeParse({ revision: "r", rules: [{ id: "d", effect: "deny", servers: ["*"], names: ["*"], approval: "required" }] }).success).toBe(false);
+  });
+});

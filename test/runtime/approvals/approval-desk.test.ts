@@ -1,0 +1,132 @@
+import { describe, expect, it } from "vitest";
+import { ApprovalDeskCore, approvalId, tenantOfApprovalId, type Approval, type ApprovalFacts, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
+
+class MemoryStore implements ApprovalStore {
+  readonly rows = new Map<string, Approval>();
+  get(id: string) {
+    return this.rows.get(id);
+  }
+  put(a: Approval) {
+    this.rows.set(a.id, a);
+  }
+  all() {
+    return [...this.rows.values()];
+  }
+}
+
+const facts: ApprovalFacts = {
+  principal: { tenant: "acme", key: "k1" },
+  taskId: "task-1",
+  server: "files",
+  tool: "delete",
+  toolDigest: "sha256:tool",
+  argumentsDigest: "sha256:args",
+  policyRevision: "p1",
+  rule: "risky",
+};
+const TTL = 60_000;
+const init = (id = approvalId("acme")) => ({ id, statusUrl: `http://127.0.0.1/approvals/${id}`, ttlMs: TTL });
+
+function desk() {
+  return new ApprovalDeskCore(new MemoryStore());
+}
+
+describe("approval ids", () => {
+  it("carry the tenant, and nothing else reads as one", () => {
+    const id = approvalId("tenant/with ünïcode_and-dashes");
+    expect(tenantOfApprovalId(id)).toBe("tenant/with ünïcode_and-dashes");
+    expect(tenantOfApprovalId("ap_YWNtZQ_notHex")).toBeUndefined();
+    expect(tenantOfApprovalId("../etc/passwd")).toBeUndefined();
+    expect(approvalId("acme")).not.toBe(approvalId("acme"));
+  });
+});
+
+describe("ApprovalDeskCore", () => {
+  it("stores one pending approval per call, found again by the same call's facts", () => {
+    const d = desk();
+    const first = d.request(facts, init(), 0);
+    expect(first).toMatchObject({ created: true, approval: { state: "pending", expiresAt: TTL, tenant: "acme", taskId: "task-1" } });
+    const again = d.request(facts, init(), 10);
+    expect(again.created).toBe(false);
+    expect(again.approval.id).toBe(first.approval.id);
+    // Other arguments: another call, another approval.
+    const other = d.request({ ...facts, argumentsDigest: "sha256:other" }, init(), 10);
+    expect(other.created).toBe(true);
+    expect(other.approval.id).not.toBe(first.approval.id);
+  });
+
+  it("pending → approved → executed, claimed exactly once", () => {
+    const d = desk();
+    const { approval } = d.request(facts, init(), 0);
+    expect(d.claim(approval.id, facts, 1, "req-0")).toMatchObject({ ok: false, why: "pending" });
+    expect(d.decide(approval.id, "approve", "alice", "looks fine", 5)).toMatchObject({ ok: true, approval: { state: "approved", decidedBy: "alice", reason: "looks fine", decidedAt: 5 } });
+    const claims = [d.claim(approval.id, facts, 6, "req-1"), d.claim(approval.id, facts, 6, "req-2")];
+    expect(claims.filter((c) => c.ok)).toHaveLength(1);
+    expect(claims[1]).toMatchObject({ ok: false, why: "executed" });
+    expect(d.get(approval.id, 7)).toMatchObject({ state: "executed", execution: "claimed", idempotencyKey: "req-1" });
+    // The same call after execution asks for a new approval.
+    expect(d.request(facts, init(), 8).created).toBe(true);
+  });
+
+  it("an execution whose result is unknown is final: held for reconciliation under its idempotency key", () => {
+    const d = desk();
+    const { approval } = d.request(facts, init(), 0);
+    d.decide(approval.id, "approve", "alice", "ok", 1);
+    d.claim(approval.id, facts, 2, "req-9");
+    expect(d.finish(approval.id, "unknown", 3)).toMatchObject({ state: "executed", execution: "unknown", idempotencyKey: "req-9" });
+    // Nothing moves it on: not a second finish, not a claim.
+    expect(d.finish(approval.id, "succeeded", 4)).toMatchObject({ execution: "unknown" });
+    expect(d.claim(approval.id, facts, 5, "req-10")).toMatchObject({ ok: false, why: "executed" });
+    expect(d.get(approval.id, 6)!.history.map((h) => h.event)).toEqual(["requested", "granted", "executed", "execution"]);
+  });
+
+  it("denial, revocation and expiry end it and are never downgraded", () => {
+    const d = desk();
+    const denied = d.request(facts, init(), 0).approval;
+    d.decide(denied.id, "deny", "bob", "too risky", 1);
+    expect(d.decide(denied.id, "approve", "alice", "changed my mind", 2)).toMatchObject({ ok: false, why: "the approval is denied" });
+    expect(d.claim(denied.id, facts, 3, "r")).toMatchObject({ ok: false, why: "denied" });
+
+    const revoked = d.request({ ...facts, argumentsDigest: "sha256:b" }, init(), 0).approval;
+    d.decide(revoked.id, "approve", "alice", "ok", 1);
+    expect(d.decide(revoked.id, "revoke", "carol", "incident", 2)).toMatchObject({ ok: true, approval: { state: "revoked" } });
+    expect(d.claim(revoked.id, { ...facts, argumentsDigest: "sha256:b" }, 3, "r")).toMatchObject({ ok: false, why: "revoked" });
+    expect(d.decide(revoked.id, "approve", "alice", "again", 4).ok).toBe(false);
+
+    const late = d.request({ ...facts, argumentsDigest: "sha256:c" }, init(), 0).approval;
+    d.decide(late.id, "approve", "alice", "ok", 1);
+    expect(d.claim(late.id, { ...facts, argumentsDigest: "sha256:c" }, TTL, "r")).toMatchObject({ ok: false, why: "expired", justExpired: true });
+    expect(d.decide(late.id, "revoke", "carol", "x", TTL + 1).ok).toBe(false);
+    expect(d.list(TTL + 2, "expired").map((a) => a.id)).toEqual([late.id]);
+  });
+
+  it("a pending approval expires unanswered, and the same call then asks anew (reporting the expiry)", () => {
+    const d = desk();
+    const first = d.request(facts, init(), 0).approval;
+    const next = d.request(facts, init(), TTL + 5);
+    expect(next.created).toBe(true);
+    expect(next.expired?.id).toBe(first.id);
+    expect(d.get(first.id, TTL + 6)?.state).toBe("expired");
+  });
+
+  it("a claim with other facts is refused (arguments, tool definition, policy revision)", () => {
+    const d = desk();
+    const { approval } = d.request(facts, init(), 0);
+    d.decide(approval.id, "approve", "alice", "ok", 1);
+    for (const changed of [{ argumentsDigest: "sha256:x" }, { toolDigest: "sha256:y" }, { policyRevision: "p2" }, { principal: { tenant: "acme", key: "k2" } }, { taskId: "task-2" }]) {
+      expect(d.claim(approval.id, { ...facts, ...changed }, 2, "r")).toMatchObject({ ok: false, why: "facts_differ" });
+    }
+    expect(d.claim(approval.id, facts, 3, "r").ok).toBe(true);
+  });
+
+  it("a requestState nonce is spent once, whatever the answer", () => {
+    const d = desk();
+    const { approval } = d.request(facts, init(), 0);
+    expect(d.spend(approval.id, "n1")).toBe(true);
+    expect(d.spend(approval.id, "n1")).toBe(false);
+    d.decide(approval.id, "approve", "alice", "ok", 1);
+    expect(d.claim(approval.id, facts, 2, "r", "n1")).toMatchObject({ ok: false, why: "replayed" });
+    expect(d.claim(approval.id, facts, 2, "r", "n2").ok).toBe(true);
+    expect(d.claim(approval.id, facts, 2, "r", "n2")).toMatchObject({ ok: false, why: "replayed" });
+  });
+});
