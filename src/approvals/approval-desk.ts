@@ -61,6 +61,8 @@ export interface Approval {
   readonly execution?: "claimed" | "succeeded" | "failed" | "unknown" | undefined;
   /** The key the execution was sent under (the claiming request's id), for reconciliation. */
   readonly idempotencyKey?: string | undefined;
+  /** Set once a caller retrying the same call was told it was denied, revoked or expired. */
+  readonly reported?: boolean | undefined;
   /** requestState nonces already presented (single use). */
   readonly usedNonces: readonly string[];
   readonly history: readonly ApprovalHistoryEntry[];
@@ -116,6 +118,7 @@ export function tenantOfApprovalId(id: string): string | undefined {
 }
 
 const LIVE: readonly ApprovalState[] = ["pending", "approved"];
+const ENDED: readonly ApprovalState[] = ["denied", "revoked", "expired"];
 
 /** The facts two approvals are compared by (everything the approval is bound to). */
 export function sameFacts(a: ApprovalFacts, b: ApprovalFacts): boolean {
@@ -167,11 +170,22 @@ export class ApprovalDeskCore {
    */
   request(facts: ApprovalFacts, init: { readonly id: string; readonly statusUrl: string; readonly ttlMs: number }, now: number): RequestOutcome {
     let expired: Approval | undefined;
-    for (const stored of this.#store.all()) {
-      if (!sameCall(stored, facts)) continue;
+    const calls = this.#store
+      .all()
+      .filter((a) => sameCall(a, facts))
+      .sort((x, y) => y.createdAt - x.createdAt);
+    for (const stored of calls) {
       const { approval, changed } = this.#expire(stored, now);
       if (changed) expired = approval;
       if (LIVE.includes(approval.state) && sameFacts(approval, facts)) return { approval, created: false, expired };
+    }
+    // The newest approval of this call was denied, revoked or expired: the caller is told so once
+    // (a 2025-era retry is the same call again), and only a call after that asks anew.
+    const newest = calls[0] === undefined ? undefined : this.#store.get(calls[0].id);
+    if (newest && ENDED.includes(newest.state) && !newest.reported && sameFacts(newest, facts)) {
+      const reported: Approval = { ...newest, reported: true };
+      this.#store.put(reported);
+      return { approval: reported, created: false, expired };
     }
     const approval: Approval = {
       id: init.id,

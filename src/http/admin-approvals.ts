@@ -15,8 +15,8 @@ const decisionSchema = z.strictObject({ reason: z.string().min(1).max(1024) });
 const EVENT_OF: Readonly<Record<ApproverAction, AuditEventType>> = { approve: "approval.granted", deny: "approval.denied", revoke: "approval.revoked" };
 
 /** What the admin API shows of an approval: the contract's shape, without the desk's bookkeeping. */
-function shown(a: Approval): Omit<Approval, "usedNonces"> {
-  const { usedNonces: _nonces, ...rest } = a;
+function shown(a: Approval): Omit<Approval, "usedNonces" | "reported"> {
+  const { usedNonces: _nonces, reported: _reported, ...rest } = a;
   return rest;
 }
 

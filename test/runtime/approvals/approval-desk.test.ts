@@ -100,13 +100,23 @@ describe("ApprovalDeskCore", () => {
     expect(d.list(TTL + 2, "expired").map((a) => a.id)).toEqual([late.id]);
   });
 
-  it("a pending approval expires unanswered, and the same call then asks anew (reporting the expiry)", () => {
+  it("a pending approval expires unanswered: the same call is told so once, and then asks anew", () => {
     const d = desk();
     const first = d.request(facts, init(), 0).approval;
-    const next = d.request(facts, init(), TTL + 5);
+    const told = d.request(facts, init(), TTL + 5);
+    expect(told).toMatchObject({ created: false, approval: { id: first.id, state: "expired" } });
+    expect(told.expired?.id).toBe(first.id);
+    const next = d.request(facts, init(), TTL + 6);
     expect(next.created).toBe(true);
-    expect(next.expired?.id).toBe(first.id);
-    expect(d.get(first.id, TTL + 6)?.state).toBe("expired");
+    expect(next.approval.state).toBe("pending");
+  });
+
+  it("a denied call retried is refused once with the denial, never turned into a new pending approval silently", () => {
+    const d = desk();
+    const first = d.request(facts, init(), 0).approval;
+    d.decide(first.id, "deny", "bob", "no", 1);
+    expect(d.request(facts, init(), 2)).toMatchObject({ created: false, approval: { id: first.id, state: "denied" } });
+    expect(d.request(facts, init(), 3).created).toBe(true);
   });
 
   it("a claim with other facts is refused (arguments, tool definition, policy revision)", () => {
