@@ -179,10 +179,11 @@ export class ApprovalDeskCore {
       if (changed) expired = approval;
       if (LIVE.includes(approval.state) && sameFacts(approval, facts)) return { approval, created: false, expired };
     }
-    // The newest approval of this call was denied, revoked or expired: the caller is told so once
-    // (a 2025-era retry is the same call again), and only a call after that asks anew.
+    // The newest approval of this call was denied, revoked, expired or already used: the caller is
+    // told so once (a 2025-era retry is the same call again, and a duplicate of an executed call
+    // must not run it twice), and only a call after that asks anew.
     const newest = calls[0] === undefined ? undefined : this.#store.get(calls[0].id);
-    if (newest && ENDED.includes(newest.state) && !newest.reported && sameFacts(newest, facts)) {
+    if (newest && (ENDED.includes(newest.state) || newest.state === "executed") && !newest.reported && sameFacts(newest, facts)) {
       const reported: Approval = { ...newest, reported: true };
       this.#store.put(reported);
       return { approval: reported, created: false, expired };

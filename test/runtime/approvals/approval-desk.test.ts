@@ -64,8 +64,9 @@ describe("ApprovalDeskCore", () => {
     expect(claims.filter((c) => c.ok)).toHaveLength(1);
     expect(claims[1]).toMatchObject({ ok: false, why: "executed" });
     expect(d.get(approval.id, 7)).toMatchObject({ state: "executed", execution: "claimed", idempotencyKey: "req-1" });
-    // The same call after execution asks for a new approval.
-    expect(d.request(facts, init(), 8).created).toBe(true);
+    // The same call after execution is told it ran (once), and then asks for a new approval.
+    expect(d.request(facts, init(), 8)).toMatchObject({ created: false, approval: { id: approval.id, state: "executed" } });
+    expect(d.request(facts, init(), 9).created).toBe(true);
   });
 
   it("an execution whose result is unknown is final: held for reconciliation under its idempotency key", () => {
