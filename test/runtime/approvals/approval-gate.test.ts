@@ -1,0 +1,114 @@
+import { describe, expect, it } from "vitest";
+import { ApprovalDeskCore, type Approval, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
+import { gateToolCall, type ApprovalDeps, type ApprovalDeskRpc, type GatedCall } from "../../../src/approvals/approval-gate.ts";
+import { RequestStateSealer } from "../../../src/approvals/request-state.ts";
+import { RequestContext } from "../../../src/context/request-context.ts";
+import { GatewayError } from "../../../src/errors/gateway-error.ts";
+import type { Principal } from "../../../src/publication/principal.ts";
+
+const clock = { now: 1_000 };
+
+/** The desk's logic behind the RPC shape, with the test's clock (the Durable Object uses its own). */
+function memoryDesk(): ApprovalDeskRpc {
+  const rows = new Map<string, Approval>();
+  const store: ApprovalStore = { get: (id) => rows.get(id), put: (a) => void rows.set(a.id, structuredClone(a)), all: () => [...rows.values()] };
+  const core = new ApprovalDeskCore(store);
+  return {
+    request: async (facts, init) => core.request(facts, init, clock.now),
+    claim: async (id, facts, key, nonce) => core.claim(id, facts, clock.now, key, nonce),
+    spend: async (id, nonce) => core.spend(id, nonce),
+    finish: async (id, execution) => core.finish(id, execution, clock.now),
+    get: async (id) => core.get(id, clock.now),
+    list: async (state) => core.list(clock.now, state),
+    decide: async (id, action, actor, reason) => core.decide(id, action, actor, reason, clock.now),
+  };
+}
+
+async function setup() {
+  const desk = memoryDesk();
+  const deps: ApprovalDeps = { desk: () => desk, sealer: await RequestStateSealer.fromSecret("a-secret-of-enough-length"), ttlMs: 60_000, statusUrl: (id, origin) => `${origin}/approvals/${id}` };
+  const context = (taskId?: string) => {
+    const ctx = new RequestContext({ requestId: `req_${Math.random()}`, receivedAt: 0, clock: { now: () => clock.now }, scheduler: { schedule: () => () => {} }, sink: { attemptFinished: () => {}, requestFinished: () => {} }, waitUntil: () => {}, onUndoError: (err) => { throw err; } });
+    if (taskId) ctx.record.attribution = { taskId, sessionId: undefined, turnId: undefined, parentTaskId: undefined };
+    return ctx;
+  };
+  const call = (over: Partial<GatedCall> = {}): GatedCall => ({
+    principal: { tenantId: "acme", keyId: "k1" } as Principal,
+    era: "stateful",
+    decision: { allowed: true, rule: "risky", policyRevision: "p1", reason: "allowed by rule risky after approval", approval: "required" },
+    server: "files",
+    tool: "delete",
+    args: { path: "/tmp/x" },
+    params: {},
+    toolDefinition: async () => ({ name: "delete", inputSchema: { type: "object" } }),
+    origin: "http://127.0.0.1:9",
+    ...over,
+  });
+  return { desk, deps, context, call };
+}
+
+describe("gateToolCall", () => {
+  it("passes a call that needs no approval straight on", async () => {
+    const { deps, context, call } = await setup();
+    const gate = await gateToolCall(deps, context(), call({ decision: { allowed: true, rule: "plain", policyRevision: "p1", reason: "allowed" } }));
+    expect(gate.kind).toBe("execute");
+  });
+
+  it("refuses a call that needs approval when approvals are not configured", async () => {
+    const { context, call } = await setup();
+    await expect(gateToolCall(undefined, context(), call())).rejects.toMatchObject({ code: "tool_not_allowed" });
+  });
+
+  it("2025 era: approval_required with the URL elicitation, and the approval.requested event on the record", async () => {
+    const { deps, context, call } = await setup();
+    const ctx = context("task-9");
+    const err = await gateToolCall(deps, ctx, call()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GatewayError);
+    const e = err as GatewayError;
+    expect(e.code).toBe("approval_required");
+    const elicitation = (e.details![0] as { elicitations: { mode: string; elicitationId: string; url: string }[] }).elicitations[0]!;
+    expect(elicitation.url).toBe(`http://127.0.0.1:9/approvals/${elicitation.elicitationId}`);
+    expect(ctx.record.events).toMatchObject([{ type: "approval.requested", tenant: "acme", subject: "k1", taskId: "task-9", approvalId: elicitation.elicitationId, policyRevision: "p1", target: { kind: "tool", server: "files", name: "delete" } }]);
+    // Metadata only: the arguments never reach the event.
+    expect(JSON.stringify(ctx.record.events)).not.toContain("/tmp/x");
+  });
+
+  it("2026 era: input_required, then the approved retry with its state runs once and records tool.executed", async () => {
+    const { desk, deps, context, call } = await setup();
+    const first = await gateToolCall(deps, context(), call({ era: "stateless" }));
+    if (first.kind !== "answer") throw new Error("expected an answer");
+    expect(first.result).toMatchObject({ resultType: "input_required", inputRequests: { approval: { method: "elicitation/create", params: { mode: "url" } } } });
+    const id = (first.result.inputRequests as { approval: { params: { elicitationId: string } } }).approval.params.elicitationId;
+    await desk.decide(id, "approve", "alice", "ok");
+    const ctx = context();
+    const retry = await gateToolCall(deps, ctx, call({ era: "stateless", params: { requestState: first.result.requestState } }));
+    if (retry.kind !== "execute") throw new Error("expected execution");
+    let runs = 0;
+    await retry.execute(async () => (runs++, { ok: true }));
+    expect(runs).toBe(1);
+    expect(ctx.record.events).toMatchObject([{ type: "tool.executed", approvalId: id, execution: "succeeded" }]);
+    expect(await desk.get(id)).toMatchObject({ state: "executed", execution: "succeeded" });
+  });
+
+  it("an execution that throws is recorded as unknown, for reconciliation", async () => {
+    const { desk, deps, context, call } = await setup();
+    const err = (await gateToolCall(deps, context(), call()).catch((e: unknown) => e)) as GatewayError;
+    const id = (err.details![0] as { elicitations: { elicitationId: string }[] }).elicitations[0]!.elicitationId;
+    await desk.decide(id, "approve", "alice", "ok");
+    const ctx = context();
+    const gate = await gateToolCall(deps, ctx, call());
+    if (gate.kind !== "execute") throw new Error("expected execution");
+    await expect(gate.execute(async () => Promise.reject(new Error("connection cut")))).rejects.toThrow("connection cut");
+    expect(ctx.record.events).toMatchObject([{ type: "tool.executed", execution: "unknown", usage: "unknown" }]);
+    expect(await desk.get(id)).toMatchObject({ state: "executed", execution: "unknown" });
+  });
+
+  it("an expired approval is refused and recorded as approval.expired", async () => {
+    const { deps, context, call } = await setup();
+    await gateToolCall(deps, context(), call()).catch(() => undefined);
+    clock.now += 60_000;
+    const ctx = context();
+    await expect(gateToolCall(deps, ctx, call())).rejects.toMatchObject({ code: "approval_refused", message: expect.stringMatching(/expired/) });
+    expect(ctx.record.events.map((e) => e.type)).toEqual(["approval.expired"]);
+  });
+});
