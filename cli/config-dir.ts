@@ -65,7 +65,8 @@ export interface NamedSecret {
 }
 
 /**
- * Every secret the config refers to by name: the admin token's, the OTLP collector headers', and
+ * Every secret the config refers to by name: the admin token's, the approvers' token and the
+ * approval state secret, the OTLP collector headers', and
  * each seed backend's credential. A snapshot pushed later may name others; `serve --secret NAME` binds those too.
  */
 export function secretsNamed(config: LoadedConfig): NamedSecret[] {
