@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { ApprovalDeskCore, type Approval, type ApprovalFacts, type ApprovalState, type ApprovalStore, type ApproverAction, type ClaimOutcome, type DecideOutcome, type RequestOutcome } from "../src/approvals/approval-desk.ts";
+import { APPROVAL_RETENTION_MS, ApprovalDeskCore, type Approval, type ApprovalFacts, type ApprovalState, type ApprovalStore, type ApproverAction, type ClaimOutcome, type DecideOutcome, type RequestOutcome } from "../src/approvals/approval-desk.ts";
 import type { ApprovalDeskRpc } from "../src/approvals/approval-gate.ts";
 import { systemClock, type Clock } from "../src/deps/clock.ts";
 
@@ -21,6 +21,10 @@ class SqliteApprovalStore implements ApprovalStore {
     this.#sql.exec("INSERT INTO approvals (id, body) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body", a.id, JSON.stringify(a));
   }
 
+  delete(id: string): void {
+    this.#sql.exec("DELETE FROM approvals WHERE id = ?", id);
+  }
+
   all(): Approval[] {
     return this.#sql.exec<{ body: string }>("SELECT body FROM approvals").toArray().map((r) => JSON.parse(r.body) as Approval);
   }
@@ -31,6 +35,8 @@ class SqliteApprovalStore implements ApprovalStore {
  * the rules are ApprovalDeskCore, tested without this class. Every call runs inside one
  * `transactionSync` with no `await`, so a claim is atomic: of any number of concurrent retries of
  * an approved call, exactly one is granted. Decisions use this object's clock, never the caller's.
+ * An alarm expires approvals whose time is up and drops those that ended longer ago than
+ * {@link APPROVAL_RETENTION_MS}.
  */
 export class ApprovalDesk extends DurableObject<Env> implements ApprovalDeskRpc {
   readonly #core: ApprovalDeskCore;
@@ -46,7 +52,16 @@ export class ApprovalDesk extends DurableObject<Env> implements ApprovalDeskRpc 
   }
 
   async request(facts: ApprovalFacts, init: { readonly id: string; readonly statusUrl: string; readonly ttlMs: number }): Promise<RequestOutcome> {
-    return this.#tx((now) => this.#core.request(facts, init, now));
+    const out = this.#tx((now) => this.#core.request(facts, init, now));
+    // The decision is committed; arming the alarm after it cannot change it.
+    if (out.created && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(out.approval.expiresAt);
+    return out;
+  }
+
+  /** Expires what is due and drops what ended longer ago than the retention; re-arms for the rest. */
+  override async alarm(): Promise<void> {
+    const next = this.#tx((now) => this.#core.collect(now, APPROVAL_RETENTION_MS));
+    if (next !== undefined) await this.ctx.storage.setAlarm(next);
   }
 
   async claim(id: string, facts: ApprovalFacts, idempotencyKey: string, nonce?: string): Promise<ClaimOutcome> {

@@ -73,7 +73,11 @@ export interface ApprovalStore {
   get(id: string): Approval | undefined;
   put(a: Approval): void;
   all(): Approval[];
+  delete(id: string): void;
 }
+
+/** How long an approval is kept after it ended (its history is the audit of an approver's decision). */
+export const APPROVAL_RETENTION_MS = 30 * 86_400_000;
 
 /** Answer of {@link ApprovalDeskCore.request}. */
 export interface RequestOutcome {
@@ -260,6 +264,24 @@ export class ApprovalDeskCore {
     const decided: Approval = { ...a, state, decidedAt: now, decidedBy: actor, reason, history: [...a.history, { at: now, event, actor, reason }] };
     this.#store.put(decided);
     return { ok: true, approval: decided };
+  }
+
+  /**
+   * Drops approvals that ended more than `retainMs` ago (expiring those whose time is up); answers
+   * when something is next due (an expiry or a drop), undefined when nothing is left.
+   */
+  collect(now: number, retainMs: number): number | undefined {
+    let next: number | undefined;
+    for (const stored of this.#store.all()) {
+      const a = this.#expire(stored, now).approval;
+      const due = LIVE.includes(a.state) ? a.expiresAt : Math.max(...a.history.map((h) => h.at), a.createdAt) + retainMs;
+      if (!LIVE.includes(a.state) && due <= now) {
+        this.#store.delete(a.id);
+        continue;
+      }
+      next = next === undefined ? due : Math.min(next, due);
+    }
+    return next;
   }
 
   #expire(a: Approval, now: number): { approval: Approval; changed: boolean } {

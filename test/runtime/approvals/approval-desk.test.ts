@@ -12,6 +12,9 @@ class MemoryStore implements ApprovalStore {
   all() {
     return [...this.rows.values()];
   }
+  delete(id: string) {
+    this.rows.delete(id);
+  }
 }
 
 const facts: ApprovalFacts = {
@@ -139,5 +142,19 @@ describe("ApprovalDeskCore", () => {
     expect(d.claim(approval.id, facts, 2, "r", "n1")).toMatchObject({ ok: false, why: "replayed" });
     expect(d.claim(approval.id, facts, 2, "r", "n2").ok).toBe(true);
     expect(d.claim(approval.id, facts, 2, "r", "n2")).toMatchObject({ ok: false, why: "replayed" });
+  });
+
+  it("collects: expires what is due, keeps ended approvals for the retention, then drops them", () => {
+    const d = desk();
+    const live = d.request(facts, init(), 0).approval;
+    const ended = d.request({ ...facts, argumentsDigest: "sha256:e" }, init(), 0).approval;
+    d.decide(ended.id, "deny", "bob", "no", 10);
+    expect(d.collect(20, 1_000)).toBe(10 + 1_000);
+    expect(d.collect(1_010, 1_000)).toBe(TTL);
+    expect(d.get(ended.id, 1_011)).toBeUndefined();
+    expect(d.collect(TTL, 1_000)).toBe(TTL + 1_000);
+    expect(d.get(live.id, TTL)?.state).toBe("expired");
+    expect(d.collect(TTL + 1_000, 1_000)).toBeUndefined();
+    expect(d.list(TTL + 1_001)).toEqual([]);
   });
 });

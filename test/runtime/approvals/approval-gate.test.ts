@@ -11,7 +11,7 @@ const clock = { now: 1_000 };
 /** The desk's logic behind the RPC shape, with the test's clock (the Durable Object uses its own). */
 function memoryDesk(): ApprovalDeskRpc {
   const rows = new Map<string, Approval>();
-  const store: ApprovalStore = { get: (id) => rows.get(id), put: (a) => void rows.set(a.id, structuredClone(a)), all: () => [...rows.values()] };
+  const store: ApprovalStore = { get: (id) => rows.get(id), put: (a) => void rows.set(a.id, structuredClone(a)), all: () => [...rows.values()], delete: (id) => void rows.delete(id) };
   const core = new ApprovalDeskCore(store);
   return {
     request: async (facts, init) => core.request(facts, init, clock.now),
