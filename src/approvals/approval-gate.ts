@@ -18,6 +18,7 @@ import { canonicalDigest } from "../digest/canonical-digest.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { McpEra } from "../mcp/bridging.ts";
 import type { PolicyDecision } from "../mcp/tool-policy.ts";
+import { isRecord } from "../protocol/fast-guard.ts";
 import type { Principal } from "../publication/principal.ts";
 import { approvalId, type Approval, type ApprovalFacts, type ApprovalState, type ApproverAction, type ClaimOutcome, type DecideOutcome, type RequestOutcome } from "./approval-desk.ts";
 import { factsDigest, type RequestStateSealer } from "./request-state.ts";
@@ -65,12 +66,29 @@ export type GateResult =
       readonly kind: "execute";
       /** Claims the approval (when there is one) and runs the call; records how the execution ended. */
       readonly execute: <T extends { readonly ok: boolean }>(run: () => Promise<T>) => Promise<T>;
+      /** The params forwarded upstream without what belonged to the gateway's own approval round. */
+      readonly upstreamParams: (forwarded: Record<string, unknown>) => Record<string, unknown>;
     };
 
-const NO_APPROVAL: GateResult = { kind: "execute", execute: (run) => run() };
+const NO_APPROVAL: GateResult = { kind: "execute", execute: (run) => run(), upstreamParams: (p) => p };
 
-/** How long a sealed requestState stays valid: as long as any approval could. */
-const stateTtl = (approval: Approval) => approval.expiresAt;
+/** The key of the approval's input request (and of the client's answer to it). */
+const INPUT_KEY = "approval";
+
+/**
+ * The gateway's sealed state and the client's answer to the approval's URL elicitation are the
+ * gateway's, not the server's: they never go upstream.
+ */
+function withoutApprovalRound(forwarded: Record<string, unknown>): Record<string, unknown> {
+  const { requestState, inputResponses, ...rest } = forwarded;
+  const out: Record<string, unknown> = { ...rest };
+  if (typeof requestState === "string" && !requestState.startsWith("a1.")) out.requestState = requestState;
+  if (isRecord(inputResponses)) {
+    const { [INPUT_KEY]: _ours, ...theirs } = inputResponses;
+    if (Object.keys(theirs).length > 0) out.inputResponses = theirs;
+  }
+  return out;
+}
 
 /**
  * The approval step of one tool call; a call whose decision needs no approval passes straight on.
@@ -124,6 +142,7 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
   const approvedId = approval.id;
   return {
     kind: "execute",
+    upstreamParams: withoutApprovalRound,
     async execute<T extends { readonly ok: boolean }>(run: () => Promise<T>): Promise<T> {
       const claimed = await desk.claim(approvedId, facts, ctx.requestId, nonce);
       if (!claimed.ok) {
@@ -157,10 +176,10 @@ async function pendingAnswer(deps: ApprovalDeps, call: GatedCall, approval: Appr
   if (call.era === "stateful") {
     throw new GatewayError("approval_required", message, { details: [{ elicitations: [{ mode: "url", elicitationId: approval.id, url, message }] }] });
   }
-  const requestState = await deps.sealer.seal({ approvalId: approval.id, facts: await factsDigest(facts), nonce: crypto.randomUUID(), expiresAt: stateTtl(approval) });
+  const requestState = await deps.sealer.seal({ approvalId: approval.id, facts: await factsDigest(facts), nonce: crypto.randomUUID(), expiresAt: approval.expiresAt });
   return {
     resultType: "input_required",
-    inputRequests: { approval: { method: "elicitation/create", params: { mode: "url", elicitationId: approval.id, message, url } } },
+    inputRequests: { [INPUT_KEY]: { method: "elicitation/create", params: { mode: "url", elicitationId: approval.id, message, url } } },
     requestState,
   };
 }

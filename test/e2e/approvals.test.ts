@@ -22,18 +22,21 @@ const PRICE = 0.01;
  */
 async function startCountingServer() {
   const executions = new Map<string, number>();
+  /** The params of every call that reached the server. */
+  const params: Record<string, unknown>[] = [];
   const http = await startLoopbackServer(async (_req, body, res) => {
     const msg = JSON.parse(body.toString("utf8")) as { id?: number; method: string; params?: { name?: string; arguments?: unknown } };
     const answer = (payload: Record<string, unknown>) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...payload }));
     if (msg.method === "tools/list") return void answer({ result: { tools: ["deploy", "charge", "spend"].map((name) => ({ name, description: `the ${name} tool`, inputSchema: { type: "object" } })) } });
     if (msg.method !== "tools/call") return void answer({ error: { code: -32601, message: "Method not found" } });
     const key = `${msg.params?.name} ${JSON.stringify(msg.params?.arguments ?? {})}`;
+    params.push(msg.params ?? {});
     executions.set(key, (executions.get(key) ?? 0) + 1);
     // Slow enough that concurrent retries overlap.
     await new Promise((r) => setTimeout(r, 100));
     answer({ result: { content: [{ type: "text", text: `ran ${key}` }] } });
   });
-  return { url: `${http.origin}/mcp`, executions: (name: string, args: unknown) => executions.get(`${name} ${JSON.stringify(args)}`) ?? 0, http };
+  return { url: `${http.origin}/mcp`, params, executions: (name: string, args: unknown) => executions.get(`${name} ${JSON.stringify(args)}`) ?? 0, http };
 }
 
 describe("approvals of risky MCP tool calls, both protocol eras", () => {
@@ -177,6 +180,11 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatch(new RegExp(`^${gateway.publicUrl}/approvals/ap_`));
     expect(tools.executions("deploy", args)).toBe(1);
+    // The gateway's own approval round (its sealed state, the client's answer) never reaches the server.
+    const upstream = tools.params.filter((p) => JSON.stringify(p.arguments) === JSON.stringify(args));
+    expect(upstream).toHaveLength(1);
+    expect(upstream[0]).not.toHaveProperty("requestState");
+    expect(upstream[0]).not.toHaveProperty("inputResponses");
     await client.close();
   });
 
