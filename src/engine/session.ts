@@ -12,6 +12,7 @@ import type { NeutralRequest } from "../protocol/neutral.ts";
 import type { CompiledEntrypoint } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
 import { prepareCharges, type RequestCharges } from "../reserve/reserve-phase.ts";
+import { taskFigures } from "../reserve/task-scope.ts";
 import { respond } from "../respond/respond.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { EngineDeps } from "./engine-deps.ts";
@@ -150,7 +151,7 @@ export class RequestSession implements Session {
       const { plan } = prepared;
       // The request's charging; each attempt reserves its own worst case.
       ctx.enter("reserve");
-      const charges = prepareCharges(deps.reserve, deps.publication, ep, ctx, principal, prepared.request, this.#trusted, this.#call ?? this.#inherited?.call);
+      const charges = await prepareCharges(deps.reserve, deps.publication, ep, ctx, principal, prepared.request, this.#trusted, this.#call ?? this.#inherited?.call, this.#ingress?.taskBudget);
       this.#charges = charges;
       ctx.enter("admit");
       const lease = await admitRequest(ctx, deps.admission, this.#inherited ? undefined : deps.drain, { tenant: principal.tenantId, model: plan.entrypoint });
@@ -247,6 +248,7 @@ export class RequestSession implements Session {
       callId: this.#call?.callId,
       budgetUnchecked: billing?.unchecked ?? false,
       budgetRemaining: charges?.budget?.exposeBudget ? billing?.lastGrant?.remaining : undefined,
+      task: taskFigures(charges?.task, billing?.lastGrant?.remaining),
       upstreamHeaders,
     };
   }
