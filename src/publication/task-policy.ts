@@ -52,6 +52,8 @@ const compiled = new WeakMap<PublicationConfig, Compiled>();
 
 /** The publication's attribution rules, compiled once per publication. Undefined: unknown key. */
 export function taskPolicyOf(pub: PublicationConfig): Compiled {
+  // A publication is always compiled from a validated config; a partial stand-in (tests) has no rules.
+  if (typeof pub !== "object" || pub === null) return () => undefined;
   let c = compiled.get(pub);
   if (!c) {
     c = compile(pub);
