@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
-import { ADMIN_TOKEN, allowingSimulators, bundledConfig, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
+import { startLoopbackServer, type LoopbackServer } from "./support/loopback-server.ts";
+import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
 
 const KEYS = { agent: "sk-e2e-agent", sibling: "sk-e2e-sibling", strict: "sk-e2e-strict", rival: "sk-e2e-rival" } as const;
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");
@@ -134,5 +135,109 @@ describe("per-task budgets and task binding", () => {
     const both = await chat(KEYS.strict, task("strict-1", { "x-sluice-end-user": "u-1" }));
     expect(both.status).toBe(200);
     await both.arrayBuffer();
+  });
+});
+
+/** A 2026-07-28 MCP tool server of the test's own that counts executions of `search` (slow, so calls overlap). */
+async function startCountingServer() {
+  let executions = 0;
+  const http = await startLoopbackServer(async (_req, body, res) => {
+    const msg = JSON.parse(body.toString("utf8")) as { id?: number; method: string };
+    const answer = (payload: Record<string, unknown>) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...payload }));
+    if (msg.method === "tools/list") return void answer({ result: { tools: [{ name: "search", inputSchema: { type: "object" } }] } });
+    if (msg.method !== "tools/call") return void answer({ error: { code: -32601, message: "Method not found" } });
+    executions++;
+    await new Promise((r) => setTimeout(r, 150));
+    answer({ result: { content: [{ type: "text", text: "ran search" }] } });
+  });
+  return { url: `${http.origin}/mcp`, executions: () => executions, http };
+}
+
+describe("one task's cap across model calls and MCP tool calls", () => {
+  const AGENT = "sk-e2e-mcp-agent";
+  /** A tool call costs 0.01 USD; the task's cap is 0.03 USD. */
+  const PRICE_MICROS = 10_000;
+  let msim: Simulator;
+  let tools: Awaited<ReturnType<typeof startCountingServer>>;
+  let server: LoopbackServer;
+  let gw: RunningGateway;
+
+  beforeAll(async () => {
+    [msim, tools] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startCountingServer()]);
+    server = tools.http;
+    const g = bundledConfig("gateway");
+    g.security.egress = { allow: ["127.0.0.1"] };
+    g.mcp = { servers: [{ name: "tools", url: tools.url, era: "stateless" }] };
+    const p = bundledConfig("publication");
+    const demo = p.tenants.find((t: any) => t.id === "demo");
+    demo.teams[0].projects.push({ id: "agents", taskLimits: { money: { limit: (3 * PRICE_MICROS) / 1_000_000, currency: "USD" } } });
+    demo.apiKeys.push({ id: "mcp-agent", sha256: sha(AGENT), entrypoints: ["*"], chargeTo: "platform/agents" });
+    p.mcp = {
+      policy: { revision: "mcp-1", rules: [{ id: "demo-tools", effect: "allow", principals: { tenants: ["demo"] }, servers: ["*"], names: ["*"] }] },
+      prices: [{ id: "priced", servers: ["*"], names: ["*"], price: { version: "tools-1", currency: "USD", perCall: PRICE_MICROS / 1_000_000 } }],
+    };
+    gw = await startGateway({ adminToken: ADMIN_TOKEN, config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(msim.url)) } });
+  });
+
+  afterAll(async () => {
+    try {
+      if (gw) await expectNothingLeft(gw.adminUrl);
+    } finally {
+      await Promise.all([gw?.stop(), msim?.stop(), server?.close()]);
+    }
+  });
+
+  /** A raw 2026-07-28 tools/call naming its task in `_meta`. */
+  const toolCall = async (taskId: string) => {
+    const res = await fetch(`${gw.publicUrl}/mcp/tools`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${AGENT}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "search" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 7,
+        method: "tools/call",
+        params: { name: "search", arguments: {}, _meta: { "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}, "sluice.dev/taskId": taskId } },
+      }),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+
+  it("a model call and concurrent tool calls of one task never spend past its cap; tool results carry the task's figures", async () => {
+    const model = await fetch(`${gw.publicUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${AGENT}`, "content-type": "application/json", "x-sluice-task-id": "mixed-1" },
+      body: JSON.stringify({ model: "sluice-chat", max_tokens: 20, messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(model.status).toBe(200);
+    await model.arrayBuffer();
+    const modelMicros = Number(/money=(\d+)/.exec(model.headers.get("x-sluice-task-spent") ?? "")?.[1]);
+    expect(modelMicros).toBeGreaterThan(0);
+    expect(modelMicros).toBeLessThan(PRICE_MICROS);
+    // What the model call committed leaves room for two tool calls, not three.
+    const answers = await Promise.all(Array.from({ length: 10 }, () => toolCall("mixed-1")));
+    const ran = answers.filter((a) => a.body.result !== undefined);
+    expect(ran).toHaveLength(2);
+    expect(tools.executions()).toBe(2);
+    for (const a of answers.filter((x) => x.body.error !== undefined)) expect(a.body.error.data.code).toBe("budget_exceeded");
+    for (const a of ran) {
+      const figures = a.body.result._meta["sluice.dev/task"];
+      expect(figures.taskId).toBe("mixed-1");
+      expect(figures.spent.money + figures.remaining.money).toBe(3 * PRICE_MICROS);
+      expect(figures.spent.money).toBeGreaterThan(PRICE_MICROS);
+    }
+  });
+
+  it("refuses a tool call naming another project's task", async () => {
+    const res = await fetch(`${gw.publicUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: "Bearer sk-sluice-demo", "content-type": "application/json", "x-sluice-task-id": "playground-1" },
+      body: JSON.stringify({ model: "sluice-chat", max_tokens: 20, messages: [{ role: "user", content: "hi" }] }),
+    });
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const before = tools.executions();
+    const refused = await toolCall("playground-1");
+    expect(refused.body.error).toMatchObject({ code: -32000, data: { code: "task_not_yours" } });
+    expect(tools.executions()).toBe(before);
   });
 });
