@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config/load-config.ts";
+import { ConfigValidationError } from "../../../src/config/parse-file.ts";
 import { RequestContext } from "../../../src/context/request-context.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { compilePublication } from "../../../src/publication/compile-publication.ts";
@@ -97,6 +98,22 @@ describe("task scope and attribution", () => {
     expect(await codeOf(governTask(tasks(), pub, context(), strict, user, undefined, undefined))).toBe("attribution_required");
     expect(await codeOf(governTask(tasks(), pub, context({ taskId: "a" }), strict, none, undefined, undefined))).toBe("attribution_required");
     expect(await codeOf(governTask(tasks(), pub, context({ taskId: "a" }), strict, user, undefined, undefined))).toBe("ok");
+  });
+
+  it("refuses at load a key that requires an end user its tenant has no header for, and a task cap in another currency", () => {
+    const cfg = bundled("publication");
+    delete cfg.tenants[0].endUsers;
+    cfg.tenants[0].apiKeys[0].requireAttribution = ["endUser"];
+    cfg.tenants[0].teams[0].projects[0].taskLimits = { money: { limit: 1, currency: "EUR" } };
+    let issues: string[] = [];
+    try {
+      loadConfig(textsWith({ publication: cfg }));
+    } catch (err) {
+      if (!(err instanceof ConfigValidationError)) throw err;
+      issues = err.issues.map((i) => `${i.path}: ${i.message}`);
+    }
+    expect(issues.join("\n")).toMatch(/apiKeys\[0\]\.requireAttribution: tenant "demo" has no endUsers header/);
+    expect(issues.join("\n")).toMatch(/one currency for every budget and price/);
   });
 
   it("reports the task's committed spend and remaining cap from a grant", () => {
