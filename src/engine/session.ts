@@ -26,6 +26,8 @@ interface Inherited {
   readonly call: CallBudget | undefined;
   readonly snapshot: () => Promise<PinnedSnapshot>;
   readonly sub: SubcallRequest;
+  /** The parent's per-request task cap: a sub-call spends from the same task. */
+  readonly taskBudget: string | undefined;
 }
 
 /** One request's session: runs the phases in order on its own request context. */
@@ -91,6 +93,7 @@ export class RequestSession implements Session {
       let request: NeutralRequest;
       if (this.#inherited) {
         request = { ...this.#inherited.sub.request, model: this.#inherited.sub.model, stream: false, streamUsage: false };
+        ctx.record.attribution = this.#inherited.parent.record.attribution;
       } else {
         const ingress = this.#ingress!;
         const codec = this.#deps.codecs.get(ingress.protocol);
@@ -151,7 +154,7 @@ export class RequestSession implements Session {
       const { plan } = prepared;
       // The request's charging; each attempt reserves its own worst case.
       ctx.enter("reserve");
-      const charges = await prepareCharges(deps.reserve, deps.publication, ep, ctx, principal, prepared.request, this.#trusted, this.#call ?? this.#inherited?.call, this.#ingress?.taskBudget);
+      const charges = await prepareCharges(deps.reserve, deps.publication, ep, ctx, principal, prepared.request, this.#trusted, this.#call ?? this.#inherited?.call, this.#ingress?.taskBudget ?? this.#inherited?.taskBudget);
       this.#charges = charges;
       ctx.enter("admit");
       const lease = await admitRequest(ctx, deps.admission, this.#inherited ? undefined : deps.drain, { tenant: principal.tenantId, model: plan.entrypoint });
@@ -263,6 +266,7 @@ export class RequestSession implements Session {
       call: this.#call,
       snapshot: () => this.#pinSnapshot(),
       sub,
+      taskBudget: this.#ingress?.taskBudget ?? this.#inherited?.taskBudget,
     });
     const action = await child.prepare();
     if (action.kind === "immediate") return { ok: false, requestId: child.requestId, error: action.error, attempts: [] };
