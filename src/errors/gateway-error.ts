@@ -53,6 +53,8 @@ export const ERROR_CODES = [
   "invalid_token",
   "insufficient_scope",
   "jwks_unavailable",
+  "task_not_yours",
+  "attribution_required",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -81,9 +83,11 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "mcp_header_mismatch":
     case "mcp_missing_capability":
     case "mcp_unsupported_version":
+    case "attribution_required":
       return { status: 400, source: "client", retryable: false };
     case "origin_not_allowed":
     case "tool_not_allowed":
+    case "task_not_yours":
       return { status: 403, source: "client", retryable: false };
     case "not_acceptable":
       return { status: 406, source: "client", retryable: false };

@@ -2,6 +2,7 @@ import { connect } from "cloudflare:sockets";
 import { AdmissionController } from "../admit/admission.ts";
 import { DrainController } from "../admit/drain.ts";
 import { attemptBudgetClient } from "../call-budget/attempt-budget-client.ts";
+import { taskBindingClient } from "../tasks/task-binding-client.ts";
 import type { LoadedConfig } from "../config/load-config.ts";
 import { systemClock, type Clock } from "../deps/clock.ts";
 import { systemRng } from "../deps/rng.ts";
@@ -149,6 +150,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     log: logError,
   });
   const callBudgets = attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key));
+  const tasks = taskBindingClient((taskId) => env.TASK_BINDING.getByName(taskId));
   const breakers = (() => {
     const b = gw.breaker;
     if (!b.enabled) return undefined;
@@ -305,7 +307,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     snapshot: () => snapshots.current(),
     invoker,
     mcp,
-    reserve: { ledger, callBudgets, log: logError, onSettlement: (o) => metrics.settlement(o) },
+    reserve: { ledger, callBudgets, tasks, log: logError, onSettlement: (o) => metrics.settlement(o) },
     breakers,
     health,
     sink: assembledSink([accessLog(gw.observability.accessLog), metrics, ...(exporter ? [exporter] : [])]),
