@@ -8,11 +8,12 @@ interface __BaseEnv_Env {
 	ATTEMPT_BUDGET: DurableObjectNamespace<import("./src/index").AttemptBudget>;
 	HEALTH_MONITOR: DurableObjectNamespace<import("./src/index").HealthMonitor>;
 	BUDGET_LEDGER: DurableObjectNamespace<import("./src/index").BudgetLedger>;
+	TASK_LEDGER: DurableObjectNamespace<import("./src/index").TaskLedger>;
 }
 declare namespace Cloudflare {
 	interface GlobalProps {
 		mainModule: typeof import("./src/index");
-		durableNamespaces: "BackendSnapshotController" | "CircuitBreaker" | "AttemptBudget" | "HealthMonitor" | "BudgetLedger";
+		durableNamespaces: "BackendSnapshotController" | "CircuitBreaker" | "AttemptBudget" | "HealthMonitor" | "BudgetLedger" | "TaskLedger";
 	}
 	interface Env extends __BaseEnv_Env {}
 }

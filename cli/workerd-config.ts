@@ -54,6 +54,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
     `(name = "ATTEMPT_BUDGET", durableObjectNamespace = "AttemptBudget")`,
     `(name = "HEALTH_MONITOR", durableObjectNamespace = "HealthMonitor")`,
     `(name = "BUDGET_LEDGER", durableObjectNamespace = "BudgetLedger")`,
+    `(name = "TASK_LEDGER", durableObjectNamespace = "TaskLedger")`,
   ];
   const files = o.configFiles ?? {};
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
@@ -90,6 +91,7 @@ const sluice :Workerd.Worker = (
     (className = "AttemptBudget", uniqueKey = "sluice-attempt-budget", enableSql = true),
     (className = "HealthMonitor", uniqueKey = "sluice-health-monitor", enableSql = true),
     (className = "BudgetLedger", uniqueKey = "sluice-budget-ledger", enableSql = true),
+    (className = "TaskLedger", uniqueKey = "sluice-task-ledger", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "state"),
   globalOutbound = "internet",

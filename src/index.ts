@@ -39,3 +39,4 @@ export { CircuitBreaker } from "../durable-objects/circuit-breaker.ts";
 export { AttemptBudget } from "../durable-objects/attempt-budget.ts";
 export { HealthMonitor } from "../durable-objects/health-monitor.ts";
 export { BudgetLedger } from "../durable-objects/budget-ledger.ts";
+export { TaskLedger } from "../durable-objects/task-ledger.ts";
