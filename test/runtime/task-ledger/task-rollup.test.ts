@@ -34,8 +34,8 @@ describe("call records", () => {
     const mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "mcp-1", reason: "allowed" }, charge: { rule: "priced", attemptId: "att_t", micros: 10_000, currency: "USD", priceVersion: "v", settlement: "charged" as const } };
     const call = callOf(modelRecord({ requestId: "req_5", mcp }), [])!;
     expect(call).toMatchObject({ kind: "tool", target: "tools/search", tool: "tools/search", costMicros: 10_000, attempts: [{ attemptId: "att_t", usage: "known", costMicros: 10_000 }] });
-    const denied = callOf(modelRecord({ requestId: "req_6", outcome: "error", errorCode: "permission_denied", mcp: { ...mcp, charge: undefined, decision: { allowed: false, rule: undefined, policyRevision: "mcp-1", reason: "no rule" } } }), [])!;
-    expect(denied).toMatchObject({ kind: "tool", attempts: [], costMicros: 0, errorCode: "permission_denied" });
+    const denied = callOf(modelRecord({ requestId: "req_6", outcome: "error", errorCode: "tool_not_allowed", mcp: { ...mcp, charge: undefined, decision: { allowed: false, rule: undefined, policyRevision: "mcp-1", reason: "no rule" } } }), [])!;
+    expect(denied).toMatchObject({ kind: "tool", attempts: [], costMicros: 0, errorCode: "tool_not_allowed" });
     expect(denied.tool).toBeUndefined();
   });
 });
