@@ -80,7 +80,8 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
   if (r.mcp) {
     const m = r.mcp;
     const isTool = m.method === "tools/call";
-    const target = `${m.server ?? "*"}/${isTool ? (m.target ?? "?") : m.method}`;
+    // A method the gateway answered itself (discovery, an aggregate list) reached no server.
+    const target = isTool ? `${m.server ?? "*"}/${m.target ?? "?"}` : m.server === undefined ? m.method : `${m.server}/${m.method}`;
     const executed = isTool && m.decision?.allowed === true && m.server !== undefined;
     const charge = m.charge;
     const attempt: CallAttempt | undefined = charge

@@ -185,7 +185,14 @@ export class TaskLedgerStore {
   }
 
   #rollup(tenant: string, row: TaskRow, key: string | undefined, calls: readonly LedgerCall[] = this.#calls(row.task_id, key)): TaskRollup {
-    const children = this.#sql.exec("SELECT task_id FROM tl_tasks WHERE parent_task_id = ? ORDER BY first_seen, task_id", row.task_id).toArray().map((r) => String(r.task_id));
+    // A key's own view names only the children it made calls in.
+    const children = (
+      key === undefined
+        ? this.#sql.exec("SELECT task_id FROM tl_tasks WHERE parent_task_id = ? ORDER BY first_seen, task_id", row.task_id)
+        : this.#sql.exec("SELECT t.task_id FROM tl_tasks t WHERE t.parent_task_id = ? AND EXISTS (SELECT 1 FROM tl_calls c WHERE c.key = ? AND c.task_id = t.task_id) ORDER BY t.first_seen, t.task_id", row.task_id, key)
+    )
+      .toArray()
+      .map((r) => String(r.task_id));
     // A key's own view counts only the approvals of its own calls.
     const ids = new Set(calls.map((c) => c.callId));
     const events = (this.#sql.exec("SELECT body FROM tl_audit WHERE task_id = ? AND type LIKE 'approval.%'", row.task_id).toArray().map((r) => JSON.parse(String(r.body))) as AuditEvent[]).filter(

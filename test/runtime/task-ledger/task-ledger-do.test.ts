@@ -28,6 +28,8 @@ describe("TaskLedger store on real SQLite", () => {
     // The key filter, and a key's own view that counts only its calls.
     expect((await stub.tasks("store-tenant", { key: "k2", limit: 10 })).map((t) => t.taskId)).toEqual(["child"]);
     expect(await stub.task("store-tenant", "parent", "k2")).toBeUndefined();
+    // k1's view of its task does not name k2's child task.
+    expect((await stub.task("store-tenant", "parent", "k1"))!.task).toMatchObject({ calls: 2, children: [] });
     const drill = (await stub.task("store-tenant", "parent"))!;
     expect(drill.calls.map((c) => c.callId)).toEqual(["r1", "r2"]);
     expect(drill.calls[0]!.attempts).toEqual([{ attemptId: "att_r1", backend: "sim", outcome: "success", usage: "known", costMicros: 300 }]);
