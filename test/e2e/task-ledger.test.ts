@@ -1,8 +1,11 @@
 import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
+import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type GatewayOptions, type RunningGateway } from "../../local-stack/stack.ts";
 import { startMcpTestServer, type McpTestServer } from "./support/mcp-test-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY, expectNothingLeft, type Simulator } from "./support/stack.ts";
 
@@ -24,6 +27,9 @@ describe("the call ledger and audit trail", () => {
   let sim: Simulator;
   let tools: McpTestServer;
   let gateway: RunningGateway;
+  let options: GatewayOptions;
+  /** Outside the gateway's work directory, which its stop removes: a restarted gateway finds it. */
+  const stateDir = mkdtempSync(join(tmpdir(), "sluice-task-ledger-"));
   const requestIds: string[] = [];
 
   beforeAll(async () => {
@@ -46,7 +52,8 @@ describe("the call ledger and audit trail", () => {
       },
       prices: [{ id: "echo", servers: ["tools"], names: ["echo"], price: { version: "tools-1", currency: "USD", perCall: TOOL_MICROS / 1_000_000 } }],
     };
-    gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: { SLUICE_VERIFIER_TOKEN: VERIFIER_TOKEN }, config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) } });
+    options = { adminToken: ADMIN_TOKEN, stateDir, secrets: { SLUICE_VERIFIER_TOKEN: VERIFIER_TOKEN }, config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) } };
+    gateway = await startGateway(options);
     await script();
   });
 
@@ -55,6 +62,7 @@ describe("the call ledger and audit trail", () => {
       if (gateway) await expectNothingLeft(gateway.adminUrl);
     } finally {
       await Promise.all([gateway?.stop(), sim?.stop(), tools?.stop()]);
+      rmSync(stateDir, { recursive: true, force: true });
     }
   });
 
@@ -250,5 +258,14 @@ describe("the call ledger and audit trail", () => {
     expect((await view(DEMO_KEY, `/${PARENT}`)).status).toBe(404);
     expect((await view("sk-not-a-key")).status).toBe(401);
     expect((await fetch(`${gateway.publicUrl}/v1/sluice/tasks`)).status).toBe(401);
+  });
+
+  it("keeps tasks, calls, outcomes and the audit trail across a restart", async () => {
+    const before = await parentDone();
+    const audit = await adminJson(`/admin/audit?tenant=demo&taskId=${PARENT}&limit=500`);
+    await gateway.stop();
+    gateway = await startGateway(options);
+    expect(await task(PARENT)).toEqual(before);
+    expect(await adminJson(`/admin/audit?tenant=demo&taskId=${PARENT}&limit=500`)).toEqual(audit);
   });
 });
