@@ -17,7 +17,6 @@ import { healthClient } from "../traffic/health-client.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 
-
 /** A snapshot candidate as JSON, or as YAML (the same shape as config/backends.yaml). */
 async function readCandidate(request: Request, maxBodyBytes: number): Promise<unknown> {
   const text = await readBodyText(request, { maxBodyBytes, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
