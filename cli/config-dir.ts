@@ -74,6 +74,8 @@ export function secretsNamed(config: LoadedConfig): NamedSecret[] {
     if (!out.has(name)) out.set(name, { name, namedBy });
   };
   add(config.gateway.security.adminTokenSecret, `${CONFIG_FILES.gateway}: security.adminTokenSecret`);
+  const verifier = config.gateway.governance.verifierTokenSecret;
+  if (verifier) add(verifier, `${CONFIG_FILES.gateway}: governance.verifierTokenSecret`);
   const otlp = config.gateway.observability.otlp;
   if (otlp?.headersSecret) add(otlp.headersSecret, `${CONFIG_FILES.gateway}: observability.otlp.headersSecret`);
   (config.gateway.mcp.sessions?.secrets ?? []).forEach((name, i) => add(name, `${CONFIG_FILES.gateway}: mcp.sessions.secrets[${i}]`));

@@ -35,8 +35,9 @@ Options:
   --bundle DIR           a prebuilt bundle (index.js and its modules) instead of building one
   --workerd PATH         the workerd binary (default: $SLUICE_WORKERD, else the project's)
 
-Every secret the config names (security.adminTokenSecret of gateway.yaml, each backend's
-credential.secret) must be set in the environment; serve refuses to start naming what is missing.
+Every secret the config names (security.adminTokenSecret and governance.verifierTokenSecret of
+gateway.yaml, each backend's credential.secret) must be set in the environment; serve refuses
+to start naming what is missing.
 SIGTERM or SIGINT drains first (new requests are refused, those in flight finish, budget slices
 go back to the ledger), then stops workerd. A second signal stops at once.
 `;

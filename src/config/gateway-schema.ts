@@ -244,6 +244,15 @@ export const gatewayConfigSchema = z.strictObject({
         .optional(),
     })
     .prefault({}),
+  /** Agent governance (docs/governance.md): the call ledger and audit trail, approvals, the console. */
+  governance: z
+    .strictObject({
+      /** Days the call ledger keeps task records and audit events. */
+      retentionDays: z.number().int().min(1).max(3650).default(30),
+      /** Name of the secret that holds the verifier's bearer token (it alone may attach a task's outcome); none: outcomes are refused. */
+      verifierTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+    })
+    .prefault({}),
 });
 
 /** Parsed and defaulted bootstrap config. */

@@ -61,6 +61,17 @@ export interface AttemptRecord {
   downgraded?: readonly RequestFeature[];
   /** What the attempt proves about the backend having accepted the work (retry reads only this). */
   evidence?: Evidence;
+  /** What settling its reservation booked, set by the settle phase as it writes it (absent: nothing was reserved). */
+  charge?: AttemptCharge;
+}
+
+/** An attempt's settlement as the call ledger records it (the budget ledger stays the authority on money). */
+export interface AttemptCharge {
+  /** `known`: settled at the provider's usage; `unknown`: held for reconciliation; `none`: released, nothing done. */
+  readonly usage: "known" | "unknown" | "none";
+  /** The amount settled (integer micro-units); 0 when released or unknown. */
+  readonly costMicros: number;
+  readonly currency: string | undefined;
 }
 
 /**

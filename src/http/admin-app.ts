@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { parseDocument } from "yaml";
 import { redactedConfig } from "../config/redact.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
-import { sha256Hex } from "../digest/canonical-digest.ts";
+import { tokenMatches } from "./bearer-token.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { echo } from "../errors/echo.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
@@ -10,19 +10,12 @@ import { errorResponse } from "./error-response.ts";
 import { metricsResponse } from "./metrics-endpoint.ts";
 import { discardUnreadBody, readBodyText } from "./limits.ts";
 import { registerBudgetRoutes } from "./admin-budgets.ts";
+import { isOutcomeRoute, registerTaskRoutes } from "./admin-tasks.ts";
 import { describeRoutes } from "./route-table.ts";
 import { mcpServerStatuses } from "./admin-mcp-health.ts";
 import { healthClient } from "../traffic/health-client.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
-
-/** Compares digests, not the token text, so timing does not reveal a matching prefix. */
-async function tokenMatches(presented: string, expected: string): Promise<boolean> {
-  const [a, b] = await Promise.all([sha256Hex(presented), sha256Hex(expected)]);
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
-}
 
 /** A snapshot candidate as JSON, or as YAML (the same shape as config/backends.yaml). */
 async function readCandidate(request: Request, maxBodyBytes: number): Promise<unknown> {
@@ -74,6 +67,8 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
   app.use("*", async (c, next) => {
     const rt = await runtimeOf(c.env);
     c.set("runtime", rt);
+    // A task's outcome is attached with the verifier's credential, never the admin's (the route checks it).
+    if (isOutcomeRoute(c.req.method, c.req.path)) return next();
     if (rt.adminToken === undefined) {
       throw new GatewayError("admin_unauthorized", "The admin API is disabled: no admin token is configured.");
     }
@@ -192,6 +187,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
   });
 
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
+  registerTaskRoutes(app, (env, tenant) => env.TASK_LEDGER.getByName(tenant));
 
   // Refusals drop the unread body first (bounded), so an uploading client reads them.
   app.notFound(async (c) => {

@@ -9,6 +9,7 @@ import { handleGeneration, presentedKey } from "./generation.ts";
 import { GENERATION_ROUTES } from "./generation-routes.ts";
 import { checkHeaders, discardUnreadBody } from "./limits.ts";
 import { registerMcpRoutes } from "./mcp-routes.ts";
+import { registerKeyTaskRoutes } from "./key-tasks.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -69,6 +70,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
   });
 
   registerMcpRoutes(app);
+  registerKeyTaskRoutes(app, (env, tenant) => env.TASK_LEDGER.getByName(tenant));
 
   for (const route of GENERATION_ROUTES) {
     app.post(route.path, (c) =>

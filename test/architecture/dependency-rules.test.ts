@@ -45,6 +45,7 @@ const LAYERS = [
   "snapshot",
   "context",
   "telemetry",
+  "task-ledger",
   "admit",
   "invoker",
   "settle",
