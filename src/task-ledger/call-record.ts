@@ -154,8 +154,10 @@ export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Rea
       const target = { kind: "model", name: a.logicalModel } as const;
       const execution = a.outcome === "success" ? "succeeded" : a.evidence?.class === "unknown" ? "unknown" : "failed";
       out.push({ ...base, id: newId(), at: a.endedAt ?? a.startedAt, type: "model.completed", attemptId: a.id, target, execution, usage: modelUsage(a) });
-      // The record keeps the stop reason, not the proposed calls: the event says that tools were proposed, not which.
-      if (a.stopReason === "tool_use") out.push({ ...base, id: newId(), at: a.endedAt ?? a.startedAt, type: "model.tool_call_proposed", attemptId: a.id, target });
+      // One event per tool the model proposed (a proposal, not an execution), named, never with its arguments.
+      const at = a.endedAt ?? a.startedAt;
+      for (const name of a.toolCallsProposed ?? []) out.push({ ...base, id: newId(), at, type: "model.tool_call_proposed", attemptId: a.id, target: { kind: "tool", name } });
+      if ((a.toolCallsProposed ?? []).length === 0 && a.stopReason === "tool_use") out.push({ ...base, id: newId(), at, type: "model.tool_call_proposed", attemptId: a.id, target });
     }
   }
   out.push(...r.events);

@@ -54,6 +54,15 @@ describe("audit events of a record", () => {
     expect(events.map((e) => e.type)).toEqual(["model.completed", "model.tool_call_proposed"]);
     expect(events[0]).toMatchObject({ attemptId: "att_8", execution: "succeeded", usage: "known", target: { kind: "model", name: "gpt" } });
   });
+
+  it("names each tool a model proposed, one event each, when the attempt recorded them", () => {
+    const events = auditEventsOf(modelRecord({ requestId: "req_9" }), [attempt({ id: "att_9", requestId: "req_9", stopReason: "tool_use", toolCallsProposed: ["lookup", "send_mail"] })], ids);
+    expect(events.map((e) => e.type)).toEqual(["model.completed", "model.tool_call_proposed", "model.tool_call_proposed"]);
+    expect(events.slice(1).map((e) => e.target)).toEqual([
+      { kind: "tool", name: "lookup" },
+      { kind: "tool", name: "send_mail" },
+    ]);
+  });
 });
 
 describe("task rollups", () => {
