@@ -50,7 +50,8 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "x-frame-options": "DENY",
   "cache-control": "no-store",
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  // Not `no-referrer`: under it Chromium sends `Origin: null` on the console's own form posts.
+  "referrer-policy": "same-origin",
 };
 
 const NAV: readonly NavItem[] = [

@@ -220,7 +220,7 @@ export function taskDetail(t: TaskRollup, calls: readonly CallRecord[], tenant: 
       "No attempts.",
     ),
   ]);
-  return html`<h2>Rollup</h2>${table(["Field", "Value"], rollup)}<h2>By model</h2>${table(["Model", "Calls", "Cost", "Tokens in", "Tokens out"], byModel, "No model calls.")}<h2>Tool calls</h2>${table(["Tool", "Calls"], tools, "No tool calls.")}<h2>Calls</h2>${table(["Call", "At", "Kind", "Key", "Session", "Turn", "Target", "Outcome", "Cost (micros)", "Attempts"], callRows, "No calls.")}`;
+  return html`<section id="rollup"><h2>Rollup</h2>${table(["Field", "Value"], rollup)}</section><section id="by-model"><h2>By model</h2>${table(["Model", "Calls", "Cost", "Tokens in", "Tokens out"], byModel, "No model calls.")}</section><section id="tool-calls"><h2>Tool calls</h2>${table(["Tool", "Calls"], tools, "No tool calls.")}</section><section id="calls"><h2>Calls</h2>${table(["Call", "At", "Kind", "Key", "Session", "Turn", "Target", "Outcome", "Cost (micros)", "Attempts"], callRows, "No calls.")}</section>`;
 }
 
 /** The newest audit events, one row each, with the fields beyond type and time as JSON. */

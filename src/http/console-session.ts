@@ -122,6 +122,8 @@ export function sameOrigin(headers: { get(name: string): string | null }, ownOri
   const site = headers.get("sec-fetch-site");
   if (site !== null && site !== "same-origin") return false;
   const origin = headers.get("origin");
-  if (origin !== null) return origin === ownOrigin;
+  // `null` is what a browser sends when it will not say (a privacy-sensitive context): then only
+  // Fetch Metadata can vouch for the request.
+  if (origin !== null && origin !== "null") return origin === ownOrigin;
   return site === "same-origin";
 }
