@@ -249,13 +249,15 @@ describe("the approvals inbox, clicked through end to end", () => {
     const [sim, tools, browser] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startMcpTestServer(), launchChromium()]);
     const g = bundledConfig("gateway");
     g.security.egress = { allow: ["127.0.0.1"] };
-    g.mcp = { servers: [{ name: "legacy", url: tools.url, era: "stateful" }] };
+    // A 2025-11-25 client needs the gateway's own MCP sessions, sealed under a secret.
+    g.mcp = { servers: [{ name: "legacy", url: tools.url, era: "stateful" }], sessions: { secrets: ["MCP_SESSION_SECRET"] } };
     g.governance = { approverTokenSecret: "SLUICE_APPROVER_TOKEN", approvals: { stateSecret: "SLUICE_APPROVAL_STATE" } };
     const p = bundledConfig("publication");
     p.mcp = { policy: { revision: "console-1", rules: [{ id: "echo-approved", effect: "allow", principals: { tenants: ["demo"] }, servers: ["legacy"], names: ["echo"], approval: "required" }] } };
     const gateway = await startGateway({
       adminToken: ADMIN_TOKEN,
-      secrets: { SLUICE_APPROVER_TOKEN: APPROVER_TOKEN, SLUICE_APPROVAL_STATE: "console-approval-state-secret" },
+      secretNames: ["MCP_SESSION_SECRET", "SLUICE_APPROVER_TOKEN", "SLUICE_APPROVAL_STATE"],
+      secrets: { MCP_SESSION_SECRET: "console-mcp-session-secret-0123456789", SLUICE_APPROVER_TOKEN: APPROVER_TOKEN, SLUICE_APPROVAL_STATE: "console-approval-state-secret" },
       config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
     });
     const admin = (path: string) => fetch(`${gateway.adminUrl}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
