@@ -370,6 +370,15 @@ describe("a task's drill-down, checked against the ledger", () => {
       );
       expect(detail.calls.reduce((n, c) => n + c.attempts.length, 0)).toBe(task.attempts);
       expect(detail.calls.reduce((n, c) => n + c.costMicros, 0)).toBe(task.costMicros);
+
+      // The task's audit events, newest first, as the audit API lists them.
+      const audit = await stack.admin(`/admin/audit?tenant=demo&taskId=${taskId}&limit=100`);
+      if (audit.status !== 404) {
+        const { events } = (await audit.json()) as { events: { type: string }[] };
+        expect(events.length).toBeGreaterThan(0);
+        await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/audit?tenant=demo&taskId=${taskId}`);
+        expect((await tableRows(page, "main > table")).map((r) => r[1])).toEqual(events.map((e) => e.type));
+      }
       await ctx.close();
     } finally {
       await browser?.close();
