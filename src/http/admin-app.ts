@@ -14,6 +14,7 @@ import { isOutcomeRoute, registerTaskRoutes } from "./admin-tasks.ts";
 import { describeRoutes } from "./route-table.ts";
 import { mcpServerStatuses } from "./admin-mcp-health.ts";
 import { healthClient } from "../traffic/health-client.ts";
+import { isConsolePath, registerConsoleRoutes } from "./admin-console.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 
@@ -72,6 +73,8 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
     if (rt.adminToken === undefined) {
       throw new GatewayError("admin_unauthorized", "The admin API is disabled: no admin token is configured.");
     }
+    // The console's pages check their own session cookie (a browser cannot send the bearer header).
+    if (isConsolePath(c.req.path)) return await next();
     const m = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization")?.trim() ?? "");
     if (!m?.[1] || !(await tokenMatches(m[1], rt.adminToken))) {
       throw new GatewayError("admin_unauthorized", "A valid admin bearer token is required.");
@@ -188,6 +191,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
 
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
   registerTaskRoutes(app, (env, tenant) => env.TASK_LEDGER.getByName(tenant));
+  registerConsoleRoutes(app);
 
   // Refusals drop the unread body first (bounded), so an uploading client reads them.
   app.notFound(async (c) => {
