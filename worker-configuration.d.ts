@@ -9,11 +9,13 @@ interface __BaseEnv_Env {
 	HEALTH_MONITOR: DurableObjectNamespace<import("./src/index").HealthMonitor>;
 	BUDGET_LEDGER: DurableObjectNamespace<import("./src/index").BudgetLedger>;
 	APPROVAL_DESK: DurableObjectNamespace<import("./src/index").ApprovalDesk>;
+	TASK_BINDING: DurableObjectNamespace<import("./src/index").TaskBinding>;
+	TASK_LEDGER: DurableObjectNamespace<import("./src/index").TaskLedger>;
 }
 declare namespace Cloudflare {
 	interface GlobalProps {
 		mainModule: typeof import("./src/index");
-		durableNamespaces: "BackendSnapshotController" | "CircuitBreaker" | "AttemptBudget" | "HealthMonitor" | "BudgetLedger" | "ApprovalDesk";
+		durableNamespaces: "BackendSnapshotController" | "CircuitBreaker" | "AttemptBudget" | "HealthMonitor" | "BudgetLedger" | "TaskBinding" | "TaskLedger" | "ApprovalDesk";
 	}
 	interface Env extends __BaseEnv_Env {}
 }

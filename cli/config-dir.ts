@@ -78,6 +78,8 @@ export function secretsNamed(config: LoadedConfig): NamedSecret[] {
   const gov = config.gateway.governance;
   if (gov.approverTokenSecret) add(gov.approverTokenSecret, `${CONFIG_FILES.gateway}: governance.approverTokenSecret`);
   if (gov.approvals) add(gov.approvals.stateSecret, `${CONFIG_FILES.gateway}: governance.approvals.stateSecret`);
+  const verifier = config.gateway.governance.verifierTokenSecret;
+  if (verifier) add(verifier, `${CONFIG_FILES.gateway}: governance.verifierTokenSecret`);
   const otlp = config.gateway.observability.otlp;
   if (otlp?.headersSecret) add(otlp.headersSecret, `${CONFIG_FILES.gateway}: observability.otlp.headersSecret`);
   (config.gateway.mcp.sessions?.secrets ?? []).forEach((name, i) => add(name, `${CONFIG_FILES.gateway}: mcp.sessions.secrets[${i}]`));

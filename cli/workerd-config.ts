@@ -55,6 +55,8 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
     `(name = "HEALTH_MONITOR", durableObjectNamespace = "HealthMonitor")`,
     `(name = "BUDGET_LEDGER", durableObjectNamespace = "BudgetLedger")`,
     `(name = "APPROVAL_DESK", durableObjectNamespace = "ApprovalDesk")`,
+    `(name = "TASK_BINDING", durableObjectNamespace = "TaskBinding")`,
+    `(name = "TASK_LEDGER", durableObjectNamespace = "TaskLedger")`,
   ];
   const files = o.configFiles ?? {};
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
@@ -92,6 +94,8 @@ const sluice :Workerd.Worker = (
     (className = "HealthMonitor", uniqueKey = "sluice-health-monitor", enableSql = true),
     (className = "BudgetLedger", uniqueKey = "sluice-budget-ledger", enableSql = true),
     (className = "ApprovalDesk", uniqueKey = "sluice-approval-desk", enableSql = true),
+    (className = "TaskBinding", uniqueKey = "sluice-task-binding", enableSql = true),
+    (className = "TaskLedger", uniqueKey = "sluice-task-ledger", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "state"),
   globalOutbound = "internet",

@@ -40,3 +40,5 @@ export { AttemptBudget } from "../durable-objects/attempt-budget.ts";
 export { HealthMonitor } from "../durable-objects/health-monitor.ts";
 export { BudgetLedger } from "../durable-objects/budget-ledger.ts";
 export { ApprovalDesk } from "../durable-objects/approval-desk.ts";
+export { TaskBinding } from "../durable-objects/task-binding.ts";
+export { TaskLedger } from "../durable-objects/task-ledger.ts";

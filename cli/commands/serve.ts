@@ -36,8 +36,9 @@ Options:
   --workerd PATH         the workerd binary (default: $SLUICE_WORKERD, else the project's)
 
 Every secret the config names (security.adminTokenSecret of gateway.yaml, its
-governance.approverTokenSecret and governance.approvals.stateSecret, each backend's
-credential.secret) must be set in the environment; serve refuses to start naming what is missing.
+governance.approverTokenSecret, governance.approvals.stateSecret and governance.verifierTokenSecret,
+each backend's credential.secret) must be set in the environment; serve refuses to start naming
+what is missing.
 SIGTERM or SIGINT drains first (new requests are refused, those in flight finish, budget slices
 go back to the ledger), then stops workerd. A second signal stops at once.
 `;

@@ -33,10 +33,17 @@ export function checkBudgets(gateway: GatewayConfig, pub: PublicationConfig): Co
     t.teams.forEach((team, i) => {
       limits(team.limits, `${at}.teams[${i}].limits`);
       for (const d of duplicates(team.projects.map((p) => p.id))) issues.push({ file: FILE, path: `${at}.teams[${i}].projects`, message: `duplicate project id "${d}"` });
-      team.projects.forEach((p, j) => limits(p.limits, `${at}.teams[${i}].projects[${j}].limits`));
+      team.projects.forEach((p, j) => {
+        limits(p.limits, `${at}.teams[${i}].projects[${j}].limits`);
+        if (p.taskLimits?.money) limits({ money: { ...p.taskLimits.money, period: 1 } }, `${at}.teams[${i}].projects[${j}].taskLimits`);
+      });
     });
+    if (t.governance?.taskDefault?.money) limits({ money: { ...t.governance.taskDefault.money, period: 1 } }, `${at}.governance.taskDefault`);
     t.apiKeys.forEach((k, ki) => {
       limits(k.limits, `${at}.apiKeys[${ki}].limits`);
+      if (k.requireAttribution?.includes("endUser") && !t.endUsers) {
+        issues.push({ file: FILE, path: `${at}.apiKeys[${ki}].requireAttribution`, message: `tenant "${t.id}" has no endUsers header to require` });
+      }
       if (k.chargeTo === undefined) return;
       const [teamId, projectId] = k.chargeTo.split("/") as [string, string | undefined];
       const team = t.teams.find((x) => x.id === teamId);

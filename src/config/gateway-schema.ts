@@ -187,24 +187,6 @@ export const gatewayConfigSchema = z.strictObject({
       oauth: oauthConfigSchema.optional(),
     })
     .prefault({}),
-  /** Agent governance (docs/governance.md): each part adds its own fields here. */
-  governance: z
-    .strictObject({
-      /** Name of the secret holding the approvers' bearer token: it may list, approve, deny and revoke approvals on the admin listener. */
-      approverTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
-      /** Human approval of tool calls a policy rule marks `approval: required`; without it such calls are refused. */
-      approvals: z
-        .strictObject({
-          /** How long an approval (pending or approved, not yet used) stays valid. */
-          ttlMs: z.number().int().min(1000).max(30 * 86_400_000).default(3_600_000),
-          /** Name of the secret the `requestState` of 2026-07-28 clients is sealed under (at least 16 characters). */
-          stateSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/),
-          /** The public base URL of the status pages (`<publicUrl>/approvals/<id>`); default: the origin the request came in on. */
-          publicUrl: z.url({ protocol: /^https?$/, message: "an http(s) URL" }).optional(),
-        })
-        .optional(),
-    })
-    .prefault({}),
   observability: z
     .strictObject({
       /** Response header that carries the request id. */
@@ -258,6 +240,28 @@ export const gatewayConfigSchema = z.strictObject({
           flushIntervalMs: z.number().int().min(100).max(600_000).default(5000),
           metricsIntervalMs: z.number().int().min(1000).max(3_600_000).default(60_000),
           timeoutMs: z.number().int().min(100).max(60_000).default(10_000),
+        })
+        .optional(),
+    })
+    .prefault({}),
+  /** Agent governance (docs/governance.md): the call ledger and audit trail, approvals, the console. */
+  governance: z
+    .strictObject({
+      /** Days the call ledger keeps task records and audit events. */
+      retentionDays: z.number().int().min(1).max(3650).default(30),
+      /** Name of the secret that holds the verifier's bearer token (it alone may attach a task's outcome); none: outcomes are refused. */
+      verifierTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+      /** Name of the secret holding the approvers' bearer token: it may list, approve, deny and revoke approvals on the admin listener. */
+      approverTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+      /** Human approval of tool calls a policy rule marks `approval: required`; without it such calls are refused. */
+      approvals: z
+        .strictObject({
+          /** How long an approval (pending or approved, not yet used) stays valid. */
+          ttlMs: z.number().int().min(1000).max(30 * 86_400_000).default(3_600_000),
+          /** Name of the secret the `requestState` of 2026-07-28 clients is sealed under (at least 16 characters). */
+          stateSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/),
+          /** The public base URL of the status pages (`<publicUrl>/approvals/<id>`); default: the origin the request came in on. */
+          publicUrl: z.url({ protocol: /^https?$/, message: "an http(s) URL" }).optional(),
         })
         .optional(),
     })

@@ -3,6 +3,7 @@ import { policySchema } from "../mcp/tool-policy.ts";
 import { REQUEST_FEATURES } from "../protocol/features.ts";
 import { endUserBudgetSchema, entrypointBudgetSchema, priceSchema, scopeLimitsSchema, tenantLedgerSchema } from "./budget-schema.ts";
 import { toolPricesSchema } from "./tool-price-schema.ts";
+import { requireAttributionSchema, taskLimitsSchema, tenantGovernanceSchema } from "./task-schema.ts";
 
 const id = z
   .string()
@@ -69,6 +70,8 @@ const entrypointSchema = z.strictObject({
   affinityHeader: z.string().regex(/^[a-z0-9-]+$/).optional(),
   /** Budget policy: strict or soft when the ledger is unreachable, and the injected output cap. */
   budget: entrypointBudgetSchema,
+  /** Attribution every request to this entrypoint must carry (docs/governance.md). */
+  requireAttribution: requireAttributionSchema.optional(),
   /**
    * Logging of content (prompts and completions): off unless given. A sampled request gets one
    * more access-log line with its prompt and completion, each truncated to `maxChars`, with every
@@ -136,9 +139,17 @@ const apiKeySchema = z.strictObject({
   limits: scopeLimitsSchema.optional(),
   /** Whether this key's responses carry its remaining budget (`x-sluice-budget-remaining`). */
   exposeBudget: z.boolean().default(false),
+  /** Attribution every request with this key must carry, model and MCP alike (docs/governance.md). */
+  requireAttribution: requireAttributionSchema.optional(),
 });
 
-const projectSchema = z.strictObject({ id, name: z.string().optional(), limits: scopeLimitsSchema.optional() });
+const projectSchema = z.strictObject({
+  id,
+  name: z.string().optional(),
+  limits: scopeLimitsSchema.optional(),
+  /** The cap of each task charged to this project (docs/governance.md). */
+  taskLimits: taskLimitsSchema.optional(),
+});
 const teamSchema = z.strictObject({
   id,
   name: z.string().optional(),
@@ -159,6 +170,8 @@ const tenantSchema = z.strictObject({
   apiKeys: z.array(apiKeySchema).default([]),
   endUsers: endUserBudgetSchema.optional(),
   ledger: tenantLedgerSchema.optional(),
+  /** Task sharing and the default task cap (docs/governance.md). */
+  governance: tenantGovernanceSchema.optional(),
 });
 
 /** Semantic config (`config/publication.yaml`): owned by the platform team that publishes models. */

@@ -48,6 +48,11 @@ export interface AttemptRecord {
   outcome: AttemptOutcome;
   errorCode?: ErrorCode;
   stopReason?: StopReason;
+  /**
+   * Names of the tools the model proposed calling, in order (a proposal, not an execution:
+   * metadata only, never arguments); at most {@link MAX_PROPOSED_TOOL_CALLS}, each cut to 128 characters.
+   */
+  toolCallsProposed?: string[];
   /** Undefined = unknown (the provider reported none), never zero. */
   usage?: Usage;
   /** Characters of output seen (text, reasoning, tool arguments): the estimate when usage is unknown. */
@@ -56,6 +61,17 @@ export interface AttemptRecord {
   downgraded?: readonly RequestFeature[];
   /** What the attempt proves about the backend having accepted the work (retry reads only this). */
   evidence?: Evidence;
+  /** What settling its reservation booked, set by the settle phase as it writes it (absent: nothing was reserved). */
+  charge?: AttemptCharge;
+}
+
+/** An attempt's settlement as the call ledger records it (the budget ledger stays the authority on money). */
+export interface AttemptCharge {
+  /** `known`: settled at the provider's usage; `unknown`: held for reconciliation; `none`: released, nothing done. */
+  readonly usage: "known" | "unknown" | "none";
+  /** The amount settled (integer micro-units); 0 when released or unknown. */
+  readonly costMicros: number;
+  readonly currency: string | undefined;
 }
 
 /**
@@ -108,4 +124,13 @@ export interface Evidence {
   readonly status?: number | undefined;
   /** Seconds the backend asked to wait (`retry-after`), when it said. */
   readonly retryAfterSeconds?: number | undefined;
+}
+
+/** How many proposed tool calls an attempt record keeps (a model's output is not bounded by anything else here). */
+export const MAX_PROPOSED_TOOL_CALLS = 64;
+
+/** Notes a tool call the model proposed on the attempt's record, within the bounds above. */
+export function noteProposedToolCall(a: AttemptRecord, name: string): void {
+  const list = (a.toolCallsProposed ??= []);
+  if (list.length < MAX_PROPOSED_TOOL_CALLS) list.push(name.slice(0, 128));
 }

@@ -16,7 +16,7 @@ import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, Upstrea
 import { CATALOG_LISTS, mergeCatalog, renameContents, routeCatalogRead, type CatalogList } from "../mcp/virtual-catalog.ts";
 import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } from "../mcp/virtual-server.ts";
 import type { Principal } from "../publication/principal.ts";
-import { reserveToolCall } from "../reserve/tool-charge.ts";
+import { reserveToolCall, withTaskMeta } from "../reserve/tool-charge.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import type { McpDeps } from "./mcp-deps.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
@@ -448,7 +448,7 @@ export class McpSession {
         if (!answer.ok) throw upstreamRefusal(routed.server, answer.error);
         const result = isRecord(answer.result) ? answer.result : {};
         if (audit && result.isError === true) audit.toolError = true;
-        return { resultType: "complete", ...result };
+        return withTaskMeta({ resultType: "complete", ...result }, charge);
       }
       case "prompts/list":
       case "resources/list":

@@ -28,6 +28,8 @@ export interface Ingress {
   readonly traceParent?: TraceParent | undefined;
   /** The caller's task, session and turn ids, as its transport carried them (or why they were refused). */
   readonly attribution?: Attribution | { readonly error: GatewayError } | undefined;
+  /** The caller's per-request task cap (`x-sluice-task-budget`), as sent. */
+  readonly taskBudget?: string | undefined;
 }
 
 /** Answer without calling a backend (a refusal, a protocol error). The request has ended. */
@@ -57,6 +59,8 @@ export interface ReplyMeta {
   readonly callId: string | undefined;
   /** A soft route went ahead without the ledger. */
   readonly budgetUnchecked: boolean;
+  /** The task's committed spend and remaining cap after this request's last reservation (capped tasks only). */
+  readonly task?: readonly { readonly metric: string; readonly spent: number; readonly remaining: number }[] | undefined;
   /** What remains after this request's reservation, for keys allowed to see it. */
   readonly budgetRemaining: readonly { readonly scope: string; readonly metric: string; readonly remaining: number }[] | undefined;
   /**

@@ -12,6 +12,7 @@ import type { NeutralRequest } from "../protocol/neutral.ts";
 import type { CompiledEntrypoint } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
 import { prepareCharges, type RequestCharges } from "../reserve/reserve-phase.ts";
+import { taskFigures } from "../reserve/task-scope.ts";
 import { respond } from "../respond/respond.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { EngineDeps } from "./engine-deps.ts";
@@ -25,6 +26,8 @@ interface Inherited {
   readonly call: CallBudget | undefined;
   readonly snapshot: () => Promise<PinnedSnapshot>;
   readonly sub: SubcallRequest;
+  /** The parent's per-request task cap: a sub-call spends from the same task. */
+  readonly taskBudget: string | undefined;
 }
 
 /** One request's session: runs the phases in order on its own request context. */
@@ -90,6 +93,7 @@ export class RequestSession implements Session {
       let request: NeutralRequest;
       if (this.#inherited) {
         request = { ...this.#inherited.sub.request, model: this.#inherited.sub.model, stream: false, streamUsage: false };
+        ctx.record.attribution = this.#inherited.parent.record.attribution;
       } else {
         const ingress = this.#ingress!;
         const codec = this.#deps.codecs.get(ingress.protocol);
@@ -150,7 +154,7 @@ export class RequestSession implements Session {
       const { plan } = prepared;
       // The request's charging; each attempt reserves its own worst case.
       ctx.enter("reserve");
-      const charges = prepareCharges(deps.reserve, deps.publication, ep, ctx, principal, prepared.request, this.#trusted, this.#call ?? this.#inherited?.call);
+      const charges = await prepareCharges(deps.reserve, deps.publication, ep, ctx, principal, prepared.request, this.#trusted, this.#call ?? this.#inherited?.call, this.#ingress?.taskBudget ?? this.#inherited?.taskBudget);
       this.#charges = charges;
       ctx.enter("admit");
       const lease = await admitRequest(ctx, deps.admission, this.#inherited ? undefined : deps.drain, { tenant: principal.tenantId, model: plan.entrypoint });
@@ -247,6 +251,7 @@ export class RequestSession implements Session {
       callId: this.#call?.callId,
       budgetUnchecked: billing?.unchecked ?? false,
       budgetRemaining: charges?.budget?.exposeBudget ? billing?.lastGrant?.remaining : undefined,
+      task: taskFigures(charges?.task, billing?.lastGrant?.remaining),
       upstreamHeaders,
     };
   }
@@ -261,6 +266,7 @@ export class RequestSession implements Session {
       call: this.#call,
       snapshot: () => this.#pinSnapshot(),
       sub,
+      taskBudget: this.#ingress?.taskBudget ?? this.#inherited?.taskBudget,
     });
     const action = await child.prepare();
     if (action.kind === "immediate") return { ok: false, requestId: child.requestId, error: action.error, attempts: [] };

@@ -22,6 +22,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "mcp_missing_capability":
     case "mcp_unsupported_version":
     case "not_acceptable":
+    case "attribution_required":
       return { openai: "invalid_request_error", anthropic: "invalid_request_error" };
     case "request_too_large":
       return { openai: "invalid_request_error", anthropic: "request_too_large" };
@@ -41,6 +42,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "insufficient_scope":
     case "approval_required":
     case "approval_refused":
+    case "task_not_yours":
       return { openai: "permission_error", anthropic: "permission_error" };
     case "upstream_rate_limited":
     case "attempt_budget_exhausted":

@@ -55,6 +55,8 @@ export const ERROR_CODES = [
   "jwks_unavailable",
   "approval_required",
   "approval_refused",
+  "task_not_yours",
+  "attribution_required",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -83,9 +85,11 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "mcp_header_mismatch":
     case "mcp_missing_capability":
     case "mcp_unsupported_version":
+    case "attribution_required":
       return { status: 400, source: "client", retryable: false };
     case "origin_not_allowed":
     case "tool_not_allowed":
+    case "task_not_yours":
       return { status: 403, source: "client", retryable: false };
     case "not_acceptable":
       return { status: 406, source: "client", retryable: false };

@@ -42,6 +42,8 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "model_not_allowed":
     case "tool_not_allowed":
     case "approval_refused":
+    case "task_not_yours":
+    case "attribution_required":
     case "invalid_token":
     case "insufficient_scope":
     case "jwks_unavailable":

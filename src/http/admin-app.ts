@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { parseDocument } from "yaml";
 import { redactedConfig } from "../config/redact.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
-import { sha256Hex } from "../digest/canonical-digest.ts";
+import { tokenMatches } from "./bearer-token.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { echo } from "../errors/echo.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
@@ -11,19 +11,13 @@ import { metricsResponse } from "./metrics-endpoint.ts";
 import { discardUnreadBody, readBodyText } from "./limits.ts";
 import { registerApprovalRoutes } from "./admin-approvals.ts";
 import { registerBudgetRoutes } from "./admin-budgets.ts";
+import { isOutcomeRoute, registerTaskRoutes } from "./admin-tasks.ts";
 import { describeRoutes } from "./route-table.ts";
 import { mcpServerStatuses } from "./admin-mcp-health.ts";
 import { healthClient } from "../traffic/health-client.ts";
+import { isConsolePath, registerConsoleRoutes } from "./admin-console.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; actor?: string } };
-
-/** Compares digests, not the token text, so timing does not reveal a matching prefix. */
-async function tokenMatches(presented: string, expected: string): Promise<boolean> {
-  const [a, b] = await Promise.all([sha256Hex(presented), sha256Hex(expected)]);
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
-}
 
 /** A snapshot candidate as JSON, or as YAML (the same shape as config/backends.yaml). */
 async function readCandidate(request: Request, maxBodyBytes: number): Promise<unknown> {
@@ -75,6 +69,8 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
   app.use("*", async (c, next) => {
     const rt = await runtimeOf(c.env);
     c.set("runtime", rt);
+    // A task's outcome is attached with the verifier's credential, never the admin's (the route checks it).
+    if (isOutcomeRoute(c.req.method, c.req.path)) return next();
     const m = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization")?.trim() ?? "");
     // The approvers' own credential opens the approvals routes and nothing else.
     if (m?.[1] && rt.approverToken !== undefined && /^\/admin\/approvals(?:\/|$)/.test(c.req.path) && (await tokenMatches(m[1], rt.approverToken))) {
@@ -84,6 +80,8 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
     if (rt.adminToken === undefined) {
       throw new GatewayError("admin_unauthorized", "The admin API is disabled: no admin token is configured.");
     }
+    // The console's pages check their own session cookie (a browser cannot send the bearer header).
+    if (isConsolePath(c.req.path)) return await next();
     if (!m?.[1] || !(await tokenMatches(m[1], rt.adminToken))) {
       throw new GatewayError("admin_unauthorized", "A valid admin bearer token is required.");
     }
@@ -199,6 +197,8 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
 
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
   registerApprovalRoutes(app, (env, tenant) => env.APPROVAL_DESK.getByName(tenant));
+  registerTaskRoutes(app, (env, tenant) => env.TASK_LEDGER.getByName(tenant));
+  registerConsoleRoutes(app);
 
   // Refusals drop the unread body first (bounded), so an uploading client reads them.
   app.notFound(async (c) => {

@@ -63,7 +63,15 @@ export function registerApprovalRoutes(app: Hono<AdminEnv>, deskFor: (env: Env, 
       throw new GatewayError("invalid_request", `Cannot ${action}: ${out.why}.`, { details: [{ approval: shown(out.approval) }] });
     }
     const event = auditEvent(EVENT_OF[action], out.approval, undefined, out.approval.decidedAt ?? Date.now(), { actor, reason: parsed.data.reason });
-    console.log(JSON.stringify({ kind: "audit", ...event }));
+    // One audit trail: the decision goes to the tenant's call ledger beside the request-path events
+    // (so a task's rollup counts the time its approvals waited), and out as an audit line.
+    const rt = c.get("runtime");
+    if (rt.config.gateway.observability.accessLog) console.log(JSON.stringify({ kind: "audit", ...event }));
+    c.executionCtx.waitUntil(
+      c.env.TASK_LEDGER.getByName(tenant)
+        .write({ calls: [], events: [event], retentionMs: rt.config.gateway.governance.retentionDays * 86_400_000 })
+        .catch((err: unknown) => console.error(JSON.stringify({ kind: "task_ledger_write_failed", tenant, error: String(err) }))),
+    );
     return c.json({ approval: shown(out.approval) });
   });
 }

@@ -1,4 +1,5 @@
 import { attributionOf } from "../attribution/attribution.ts";
+import { TASK_BUDGET_HEADER } from "../reserve/task-scope.ts";
 import { parseCallBudget } from "../call-budget/attempt-budget-client.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
 import type { ReplyMeta, Session } from "../engine/session-api.ts";
@@ -51,6 +52,10 @@ function metaHeaders(idHeader: Record<string, string>, meta: ReplyMeta | undefin
   if (meta.injectedMaxOutputTokens !== undefined) h["x-sluice-max-output-tokens"] = `${meta.injectedMaxOutputTokens}; injected`;
   if (meta.callId !== undefined) h["x-sluice-call-id"] = meta.callId;
   if (meta.budgetUnchecked) h["x-sluice-budget"] = "unchecked";
+  if (meta.task && meta.task.length > 0) {
+    h["x-sluice-task-spent"] = meta.task.map((t) => `${t.metric}=${t.spent}`).join(", ");
+    h["x-sluice-task-remaining"] = meta.task.map((t) => `${t.metric}=${t.remaining}`).join(", ");
+  }
   if (meta.budgetRemaining && meta.budgetRemaining.length > 0) {
     h["x-sluice-budget-remaining"] = meta.budgetRemaining.map((r) => `${r.scope};${r.metric}=${r.remaining}`).join(", ");
   }
@@ -82,6 +87,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     trustedHeaders: trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders),
     call: parseCallBudget(request.headers, input.receivedAt),
     attribution: attributionOf(request.headers),
+    taskBudget: request.headers.get(TASK_BUDGET_HEADER) ?? undefined,
     waitUntil: input.waitUntil,
     // Parsed always; the engine continues it only when policy trusts it, and links it otherwise.
     traceParent: parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate")),

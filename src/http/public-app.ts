@@ -10,6 +10,7 @@ import { GENERATION_ROUTES } from "./generation-routes.ts";
 import { checkHeaders, discardUnreadBody } from "./limits.ts";
 import { registerMcpRoutes } from "./mcp-routes.ts";
 import { registerApprovalPage } from "./approval-page.ts";
+import { registerKeyTaskRoutes } from "./key-tasks.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -71,6 +72,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
 
   registerMcpRoutes(app);
   registerApprovalPage(app, (env, tenant) => env.APPROVAL_DESK.getByName(tenant));
+  registerKeyTaskRoutes(app, (env, tenant) => env.TASK_LEDGER.getByName(tenant));
 
   for (const route of GENERATION_ROUTES) {
     app.post(route.path, (c) =>

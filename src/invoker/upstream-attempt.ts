@@ -1,3 +1,4 @@
+import { noteProposedToolCall } from "../context/attempt-record.ts";
 import type { AttemptOutcome, AttemptRecord, Evidence } from "../context/attempt-record.ts";
 import { abortError, type AttemptScope, type RequestContext } from "../context/request-context.ts";
 import { formatTraceparent } from "../context/trace-context.ts";
@@ -261,6 +262,7 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
     return failed(attempt, error, { class: "unknown", reason: "protocol_error" }, "protocol_error");
   }
   a.stopReason = response.stopReason;
+  for (const call of response.toolCalls) noteProposedToolCall(a, call.name);
   if (response.usage) a.usage = response.usage;
   a.outputChars = response.text.length + (response.reasoning ?? []).reduce((n, r) => n + r.text.length, 0) + response.toolCalls.reduce((n, c) => n + c.arguments.length, 0);
   a.evidence = { class: "success", reason: "ok", status: res.status };

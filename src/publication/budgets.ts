@@ -72,7 +72,8 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
       t.ledger !== undefined ||
       t.limits !== undefined ||
       t.endUsers !== undefined ||
-      t.teams.some((team) => team.limits !== undefined || team.projects.some((p) => p.limits !== undefined)) ||
+      t.governance?.taskDefault !== undefined ||
+      t.teams.some((team) => team.limits !== undefined || team.projects.some((p) => p.limits !== undefined || p.taskLimits !== undefined)) ||
       t.apiKeys.some((k) => k.limits !== undefined);
     if (!uses) continue;
     const root = scopeName.tenant(t.id);

@@ -117,7 +117,10 @@ export class RequestBilling implements AttemptCharger {
     this.lastGrant = reserved.result;
     // Taken: from now on the attempt's end settles it (or releases it when nothing was sent).
     attempt.own("ledger_reservation", (a) => {
-      const settled = settleCharge(init, reserved.handle, a, price);
+      // What the settlement books goes on the attempt's record, before the record is reported.
+      const settled = settleCharge(init, reserved.handle, a, price, (charge) => {
+        attempt.record.charge = charge;
+      });
       this.#settling.push(settled);
       init.waitUntil(settled);
     });

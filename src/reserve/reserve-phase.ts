@@ -10,6 +10,9 @@ import type { Principal } from "../publication/principal.ts";
 import { RequestBilling } from "./request-charges.ts";
 import { inputTokenBound, outputCap } from "./token-bounds.ts";
 import type { SettlementObservation } from "../settle/settle-charge.ts";
+import type { ScopeRef } from "../ledger/ledger.ts";
+import type { TaskBindingClient } from "../tasks/task-binding-client.ts";
+import { governTask } from "./task-scope.ts";
 
 /** What the reserve phase talks to. */
 export interface ReserveDeps {
@@ -18,6 +21,8 @@ export interface ReserveDeps {
   readonly log: (event: Readonly<Record<string, unknown>>) => void;
   /** Told how each attempt's settlement ended (metrics). */
   readonly onSettlement?: ((s: SettlementObservation) => void) | undefined;
+  /** Task bindings (docs/governance.md); without it task ids are not checked against their owner. */
+  readonly tasks?: TaskBindingClient | undefined;
 }
 
 /** One request's charging, ready for its attempts. */
@@ -31,6 +36,8 @@ export interface RequestCharges {
   readonly callBudget: (() => Promise<ConsumeResult>) | undefined;
   /** The output cap injected (the client is told), if any. */
   readonly injectedCap: number | undefined;
+  /** The task scope on the budget path, when the request names a task and its tenant keeps a ledger. */
+  readonly task: ScopeRef | undefined;
 }
 
 /**
@@ -40,7 +47,7 @@ export interface RequestCharges {
  * request-charges.ts). The caller's call budget is keyed by tenant, so two tenants choosing the
  * same call id never share one.
  */
-export function prepareCharges(
+export async function prepareCharges(
   deps: ReserveDeps,
   publication: CompiledPublication,
   ep: CompiledEntrypoint,
@@ -49,10 +56,14 @@ export function prepareCharges(
   request: NeutralRequest,
   trustedHeaders: ReadonlyMap<string, string>,
   call: CallBudget | undefined,
-): RequestCharges {
+  taskBudgetHeader?: string,
+): Promise<RequestCharges> {
   const callBudget = call === undefined ? undefined : () => deps.callBudgets.consume(`${principal.tenantId}:${call.callId}`, { initialBudget: call.budget, deadlineAt: call.deadlineAt });
-  const budget = publication.budgets.forPrincipal(principal, trustedHeaders);
-  if (!budget) return { request, billing: undefined, budget: undefined, callBudget, injectedCap: undefined };
+  const task = await governTask(deps.tasks, publication, ctx, principal, trustedHeaders, ep.name, taskBudgetHeader);
+  const base = publication.budgets.forPrincipal(principal, trustedHeaders);
+  if (!base) return { request, billing: undefined, budget: undefined, callBudget, injectedCap: undefined, task: undefined };
+  // The task is the narrowest scope: reserved in the same transaction as the rest of the path.
+  const budget = task ? { ...base, scopes: [...base.scopes, task] } : base;
   const cap = outputCap(request, ep.budget.defaultMaxOutputTokens);
   const sent = cap.injected ? { ...request, maxOutputTokens: cap.cap } : request;
   const billing = new RequestBilling({
@@ -69,5 +80,5 @@ export function prepareCharges(
     log: deps.log,
     onSettlement: deps.onSettlement,
   });
-  return { request: sent, billing, budget, callBudget, injectedCap: cap.injected ? cap.cap : undefined };
+  return { request: sent, billing, budget, callBudget, injectedCap: cap.injected ? cap.cap : undefined, task };
 }

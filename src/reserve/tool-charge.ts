@@ -11,6 +11,7 @@ import type { ToolPrices } from "../publication/tool-prices.ts";
 import { writeSettlement } from "../settle/settle-charge.ts";
 import { refusalError } from "./request-charges.ts";
 import type { ReserveDeps } from "./reserve-phase.ts";
+import { governTask, taskFigures, type TaskFigure } from "./task-scope.ts";
 
 /** What the invoke phase tells a tool call's charge: hand these to the upstream request. */
 export interface ToolCallTrack {
@@ -18,6 +19,23 @@ export interface ToolCallTrack {
   readonly onSent: () => void;
   /** What the call's last try proves (see upstream-evidence.ts). */
   readonly onEvidence: (e: UpstreamEvidence) => void;
+  /** The task's spend and remaining cap after this call's reservation, when the call names a capped task. */
+  readonly task?: { readonly taskId: string; readonly figures: readonly TaskFigure[] } | undefined;
+}
+
+/** The `_meta` key a tool result carries its task's figures under. */
+export const TASK_META_KEY = "sluice.dev/task";
+
+/**
+ * A tool result with its task's figures in `_meta["sluice.dev/task"]` (`{ taskId, spent,
+ * remaining }`, by metric: money in micro-units, tokens), so a harness can stop adding steps.
+ */
+export function withTaskMeta(result: Record<string, unknown>, track: ToolCallTrack | undefined): Record<string, unknown> {
+  const task = track?.task;
+  if (!task) return result;
+  const meta = typeof result._meta === "object" && result._meta !== null && !Array.isArray(result._meta) ? (result._meta as Record<string, unknown>) : {};
+  const by = (f: "spent" | "remaining") => Object.fromEntries(task.figures.map((x) => [x.metric, x[f]]));
+  return { ...result, _meta: { ...meta, [TASK_META_KEY]: { taskId: task.taskId, spent: by("spent"), remaining: by("remaining") } } };
 }
 
 /** The ledger scope of one key's calls of the tools one price rule matches (its rate limit). */
@@ -51,10 +69,12 @@ export async function reserveToolCall(
   principal: Principal,
   target: { readonly server: string; readonly name: string },
 ): Promise<ToolCallTrack | undefined> {
+  // MCP requests carry no trusted headers, so no end-user scope joins the path.
+  const task = await governTask(deps.tasks, publication, ctx, principal, new Map(), undefined, undefined);
   const pricing = prices?.of(target.server, target.name);
   if (!pricing) return undefined;
-  // MCP requests carry no trusted headers, so no end-user scope joins the path.
-  const budget = publication.budgets.forPrincipal(principal, new Map());
+  const found = publication.budgets.forPrincipal(principal, new Map());
+  const budget = found && task ? { ...found, scopes: [...found.scopes, task] } : found;
   // A tenant that keeps no budgets keeps no books, for tools as for models: only a rate limit applies.
   if (!budget && !pricing.requests) return undefined;
   const base: readonly ScopeRef[] = budget?.scopes ?? [{ name: scopeName.tenant(principal.tenantId) }, { name: scopeName.key(principal.keyId) }];
@@ -111,7 +131,10 @@ export async function reserveToolCall(
     );
     ctx.waitUntil(done);
   });
+  const figures = taskFigures(task, r.remaining);
+  const taskId = ctx.record.attribution?.taskId;
   return {
+    ...(figures && taskId !== undefined ? { task: { taskId, figures } } : {}),
     onSent: () => {
       sent = true;
     },

@@ -1,3 +1,4 @@
+import { noteProposedToolCall } from "../context/attempt-record.ts";
 import { createParser } from "eventsource-parser";
 import type { AttemptOutcome } from "../context/attempt-record.ts";
 import { abortError, CONTENT_MARGIN, type AttemptScope } from "../context/request-context.ts";
@@ -99,6 +100,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
         case "tool_call_start":
           a.firstContentAt ??= clock.now();
           lastContentAt = clock.now();
+          noteProposedToolCall(a, ev.name);
           break;
         case "tool_call_args":
           if (ev.delta !== "") {

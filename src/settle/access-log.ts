@@ -62,6 +62,7 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
             evidence: a.evidence ? { class: a.evidence.class, reason: a.evidence.reason } : undefined,
             errorCode: a.errorCode,
             stopReason: a.stopReason,
+            toolCallsProposed: a.toolCallsProposed,
             headersMs: a.headersAt === undefined ? undefined : a.headersAt - a.startedAt,
             ttftMs: a.firstContentAt === undefined ? undefined : a.firstContentAt - a.startedAt,
             durationMs: a.endedAt === undefined ? undefined : a.endedAt - a.startedAt,

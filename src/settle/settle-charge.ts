@@ -1,4 +1,4 @@
-import type { AttemptRecord } from "../context/attempt-record.ts";
+import type { AttemptCharge, AttemptRecord } from "../context/attempt-record.ts";
 import type { BudgetLedgerClient, LedgerHandle, QueuedSettlement, SettleOptions } from "../ledger/ledger-client.ts";
 import type { LedgerAmount, ReleaseResult, SettleResult } from "../ledger/ledger.ts";
 import { actualCost, usageDetail, type Price } from "../publication/prices.ts";
@@ -42,16 +42,23 @@ function estimate(deps: SettlementDeps, a: Readonly<AttemptRecord>, price: Price
  * - usage missing (cut, cancel, 5xx, timeout): settled as unknown, the hold kept for
  *   reconciliation with the gateway's estimate recorded beside it.
  */
-export async function settleCharge(deps: SettlementDeps, handle: LedgerHandle, a: Readonly<AttemptRecord>, price: Price | undefined): Promise<void> {
+export async function settleCharge(deps: SettlementDeps, handle: LedgerHandle, a: Readonly<AttemptRecord>, price: Price | undefined, onBooked?: (charge: AttemptCharge) => void): Promise<void> {
   const { ledger } = deps;
   const evidence = a.evidence?.class;
   const usage = a.usage;
-  const op =
-    evidence === "known_zero" || evidence === "client_error"
-      ? (opts: SettleOptions) => ledger.release(handle, a.id, opts)
-      : usage !== undefined && usage.source === "provider"
-        ? (opts: SettleOptions) => ledger.settle(handle, a.id, actualCost(price, usage), { usage: usageDetail(usage) }, opts)
-        : (opts: SettleOptions) => ledger.settle(handle, a.id, "unknown", { estimate: estimate(deps, a, price) }, opts);
+  const book = (usage: AttemptCharge["usage"], costMicros: number) => onBooked?.({ usage, costMicros, currency: price?.currency ?? deps.currency });
+  let op: (opts: SettleOptions) => Promise<SettleResult | ReleaseResult | QueuedSettlement>;
+  if (evidence === "known_zero" || evidence === "client_error") {
+    book("none", 0);
+    op = (opts) => ledger.release(handle, a.id, opts);
+  } else if (usage !== undefined && usage.source === "provider") {
+    const actual = actualCost(price, usage);
+    book("known", actual.micros);
+    op = (opts) => ledger.settle(handle, a.id, actual, { usage: usageDetail(usage) }, opts);
+  } else {
+    book("unknown", 0);
+    op = (opts) => ledger.settle(handle, a.id, "unknown", { estimate: estimate(deps, a, price) }, opts);
+  }
   await writeSettlement(deps, { requestId: a.requestId, attemptId: a.id, model: a.logicalModel, label: `${a.logicalModel}@${a.modelRevision}`, priceVersion: price?.version }, op);
 }
 

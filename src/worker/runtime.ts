@@ -2,6 +2,7 @@ import { connect } from "cloudflare:sockets";
 import { AdmissionController } from "../admit/admission.ts";
 import { DrainController } from "../admit/drain.ts";
 import { attemptBudgetClient } from "../call-budget/attempt-budget-client.ts";
+import { taskBindingClient } from "../tasks/task-binding-client.ts";
 import type { LoadedConfig } from "../config/load-config.ts";
 import { systemClock, type Clock } from "../deps/clock.ts";
 import { systemRng } from "../deps/rng.ts";
@@ -17,6 +18,7 @@ import { accessLog } from "../settle/access-log.ts";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.ts";
 import { OtlpExporter } from "../telemetry/otlp-exporter.ts";
 import { assembledSink } from "../telemetry/request-assembly.ts";
+import { taskLedgerSink } from "../task-ledger/task-ledger-client.ts";
 import type { SnapshotControllerClient } from "../snapshot/controller-client.ts";
 import { SnapshotCache } from "../snapshot/snapshot-cache.ts";
 import { BreakerCache } from "../traffic/breaker-cache.ts";
@@ -64,6 +66,8 @@ export interface GatewayRuntime {
   readonly adminToken: string | undefined;
   /** The approvers' bearer token (`governance.approverTokenSecret`): accepted on the approvals admin routes only. */
   readonly approverToken: string | undefined;
+  /** The verifier's bearer token (governance.verifierTokenSecret): the only credential that may attach a task's outcome. */
+  readonly verifierToken: string | undefined;
   /** This isolate's metrics, and the OTLP exporter when one is configured. */
   readonly telemetry: { readonly metrics: GatewayMetrics; readonly exporter: OtlpExporter | undefined };
   /** The MCP endpoint's OAuth resource server (its JWKS cache lives as long as the isolate); undefined when not configured. */
@@ -154,6 +158,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     log: logError,
   });
   const callBudgets = attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key));
+  const tasks = taskBindingClient((taskId) => env.TASK_BINDING.getByName(taskId));
   const breakers = (() => {
     const b = gw.breaker;
     if (!b.enabled) return undefined;
@@ -311,10 +316,20 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     snapshot: () => snapshots.current(),
     invoker,
     mcp,
-    reserve: { ledger, callBudgets, log: logError, onSettlement: (o) => metrics.settlement(o) },
+    reserve: { ledger, callBudgets, tasks, log: logError, onSettlement: (o) => metrics.settlement(o) },
     breakers,
     health,
-    sink: assembledSink([accessLog(gw.observability.accessLog), metrics, ...(exporter ? [exporter] : [])]),
+    sink: assembledSink([
+      accessLog(gw.observability.accessLog),
+      metrics,
+      ...(exporter ? [exporter] : []),
+      taskLedgerSink({
+        ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
+        retentionMs: gw.governance.retentionDays * 86_400_000,
+        line: gw.observability.accessLog ? (line) => console.log(line) : undefined,
+        log: logError,
+      }),
+    ]),
     tracing: {
       // The trusted-header policy decides: a client's trace is continued only when `traceparent` is trusted.
       trustClient: gw.security.trustedHeaders.includes("traceparent"),
@@ -339,6 +354,11 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     startedAt: clock.now(),
     telemetry: { metrics, exporter },
     mcpOAuth,
+    verifierToken: (() => {
+      const name = gw.governance.verifierTokenSecret;
+      const t = name === undefined ? undefined : secrets[name];
+      return typeof t === "string" && t !== "" ? t : undefined;
+    })(),
     adminToken: (() => {
       const t = secrets[gw.security.adminTokenSecret];
       return typeof t === "string" && t !== "" ? t : undefined;

@@ -203,6 +203,8 @@ describe("createClientStream: complete streams", () => {
     expect(a.stopReason).toBe("tool_use");
     expect(a.usage).toBeUndefined();
     expect(a.firstContentAt).toBe(5_001);
+    // The proposal is recorded by name only (the audit's model.tool_call_proposed), never its arguments.
+    expect(a.toolCallsProposed).toEqual(["lookup"]);
   });
 
   it("leaves firstContentAt unset for a stream with only heartbeats and empty deltas", async () => {

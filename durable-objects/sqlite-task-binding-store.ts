@@ -1,0 +1,50 @@
+import type { TaskBinding, TaskBindingStore } from "../src/tasks/task-binding.ts";
+
+interface Row extends Record<string, SqlStorageValue> {
+  task_id: string;
+  tenant: string;
+  project: string;
+  bound_at: number;
+}
+
+/** Task bindings in their Durable Object's SQLite storage: one row per task id. */
+export class SqliteTaskBindingStore implements TaskBindingStore {
+  readonly #storage: DurableObjectStorage;
+  readonly #sql: SqlStorage;
+  #ready = false;
+
+  constructor(storage: DurableObjectStorage) {
+    this.#storage = storage;
+    this.#sql = storage.sql;
+  }
+
+  /** Runs `fn` atomically (`transactionSync`): it must not await, so no other call interleaves. */
+  transaction<T>(fn: () => T): T {
+    // Outside the transaction: a rolled-back one would take the new table with it.
+    this.#schema();
+    return this.#storage.transactionSync(fn);
+  }
+
+  get(taskId: string): TaskBinding | undefined {
+    this.#schema();
+    const r = this.#sql.exec<Row>("SELECT * FROM task_binding WHERE task_id = ?", taskId).toArray()[0];
+    return r === undefined ? undefined : { taskId: r.task_id, tenant: r.tenant, project: r.project, boundAt: r.bound_at };
+  }
+
+  put(b: TaskBinding): void {
+    this.#schema();
+    // A binding never changes: a second put of the same id is ignored, never an overwrite.
+    this.#sql.exec("INSERT INTO task_binding (task_id, tenant, project, bound_at) VALUES (?, ?, ?, ?) ON CONFLICT(task_id) DO NOTHING", b.taskId, b.tenant, b.project, b.boundAt);
+  }
+
+  #schema(): void {
+    if (this.#ready) return;
+    this.#sql.exec(`CREATE TABLE IF NOT EXISTS task_binding (
+      task_id TEXT PRIMARY KEY,
+      tenant TEXT NOT NULL,
+      project TEXT NOT NULL,
+      bound_at INTEGER NOT NULL
+    )`);
+    this.#ready = true;
+  }
+}

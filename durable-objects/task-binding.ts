@@ -1,0 +1,25 @@
+import { DurableObject } from "cloudflare:workers";
+import { systemClock, type Clock } from "../src/deps/clock.ts";
+import type { TaskBindingRpc } from "../src/tasks/task-binding-client.ts";
+import { bindTask, type TaskBinding as Binding, type TaskClaim } from "../src/tasks/task-binding.ts";
+import { SqliteTaskBindingStore } from "./sqlite-task-binding-store.ts";
+
+/**
+ * TaskBinding: one instance per task id (`TASK_BINDING.getByName(taskId)`). A thin RPC shell over
+ * bindTask (src/tasks/task-binding.ts), tested without this class. The read and the first write
+ * run in one `transactionSync`, so of two first uses racing from any isolates exactly one binds.
+ */
+export class TaskBinding extends DurableObject<Env> implements TaskBindingRpc {
+  readonly #store: SqliteTaskBindingStore;
+  readonly #clock: Clock = systemClock;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.#store = new SqliteTaskBindingStore(ctx.storage);
+  }
+
+  async bind(claim: TaskClaim): Promise<Binding> {
+    if (typeof claim?.taskId !== "string" || typeof claim.tenant !== "string" || typeof claim.project !== "string") throw new RangeError("claim must be { taskId, tenant, project } strings");
+    return this.#store.transaction(() => bindTask(this.#store, { taskId: claim.taskId, tenant: claim.tenant, project: claim.project }, this.#clock.now()));
+  }
+}

@@ -1,0 +1,350 @@
+import type { Context, Hono } from "hono";
+import type { GatewayRuntime } from "../worker/runtime.ts";
+import { apiFailure, html, notAvailable, page, type NavItem, type SafeHtml } from "./console-html.ts";
+import {
+  approvalDetail,
+  approvalsSection,
+  auditSection,
+  backendsSection,
+  balancesSection,
+  mcpServersSection,
+  oneHotGauge,
+  taskDetail,
+  tasksSection,
+  tenantPicker,
+  type Approval,
+  type AuditEventView,
+  type BalanceView,
+  type CallRecord,
+  type McpServerView,
+  type SnapshotBackend,
+  type TaskRollup,
+} from "./console-pages.ts";
+import {
+  constantTimeEqual,
+  mintSession,
+  roleOfToken,
+  sameOrigin,
+  SESSION_TTL_MS,
+  sessionCookieHeader,
+  sessionCookieOf,
+  verifySession,
+  type ConsoleCredentials,
+  type ConsoleSession,
+} from "./console-session.ts";
+import { readBodyText } from "./limits.ts";
+
+type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
+type Ctx = Context<AdminEnv>;
+
+/** The console's path prefix on the admin listener: its pages authenticate by session cookie, not bearer. */
+export const CONSOLE_PREFIX = "/admin/console";
+
+/** True for the console's own URLs, which the admin API's bearer check lets through to the console's. */
+export function isConsolePath(path: string): boolean {
+  return path === CONSOLE_PREFIX || path.startsWith(`${CONSOLE_PREFIX}/`);
+}
+
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+  "cache-control": "no-store",
+  "x-content-type-options": "nosniff",
+  // Not `no-referrer`: under it Chromium sends `Origin: null` on the console's own form posts.
+  "referrer-policy": "same-origin",
+};
+
+const NAV: readonly NavItem[] = [
+  { label: "Approvals", path: `${CONSOLE_PREFIX}/approvals` },
+  { label: "Tasks", path: `${CONSOLE_PREFIX}/tasks` },
+  { label: "Budgets", path: `${CONSOLE_PREFIX}/budgets` },
+  { label: "Backends", path: `${CONSOLE_PREFIX}/backends` },
+  { label: "Audit", path: `${CONSOLE_PREFIX}/audit` },
+];
+const APPROVER_NAV: readonly NavItem[] = NAV.slice(0, 1);
+const APPROVAL_STATES = ["pending", "approved", "denied", "expired", "revoked", "executed"] as const;
+const MAX_FORM_BYTES = 16 * 1024;
+
+// The approver token's secret is named by `governance.approverTokenSecret`; read loosely so the
+// console also runs on a gateway whose config has no governance block (no approver can sign in).
+function credentialsOf(c: Ctx): ConsoleCredentials | undefined {
+  const rt = c.var.runtime;
+  if (rt.adminToken === undefined) return undefined;
+  const gov = (rt.config.gateway as { readonly governance?: { readonly approverTokenSecret?: unknown } }).governance;
+  const name = gov?.approverTokenSecret;
+  const value = typeof name === "string" ? (c.env as unknown as Record<string, unknown>)[name] : undefined;
+  return { adminToken: rt.adminToken, approverToken: typeof value === "string" && value !== "" ? value : undefined };
+}
+
+/** What the admin API answered an in-process call. */
+interface ApiAnswer {
+  readonly status: number;
+  readonly body: unknown;
+  readonly text: string;
+}
+
+function apiMessage(a: ApiAnswer): string {
+  const m = (a.body as { error?: { message?: unknown } } | null)?.error?.message;
+  return typeof m === "string" ? m : a.text.slice(0, 500);
+}
+
+function ownOrigin(c: Ctx): string {
+  return new URL(c.req.url).origin;
+}
+
+function isHttps(c: Ctx): boolean {
+  return new URL(c.req.url).protocol === "https:";
+}
+
+/**
+ * The console: server-rendered pages over the admin API. Every figure comes from calling the admin
+ * API's own routes in-process (`app.request`) and rendering their JSON, so the console cannot
+ * disagree with the API. Signs in by token into an HttpOnly session cookie; every form carries a
+ * per-session CSRF token and must come from the console's own origin.
+ */
+export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
+  async function api(c: Ctx, token: string, method: "GET" | "POST", path: string, body?: unknown): Promise<ApiAnswer> {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const res = await app.request(`/admin${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, c.env, c.executionCtx);
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, body: parsed, text };
+  }
+
+  const securityHeaders = async (c: Ctx, next: () => Promise<void>) => {
+    await next();
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
+  };
+  app.use("/console", securityHeaders);
+  app.use("/console/*", securityHeaders);
+
+  const loginPage = (c: Ctx, message: string | undefined, status: 200 | 401 | 403) =>
+    c.html(
+      page(
+        "Sign in",
+        html`${message ? html`<p class="flash-error" id="login-error">${message}</p>` : ""}<form method="post" action="${CONSOLE_PREFIX}/login"><p><label>Admin or approver token <input type="password" name="token" autocomplete="current-password" required autofocus></label></p><p><button type="submit">Sign in</button></p></form>`,
+      ),
+      status,
+    );
+
+  const refused = (c: Ctx, message: string, status: 401 | 403 | 413) => c.html(page("Refused", html`<p class="flash-error" id="refused">${message}</p>`), status);
+
+  async function readForm(c: Ctx): Promise<URLSearchParams | undefined> {
+    const type = c.req.header("content-type") ?? "";
+    if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) return undefined;
+    try {
+      return new URLSearchParams(await readBodyText(c.req.raw, { maxBodyBytes: MAX_FORM_BYTES, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 }));
+    } catch {
+      return undefined;
+    }
+  }
+
+  async function sessionOf(c: Ctx): Promise<ConsoleSession | undefined> {
+    const creds = credentialsOf(c);
+    if (creds === undefined) return undefined;
+    return await verifySession(sessionCookieOf(c.req.header("cookie")), creds, c.var.runtime.clock.now());
+  }
+
+  /** A signed-in page: the session, or the login page / a refusal already answered. */
+  async function guard(c: Ctx, adminOnly: boolean): Promise<ConsoleSession | Response> {
+    const s = await sessionOf(c);
+    if (s === undefined) return c.redirect(`${CONSOLE_PREFIX}/login`, 303);
+    if (adminOnly && s.role !== "admin") return refused(c, "This page needs the admin token; an approver may use the approvals inbox only.", 403);
+    return s;
+  }
+
+  /** A state-changing form: same origin, a valid session and its CSRF token, else refused. */
+  async function guardPost(c: Ctx): Promise<{ session: ConsoleSession; form: URLSearchParams } | Response> {
+    if (!sameOrigin(c.req.raw.headers, ownOrigin(c))) return refused(c, "Cross-origin form submissions are refused.", 403);
+    const s = await sessionOf(c);
+    if (s === undefined) return refused(c, "Sign in first.", 401);
+    const form = await readForm(c);
+    if (form === undefined) return refused(c, "The form could not be read.", 413);
+    if (!(await constantTimeEqual(form.get("csrf") ?? "", s.csrf))) return refused(c, "The form's CSRF token is missing or wrong; reload the page and try again.", 403);
+    return { session: s, form };
+  }
+
+  const render = (c: Ctx, s: ConsoleSession, title: string, current: string, body: SafeHtml, status: 200 | 400 | 403 | 404 | 409 | 502 = 200) =>
+    c.html(page(title, body, { nav: s.role === "admin" ? NAV : APPROVER_NAV, current, csrf: s.csrf, role: s.role }), status);
+
+  async function tenants(c: Ctx): Promise<string[]> {
+    const a = await api(c, c.var.runtime.adminToken!, "GET", "/config");
+    const list = (a.body as { publication?: { tenants?: { id?: unknown }[] } } | undefined)?.publication?.tenants ?? [];
+    return list.map((t) => t.id).filter((id): id is string => typeof id === "string");
+  }
+
+  async function tenantOf(c: Ctx): Promise<{ tenant: string; all: string[] }> {
+    const all = await tenants(c);
+    const asked = c.req.query("tenant");
+    return { tenant: asked !== undefined && asked !== "" ? asked : (all[0] ?? ""), all };
+  }
+
+  app.get("/console", async (c) => {
+    const s = await sessionOf(c);
+    return c.redirect(`${CONSOLE_PREFIX}/${s === undefined ? "login" : "approvals"}`, 303);
+  });
+
+  app.get("/console/login", async (c) => {
+    if ((await sessionOf(c)) !== undefined) return c.redirect(`${CONSOLE_PREFIX}/approvals`, 303);
+    return loginPage(c, undefined, 200);
+  });
+
+  app.post("/console/login", async (c) => {
+    // Login CSRF: a foreign page must not sign a browser in under its own token.
+    if (!sameOrigin(c.req.raw.headers, ownOrigin(c))) return loginPage(c, "Cross-origin sign-in is refused.", 403);
+    const creds = credentialsOf(c)!;
+    const form = await readForm(c);
+    const role = await roleOfToken(form?.get("token") ?? "", creds);
+    if (role === undefined) return loginPage(c, "That token is not valid.", 401);
+    c.header("set-cookie", sessionCookieHeader(await mintSession(role, creds, c.var.runtime.clock.now()), isHttps(c), Math.floor(SESSION_TTL_MS / 1000)));
+    return c.redirect(`${CONSOLE_PREFIX}/approvals`, 303);
+  });
+
+  app.post("/console/logout", async (c) => {
+    const g = await guardPost(c);
+    if (g instanceof Response) return g;
+    c.header("set-cookie", sessionCookieHeader("", isHttps(c), 0));
+    return c.redirect(`${CONSOLE_PREFIX}/login`, 303);
+  });
+
+  app.get("/console/approvals", async (c) => {
+    const s = await guard(c, false);
+    if (s instanceof Response) return s;
+    const { tenant, all } = await tenantOf(c);
+    const stateQ = c.req.query("state") ?? "pending";
+    const state = (APPROVAL_STATES as readonly string[]).includes(stateQ) || stateQ === "all" ? stateQ : "pending";
+    const a = await api(c, c.var.runtime.adminToken!, "GET", `/approvals?${new URLSearchParams({ tenant, ...(state === "all" ? {} : { state }) })}`);
+    const stateSelect = html` <label>State <select name="state">${["all", ...APPROVAL_STATES].map((v) => html`<option value="${v}"${v === state ? html` selected` : ""}>${v}</option>`)}</select></label>`;
+    const picker = tenantPicker(`${CONSOLE_PREFIX}/approvals`, all, tenant, stateSelect);
+    const body =
+      a.status === 404
+        ? notAvailable("Approvals", "GET /admin/approvals")
+        : a.status !== 200
+          ? apiFailure("Approvals", a.status, apiMessage(a))
+          : approvalsSection((a.body as { approvals?: Approval[] }).approvals ?? [], tenant, s.csrf);
+    return render(c, s, "Approvals", `${CONSOLE_PREFIX}/approvals`, html`${picker}${flash(c)}${body}`);
+  });
+
+  app.get("/console/approvals/:id", async (c) => {
+    const s = await guard(c, false);
+    if (s instanceof Response) return s;
+    const { tenant } = await tenantOf(c);
+    const id = c.req.param("id");
+    const a = await api(c, c.var.runtime.adminToken!, "GET", `/approvals/${encodeURIComponent(id)}?${new URLSearchParams({ tenant })}`);
+    const body = a.status !== 200 ? apiFailure(`Approval ${id}`, a.status, apiMessage(a)) : approvalDetail((a.body as { approval: Approval }).approval, tenant, s.csrf);
+    return render(c, s, `Approval ${id}`, `${CONSOLE_PREFIX}/approvals`, html`${flash(c)}${body}`, a.status === 200 ? 200 : a.status === 404 ? 404 : 502);
+  });
+
+  app.post("/console/approvals/:id/decide", async (c) => {
+    const g = await guardPost(c);
+    if (g instanceof Response) return g;
+    const { session: s, form } = g;
+    const id = c.req.param("id");
+    const decision = form.get("decision") ?? "";
+    const tenant = form.get("tenant") ?? "";
+    const reason = (form.get("reason") ?? "").trim();
+    const back = `${CONSOLE_PREFIX}/approvals/${encodeURIComponent(id)}?${new URLSearchParams({ tenant })}`;
+    if (decision !== "approve" && decision !== "deny" && decision !== "revoke") {
+      return render(c, s, "Decision refused", `${CONSOLE_PREFIX}/approvals`, html`<p class="flash-error">Choose approve, deny or revoke.</p><p><a href="${back}">Back</a></p>`, 400);
+    }
+    if (reason === "") return render(c, s, "Decision refused", `${CONSOLE_PREFIX}/approvals`, html`<p class="flash-error">A reason is required.</p><p><a href="${back}">Back</a></p>`, 400);
+    // The decision is made with the signed-in role's own credential, so the API records who decided.
+    const creds = credentialsOf(c)!;
+    const token = s.role === "admin" ? creds.adminToken : creds.approverToken;
+    if (token === undefined) return refused(c, "No approver token is configured any more; sign in again.", 401);
+    const a = await api(c, token, "POST", `/approvals/${encodeURIComponent(id)}/${decision}?${new URLSearchParams({ tenant })}`, { reason });
+    if (a.status !== 200) {
+      return render(c, s, "Decision refused", `${CONSOLE_PREFIX}/approvals`, html`${apiFailure(`${decision} ${id}`, a.status, apiMessage(a))}<p><a href="${back}">Back</a></p>`, a.status === 404 ? 404 : a.status === 409 ? 409 : 400);
+    }
+    return c.redirect(`${back}&${new URLSearchParams({ done: decision })}`, 303);
+  });
+
+  app.get("/console/tasks", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const { tenant, all } = await tenantOf(c);
+    const a = await api(c, c.var.runtime.adminToken!, "GET", `/tasks?${new URLSearchParams({ tenant, limit: "100" })}`);
+    const body =
+      a.status === 404
+        ? notAvailable("Tasks", "GET /admin/tasks")
+        : a.status !== 200
+          ? apiFailure("Tasks", a.status, apiMessage(a))
+          : tasksSection((a.body as { tasks?: TaskRollup[] }).tasks ?? [], tenant);
+    return render(c, s, "Tasks", `${CONSOLE_PREFIX}/tasks`, html`${tenantPicker(`${CONSOLE_PREFIX}/tasks`, all, tenant)}${body}`);
+  });
+
+  app.get("/console/tasks/:taskId", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const { tenant } = await tenantOf(c);
+    const taskId = c.req.param("taskId");
+    const a = await api(c, c.var.runtime.adminToken!, "GET", `/tasks/${encodeURIComponent(taskId)}?${new URLSearchParams({ tenant })}`);
+    const ok = a.status === 200;
+    const b = a.body as { task: TaskRollup; calls?: CallRecord[] };
+    const body = ok ? taskDetail(b.task, b.calls ?? [], tenant) : apiFailure(`Task ${taskId}`, a.status, apiMessage(a));
+    return render(c, s, `Task ${taskId}`, `${CONSOLE_PREFIX}/tasks`, body, ok ? 200 : a.status === 404 ? 404 : 502);
+  });
+
+  app.get("/console/budgets", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const token = c.var.runtime.adminToken!;
+    const list = await api(c, token, "GET", "/budgets");
+    if (list.status !== 200) return render(c, s, "Budgets", `${CONSOLE_PREFIX}/budgets`, apiFailure("Budgets", list.status, apiMessage(list)));
+    const ts = ((list.body as { tenants?: { tenant: string }[] }).tenants ?? []).map((t) => t.tenant);
+    const sections = await Promise.all(
+      ts.map(async (t) => {
+        const b = await api(c, token, "GET", `/budgets/${encodeURIComponent(t)}/balance`);
+        return b.status === 200 ? balancesSection(t, (b.body as { balances?: BalanceView[] }).balances ?? []) : apiFailure(`Balances of ${t}`, b.status, apiMessage(b));
+      }),
+    );
+    return render(c, s, "Budgets", `${CONSOLE_PREFIX}/budgets`, ts.length === 0 ? html`<p class="empty">No tenant has a budget.</p>` : html`${sections}`);
+  });
+
+  app.get("/console/backends", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const token = c.var.runtime.adminToken!;
+    const [snap, metrics, status] = await Promise.all([api(c, token, "GET", "/snapshot"), api(c, token, "GET", "/metrics"), api(c, token, "GET", "/status")]);
+    const breakers = metrics.status === 200 ? oneHotGauge(metrics.text, "sluice_breaker_state", "sluice_state") : new Map<string, string>();
+    const health = metrics.status === 200 ? oneHotGauge(metrics.text, "sluice_backend_health", "sluice_health") : new Map<string, string>();
+    const sb = snap.body as { revision?: number; snapshot?: { backends?: SnapshotBackend[] } } | null;
+    const backends =
+      snap.status === 200 ? backendsSection(sb?.revision ?? "—", sb?.snapshot?.backends ?? [], breakers, health) : apiFailure("Backends", snap.status, apiMessage(snap));
+    const mcp =
+      status.status === 200 ? mcpServersSection((status.body as { mcpServers?: McpServerView[] }).mcpServers ?? []) : apiFailure("MCP servers", status.status, apiMessage(status));
+    return render(c, s, "Backends", `${CONSOLE_PREFIX}/backends`, html`${backends}<h2>MCP servers</h2>${mcp}`);
+  });
+
+  app.get("/console/audit", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const { tenant, all } = await tenantOf(c);
+    const params = new URLSearchParams({ tenant, limit: "100" });
+    const type = c.req.query("type");
+    const taskId = c.req.query("taskId");
+    if (type) params.set("type", type);
+    if (taskId) params.set("taskId", taskId);
+    const a = await api(c, c.var.runtime.adminToken!, "GET", `/audit?${params}`);
+    const body =
+      a.status === 404
+        ? notAvailable("Audit events", "GET /admin/audit")
+        : a.status !== 200
+          ? apiFailure("Audit events", a.status, apiMessage(a))
+          : auditSection((a.body as { events?: AuditEventView[] }).events ?? []);
+    const filters = html` <label>Type <input type="text" name="type" value="${type ?? ""}"></label> <label>Task <input type="text" name="taskId" value="${taskId ?? ""}"></label>`;
+    return render(c, s, "Recent audit events", `${CONSOLE_PREFIX}/audit`, html`${tenantPicker(`${CONSOLE_PREFIX}/audit`, all, tenant, filters)}${body}`);
+  });
+}
+
+function flash(c: Ctx): SafeHtml {
+  const done = c.req.query("done");
+  const said: Record<string, string> = { approve: "Approved.", deny: "Denied.", revoke: "Revoked." };
+  return done !== undefined && said[done] !== undefined ? html`<p class="flash" id="flash">${said[done]}</p>` : html``;
+}

@@ -1,0 +1,329 @@
+import { html, table, type HtmlValue, type SafeHtml } from "./console-html.ts";
+
+// The shapes the admin API answers (docs/governance.md). The console renders them as they come; a
+// field an older gateway lacks renders as a dash rather than failing the page.
+
+/** A task's rollup, as `GET /admin/tasks` answers it. */
+export interface TaskRollup {
+  readonly taskId: string;
+  readonly tenant: string;
+  readonly project?: string;
+  readonly parentTaskId?: string;
+  readonly children?: readonly string[];
+  readonly firstSeen: number;
+  readonly lastSeen: number;
+  readonly calls: number;
+  readonly attempts: number;
+  readonly retries: number;
+  readonly fallbacks: number;
+  readonly unknownUsageAttempts: number;
+  readonly costMicros: number;
+  readonly currency: string;
+  readonly tokens: { readonly input: number; readonly output: number };
+  readonly byModel?: Readonly<Record<string, { readonly calls: number; readonly costMicros: number; readonly tokens: { readonly input: number; readonly output: number } }>>;
+  readonly toolCalls?: Readonly<Record<string, number>>;
+  readonly approvals?: { readonly requested: number; readonly granted: number; readonly denied: number; readonly expired: number; readonly waitedMs: number };
+  readonly sessions: number;
+  readonly turns: number;
+  readonly outcome?: { readonly status: string; readonly evidence: string; readonly at: number; readonly verifier: string };
+}
+
+/** One call of a task, as `GET /admin/tasks/:taskId` answers it. */
+export interface CallRecord {
+  readonly callId: string;
+  readonly at: number;
+  readonly endedAt: number;
+  readonly kind: string;
+  readonly key: string;
+  readonly sessionId?: string;
+  readonly turnId?: string;
+  readonly target: string;
+  readonly outcome: string;
+  readonly errorCode?: string;
+  readonly costMicros: number;
+  readonly attempts?: readonly { readonly attemptId: string; readonly backend?: string; readonly outcome: string; readonly usage: string; readonly costMicros: number }[];
+}
+
+/** A pending or decided approval, as `GET /admin/approvals` answers it. */
+export interface Approval {
+  readonly id: string;
+  readonly tenant: string;
+  readonly state: string;
+  readonly principal?: { readonly tenant: string; readonly key: string };
+  readonly taskId?: string;
+  readonly server: string;
+  readonly tool: string;
+  readonly toolDigest: string;
+  readonly argumentsDigest: string;
+  readonly policyRevision: string;
+  readonly createdAt: number | string;
+  readonly expiresAt: number | string;
+  readonly decidedAt?: number | string;
+  readonly decidedBy?: string;
+  readonly reason?: string;
+  readonly statusUrl?: string;
+}
+
+/** An audit event: only the fields the console shows are named; the rest is shown as JSON. */
+export interface AuditEventView {
+  readonly type: string;
+  readonly at?: number | string;
+  readonly [field: string]: unknown;
+}
+
+/** A timestamp (ms since the epoch or an ISO string) as ISO text. */
+export function when(t: number | string | undefined): string {
+  if (t === undefined) return "—";
+  const d = new Date(t);
+  return Number.isNaN(d.getTime()) ? String(t) : d.toISOString();
+}
+
+/** Micro-units of a currency as a decimal amount. */
+export function money(micros: number | undefined, currency: string | undefined): string {
+  if (typeof micros !== "number") return "—";
+  return `${(micros / 1_000_000).toFixed(6)} ${currency ?? ""}`.trim();
+}
+
+function n(v: number | undefined): HtmlValue {
+  return typeof v === "number" ? v : "—";
+}
+
+function q(params: Record<string, string>): string {
+  return new URLSearchParams(params).toString();
+}
+
+/** The tenant picker: a plain GET form, no script. */
+export function tenantPicker(action: string, tenants: readonly string[], current: string, extra: SafeHtml = html``): SafeHtml {
+  return html`<form method="get" action="${action}" class="inline"><label>Tenant <select name="tenant">${tenants.map(
+    (t) => html`<option value="${t}"${t === current ? html` selected` : ""}>${t}</option>`,
+  )}</select></label>${extra}<button type="submit">Show</button></form>`;
+}
+
+/** The approvals inbox: each pending approval with approve and deny forms that take a reason. */
+export function approvalsSection(approvals: readonly Approval[], tenant: string, csrf: string): SafeHtml {
+  return table(
+    ["Approval", "State", "Principal", "Task", "Server", "Tool", "Arguments digest", "Created", "Expires", "Decided", "Decision"],
+    approvals.map((a) => [
+      html`<a href="/admin/console/approvals/${encodeURIComponent(a.id)}?${q({ tenant })}"><code>${a.id}</code></a>`,
+      html`<span class="state" data-state="${a.state}">${a.state}</span>`,
+      a.principal ? `${a.principal.tenant} / ${a.principal.key}` : "—",
+      a.taskId ? html`<a href="/admin/console/tasks/${encodeURIComponent(a.taskId)}?${q({ tenant })}">${a.taskId}</a>` : "—",
+      a.server,
+      a.tool,
+      html`<code>${a.argumentsDigest}</code>`,
+      when(a.createdAt),
+      when(a.expiresAt),
+      a.decidedAt === undefined ? "—" : html`${when(a.decidedAt)} by ${a.decidedBy ?? "—"}${a.reason ? html`: ${a.reason}` : ""}`,
+      a.state === "pending" ? decisionForms(a.id, tenant, csrf) : "—",
+    ]),
+    "No approvals in this state.",
+  );
+}
+
+function decisionForms(id: string, tenant: string, csrf: string): SafeHtml {
+  const action = `/admin/console/approvals/${encodeURIComponent(id)}/decide`;
+  return html`<form method="post" action="${action}" class="inline decide"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="tenant" value="${tenant}"><input type="text" name="reason" placeholder="reason" required maxlength="1024" aria-label="reason for ${id}"><button type="submit" name="decision" value="approve">Approve</button><button type="submit" name="decision" value="deny">Deny</button></form>`;
+}
+
+/** One approval in full, with the decision forms while it is pending (and revoke once approved). */
+export function approvalDetail(a: Approval, tenant: string, csrf: string): SafeHtml {
+  const rows: [string, HtmlValue][] = [
+    ["Id", html`<code>${a.id}</code>`],
+    ["State", html`<span class="state" data-state="${a.state}">${a.state}</span>`],
+    ["Tenant", a.tenant],
+    ["Principal", a.principal ? `${a.principal.tenant} / ${a.principal.key}` : "—"],
+    ["Task", a.taskId ?? "—"],
+    ["Server", a.server],
+    ["Tool", a.tool],
+    ["Tool digest", html`<code>${a.toolDigest}</code>`],
+    ["Arguments digest", html`<code>${a.argumentsDigest}</code>`],
+    ["Policy revision", a.policyRevision],
+    ["Created", when(a.createdAt)],
+    ["Expires", when(a.expiresAt)],
+    ["Decided", when(a.decidedAt)],
+    ["Decided by", a.decidedBy ?? "—"],
+    ["Reason", a.reason ?? "—"],
+  ];
+  const revoke =
+    a.state === "approved"
+      ? html`<form method="post" action="/admin/console/approvals/${encodeURIComponent(a.id)}/decide" class="inline"><input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="tenant" value="${tenant}"><input type="text" name="reason" placeholder="reason" required maxlength="1024"><button type="submit" name="decision" value="revoke">Revoke</button></form>`
+      : "";
+  return html`${table(["Field", "Value"], rows)}${a.state === "pending" ? decisionForms(a.id, tenant, csrf) : revoke}`;
+}
+
+/** The tasks list with their rollups. */
+export function tasksSection(tasks: readonly TaskRollup[], tenant: string): SafeHtml {
+  return table(
+    ["Task", "Project", "Parent", "First seen", "Last seen", "Sessions", "Turns", "Calls", "Attempts", "Retries", "Fallbacks", "Unknown usage", "Cost", "Tokens in", "Tokens out", "Outcome"],
+    tasks.map((t) => [
+      html`<a href="/admin/console/tasks/${encodeURIComponent(t.taskId)}?${q({ tenant })}">${t.taskId}</a>`,
+      t.project ?? "—",
+      t.parentTaskId ?? "—",
+      when(t.firstSeen),
+      when(t.lastSeen),
+      n(t.sessions),
+      n(t.turns),
+      n(t.calls),
+      n(t.attempts),
+      n(t.retries),
+      n(t.fallbacks),
+      n(t.unknownUsageAttempts),
+      money(t.costMicros, t.currency),
+      n(t.tokens?.input),
+      n(t.tokens?.output),
+      t.outcome ? `${t.outcome.status} (${t.outcome.verifier})` : "—",
+    ]),
+    "No tasks recorded for this tenant.",
+  );
+}
+
+/** One task: its rollup field by field, by model and tool, and every call with its attempts. */
+export function taskDetail(t: TaskRollup, calls: readonly CallRecord[], tenant: string): SafeHtml {
+  const link = (id: string) => html`<a href="/admin/console/tasks/${encodeURIComponent(id)}?${q({ tenant })}">${id}</a>`;
+  const rollup: [string, HtmlValue][] = [
+    ["Task", t.taskId],
+    ["Tenant", t.tenant],
+    ["Project", t.project ?? "—"],
+    ["Parent", t.parentTaskId ? link(t.parentTaskId) : "—"],
+    ["Children", (t.children ?? []).length === 0 ? "—" : (t.children ?? []).map((c) => html`${link(c)} `)],
+    ["First seen", when(t.firstSeen)],
+    ["Last seen", when(t.lastSeen)],
+    ["Sessions", n(t.sessions)],
+    ["Turns", n(t.turns)],
+    ["Calls", n(t.calls)],
+    ["Attempts", n(t.attempts)],
+    ["Retries", n(t.retries)],
+    ["Fallbacks", n(t.fallbacks)],
+    ["Unknown-usage attempts", n(t.unknownUsageAttempts)],
+    ["Cost", money(t.costMicros, t.currency)],
+    ["Cost (micros)", n(t.costMicros)],
+    ["Tokens in", n(t.tokens?.input)],
+    ["Tokens out", n(t.tokens?.output)],
+    ["Approvals", t.approvals ? `requested ${t.approvals.requested}, granted ${t.approvals.granted}, denied ${t.approvals.denied}, expired ${t.approvals.expired}, waited ${t.approvals.waitedMs} ms` : "—"],
+    ["Outcome", t.outcome ? `${t.outcome.status}: ${t.outcome.evidence} (by ${t.outcome.verifier} at ${when(t.outcome.at)})` : "—"],
+  ];
+  const byModel = Object.entries(t.byModel ?? {}).map(([m, v]) => [m, n(v.calls), money(v.costMicros, t.currency), n(v.tokens?.input), n(v.tokens?.output)]);
+  const tools = Object.entries(t.toolCalls ?? {}).map(([tool, count]) => [tool, n(count)]);
+  const callRows = calls.map((c) => [
+    html`<code>${c.callId}</code>`,
+    when(c.at),
+    c.kind,
+    c.key,
+    c.sessionId ?? "—",
+    c.turnId ?? "—",
+    c.target,
+    c.errorCode ? `${c.outcome} (${c.errorCode})` : c.outcome,
+    n(c.costMicros),
+    table(
+      ["Attempt", "Backend", "Outcome", "Usage", "Cost (micros)"],
+      (c.attempts ?? []).map((a) => [html`<code>${a.attemptId}</code>`, a.backend ?? "—", a.outcome, a.usage, n(a.costMicros)]),
+      "No attempts.",
+    ),
+  ]);
+  return html`<section id="rollup"><h2>Rollup</h2>${table(["Field", "Value"], rollup)}</section><section id="by-model"><h2>By model</h2>${table(["Model", "Calls", "Cost", "Tokens in", "Tokens out"], byModel, "No model calls.")}</section><section id="tool-calls"><h2>Tool calls</h2>${table(["Tool", "Calls"], tools, "No tool calls.")}</section><section id="calls"><h2>Calls</h2>${table(["Call", "At", "Kind", "Key", "Session", "Turn", "Target", "Outcome", "Cost (micros)", "Attempts"], callRows, "No calls.")}</section>`;
+}
+
+/** The newest audit events, one row each, with the fields beyond type and time as JSON. */
+export function auditSection(events: readonly AuditEventView[]): SafeHtml {
+  return table(
+    ["At", "Type", "Details"],
+    events.map((e) => {
+      const { type, at, ...rest } = e;
+      return [when(at), type, html`<code>${JSON.stringify(rest)}</code>`];
+    }),
+    "No audit events.",
+  );
+}
+
+interface LimitView {
+  readonly limit: number;
+  readonly spent: number;
+  readonly held: number;
+  readonly pending: number;
+  readonly remaining: number;
+}
+/** One scope's balance, as `GET /admin/budgets/:tenant/balance` answers it. */
+export interface BalanceView {
+  readonly scope: string;
+  readonly money?: LimitView & { readonly metric?: string };
+  readonly tokens?: LimitView;
+  readonly balance?: LimitView & { readonly metric?: string };
+  readonly requests?: { readonly perMinute: number; readonly burst: number; readonly available: number };
+}
+
+/** A tenant's balances: one row per scope and limited metric. */
+export function balancesSection(tenant: string, balances: readonly BalanceView[]): SafeHtml {
+  const rows: HtmlValue[][] = [];
+  for (const b of balances) {
+    for (const metric of ["money", "tokens", "balance"] as const) {
+      const l = b[metric];
+      if (l) rows.push([b.scope, metric === "tokens" ? "tokens" : `${metric}${"metric" in l && l.metric ? ` (${l.metric})` : ""}`, n(l.limit), n(l.spent), n(l.held), n(l.pending), n(l.remaining)]);
+    }
+    if (b.requests) rows.push([b.scope, "requests", `${b.requests.perMinute}/min, burst ${b.requests.burst}`, "—", "—", "—", n(b.requests.available)]);
+    if (!b.money && !b.tokens && !b.balance && !b.requests) rows.push([b.scope, "—", "no limit", "—", "—", "—", "—"]);
+  }
+  return html`<section class="tenant-balances" data-tenant="${tenant}"><h2>${tenant}</h2>${table(["Scope", "Metric", "Limit", "Spent", "Held", "Pending", "Remaining"], rows, "No budget scopes.")}</section>`;
+}
+
+/** A backend of the active snapshot. */
+export interface SnapshotBackend {
+  readonly id: string;
+  readonly name: string;
+  readonly protocol: string;
+  readonly baseUrl?: string;
+}
+
+/** An MCP server's health, as `GET /admin/status` answers it. */
+export interface McpServerView {
+  readonly name: string;
+  readonly kind: string;
+  readonly probed: boolean;
+  readonly status: string;
+  readonly lastReason: string | null;
+  readonly lastProbeAt?: string | null;
+  readonly consecutiveFailures: number;
+}
+
+/**
+ * The one-hot gauges of `GET /admin/metrics` (`sluice_breaker_state`, `sluice_backend_health`) as
+ * backend name → the label value whose gauge is 1.
+ */
+export function oneHotGauge(metricsText: string, metric: string, label: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const line = new RegExp(`^${metric}\\{([^}]*)\\}\\s+1(?:\\s|$)`);
+  for (const l of metricsText.split("\n")) {
+    const m = line.exec(l);
+    if (!m) continue;
+    const labels = new Map<string, string>();
+    for (const p of m[1]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels.set(p[1]!, p[2]!.replace(/\\(.)/g, "$1"));
+    const backend = labels.get("sluice_backend");
+    const value = labels.get(label);
+    if (backend !== undefined && value !== undefined) out.set(backend, value);
+  }
+  return out;
+}
+
+/** The backends with the breaker state and health this gateway last saw for each. */
+export function backendsSection(revision: HtmlValue, backends: readonly SnapshotBackend[], breakers: ReadonlyMap<string, string>, health: ReadonlyMap<string, string>): SafeHtml {
+  return html`<p>Snapshot revision ${revision}. Breaker state and health are what this gateway last saw (<code>closed</code> / <code>unknown</code> until a request or probe touched the backend).</p>${table(
+    ["Backend", "Id", "Protocol", "Base URL", "Breaker", "Health"],
+    backends.map((b) => [
+      html`<span class="backend-name">${b.name}</span>`,
+      html`<code>${b.id}</code>`,
+      b.protocol,
+      b.baseUrl ?? "—",
+      html`<span class="breaker">${breakers.get(b.name) ?? "closed"}</span>`,
+      html`<span class="health">${health.get(b.name) ?? "unknown"}</span>`,
+    ]),
+    "The active snapshot has no backends.",
+  )}`;
+}
+
+/** The MCP servers with their probes' verdicts. */
+export function mcpServersSection(servers: readonly McpServerView[]): SafeHtml {
+  return table(
+    ["MCP server", "Kind", "Probed", "Status", "Last reason", "Last probe", "Consecutive failures"],
+    servers.map((s) => [s.name, s.kind, s.probed ? "yes" : "no", s.status, s.lastReason ?? "—", s.lastProbeAt ?? "—", n(s.consecutiveFailures)]),
+    "No MCP servers are configured.",
+  );
+}

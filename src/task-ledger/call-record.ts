@@ -1,0 +1,173 @@
+import type { AttemptRecord } from "../context/attempt-record.ts";
+import type { RequestRecord } from "../context/request-context.ts";
+import type { AuditEvent } from "../audit/audit-event.ts";
+
+/** Whether an attempt's bill is known, held for reconciliation, or none applies (nothing was done). */
+export type UsageStatus = "known" | "unknown" | "none";
+
+/** One attempt of a call, as the call ledger lists it. */
+export interface CallAttempt {
+  readonly attemptId: string;
+  readonly backend?: string | undefined;
+  readonly outcome: string;
+  readonly usage: UsageStatus;
+  /** What the settlement booked for it (integer micro-units); 0 when nothing or an unknown amount was booked. */
+  readonly costMicros: number;
+}
+
+/** One call (one request to the gateway) as the admin API shows it (the console renders this shape). */
+export interface CallRecord {
+  readonly callId: string;
+  readonly at: number;
+  readonly endedAt: number;
+  readonly kind: "model" | "tool" | "mcp";
+  readonly key: string;
+  readonly sessionId?: string | undefined;
+  readonly turnId?: string | undefined;
+  /** The logical model, or `server/tool` (an MCP method other than a tool call: `server/method`). */
+  readonly target: string;
+  readonly outcome: "success" | "error" | "cancelled";
+  readonly errorCode?: string | undefined;
+  readonly costMicros: number;
+  readonly attempts: readonly CallAttempt[];
+}
+
+/**
+ * What the store keeps of one call beyond its public shape: the task it belongs to and the
+ * figures its task's rollup sums (per attempt: the model and tokens; per call: retries, fallbacks).
+ */
+export interface LedgerCall extends CallRecord {
+  readonly tenant: string;
+  readonly taskId: string;
+  readonly parentTaskId?: string | undefined;
+  readonly currency?: string | undefined;
+  /** Per attempt, in order: the logical model and the tokens the provider reported (model calls only). */
+  readonly attemptModels: readonly { readonly model: string; readonly input: number; readonly output: number }[];
+  readonly retries: number;
+  readonly fallbacks: number;
+  /** The tool a tool call reached (`server/tool`), when the policy let it run. */
+  readonly tool?: string | undefined;
+}
+
+/** The usage status of a model attempt, from what its settlement booked (or its evidence, when nothing was reserved). */
+function modelUsage(a: Readonly<AttemptRecord>): UsageStatus {
+  if (a.charge) return a.charge.usage;
+  if (a.evidence?.class === "known_zero" || a.evidence?.class === "client_error") return "none";
+  return a.usage?.source === "provider" ? "known" : "unknown";
+}
+
+/**
+ * The call ledger's record of one finished request, or undefined when it is not a task's call (no
+ * tenant, or no task id: unattributed calls are counted nowhere, never given an invented task).
+ * Costs are the settlement's (the attempt's `charge`, an MCP call's `charge`), never recomputed.
+ */
+export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[]): LedgerCall | undefined {
+  const taskId = r.attribution?.taskId;
+  if (r.tenant === undefined || taskId === undefined) return undefined;
+  const common = {
+    callId: r.requestId,
+    at: r.receivedAt,
+    endedAt: r.endedAt ?? r.receivedAt,
+    key: r.key ?? "",
+    sessionId: r.attribution?.sessionId,
+    turnId: r.attribution?.turnId,
+    outcome: r.outcome ?? "error",
+    errorCode: r.errorCode,
+    tenant: r.tenant,
+    taskId,
+    parentTaskId: r.attribution?.parentTaskId,
+  } as const;
+  if (r.mcp) {
+    const m = r.mcp;
+    const isTool = m.method === "tools/call";
+    // A method the gateway answered itself (discovery, an aggregate list) reached no server.
+    const target = isTool ? `${m.server ?? "*"}/${m.target ?? "?"}` : m.server === undefined ? m.method : `${m.server}/${m.method}`;
+    const executed = isTool && m.decision?.allowed === true && m.server !== undefined;
+    const charge = m.charge;
+    const attempt: CallAttempt | undefined = charge
+      ? {
+          attemptId: charge.attemptId,
+          backend: m.server,
+          outcome: r.outcome ?? "error",
+          usage: charge.settlement === "charged" ? "known" : charge.settlement === "released" ? "none" : "unknown",
+          costMicros: charge.settlement === "charged" ? charge.micros : 0,
+        }
+      : executed
+        ? { attemptId: r.requestId, backend: m.server, outcome: r.outcome ?? "error", usage: "none", costMicros: 0 }
+        : undefined;
+    const list = attempt ? [attempt] : [];
+    return {
+      ...common,
+      kind: isTool ? "tool" : "mcp",
+      target,
+      costMicros: sum(list.map((a) => a.costMicros)),
+      currency: charge?.currency,
+      attempts: list,
+      attemptModels: [],
+      retries: 0,
+      fallbacks: 0,
+      tool: executed ? target : undefined,
+    };
+  }
+  const sent = attempts.filter((a) => a.outcome !== "not_sent");
+  const list: CallAttempt[] = sent.map((a) => ({ attemptId: a.id, backend: a.backendName, outcome: a.outcome, usage: modelUsage(a), costMicros: a.charge?.costMicros ?? 0 }));
+  // A later attempt of another model is a fallback; of the same model (another backend or the same), a retry.
+  let fallbacks = 0;
+  for (let i = 1; i < sent.length; i++) if (sent[i]!.logicalModel !== sent[i - 1]!.logicalModel) fallbacks++;
+  return {
+    ...common,
+    kind: "model",
+    target: sent.at(-1)?.logicalModel ?? r.route ?? "?",
+    costMicros: sum(list.map((a) => a.costMicros)),
+    currency: sent.find((a) => a.charge?.currency !== undefined)?.charge?.currency,
+    attempts: list,
+    attemptModels: sent.map((a) => ({ model: a.logicalModel, input: a.usage?.inputTokens ?? 0, output: a.usage?.outputTokens ?? 0 })),
+    retries: Math.max(0, sent.length - 1 - fallbacks),
+    fallbacks,
+  };
+}
+
+/**
+ * The audit events one finished request stands for: the policy's decision and the execution of an
+ * MCP tool call, each model attempt's completion (and its proposing tool calls, when it stopped to
+ * call tools), then every event the request recorded itself (approvals). Metadata only.
+ */
+export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[], newId: () => string): AuditEvent[] {
+  if (r.tenant === undefined) return [...r.events];
+  const base = { tenant: r.tenant, subject: r.key ?? "", taskId: r.attribution?.taskId, callId: r.requestId } as const;
+  const out: AuditEvent[] = [];
+  const m = r.mcp;
+  if (m) {
+    const target = m.target !== undefined ? { kind: kindOf(m.method), server: m.server, name: m.target } : undefined;
+    if (m.decision) {
+      out.push({ ...base, id: newId(), at: r.receivedAt, type: m.decision.allowed ? "decision.allowed" : "decision.denied", target, policyRevision: m.decision.policyRevision, decision: { allowed: m.decision.allowed, rule: m.decision.rule, reason: m.decision.reason } });
+    }
+    if (m.method === "tools/call" && m.decision?.allowed === true && m.server !== undefined) {
+      const settlement = m.charge?.settlement;
+      const execution = settlement === "pending_reconciliation" ? "unknown" : settlement === "released" ? "not_executed" : r.outcome === "success" && m.toolError !== true ? "succeeded" : r.outcome === "success" ? "failed" : r.errorCode === undefined ? "unknown" : "failed";
+      const usage = settlement === "charged" ? "known" : settlement === "pending_reconciliation" ? "unknown" : "none";
+      out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type: "tool.executed", attemptId: m.charge?.attemptId, target, policyRevision: m.decision.policyRevision, execution, usage });
+    }
+  } else {
+    for (const a of attempts) {
+      if (a.outcome === "not_sent") continue;
+      const target = { kind: "model", name: a.logicalModel } as const;
+      const execution = a.outcome === "success" ? "succeeded" : a.evidence?.class === "unknown" ? "unknown" : "failed";
+      out.push({ ...base, id: newId(), at: a.endedAt ?? a.startedAt, type: "model.completed", attemptId: a.id, target, execution, usage: modelUsage(a) });
+      // One event per tool the model proposed (a proposal, not an execution), named, never with its arguments.
+      const at = a.endedAt ?? a.startedAt;
+      for (const name of a.toolCallsProposed ?? []) out.push({ ...base, id: newId(), at, type: "model.tool_call_proposed", attemptId: a.id, target: { kind: "tool", name } });
+      if ((a.toolCallsProposed ?? []).length === 0 && a.stopReason === "tool_use") out.push({ ...base, id: newId(), at, type: "model.tool_call_proposed", attemptId: a.id, target });
+    }
+  }
+  out.push(...r.events);
+  return out;
+}
+
+function kindOf(method: string): "tool" | "prompt" | "resource" {
+  return method.startsWith("prompts/") ? "prompt" : method.startsWith("resources/") ? "resource" : "tool";
+}
+
+function sum(xs: readonly number[]): number {
+  return xs.reduce((n, x) => n + x, 0);
+}

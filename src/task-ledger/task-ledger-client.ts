@@ -1,0 +1,80 @@
+import type { AttemptRecord } from "../context/attempt-record.ts";
+import type { RequestRecord } from "../context/request-context.ts";
+import type { AuditEvent } from "../audit/audit-event.ts";
+import type { FinishedRequestReader } from "../telemetry/request-assembly.ts";
+import { auditEventsOf, callOf, type CallRecord, type LedgerCall } from "./call-record.ts";
+import type { AuditQuery, TaskLedgerBatch, TaskQuery } from "./task-ledger-store.ts";
+import type { TaskOutcome, TaskRollup } from "./task-rollup.ts";
+
+/** The TaskLedger Durable Object's RPC surface (one object per tenant). */
+export interface TaskLedgerRpc {
+  write(batch: TaskLedgerBatch): Promise<void>;
+  tasks(tenant: string, q: TaskQuery): Promise<TaskRollup[]>;
+  task(tenant: string, taskId: string, key?: string): Promise<{ task: TaskRollup; calls: CallRecord[] } | undefined>;
+  setOutcome(taskId: string, outcome: TaskOutcome): Promise<boolean>;
+  audit(q: AuditQuery): Promise<AuditEvent[]>;
+}
+
+/** What the call-ledger sink needs. */
+export interface TaskLedgerSinkDeps {
+  /** The tenant's TaskLedger. */
+  readonly ledgerOf: (tenant: string) => Pick<TaskLedgerRpc, "write">;
+  readonly retentionMs: number;
+  /** Writes one audit log line (the access log's stream); undefined: no audit lines. */
+  readonly line?: ((line: string) => void) | undefined;
+  readonly log: (event: Readonly<Record<string, unknown>>) => void;
+  /** How long records wait to be written together (a batch per tenant). */
+  readonly batchMs?: number | undefined;
+  /** Records a batch holds at most; a full batch is written at once. */
+  readonly maxBatch?: number | undefined;
+}
+
+/** Mints an audit event id. */
+export function newAuditEventId(): string {
+  return `evt_${crypto.randomUUID().replaceAll("-", "")}`;
+}
+
+/**
+ * The call ledger's reader of finished requests: each request's call record (when attributed to a
+ * task) and audit events, written to its tenant's TaskLedger in batches off the request path
+ * (under `waitUntil`). A failed write is logged and dropped: the ledger never fails or slows a
+ * request. Each audit event is also written as one `{"kind":"audit",...}` log line at once.
+ */
+export function taskLedgerSink(deps: TaskLedgerSinkDeps): FinishedRequestReader {
+  const batchMs = deps.batchMs ?? 20;
+  const maxBatch = deps.maxBatch ?? 200;
+  const pending = new Map<string, { calls: LedgerCall[]; events: AuditEvent[] }>();
+  const flush = async (tenant: string) => {
+    const batch = pending.get(tenant);
+    if (!batch) return;
+    pending.delete(tenant);
+    try {
+      await deps.ledgerOf(tenant).write({ calls: batch.calls, events: batch.events, retentionMs: deps.retentionMs });
+    } catch (err) {
+      deps.log({ kind: "task_ledger_write_failed", tenant, calls: batch.calls.length, events: batch.events.length, error: String(err) });
+    }
+  };
+  return {
+    finished(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[], waitUntil: (p: Promise<unknown>) => void) {
+      let call: LedgerCall | undefined;
+      let events: AuditEvent[];
+      try {
+        call = callOf(r, attempts);
+        events = auditEventsOf(r, attempts, newAuditEventId);
+      } catch (err) {
+        deps.log({ kind: "task_ledger_record_failed", requestId: r.requestId, error: String(err) });
+        return;
+      }
+      if (deps.line) for (const e of events) deps.line(JSON.stringify({ kind: "audit", requestId: r.requestId, ...e }));
+      const tenant = r.tenant;
+      if (tenant === undefined || (call === undefined && events.length === 0)) return;
+      let batch = pending.get(tenant);
+      const fresh = batch === undefined;
+      if (!batch) pending.set(tenant, (batch = { calls: [], events: [] }));
+      if (call) batch.calls.push(call);
+      batch.events.push(...events);
+      if (batch.calls.length + batch.events.length >= maxBatch) waitUntil(flush(tenant));
+      else if (fresh) waitUntil(new Promise((done) => setTimeout(done, batchMs)).then(() => flush(tenant)));
+    },
+  };
+}

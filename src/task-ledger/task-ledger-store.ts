@@ -1,0 +1,230 @@
+import type { AuditEvent, AuditEventType } from "../audit/audit-event.ts";
+import type { CallRecord, LedgerCall } from "./call-record.ts";
+import { rollupTask, type TaskHead, type TaskOutcome, type TaskRollup } from "./task-rollup.ts";
+
+/** The SQL part of a Durable Object's storage the store uses. */
+export interface TaskLedgerSql {
+  exec(query: string, ...bindings: (string | number | null)[]): { toArray(): Record<string, unknown>[] };
+}
+
+/** The part of a Durable Object's storage (`ctx.storage`) the store uses. */
+export interface TaskLedgerStorage {
+  readonly sql: TaskLedgerSql;
+  transactionSync<T>(fn: () => T): T;
+}
+
+/** One write from the gateway: the calls and audit events of finished requests (one tenant's). */
+export interface TaskLedgerBatch {
+  readonly calls: readonly LedgerCall[];
+  readonly events: readonly AuditEvent[];
+  /** How long records are kept (gateway.yaml `governance.retentionDays`), carried with every write. */
+  readonly retentionMs: number;
+}
+
+/** Filters of a task list. */
+export interface TaskQuery {
+  /** Only tasks this key made calls in; their rollups count only its calls when `onlyKey` is set. */
+  readonly key?: string | undefined;
+  readonly onlyKey?: boolean | undefined;
+  /** Tasks last seen at or after `since`, first seen at or before `until` (epoch ms). */
+  readonly since?: number | undefined;
+  readonly until?: number | undefined;
+  readonly limit: number;
+}
+
+/** Filters of the audit trail. */
+export interface AuditQuery {
+  readonly type?: AuditEventType | undefined;
+  readonly taskId?: string | undefined;
+  readonly limit: number;
+}
+
+/** Rows removed per table in one retention batch (one alarm run), so no run holds the object long. */
+export const RETENTION_BATCH = 500;
+const DAY_MS = 86_400_000;
+/** Kept when no write has said otherwise yet. */
+export const DEFAULT_RETENTION_MS = 30 * DAY_MS;
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS tl_tasks (
+    task_id TEXT PRIMARY KEY, parent_task_id TEXT, first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL, outcome TEXT
+  );
+  CREATE INDEX IF NOT EXISTS tl_tasks_last_seen ON tl_tasks (last_seen);
+  CREATE INDEX IF NOT EXISTS tl_tasks_parent ON tl_tasks (parent_task_id);
+  CREATE TABLE IF NOT EXISTS tl_calls (call_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, key TEXT NOT NULL, at INTEGER NOT NULL, body TEXT NOT NULL);
+  CREATE INDEX IF NOT EXISTS tl_calls_task ON tl_calls (task_id, at);
+  CREATE INDEX IF NOT EXISTS tl_calls_key ON tl_calls (key, task_id);
+  CREATE INDEX IF NOT EXISTS tl_calls_at ON tl_calls (at);
+  CREATE TABLE IF NOT EXISTS tl_audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, at INTEGER NOT NULL, type TEXT NOT NULL, task_id TEXT, body TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS tl_audit_at ON tl_audit (at);
+  CREATE INDEX IF NOT EXISTS tl_audit_task ON tl_audit (task_id, seq);
+  CREATE INDEX IF NOT EXISTS tl_audit_type ON tl_audit (type, seq);
+  CREATE TABLE IF NOT EXISTS tl_settings (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+`;
+
+type TaskRow = { task_id: string; parent_task_id: string | null; first_seen: number; last_seen: number; outcome: string | null };
+
+/**
+ * One tenant's call ledger and audit trail in its Durable Object's SQLite storage: a row per task
+ * (first and last seen, parent, outcome), a row per call (its record as JSON, attempts inside),
+ * and the audit events in arrival order. Rollups are summed from the calls when read
+ * ({@link rollupTask}), so there is no second copy of a figure to drift from its calls.
+ * Every method runs inside the caller's transaction.
+ */
+export class TaskLedgerStore {
+  readonly #sql: TaskLedgerSql;
+
+  constructor(storage: TaskLedgerStorage) {
+    this.#sql = storage.sql;
+    this.#sql.exec(SCHEMA);
+  }
+
+  /** Writes a batch; a call already written (a retried batch) is not counted twice. */
+  write(batch: TaskLedgerBatch): void {
+    this.#sql.exec("INSERT INTO tl_settings (name, value) VALUES ('retention_ms', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", batch.retentionMs);
+    for (const c of batch.calls) {
+      const fresh = this.#sql.exec("INSERT OR IGNORE INTO tl_calls (call_id, task_id, key, at, body) VALUES (?, ?, ?, ?, ?) RETURNING call_id", c.callId, c.taskId, c.key, c.at, JSON.stringify(c)).toArray().length > 0;
+      if (!fresh) continue;
+      this.#sql.exec(
+        `INSERT INTO tl_tasks (task_id, parent_task_id, first_seen, last_seen) VALUES (?, ?, ?, ?)
+         ON CONFLICT (task_id) DO UPDATE SET first_seen = MIN(first_seen, excluded.first_seen), last_seen = MAX(last_seen, excluded.last_seen),
+           parent_task_id = COALESCE(parent_task_id, excluded.parent_task_id)`,
+        c.taskId,
+        c.parentTaskId ?? null,
+        c.at,
+        c.endedAt,
+      );
+    }
+    for (const e of batch.events) {
+      this.#sql.exec("INSERT OR IGNORE INTO tl_audit (id, at, type, task_id, body) VALUES (?, ?, ?, ?, ?)", e.id, e.at, e.type, e.taskId ?? null, JSON.stringify(e));
+    }
+  }
+
+  /** Tasks, most recently seen first. */
+  tasks(tenant: string, q: TaskQuery): TaskRollup[] {
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    if (q.key !== undefined) {
+      where.push("EXISTS (SELECT 1 FROM tl_calls c WHERE c.key = ? AND c.task_id = t.task_id)");
+      args.push(q.key);
+    }
+    if (q.since !== undefined) {
+      where.push("t.last_seen >= ?");
+      args.push(q.since);
+    }
+    if (q.until !== undefined) {
+      where.push("t.first_seen <= ?");
+      args.push(q.until);
+    }
+    const rows = this.#sql.exec(`SELECT * FROM tl_tasks t ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY t.last_seen DESC, t.task_id LIMIT ?`, ...args, q.limit).toArray() as TaskRow[];
+    return rows.map((r) => this.#rollup(tenant, r, q.onlyKey ? q.key : undefined));
+  }
+
+  /** One task with its calls (oldest first); only `key`'s calls and figures when given. Undefined: unknown task (or none of its calls are the key's). */
+  task(tenant: string, taskId: string, key?: string): { task: TaskRollup; calls: CallRecord[] } | undefined {
+    const row = this.#sql.exec("SELECT * FROM tl_tasks WHERE task_id = ?", taskId).toArray()[0] as TaskRow | undefined;
+    if (!row) return undefined;
+    const calls = this.#calls(taskId, key);
+    if (key !== undefined && calls.length === 0) return undefined;
+    return { task: this.#rollup(tenant, row, key, calls), calls: calls.map(publicCall) };
+  }
+
+  /** Attaches a verifier's outcome (replacing an earlier one); false when the task is unknown. */
+  setOutcome(taskId: string, outcome: TaskOutcome): boolean {
+    return this.#sql.exec("UPDATE tl_tasks SET outcome = ? WHERE task_id = ? RETURNING task_id", JSON.stringify(outcome), taskId).toArray().length > 0;
+  }
+
+  /** Audit events, newest first. */
+  audit(q: AuditQuery): AuditEvent[] {
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    if (q.type !== undefined) {
+      where.push("type = ?");
+      args.push(q.type);
+    }
+    if (q.taskId !== undefined) {
+      where.push("task_id = ?");
+      args.push(q.taskId);
+    }
+    const rows = this.#sql.exec(`SELECT body FROM tl_audit ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq DESC LIMIT ?`, ...args, q.limit).toArray();
+    return rows.map((r) => JSON.parse(String(r.body)) as AuditEvent);
+  }
+
+  retentionMs(): number {
+    const row = this.#sql.exec("SELECT value FROM tl_settings WHERE name = 'retention_ms'").toArray()[0];
+    return row ? Number(row.value) : DEFAULT_RETENTION_MS;
+  }
+
+  /**
+   * One retention batch: calls, audit events and tasks older than the retention go, at most
+   * {@link RETENTION_BATCH} of each. A task goes once it has not been seen within the retention.
+   * `more`: a table still has older rows (run again at once).
+   */
+  retain(now: number): { more: boolean } {
+    const cutoff = now - this.retentionMs();
+    let more = false;
+    for (const [table, column] of [["tl_calls", "at"], ["tl_audit", "at"], ["tl_tasks", "last_seen"]] as const) {
+      const removed = this.#sql.exec(`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${column} < ? LIMIT ?) RETURNING 1`, cutoff, RETENTION_BATCH).toArray().length;
+      if (removed === RETENTION_BATCH) more = true;
+    }
+    return { more };
+  }
+
+  /** When retention next has work (the oldest row's expiry), or undefined when the store is empty. */
+  nextRetention(): number | undefined {
+    const row = this.#sql.exec("SELECT MIN(m) AS m FROM (SELECT MIN(at) AS m FROM tl_calls UNION ALL SELECT MIN(at) FROM tl_audit UNION ALL SELECT MIN(last_seen) FROM tl_tasks)").toArray()[0];
+    const oldest = row?.m;
+    return typeof oldest === "number" ? oldest + this.retentionMs() + 1 : undefined;
+  }
+
+  #calls(taskId: string, key?: string): LedgerCall[] {
+    const rows = key === undefined ? this.#sql.exec("SELECT body FROM tl_calls WHERE task_id = ? ORDER BY at, call_id", taskId).toArray() : this.#sql.exec("SELECT body FROM tl_calls WHERE task_id = ? AND key = ? ORDER BY at, call_id", taskId, key).toArray();
+    return rows.map((r) => JSON.parse(String(r.body)) as LedgerCall);
+  }
+
+  #rollup(tenant: string, row: TaskRow, key: string | undefined, calls: readonly LedgerCall[] = this.#calls(row.task_id, key)): TaskRollup {
+    // A key's own view names only the children it made calls in.
+    const children = (
+      key === undefined
+        ? this.#sql.exec("SELECT task_id FROM tl_tasks WHERE parent_task_id = ? ORDER BY first_seen, task_id", row.task_id)
+        : this.#sql.exec("SELECT t.task_id FROM tl_tasks t WHERE t.parent_task_id = ? AND EXISTS (SELECT 1 FROM tl_calls c WHERE c.key = ? AND c.task_id = t.task_id) ORDER BY t.first_seen, t.task_id", row.task_id, key)
+    )
+      .toArray()
+      .map((r) => String(r.task_id));
+    // A key's own view counts only the approvals of its own calls.
+    const ids = new Set(calls.map((c) => c.callId));
+    const events = (this.#sql.exec("SELECT body FROM tl_audit WHERE task_id = ? AND type LIKE 'approval.%'", row.task_id).toArray().map((r) => JSON.parse(String(r.body))) as AuditEvent[]).filter(
+      (e) => key === undefined || e.subject === key || (e.callId !== undefined && ids.has(e.callId)),
+    );
+    const head: TaskHead = {
+      taskId: row.task_id,
+      tenant,
+      parentTaskId: row.parent_task_id ?? undefined,
+      children,
+      firstSeen: row.first_seen,
+      lastSeen: row.last_seen,
+      outcome: row.outcome === null ? undefined : (JSON.parse(row.outcome) as TaskOutcome),
+    };
+    return rollupTask(head, calls, events);
+  }
+}
+
+/** A stored call in the admin API's shape (without the figures only rollups read). */
+export function publicCall(c: LedgerCall): CallRecord {
+  return {
+    callId: c.callId,
+    at: c.at,
+    endedAt: c.endedAt,
+    kind: c.kind,
+    key: c.key,
+    ...(c.sessionId !== undefined ? { sessionId: c.sessionId } : {}),
+    ...(c.turnId !== undefined ? { turnId: c.turnId } : {}),
+    target: c.target,
+    outcome: c.outcome,
+    ...(c.errorCode !== undefined ? { errorCode: c.errorCode } : {}),
+    costMicros: c.costMicros,
+    attempts: c.attempts,
+  };
+}

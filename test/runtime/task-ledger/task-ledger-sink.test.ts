@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import type { TaskLedgerBatch } from "../../../src/task-ledger/task-ledger-store.ts";
+import { taskLedgerSink } from "../../../src/task-ledger/task-ledger-client.ts";
+import { attempt, modelRecord } from "./task-fixtures.ts";
+
+describe("the call ledger's sink", () => {
+  it("batches a tenant's records off the request path and writes each audit event as a log line", async () => {
+    const writes: { tenant: string; batch: TaskLedgerBatch }[] = [];
+    const lines: string[] = [];
+    const waits: Promise<unknown>[] = [];
+    const sink = taskLedgerSink({ ledgerOf: (tenant) => ({ write: async (batch) => void writes.push({ tenant, batch }) }), retentionMs: 1_000, line: (l) => lines.push(l), log: () => {}, batchMs: 5 });
+    for (const id of ["r1", "r2"]) sink.finished(modelRecord({ requestId: id }), [attempt({ id: `a_${id}`, requestId: id })], (p) => waits.push(p));
+    // Nothing is written while the requests are being answered.
+    expect(writes).toEqual([]);
+    expect(lines.map((l) => JSON.parse(l))).toMatchObject([{ kind: "audit", type: "model.completed", requestId: "r1" }, { kind: "audit", type: "model.completed", requestId: "r2" }]);
+    await Promise.all(waits);
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toMatchObject({ tenant: "demo", batch: { retentionMs: 1_000, calls: [{ callId: "r1" }, { callId: "r2" }] } });
+    expect(writes[0]!.batch.events).toHaveLength(2);
+  });
+
+  it("logs a failed write and never throws it at the request", async () => {
+    const logged: Record<string, unknown>[] = [];
+    const waits: Promise<unknown>[] = [];
+    const sink = taskLedgerSink({ ledgerOf: () => ({ write: () => Promise.reject(new Error("ledger down")) }), retentionMs: 1_000, log: (e) => logged.push(e), batchMs: 1 });
+    expect(() => sink.finished(modelRecord({ requestId: "r3" }), [], (p) => waits.push(p))).not.toThrow();
+    await expect(Promise.all(waits)).resolves.toBeDefined();
+    expect(logged).toMatchObject([{ kind: "task_ledger_write_failed", tenant: "demo", calls: 1, error: "Error: ledger down" }]);
+  });
+
+  it("writes nothing for a request that reached no tenant", async () => {
+    const waits: Promise<unknown>[] = [];
+    let wrote = false;
+    const sink = taskLedgerSink({ ledgerOf: () => ({ write: async () => void (wrote = true) }), retentionMs: 1_000, log: () => {}, batchMs: 1 });
+    sink.finished(modelRecord({ requestId: "r4", tenant: undefined, key: undefined }), [], (p) => waits.push(p));
+    await Promise.all(waits);
+    expect(waits).toEqual([]);
+    expect(wrote).toBe(false);
+  });
+});
