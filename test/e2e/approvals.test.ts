@@ -272,6 +272,51 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
     await client.close();
   });
 
+  it("a task's rollup counts its approval and the time it waited, and still equals the sums of its calls", async () => {
+    const TASK = `approval-rollup-${Date.now()}`;
+    const task = { "x-sluice-task-id": TASK, "x-sluice-session-id": "s-1", "x-sluice-turn-id": "t-1" };
+    // A model call of the task, then the risky tool call: asked, approved, called again.
+    const model = await fetch(`${gateway.publicUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json", ...task },
+      body: JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content: "plan the deploy" }] }),
+    });
+    expect(model.status).toBe(200);
+    await model.text();
+    const client = new LegacyClient({ name: "approvals-e2e-task", version: "1.0.0" }, { capabilities: { elicitation: { url: {} } } });
+    await client.connect(new LegacyTransport(new URL(`${gateway.publicUrl}/mcp/ops`), { requestInit: { headers: { authorization: `Bearer ${DEMO_KEY}`, ...task, "x-sluice-turn-id": "t-2" } } }));
+    const args = { env: "rollup" };
+    const asked = await needsApproval(client.callTool({ name: "deploy", arguments: args }));
+    await decide(asked.elicitationId, "approve");
+    expect(await client.callTool({ name: "deploy", arguments: args })).toMatchObject({ content: [{ text: `ran deploy ${JSON.stringify(args)}` }] });
+    expect(tools.executions("deploy", args)).toBe(1);
+    await client.close();
+    // The ledger is written off the request path: poll until the approval's decision is in it.
+    type Rollup = { calls: number; attempts: number; costMicros: number; turns: number; approvals: { requested: number; granted: number; waitedMs: number } };
+    type Drill = { task: Rollup; calls: { costMicros: number; kind: string; attempts: unknown[] }[] };
+    let drill: Drill | undefined;
+    for (const end = Date.now() + 15_000; ; await new Promise((r) => setTimeout(r, 100))) {
+      const res = await fetch(`${gateway.adminUrl}/admin/tasks/${TASK}?tenant=demo`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+      if (res.status === 200) {
+        drill = (await res.json()) as Drill;
+        if (drill.task.approvals.granted === 1 && drill.calls.some((c) => c.kind === "model")) break;
+      } else await res.body?.cancel();
+      if (Date.now() > end) throw new Error(`the task's approval never reached its rollup: ${JSON.stringify(drill)}`);
+    }
+    const t = drill!.task;
+    expect(t.approvals).toMatchObject({ requested: 1, granted: 1 });
+    expect(t.approvals.waitedMs).toBeGreaterThan(0);
+    expect(t.turns).toBe(2);
+    expect(t.calls).toBe(drill!.calls.length);
+    expect(t.attempts).toBe(drill!.calls.reduce((n, c) => n + c.attempts.length, 0));
+    expect(t.costMicros).toBe(drill!.calls.reduce((n, c) => n + c.costMicros, 0));
+    // The audit trail has the request, the grant and the execution of the task's call, in one schema.
+    const audit = (await (await fetch(`${gateway.adminUrl}/admin/audit?tenant=demo&taskId=${TASK}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { events: { type: string; approvalId?: string }[] };
+    const types = audit.events.map((e) => e.type);
+    for (const type of ["approval.requested", "approval.granted", "tool.executed", "model.completed"]) expect(types, type).toContain(type);
+    expect(audit.events.find((e) => e.type === "approval.granted")?.approvalId).toBe(asked.elicitationId);
+  });
+
   it("the status page of an unknown approval is a 404 page", async () => {
     expect((await statusPage(`${gateway.publicUrl}/approvals/ap_ZGVtbw_00000000000000000000000000000000`)).status).toBe(404);
     expect((await statusPage(`${gateway.publicUrl}/approvals/not-an-id`)).status).toBe(404);
