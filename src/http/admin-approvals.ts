@@ -6,7 +6,7 @@ import type { AuditEventType } from "../audit/audit-event.ts";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
-import { readBodyText } from "./limits.ts";
+import { readAdminJson } from "./admin-json.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; actor?: string } };
 
@@ -47,22 +47,14 @@ export function registerApprovalRoutes(app: Hono<AdminEnv>, deskFor: (env: Env, 
   app.post("/approvals/:id/:action{approve|deny|revoke}", async (c) => {
     const action = c.req.param("action") as ApproverAction;
     const tenant = tenantOf(c.req.url);
-    const text = await readBodyText(c.req.raw, { maxBodyBytes: 8 * 1024, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      throw new GatewayError("invalid_json", "The body is not valid JSON.");
-    }
-    const parsed = decisionSchema.safeParse(body);
-    if (!parsed.success) throw new GatewayError("invalid_request", "The body is { reason: string } (1–1024 characters).", { param: "reason" });
+    const { reason } = await readAdminJson(c.req.raw, decisionSchema, 8 * 1024);
     const actor = c.get("actor") ?? "admin";
-    const out = await deskFor(c.env, tenant).decide(c.req.param("id"), action, actor, parsed.data.reason);
+    const out = await deskFor(c.env, tenant).decide(c.req.param("id"), action, actor, reason);
     if (!out.ok) {
       if (!out.approval) throw new GatewayError("not_found", `No approval '${echo(c.req.param("id"))}' in this tenant.`);
       throw new GatewayError("invalid_request", `Cannot ${action}: ${out.why}.`, { details: [{ approval: shown(out.approval) }] });
     }
-    const event = auditEvent(EVENT_OF[action], out.approval, undefined, out.approval.decidedAt ?? Date.now(), { actor, reason: parsed.data.reason });
+    const event = auditEvent(EVENT_OF[action], out.approval, undefined, out.approval.decidedAt ?? Date.now(), { actor, reason });
     // One audit trail: the decision goes to the tenant's call ledger beside the request-path events
     // (so a task's rollup counts the time its approvals waited), and out as an audit line.
     const rt = c.get("runtime");

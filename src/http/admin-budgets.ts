@@ -7,7 +7,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import { stripeObjectName, sumTallies, type BudgetLedgerRpc } from "../ledger/ledger-client.ts";
 import { MAX_LEDGER_KEY_LENGTH, type AttemptRecord } from "../ledger/ledger.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
-import { readBodyText } from "./limits.ts";
+import { readAdminJson } from "./admin-json.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 
@@ -34,22 +34,6 @@ const resolveSchema = z.strictObject({
 });
 const limitsSchema = z.strictObject({ scope: z.string().min(1).max(256), limits: scopeLimitsSchema.nullable(), actor, note });
 
-async function readJson<T>(request: Request, schema: z.ZodType<T>): Promise<T> {
-  const text = await readBodyText(request, { maxBodyBytes: 16 * 1024, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new GatewayError("invalid_json", "The body is not valid JSON.");
-  }
-  const parsed = schema.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const path = echo(issue.path.join("."));
-    throw new GatewayError("invalid_request", `${path === "" ? "body" : `'${path}'`}: ${issue.message}`, { param: path === "" ? undefined : path });
-  }
-  return parsed.data;
-}
 
 /** The ledger objects of a tenant: stripe 0 is named after the root, stripe i after `root#i`. */
 function tenantObjects(policy: BudgetPolicy, tenantId: string): { root: string; names: string[] } {
@@ -216,7 +200,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
   app.post("/budgets/:tenant/reconciliations/:attemptId/resolve", async (c) => {
     const { names } = tenantObjects(c.var.runtime.publication.budgets, c.req.param("tenant"));
     const id = c.req.param("attemptId");
-    const body = await readJson(c.req.raw, resolveSchema);
+    const body = await readAdminJson(c.req.raw, resolveSchema);
     const found = await findAttempt(c.env, names, id);
     if (!found) throw notFound(id);
     const result = await objectFor(c.env, found.object).resolve(id, { micros: body.cost, tokens: body.tokens }, { actor: body.actor, ...(body.note ? { note: body.note } : {}) });
@@ -227,7 +211,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
   app.post("/budgets/:tenant/top-ups", async (c) => {
     const rt = c.var.runtime;
     const { root } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
-    const b = await readJson(c.req.raw, topUpSchema);
+    const b = await readAdminJson(c.req.raw, topUpSchema);
     checkCurrency(rt.publication.budgets, b.currency, "currency", false);
     return c.json(await rt.ledger.topUp(root, b.scope, { currency: b.currency, micros: b.amount }, { opId: b.opId, actor: b.actor, ...(b.note ? { note: b.note } : {}) }));
   });
@@ -235,7 +219,7 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
   app.put("/budgets/:tenant/limits", async (c) => {
     const rt = c.var.runtime;
     const { root } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
-    const b = await readJson(c.req.raw, limitsSchema);
+    const b = await readAdminJson(c.req.raw, limitsSchema);
     if (b.limits?.money) checkCurrency(rt.publication.budgets, b.limits.money.currency, "limits.money.currency", true);
     if (b.limits?.balance) checkCurrency(rt.publication.budgets, b.limits.balance.currency, "limits.balance.currency", true);
     await rt.ledger.setLimits(root, b.scope, b.limits === null ? null : ledgerLimits(b.limits), { actor: b.actor, ...(b.note ? { note: b.note } : {}) });

@@ -6,7 +6,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { TaskLedgerRpc } from "../task-ledger/task-ledger-client.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { bearerOf, tokenMatches } from "./bearer-token.ts";
-import { readBodyText } from "./limits.ts";
+import { readAdminJson } from "./admin-json.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 
@@ -100,7 +100,7 @@ export function registerTaskRoutes(app: Hono<AdminEnv>, ledgerOf: (env: Env, ten
     if (presented === undefined || !(await tokenMatches(presented, rt.verifierToken))) throw new GatewayError("admin_unauthorized", "A valid verifier bearer token is required to attach an outcome.");
     const tenant = idParam(c.req.query("tenant"), "tenant");
     const taskId = idParam(c.req.param("taskId"), "taskId");
-    const body = await readOutcome(c.req.raw);
+    const body = await readAdminJson(c.req.raw, outcomeSchema);
     const outcome = { status: body.status, evidence: body.evidence, at: rt.clock.now(), verifier: "verifier" };
     if (!(await ledgerOf(c.env, tenant).setOutcome(taskId, outcome))) throw new GatewayError("not_found", `Tenant '${echo(tenant)}' has no task '${echo(taskId)}'.`);
     return c.json({ taskId, outcome });
@@ -115,19 +115,3 @@ export function registerTaskRoutes(app: Hono<AdminEnv>, ledgerOf: (env: Env, ten
   });
 }
 
-async function readOutcome(request: Request): Promise<z.infer<typeof outcomeSchema>> {
-  const text = await readBodyText(request, { maxBodyBytes: 16 * 1024, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new GatewayError("invalid_json", "The body is not valid JSON.");
-  }
-  const parsed = outcomeSchema.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const path = echo(issue.path.join("."));
-    throw new GatewayError("invalid_request", `${path === "" ? "body" : `'${path}'`}: ${issue.message}`, { param: path === "" ? undefined : path });
-  }
-  return parsed.data;
-}
