@@ -251,6 +251,11 @@ export const gatewayConfigSchema = z.strictObject({
       retentionDays: z.number().int().min(1).max(3650).default(30),
       /** Name of the secret that holds the verifier's bearer token (it alone may attach a task's outcome); none: outcomes are refused. */
       verifierTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+      /**
+       * Trusted headers that name the workload behind a call (its agent instance, its end user):
+       * recorded beside the call as metadata, never identity. Each must be in security.trustedHeaders.
+       */
+      workload: z.strictObject({ agentHeader: headerName.optional(), endUserHeader: headerName.optional() }).prefault({}),
       /** Name of the secret holding the approvers' bearer token: it may list, approve, deny and revoke approvals on the admin listener. */
       approverTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
       /** Human approval of tool calls a policy rule marks `approval: required`; without it such calls are refused. */

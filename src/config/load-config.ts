@@ -121,6 +121,10 @@ export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig)
   const models = new Map(pub.models.map((m) => [m.id, m]));
   const entrypointNames = new Set(pub.entrypoints.map((e) => e.name));
   const trusted = new Set(gateway.security.trustedHeaders);
+  // The workload is trusted metadata: only a header a trusted hop sets may carry it.
+  for (const [field, header] of Object.entries(gateway.governance.workload)) {
+    if (header !== undefined && !trusted.has(header)) issues.push({ file: CONFIG_FILES.gateway, path: `governance.workload.${field}`, message: `header "${header}" is not in gateway.yaml security.trustedHeaders` });
+  }
 
   for (const d of duplicates(pub.tenants.map((t) => t.id))) issues.push({ file, path: "tenants", message: `duplicate tenant id "${d}"` });
   for (const d of duplicates(pub.entrypoints.map((e) => e.name))) issues.push({ file, path: "entrypoints", message: `duplicate entrypoint "${d}"` });

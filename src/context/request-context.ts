@@ -1,4 +1,5 @@
 import type { Attribution } from "../attribution/attribution.ts";
+import type { Workload } from "../attribution/workload.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
@@ -74,6 +75,8 @@ export interface RequestRecord {
   mcp: McpRecord | undefined;
   /** The caller's task, session, turn and parent task, as sent (src/attribution/); undefined: unattributed. */
   attribution: Attribution | undefined;
+  /** The agent instance and end user behind the call, from trusted headers (metadata, never identity). */
+  workload: Workload | undefined;
   /** Audit events the request caused beyond what its record says (approvals), in order (src/audit/). */
   events: AuditEvent[];
   /**
@@ -316,6 +319,7 @@ export class RequestContext {
       content: undefined,
       mcp: undefined,
       attribution: undefined,
+      workload: undefined,
       events: [],
     };
     if (init.parent) {

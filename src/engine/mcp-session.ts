@@ -1,4 +1,5 @@
 import { readAttribution } from "../attribution/attribution.ts";
+import type { Workload } from "../attribution/workload.ts";
 import { admitRequest } from "../admit/admit-phase.ts";
 import { authenticateMcp } from "../auth/mcp-credentials.ts";
 import { RequestContext } from "../context/request-context.ts";
@@ -44,6 +45,8 @@ export interface McpIngress {
   readonly send: (message: Readonly<Record<string, unknown>>) => void;
   /** Turns the answer into a stream before any message (a stream that carries only what comes later). */
   readonly open: () => void;
+  /** The workload behind the call, from the trusted headers configured for it. */
+  readonly workload?: Workload | undefined;
   /** `GET`: a stateful-era client's stream of what its servers send outside its requests. */
   readonly httpMethod: "POST" | "GET";
   /** The origin the request came in on (an approval's status page is named under it unless configured). */
@@ -118,6 +121,7 @@ export class McpSession {
     });
     this.#ctx.record.publicationRevision = deps.publication.revision;
     this.#ctx.record.entrypoint = ingress.server === undefined ? "mcp" : `mcp/${ingress.server}`;
+    this.#ctx.record.workload = ingress.workload;
   }
 
   /** A client disconnect, the deadline or a drain: releases everything there and then. */

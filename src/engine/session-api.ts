@@ -1,4 +1,5 @@
 import type { Attribution } from "../attribution/attribution.ts";
+import type { Workload } from "../attribution/workload.ts";
 import type { CallBudget } from "../call-budget/attempt-budget-client.ts";
 import type { AbortReason } from "../context/request-context.ts";
 import type { TraceParent } from "../context/trace-context.ts";
@@ -28,6 +29,8 @@ export interface Ingress {
   readonly traceParent?: TraceParent | undefined;
   /** The caller's task, session and turn ids, as its transport carried them (or why they were refused). */
   readonly attribution?: Attribution | { readonly error: GatewayError } | undefined;
+  /** The workload behind the call, from the trusted headers configured for it. */
+  readonly workload?: Workload | undefined;
   /** The caller's per-request task cap (`x-sluice-task-budget`), as sent. */
   readonly taskBudget?: string | undefined;
 }

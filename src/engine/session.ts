@@ -94,6 +94,7 @@ export class RequestSession implements Session {
       if (this.#inherited) {
         request = { ...this.#inherited.sub.request, model: this.#inherited.sub.model, stream: false, streamUsage: false };
         ctx.record.attribution = this.#inherited.parent.record.attribution;
+        ctx.record.workload = this.#inherited.parent.record.workload;
       } else {
         const ingress = this.#ingress!;
         const codec = this.#deps.codecs.get(ingress.protocol);
@@ -108,6 +109,7 @@ export class RequestSession implements Session {
         const attribution = ingress.attribution;
         if (attribution && "error" in attribution) throw attribution.error;
         ctx.record.attribution = attribution;
+        ctx.record.workload = ingress.workload;
       }
       ctx.record.stream = request.stream;
       ctx.enter("authorize");

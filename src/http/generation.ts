@@ -1,4 +1,5 @@
 import { attributionOf } from "../attribution/attribution.ts";
+import { workloadOf } from "../attribution/workload.ts";
 import { TASK_BUDGET_HEADER } from "../reserve/task-scope.ts";
 import { parseCallBudget } from "../call-budget/attempt-budget-client.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
@@ -87,6 +88,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     trustedHeaders: trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders),
     call: parseCallBudget(request.headers, input.receivedAt),
     attribution: attributionOf(request.headers),
+    workload: workloadOf(request.headers, rt.config.gateway.governance.workload),
     taskBudget: request.headers.get(TASK_BUDGET_HEADER) ?? undefined,
     waitUntil: input.waitUntil,
     // Parsed always; the engine continues it only when policy trusts it, and links it otherwise.

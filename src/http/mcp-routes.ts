@@ -4,6 +4,7 @@ import { parseTraceparent } from "../context/trace-context.ts";
 import { checkStatelessFraming } from "../mcp/stateless-request.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { presentedKey } from "./generation.ts";
+import { workloadOf } from "../attribution/workload.ts";
 import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
 import { errorResponse } from "./error-response.ts";
 import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
@@ -62,6 +63,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       send,
       open: () => void open(),
       httpMethod: request.method === "GET" ? "GET" : "POST",
+      workload: workloadOf(request.headers, rt.config.gateway.governance.workload),
       origin: new URL(request.url).origin,
     });
     if (!session) {

@@ -49,6 +49,7 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           // (rule, revision, reason) and whether the tool reported failure.
           mcp: r.mcp,
           attribution: r.attribution,
+          workload: r.workload,
           attempts: sent.map((a) => ({
             attemptId: a.id,
             spanId: a.spanId,

@@ -1,6 +1,7 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
 import type { RequestRecord } from "../context/request-context.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
+import type { Workload } from "../attribution/workload.ts";
 
 /** Whether an attempt's bill is known, held for reconciliation, or none applies (nothing was done). */
 export type UsageStatus = "known" | "unknown" | "none";
@@ -24,6 +25,8 @@ export interface CallRecord {
   readonly key: string;
   readonly sessionId?: string | undefined;
   readonly turnId?: string | undefined;
+  /** The agent instance and end user behind the call (trusted metadata), when the gateway is told. */
+  readonly workload?: Workload | undefined;
   /** The logical model, or `server/tool` (an MCP method other than a tool call: `server/method`). */
   readonly target: string;
   readonly outcome: "success" | "error" | "cancelled";
@@ -71,6 +74,7 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
     key: r.key ?? "",
     sessionId: r.attribution?.sessionId,
     turnId: r.attribution?.turnId,
+    ...(r.workload ? { workload: r.workload } : {}),
     outcome: r.outcome ?? "error",
     errorCode: r.errorCode,
     tenant: r.tenant,

@@ -221,6 +221,7 @@ export function publicCall(c: LedgerCall): CallRecord {
     key: c.key,
     ...(c.sessionId !== undefined ? { sessionId: c.sessionId } : {}),
     ...(c.turnId !== undefined ? { turnId: c.turnId } : {}),
+    ...(c.workload !== undefined ? { workload: c.workload } : {}),
     target: c.target,
     outcome: c.outcome,
     ...(c.errorCode !== undefined ? { errorCode: c.errorCode } : {}),

@@ -51,7 +51,8 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
     const g = bundledConfig("gateway");
     g.security.egress = { allow: ["127.0.0.1"] };
     g.mcp = { servers: [{ name: "ops", url: tools.url, era: "stateless" }], sessions: { secrets: ["MCP_SESSION_SECRET"] } };
-    g.governance = { approverTokenSecret: "APPROVER_TOKEN", approvals: { ttlMs: TTL_MS, stateSecret: "APPROVAL_STATE_SECRET" } };
+    g.governance = { approverTokenSecret: "APPROVER_TOKEN", approvals: { ttlMs: TTL_MS, stateSecret: "APPROVAL_STATE_SECRET" }, workload: { agentHeader: "x-agent-id" } };
+    g.security.trustedHeaders = [...(g.security.trustedHeaders ?? []), "x-agent-id"];
     const p = bundledConfig("publication");
     const demo = p.tenants.find((t: any) => t.id === "demo");
     demo.apiKeys.push({ id: "approvals-budget", sha256: sha(BUDGET_KEY), entrypoints: ["*"], limits: { money: { limit: PRICE, currency: "USD", period: "1d" } } });
@@ -274,7 +275,7 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
 
   it("a task's rollup counts its approval and the time it waited, and still equals the sums of its calls", async () => {
     const TASK = `approval-rollup-${Date.now()}`;
-    const task = { "x-sluice-task-id": TASK, "x-sluice-session-id": "s-1", "x-sluice-turn-id": "t-1" };
+    const task = { "x-sluice-task-id": TASK, "x-sluice-session-id": "s-1", "x-sluice-turn-id": "t-1", "x-agent-id": "planner-1" };
     // A model call of the task, then the risky tool call: asked, approved, called again.
     const model = await fetch(`${gateway.publicUrl}/v1/chat/completions`, {
       method: "POST",
@@ -293,7 +294,7 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
     await client.close();
     // The ledger is written off the request path: poll until the approval's decision is in it.
     type Rollup = { calls: number; attempts: number; costMicros: number; turns: number; approvals: { requested: number; granted: number; waitedMs: number } };
-    type Drill = { task: Rollup; calls: { costMicros: number; kind: string; attempts: unknown[] }[] };
+    type Drill = { task: Rollup; calls: { costMicros: number; kind: string; attempts: unknown[]; workload?: { agent?: string } }[] };
     let drill: Drill | undefined;
     for (const end = Date.now() + 15_000; ; await new Promise((r) => setTimeout(r, 100))) {
       const res = await fetch(`${gateway.adminUrl}/admin/tasks/${TASK}?tenant=demo`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
@@ -307,6 +308,8 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
     expect(t.approvals).toMatchObject({ requested: 1, granted: 1 });
     expect(t.approvals.waitedMs).toBeGreaterThan(0);
     expect(t.turns).toBe(2);
+    // The workload (a trusted header) is recorded beside every call, as metadata.
+    for (const c of drill!.calls) expect(c.workload, c.kind).toEqual({ agent: "planner-1" });
     expect(t.calls).toBe(drill!.calls.length);
     expect(t.attempts).toBe(drill!.calls.reduce((n, c) => n + c.attempts.length, 0));
     expect(t.costMicros).toBe(drill!.calls.reduce((n, c) => n + c.costMicros, 0));

@@ -29,6 +29,7 @@ export function requestRecord(over: Partial<RequestRecord> = {}, client?: TraceP
     errorCode: undefined,
     attempts: ["att_1"],
     attribution: undefined,
+    workload: undefined,
     events: [],
     protocol: "openai-chat",
     publicationRevision: "demo-1",
