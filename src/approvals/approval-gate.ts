@@ -57,6 +57,8 @@ export interface GatedCall {
   readonly toolDefinition: () => Promise<unknown>;
   /** The origin the request came in on (for the status page's URL). */
   readonly origin?: string | undefined;
+  /** The client capabilities the call declared (a 2026-07-28 client's, per request). */
+  readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** What happens next: answer now (a pending approval), or run the call through `execute`. */
@@ -125,6 +127,13 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
     }
   }
   if (!approval) {
+    // A 2026-07-28 client is sent to the approval's page by URL elicitation: one that did not
+    // declare it could not follow, so it is told what it lacks before an approval is opened.
+    if (call.era === "stateless" && !declaresUrlElicitation(call.clientCapabilities)) {
+      throw new GatewayError("mcp_missing_capability", "This tool call needs a human approval, which the gateway asks for by URL elicitation: declare the elicitation capability with url mode.", {
+        details: [{ requiredCapabilities: { elicitation: { url: {} } } }],
+      });
+    }
     const id = approvalId(call.principal.tenantId);
     const out = await desk.request(facts, { id, statusUrl: deps.statusUrl(id, call.origin), ttlMs: deps.ttlMs });
     if (out.expired) event("approval.expired", out.expired);
@@ -215,4 +224,10 @@ export function auditEvent(type: AuditEventType, a: Approval, ctx: Pick<RequestC
     approvalId: a.id,
     ...extra,
   };
+}
+
+/** Whether declared client capabilities include URL-mode elicitation. */
+function declaresUrlElicitation(caps: Readonly<Record<string, unknown>> | undefined): boolean {
+  const e = caps?.elicitation;
+  return typeof e === "object" && e !== null && typeof (e as Record<string, unknown>).url === "object" && (e as Record<string, unknown>).url !== null;
 }

@@ -440,7 +440,7 @@ export class McpSession {
           const listed = await this.#list(routed.server, client, false);
           return listed.ok ? listed.tools.find((t) => t.name === routed.name) : undefined;
         };
-        const gate = await gateToolCall(this.#mcp.approvals, ctx, { principal, era: client.era, decision: routed.decision, server: routed.server, tool: routed.name, args, params, toolDefinition, origin: this.#ingress.origin });
+        const gate = await gateToolCall(this.#mcp.approvals, ctx, { principal, era: client.era, decision: routed.decision, server: routed.server, tool: routed.name, args, params, toolDefinition, origin: this.#ingress.origin, clientCapabilities: client.capabilities });
         if (gate.kind === "answer") return gate.result;
         ctx.enter("reserve");
         const charge = await reserveToolCall(this.#deps.reserve, this.#deps.publication, this.#mcp.prices, ctx, principal, routed);

@@ -73,15 +73,22 @@ describe("gateToolCall", () => {
     expect(JSON.stringify(ctx.record.events)).not.toContain("/tmp/x");
   });
 
+  it("2026 era: a client that did not declare URL elicitation is told so, and no approval is opened for it", async () => {
+    const { desk, deps, context, call } = await setup();
+    await expect(gateToolCall(deps, context(), call({ era: "stateless", clientCapabilities: { elicitation: { form: {} } } }))).rejects.toMatchObject({ code: "mcp_missing_capability" });
+    expect(await desk.list()).toEqual([]);
+  });
+
   it("2026 era: input_required, then the approved retry with its state runs once and records tool.executed", async () => {
     const { desk, deps, context, call } = await setup();
-    const first = await gateToolCall(deps, context(), call({ era: "stateless" }));
+    const urlCapable = { elicitation: { url: {} } };
+    const first = await gateToolCall(deps, context(), call({ era: "stateless", clientCapabilities: urlCapable }));
     if (first.kind !== "answer") throw new Error("expected an answer");
     expect(first.result).toMatchObject({ resultType: "input_required", inputRequests: { approval: { method: "elicitation/create", params: { mode: "url" } } } });
     const id = (first.result.inputRequests as { approval: { params: { elicitationId: string } } }).approval.params.elicitationId;
     await desk.decide(id, "approve", "alice", "ok");
     const ctx = context();
-    const retry = await gateToolCall(deps, ctx, call({ era: "stateless", params: { requestState: first.result.requestState } }));
+    const retry = await gateToolCall(deps, ctx, call({ era: "stateless", clientCapabilities: urlCapable, params: { requestState: first.result.requestState } }));
     if (retry.kind !== "execute") throw new Error("expected execution");
     let runs = 0;
     await retry.execute(async () => (runs++, { ok: true }));
