@@ -19,7 +19,7 @@ import { mergeToolLists, routeToolCall, type ListedTool, type ServerListing } fr
 import type { Principal } from "../publication/principal.ts";
 import { reserveToolCall, withTaskMeta } from "../reserve/tool-charge.ts";
 import type { EngineDeps } from "./engine-deps.ts";
-import type { McpDeps } from "./mcp-deps.ts";
+import type { McpDeps, McpServerHandle } from "./mcp-deps.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 import { mcpHealthId } from "../mcp/health-probe.ts";
 import type { HealthStatus } from "../traffic/health.ts";
@@ -157,7 +157,7 @@ export class McpSession {
         return { kind: "result", status: 202, body: undefined };
       }
       const server = this.#ingress.server;
-      if (server !== undefined && !this.#mcp.servers.has(server)) throw new GatewayError("not_found", `No MCP server is named ${JSON.stringify(server.slice(0, 64))}.`);
+      this.#knownServer(server);
       const client: ClientView = { era: "stateless", capabilities: req.clientCapabilities, sessionKey: `key:${principal.tenantId}/${principal.keyId}`, relaySession: undefined };
       const result = await this.#answer(req, principal, server, client);
       ctx.enter("respond");
@@ -191,7 +191,7 @@ export class McpSession {
     const who = `${principal.tenantId}/${principal.keyId}`;
     const now = this.#deps.clock.now();
     const server = this.#ingress.server;
-    if (server !== undefined && !this.#mcp.servers.has(server)) throw new GatewayError("not_found", `No MCP server is named ${JSON.stringify(server.slice(0, 64))}.`);
+    this.#knownServer(server);
     if (req.method === "initialize") {
       if (req.id === undefined) throw new GatewayError("mcp_invalid_message", "initialize is a request: it needs an id.");
       const protocolVersion = negotiateVersion(req.params.protocolVersion);
@@ -209,11 +209,8 @@ export class McpSession {
         },
       };
     }
-    const presented = this.#ingress.headers.get("mcp-session-id");
-    if (presented === null) throw new GatewayError("invalid_request", "Send the Mcp-Session-Id this gateway answered initialize with.");
-    const opened = await sessions.sealer.open(presented, who, now);
-    // Unknown, expired, tampered or another caller's: to this caller the session does not exist.
-    if (!opened.ok) throw new GatewayError("not_found", "The MCP session is unknown or has expired: initialize again.");
+    const client = await this.#sessionClient(principal, sessions);
+    const presented = client.relaySession;
     const version = legacyVersionOf(this.#ingress.headers);
     ctx.record.mcp = { ...ctx.record.mcp!, protocolVersion: version };
     if (req.id === undefined) {
@@ -223,11 +220,10 @@ export class McpSession {
       return { kind: "result", status: 202, body: undefined };
     }
     if (req.method === "server/discover") throw new GatewayError("mcp_method_not_found", "server/discover belongs to protocol revision 2026-07-28; this session speaks the 2025 era.");
-    const client: ClientView = { era: "stateful", capabilities: opened.state.clientCapabilities, sessionKey: `session:${presented}`, relaySession: presented };
     const unregister = this.#mcp.inFlight.register(presented, req.id, () => ctx.abort("client_disconnected"));
     let result: Record<string, unknown>;
     try {
-      result = await this.#answer({ id: req.id, method: req.method, params: req.params, protocolVersion: version, clientCapabilities: opened.state.clientCapabilities }, principal, server, client);
+      result = await this.#answer({ id: req.id, method: req.method, params: req.params, protocolVersion: version, clientCapabilities: client.capabilities }, principal, server, client);
     } finally {
       unregister();
     }
@@ -248,14 +244,11 @@ export class McpSession {
     const ctx = this.#ctx;
     ctx.record.route = "GET";
     ctx.record.mcp = { method: "GET", jsonrpcId: undefined, protocolVersion: undefined };
-    const presented = this.#ingress.headers.get("mcp-session-id");
     const sessions = this.#mcp.sessions;
-    if (!sessions || presented === null) throw new GatewayError("method_not_allowed", "This MCP endpoint takes GET only in a stateful-era session; revision 2026-07-28 subscribes with subscriptions/listen.");
-    const opened = await sessions.sealer.open(presented, `${principal.tenantId}/${principal.keyId}`, this.#deps.clock.now());
-    if (!opened.ok) throw new GatewayError("not_found", "The MCP session is unknown or has expired: initialize again.");
+    if (!sessions || this.#ingress.headers.get("mcp-session-id") === null) throw new GatewayError("method_not_allowed", "This MCP endpoint takes GET only in a stateful-era session; revision 2026-07-28 subscribes with subscriptions/listen.");
+    const client = await this.#sessionClient(principal, sessions);
     const server = this.#ingress.server;
-    if (server !== undefined && !this.#mcp.servers.has(server)) throw new GatewayError("not_found", `No MCP server is named ${JSON.stringify(server.slice(0, 64))}.`);
-    const client: ClientView = { era: "stateful", capabilities: opened.state.clientCapabilities, sessionKey: `session:${presented}`, relaySession: presented };
+    this.#knownServer(server);
     ctx.enter("decide");
     await this.#admit(principal, server ?? "*");
     ctx.enter("invoke");
@@ -283,17 +276,15 @@ export class McpSession {
         names.map(async (name) => {
           const upstream = this.#mcp.servers.get(name)!;
           if (!upstream.listen) return;
-          const capabilities = carriedCapabilities(client.era, upstream.era, client.capabilities);
           try {
             await upstream.listen(filterFor(name, filter, virtual), {
               signal: end.signal,
               keepAlive: ctx.waitUntil,
-              session: { key: `${client.sessionKey} ${JSON.stringify(capabilities)}`, capabilities },
+              ...this.#clientSide(client, upstream),
               onNotification: (n) => {
                 const out = relayedNotification(name, n, filter, virtual);
                 if (out) this.#ingress.send({ jsonrpc: "2.0", method: out.method, params: subscriptionId === undefined ? out.params : { ...out.params, _meta: { [SUBSCRIPTION_ID]: subscriptionId } } });
               },
-              ...(client.era === "stateful" && Object.keys(capabilities).length > 0 ? { onRequest: (r: UpstreamServerRequest) => this.#askClient(r, client) } : {}),
             });
           } catch (err) {
             // One server's subscription failing leaves the others': it is logged, not fatal.
@@ -317,15 +308,30 @@ export class McpSession {
     const ctx = this.#ctx;
     ctx.record.route = "response";
     ctx.record.mcp = { method: "response", jsonrpcId: response.id, protocolVersion: undefined };
-    const presented = this.#ingress.headers.get("mcp-session-id");
-    if (presented === null) throw new GatewayError("invalid_request", "Send the Mcp-Session-Id this gateway answered initialize with.");
-    const opened = await sessions.sealer.open(presented, `${principal.tenantId}/${principal.keyId}`, this.#deps.clock.now());
-    if (!opened.ok) throw new GatewayError("not_found", "The MCP session is unknown or has expired: initialize again.");
-    if (!this.#mcp.relays.answer(presented, response)) {
+    const { relaySession } = await this.#sessionClient(principal, sessions);
+    if (!this.#mcp.relays.answer(relaySession, response)) {
       throw new GatewayError("invalid_request", "No request of this session waits for that response: it ended, or it runs on another gateway instance.");
     }
     ctx.finish({ kind: "completed" });
     return { kind: "result", status: 202, body: undefined };
+  }
+
+  /**
+   * The stateful-era client behind the request's `Mcp-Session-Id`: a session this gateway sealed
+   * for this principal. Unknown, expired, tampered or another caller's: to this caller the session
+   * does not exist (404, and the client initializes again, as the specification prescribes).
+   */
+  async #sessionClient(principal: Principal, sessions: NonNullable<McpDeps["sessions"]>): Promise<ClientView & { readonly relaySession: string }> {
+    const presented = this.#ingress.headers.get("mcp-session-id");
+    if (presented === null) throw new GatewayError("invalid_request", "Send the Mcp-Session-Id this gateway answered initialize with.");
+    const opened = await sessions.sealer.open(presented, `${principal.tenantId}/${principal.keyId}`, this.#deps.clock.now());
+    if (!opened.ok) throw new GatewayError("not_found", "The MCP session is unknown or has expired: initialize again.");
+    return { era: "stateful", capabilities: opened.state.clientCapabilities, sessionKey: `session:${presented}`, relaySession: presented };
+  }
+
+  /** `/mcp/<server>` names a configured server, or the request is for nothing here. */
+  #knownServer(server: string | undefined): void {
+    if (server !== undefined && !this.#mcp.servers.has(server)) throw new GatewayError("not_found", `No MCP server is named ${JSON.stringify(server.slice(0, 64))}.`);
   }
 
   async #answer(req: StatelessRequest, principal: Principal, server: string | undefined, client: ClientView): Promise<Record<string, unknown>> {
@@ -567,14 +573,12 @@ export class McpSession {
   async #invoke(name: string, method: string, params: Readonly<Record<string, unknown>>, client: ClientView, evidence?: Pick<UpstreamRequestOptions, "onSent" | "onEvidence">): Promise<UpstreamAnswer> {
     const ctx = this.#ctx;
     const upstream = this.#mcp.servers.get(name)!;
-    const capabilities = carriedCapabilities(client.era, upstream.era, client.capabilities);
     const progressToken = isRecord(params._meta) ? params._meta.progressToken : undefined;
     const opts = {
       signal: ctx.signal,
       keepAlive: ctx.waitUntil,
-      session: { key: `${client.sessionKey} ${JSON.stringify(capabilities)}`, capabilities },
+      ...this.#clientSide(client, upstream),
       onNotification: (n: UpstreamNotification) => this.#relayNotification(n, progressToken),
-      ...(client.era === "stateful" && upstream.era === "stateful" && Object.keys(capabilities).length > 0 ? { onRequest: (r: UpstreamServerRequest) => this.#askClient(r, client) } : {}),
       ...evidence,
     };
     let answer = await upstream.request(method, params, opts);
@@ -593,6 +597,20 @@ export class McpSession {
       answer = await upstream.request(method, { ...params, inputResponses: responses, ...(needed.requestState !== undefined ? { requestState: needed.requestState } : {}) }, opts);
     }
     return answer;
+  }
+
+  /**
+   * The client's side of an upstream exchange, by the bridging matrix (src/mcp/bridging.ts): its
+   * own upstream session, declaring the capabilities the direction can carry, and — towards a
+   * stateful server, for a stateful-era client that declared any — the relay of what the server
+   * asks it (a 2026-07-28 server asks by `input_required`, never in a stream).
+   */
+  #clientSide(client: ClientView, upstream: McpServerHandle): Pick<UpstreamRequestOptions, "session" | "onRequest"> {
+    const capabilities = carriedCapabilities(client.era, upstream.era, client.capabilities);
+    return {
+      session: { key: `${client.sessionKey} ${JSON.stringify(capabilities)}`, capabilities },
+      ...(client.era === "stateful" && upstream.era === "stateful" && Object.keys(capabilities).length > 0 ? { onRequest: (r: UpstreamServerRequest) => this.#askClient(r, client) } : {}),
+    };
   }
 
   /** Progress of this request (by the caller's own token) and log messages reach the client; nothing else does. */
