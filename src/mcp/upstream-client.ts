@@ -89,6 +89,9 @@ const OWN_SESSION: UpstreamSessionKey = { key: "", capabilities: {} };
 const MAX_RESUMES = 3;
 const MAX_RESUME_WAIT_MS = 5_000;
 
+/** A GET stream that opened (its body), or the status of the answer that was not one. */
+type OpenedStream = { readonly body: ReadableStream<Uint8Array> } | { readonly status: number };
+
 
 /**
  * One upstream server. Requests are independent; a stateful server's session is opened on the
@@ -178,23 +181,32 @@ export class McpUpstream {
     if (this.#listening.has(session)) return undefined;
     this.#listening.add(session);
     const stop = new AbortController();
-    let res: Response | undefined;
-    try {
-      res = await this.#o.fetch(this.#o.url, { method: "GET", headers: { ...this.#o.headers, ...headers, accept: "text/event-stream" }, redirect: "manual", signal: stop.signal });
-    } catch {
-      res = undefined;
-    }
+    const opened = await this.#openGet(headers, stop.signal).catch(() => undefined);
     const release = () => {
       this.#listening.delete(session);
       stop.abort();
     };
-    if (!res || !res.ok || !/^text\/event-stream/i.test(res.headers.get("content-type") ?? "") || !res.body) {
-      await res?.body?.cancel().catch(() => undefined);
-      return release;
-    }
-    const reading = this.#readEvents(res.body, headers, { onRequest });
+    if (!opened || !("body" in opened)) return release;
+    const reading = this.#readEvents(opened.body, headers, { onRequest });
     keepAlive?.(reading);
     return release;
+  }
+
+  /**
+   * Opens a stateful session's GET stream (resuming after `lastEventId` when given): its body, or
+   * the status of an answer that is not an event stream (a server without one). A fetch that fails
+   * throws, for the caller to judge.
+   */
+  async #openGet(headers: Record<string, string>, signal: AbortSignal | undefined, lastEventId?: string): Promise<OpenedStream> {
+    const res = await this.#o.fetch(this.#o.url, {
+      method: "GET",
+      headers: { ...this.#o.headers, ...headers, accept: "text/event-stream", ...(lastEventId !== undefined ? { "last-event-id": lastEventId } : {}) },
+      redirect: "manual",
+      ...(signal ? { signal } : {}),
+    });
+    if (res.ok && res.body && /^text\/event-stream/i.test(res.headers.get("content-type") ?? "")) return { body: res.body };
+    await res.body?.cancel().catch(() => undefined);
+    return { status: res.status };
   }
 
   /**
@@ -267,12 +279,9 @@ export class McpUpstream {
     }
     this.#listening.add(session);
     try {
-      const res = await this.#o.fetch(this.#o.url, { method: "GET", headers: { ...this.#o.headers, ...headers, accept: "text/event-stream" }, redirect: "manual", signal: opts.signal });
-      if (!res.ok || !res.body || !/^text\/event-stream/i.test(res.headers.get("content-type") ?? "")) {
-        await res.body?.cancel().catch(() => undefined);
-        throw new GatewayError("upstream_error", `The MCP server offers no stream for its notifications (${res.status}).`);
-      }
-      await this.#readEvents(res.body, headers, opts);
+      const opened = await this.#openGet(headers, opts.signal);
+      if (!("body" in opened)) throw new GatewayError("upstream_error", `The MCP server offers no stream for its notifications (${opened.status}).`);
+      await this.#readEvents(opened.body, headers, opts);
     } finally {
       this.#listening.delete(session);
     }
@@ -483,17 +492,14 @@ export class McpUpstream {
       }
       if (answer !== undefined || bad || lastEventId === undefined || headers["mcp-session-id"] === undefined || resumed >= MAX_RESUMES || opts.signal?.aborted) break;
       await pause(Math.min(retryMs, MAX_RESUME_WAIT_MS), opts.signal);
-      let again: Response;
+      let again: OpenedStream;
       try {
-        again = await this.#o.fetch(this.#o.url, { method: "GET", headers: { ...this.#o.headers, ...headers, accept: "text/event-stream", "last-event-id": lastEventId }, redirect: "manual", ...(opts.signal ? { signal: opts.signal } : {}) });
+        again = await this.#openGet(headers, opts.signal, lastEventId);
       } catch (err) {
         if (opts.signal?.aborted) throw err;
         break;
       }
-      if (!again.ok || !again.body || !/^text\/event-stream/i.test(again.headers.get("content-type") ?? "")) {
-        await again.body?.cancel().catch(() => undefined);
-        break;
-      }
+      if (!("body" in again)) break;
       body = again.body;
     }
     // A reply still being sent is the server's business now; keep it alive past the answer.
