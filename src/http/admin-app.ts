@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { parseDocument } from "yaml";
 import { redactedConfig } from "../config/redact.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
-import { tokenMatches } from "./bearer-token.ts";
+import { bearerOf, tokenMatches } from "./bearer-token.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { echo } from "../errors/echo.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
@@ -71,9 +71,9 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
     c.set("runtime", rt);
     // A task's outcome is attached with the verifier's credential, never the admin's (the route checks it).
     if (isOutcomeRoute(c.req.method, c.req.path)) return next();
-    const m = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization")?.trim() ?? "");
+    const presented = bearerOf(c.req.header("authorization"));
     // The approvers' own credential opens the approvals routes and nothing else.
-    if (m?.[1] && rt.approverToken !== undefined && /^\/admin\/approvals(?:\/|$)/.test(c.req.path) && (await tokenMatches(m[1], rt.approverToken))) {
+    if (presented && rt.approverToken !== undefined && /^\/admin\/approvals(?:\/|$)/.test(c.req.path) && (await tokenMatches(presented, rt.approverToken))) {
       c.set("actor", "approver");
       return await next();
     }
@@ -82,7 +82,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
     }
     // The console's pages check their own session cookie (a browser cannot send the bearer header).
     if (isConsolePath(c.req.path)) return await next();
-    if (!m?.[1] || !(await tokenMatches(m[1], rt.adminToken))) {
+    if (!presented || !(await tokenMatches(presented, rt.adminToken))) {
       throw new GatewayError("admin_unauthorized", "A valid admin bearer token is required.");
     }
     await next();

@@ -3,6 +3,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
 import { checkStatelessFraming } from "../mcp/stateless-request.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
+import { bearerOf } from "./bearer-token.ts";
 import { presentedKey } from "./generation.ts";
 import { workloadOf } from "../attribution/workload.ts";
 import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
@@ -54,7 +55,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       requestId: c.get("requestId"),
       receivedAt: c.get("receivedAt"),
       apiKey: presentedKey(request.headers),
-      bearer: presentedBearer(request.headers),
+      bearer: bearerOf(request.headers.get("authorization") ?? undefined),
       headers: request.headers,
       readBody: () => readJsonBody(request, limits),
       server,
@@ -99,10 +100,4 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
   app.get("/.well-known/oauth-protected-resource", metadata);
   app.all("/mcp", (c) => handle(c, undefined));
   app.all("/mcp/:server", (c) => handle(c, c.req.param("server")));
-}
-
-/** The `Authorization: Bearer` credential only (RFC 6750's header method): where an access token may come from. */
-function presentedBearer(headers: Headers): string | undefined {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "");
-  return m?.[1];
 }
