@@ -39,18 +39,10 @@ export interface ApprovalHistoryEntry {
 }
 
 /** An approval, as the admin API and the console read it (docs/governance.md). */
-export interface Approval {
+export interface Approval extends ApprovalFacts {
   readonly id: string;
   readonly tenant: string;
   readonly state: ApprovalState;
-  readonly principal: { readonly tenant: string; readonly key: string };
-  readonly taskId?: string | undefined;
-  readonly server: string;
-  readonly tool: string;
-  readonly toolDigest: string;
-  readonly argumentsDigest: string;
-  readonly policyRevision: string;
-  readonly rule: string;
   readonly createdAt: number;
   readonly expiresAt: number;
   readonly decidedAt?: number | undefined;
