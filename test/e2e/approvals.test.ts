@@ -6,7 +6,8 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
-import { startLoopbackServer, type LoopbackServer } from "./support/loopback-server.ts";
+import { slowly, startCountingToolServer } from "./support/counting-tool-server.ts";
+import type { LoopbackServer } from "./support/loopback-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
 const APPROVER_TOKEN = "e2e-approver-token";
@@ -17,26 +18,16 @@ const TTL_MS = 4_000;
 const PRICE = 0.01;
 
 /**
- * A 2026-07-28 tool server of the test's own that counts every execution by tool and arguments:
- * `deploy` (needs approval), `charge` (priced, needs approval), `spend` (priced, no approval).
+ * The test's tool server, counting every execution by tool and arguments: `deploy` (needs
+ * approval), `charge` (priced, needs approval), `spend` (priced, no approval).
  */
-async function startCountingServer() {
-  const executions = new Map<string, number>();
-  /** The params of every call that reached the server. */
-  const params: Record<string, unknown>[] = [];
-  const http = await startLoopbackServer(async (_req, body, res) => {
-    const msg = JSON.parse(body.toString("utf8")) as { id?: number; method: string; params?: { name?: string; arguments?: unknown } };
-    const answer = (payload: Record<string, unknown>) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...payload }));
-    if (msg.method === "tools/list") return void answer({ result: { tools: ["deploy", "charge", "spend"].map((name) => ({ name, description: `the ${name} tool`, inputSchema: { type: "object" } })) } });
-    if (msg.method !== "tools/call") return void answer({ error: { code: -32601, message: "Method not found" } });
-    const key = `${msg.params?.name} ${JSON.stringify(msg.params?.arguments ?? {})}`;
-    params.push(msg.params ?? {});
-    executions.set(key, (executions.get(key) ?? 0) + 1);
+function startCountingServer() {
+  const tool = (name: string) => ({
+    description: `the ${name} tool`,
     // Slow enough that concurrent retries overlap.
-    await new Promise((r) => setTimeout(r, 100));
-    answer({ result: { content: [{ type: "text", text: `ran ${key}` }] } });
+    run: async (args: unknown) => (await slowly(100), { content: [{ type: "text", text: `ran ${name} ${JSON.stringify(args ?? {})}` }] }),
   });
-  return { url: `${http.origin}/mcp`, params, executions: (name: string, args: unknown) => executions.get(`${name} ${JSON.stringify(args)}`) ?? 0, http };
+  return startCountingToolServer({ deploy: tool("deploy"), charge: tool("charge"), spend: tool("spend") });
 }
 
 describe("approvals of risky MCP tool calls, both protocol eras", () => {

@@ -4,7 +4,8 @@ import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../local-stack/ports.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
-import { startLoopbackServer, type LoopbackServer } from "./support/loopback-server.ts";
+import { slowly, startCountingToolServer } from "./support/counting-tool-server.ts";
+import type { LoopbackServer } from "./support/loopback-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, expectNothingLeft, type Simulator } from "./support/stack.ts";
 
 const KEYS = { budget: "sk-e2e-tools", zero: "sk-e2e-tools-zero", rate: "sk-e2e-tools-rate", cut: "sk-e2e-tools-cut" } as const;
@@ -14,26 +15,18 @@ const PRICE_MICROS = 10_000;
 const BUDGET_CALLS = 5;
 
 /**
- * A 2026-07-28 MCP server of the test's own, answering JSON-RPC by hand so that every execution is
- * counted: `search` runs (slowly, so concurrent calls overlap), `fails` runs and reports `isError`,
- * `cut` runs and then drops the connection without an answer, and any other name is an unknown
- * tool (-32602: refused, never run).
+ * The test's tool server: `search` runs (slowly, so concurrent calls overlap), `fails` runs and
+ * reports `isError`, `cut` (unlisted) runs and then drops the connection without an answer, and
+ * any other name is an unknown tool (-32602: refused, never run).
  */
-async function startCountingServer() {
-  const executions = new Map<string, number>();
-  const http = await startLoopbackServer(async (req, body, res) => {
-    const msg = JSON.parse(body.toString("utf8")) as { id?: number; method: string; params?: { name?: string } };
-    const answer = (payload: Record<string, unknown>) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...payload }));
-    if (msg.method === "tools/list") return void answer({ result: { tools: ["search", "fails", "limited"].map((name) => ({ name, inputSchema: { type: "object" } })) } });
-    if (msg.method !== "tools/call") return void answer({ error: { code: -32601, message: "Method not found" } });
-    const name = msg.params?.name ?? "";
-    if (!["search", "fails", "limited", "cut"].includes(name)) return void answer({ error: { code: -32602, message: `Unknown tool: ${name}` } });
-    executions.set(name, (executions.get(name) ?? 0) + 1);
-    if (name === "search") await new Promise((r) => setTimeout(r, 150));
-    if (name === "cut") return void req.socket.destroy();
-    answer({ result: { content: [{ type: "text", text: `ran ${name}` }], ...(name === "fails" ? { isError: true } : {}) } });
+function startCountingServer() {
+  const ran = (name: string, extra: Record<string, unknown> = {}) => ({ content: [{ type: "text", text: `ran ${name}` }], ...extra });
+  return startCountingToolServer({
+    search: { run: async () => (await slowly(150), ran("search")) },
+    fails: { run: async () => ran("fails", { isError: true }) },
+    limited: { run: async () => ran("limited") },
+    cut: { unlisted: true, run: async () => "cut" },
   });
-  return { url: `${http.origin}/mcp`, executions: (name: string) => executions.get(name) ?? 0, http };
 }
 
 describe("MCP tool prices, limits and retries through the gateway", () => {

@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
-import { startLoopbackServer, type LoopbackServer } from "./support/loopback-server.ts";
+import { slowly, startCountingToolServer } from "./support/counting-tool-server.ts";
+import type { LoopbackServer } from "./support/loopback-server.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
 
 const KEYS = { agent: "sk-e2e-agent", sibling: "sk-e2e-sibling", strict: "sk-e2e-strict", rival: "sk-e2e-rival" } as const;
@@ -138,19 +139,9 @@ describe("per-task budgets and task binding", () => {
   });
 });
 
-/** A 2026-07-28 MCP tool server of the test's own that counts executions of `search` (slow, so calls overlap). */
-async function startCountingServer() {
-  let executions = 0;
-  const http = await startLoopbackServer(async (_req, body, res) => {
-    const msg = JSON.parse(body.toString("utf8")) as { id?: number; method: string };
-    const answer = (payload: Record<string, unknown>) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...payload }));
-    if (msg.method === "tools/list") return void answer({ result: { tools: [{ name: "search", inputSchema: { type: "object" } }] } });
-    if (msg.method !== "tools/call") return void answer({ error: { code: -32601, message: "Method not found" } });
-    executions++;
-    await new Promise((r) => setTimeout(r, 150));
-    answer({ result: { content: [{ type: "text", text: "ran search" }] } });
-  });
-  return { url: `${http.origin}/mcp`, executions: () => executions, http };
+/** The test's tool server: `search` counts its executions, slow so that calls overlap. */
+function startCountingServer() {
+  return startCountingToolServer({ search: { run: async () => (await slowly(150), { content: [{ type: "text", text: "ran search" }] }) } });
 }
 
 describe("one task's cap across model calls and MCP tool calls", () => {
@@ -217,7 +208,7 @@ describe("one task's cap across model calls and MCP tool calls", () => {
     const answers = await Promise.all(Array.from({ length: 10 }, () => toolCall("mixed-1")));
     const ran = answers.filter((a) => a.body.result !== undefined);
     expect(ran).toHaveLength(2);
-    expect(tools.executions()).toBe(2);
+    expect(tools.executions("search")).toBe(2);
     for (const a of answers.filter((x) => x.body.error !== undefined)) expect(a.body.error.data.code).toBe("budget_exceeded");
     for (const a of ran) {
       const figures = a.body.result._meta["sluice.dev/task"];
@@ -235,9 +226,9 @@ describe("one task's cap across model calls and MCP tool calls", () => {
     });
     expect(res.status).toBe(200);
     await res.arrayBuffer();
-    const before = tools.executions();
+    const before = tools.executions("search");
     const refused = await toolCall("playground-1");
     expect(refused.body.error).toMatchObject({ code: -32000, data: { code: "task_not_yours" } });
-    expect(tools.executions()).toBe(before);
+    expect(tools.executions("search")).toBe(before);
   });
 });
