@@ -61,7 +61,7 @@ export function registerApprovalRoutes(app: Hono<AdminEnv>, deskFor: (env: Env, 
     if (rt.config.gateway.observability.accessLog) console.log(JSON.stringify({ kind: "audit", ...event }));
     c.executionCtx.waitUntil(
       c.env.TASK_LEDGER.getByName(tenant)
-        .write({ calls: [], events: [event], retentionMs: rt.config.gateway.governance.retentionDays * 86_400_000 })
+        .write({ batchId: event.id, at: Date.now(), calls: [], events: [event], retentionMs: rt.config.gateway.governance.retentionDays * 86_400_000 })
         .catch((err: unknown) => console.error(JSON.stringify({ kind: "task_ledger_write_failed", tenant, error: String(err) }))),
     );
     return c.json({ approval: shown(out.approval) });
