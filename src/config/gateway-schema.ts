@@ -249,6 +249,16 @@ export const gatewayConfigSchema = z.strictObject({
     .strictObject({
       /** Days the call ledger keeps task records and audit events. */
       retentionDays: z.number().int().min(1).max(3650).default(30),
+      /** What the stored audit trail holds beyond decisions, tool executions, proposals and approvals. */
+      audit: z
+        .strictObject({
+          /**
+           * `attributed`: model completions of calls that name a task; `all`: every model completion
+           * (an unattributed call's is on its access line either way).
+           */
+          modelCompletions: z.enum(["attributed", "all"]).default("attributed"),
+        })
+        .prefault({}),
       /** Name of the secret that holds the verifier's bearer token (it alone may attach a task's outcome); none: outcomes are refused. */
       verifierTokenSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
       /**

@@ -132,11 +132,19 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
 }
 
 /**
- * The audit events one finished request stands for: the policy's decision and the execution of an
- * MCP tool call, each model attempt's completion (and its proposing tool calls, when it stopped to
- * call tools), then every event the request recorded itself (approvals). Metadata only.
+ * Which model completions are audit events (gateway.yaml `governance.audit.modelCompletions`):
+ * `attributed`, those of calls that name a task; `all`, every one. An unattributed call's
+ * completion is on its access line either way, with the same facts (attempt, model, outcome,
+ * evidence, usage).
  */
-export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[], newId: () => string): AuditEvent[] {
+export type ModelCompletions = "attributed" | "all";
+
+/**
+ * The audit events one finished request stands for: the policy's decision and the execution of an
+ * MCP tool call, each model attempt's completion (see {@link ModelCompletions}) and, apart, the
+ * tool calls it proposed, then every event the request recorded itself (approvals). Metadata only.
+ */
+export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[], newId: () => string, modelCompletions: ModelCompletions = "all"): AuditEvent[] {
   if (r.tenant === undefined) return [...r.events];
   const base = { tenant: r.tenant, subject: r.key ?? "", taskId: r.attribution?.taskId, callId: r.requestId } as const;
   const out: AuditEvent[] = [];
@@ -153,11 +161,12 @@ export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Rea
       out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type: "tool.executed", attemptId: m.charge?.attemptId, target, policyRevision: m.decision.policyRevision, execution, usage });
     }
   } else {
+    const completions = modelCompletions === "all" || base.taskId !== undefined;
     for (const a of attempts) {
       if (a.outcome === "not_sent") continue;
       const target = { kind: "model", name: a.logicalModel } as const;
       const execution = a.outcome === "success" ? "succeeded" : a.evidence?.class === "unknown" ? "unknown" : "failed";
-      out.push({ ...base, id: newId(), at: a.endedAt ?? a.startedAt, type: "model.completed", attemptId: a.id, target, execution, usage: modelUsage(a) });
+      if (completions) out.push({ ...base, id: newId(), at: a.endedAt ?? a.startedAt, type: "model.completed", attemptId: a.id, target, execution, usage: modelUsage(a) });
       // One event per tool the model proposed (a proposal, not an execution), named, never with its arguments.
       const at = a.endedAt ?? a.startedAt;
       for (const name of a.toolCallsProposed ?? []) out.push({ ...base, id: newId(), at, type: "model.tool_call_proposed", attemptId: a.id, target: { kind: "tool", name } });

@@ -2,7 +2,7 @@ import type { AttemptRecord } from "../context/attempt-record.ts";
 import type { RequestRecord } from "../context/request-context.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
 import type { FinishedRequestReader } from "../telemetry/request-assembly.ts";
-import { auditEventsOf, callOf, type CallRecord, type LedgerCall } from "./call-record.ts";
+import { auditEventsOf, callOf, type CallRecord, type LedgerCall, type ModelCompletions } from "./call-record.ts";
 import type { AuditQuery, TaskLedgerBatch, TaskQuery } from "./task-ledger-store.ts";
 import type { TaskOutcome, TaskRollup } from "./task-rollup.ts";
 
@@ -20,6 +20,8 @@ export interface TaskLedgerSinkDeps {
   /** The tenant's TaskLedger. */
   readonly ledgerOf: (tenant: string) => Pick<TaskLedgerRpc, "write">;
   readonly retentionMs: number;
+  /** Which model completions are audit events (default `attributed`). */
+  readonly modelCompletions?: ModelCompletions | undefined;
   /** Writes one audit log line (the access log's stream); undefined: no audit lines. */
   readonly line?: ((line: string) => void) | undefined;
   readonly log: (event: Readonly<Record<string, unknown>>) => void;
@@ -27,6 +29,8 @@ export interface TaskLedgerSinkDeps {
   readonly batchMs?: number | undefined;
   /** Records a batch holds at most; a full batch is written at once. */
   readonly maxBatch?: number | undefined;
+  /** The writer's clock (epoch ms); `Date.now` unless a test sets it. */
+  readonly now?: (() => number) | undefined;
 }
 
 /** Mints an audit event id. */
@@ -43,13 +47,14 @@ export function newAuditEventId(): string {
 export function taskLedgerSink(deps: TaskLedgerSinkDeps): FinishedRequestReader {
   const batchMs = deps.batchMs ?? 20;
   const maxBatch = deps.maxBatch ?? 200;
+  const now = deps.now ?? Date.now;
   const pending = new Map<string, { calls: LedgerCall[]; events: AuditEvent[] }>();
   const flush = async (tenant: string) => {
     const batch = pending.get(tenant);
     if (!batch) return;
     pending.delete(tenant);
     try {
-      await deps.ledgerOf(tenant).write({ calls: batch.calls, events: batch.events, retentionMs: deps.retentionMs });
+      await deps.ledgerOf(tenant).write({ batchId: crypto.randomUUID(), at: now(), calls: batch.calls, events: batch.events, retentionMs: deps.retentionMs });
     } catch (err) {
       deps.log({ kind: "task_ledger_write_failed", tenant, calls: batch.calls.length, events: batch.events.length, error: String(err) });
     }
@@ -60,7 +65,7 @@ export function taskLedgerSink(deps: TaskLedgerSinkDeps): FinishedRequestReader 
       let events: AuditEvent[];
       try {
         call = callOf(r, attempts);
-        events = auditEventsOf(r, attempts, newAuditEventId);
+        events = auditEventsOf(r, attempts, newAuditEventId, deps.modelCompletions ?? "attributed");
       } catch (err) {
         deps.log({ kind: "task_ledger_record_failed", requestId: r.requestId, error: String(err) });
         return;

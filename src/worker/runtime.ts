@@ -326,6 +326,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       taskLedgerSink({
         ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
         retentionMs: gw.governance.retentionDays * 86_400_000,
+        modelCompletions: gw.governance.audit.modelCompletions,
         line: gw.observability.accessLog ? (line) => console.log(line) : undefined,
         log: logError,
       }),

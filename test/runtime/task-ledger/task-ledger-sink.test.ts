@@ -28,6 +28,21 @@ describe("the call ledger's sink", () => {
     expect(logged).toMatchObject([{ kind: "task_ledger_write_failed", tenant: "demo", calls: 1, error: "Error: ledger down" }]);
   });
 
+  it("writes nothing, not even a line, for an unattributed model call unless every completion is asked for", async () => {
+    const waits: Promise<unknown>[] = [];
+    const lines: string[] = [];
+    let writes = 0;
+    const deps = { ledgerOf: () => ({ write: async () => void writes++ }), retentionMs: 1_000, line: (l: string) => lines.push(l), log: () => {}, batchMs: 1 };
+    const unattributed = () => modelRecord({ requestId: "r5", attribution: undefined });
+    taskLedgerSink(deps).finished(unattributed(), [attempt({ id: "a_r5", requestId: "r5" })], (p) => waits.push(p));
+    expect(waits).toEqual([]);
+    expect(lines).toEqual([]);
+    taskLedgerSink({ ...deps, modelCompletions: "all" }).finished(unattributed(), [attempt({ id: "a_r5", requestId: "r5" })], (p) => waits.push(p));
+    await Promise.all(waits);
+    expect(lines.map((l) => JSON.parse(l))).toMatchObject([{ kind: "audit", type: "model.completed", requestId: "r5", attemptId: "a_r5" }]);
+    expect(writes).toBe(1);
+  });
+
   it("writes nothing for a request that reached no tenant", async () => {
     const waits: Promise<unknown>[] = [];
     let wrote = false;

@@ -65,6 +65,17 @@ describe("audit events of a record", () => {
   });
 });
 
+describe("model completions in the audit trail", () => {
+  it("are events for calls that name a task, and for every call only when asked", () => {
+    const unattributed = modelRecord({ requestId: "req_10", attribution: undefined });
+    const proposing = [attempt({ id: "att_10", requestId: "req_10", stopReason: "tool_use", toolCallsProposed: ["lookup"] })];
+    // An unattributed call's completion is on its access line; the tool it proposed is still an event.
+    expect(auditEventsOf(unattributed, proposing, ids, "attributed").map((e) => e.type)).toEqual(["model.tool_call_proposed"]);
+    expect(auditEventsOf(unattributed, proposing, ids, "all").map((e) => e.type)).toEqual(["model.completed", "model.tool_call_proposed"]);
+    expect(auditEventsOf(modelRecord({ requestId: "req_11" }), [attempt({ id: "att_11", requestId: "req_11" })], ids, "attributed")).toMatchObject([{ type: "model.completed", taskId: "task-1", attemptId: "att_11" }]);
+  });
+});
+
 describe("task rollups", () => {
   it("equal the sums of their calls' attempts, with distinct sessions and turns and the time approvals waited", () => {
     const calls: LedgerCall[] = [];
