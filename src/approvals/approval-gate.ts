@@ -32,6 +32,7 @@ export interface ApprovalDeskRpc {
   get(id: string): Promise<Approval | undefined>;
   list(state?: ApprovalState): Promise<Approval[]>;
   decide(id: string, action: ApproverAction, actor: string, reason: string): Promise<DecideOutcome>;
+  cancel(id: string, principal: ApprovalFacts["principal"], reason: string): Promise<DecideOutcome>;
 }
 
 /** What the gate needs (built once per isolate); absent: a call that needs approval is refused. */

@@ -21,6 +21,7 @@ function memoryDesk(): ApprovalDeskRpc {
     get: async (id) => core.get(id, clock.now),
     list: async (state) => core.list(clock.now, state),
     decide: async (id, action, actor, reason) => core.decide(id, action, actor, reason, clock.now),
+    cancel: async (id, principal, reason) => core.cancel(id, principal, reason, clock.now),
   };
 }
 
