@@ -36,6 +36,11 @@ export type HandleFailure = "malformed" | "tampered" | "expired" | "other_princi
 /** The largest arguments a handle carries (their JSON, in bytes); a bigger call is answered without a task. */
 export const MAX_TASK_ARGUMENTS_BYTES = 32 * 1024;
 
+/** Whether a call's arguments are small enough to be carried in a handle. */
+export function fitsTaskHandle(args: unknown): boolean {
+  return enc.encode(JSON.stringify(args ?? {})).length <= MAX_TASK_ARGUMENTS_BYTES;
+}
+
 /** The longest handle read at all: what sealing the largest arguments can produce, with room for the rest. */
 const MAX_HANDLE_CHARS = 64 * 1024;
 
@@ -66,7 +71,7 @@ export class TaskHandleSealer {
 
   /** The sealed handle; undefined when the arguments are larger than {@link MAX_TASK_ARGUMENTS_BYTES}. */
   async seal(handle: TaskHandle): Promise<string | undefined> {
-    if (enc.encode(JSON.stringify(handle.arguments ?? {})).length > MAX_TASK_ARGUMENTS_BYTES) return undefined;
+    if (!fitsTaskHandle(handle.arguments)) return undefined;
     const iv = crypto.getRandomValues(new Uint8Array(12));
     const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: enc.encode(VERSION) }, this.#key, enc.encode(JSON.stringify(handle))));
     return `${VERSION}.${b64url(iv)}.${b64url(sealed)}`;
