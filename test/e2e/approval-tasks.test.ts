@@ -218,8 +218,8 @@ describe("approvals as MCP tasks (2025-11-25)", () => {
     await decide(id, "approve");
     const taskId = created.task.taskId;
     const other = await legacyClient(OTHER_KEY);
-    for (const attempt of [other.experimental.tasks.getTask(taskId), other.experimental.tasks.getTaskResult(taskId, CallToolResultSchema), other.experimental.tasks.cancelTask(taskId)]) {
-      const err = await failure(attempt);
+    for (const attempt of [() => other.experimental.tasks.getTask(taskId), () => other.experimental.tasks.getTaskResult(taskId, CallToolResultSchema), () => other.experimental.tasks.cancelTask(taskId)]) {
+      const err = await failure(attempt());
       expect(err.message).toMatch(/Unknown task/);
       expect(err.message).not.toContain(id);
     }
@@ -242,6 +242,16 @@ describe("approvals as MCP tasks (2025-11-25)", () => {
     await decide(approvalOf(created).id, "approve");
     expect(await client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema)).toMatchObject({ content: [{ text: `ran deploy ${JSON.stringify(args)}` }] });
     expect(tools.executions("deploy", args)).toBe(1);
+    await client.close();
+  });
+
+  it("a call too large to carry in a handle is answered as a plain 2025-era call: -32042, and no task", async () => {
+    const client = await legacyClient();
+    const args = { target: "task-big", blob: "x".repeat(40 * 1024) };
+    const err = await failure(callAsTask(client, "deploy", args));
+    expect(err).toBeInstanceOf(McpError);
+    expect((err as McpError).code).toBe(-32042);
+    expect(tools.executions("deploy", args)).toBe(0);
     await client.close();
   });
 
