@@ -87,4 +87,8 @@ export class ApprovalDesk extends DurableObject<Env> implements ApprovalDeskRpc 
   async decide(id: string, action: ApproverAction, actor: string, reason: string): Promise<DecideOutcome> {
     return this.#tx((now) => this.#core.decide(id, action, actor, reason, now));
   }
+
+  async cancel(id: string, principal: ApprovalFacts["principal"], reason: string): Promise<DecideOutcome> {
+    return this.#tx((now) => this.#core.cancel(id, principal, reason, now));
+  }
 }

@@ -85,6 +85,9 @@ export type ClaimOutcome =
   | { readonly ok: true; readonly approval: Approval }
   | { readonly ok: false; readonly approval: Approval | undefined; readonly why: "unknown" | "pending" | "denied" | "expired" | "revoked" | "executed" | "facts_differ" | "replayed"; readonly justExpired?: boolean };
 
+/** The actor of a revocation the caller made itself (`tasks/cancel`), beside `admin` and `approver`. */
+export const CALLER_ACTOR = "caller";
+
 /** What an approver does. */
 export type ApproverAction = "approve" | "deny" | "revoke";
 
@@ -256,6 +259,18 @@ export class ApprovalDeskCore {
     const decided: Approval = { ...a, state, decidedAt: now, decidedBy: actor, reason, history: [...a.history, { at: now, event, actor, reason }] };
     this.#store.put(decided);
     return { ok: true, approval: decided };
+  }
+
+  /**
+   * The caller withdraws its own call (MCP `tasks/cancel`): a pending or approved approval of this
+   * principal is revoked with {@link CALLER_ACTOR} as the actor, so the approvers' trail tells a
+   * caller's cancellation from an approver's revocation. Another principal's approval is, to it,
+   * no approval at all.
+   */
+  cancel(id: string, principal: ApprovalFacts["principal"], reason: string, now: number): DecideOutcome {
+    const stored = this.#store.get(id);
+    if (!stored || stored.principal.tenant !== principal.tenant || stored.principal.key !== principal.key) return { ok: false, approval: undefined, why: "no such approval" };
+    return this.decide(id, "revoke", CALLER_ACTOR, reason, now);
   }
 
   /**

@@ -20,8 +20,9 @@ import type { McpEra } from "../mcp/bridging.ts";
 import type { PolicyDecision } from "../mcp/tool-policy.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 import type { Principal } from "../publication/principal.ts";
-import { approvalId, type Approval, type ApprovalFacts, type ApprovalState, type ApproverAction, type ClaimOutcome, type DecideOutcome, type RequestOutcome } from "./approval-desk.ts";
+import { approvalId, sameFacts, type Approval, type ApprovalFacts, type ApprovalState, type ApproverAction, type ClaimOutcome, type DecideOutcome, type RequestOutcome } from "./approval-desk.ts";
 import { factsDigest, type RequestStateSealer } from "./request-state.ts";
+import type { TaskHandleSealer } from "./task-handle.ts";
 
 /** One tenant's approval desk, as the ApprovalDesk Durable Object serves it (its own clock decides). */
 export interface ApprovalDeskRpc {
@@ -32,12 +33,15 @@ export interface ApprovalDeskRpc {
   get(id: string): Promise<Approval | undefined>;
   list(state?: ApprovalState): Promise<Approval[]>;
   decide(id: string, action: ApproverAction, actor: string, reason: string): Promise<DecideOutcome>;
+  cancel(id: string, principal: ApprovalFacts["principal"], reason: string): Promise<DecideOutcome>;
 }
 
 /** What the gate needs (built once per isolate); absent: a call that needs approval is refused. */
 export interface ApprovalDeps {
   readonly desk: (tenant: string) => ApprovalDeskRpc;
   readonly sealer: RequestStateSealer;
+  /** Seals the handles of task-augmented calls (MCP 2025-11-25 tasks), under the same secret. */
+  readonly tasks: TaskHandleSealer;
   readonly ttlMs: number;
   /** The public URL of an approval's status page. */
   readonly statusUrl: (id: string, requestOrigin: string | undefined) => string;
@@ -59,11 +63,20 @@ export interface GatedCall {
   readonly origin?: string | undefined;
   /** The client capabilities the call declared (a 2026-07-28 client's, per request). */
   readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined;
+  /**
+   * A task-augmented call (MCP 2025-11-25 tasks): `create` when the client asked for a task (it
+   * is answered with the approval to make a task of, pending or approved, instead of -32042 or
+   * the execution); `resume` when it comes from a task's handle (`tasks/result`): the approval is
+   * the one the handle names, never a new one.
+   */
+  readonly task?: { readonly kind: "create" } | { readonly kind: "resume"; readonly approvalId: string } | undefined;
 }
 
 /** What happens next: answer now (a pending approval), or run the call through `execute`. */
 export type GateResult =
   | { readonly kind: "answer"; readonly result: Record<string, unknown> }
+  /** A task-augmented call's approval, pending or approved: the caller answers with a task handle. */
+  | { readonly kind: "task"; readonly approval: Approval }
   | {
       readonly kind: "execute";
       /** Claims the approval (when there is one) and runs the call; records how the execution ended. */
@@ -96,7 +109,11 @@ function withoutApprovalRound(forwarded: Record<string, unknown>): Record<string
  * The approval step of one tool call; a call whose decision needs no approval passes straight on.
  */
 export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestContext, call: GatedCall): Promise<GateResult> {
-  if (call.decision.approval !== "required") return NO_APPROVAL;
+  if (call.decision.approval !== "required") {
+    // A task's call that no longer needs approval (the policy changed) still runs only by an approval.
+    if (call.task?.kind === "resume") throw new GatewayError("approval_refused", `The policy (${call.decision.policyRevision}) no longer asks an approval for this call: call the tool again without a task.`, { param: "params.taskId" });
+    return NO_APPROVAL;
+  }
   if (!deps) throw new GatewayError("tool_not_allowed", `The tool call needs an approval, and approvals are not configured on this gateway (policy ${call.decision.policyRevision}).`, { param: "params.name" });
   const desk = deps.desk(call.principal.tenantId);
   const facts: ApprovalFacts = {
@@ -126,6 +143,11 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
       if (!approval) throw new GatewayError("invalid_request", "The requestState names no approval: call the tool again without it.", { param: "params.requestState" });
     }
   }
+  if (call.task?.kind === "resume") {
+    approval = await desk.get(call.task.approvalId);
+    // The approval covers the call only while its facts (policy rule and revision, tool definition) hold.
+    if (!approval || !sameFacts(approval, facts)) throw new GatewayError("approval_refused", "The task's approval does not cover this call any more (the policy or the tool changed): call the tool again to ask for a new one.", { param: "params.taskId" });
+  }
   if (!approval) {
     // A 2026-07-28 client is sent to the approval's page by URL elicitation: one that did not
     // declare it could not follow, so it is told what it lacks before an approval is opened.
@@ -140,13 +162,14 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
     approval = out.approval;
     if (out.created) event("approval.requested", approval);
   }
+  if (call.task?.kind === "create" && (approval.state === "pending" || approval.state === "approved")) return { kind: "task", approval };
   if (approval.state === "pending") {
     if (nonce !== undefined && !(await desk.spend(approval.id, nonce))) throw refusedReplay();
     return { kind: "answer", result: await pendingAnswer(deps, call, approval, facts) };
   }
   if (approval.state !== "approved") {
     if (nonce !== undefined) await desk.spend(approval.id, nonce);
-    throw refusal(approval);
+    throw refusal(approval, call.task?.kind === "resume");
   }
   const approvedId = approval.id;
   return {
@@ -158,7 +181,7 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
         if (claimed.justExpired && claimed.approval) event("approval.expired", claimed.approval);
         if (claimed.why === "replayed") throw refusedReplay();
         if (claimed.why === "facts_differ" || claimed.why === "unknown" || !claimed.approval) throw new GatewayError("approval_refused", "The approval does not cover this call: call the tool again to ask for a new one.", { param: "params.name" });
-        throw refusal(claimed.approval);
+        throw refusal(claimed.approval, call.task?.kind === "resume");
       }
       const executed = (execution: "succeeded" | "failed" | "unknown") => {
         ctx.record.events.push(auditEvent("tool.executed", claimed.approval, ctx, ctx.clock.now(), { execution, usage: execution === "unknown" ? "unknown" : "known" }));
@@ -193,10 +216,12 @@ async function pendingAnswer(deps: ApprovalDeps, call: GatedCall, approval: Appr
   };
 }
 
-function refusal(a: Approval): GatewayError {
+function refusal(a: Approval, fromTask = false): GatewayError {
   const why =
     a.state === "executed"
-      ? "was already used: an approved call runs once (call again to ask for a new approval)"
+      ? fromTask
+        ? "was already used: the task's call ran once, and its result went to the tasks/result that ran it (the gateway keeps no results)"
+        : "was already used: an approved call runs once (call again to ask for a new approval)"
       : a.state === "denied"
         ? `was denied${a.reason ? ` (${a.reason})` : ""}`
         : a.state === "revoked"

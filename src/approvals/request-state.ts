@@ -23,13 +23,15 @@ export type StateFailure = "malformed" | "tampered" | "expired" | "wrong_facts";
 
 const enc = new TextEncoder();
 
-function b64url(bytes: Uint8Array): string {
+/** Base64url without padding (the approvals' sealed tokens are made of it). */
+export function b64url(bytes: Uint8Array): string {
   let s = "";
   for (const b of bytes) s += String.fromCharCode(b);
   return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
-function unb64url(s: string): Uint8Array | undefined {
+/** The bytes of base64url text; undefined for anything else. */
+export function unb64url(s: string): Uint8Array | undefined {
   if (!/^[A-Za-z0-9_-]*$/.test(s)) return undefined;
   try {
     const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4));

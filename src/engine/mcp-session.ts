@@ -10,7 +10,11 @@ import { STATELESS_VERSION, validateStatelessRequest, type HeaderReader, type St
 import { carriedCapabilities, clientTakes, inputRequiredOf, type McpEra } from "../mcp/bridging.ts";
 import { clientResponseOf } from "../mcp/client-relays.ts";
 import { authorizeCall } from "../mcp/tool-policy.ts";
-import { gateToolCall } from "../approvals/approval-gate.ts";
+import { auditEvent, gateToolCall } from "../approvals/approval-gate.ts";
+import { CALLER_ACTOR } from "../approvals/approval-desk.ts";
+import { approvalMeta, RELATED_TASK, TASK_KEPT_AFTER_MS, taskOf, taskStatusOf } from "../approvals/approval-task.ts";
+import { fitsTaskHandle, type TaskHandle } from "../approvals/task-handle.ts";
+import { TASKS_CAPABILITY, withTaskSupport } from "../mcp/task-support.ts";
 import { upstreamRefusal, UpstreamRefusal } from "../mcp/upstream-errors.ts";
 import { EVERYTHING, filterFor, parseFilter, relayedNotification, type SubscriptionFilter } from "../mcp/subscriptions.ts";
 import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, UpstreamRequestOptions, UpstreamServerRequest } from "../mcp/upstream-client.ts";
@@ -71,6 +75,9 @@ const SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
 /** How many pages of one server's list the virtual server reads before it reports the list as failed. */
 const MAX_LIST_PAGES = 20;
 
+/** The revision whose tasks the gateway serves (the 2026-07-28 revision has none). */
+const TASKS_VERSION = "2025-11-25";
+
 /** How many `input_required` rounds the gateway relays for one request before giving up. */
 const MAX_INPUT_ROUNDS = 8;
 
@@ -104,6 +111,8 @@ export class McpSession {
   readonly #mcp: McpDeps;
   readonly #ingress: McpIngress;
   readonly #ctx: RequestContext;
+  /** Set once a stateful-era request presented a valid session: its protocol errors are then answered in-band. */
+  #inSession = false;
 
   constructor(deps: EngineDeps, mcp: McpDeps, ingress: McpIngress) {
     this.#deps = deps;
@@ -169,7 +178,15 @@ export class McpSession {
       ctx.finish({ kind: "failed", error });
       // In-band, except what the 2026-07-28 revision answers with 400 even in-band.
       // -32042 is a protocol answer a 2025-era client reads in-band, as a server would send it.
-      const inBand = err instanceof UpstreamRefusal ? (error.code === "mcp_missing_capability" && ctx.record.mcp?.protocolVersion === STATELESS_VERSION ? 400 : 200) : error.code === "approval_required" ? 200 : undefined;
+      // So is -32601 inside a 2025-era session: a 404 there would tell the client its session ended.
+      const inBand =
+        err instanceof UpstreamRefusal
+          ? error.code === "mcp_missing_capability" && ctx.record.mcp?.protocolVersion === STATELESS_VERSION
+            ? 400
+            : 200
+          : error.code === "approval_required" || (error.code === "mcp_method_not_found" && this.#inSession)
+            ? 200
+            : undefined;
       return { kind: "error", error, id, status: inBand };
     }
   }
@@ -205,11 +222,16 @@ export class McpSession {
         body: {
           jsonrpc: "2.0",
           id: req.id,
-          result: { protocolVersion, capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {}, logging: {} }, serverInfo: this.#mcp.serverInfo },
+          result: {
+            protocolVersion,
+            capabilities: { tools: { listChanged: true }, prompts: { listChanged: true }, resources: { subscribe: true, listChanged: true }, completions: {}, logging: {}, ...(this.#tasksServed("stateful", protocolVersion) ? { tasks: TASKS_CAPABILITY } : {}) },
+            serverInfo: this.#mcp.serverInfo,
+          },
         },
       };
     }
     const client = await this.#sessionClient(principal, sessions);
+    this.#inSession = true;
     const presented = client.relaySession;
     const version = legacyVersionOf(this.#ingress.headers);
     ctx.record.mcp = { ...ctx.record.mcp!, protocolVersion: version };
@@ -417,7 +439,11 @@ export class McpSession {
         ctx.enter("decide");
         await this.#admit(principal, server ?? "*");
         ctx.enter("invoke");
-        const listings = await Promise.all(names.map((n) => this.#list(n, client, server === undefined)));
+        const tasks = this.#tasksServed(client.era, req.protocolVersion);
+        // The gateway's own task support replaces the servers' (it does not relay their tasks).
+        const listings = (await Promise.all(names.map((n) => this.#list(n, client, server === undefined)))).map((l) =>
+          l.ok ? { ...l, tools: l.tools.map((t) => withTaskSupport(t, tasks && this.#mcp.policy.mayNeedApproval({ ...caller, server: l.server, kind: "tool", name: t.name }))) } : l,
+        );
         if (server === undefined) {
           const merged = mergeToolLists(listings, (n) => this.#mcp.servers.get(n)?.listFailure ?? "open", caller, this.#mcp.policy);
           return { resultType: "complete", tools: merged.tools, ...UNCACHEABLE, ...(merged.partial.length > 0 || merged.unnamed.length > 0 ? { _meta: { "sluice/partial": merged.partial, "sluice/unlisted": merged.unnamed } } : {}) };
@@ -428,38 +454,17 @@ export class McpSession {
         return { resultType: "complete", tools, ...UNCACHEABLE };
       }
       case "tools/call": {
-        ctx.enter("authorize");
-        const params = req.params;
-        const name = params.name as string;
-        const args = params.arguments;
-        // Decided on the parsed body: the policy never reads the Mcp-Name header.
-        const audit = ctx.record.mcp;
-        const routed =
-          server === undefined
-            ? routeToolCall(name, args, this.#mcp.servers, caller, this.#mcp.policy, (d, target) => {
-                if (audit) Object.assign(audit, { decision: d, ...target });
-              })
-            : { server, name, decision: authorizeCall(this.#mcp.policy, { ...caller, server, kind: "tool", name }, args, (decision) => audit && Object.assign(audit, { decision, server, target: name })) };
-        ctx.enter("decide");
-        // A call whose rule requires approval is answered here (pending) or re-admitted (src/approvals).
-        const toolDefinition = async () => {
-          const listed = await this.#list(routed.server, client, false);
-          return listed.ok ? listed.tools.find((t) => t.name === routed.name) : undefined;
-        };
-        const gate = await gateToolCall(this.#mcp.approvals, ctx, { principal, era: client.era, decision: routed.decision, server: routed.server, tool: routed.name, args, params, toolDefinition, origin: this.#ingress.origin, clientCapabilities: client.capabilities });
-        if (gate.kind === "answer") return gate.result;
-        ctx.enter("reserve");
-        const charge = await reserveToolCall(this.#deps.reserve, this.#deps.publication, this.#mcp.prices, ctx, principal, routed);
-        await this.#admit(principal, routed.server);
-        ctx.enter("invoke");
-        // A call asked for by name is sent whatever the probes say (they can be wrong); it starts them.
-        this.#health(routed.server);
-        const answer = await gate.execute(() => this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...gate.upstreamParams(forwardedParams(params)) }, client, charge));
-        if (!answer.ok) throw upstreamRefusal(routed.server, answer.error);
-        const result = isRecord(answer.result) ? answer.result : {};
-        if (audit && result.isError === true) audit.toolError = true;
-        return withTaskMeta({ resultType: "complete", ...result }, charge);
+        const task = req.params.task;
+        // A task-augmented call (`params.task`) exists only where tasks are served; elsewhere the field is not the revision's.
+        if (task === undefined || !this.#tasksServed(client.era, req.protocolVersion)) return await this.#callTool(req.params, principal, server, client, undefined);
+        if (!isRecord(task)) throw new GatewayError("invalid_request", "params.task must be an object ({ ttl? }).", { param: "params.task" });
+        return await this.#callTool(req.params, principal, server, client, { kind: "create" });
       }
+      case "tasks/get":
+      case "tasks/result":
+      case "tasks/cancel":
+      case "tasks/list":
+        return await this.#task(req, principal, server, client);
       case "prompts/list":
       case "resources/list":
       case "resources/templates/list": {
@@ -503,6 +508,122 @@ export class McpSession {
       default:
         throw new GatewayError("mcp_method_not_found", `Method ${JSON.stringify(req.method)} is not served by this gateway's MCP endpoint.`);
     }
+  }
+
+  /**
+   * Whether tasks (MCP 2025-11-25) are served: to a client of that revision, when approvals are
+   * configured — a task here is a tool call waiting for a human approval, and nothing else.
+   */
+  #tasksServed(era: McpEra, protocolVersion: string | undefined): boolean {
+    return this.#mcp.approvals !== undefined && era === "stateful" && protocolVersion === TASKS_VERSION;
+  }
+
+  /**
+   * One `tools/call`: `authorize` (the policy on the parsed body), `decide` (the approval gate),
+   * `reserve`, `admit`, `invoke`. A task-augmented call (`create`) is answered with a task handle
+   * when it waits for approval; a task's `tasks/result` (`resume`) comes back through here with
+   * the call its handle carries, so it is re-admitted like any retry and runs at most once.
+   */
+  async #callTool(params: Readonly<Record<string, unknown>>, principal: Principal, server: string | undefined, client: ClientView, task: { readonly kind: "create" } | { readonly kind: "resume"; readonly taskId: string; readonly handle: TaskHandle } | undefined): Promise<Record<string, unknown>> {
+    const ctx = this.#ctx;
+    const caller = { tenant: principal.tenantId, key: principal.keyId };
+    ctx.enter("authorize");
+    const name = params.name as string;
+    const args = params.arguments;
+    // Decided on the parsed body: the policy never reads the Mcp-Name header.
+    const audit = ctx.record.mcp;
+    const routed =
+      server === undefined
+        ? routeToolCall(name, args, this.#mcp.servers, caller, this.#mcp.policy, (d, target) => {
+            if (audit) Object.assign(audit, { decision: d, ...target });
+          })
+        : { server, name, decision: authorizeCall(this.#mcp.policy, { ...caller, server, kind: "tool", name }, args, (decision) => audit && Object.assign(audit, { decision, server, target: name })) };
+    ctx.enter("decide");
+    let asTask = task?.kind === "create";
+    if (asTask && routed.decision.approval !== "required") {
+      throw new GatewayError("mcp_method_not_found", `Tool ${JSON.stringify(name.slice(0, 128))} cannot be called as a task through this gateway: only a call that waits for a human approval is made a task here. Call it without params.task.`);
+    }
+    // A call too large to carry in a handle is answered as a 2025-era call is (-32042, then the same call again).
+    if (asTask && !fitsTaskHandle(args)) asTask = false;
+    // A call whose rule requires approval is answered here (pending) or re-admitted (src/approvals).
+    const toolDefinition = async () => {
+      const listed = await this.#list(routed.server, client, false);
+      return listed.ok ? listed.tools.find((t) => t.name === routed.name) : undefined;
+    };
+    const gate = await gateToolCall(this.#mcp.approvals, ctx, {
+      principal,
+      era: client.era,
+      decision: routed.decision,
+      server: routed.server,
+      tool: routed.name,
+      args,
+      params,
+      toolDefinition,
+      origin: this.#ingress.origin,
+      clientCapabilities: client.capabilities,
+      task: asTask ? { kind: "create" } : task?.kind === "resume" ? { kind: "resume", approvalId: task.handle.approvalId } : undefined,
+    });
+    if (gate.kind === "answer") return gate.result;
+    if (gate.kind === "task") {
+      // The handle is the task: the call itself, sealed; the desk keeps only the approval.
+      const a = gate.approval;
+      const handle: TaskHandle = { approvalId: a.id, tenant: principal.tenantId, key: principal.keyId, endpoint: server ?? "*", server: routed.server, tool: routed.name, arguments: args ?? {}, issuedAt: ctx.clock.now(), expiresAt: a.expiresAt + TASK_KEPT_AFTER_MS };
+      const taskId = (await this.#mcp.approvals!.tasks.seal(handle))!;
+      return { resultType: "complete", task: taskOf(taskId, handle, a), _meta: approvalMeta(a) };
+    }
+    ctx.enter("reserve");
+    const charge = await reserveToolCall(this.#deps.reserve, this.#deps.publication, this.#mcp.prices, ctx, principal, routed);
+    await this.#admit(principal, routed.server);
+    ctx.enter("invoke");
+    // A call asked for by name is sent whatever the probes say (they can be wrong); it starts them.
+    this.#health(routed.server);
+    const answer = await gate.execute(() => this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...gate.upstreamParams(forwardedParams(params)) }, client, charge));
+    if (!answer.ok) throw upstreamRefusal(routed.server, answer.error);
+    const result = isRecord(answer.result) ? answer.result : {};
+    if (audit && result.isError === true) audit.toolError = true;
+    const out = withTaskMeta({ resultType: "complete", ...result }, charge);
+    if (task?.kind !== "resume") return out;
+    const meta = isRecord(out._meta) ? out._meta : {};
+    return { ...out, _meta: { ...meta, [RELATED_TASK]: { taskId: task.taskId } } };
+  }
+
+  /**
+   * `tasks/get`, `tasks/result`, `tasks/cancel` (and `tasks/list`, not served): the task is the
+   * handle the client presents, opened for this principal on this endpoint; its state is its
+   * approval's at the desk. `tasks/result` runs the handle's call through {@link #callTool}.
+   */
+  async #task(req: StatelessRequest, principal: Principal, server: string | undefined, client: ClientView): Promise<Record<string, unknown>> {
+    const ctx = this.#ctx;
+    const approvals = this.#mcp.approvals;
+    if (!approvals || !this.#tasksServed(client.era, req.protocolVersion)) throw new GatewayError("mcp_method_not_found", `${req.method} belongs to the tasks of MCP 2025-11-25, which this gateway serves to 2025-11-25 sessions for tool calls that wait for a human approval.`);
+    if (req.method === "tasks/list") throw new GatewayError("mcp_method_not_found", "tasks/list is not served: a task here is the handle its caller holds, and the gateway keeps no list of them.");
+    ctx.enter("authorize");
+    const taskId = req.params.taskId;
+    if (typeof taskId !== "string" || taskId === "") throw new GatewayError("invalid_request", `${req.method} needs a taskId.`, { param: "params.taskId" });
+    // Forged, tampered, expired, another caller's or another endpoint's: to this caller no such task exists.
+    const unknown = () => new GatewayError("invalid_request", "Unknown task: no task of this caller on this endpoint has that taskId (it may have expired).", { param: "params.taskId" });
+    const opened = await approvals.tasks.open(taskId, { tenant: principal.tenantId, key: principal.keyId }, ctx.clock.now());
+    if (!opened.ok || opened.handle.endpoint !== (server ?? "*") || !this.#mcp.servers.has(opened.handle.server)) throw unknown();
+    const handle = opened.handle;
+    const audit = ctx.record.mcp;
+    if (audit) Object.assign(audit, { server: handle.server, target: handle.tool });
+    if (req.method === "tasks/result") {
+      const name = server === undefined ? `${handle.server}.${handle.tool}` : handle.tool;
+      return await this.#callTool({ name, arguments: handle.arguments, ...(isRecord(req.params._meta) ? { _meta: req.params._meta } : {}) }, principal, server, client, { kind: "resume", taskId, handle });
+    }
+    ctx.enter("decide");
+    const desk = approvals.desk(principal.tenantId);
+    if (req.method === "tasks/get") {
+      const a = await desk.get(handle.approvalId);
+      if (!a) throw unknown();
+      return { resultType: "complete", ...taskOf(taskId, handle, a), _meta: approvalMeta(a) };
+    }
+    const reason = "cancelled by the caller (tasks/cancel)";
+    const out = await desk.cancel(handle.approvalId, { tenant: principal.tenantId, key: principal.keyId }, reason);
+    if (!out.approval) throw unknown();
+    if (!out.ok) throw new GatewayError("invalid_request", `The task cannot be cancelled: it is ${taskStatusOf(out.approval).status} (its approval is ${out.approval.state}).`, { param: "params.taskId" });
+    ctx.record.events.push(auditEvent("approval.revoked", out.approval, ctx, out.approval.decidedAt ?? ctx.clock.now(), { actor: CALLER_ACTOR, reason }));
+    return { resultType: "complete", ...taskOf(taskId, handle, out.approval), _meta: approvalMeta(out.approval) };
   }
 
   /** The server and own URI of a resource a client subscribes to, when the caller may see it. */

@@ -165,6 +165,23 @@ export class ToolPolicy {
     return allow ? this.#decision(true, allow.id, `allowed by rule ${allow.id}`) : this.#decision(false, undefined, "no rule allows it (deny by default)");
   }
 
+  /**
+   * Could some call of this item by the caller need an approval? True when, in rule order, an
+   * allowing rule that requires approval comes before any allowing rule that would admit every
+   * call on its own (no argument constraints), and nothing denies the item outright. What a
+   * tools/list says before the arguments are known (a task-capable tool, MCP 2025-11-25).
+   */
+  mayNeedApproval(q: PolicyQuestion): boolean {
+    const rules = this.#matching(q);
+    if (rules.some((r) => r.deny && r.constraints.length === 0)) return false;
+    for (const r of rules) {
+      if (r.deny) continue;
+      if (r.approval) return true;
+      if (r.constraints.length === 0) return false;
+    }
+    return false;
+  }
+
   /** May the caller make this call, with these arguments? */
   decide(q: PolicyQuestion, args: unknown): PolicyDecision {
     const rules = this.#matching(q);

@@ -37,6 +37,7 @@ import { SessionSealer } from "../mcp/sealed-session.ts";
 import { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import { isolateConfig } from "./isolate-config.ts";
 import { RequestStateSealer } from "../approvals/request-state.ts";
+import { TaskHandleSealer } from "../approvals/task-handle.ts";
 import type { ApprovalDeps, ApprovalDeskRpc } from "../approvals/approval-gate.ts";
 import type { GatewayConfig } from "../config/gateway-schema.ts";
 
@@ -382,8 +383,9 @@ async function approvalDeps(conf: GatewayConfig["governance"]["approvals"], secr
   try {
     if (typeof secret !== "string") throw new RangeError(`secret ${conf.stateSecret} is not set`);
     const sealer = await RequestStateSealer.fromSecret(secret);
+    const tasks = await TaskHandleSealer.fromSecret(secret);
     const base = conf.publicUrl?.replace(/\/+$/, "");
-    return { desk, sealer, ttlMs: conf.ttlMs, statusUrl: (id, origin) => `${base ?? origin ?? ""}/approvals/${id}` };
+    return { desk, sealer, tasks, ttlMs: conf.ttlMs, statusUrl: (id, origin) => `${base ?? origin ?? ""}/approvals/${id}` };
   } catch (err) {
     logError({ kind: "approvals_disabled", error: String(err) });
     return undefined;

@@ -10,6 +10,8 @@ export interface CountedTool {
   readonly description?: string | undefined;
   /** Callable but not listed. */
   readonly unlisted?: boolean | undefined;
+  /** The tool's `execution` field as listed (what the server says of its own task support). */
+  readonly execution?: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** A running counting server. */
@@ -35,7 +37,7 @@ export async function startCountingToolServer(tools: Readonly<Record<string, Cou
     const answer = (payload: Record<string, unknown>) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: msg.id, ...payload }));
     if (msg.method === "tools/list") {
       const listed = Object.entries(tools).filter(([, t]) => !t.unlisted);
-      return void answer({ result: { tools: listed.map(([name, t]) => ({ name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: { type: "object" } })) } });
+      return void answer({ result: { tools: listed.map(([name, t]) => ({ name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: { type: "object" }, ...(t.execution !== undefined ? { execution: t.execution } : {}) })) } });
     }
     if (msg.method !== "tools/call") return void answer({ error: { code: -32601, message: "Method not found" } });
     const name = msg.params?.name ?? "";

@@ -16,4 +16,16 @@ describe("ApprovalDesk Durable Object", () => {
     expect(claims.filter((c) => !c.ok && c.why === "executed")).toHaveLength(19);
     expect(await stub.list("executed")).toHaveLength(1);
   });
+
+  it("a caller's cancellation races an approval and a claim: whichever lands first decides, and nothing runs after a cancellation", async () => {
+    const stub = env.APPROVAL_DESK.getByName("acme-cancel");
+    const id = approvalId("acme");
+    await stub.request(facts, { id, statusUrl: `http://127.0.0.1/approvals/${id}`, ttlMs: 60_000 });
+    expect((await stub.decide(id, "approve", "alice", "ok")).ok).toBe(true);
+    const [cancel, ...claims] = await Promise.all([stub.cancel(id, facts.principal, "cancelled by the caller"), ...Array.from({ length: 5 }, (_, i) => stub.claim(id, facts, `req-${i}`))]);
+    const ran = claims.filter((c) => c.ok).length;
+    // Exactly one of: the cancellation revoked it (no claim ran), or one claim ran (the cancellation came too late).
+    expect(cancel.ok ? ran : 1 - ran).toBe(0);
+    expect((await stub.get(id))!.state).toBe(cancel.ok ? "revoked" : "executed");
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApprovalDeskCore, approvalId, tenantOfApprovalId, type Approval, type ApprovalFacts, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
+import { ApprovalDeskCore, approvalId, CALLER_ACTOR, tenantOfApprovalId, type Approval, type ApprovalFacts, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
 
 class MemoryStore implements ApprovalStore {
   readonly rows = new Map<string, Approval>();
@@ -102,6 +102,29 @@ describe("ApprovalDeskCore", () => {
     expect(d.claim(late.id, { ...facts, argumentsDigest: "sha256:c" }, TTL, "r")).toMatchObject({ ok: false, why: "expired", justExpired: true });
     expect(d.decide(late.id, "revoke", "carol", "x", TTL + 1).ok).toBe(false);
     expect(d.list(TTL + 2, "expired").map((a) => a.id)).toEqual([late.id]);
+  });
+
+  it("the caller cancels its own pending or approved call (revoked by the caller); another principal cannot, nor can anyone end an ended one", () => {
+    const d = desk();
+    const pending = d.request(facts, init(), 0).approval;
+    expect(d.cancel(pending.id, { tenant: "acme", key: "k2" }, "mine now", 1)).toEqual({ ok: false, approval: undefined, why: "no such approval" });
+    expect(d.cancel(pending.id, { tenant: "other", key: "k1" }, "mine now", 1)).toMatchObject({ ok: false, approval: undefined });
+    const cancelled = d.cancel(pending.id, facts.principal, "cancelled by the caller", 2);
+    expect(cancelled).toMatchObject({ ok: true, approval: { state: "revoked", decidedBy: CALLER_ACTOR, decidedAt: 2, reason: "cancelled by the caller" } });
+    expect(cancelled.approval!.history.at(-1)).toEqual({ at: 2, event: "revoked", actor: CALLER_ACTOR, reason: "cancelled by the caller" });
+    // No approver can approve what the caller withdrew, and a second cancellation changes nothing.
+    expect(d.decide(pending.id, "approve", "alice", "ok", 3)).toMatchObject({ ok: false, why: "the approval is revoked" });
+    expect(d.cancel(pending.id, facts.principal, "again", 4)).toMatchObject({ ok: false, why: "the approval is revoked" });
+
+    const approved = d.request({ ...facts, argumentsDigest: "sha256:b" }, init(), 0).approval;
+    d.decide(approved.id, "approve", "alice", "ok", 1);
+    expect(d.cancel(approved.id, facts.principal, "not needed", 2)).toMatchObject({ ok: true, approval: { state: "revoked" } });
+    expect(d.claim(approved.id, { ...facts, argumentsDigest: "sha256:b" }, 3, "r")).toMatchObject({ ok: false, why: "revoked" });
+
+    const used = d.request({ ...facts, argumentsDigest: "sha256:c" }, init(), 0).approval;
+    d.decide(used.id, "approve", "alice", "ok", 1);
+    d.claim(used.id, { ...facts, argumentsDigest: "sha256:c" }, 2, "r");
+    expect(d.cancel(used.id, facts.principal, "too late", 3)).toMatchObject({ ok: false, why: "the approval is executed" });
   });
 
   it("a pending approval expires unanswered: the same call is told so once, and then asks anew", () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ApprovalDeskCore, type Approval, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
 import { gateToolCall, type ApprovalDeps, type ApprovalDeskRpc, type GatedCall } from "../../../src/approvals/approval-gate.ts";
 import { RequestStateSealer } from "../../../src/approvals/request-state.ts";
+import { TaskHandleSealer } from "../../../src/approvals/task-handle.ts";
 import { RequestContext } from "../../../src/context/request-context.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { Principal } from "../../../src/publication/principal.ts";
@@ -21,12 +22,13 @@ function memoryDesk(): ApprovalDeskRpc {
     get: async (id) => core.get(id, clock.now),
     list: async (state) => core.list(clock.now, state),
     decide: async (id, action, actor, reason) => core.decide(id, action, actor, reason, clock.now),
+    cancel: async (id, principal, reason) => core.cancel(id, principal, reason, clock.now),
   };
 }
 
 async function setup() {
   const desk = memoryDesk();
-  const deps: ApprovalDeps = { desk: () => desk, sealer: await RequestStateSealer.fromSecret("a-secret-of-enough-length"), ttlMs: 60_000, statusUrl: (id, origin) => `${origin}/approvals/${id}` };
+  const deps: ApprovalDeps = { desk: () => desk, sealer: await RequestStateSealer.fromSecret("a-secret-of-enough-length"), tasks: await TaskHandleSealer.fromSecret("a-secret-of-enough-length"), ttlMs: 60_000, statusUrl: (id, origin) => `${origin}/approvals/${id}` };
   const context = (taskId?: string) => {
     const ctx = new RequestContext({ requestId: `req_${Math.random()}`, receivedAt: 0, clock: { now: () => clock.now }, scheduler: { schedule: () => () => {} }, sink: { attemptFinished: () => {}, requestFinished: () => {} }, waitUntil: () => {}, onUndoError: (err) => { throw err; } });
     if (taskId) ctx.record.attribution = { taskId, sessionId: undefined, turnId: undefined, parentTaskId: undefined };
@@ -117,5 +119,49 @@ describe("gateToolCall", () => {
     const ctx = context();
     await expect(gateToolCall(deps, ctx, call())).rejects.toMatchObject({ code: "approval_refused", message: expect.stringMatching(/expired/) });
     expect(ctx.record.events.map((e) => e.type)).toEqual(["approval.expired"]);
+  });
+
+  it("tasks: a task-augmented call is answered with its approval to make a task of, pending or already approved", async () => {
+    const { desk, deps, context, call } = await setup();
+    const ctx = context();
+    const created = await gateToolCall(deps, ctx, call({ task: { kind: "create" } }));
+    if (created.kind !== "task") throw new Error("expected a task");
+    expect(created.approval).toMatchObject({ state: "pending", server: "files", tool: "delete" });
+    expect(ctx.record.events.map((e) => e.type)).toEqual(["approval.requested"]);
+    await desk.decide(created.approval.id, "approve", "alice", "ok");
+    // The same call asked again as a task finds the same approval, now approved: nothing runs yet.
+    const again = await gateToolCall(deps, context(), call({ task: { kind: "create" } }));
+    expect(again).toMatchObject({ kind: "task", approval: { id: created.approval.id, state: "approved" } });
+  });
+
+  it("tasks: a task's tasks/result is -32042 while pending, runs once when approved, and is refused once used", async () => {
+    const { desk, deps, context, call } = await setup();
+    const created = await gateToolCall(deps, context(), call({ task: { kind: "create" } }));
+    if (created.kind !== "task") throw new Error("expected a task");
+    const resume = { task: { kind: "resume" as const, approvalId: created.approval.id } };
+    await expect(gateToolCall(deps, context(), call(resume))).rejects.toMatchObject({ code: "approval_required" });
+    await desk.decide(created.approval.id, "approve", "alice", "ok");
+    const gate = await gateToolCall(deps, context(), call(resume));
+    if (gate.kind !== "execute") throw new Error("expected execution");
+    let runs = 0;
+    await gate.execute(async () => (runs++, { ok: true }));
+    expect(runs).toBe(1);
+    await expect(gateToolCall(deps, context(), call(resume))).rejects.toMatchObject({ code: "approval_refused", message: expect.stringMatching(/keeps no results/) });
+    // Never a new approval for the task's call: the desk still has the one.
+    expect(await desk.list()).toHaveLength(1);
+  });
+
+  it("tasks: the handle's approval covers the call only while policy and tool are unchanged", async () => {
+    const { desk, deps, context, call } = await setup();
+    const created = await gateToolCall(deps, context(), call({ task: { kind: "create" } }));
+    if (created.kind !== "task") throw new Error("expected a task");
+    await desk.decide(created.approval.id, "approve", "alice", "ok");
+    const resume = { task: { kind: "resume" as const, approvalId: created.approval.id } };
+    const changedPolicy = { allowed: true, rule: "risky", policyRevision: "p2", reason: "allowed by rule risky after approval", approval: "required" as const };
+    await expect(gateToolCall(deps, context(), call({ ...resume, decision: changedPolicy }))).rejects.toMatchObject({ code: "approval_refused" });
+    await expect(gateToolCall(deps, context(), call({ ...resume, toolDefinition: async () => ({ name: "delete", inputSchema: { type: "object", properties: { force: {} } } }) }))).rejects.toMatchObject({ code: "approval_refused" });
+    await expect(gateToolCall(deps, context(), call({ ...resume, decision: { allowed: true, rule: "plain", policyRevision: "p2", reason: "allowed" } }))).rejects.toMatchObject({ code: "approval_refused" });
+    await expect(gateToolCall(deps, context(), call({ task: { kind: "resume", approvalId: "ap_YWNtZQ_00000000000000000000000000000000" } }))).rejects.toMatchObject({ code: "approval_refused" });
+    expect(await desk.get(created.approval.id)).toMatchObject({ state: "approved" });
   });
 });

@@ -95,6 +95,27 @@ describe("approval: required", () => {
     expect(policy.decide(q, { count: 5 }).approval).toBeUndefined();
   });
 
+  it("says before the arguments whether some call of a tool may need approval (a task-capable tool in tools/list)", () => {
+    const policy = new ToolPolicy(
+      policySchema.parse({
+        revision: "r8",
+        rules: [
+          { id: "never-wipe", effect: "deny", servers: ["files"], names: ["wipe"] },
+          { id: "plain-reads", effect: "allow", servers: ["files"], names: ["read"] },
+          { id: "big-deletes", effect: "allow", servers: ["files"], names: ["delete"], arguments: { count: { min: 100 } }, approval: "required" },
+          { id: "everything", effect: "allow", servers: ["files"], names: ["*"], approval: "required" },
+        ],
+      }),
+    );
+    const q = (name: string, key = "k") => ({ tenant: "acme", key, server: "files", kind: "tool" as const, name });
+    expect(policy.mayNeedApproval(q("delete"))).toBe(true);
+    expect(policy.mayNeedApproval(q("deploy"))).toBe(true);
+    // An earlier rule admitting every call without approval wins; a hard deny hides it; no rule, no approval.
+    expect(policy.mayNeedApproval(q("read"))).toBe(false);
+    expect(policy.mayNeedApproval(q("wipe"))).toBe(false);
+    expect(policy.mayNeedApproval({ ...q("delete"), server: "other" })).toBe(false);
+  });
+
   it("is refused on a deny rule", () => {
     expect(policySchema.safeParse({ revision: "r", rules: [{ id: "d", effect: "deny", servers: ["*"], names: ["*"], approval: "required" }] }).success).toBe(false);
   });
