@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { APPROVAL_RETENTION_MS, ApprovalDeskCore, type Approval, type ApprovalFacts, type ApprovalState, type ApprovalStore, type ApproverAction, type ClaimOutcome, type DecideOutcome, type RequestOutcome } from "../src/approvals/approval-desk.ts";
+import { APPROVAL_RETENTION_MS, ApprovalDeskCore, type Approval, type ApprovalFacts, type ApprovalState, type ApprovalStore, type ApproverAction, type ClaimOutcome, type DecideOutcome, type ExecutionEnd, type RequestOutcome } from "../src/approvals/approval-desk.ts";
 import type { ApprovalDeskRpc } from "../src/approvals/approval-gate.ts";
 import { systemClock, type Clock } from "../src/deps/clock.ts";
 
@@ -72,7 +72,7 @@ export class ApprovalDesk extends DurableObject<Env> implements ApprovalDeskRpc 
     return this.#tx(() => this.#core.spend(id, nonce));
   }
 
-  async finish(id: string, execution: "succeeded" | "failed" | "unknown"): Promise<Approval | undefined> {
+  async finish(id: string, execution: ExecutionEnd): Promise<Approval | undefined> {
     return this.#tx((now) => this.#core.finish(id, execution, now));
   }
 

@@ -28,14 +28,21 @@ export interface ApprovalFacts {
   readonly rule: string;
 }
 
+/**
+ * How a claimed call's request ended: with its result known, failed, unknown (it may or may not
+ * have run), or `input_required` — the server asked the client for input first, so the call
+ * goes on in the client's next request and has not been executed yet.
+ */
+export type ExecutionEnd = "succeeded" | "failed" | "unknown" | "input_required";
+
 /** One entry of an approval's own history (its audit trail, whatever store the gateway has). */
 export interface ApprovalHistoryEntry {
   readonly at: number;
   readonly event: "requested" | "granted" | "denied" | "expired" | "revoked" | "executed" | "execution";
   readonly actor?: string | undefined;
   readonly reason?: string | undefined;
-  /** For `execution`: how the claimed call ended. */
-  readonly execution?: "succeeded" | "failed" | "unknown" | undefined;
+  /** For `execution`: how the claimed call ended (`input_required`: not yet, the call continues). */
+  readonly execution?: ExecutionEnd | undefined;
 }
 
 /** An approval, as the admin API and the console read it (docs/governance.md). */
@@ -238,11 +245,22 @@ export class ApprovalDeskCore {
     return true;
   }
 
-  /** How a claimed execution ended; `unknown` is final (reconciliation, never a retry). */
-  finish(id: string, execution: "succeeded" | "failed" | "unknown", now: number): Approval | undefined {
+  /**
+   * How a claimed execution ended; `unknown` is final (reconciliation, never a retry). A server's
+   * `input_required` hands the claim back (`approved` again, still until its expiry), so the same
+   * call's next round, which carries the client's input, can claim it.
+   */
+  finish(id: string, execution: ExecutionEnd, now: number): Approval | undefined {
     const a = this.#store.get(id);
     if (!a || a.state !== "executed" || a.execution !== "claimed") return a;
-    const done: Approval = { ...a, execution, history: [...a.history, { at: now, event: "execution", execution }] };
+    const entry = { at: now, event: "execution", execution } as const;
+    if (execution === "input_required") {
+      const { execution: _claimed, idempotencyKey: _key, ...rest } = a;
+      const back: Approval = { ...rest, state: "approved", history: [...a.history, entry] };
+      this.#store.put(back);
+      return back;
+    }
+    const done: Approval = { ...a, execution, history: [...a.history, entry] };
     this.#store.put(done);
     return done;
   }

@@ -20,7 +20,7 @@ import type { McpEra } from "../mcp/bridging.ts";
 import type { PolicyDecision } from "../mcp/tool-policy.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 import type { Principal } from "../publication/principal.ts";
-import { approvalId, sameFacts, type Approval, type ApprovalFacts, type ApprovalState, type ApproverAction, type ClaimOutcome, type DecideOutcome, type RequestOutcome } from "./approval-desk.ts";
+import { approvalId, sameFacts, type Approval, type ApprovalFacts, type ApprovalState, type ApproverAction, type ClaimOutcome, type DecideOutcome, type ExecutionEnd, type RequestOutcome } from "./approval-desk.ts";
 import { factsDigest, type RequestStateSealer } from "./request-state.ts";
 import type { TaskHandleSealer } from "./task-handle.ts";
 
@@ -29,7 +29,7 @@ export interface ApprovalDeskRpc {
   request(facts: ApprovalFacts, init: { readonly id: string; readonly statusUrl: string; readonly ttlMs: number }): Promise<RequestOutcome>;
   claim(id: string, facts: ApprovalFacts, idempotencyKey: string, nonce?: string): Promise<ClaimOutcome>;
   spend(id: string, nonce: string): Promise<boolean>;
-  finish(id: string, execution: "succeeded" | "failed" | "unknown"): Promise<Approval | undefined>;
+  finish(id: string, execution: ExecutionEnd): Promise<Approval | undefined>;
   get(id: string): Promise<Approval | undefined>;
   list(state?: ApprovalState): Promise<Approval[]>;
   decide(id: string, action: ApproverAction, actor: string, reason: string): Promise<DecideOutcome>;
@@ -72,6 +72,12 @@ export interface GatedCall {
   readonly task?: { readonly kind: "create" } | { readonly kind: "resume"; readonly approvalId: string } | undefined;
 }
 
+/** What running the call answered, as far as the gate reads it. */
+export interface RunAnswer {
+  readonly ok: boolean;
+  readonly result?: unknown;
+}
+
 /** What happens next: answer now (a pending approval), or run the call through `execute`. */
 export type GateResult =
   | { readonly kind: "answer"; readonly result: Record<string, unknown> }
@@ -80,7 +86,7 @@ export type GateResult =
   | {
       readonly kind: "execute";
       /** Claims the approval (when there is one) and runs the call; records how the execution ended. */
-      readonly execute: <T extends { readonly ok: boolean }>(run: () => Promise<T>) => Promise<T>;
+      readonly execute: <T extends RunAnswer>(run: () => Promise<T>) => Promise<T>;
       /** The params forwarded upstream without what belonged to the gateway's own approval round. */
       readonly upstreamParams: (forwarded: Record<string, unknown>) => Record<string, unknown>;
     };
@@ -175,7 +181,7 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
   return {
     kind: "execute",
     upstreamParams: withoutApprovalRound,
-    async execute<T extends { readonly ok: boolean }>(run: () => Promise<T>): Promise<T> {
+    async execute<T extends RunAnswer>(run: () => Promise<T>): Promise<T> {
       const claimed = await desk.claim(approvedId, facts, ctx.requestId, nonce);
       if (!claimed.ok) {
         if (claimed.justExpired && claimed.approval) event("approval.expired", claimed.approval);
@@ -183,18 +189,20 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
         if (claimed.why === "facts_differ" || claimed.why === "unknown" || !claimed.approval) throw new GatewayError("approval_refused", "The approval does not cover this call: call the tool again to ask for a new one.", { param: "params.name" });
         throw refusal(claimed.approval, call.task?.kind === "resume");
       }
-      const executed = (execution: "succeeded" | "failed" | "unknown") => {
-        ctx.record.events.push(auditEvent("tool.executed", claimed.approval, ctx, ctx.clock.now(), { execution, usage: execution === "unknown" ? "unknown" : "known" }));
-        // The desk keeps how it ended; an unknown end stays there for reconciliation, never retried.
-        ctx.waitUntil(desk.finish(approvedId, execution).catch(() => undefined));
-      };
+      // The call's tool.executed event (from the request's record) names the approval it ran under.
+      if (ctx.record.mcp) ctx.record.mcp.approvalId = approvedId;
+      // The desk keeps how it ended; an unknown end stays there for reconciliation, never retried.
+      const finished = (execution: ExecutionEnd) => desk.finish(approvedId, execution).catch(() => undefined);
       return run().then(
-        (answer) => {
-          executed(answer.ok ? "succeeded" : "failed");
+        async (answer) => {
+          // The server asked for input before doing the work: the claim goes back before the client
+          // is answered, so the round that brings the input finds the call still approved.
+          if (answer.ok && isRecord(answer.result) && answer.result.resultType === "input_required") await finished("input_required");
+          else ctx.waitUntil(finished(answer.ok ? "succeeded" : "failed"));
           return answer;
         },
         (err: unknown) => {
-          executed("unknown");
+          ctx.waitUntil(finished("unknown"));
           throw err;
         },
       );

@@ -39,8 +39,12 @@ export interface AuditEvent {
   readonly approvalId?: string | undefined;
   /** The decision, with the rule that made it and why. */
   readonly decision?: { readonly allowed: boolean; readonly rule?: string | undefined; readonly reason: string } | undefined;
-  /** How an execution ended: its result is known, it failed, or it may or may not have run. */
-  readonly execution?: "succeeded" | "failed" | "unknown" | "not_executed" | undefined;
+  /**
+   * How an execution ended: its result is known, it failed, it may or may not have run, it was
+   * proven not sent, or the server asked the client for input first (the call goes on in the
+   * client's next request, which is an execution of its own).
+   */
+  readonly execution?: "succeeded" | "failed" | "unknown" | "not_executed" | "input_required" | undefined;
   /** Whether its usage (the bill) is known, held for reconciliation, or none applies. */
   readonly usage?: "known" | "unknown" | "none" | undefined;
   /** Who acted, for events an operator caused (an approver's id), and their reason. */

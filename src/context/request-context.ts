@@ -99,6 +99,12 @@ export interface McpRecord {
   decision?: { readonly allowed: boolean; readonly rule: string | undefined; readonly policyRevision: string; readonly reason: string } | undefined;
   /** The tool reported failure (`isError`) in a result the gateway passed on. */
   toolError?: boolean | undefined;
+  /** The tool call was sent to its server (a call refused or held before that was not executed). */
+  toolSent?: boolean | undefined;
+  /** The server answered `input_required`: the call goes on in the client's next request. */
+  inputRequired?: boolean | undefined;
+  /** The approval the call ran under, when its rule required one. */
+  approvalId?: string | undefined;
   /** A priced or rate-limited `tools/call`: its reservation in the ledger and how it was settled. */
   charge?: McpCharge | undefined;
 }

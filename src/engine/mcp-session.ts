@@ -577,10 +577,14 @@ export class McpSession {
     ctx.enter("invoke");
     // A call asked for by name is sent whatever the probes say (they can be wrong); it starts them.
     this.#health(routed.server);
-    const answer = await gate.execute(() => this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...gate.upstreamParams(forwardedParams(params)) }, client, charge));
+    const answer = await gate.execute(() => {
+      if (audit) audit.toolSent = true;
+      return this.#invoke(routed.server, "tools/call", { name: routed.name, arguments: args ?? {}, ...gate.upstreamParams(forwardedParams(params)) }, client, charge);
+    });
     if (!answer.ok) throw upstreamRefusal(routed.server, answer.error);
     const result = isRecord(answer.result) ? answer.result : {};
     if (audit && result.isError === true) audit.toolError = true;
+    if (audit && result.resultType === "input_required") audit.inputRequired = true;
     const out = withTaskMeta({ resultType: "complete", ...result }, charge);
     if (task?.kind !== "resume") return out;
     const meta = isRecord(out._meta) ? out._meta : {};

@@ -83,10 +83,12 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
   } as const;
   if (r.mcp) {
     const m = r.mcp;
-    const isTool = m.method === "tools/call";
+    // A task's tasks/result runs the tool call its handle carries.
+    const isTool = m.method === "tools/call" || m.method === "tasks/result";
     // A method the gateway answered itself (discovery, an aggregate list) reached no server.
     const target = isTool ? `${m.server ?? "*"}/${m.target ?? "?"}` : m.server === undefined ? m.method : `${m.server}/${m.method}`;
-    const executed = isTool && m.decision?.allowed === true && m.server !== undefined;
+    // Only a call sent to its server is a tool call of the task: one refused or held for approval was not.
+    const executed = isTool && m.toolSent === true && m.server !== undefined;
     const charge = m.charge;
     const attempt: CallAttempt | undefined = charge
       ? {
@@ -154,11 +156,25 @@ export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Rea
     if (m.decision) {
       out.push({ ...base, id: newId(), at: r.receivedAt, type: m.decision.allowed ? "decision.allowed" : "decision.denied", target, policyRevision: m.decision.policyRevision, decision: { allowed: m.decision.allowed, rule: m.decision.rule, reason: m.decision.reason } });
     }
-    if (m.method === "tools/call" && m.decision?.allowed === true && m.server !== undefined) {
+    // Only a call that was sent is an execution (one refused, or held for approval, was not).
+    if (m.toolSent === true && m.decision?.allowed === true && m.server !== undefined) {
       const settlement = m.charge?.settlement;
-      const execution = settlement === "pending_reconciliation" ? "unknown" : settlement === "released" ? "not_executed" : r.outcome === "success" && m.toolError !== true ? "succeeded" : r.outcome === "success" ? "failed" : r.errorCode === undefined ? "unknown" : "failed";
+      const execution =
+        settlement === "pending_reconciliation"
+          ? "unknown"
+          : settlement === "released"
+            ? "not_executed"
+            : r.outcome === "success" && m.inputRequired === true
+              ? "input_required"
+              : r.outcome === "success" && m.toolError !== true
+                ? "succeeded"
+                : r.outcome === "success"
+                  ? "failed"
+                  : r.errorCode === undefined
+                    ? "unknown"
+                    : "failed";
       const usage = settlement === "charged" ? "known" : settlement === "pending_reconciliation" ? "unknown" : "none";
-      out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type: "tool.executed", attemptId: m.charge?.attemptId, target, policyRevision: m.decision.policyRevision, execution, usage });
+      out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type: "tool.executed", attemptId: m.charge?.attemptId, target, policyRevision: m.decision.policyRevision, approvalId: m.approvalId, execution, usage });
     }
   } else {
     const completions = modelCompletions === "all" || base.taskId !== undefined;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { slowly, startCountingToolServer } from "./support/counting-tool-server.ts";
 import type { LoopbackServer } from "./support/loopback-server.ts";
+import { startModernMcpTestServer, type ModernMcpTestServer } from "./support/mcp-modern-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
 const APPROVER_TOKEN = "e2e-approver-token";
@@ -34,14 +35,15 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
   let sim: Simulator;
   let tools: Awaited<ReturnType<typeof startCountingServer>>;
   let server: LoopbackServer;
+  let modern: ModernMcpTestServer;
   let gateway: RunningGateway;
 
   beforeAll(async () => {
-    [sim, tools] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startCountingServer()]);
+    [sim, tools, modern] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startCountingServer(), startModernMcpTestServer()]);
     server = tools.http;
     const g = bundledConfig("gateway");
     g.security.egress = { allow: ["127.0.0.1"] };
-    g.mcp = { servers: [{ name: "ops", url: tools.url, era: "stateless" }], sessions: { secrets: ["MCP_SESSION_SECRET"] } };
+    g.mcp = { servers: [{ name: "ops", url: tools.url, era: "stateless" }, { name: "modern", url: modern.url, era: "stateless" }], sessions: { secrets: ["MCP_SESSION_SECRET"] } };
     g.governance = { approverTokenSecret: "APPROVER_TOKEN", approvals: { ttlMs: TTL_MS, stateSecret: "APPROVAL_STATE_SECRET" }, workload: { agentHeader: "x-agent-id" } };
     g.security.trustedHeaders = [...(g.security.trustedHeaders ?? []), "x-agent-id"];
     const p = bundledConfig("publication");
@@ -53,6 +55,8 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
         rules: [
           { id: "risky", effect: "allow", principals: { tenants: ["demo"] }, servers: ["ops"], names: ["deploy", "charge"], approval: "required" },
           { id: "plain", effect: "allow", principals: { tenants: ["demo"] }, servers: ["ops"], names: ["spend"] },
+          // A tool that asks its own question (input_required) after the approval let it run.
+          { id: "asks", effect: "allow", principals: { tenants: ["demo"] }, servers: ["modern"], names: ["confirm"], approval: "required" },
         ],
       },
       prices: [{ id: "priced", servers: ["ops"], names: ["charge", "spend"], price: { version: "ops-1", currency: "USD", perCall: PRICE } }],
@@ -66,7 +70,7 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
   });
 
   afterAll(async () => {
-    await Promise.all([gateway?.stop(), sim?.stop(), server?.close()]);
+    await Promise.all([gateway?.stop(), sim?.stop(), server?.close(), modern?.stop()]);
   });
 
   const headers = (key: string) => ({ requestInit: { headers: { authorization: `Bearer ${key}` } } });
@@ -177,6 +181,31 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
     expect(upstream).toHaveLength(1);
     expect(upstream[0]).not.toHaveProperty("requestState");
     expect(upstream[0]).not.toHaveProperty("inputResponses");
+    await client.close();
+  });
+
+  it("2026 era: a tool that asks its own question after the approval goes on under the same approval, and runs once", async () => {
+    const asked: string[] = [];
+    const client = new Client({ name: "approvals-e2e-asks", version: "1.0.0" }, { versionNegotiation: { mode: "auto" }, capabilities: { elicitation: { url: {}, form: {} } } });
+    client.setRequestHandler("elicitation/create", async (req) => {
+      const params = req.params as { mode?: string; url?: string; message?: string };
+      if (params.mode === "url" && typeof params.url === "string") {
+        asked.push("approval");
+        await decide(params.url.split("/").at(-1)!, "approve");
+        return { action: "accept" as const };
+      }
+      asked.push(params.message ?? "?");
+      return { action: "accept" as const, content: { confirm: true } };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${gateway.publicUrl}/mcp/modern`), headers(DEMO_KEY)));
+    expect(await client.callTool({ name: "confirm", arguments: { action: "purge" } })).toMatchObject({ content: [{ text: "confirmed purge" }] });
+    // One approval, then the server's own question; the round with the answer was not refused as "already used".
+    expect(asked).toEqual(["approval", "Really purge?"]);
+    const approvals = (await (await fetch(`${gateway.adminUrl}/admin/approvals?tenant=demo`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { approvals: { tool: string; state: string; execution?: string; history: { event: string; execution?: string }[] }[] };
+    const used = approvals.approvals.filter((a) => a.tool === "confirm");
+    expect(used).toHaveLength(1);
+    expect(used[0]).toMatchObject({ state: "executed" });
+    expect(used[0]!.history.map((h) => h.execution ?? h.event)).toEqual(["requested", "granted", "executed", "input_required", "executed", "succeeded"]);
     await client.close();
   });
 
@@ -305,10 +334,18 @@ describe("approvals of risky MCP tool calls, both protocol eras", () => {
     expect(t.attempts).toBe(drill!.calls.reduce((n, c) => n + c.attempts.length, 0));
     expect(t.costMicros).toBe(drill!.calls.reduce((n, c) => n + c.costMicros, 0));
     // The audit trail has the request, the grant and the execution of the task's call, in one schema.
-    const audit = (await (await fetch(`${gateway.adminUrl}/admin/audit?tenant=demo&taskId=${TASK}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { events: { type: string; approvalId?: string }[] };
+    // The executed call's own record may land in a later batch than the approver's decision: poll for it.
+    type Audit = { events: { type: string; approvalId?: string; execution?: string }[] };
+    let audit: Audit = { events: [] };
+    for (const end = Date.now() + 15_000; !audit.events.some((e) => e.type === "tool.executed"); await new Promise((r) => setTimeout(r, 100))) {
+      if (Date.now() > end) throw new Error(`the tool call's execution never reached the audit trail: ${JSON.stringify(audit)}`);
+      audit = (await (await fetch(`${gateway.adminUrl}/admin/audit?tenant=demo&taskId=${TASK}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as Audit;
+    }
     const types = audit.events.map((e) => e.type);
     for (const type of ["approval.requested", "approval.granted", "tool.executed", "model.completed"]) expect(types, type).toContain(type);
     expect(audit.events.find((e) => e.type === "approval.granted")?.approvalId).toBe(asked.elicitationId);
+    // One execution, under the approval: the call held for approval was not one.
+    expect(audit.events.filter((e) => e.type === "tool.executed")).toMatchObject([{ approvalId: asked.elicitationId, execution: "succeeded" }]);
   });
 
   it("the status page of an unknown approval is a 404 page", async () => {

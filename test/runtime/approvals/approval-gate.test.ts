@@ -32,6 +32,7 @@ async function setup() {
   const context = (taskId?: string) => {
     const ctx = new RequestContext({ requestId: `req_${Math.random()}`, receivedAt: 0, clock: { now: () => clock.now }, scheduler: { schedule: () => () => {} }, sink: { attemptFinished: () => {}, requestFinished: () => {} }, waitUntil: () => {}, onUndoError: (err) => { throw err; } });
     if (taskId) ctx.record.attribution = { taskId, sessionId: undefined, turnId: undefined, parentTaskId: undefined };
+    ctx.record.mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2025-11-25" };
     return ctx;
   };
   const call = (over: Partial<GatedCall> = {}): GatedCall => ({
@@ -81,7 +82,7 @@ describe("gateToolCall", () => {
     expect(await desk.list()).toEqual([]);
   });
 
-  it("2026 era: input_required, then the approved retry with its state runs once and records tool.executed", async () => {
+  it("2026 era: input_required, then the approved retry with its state runs once under its approval", async () => {
     const { desk, deps, context, call } = await setup();
     const urlCapable = { elicitation: { url: {} } };
     const first = await gateToolCall(deps, context(), call({ era: "stateless", clientCapabilities: urlCapable }));
@@ -95,8 +96,32 @@ describe("gateToolCall", () => {
     let runs = 0;
     await retry.execute(async () => (runs++, { ok: true }));
     expect(runs).toBe(1);
-    expect(ctx.record.events).toMatchObject([{ type: "tool.executed", approvalId: id, execution: "succeeded" }]);
+    // The request's own tool.executed event (derived from its record) names the approval.
+    expect(ctx.record.mcp?.approvalId).toBe(id);
+    expect(ctx.record.events).toEqual([]);
     expect(await desk.get(id)).toMatchObject({ state: "executed", execution: "succeeded" });
+  });
+
+  it("a server's input_required hands the claim back, so the round bringing the input runs under the same approval", async () => {
+    const { desk, deps, context, call } = await setup();
+    const err = (await gateToolCall(deps, context(), call({ era: "stateful" })).catch((e: unknown) => e)) as GatewayError;
+    const id = (err.details![0] as { elicitations: { elicitationId: string }[] }).elicitations[0]!.elicitationId;
+    await desk.decide(id, "approve", "alice", "ok");
+    const first = await gateToolCall(deps, context(), call());
+    if (first.kind !== "execute") throw new Error("expected execution");
+    await first.execute(async () => ({ ok: true, result: { resultType: "input_required", inputRequests: { confirm: { method: "elicitation/create" } } } }));
+    // Handed back before the client was answered: the approval is approved again, not used.
+    const handedBack = await desk.get(id);
+    expect(handedBack).toMatchObject({ state: "approved" });
+    expect(handedBack!.execution).toBeUndefined();
+    const second = await gateToolCall(deps, context(), call({ params: { inputResponses: { confirm: { action: "accept" } } } }));
+    if (second.kind !== "execute") throw new Error("expected execution");
+    await second.execute(async () => ({ ok: true, result: { content: [] } }));
+    const used = await desk.get(id);
+    expect(used).toMatchObject({ state: "executed", execution: "succeeded" });
+    expect(used!.history.map((h) => h.execution ?? h.event)).toEqual(["requested", "granted", "executed", "input_required", "executed", "succeeded"]);
+    // Used now: a third call is refused.
+    await expect(gateToolCall(deps, context(), call()).then((g) => (g.kind === "execute" ? g.execute(async () => ({ ok: true })) : g))).rejects.toMatchObject({ code: "approval_refused" });
   });
 
   it("an execution that throws is recorded as unknown, for reconciliation", async () => {
@@ -108,7 +133,6 @@ describe("gateToolCall", () => {
     const gate = await gateToolCall(deps, ctx, call());
     if (gate.kind !== "execute") throw new Error("expected execution");
     await expect(gate.execute(async () => Promise.reject(new Error("connection cut")))).rejects.toThrow("connection cut");
-    expect(ctx.record.events).toMatchObject([{ type: "tool.executed", execution: "unknown", usage: "unknown" }]);
     expect(await desk.get(id)).toMatchObject({ state: "executed", execution: "unknown" });
   });
 

@@ -31,10 +31,10 @@ describe("call records", () => {
   });
 
   it("records an MCP tool call with its charge, and a denied one with no attempt", () => {
-    const mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "mcp-1", reason: "allowed" }, charge: { rule: "priced", attemptId: "att_t", micros: 10_000, currency: "USD", priceVersion: "v", settlement: "charged" as const } };
+    const mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "mcp-1", reason: "allowed" }, toolSent: true, charge: { rule: "priced", attemptId: "att_t", micros: 10_000, currency: "USD", priceVersion: "v", settlement: "charged" as const } };
     const call = callOf(modelRecord({ requestId: "req_5", mcp }), [])!;
     expect(call).toMatchObject({ kind: "tool", target: "tools/search", tool: "tools/search", costMicros: 10_000, attempts: [{ attemptId: "att_t", usage: "known", costMicros: 10_000 }] });
-    const denied = callOf(modelRecord({ requestId: "req_6", outcome: "error", errorCode: "tool_not_allowed", mcp: { ...mcp, charge: undefined, decision: { allowed: false, rule: undefined, policyRevision: "mcp-1", reason: "no rule" } } }), [])!;
+    const denied = callOf(modelRecord({ requestId: "req_6", outcome: "error", errorCode: "tool_not_allowed", mcp: { ...mcp, charge: undefined, toolSent: undefined, decision: { allowed: false, rule: undefined, policyRevision: "mcp-1", reason: "no rule" } } }), [])!;
     expect(denied).toMatchObject({ kind: "tool", attempts: [], costMicros: 0, errorCode: "tool_not_allowed" });
     expect(denied.tool).toBeUndefined();
   });
@@ -43,10 +43,20 @@ describe("call records", () => {
 describe("audit events of a record", () => {
   it("derives the decision and the execution of a tool call, then the record's own events", () => {
     const approval: AuditEvent = { id: "evt_a", at: 1_100, type: "approval.requested", tenant: "demo", subject: "k1", taskId: "task-1", approvalId: "apr_1" };
-    const mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "mcp-1", reason: "allowed" }, toolError: true };
+    const mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "mcp-1", reason: "allowed" }, toolError: true, toolSent: true, approvalId: "apr_1" };
     const events = auditEventsOf(modelRecord({ requestId: "req_7", mcp, events: [approval] }), [], ids);
     expect(events.map((e) => e.type)).toEqual(["decision.allowed", "tool.executed", "approval.requested"]);
-    expect(events[1]).toMatchObject({ execution: "failed", usage: "none", target: { kind: "tool", server: "tools", name: "search" }, callId: "req_7", taskId: "task-1", policyRevision: "mcp-1" });
+    expect(events[1]).toMatchObject({ execution: "failed", usage: "none", target: { kind: "tool", server: "tools", name: "search" }, callId: "req_7", taskId: "task-1", policyRevision: "mcp-1", approvalId: "apr_1" });
+    // A server that asked the client for input first: this round is not the call's result.
+    expect(auditEventsOf(modelRecord({ requestId: "req_7b", mcp: { ...mcp, toolError: undefined, inputRequired: true } }), [], ids)[1]).toMatchObject({ type: "tool.executed", execution: "input_required" });
+  });
+
+  it("records no execution for a call that was allowed but never sent (held for approval, refused by budget)", () => {
+    const mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "mcp-1", reason: "allowed" } };
+    const held = modelRecord({ requestId: "req_12", outcome: "error", errorCode: "approval_required", mcp });
+    expect(auditEventsOf(held, [], ids).map((e) => e.type)).toEqual(["decision.allowed"]);
+    // Nor is it a tool call of its task.
+    expect(callOf(held, [])).toMatchObject({ kind: "tool", attempts: [], tool: undefined });
   });
 
   it("says a model completed and, apart, that it proposed tool calls", () => {
@@ -83,7 +93,7 @@ describe("task rollups", () => {
     add("r1", { taskId: "T", sessionId: "s1", turnId: "t1" }, [attempt({ id: "a1", requestId: "r1", outcome: "timeout", usage: undefined, charge: { usage: "unknown", costMicros: 0, currency: "USD" } }), attempt({ id: "a2", requestId: "r1" })], 100);
     add("r2", { taskId: "T", sessionId: "s1", turnId: "t2" }, [attempt({ id: "a3", requestId: "r2", logicalModel: "small", usage: { inputTokens: 7, outputTokens: 3, source: "provider" }, charge: { usage: "known", costMicros: 40, currency: "USD" } })], 200);
     add("r3", { taskId: "T", sessionId: "s2", turnId: "t1" }, [attempt({ id: "a4", requestId: "r3" })], 300);
-    const tool = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "p", reason: "ok" }, charge: { rule: "x", attemptId: "at", micros: 1_000, currency: "USD", priceVersion: undefined, settlement: "charged" as const } };
+    const tool = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "p", reason: "ok" }, toolSent: true, charge: { rule: "x", attemptId: "at", micros: 1_000, currency: "USD", priceVersion: undefined, settlement: "charged" as const } };
     calls.push(callOf(modelRecord({ requestId: "r4", mcp: tool, attribution: { taskId: "T", sessionId: "s2", turnId: "t1" }, receivedAt: 400, endedAt: 450 }), [])!);
     const events: AuditEvent[] = [
       { id: "e1", at: 1_000, type: "approval.requested", tenant: "demo", subject: "k1", taskId: "T", approvalId: "ap1" },
