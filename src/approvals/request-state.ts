@@ -8,6 +8,7 @@
 
 import { canonicalDigest } from "../digest/canonical-digest.ts";
 import type { ApprovalFacts } from "./approval-desk.ts";
+import { deriveApprovalKey } from "./approval-key.ts";
 
 /** What a sealed state says. */
 export interface RequestStatePayload {
@@ -56,15 +57,7 @@ export class RequestStateSealer {
 
   /** Derives the HMAC key from a secret (HKDF-SHA-256, its own info, so the secret may serve elsewhere too). */
   static async fromSecret(secret: string): Promise<RequestStateSealer> {
-    if (secret.length < 16) throw new RangeError("the approval state secret must be at least 16 characters");
-    const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
-    const key = await crypto.subtle.deriveKey(
-      { name: "HKDF", hash: "SHA-256", salt: enc.encode("sluice approvals"), info: enc.encode("request-state v1") },
-      base,
-      { name: "HMAC", hash: "SHA-256", length: 256 },
-      false,
-      ["sign", "verify"],
-    );
+    const key = await deriveApprovalKey(secret, "request-state v1", { name: "HMAC", hash: "SHA-256", length: 256 }, ["sign", "verify"]);
     return new RequestStateSealer(key);
   }
 

@@ -11,6 +11,7 @@
  */
 
 import { b64url, unb64url } from "./request-state.ts";
+import { deriveApprovalKey } from "./approval-key.ts";
 
 /** What a handle carries. */
 export interface TaskHandle {
@@ -57,15 +58,7 @@ export class TaskHandleSealer {
 
   /** Derives the AES key from the approvals' state secret (HKDF-SHA-256 with its own info, apart from the requestState's key). */
   static async fromSecret(secret: string): Promise<TaskHandleSealer> {
-    if (secret.length < 16) throw new RangeError("the approval state secret must be at least 16 characters");
-    const base = await crypto.subtle.importKey("raw", enc.encode(secret), "HKDF", false, ["deriveKey"]);
-    const key = await crypto.subtle.deriveKey(
-      { name: "HKDF", hash: "SHA-256", salt: enc.encode("sluice approvals"), info: enc.encode("task-handle v1") },
-      base,
-      { name: "AES-GCM", length: 256 },
-      false,
-      ["encrypt", "decrypt"],
-    );
+    const key = await deriveApprovalKey(secret, "task-handle v1", { name: "AES-GCM", length: 256 }, ["encrypt", "decrypt"]);
     return new TaskHandleSealer(key);
   }
 
