@@ -1,5 +1,6 @@
 import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import type { OAuthConfig, OAuthIssuerConfig } from "../config/oauth-schema.ts";
+import { isChargeTo } from "../config/publication-schema.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError, type BearerChallenge } from "../errors/gateway-error.ts";
@@ -8,8 +9,12 @@ import { JwksCache } from "./jwks-cache.ts";
 
 /** What the verifier needs besides its configuration. */
 export interface OAuthVerifierDeps {
-  /** Tenant ids the publication configures: a token mapped to any other is refused. */
-  readonly tenants: ReadonlySet<string>;
+  /**
+   * Tenant ids the publication configures, each with the charge targets it has (`team`,
+   * `team/project`; see chargeTargetsOf): a token mapped to another tenant, or charged to a team
+   * or project its tenant does not have, is refused.
+   */
+  readonly tenants: ReadonlyMap<string, ReadonlySet<string>>;
   readonly egress: EgressPolicy;
   readonly fetch: typeof fetch;
   readonly clock: Clock;
@@ -54,8 +59,11 @@ interface Issuer {
  * not passed and no `nbf` still to come (both within the configured clock skew), and its subject
  * and tenant map to a configured tenant. Then the required scopes are checked (`insufficient_scope`).
  *
- * The principal is `{ tenantId, keyId: "<issuer name>:<subject>" }`. The colon keeps the two kinds
- * of key ids apart: an API key id never has one, so no token can pose as an API key in a policy.
+ * The principal is `{ tenantId, keyId: "<issuer name>:<subject>", chargeTo }`. The colon keeps the
+ * two kinds of key ids apart: an API key id never has one, so no token can pose as an API key in a
+ * policy. `chargeTo` is the issuer's fixed one or its `claims.chargeTo` claim, and must name a team
+ * (or project) of the token's tenant: budgets and task rules then hold the caller to it as they
+ * hold an API key to its configured `chargeTo`.
  */
 export class OAuthVerifier {
   readonly #config: OAuthConfig;
@@ -124,7 +132,8 @@ export class OAuthVerifier {
    * Verifies a token and maps it to a principal, then checks the required scopes.
    *
    * @throws GatewayError invalid_token (401), insufficient_scope (403), jwks_unavailable (503);
-   *   each with the Bearer challenge the HTTP adapter renders.
+   *   each with the Bearer challenge the HTTP adapter renders; tool_not_allowed (403, no
+   *   challenge) for a token charged to a team or project its tenant does not have.
    */
   async authenticate(token: string): Promise<VerifiedToken> {
     const verified = await this.verify(token);
@@ -182,8 +191,32 @@ export class OAuthVerifier {
       throw this.#invalid(`The access token has no usable ${issuer.claims.subject} claim.`);
     }
     const tenant = issuer.tenant ?? payload[issuer.claims.tenant!];
-    if (typeof tenant !== "string" || !this.#deps.tenants.has(tenant)) throw this.#invalid("The access token's tenant is not configured on this gateway.");
-    return { tenantId: tenant, keyId: `${issuer.name}:${subject}` };
+    const targets = typeof tenant === "string" ? this.#deps.tenants.get(tenant) : undefined;
+    if (typeof tenant !== "string" || !targets) throw this.#invalid("The access token's tenant is not configured on this gateway.");
+    const keyId = `${issuer.name}:${subject}`;
+    const chargeTo = this.#chargeTo(issuer, payload);
+    if (chargeTo === undefined) return { tenantId: tenant, keyId };
+    if (!targets.has(chargeTo)) {
+      // A well-formed token the gateway will not serve: charging its tenant alone instead would let
+      // it slip past its project's budget and task rules, so it is refused. Not invalid_token (a new
+      // token from the same issuer would say the same) nor insufficient_scope (no scope helps): the
+      // policy's 403, without a challenge, so no client tries a step-up that cannot succeed.
+      throw new GatewayError("tool_not_allowed", `The access token charges ${chargeTo.includes("/") ? "project" : "team"} '${chargeTo}', which tenant '${tenant}' does not have; ask the gateway's operator to configure it, or get a token for a configured one.`);
+    }
+    return { tenantId: tenant, keyId, chargeTo };
+  }
+
+  /** The issuer's fixed `chargeTo`, or the value of its `claims.chargeTo` claim, checked for form only. */
+  #chargeTo(issuer: OAuthIssuerConfig, payload: JWTPayload): string | undefined {
+    if (issuer.chargeTo !== undefined) return issuer.chargeTo;
+    const claim = issuer.claims.chargeTo;
+    if (claim === undefined) return undefined;
+    const value = payload[claim];
+    // The claim is how the operator said this issuer's callers are charged: one without it is not
+    // charged to the tenant alone by default, it is refused like a token without its tenant.
+    if (value === undefined) throw this.#invalid(`The access token has no ${claim} claim: it must name the team or team/project its caller is charged to.`);
+    if (!isChargeTo(value)) throw this.#invalid(`The access token's ${claim} claim must be a team id or team/project.`);
+    return value;
   }
 
   /** jose's errors by their code (never their message) to the caller's words. */

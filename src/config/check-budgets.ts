@@ -1,10 +1,22 @@
 import { duplicates, type ConfigIssue } from "./parse-file.ts";
 import type { ScopeLimitsConfig } from "./budget-schema.ts";
 import type { GatewayConfig } from "./gateway-schema.ts";
-import type { PublicationConfig } from "./publication-schema.ts";
+import { splitChargeTo, type PublicationConfig } from "./publication-schema.ts";
 
 const FILE = "publication.yaml";
 
+/**
+ * Why a `chargeTo` (`team` or `team/project`) names nothing in a tenant; undefined when its team,
+ * and its project when it names one, are the tenant's. For API keys here and OAuth issuers'
+ * fixed `chargeTo` (load-config.ts): one check for both kinds of caller.
+ */
+export function unknownChargeTo(tenant: Pick<PublicationConfig["tenants"][number], "id" | "teams">, chargeTo: string): string | undefined {
+  const { team: teamId, project } = splitChargeTo(chargeTo);
+  const team = tenant.teams.find((x) => x.id === teamId);
+  if (!team) return `tenant "${tenant.id}" has no team "${teamId}"`;
+  if (project !== undefined && !team.projects.some((p) => p.id === project)) return `team "${teamId}" has no project "${project}"`;
+  return undefined;
+}
 
 /**
  * Cross-references of the budget parts of a publication:
@@ -44,13 +56,8 @@ export function checkBudgets(gateway: GatewayConfig, pub: PublicationConfig): Co
       if (k.requireAttribution?.includes("endUser") && !t.endUsers) {
         issues.push({ file: FILE, path: `${at}.apiKeys[${ki}].requireAttribution`, message: `tenant "${t.id}" has no endUsers header to require` });
       }
-      if (k.chargeTo === undefined) return;
-      const [teamId, projectId] = k.chargeTo.split("/") as [string, string | undefined];
-      const team = t.teams.find((x) => x.id === teamId);
-      if (!team) issues.push({ file: FILE, path: `${at}.apiKeys[${ki}].chargeTo`, message: `tenant "${t.id}" has no team "${teamId}"` });
-      else if (projectId !== undefined && !team.projects.some((p) => p.id === projectId)) {
-        issues.push({ file: FILE, path: `${at}.apiKeys[${ki}].chargeTo`, message: `team "${teamId}" has no project "${projectId}"` });
-      }
+      const unknown = k.chargeTo === undefined ? undefined : unknownChargeTo(t, k.chargeTo);
+      if (unknown !== undefined) issues.push({ file: FILE, path: `${at}.apiKeys[${ki}].chargeTo`, message: unknown });
     });
     if (t.endUsers) {
       limits(t.endUsers.limits, `${at}.endUsers.limits`);

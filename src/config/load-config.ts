@@ -1,7 +1,7 @@
 import { gatewayConfigSchema, type GatewayConfig } from "./gateway-schema.ts";
 import { publicationSchema, type PublicationConfig } from "./publication-schema.ts";
 import { snapshotSourceSchema, type SnapshotSource } from "./backends-schema.ts";
-import { checkBudgets } from "./check-budgets.ts";
+import { checkBudgets, unknownChargeTo } from "./check-budgets.ts";
 import { checkEgress } from "../egress/egress-guard.ts";
 import { ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
 
@@ -79,13 +79,14 @@ export function checkMcpServers(gateway: GatewayConfig): ConfigIssue[] {
 
 /**
  * MCP OAuth issuers: unique names and issuer identifiers, each JWKS URL through the egress guard
- * (the gateway fetches it), and a fixed tenant that the publication configures.
+ * (the gateway fetches it), a fixed tenant that the publication configures, and a fixed
+ * `chargeTo` that names a team (and project) of that tenant.
  */
 export function checkMcpOAuth(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
   const oauth = gateway.mcp.oauth;
   if (!oauth) return [];
   const file = CONFIG_FILES.gateway;
-  const tenants = new Set(pub.tenants.map((t) => t.id));
+  const tenants = new Map(pub.tenants.map((t) => [t.id, t]));
   const issues: ConfigIssue[] = [
     ...duplicates(oauth.issuers.map((i) => i.name)).map((d) => ({ file, path: "mcp.oauth.issuers", message: `duplicate issuer name "${d}"` })),
     ...duplicates(oauth.issuers.map((i) => i.issuer)).map((d) => ({ file, path: "mcp.oauth.issuers", message: `issuer ${d} is listed twice` })),
@@ -93,7 +94,10 @@ export function checkMcpOAuth(gateway: GatewayConfig, pub: PublicationConfig): C
   oauth.issuers.forEach((i, n) => {
     const verdict = checkEgress(i.jwksUrl, gateway.security.egress);
     if (!verdict.ok) issues.push({ file, path: `mcp.oauth.issuers[${n}].jwksUrl`, message: verdict.refusal.message });
-    if (i.tenant !== undefined && !tenants.has(i.tenant)) issues.push({ file, path: `mcp.oauth.issuers[${n}].tenant`, message: `unknown tenant "${i.tenant}" (publication.yaml tenants)` });
+    const tenant = i.tenant === undefined ? undefined : tenants.get(i.tenant);
+    if (i.tenant !== undefined && !tenant) issues.push({ file, path: `mcp.oauth.issuers[${n}].tenant`, message: `unknown tenant "${i.tenant}" (publication.yaml tenants)` });
+    const unknown = tenant && i.chargeTo !== undefined ? unknownChargeTo(tenant, i.chargeTo) : undefined;
+    if (unknown !== undefined) issues.push({ file, path: `mcp.oauth.issuers[${n}].chargeTo`, message: `${unknown} (publication.yaml tenants)` });
   });
   return issues;
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { chargeToSchema } from "./publication-schema.ts";
 
 /**
  * gateway.yaml `mcp.oauth`: the MCP endpoint as an OAuth 2.1 resource server (docs/mcp.md,
@@ -34,10 +35,22 @@ export const oauthIssuerSchema = z
     algorithms: z.array(z.enum(JWT_ALGORITHMS)).min(1),
     /** A fixed tenant for all of its callers; otherwise `claims.tenant` names the claim holding it. */
     tenant: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "a tenant id").optional(),
+    /**
+     * A fixed team (`team`) or project (`team/project`) of the fixed `tenant` that all of its
+     * callers are charged to, as an API key's `chargeTo`; otherwise `claims.chargeTo` may name the
+     * claim holding it. Neither: its callers are charged to their tenant alone.
+     */
+    chargeTo: chargeToSchema.optional(),
     claims: z
       .strictObject({
         /** The claim whose string value is the caller's tenant id (when `tenant` is not fixed). */
         tenant: claimName.optional(),
+        /**
+         * The claim whose string value is the team (`team`) or project (`team/project`) the caller is
+         * charged to, in the grammar of an API key's `chargeTo`; every token must carry it, and it
+         * must name a team (and project) of the token's tenant.
+         */
+        chargeTo: claimName.optional(),
         /** The claim that identifies the caller: the key-like id is `<name>:<value>`. */
         subject: claimName.default("sub"),
         /** The claim with the granted scopes: a space-separated string (RFC 9068) or a list of strings. */
@@ -45,7 +58,10 @@ export const oauthIssuerSchema = z
       })
       .prefault({}),
   })
-  .refine((i) => (i.tenant === undefined) !== (i.claims.tenant === undefined), { message: "give exactly one of `tenant` (fixed) and `claims.tenant` (from the token)" });
+  .refine((i) => (i.tenant === undefined) !== (i.claims.tenant === undefined), { message: "give exactly one of `tenant` (fixed) and `claims.tenant` (from the token)" })
+  .refine((i) => i.chargeTo === undefined || i.claims.chargeTo === undefined, { message: "give at most one of `chargeTo` (fixed) and `claims.chargeTo` (from the token)", path: ["chargeTo"] })
+  // A team is only a team of one tenant: a fixed one is checked against the fixed tenant at load.
+  .refine((i) => i.chargeTo === undefined || i.tenant !== undefined, { message: "a fixed `chargeTo` needs a fixed `tenant`", path: ["chargeTo"] });
 
 const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, "a scope token (RFC 6749: visible ASCII without '\"' and '\\')");
 

@@ -124,6 +124,27 @@ const logicalModelSchema = z.strictObject({
   revisions: z.array(revisionSchema).min(1),
 });
 
+/** `team` or `team/project`: the same ids as the tenant's `teams[].id` and `teams[].projects[].id`. */
+const CHARGE_TO = /^[a-z0-9][a-z0-9._-]{0,63}(\/[a-z0-9][a-z0-9._-]{0,63})?$/;
+
+/**
+ * Where a caller's spend is charged inside its tenant: a team (`team`) or a project of it
+ * (`team/project`). One grammar for a key's `chargeTo`, an OAuth issuer's fixed `chargeTo` and the
+ * value of its `claims.chargeTo` claim.
+ */
+export const chargeToSchema = z.string().regex(CHARGE_TO, "a team id or team/project");
+
+/** Whether a value (such as a token claim) is a well-formed `team` or `team/project`. */
+export function isChargeTo(value: unknown): value is string {
+  return typeof value === "string" && CHARGE_TO.test(value);
+}
+
+/** The team and, when it names one, the project of a well-formed `chargeTo`. */
+export function splitChargeTo(chargeTo: string): { readonly team: string; readonly project: string | undefined } {
+  const slash = chargeTo.indexOf("/");
+  return slash < 0 ? { team: chargeTo, project: undefined } : { team: chargeTo.slice(0, slash), project: chargeTo.slice(slash + 1) };
+}
+
 const apiKeySchema = z.strictObject({
   id,
   /** SHA-256 (hex) of the key; the key itself never appears in config. */
@@ -132,10 +153,7 @@ const apiKeySchema = z.strictObject({
   entrypoints: z.array(z.union([publicName, z.literal("*")])).min(1),
   disabled: z.boolean().default(false),
   /** The team (`team`) or project (`team/project`) this key is charged to, inside its tenant. */
-  chargeTo: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9._-]{0,63}(\/[a-z0-9][a-z0-9._-]{0,63})?$/, "a team id or team/project")
-    .optional(),
+  chargeTo: chargeToSchema.optional(),
   limits: scopeLimitsSchema.optional(),
   /** Whether this key's responses carry its remaining budget (`x-sluice-budget-remaining`). */
   exposeBudget: z.boolean().default(false),

@@ -52,6 +52,8 @@ export interface RequestRecord {
   endedAt: number | undefined;
   tenant: string | undefined;
   key: string | undefined;
+  /** The team or `team/project` the caller is charged to (a key's configured one, a token's claim). */
+  chargeTo: string | undefined;
   entrypoint: string | undefined;
   route: string | undefined;
   stream: boolean | undefined;
@@ -310,6 +312,7 @@ export class RequestContext {
       endedAt: undefined,
       tenant: undefined,
       key: undefined,
+      chargeTo: undefined,
       entrypoint: undefined,
       route: undefined,
       stream: undefined,

@@ -147,6 +147,7 @@ export class McpSession {
       const principal = await authenticateMcp(this.#deps.publication, this.#mcp.oauth, { apiKey: this.#ingress.apiKey, bearer: this.#ingress.bearer });
       ctx.record.tenant = principal.tenantId;
       ctx.record.key = principal.keyId;
+      ctx.record.chargeTo = principal.chargeTo;
       if (this.#ingress.httpMethod === "GET") return await this.#getStream(principal);
       ctx.enter("decode");
       const body = await this.#ingress.readBody();

@@ -88,6 +88,7 @@ export class RequestSession implements Session {
       this.#principal = principal;
       ctx.record.tenant = principal.tenantId;
       ctx.record.key = principal.keyId;
+      ctx.record.chargeTo = principal.chargeTo;
       // The body is read only now, after authentication.
       ctx.enter("decode");
       let request: NeutralRequest;

@@ -26,7 +26,11 @@ export interface EntrypointBudget {
 
 /** The publication's budgets, compiled once per publication. */
 export interface BudgetPolicy {
-  /** Undefined when the caller's tenant does not use the ledger. */
+  /**
+   * The caller's path: its tenant, the team and project of its `chargeTo`, and its key (an API
+   * key's configured scope, or a token caller's own). Undefined when its tenant does not use the
+   * ledger.
+   */
   forPrincipal(principal: Principal, trustedHeaders: ReadonlyMap<string, string>): PrincipalBudget | undefined;
   entrypoint(name: string): EntrypointBudget;
   /** The active price of a model revision; undefined when it has none. */
@@ -63,10 +67,25 @@ export function ledgerLimits(cfg: ScopeLimitsConfig): ScopeLimits {
 
 const ref = (name: string, limits: ScopeLimitsConfig | undefined): ScopeRef => (limits ? { name, limits: ledgerLimits(limits) } : { name });
 
+/** One tenant that uses the ledger, compiled. */
+interface LedgerTenant {
+  readonly id: string;
+  readonly root: string;
+  readonly stripes: number;
+  readonly leaseMs: number;
+  readonly retentionMs: number;
+  readonly endUsers: PublicationConfig["tenants"][number]["endUsers"];
+  /** Every scope the tenant declares (admin). */
+  readonly scopes: readonly ScopeRef[];
+  /** The path above the key: `""` (the tenant alone), each `team` and each `team/project`. */
+  readonly charged: ReadonlyMap<string, readonly ScopeRef[]>;
+  /** Configured API keys: their own scope (with its limits) and whether they see their budget. */
+  readonly keys: ReadonlyMap<string, { readonly ref: ScopeRef; readonly exposeBudget: boolean }>;
+}
+
 /** Builds the policy; the publication's references were checked when it was loaded. */
 export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
-  const keys = new Map<string, { base: readonly ScopeRef[]; exposeBudget: boolean }>();
-  const tenants = new Map<string, { id: string; root: string; stripes: number; leaseMs: number; retentionMs: number; endUsers: PublicationConfig["tenants"][number]["endUsers"]; scopes: ScopeRef[] }>();
+  const tenants = new Map<string, LedgerTenant>();
   for (const t of pub.tenants) {
     const uses =
       t.ledger !== undefined ||
@@ -77,24 +96,24 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
       t.apiKeys.some((k) => k.limits !== undefined);
     if (!uses) continue;
     const root = scopeName.tenant(t.id);
-    const declared: ScopeRef[] = [ref(root, t.limits)];
-    const teams = new Map(t.teams.map((team) => [team.id, team]));
+    const rootRef = ref(root, t.limits);
+    const declared: ScopeRef[] = [rootRef];
+    const charged = new Map<string, readonly ScopeRef[]>([["", [rootRef]]]);
     for (const team of t.teams) {
-      declared.push(ref(scopeName.team(team.id), team.limits));
-      for (const p of team.projects) declared.push(ref(scopeName.project(team.id, p.id), p.limits));
-    }
-    for (const k of t.apiKeys) {
-      const path: ScopeRef[] = [declared[0]!];
-      if (k.chargeTo !== undefined) {
-        const [teamId, projectId] = k.chargeTo.split("/") as [string, string | undefined];
-        const team = teams.get(teamId);
-        path.push(ref(scopeName.team(teamId), team?.limits));
-        if (projectId !== undefined) path.push(ref(scopeName.project(teamId, projectId), team?.projects.find((p) => p.id === projectId)?.limits));
+      const teamRef = ref(scopeName.team(team.id), team.limits);
+      declared.push(teamRef);
+      charged.set(team.id, [rootRef, teamRef]);
+      for (const p of team.projects) {
+        const projectRef = ref(scopeName.project(team.id, p.id), p.limits);
+        declared.push(projectRef);
+        charged.set(`${team.id}/${p.id}`, [rootRef, teamRef, projectRef]);
       }
+    }
+    const keys = new Map<string, { ref: ScopeRef; exposeBudget: boolean }>();
+    for (const k of t.apiKeys) {
       const keyRef = ref(scopeName.key(k.id), k.limits);
-      path.push(keyRef);
       declared.push(keyRef);
-      keys.set(`${t.id}\u0000${k.id}`, { base: path, exposeBudget: k.exposeBudget });
+      keys.set(k.id, { ref: keyRef, exposeBudget: k.exposeBudget });
     }
     tenants.set(t.id, {
       id: t.id,
@@ -104,6 +123,8 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
       retentionMs: t.ledger?.retention ?? DEFAULT_RETENTION_MS,
       endUsers: t.endUsers,
       scopes: declared,
+      charged,
+      keys,
     });
   }
 
@@ -119,9 +140,16 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
   return {
     forPrincipal(principal, trustedHeaders) {
       const tenant = tenants.get(principal.tenantId);
-      const key = keys.get(`${principal.tenantId}\u0000${principal.keyId}`);
-      if (!tenant || !key) return undefined;
-      let scopes = key.base;
+      if (!tenant) return undefined;
+      // The same path for an API key and an OAuth token: tenant, then what the principal is
+      // charged to, then the caller's own scope (a token's subject has one too, without limits).
+      const above = tenant.charged.get(principal.chargeTo ?? "");
+      if (!above) {
+        // Authentication checks every charge target; one that names nothing must not charge less.
+        throw new GatewayError("internal_error", "The gateway could not find the budget this caller is charged to.", { cause: `unknown chargeTo ${principal.chargeTo} in tenant ${tenant.id}` });
+      }
+      const key = tenant.keys.get(principal.keyId);
+      let scopes: readonly ScopeRef[] = [...above, key?.ref ?? { name: scopeName.key(principal.keyId) }];
       const eu = tenant.endUsers;
       const user = eu ? trustedHeaders.get(eu.header) : undefined;
       if (eu && user !== undefined && user !== "") {
@@ -130,7 +158,7 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
         }
         scopes = [...scopes, ref(scopeName.user(user), eu.limits)];
       }
-      return { root: tenant.root, scopes, stripes: tenant.stripes, leaseMs: tenant.leaseMs, retentionMs: tenant.retentionMs, exposeBudget: key.exposeBudget };
+      return { root: tenant.root, scopes, stripes: tenant.stripes, leaseMs: tenant.leaseMs, retentionMs: tenant.retentionMs, exposeBudget: key?.exposeBudget ?? false };
     },
     entrypoint(name) {
       const b = entrypoints.get(name);

@@ -141,7 +141,7 @@ export function compilePublication(pub: PublicationConfig): CompiledPublication 
   const grants = new Map<string, "*" | ReadonlySet<string>>();
   for (const t of pub.tenants) {
     for (const k of t.apiKeys) {
-      keys.set(k.sha256, { principal: { tenantId: t.id, keyId: k.id }, disabled: k.disabled });
+      keys.set(k.sha256, { principal: { tenantId: t.id, keyId: k.id, ...(k.chargeTo !== undefined ? { chargeTo: k.chargeTo } : {}) }, disabled: k.disabled });
       grants.set(`${t.id}\u0000${k.id}`, k.entrypoints.includes("*") ? "*" : new Set(k.entrypoints));
     }
   }

@@ -40,7 +40,7 @@ export async function governTask(
   entrypoint: string | undefined,
   taskBudgetHeader: string | undefined,
 ): Promise<ScopeRef | undefined> {
-  const policy = taskPolicyOf(publication.source)(principal.tenantId, principal.keyId, entrypoint);
+  const policy = taskPolicyOf(publication.source)(principal, entrypoint);
   if (!policy) return undefined;
   const attribution = ctx.record.attribution;
   const taskId = attribution?.taskId;

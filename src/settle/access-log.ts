@@ -33,6 +33,7 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           publicationRevision: r.publicationRevision,
           tenant: r.tenant,
           key: r.key,
+          chargeTo: r.chargeTo,
           entrypoint: r.entrypoint,
           route: r.route,
           callId: r.callId,

@@ -23,6 +23,8 @@ export interface CallRecord {
   readonly endedAt: number;
   readonly kind: "model" | "tool" | "mcp";
   readonly key: string;
+  /** The team or `team/project` the caller was charged to, when it names one. */
+  readonly chargeTo?: string | undefined;
   readonly sessionId?: string | undefined;
   readonly turnId?: string | undefined;
   /** The agent instance and end user behind the call (trusted metadata), when the gateway is told. */
@@ -72,6 +74,7 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
     at: r.receivedAt,
     endedAt: r.endedAt ?? r.receivedAt,
     key: r.key ?? "",
+    ...(r.chargeTo !== undefined ? { chargeTo: r.chargeTo } : {}),
     sessionId: r.attribution?.sessionId,
     turnId: r.attribution?.turnId,
     ...(r.workload ? { workload: r.workload } : {}),

@@ -249,6 +249,7 @@ export function publicCall(c: LedgerCall): CallRecord {
     endedAt: c.endedAt,
     kind: c.kind,
     key: c.key,
+    ...(c.chargeTo !== undefined ? { chargeTo: c.chargeTo } : {}),
     ...(c.sessionId !== undefined ? { sessionId: c.sessionId } : {}),
     ...(c.turnId !== undefined ? { turnId: c.turnId } : {}),
     ...(c.workload !== undefined ? { workload: c.workload } : {}),

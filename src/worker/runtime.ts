@@ -14,6 +14,7 @@ import { budgetLedgerClient } from "../ledger/ledger-client.ts";
 import { LeasingLedgerClient } from "../ledger/leasing-ledger-client.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
+import { chargeTargetsOf } from "../publication/principal.ts";
 import { accessLog } from "../settle/access-log.ts";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.ts";
 import { OtlpExporter } from "../telemetry/otlp-exporter.ts";
@@ -255,7 +256,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   });
   const mcpOAuth = gw.mcp.oauth
     ? new OAuthVerifier(gw.mcp.oauth, {
-        tenants: new Set(publication.source.tenants.map((t) => t.id)),
+        tenants: chargeTargetsOf(publication.source),
         egress: gw.security.egress,
         fetch: (input, init) => fetch(input, init),
         clock,

@@ -23,6 +23,12 @@ async function key(kid: string, alg: "RS256" | "ES256" = "RS256"): Promise<Key> 
   return { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: "sig" } };
 }
 
+/** The tenants the verifier knows, with their teams and projects (as chargeTargetsOf builds them). */
+const TENANTS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ["acme", new Set(["research", "research/search", "research/infra"])],
+  ["globex", new Set(["ops", "ops/billing"])],
+]);
+
 /** A JWKS endpoint in a function: what it publishes can change, and every fetch is recorded. */
 function jwksServer(keys: Key[]) {
   const state = { published: keys, calls: [] as { url: string; init: RequestInit | undefined }[], answer: undefined as Response | undefined };
@@ -43,7 +49,7 @@ function setup(keys: Key[], overrides: Record<string, unknown> = {}, issuerOverr
     ...overrides,
   });
   const errors: unknown[] = [];
-  const verifier = new OAuthVerifier(config, { tenants: new Set(["acme", "globex"]), egress: { allow: [] }, fetch: server.fetcher, clock, onError: (e) => errors.push(e) });
+  const verifier = new OAuthVerifier(config, { tenants: TENANTS, egress: { allow: [] }, fetch: server.fetcher, clock, onError: (e) => errors.push(e) });
   return { verifier, clock, server, errors };
 }
 
@@ -174,6 +180,54 @@ describe("OAuthVerifier", () => {
     expect((await verifier.authenticate(await token(k1, { org_id: "globex", sub: "svc-7" }))).principal).toEqual({ tenantId: "globex", keyId: "corp:svc-7" });
     await expect(verifier.authenticate(await token(k1, { org_id: "initech" }))).rejects.toMatchObject({ code: "invalid_token", message: expect.stringMatching(/tenant/) });
     await expect(verifier.authenticate(await token(k1))).rejects.toMatchObject({ code: "invalid_token", message: expect.stringMatching(/tenant/) });
+  });
+
+  it("charges every caller of an issuer to its fixed chargeTo, and a caller of an issuer without one to its tenant alone", async () => {
+    const { verifier } = setup([k1], {}, { chargeTo: "research/search" });
+    expect((await verifier.authenticate(await token(k1))).principal).toEqual({ tenantId: "acme", keyId: "corp:alice", chargeTo: "research/search" });
+    // A claim of the same name is not read when the issuer fixes the target.
+    expect((await verifier.authenticate(await token(k1, { charge_to: "research/infra" }))).principal.chargeTo).toBe("research/search");
+    const { verifier: team } = setup([k1], {}, { chargeTo: "research" });
+    expect((await team.authenticate(await token(k1))).principal.chargeTo).toBe("research");
+    const { verifier: plain } = setup([k1]);
+    expect((await plain.authenticate(await token(k1, { charge_to: "research/infra" }))).principal.chargeTo).toBeUndefined();
+  });
+
+  it("maps chargeTo from a configured claim: a team or a team/project of the token's own tenant", async () => {
+    const { verifier } = setup([k1], {}, { tenant: undefined, claims: { tenant: "org_id", chargeTo: "charge_to" } });
+    expect((await verifier.authenticate(await token(k1, { org_id: "acme", charge_to: "research/infra" }))).principal).toEqual({ tenantId: "acme", keyId: "corp:alice", chargeTo: "research/infra" });
+    expect((await verifier.authenticate(await token(k1, { org_id: "globex", charge_to: "ops" }))).principal).toEqual({ tenantId: "globex", keyId: "corp:alice", chargeTo: "ops" });
+  });
+
+  it("refuses a token without its chargeTo claim as invalid_token (401): it is never charged to its tenant alone instead", async () => {
+    const { verifier } = setup([k1], {}, { claims: { chargeTo: "charge_to" } });
+    const err = await refusal(verifier.authenticate(await token(k1)));
+    expect(err).toMatchObject({ code: "invalid_token", status: 401, message: expect.stringMatching(/no charge_to claim/) });
+    expect(err.challenge).toMatchObject({ error: "invalid_token", resourceMetadata: "https://gateway.example.com/.well-known/oauth-protected-resource/mcp" });
+  });
+
+  it("refuses a malformed chargeTo claim as invalid_token (401), like any other unusable claim", async () => {
+    const { verifier } = setup([k1], {}, { claims: { chargeTo: "charge_to" } });
+    for (const bad of [42, "", "Research", "research/", "/search", "research/search/deep", "research search", ["research"], { team: "research" }, null, "x".repeat(65)]) {
+      const err = await refusal(verifier.authenticate(await token(k1, { charge_to: bad })));
+      expect(err, JSON.stringify(bad)).toMatchObject({ code: "invalid_token", status: 401, message: expect.stringMatching(/charge_to claim must be a team id or team\/project/) });
+    }
+  });
+
+  it("refuses a well-formed chargeTo its tenant does not have with 403 tool_not_allowed and no Bearer challenge: never charged to nothing", async () => {
+    const { verifier } = setup([k1], {}, { tenant: undefined, claims: { tenant: "org_id", chargeTo: "charge_to" } });
+    for (const [tenant, chargeTo, kind] of [
+      ["acme", "sales", "team"],
+      ["acme", "research/nope", "project"],
+      // Another tenant's team and project are not this tenant's.
+      ["acme", "ops/billing", "project"],
+      ["globex", "research", "team"],
+    ] as const) {
+      const err = await refusal(verifier.authenticate(await token(k1, { org_id: tenant, charge_to: chargeTo })));
+      expect(err).toMatchObject({ code: "tool_not_allowed", status: 403, retryable: false, message: `The access token charges ${kind} '${chargeTo}', which tenant '${tenant}' does not have; ask the gateway's operator to configure it, or get a token for a configured one.` });
+      // insufficient_scope would send a client to its issuer for a scope that cannot help.
+      expect(err.challenge).toBeUndefined();
+    }
   });
 
   it("refuses a token without a required scope as insufficient_scope (403), naming the scopes in the challenge; scp lists count", async () => {

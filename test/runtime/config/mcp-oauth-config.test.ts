@@ -41,4 +41,26 @@ describe("gateway.yaml mcp.oauth", () => {
     expect(oauthIssues({ resource: "https://gw.example.com/mcp", issuers: [issuer({ tenant: undefined })] }).map((i) => i.path)).toContain("mcp.oauth.issuers[0]");
     expect(oauthIssues({ resource: "https://gw.example.com/mcp", issuers: [issuer({ claims: { tenant: "org" } })] }).map((i) => i.path)).toContain("mcp.oauth.issuers[0]");
   });
+
+  it("loads a fixed chargeTo of the fixed tenant, or a chargeTo claim, and refuses one that names nothing in the tenant", () => {
+    const fixed = load({ resource: "https://gw.example.com/mcp", issuers: [issuer({ chargeTo: "platform/playground" }), issuer({ name: "team", issuer: "https://team.example.com/", chargeTo: "platform" })] }).gateway.mcp.oauth!;
+    expect(fixed.issuers.map((i) => i.chargeTo)).toEqual(["platform/playground", "platform"]);
+    const claimed = load({ resource: "https://gw.example.com/mcp", issuers: [issuer({ tenant: undefined, claims: { tenant: "org", chargeTo: "https://example.com/charge_to" } })] }).gateway.mcp.oauth!;
+    expect(claimed.issuers[0]!.claims.chargeTo).toBe("https://example.com/charge_to");
+    const issues = oauthIssues({
+      resource: "https://gw.example.com/mcp",
+      issuers: [issuer({ chargeTo: "nope" }), issuer({ name: "p", issuer: "https://p.example.com/", chargeTo: "platform/nope" })],
+    });
+    expect(issues.map((i) => `${i.path}: ${i.message}`)).toEqual([
+      'mcp.oauth.issuers[0].chargeTo: tenant "demo" has no team "nope" (publication.yaml tenants)',
+      'mcp.oauth.issuers[1].chargeTo: team "platform" has no project "nope" (publication.yaml tenants)',
+    ]);
+  });
+
+  it("refuses both a fixed chargeTo and a chargeTo claim, a fixed chargeTo without a fixed tenant, and a malformed one", () => {
+    const paths = (over: Record<string, unknown>) => oauthIssues({ resource: "https://gw.example.com/mcp", issuers: [issuer(over)] }).map((i) => `${i.path}: ${i.message}`);
+    expect(paths({ chargeTo: "platform", claims: { chargeTo: "proj" } })).toEqual([expect.stringMatching(/^mcp\.oauth\.issuers\[0\]\.chargeTo: give at most one of `chargeTo`/)]);
+    expect(paths({ tenant: undefined, chargeTo: "platform", claims: { tenant: "org" } })).toEqual([expect.stringMatching(/^mcp\.oauth\.issuers\[0\]\.chargeTo: a fixed `chargeTo` needs a fixed `tenant`/)]);
+    for (const bad of ["Platform", "a/b/c", "/x", ""]) expect(paths({ chargeTo: bad }).join()).toMatch(/issuers\[0\]\.chargeTo: .*team id or team\/project/);
+  });
 });

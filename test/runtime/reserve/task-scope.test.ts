@@ -39,6 +39,9 @@ function context(attribution?: { taskId?: string; parentTaskId?: string }) {
   return ctx;
 }
 
+/** A key's principal as authentication makes it: with the key's configured chargeTo. */
+const keyOf = (p: ReturnType<typeof publication>, keyId: string) => [...p.keys.values()].find((k) => k.principal.keyId === keyId)!.principal;
+
 const codeOf = async (p: Promise<unknown>) => p.then(() => "ok", (e: unknown) => (e instanceof GatewayError ? e.code : String(e)));
 
 describe("task scope and attribution", () => {
@@ -51,11 +54,11 @@ describe("task scope and attribution", () => {
 
   it("puts the task under its project's cap, and the tenant default where the project sets none", async () => {
     const t = tasks();
-    const scope = await governTask(t, pub, context({ taskId: "job-1" }), { tenantId: "demo", keyId: "demo" }, none, "sluice-chat", undefined);
+    const scope = await governTask(t, pub, context({ taskId: "job-1" }), keyOf(pub, "demo"), none, "sluice-chat", undefined);
     expect(scope).toEqual({ name: "task:job-1", limits: { money: { currency: "USD", limitMicros: 500_000, periodMs: TASK_PERIOD_MS } } });
-    const other = await governTask(t, pub, context({ taskId: "job-2" }), { tenantId: "demo", keyId: "other" }, none, undefined, undefined);
+    const other = await governTask(t, pub, context({ taskId: "job-2" }), keyOf(pub, "other"), none, undefined, undefined);
     expect(other).toEqual({ name: "task:job-2", limits: { tokens: { limit: 1000, windowMs: TASK_PERIOD_MS } } });
-    expect(await governTask(t, pub, context(), { tenantId: "demo", keyId: "demo" }, none, undefined, undefined)).toBeUndefined();
+    expect(await governTask(t, pub, context(), keyOf(pub, "demo"), none, undefined, undefined)).toBeUndefined();
   });
 
   it("lowers the cap by x-sluice-task-budget, never raises it", async () => {
@@ -67,18 +70,18 @@ describe("task scope and attribution", () => {
     expect(parseTaskBudget("3")).toBe(3_000_000);
     expect(parseTaskBudget("0.000001")).toBe(1);
     for (const bad of ["-1", "1e3", "0.1234567", "abc", ""]) expect(() => parseTaskBudget(bad)).toThrow(/x-sluice-task-budget/);
-    const scope = await governTask(tasks(), pub, context({ taskId: "job-3" }), { tenantId: "demo", keyId: "demo" }, none, undefined, "0.1");
+    const scope = await governTask(tasks(), pub, context({ taskId: "job-3" }), keyOf(pub, "demo"), none, undefined, "0.1");
     expect(scope?.limits?.money?.limitMicros).toBe(100_000);
   });
 
   it("refuses another tenant's task, another project's task and a child of another tenant's task", async () => {
     const t = tasks();
-    await governTask(t, pub, context({ taskId: "mine" }), { tenantId: "demo", keyId: "demo" }, none, undefined, undefined);
-    expect(await codeOf(governTask(t, pub, context({ taskId: "mine" }), { tenantId: "rival", keyId: "r" }, none, undefined, undefined))).toBe("task_not_yours");
-    expect(await codeOf(governTask(t, pub, context({ taskId: "mine" }), { tenantId: "demo", keyId: "other" }, none, undefined, undefined))).toBe("task_not_yours");
-    expect(await codeOf(governTask(t, pub, context({ taskId: "theirs-child", parentTaskId: "mine" }), { tenantId: "rival", keyId: "r" }, none, undefined, undefined))).toBe("task_not_yours");
+    await governTask(t, pub, context({ taskId: "mine" }), keyOf(pub, "demo"), none, undefined, undefined);
+    expect(await codeOf(governTask(t, pub, context({ taskId: "mine" }), keyOf(pub, "r"), none, undefined, undefined))).toBe("task_not_yours");
+    expect(await codeOf(governTask(t, pub, context({ taskId: "mine" }), keyOf(pub, "other"), none, undefined, undefined))).toBe("task_not_yours");
+    expect(await codeOf(governTask(t, pub, context({ taskId: "theirs-child", parentTaskId: "mine" }), keyOf(pub, "r"), none, undefined, undefined))).toBe("task_not_yours");
     // A child task may be charged to another project of the same tenant.
-    expect(await codeOf(governTask(t, pub, context({ taskId: "child", parentTaskId: "mine" }), { tenantId: "demo", keyId: "other" }, none, undefined, undefined))).toBe("ok");
+    expect(await codeOf(governTask(t, pub, context({ taskId: "child", parentTaskId: "mine" }), keyOf(pub, "other"), none, undefined, undefined))).toBe("ok");
   });
 
   it("shares a task across the tenant's projects when the tenant allows it", async () => {
@@ -88,12 +91,27 @@ describe("task scope and attribution", () => {
     cfg.tenants[0].apiKeys.push({ id: "other", sha256: "b".repeat(64), entrypoints: ["*"], chargeTo: "platform/other" });
     const shared = compilePublication(loadConfig(textsWith({ publication: cfg })).publication);
     const t = tasks();
-    await governTask(t, shared, context({ taskId: "s" }), { tenantId: "demo", keyId: "demo" }, none, undefined, undefined);
-    expect(await codeOf(governTask(t, shared, context({ taskId: "s" }), { tenantId: "demo", keyId: "other" }, none, undefined, undefined))).toBe("ok");
+    await governTask(t, shared, context({ taskId: "s" }), keyOf(shared, "demo"), none, undefined, undefined);
+    expect(await codeOf(governTask(t, shared, context({ taskId: "s" }), keyOf(shared, "other"), none, undefined, undefined))).toBe("ok");
+  });
+
+  it("holds an OAuth token caller to its chargeTo exactly as a key of that project: cap, binding, and no requirements of its own", async () => {
+    const t = tasks();
+    const token = { tenantId: "demo", keyId: "corp:alice", chargeTo: "platform/playground" };
+    // The project's cap, as for the demo key charged to the same project.
+    expect(await governTask(t, pub, context({ taskId: "tok-1" }), token, none, undefined, undefined)).toEqual({ name: "task:tok-1", limits: { money: { currency: "USD", limitMicros: 500_000, periodMs: TASK_PERIOD_MS } } });
+    // The same project's key may use the token's task; a token of another project may not.
+    expect(await codeOf(governTask(t, pub, context({ taskId: "tok-1" }), keyOf(pub, "demo"), none, undefined, undefined))).toBe("ok");
+    expect(await codeOf(governTask(t, pub, context({ taskId: "tok-1" }), { ...token, keyId: "corp:bob", chargeTo: "platform/other" }, none, undefined, undefined))).toBe("task_not_yours");
+    // A token charged to no project binds its task to "no project", and takes the tenant default cap.
+    expect(await governTask(t, pub, context({ taskId: "tok-2" }), { tenantId: "demo", keyId: "corp:carol" }, none, undefined, undefined)).toEqual({ name: "task:tok-2", limits: { tokens: { limit: 1000, windowMs: TASK_PERIOD_MS } } });
+    expect(await codeOf(governTask(t, pub, context({ taskId: "tok-2" }), token, none, undefined, undefined))).toBe("task_not_yours");
+    // A subject that happens to equal a strict key's id is not that key: it requires nothing.
+    expect(await codeOf(governTask(t, pub, context(), { tenantId: "demo", keyId: "corp:strict" }, none, undefined, undefined))).toBe("ok");
   });
 
   it("refuses a request that leaves out required attribution", async () => {
-    const strict = { tenantId: "demo", keyId: "strict" };
+    const strict = keyOf(pub, "strict");
     const user = new Map([["x-sluice-end-user", "u1"]]);
     expect(await codeOf(governTask(tasks(), pub, context(), strict, user, undefined, undefined))).toBe("attribution_required");
     expect(await codeOf(governTask(tasks(), pub, context({ taskId: "a" }), strict, none, undefined, undefined))).toBe("attribution_required");

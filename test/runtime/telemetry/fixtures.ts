@@ -11,6 +11,7 @@ export function requestRecord(over: Partial<RequestRecord> = {}, client?: TraceP
     endedAt: 1_900,
     tenant: "demo",
     key: "demo",
+    chargeTo: "platform/playground",
     entrypoint: "sluice-chat",
     route: "default",
     stream: true,
