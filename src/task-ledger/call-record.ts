@@ -65,10 +65,12 @@ function modelUsage(a: Readonly<AttemptRecord>): UsageStatus {
  * The call ledger's record of one finished request, or undefined when it is not a task's call (no
  * tenant, or no task id: unattributed calls are counted nowhere, never given an invented task).
  * Costs are the settlement's (the attempt's `charge`, an MCP call's `charge`), never recomputed.
+ * A call refused because the task is not the caller's is not one of the task's calls: it would
+ * count in another project's rollup (its access line keeps it).
  */
 export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[]): LedgerCall | undefined {
   const taskId = r.attribution?.taskId;
-  if (r.tenant === undefined || taskId === undefined) return undefined;
+  if (r.tenant === undefined || taskId === undefined || r.errorCode === "task_not_yours") return undefined;
   const common = {
     callId: r.requestId,
     at: r.receivedAt,

@@ -14,6 +14,7 @@ export interface TaskOutcome {
 export interface TaskRollup {
   readonly taskId: string;
   readonly tenant: string;
+  /** The project the task is bound to (`team/project`, its first call's), when it has one. */
   readonly project?: string | undefined;
   readonly parentTaskId?: string | undefined;
   readonly children: string[];
@@ -111,9 +112,12 @@ export function rollupTask(head: TaskHead, calls: readonly LedgerCall[], events:
       requestedAt.delete(e.approvalId!);
     }
   }
+  // The task is bound to the project of its first call (src/tasks); its calls name what they were charged to.
+  const project = calls[0]?.chargeTo;
   return {
     taskId: head.taskId,
     tenant: head.tenant,
+    ...(project?.includes("/") ? { project } : {}),
     ...(head.parentTaskId !== undefined ? { parentTaskId: head.parentTaskId } : {}),
     children: [...head.children],
     firstSeen,

@@ -27,6 +27,8 @@ describe("call records", () => {
     const call = callOf(r, [attempt({ id: "a", requestId: "req_2", outcome: "timeout", usage: undefined, charge: { usage: "unknown", costMicros: 0, currency: "USD" } }), attempt({ id: "b", requestId: "req_2", logicalModel: "small" })])!;
     expect(call).toMatchObject({ retries: 0, fallbacks: 1, target: "small" });
     expect(callOf(modelRecord({ requestId: "req_3", attribution: undefined }), [])).toBeUndefined();
+    // Refused because the task is another project's: not a call of that task.
+    expect(callOf(modelRecord({ requestId: "req_3b", outcome: "error", errorCode: "task_not_yours" }), [])).toBeUndefined();
     expect(callOf(modelRecord({ requestId: "req_4", attribution: { sessionId: "s" } }), [])).toBeUndefined();
   });
 
@@ -87,6 +89,15 @@ describe("model completions in the audit trail", () => {
 });
 
 describe("task rollups", () => {
+  it("name the project the task is bound to: its first call's", () => {
+    const head = { taskId: "P", tenant: "demo", children: [], firstSeen: 100, lastSeen: 300 };
+    const call = (requestId: string, chargeTo: string | undefined, at: number) => callOf(modelRecord({ requestId, chargeTo, receivedAt: at }), [attempt({ id: `a_${requestId}`, requestId })])!;
+    expect(rollupTask(head, [call("p1", "platform/agents", 100), call("p2", "platform/other", 200)], []).project).toBe("platform/agents");
+    // Charged to a team only, or to nothing: no project.
+    expect(rollupTask(head, [call("p3", "platform", 100)], []).project).toBeUndefined();
+    expect(rollupTask(head, [call("p4", undefined, 100)], []).project).toBeUndefined();
+  });
+
   it("equal the sums of their calls' attempts, with distinct sessions and turns and the time approvals waited", () => {
     const calls: LedgerCall[] = [];
     const add = (requestId: string, attribution: RequestRecord["attribution"], attempts: AttemptRecord[], at: number) => calls.push(callOf(modelRecord({ requestId, attribution, receivedAt: at, endedAt: at + 10 }), attempts)!);
