@@ -1,6 +1,6 @@
 import type { AuditEvent, AuditEventType } from "../audit/audit-event.ts";
 import type { CallRecord, LedgerCall } from "./call-record.ts";
-import { rollupTask, type TaskHead, type TaskOutcome, type TaskRollup } from "./task-rollup.ts";
+import { addCall, emptyTotals, rollupOf, rollupTask, type TaskHead, type TaskOutcome, type TaskRollup, type TaskTotals } from "./task-rollup.ts";
 
 /** The SQL part of a Durable Object's storage the store uses. */
 export interface TaskLedgerSql {
@@ -79,6 +79,9 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS tl_audit_by_type ON tl_audit (type, seq) WHERE ${UNINDEXED_TYPE};
   CREATE TABLE IF NOT EXISTS tl_batches (batch_id TEXT PRIMARY KEY, at INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS tl_settings (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS tl_totals (task_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS tl_sessions (task_id TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (task_id, session_id)) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS tl_turns (task_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_id TEXT NOT NULL, PRIMARY KEY (task_id, session_id, turn_id)) WITHOUT ROWID;
 `;
 
 type TaskRow = { task_id: string; parent_task_id: string | null; first_seen: number; last_seen: number; outcome: string | null };
@@ -86,8 +89,10 @@ type TaskRow = { task_id: string; parent_task_id: string | null; first_seen: num
 /**
  * One tenant's call ledger and audit trail in its Durable Object's SQLite storage: a row per task
  * (first and last seen, parent, outcome), a row per call (its record as JSON, attempts inside),
- * and the audit events in arrival order. Rollups are summed from the calls when read
- * ({@link rollupTask}), so there is no second copy of a figure to drift from its calls.
+ * and the audit events in arrival order. Each task's totals ({@link TaskTotals}) and its distinct
+ * sessions and turns are kept as its calls arrive, in the same transaction as the call rows and
+ * by the same {@link addCall} a rollup summed from calls uses, so reading a task costs the same
+ * however many calls it made; a key's own view of a task is summed from that key's calls.
  * Every method runs inside the caller's transaction.
  */
 export class TaskLedgerStore {
@@ -103,9 +108,16 @@ export class TaskLedgerStore {
     const fresh = this.#sql.exec("INSERT OR IGNORE INTO tl_batches (batch_id, at) VALUES (?, ?) RETURNING batch_id", batch.batchId, batch.at).toArray().length > 0;
     if (!fresh) return;
     this.#sql.exec("INSERT INTO tl_settings (name, value) VALUES ('retention_ms', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", batch.retentionMs);
+    // One read and one write of a task's totals per batch, however many of its calls the batch holds.
+    const totals = new Map<string, TaskTotals>();
     for (const c of batch.calls) {
       const fresh = this.#sql.exec("INSERT OR IGNORE INTO tl_calls (call_id, task_id, key, at, body) VALUES (?, ?, ?, ?, ?) RETURNING call_id", c.callId, c.taskId, c.key, c.at, JSON.stringify(c)).toArray().length > 0;
       if (!fresh) continue;
+      this.#distinct(c);
+      const known = totals.get(c.taskId);
+      if (known) addCall(known, c);
+      // A task without stored totals (written before they were kept) gets them from its calls, this one included.
+      else totals.set(c.taskId, this.#storedTotals(c.taskId, c) ?? this.#backfill(c.taskId));
       this.#sql.exec(
         `INSERT INTO tl_tasks (task_id, parent_task_id, first_seen, last_seen) VALUES (?, ?, ?, ?)
          ON CONFLICT (task_id) DO UPDATE SET first_seen = MIN(first_seen, excluded.first_seen), last_seen = MAX(last_seen, excluded.last_seen),
@@ -116,6 +128,7 @@ export class TaskLedgerStore {
         c.endedAt,
       );
     }
+    for (const [taskId, t] of totals) this.#sql.exec("INSERT INTO tl_totals (task_id, body) VALUES (?, ?) ON CONFLICT (task_id) DO UPDATE SET body = excluded.body", taskId, JSON.stringify(t));
     for (const e of batch.events) {
       this.#sql.exec("INSERT INTO tl_audit (id, at, type, task_id, body) VALUES (?, ?, ?, ?, ?)", e.id, e.at, e.type, e.taskId ?? null, JSON.stringify(e));
     }
@@ -192,7 +205,7 @@ export class TaskLedgerStore {
       removed("DELETE FROM tl_calls WHERE rowid IN (SELECT rowid FROM tl_calls WHERE at < ? LIMIT ?) RETURNING 1", cutoff, RETENTION_BATCH),
       removed("DELETE FROM tl_audit WHERE seq IN (SELECT seq FROM (SELECT seq, at FROM tl_audit ORDER BY seq LIMIT ?) WHERE at < ?) RETURNING 1", RETENTION_BATCH, cutoff),
       removed("DELETE FROM tl_batches WHERE rowid IN (SELECT rowid FROM (SELECT rowid, at FROM tl_batches ORDER BY rowid LIMIT ?) WHERE at < ?) RETURNING 1", RETENTION_BATCH, cutoff),
-      removed("DELETE FROM tl_tasks WHERE rowid IN (SELECT rowid FROM tl_tasks WHERE last_seen < ? LIMIT ?) RETURNING 1", cutoff, RETENTION_BATCH),
+      this.#retainTasks(cutoff),
     ];
     return { more: counts.some((n) => n === RETENTION_BATCH) };
   }
@@ -209,12 +222,46 @@ export class TaskLedgerStore {
     return typeof oldest === "number" ? oldest + this.retentionMs() + 1 : undefined;
   }
 
+  /** Removes up to a batch of tasks not seen within the retention, with their totals and distinct sessions and turns. */
+  #retainTasks(cutoff: number): number {
+    const gone = this.#sql.exec("DELETE FROM tl_tasks WHERE rowid IN (SELECT rowid FROM tl_tasks WHERE last_seen < ? LIMIT ?) RETURNING task_id", cutoff, RETENTION_BATCH).toArray();
+    for (const r of gone) for (const table of ["tl_totals", "tl_sessions", "tl_turns"]) this.#sql.exec(`DELETE FROM ${table} WHERE task_id = ?`, String(r.task_id));
+    return gone.length;
+  }
+
+  /** Records a call's session and turn among its task's distinct ones. */
+  #distinct(c: LedgerCall): void {
+    if (c.sessionId !== undefined) this.#sql.exec("INSERT OR IGNORE INTO tl_sessions (task_id, session_id) VALUES (?, ?)", c.taskId, c.sessionId);
+    if (c.turnId !== undefined) this.#sql.exec("INSERT OR IGNORE INTO tl_turns (task_id, session_id, turn_id) VALUES (?, ?, ?)", c.taskId, c.sessionId ?? "", c.turnId);
+  }
+
+  /** A task's stored totals, with `adding` added; undefined when none are stored. */
+  #storedTotals(taskId: string, adding?: LedgerCall): TaskTotals | undefined {
+    const row = this.#sql.exec("SELECT body FROM tl_totals WHERE task_id = ?", taskId).toArray()[0];
+    if (!row) return undefined;
+    const t = JSON.parse(String(row.body)) as TaskTotals;
+    if (adding) addCall(t, adding);
+    return t;
+  }
+
+  /** Totals summed from every stored call of a task, with its distinct sessions and turns recorded (kept from then on). */
+  #backfill(taskId: string): TaskTotals {
+    const t = emptyTotals();
+    for (const c of this.#calls(taskId)) {
+      addCall(t, c);
+      this.#distinct(c);
+    }
+    return t;
+  }
+
   #calls(taskId: string, key?: string): LedgerCall[] {
     const rows = key === undefined ? this.#sql.exec("SELECT body FROM tl_calls WHERE task_id = ? ORDER BY at, call_id", taskId).toArray() : this.#sql.exec("SELECT body FROM tl_calls WHERE task_id = ? AND key = ? ORDER BY at, call_id", taskId, key).toArray();
     return rows.map((r) => JSON.parse(String(r.body)) as LedgerCall);
   }
 
-  #rollup(tenant: string, row: TaskRow, key: string | undefined, calls: readonly LedgerCall[] = this.#calls(row.task_id, key)): TaskRollup {
+  /** A task's rollup: from its kept totals, or, for a key's own view, summed from that key's calls (`calls`, when already read). */
+  #rollup(tenant: string, row: TaskRow, key: string | undefined, calls?: readonly LedgerCall[]): TaskRollup {
+    const own = key === undefined ? undefined : (calls ?? this.#calls(row.task_id, key));
     // A key's own view names only the children it made calls in.
     const children = (
       key === undefined
@@ -224,7 +271,7 @@ export class TaskLedgerStore {
       .toArray()
       .map((r) => String(r.task_id));
     // A key's own view counts only the approvals of its own calls.
-    const ids = new Set(calls.map((c) => c.callId));
+    const ids = new Set(own?.map((c) => c.callId));
     const events = (this.#sql.exec("SELECT body FROM tl_audit WHERE task_id = ? AND type LIKE 'approval.%'", row.task_id).toArray().map((r) => JSON.parse(String(r.body))) as AuditEvent[]).filter(
       (e) => key === undefined || e.subject === key || (e.callId !== undefined && ids.has(e.callId)),
     );
@@ -237,7 +284,14 @@ export class TaskLedgerStore {
       lastSeen: row.last_seen,
       outcome: row.outcome === null ? undefined : (JSON.parse(row.outcome) as TaskOutcome),
     };
-    return rollupTask(head, calls, events);
+    if (own) return rollupTask(head, own, events);
+    let totals = this.#storedTotals(row.task_id);
+    if (!totals) {
+      totals = this.#backfill(row.task_id);
+      this.#sql.exec("INSERT INTO tl_totals (task_id, body) VALUES (?, ?)", row.task_id, JSON.stringify(totals));
+    }
+    const count = (table: string) => Number(this.#sql.exec(`SELECT COUNT(*) AS n FROM ${table} WHERE task_id = ?`, row.task_id).toArray()[0]!.n);
+    return rollupOf(head, totals, { sessions: count("tl_sessions"), turns: count("tl_turns") }, events);
   }
 }
 

@@ -50,51 +50,94 @@ export interface TaskHead {
 /** The currency a task's costs are in when none of its calls named one (an unpriced task costs 0 in it). */
 export const DEFAULT_CURRENCY = "USD";
 
+/** Per logical model: its calls, and the cost and tokens of its attempts. */
+export type ModelTotals = { calls: number; costMicros: number; tokens: { input: number; output: number } };
+
+/**
+ * What a task's calls add up to: sums and counts only, so they can be kept as calls arrive (the
+ * store keeps them per task, written with each call in one transaction) or summed from a list of
+ * calls — the same {@link addCall} either way. Distinct sessions and turns are counted apart.
+ */
+export interface TaskTotals {
+  calls: number;
+  attempts: number;
+  retries: number;
+  fallbacks: number;
+  unknownUsageAttempts: number;
+  costMicros: number;
+  /** The first currency a call named (a task's costs come from one tenant's settlements). */
+  currency?: string | undefined;
+  tokens: { input: number; output: number };
+  byModel: Record<string, ModelTotals>;
+  toolCalls: Record<string, number>;
+  /** The task's earliest call (by time, then id): what it was charged to names the task's project. */
+  first?: { at: number; callId: string; chargeTo?: string | undefined } | undefined;
+  /** When the task's latest call ended. */
+  lastEndedAt?: number | undefined;
+}
+
+/** Totals of no call. */
+export function emptyTotals(): TaskTotals {
+  return { calls: 0, attempts: 0, retries: 0, fallbacks: 0, unknownUsageAttempts: 0, costMicros: 0, tokens: { input: 0, output: 0 }, byModel: {}, toolCalls: {} };
+}
+
+/** Adds one call (with its attempts) to a task's totals, in place. */
+export function addCall(t: TaskTotals, c: LedgerCall): void {
+  const model = (name: string) => (t.byModel[name] ??= { calls: 0, costMicros: 0, tokens: { input: 0, output: 0 } });
+  t.calls++;
+  t.currency ??= c.currency;
+  t.attempts += c.attempts.length;
+  t.retries += c.retries;
+  t.fallbacks += c.fallbacks;
+  t.costMicros += c.costMicros;
+  if (c.tool !== undefined) t.toolCalls[c.tool] = (t.toolCalls[c.tool] ?? 0) + 1;
+  if (c.kind === "model") model(c.target).calls++;
+  c.attempts.forEach((a, i) => {
+    if (a.usage === "unknown") t.unknownUsageAttempts++;
+    const m = c.attemptModels[i];
+    if (!m) return;
+    const row = model(m.model);
+    row.costMicros += a.costMicros;
+    row.tokens.input += m.input;
+    row.tokens.output += m.output;
+    t.tokens.input += m.input;
+    t.tokens.output += m.output;
+  });
+  t.lastEndedAt = Math.max(t.lastEndedAt ?? c.endedAt, c.endedAt);
+  if (t.first === undefined || c.at < t.first.at || (c.at === t.first.at && c.callId < t.first.callId)) {
+    t.first = { at: c.at, callId: c.callId, ...(c.chargeTo !== undefined ? { chargeTo: c.chargeTo } : {}) };
+  }
+}
+
+/** The distinct sessions and turns of a task (a turn is distinct per session). */
+export interface TaskDistinct {
+  readonly sessions: number;
+  readonly turns: number;
+}
+
 /**
  * A task's rollup, summed from its calls (each with its attempts) and its approval events: every
  * figure is a sum or a distinct count over exactly these, so the rollup equals the sums of its
- * attempts by construction. Time waited is, per approval decided, the time from its request to
- * its decision (`approval.granted|denied|expired` against `approval.requested` of the same id).
+ * attempts by construction.
  */
 export function rollupTask(head: TaskHead, calls: readonly LedgerCall[], events: readonly AuditEvent[]): TaskRollup {
-  const tokens = { input: 0, output: 0 };
-  const byModel: Record<string, { calls: number; costMicros: number; tokens: { input: number; output: number } }> = {};
-  const toolCalls: Record<string, number> = {};
+  const totals = emptyTotals();
   const sessions = new Set<string>();
   const turns = new Set<string>();
-  let attempts = 0;
-  let retries = 0;
-  let fallbacks = 0;
-  let unknown = 0;
-  let cost = 0;
-  let currency: string | undefined;
-  let firstSeen = head.firstSeen;
-  let lastSeen = head.lastSeen;
-  const model = (name: string) => (byModel[name] ??= { calls: 0, costMicros: 0, tokens: { input: 0, output: 0 } });
   for (const c of calls) {
-    firstSeen = Math.min(firstSeen, c.at);
-    lastSeen = Math.max(lastSeen, c.endedAt);
-    currency ??= c.currency;
-    attempts += c.attempts.length;
-    retries += c.retries;
-    fallbacks += c.fallbacks;
-    cost += c.costMicros;
+    addCall(totals, c);
     if (c.sessionId !== undefined) sessions.add(c.sessionId);
     if (c.turnId !== undefined) turns.add(`${c.sessionId ?? ""}\u0000${c.turnId}`);
-    if (c.tool !== undefined) toolCalls[c.tool] = (toolCalls[c.tool] ?? 0) + 1;
-    if (c.kind === "model") model(c.target).calls++;
-    c.attempts.forEach((a, i) => {
-      if (a.usage === "unknown") unknown++;
-      const m = c.attemptModels[i];
-      if (!m) return;
-      const row = model(m.model);
-      row.costMicros += a.costMicros;
-      row.tokens.input += m.input;
-      row.tokens.output += m.output;
-      tokens.input += m.input;
-      tokens.output += m.output;
-    });
   }
+  return rollupOf(head, totals, { sessions: sessions.size, turns: turns.size }, events);
+}
+
+/**
+ * A task's rollup from its totals, its distinct sessions and turns, and its approval events. Time
+ * waited is, per approval decided, the time from its request to its decision
+ * (`approval.granted|denied|expired` against `approval.requested` of the same id).
+ */
+export function rollupOf(head: TaskHead, t: TaskTotals, distinct: TaskDistinct, events: readonly AuditEvent[]): TaskRollup {
   const approvals = { requested: 0, granted: 0, denied: 0, expired: 0, waitedMs: 0 };
   const requestedAt = new Map<string, number>();
   for (const e of [...events].sort((a, b) => a.at - b.at)) {
@@ -113,28 +156,28 @@ export function rollupTask(head: TaskHead, calls: readonly LedgerCall[], events:
     }
   }
   // The task is bound to the project of its first call (src/tasks); its calls name what they were charged to.
-  const project = calls[0]?.chargeTo;
+  const project = t.first?.chargeTo;
   return {
     taskId: head.taskId,
     tenant: head.tenant,
     ...(project?.includes("/") ? { project } : {}),
     ...(head.parentTaskId !== undefined ? { parentTaskId: head.parentTaskId } : {}),
     children: [...head.children],
-    firstSeen,
-    lastSeen,
-    calls: calls.length,
-    attempts,
-    retries,
-    fallbacks,
-    unknownUsageAttempts: unknown,
-    costMicros: cost,
-    currency: currency ?? DEFAULT_CURRENCY,
-    tokens,
-    byModel,
-    toolCalls,
+    firstSeen: Math.min(head.firstSeen, t.first?.at ?? head.firstSeen),
+    lastSeen: Math.max(head.lastSeen, t.lastEndedAt ?? head.lastSeen),
+    calls: t.calls,
+    attempts: t.attempts,
+    retries: t.retries,
+    fallbacks: t.fallbacks,
+    unknownUsageAttempts: t.unknownUsageAttempts,
+    costMicros: t.costMicros,
+    currency: t.currency ?? DEFAULT_CURRENCY,
+    tokens: { ...t.tokens },
+    byModel: structuredClone(t.byModel),
+    toolCalls: { ...t.toolCalls },
     approvals,
-    sessions: sessions.size,
-    turns: turns.size,
+    sessions: distinct.sessions,
+    turns: distinct.turns,
     ...(head.outcome ? { outcome: head.outcome } : {}),
   };
 }

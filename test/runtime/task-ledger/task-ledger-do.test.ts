@@ -4,6 +4,7 @@ import { TaskLedger } from "../../../durable-objects/task-ledger.ts";
 import type { AuditEvent } from "../../../src/audit/audit-event.ts";
 import { callOf, type LedgerCall } from "../../../src/task-ledger/call-record.ts";
 import { RETENTION_BATCH, TaskLedgerStore } from "../../../src/task-ledger/task-ledger-store.ts";
+import { rollupTask } from "../../../src/task-ledger/task-rollup.ts";
 import { attempt, modelRecord } from "./task-fixtures.ts";
 
 const DAY = 86_400_000;
@@ -87,5 +88,56 @@ describe("TaskLedger store on real SQLite", () => {
     expect(await rows("tl_batches")).toBe(1);
     await stub.write({ batchId: "new", at: Date.now(), calls: [], events: [event("evt_again", Date.now())], retentionMs: DAY });
     expect(await rows("tl_audit")).toBe(2);
+  });
+});
+
+describe("TaskLedger totals kept as calls arrive", () => {
+  const store = (stub: DurableObjectStub<TaskLedger>) => <T>(fn: (s: TaskLedgerStore, sql: SqlStorage) => T) =>
+    runInDurableObject(stub, (_i: TaskLedger, state) => state.storage.transactionSync(() => fn(new TaskLedgerStore(state.storage), state.storage.sql)));
+
+  it("equal the rollup summed from the task's calls, across batches, and a retried batch adds nothing", async () => {
+    const stub = env.TASK_LEDGER.getByName("totals-tenant");
+    const calls = [call("t1", "job", { session: "s1" }), call("t2", "job", { session: "s2", key: "k2" }), call("t3", "job", { session: "s2" }), call("t4", "job", { session: "s1" })];
+    await stub.write({ batchId: "a", at: Date.now(), calls: calls.slice(0, 2), events: [], retentionMs: 30 * DAY });
+    await stub.write({ batchId: "b", at: Date.now(), calls: calls.slice(2), events: [], retentionMs: 30 * DAY });
+    await stub.write({ batchId: "b", at: Date.now(), calls: calls.slice(2), events: [], retentionMs: 30 * DAY });
+    const { task, calls: listed } = (await stub.task("totals-tenant", "job"))!;
+    const head = { taskId: "job", tenant: "totals-tenant", children: [], firstSeen: task.firstSeen, lastSeen: task.lastSeen };
+    expect(task).toEqual(rollupTask(head, calls, []));
+    expect(task).toMatchObject({ calls: 4, attempts: 4, costMicros: 1_200, sessions: 2, turns: 2 });
+    expect(listed).toHaveLength(4);
+    // A key's own view is still summed from its own calls.
+    expect((await stub.task("totals-tenant", "job", "k2"))!.task).toMatchObject({ calls: 1, costMicros: 300, sessions: 1 });
+  });
+
+  it("are summed once from the calls for a task written before they were kept, then kept", async () => {
+    const stub = env.TASK_LEDGER.getByName("backfill-tenant");
+    const run = store(stub);
+    await stub.write({ batchId: "a", at: Date.now(), calls: [call("b1", "old-job", { session: "s1" }), call("b2", "old-job", { session: "s2" })], events: [], retentionMs: 30 * DAY });
+    // As a ledger from before totals: no totals row, no distinct rows.
+    await run((_s, sql) => ["tl_totals", "tl_sessions", "tl_turns"].forEach((t) => sql.exec(`DELETE FROM ${t}`)));
+    // A new call of that task sums the old ones first; a read of another such task backfills it.
+    await stub.write({ batchId: "b", at: Date.now(), calls: [call("b3", "old-job", { session: "s1" })], events: [], retentionMs: 30 * DAY });
+    expect((await stub.task("backfill-tenant", "old-job"))!.task).toMatchObject({ calls: 3, costMicros: 900, sessions: 2 });
+    await stub.write({ batchId: "c", at: Date.now(), calls: [call("c1", "other-job")], events: [], retentionMs: 30 * DAY });
+    await run((_s, sql) => sql.exec("DELETE FROM tl_totals WHERE task_id = 'other-job'"));
+    expect((await stub.tasks("backfill-tenant", { limit: 10 })).find((t) => t.taskId === "other-job")).toMatchObject({ calls: 1, costMicros: 300 });
+    expect(await run((_s, sql) => sql.exec("SELECT COUNT(*) AS n FROM tl_totals").toArray()[0]!.n)).toBe(2);
+  });
+
+  it("keep counting calls retention removed while the task is still seen, and go with the task", async () => {
+    const stub = env.TASK_LEDGER.getByName("totals-retention-tenant");
+    const run = store(stub);
+    const old = Date.now() - 10 * DAY;
+    await run((s) => s.write({ batchId: "a", at: old, calls: [call("o1", "long-job", { at: old }), call("o2", "gone-job", { at: old })], events: [], retentionMs: DAY }));
+    await stub.write({ batchId: "b", at: Date.now(), calls: [call("n1", "long-job")], events: [], retentionMs: DAY });
+    await runInDurableObject(stub, (instance: TaskLedger) => instance.alarm());
+    const { task, calls } = (await stub.task("totals-retention-tenant", "long-job"))!;
+    // The old call is no longer listed, but the task's totals still count it.
+    expect(calls.map((c) => c.callId)).toEqual(["n1"]);
+    expect(task).toMatchObject({ calls: 2, costMicros: 600 });
+    expect(await stub.task("totals-retention-tenant", "gone-job")).toBeUndefined();
+    expect(await run((_s, sql) => sql.exec("SELECT task_id FROM tl_totals ORDER BY task_id").toArray().map((r) => r.task_id))).toEqual(["long-job"]);
+    expect(await run((_s, sql) => sql.exec("SELECT COUNT(*) AS n FROM tl_sessions WHERE task_id = 'gone-job'").toArray()[0]!.n)).toBe(0);
   });
 });
