@@ -35,6 +35,8 @@ export interface CallRecord {
   readonly endedAt: number;
   readonly kind: string;
   readonly key: string;
+  /** The team or `team/project` the call was charged to. */
+  readonly chargeTo?: string;
   readonly sessionId?: string;
   readonly turnId?: string;
   readonly target: string;
@@ -208,7 +210,7 @@ export function taskDetail(t: TaskRollup, calls: readonly CallRecord[], tenant: 
     html`<code>${c.callId}</code>`,
     when(c.at),
     c.kind,
-    c.key,
+    c.chargeTo ? `${c.key} (${c.chargeTo})` : c.key,
     c.sessionId ?? "—",
     c.turnId ?? "—",
     c.target,
@@ -220,7 +222,7 @@ export function taskDetail(t: TaskRollup, calls: readonly CallRecord[], tenant: 
       "No attempts.",
     ),
   ]);
-  return html`<section id="rollup"><h2>Rollup</h2>${table(["Field", "Value"], rollup)}</section><section id="by-model"><h2>By model</h2>${table(["Model", "Calls", "Cost", "Tokens in", "Tokens out"], byModel, "No model calls.")}</section><section id="tool-calls"><h2>Tool calls</h2>${table(["Tool", "Calls"], tools, "No tool calls.")}</section><section id="calls"><h2>Calls</h2>${table(["Call", "At", "Kind", "Key", "Session", "Turn", "Target", "Outcome", "Cost (micros)", "Attempts"], callRows, "No calls.")}</section>`;
+  return html`<section id="rollup"><h2>Rollup</h2>${table(["Field", "Value"], rollup)}</section><section id="by-model"><h2>By model</h2>${table(["Model", "Calls", "Cost", "Tokens in", "Tokens out"], byModel, "No model calls.")}</section><section id="tool-calls"><h2>Tool calls</h2>${table(["Tool", "Calls"], tools, "No tool calls.")}</section><section id="calls"><h2>Calls</h2>${table(["Call", "At", "Kind", "Key (charged to)", "Session", "Turn", "Target", "Outcome", "Cost (micros)", "Attempts"], callRows, "No calls.")}</section>`;
 }
 
 /** The newest audit events, one row each, with the fields beyond type and time as JSON. */
