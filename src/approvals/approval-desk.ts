@@ -15,7 +15,12 @@ export const APPROVAL_STATES: readonly ApprovalState[] = ["pending", "approved",
 
 /** What an approval is bound to: a later call is re-admitted only when all of these are equal. */
 export interface ApprovalFacts {
-  readonly principal: { readonly tenant: string; readonly key: string };
+  /**
+   * Who asked: tenant, key (or token subject) and what its calls are charged to — a subject
+   * calling for another project (another token) is another principal, whose call this approval
+   * does not cover.
+   */
+  readonly principal: { readonly tenant: string; readonly key: string; readonly chargeTo?: string | undefined };
   readonly taskId?: string | undefined;
   readonly server: string;
   readonly tool: string;
@@ -131,6 +136,7 @@ export function sameFacts(a: ApprovalFacts, b: ApprovalFacts): boolean {
   return (
     a.principal.tenant === b.principal.tenant &&
     a.principal.key === b.principal.key &&
+    (a.principal.chargeTo ?? null) === (b.principal.chargeTo ?? null) &&
     (a.taskId ?? null) === (b.taskId ?? null) &&
     a.server === b.server &&
     a.tool === b.tool &&

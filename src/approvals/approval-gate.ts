@@ -123,7 +123,7 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
   if (!deps) throw new GatewayError("tool_not_allowed", `The tool call needs an approval, and approvals are not configured on this gateway (policy ${call.decision.policyRevision}).`, { param: "params.name" });
   const desk = deps.desk(call.principal.tenantId);
   const facts: ApprovalFacts = {
-    principal: { tenant: call.principal.tenantId, key: call.principal.keyId },
+    principal: { tenant: call.principal.tenantId, key: call.principal.keyId, ...(call.principal.chargeTo !== undefined ? { chargeTo: call.principal.chargeTo } : {}) },
     ...(ctx.record.attribution?.taskId !== undefined ? { taskId: ctx.record.attribution.taskId } : {}),
     server: call.server,
     tool: call.tool,

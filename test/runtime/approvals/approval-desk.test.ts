@@ -146,11 +146,11 @@ describe("ApprovalDeskCore", () => {
     expect(d.request(facts, init(), 3).created).toBe(true);
   });
 
-  it("a claim with other facts is refused (arguments, tool definition, policy revision)", () => {
+  it("a claim with other facts is refused (arguments, tool definition, policy revision, principal, charge target, task)", () => {
     const d = desk();
     const { approval } = d.request(facts, init(), 0);
     d.decide(approval.id, "approve", "alice", "ok", 1);
-    for (const changed of [{ argumentsDigest: "sha256:x" }, { toolDigest: "sha256:y" }, { policyRevision: "p2" }, { principal: { tenant: "acme", key: "k2" } }, { taskId: "task-2" }]) {
+    for (const changed of [{ argumentsDigest: "sha256:x" }, { toolDigest: "sha256:y" }, { policyRevision: "p2" }, { principal: { tenant: "acme", key: "k2" } }, { principal: { ...facts.principal, chargeTo: "platform/other" } }, { taskId: "task-2" }]) {
       expect(d.claim(approval.id, { ...facts, ...changed }, 2, "r")).toMatchObject({ ok: false, why: "facts_differ" });
     }
     expect(d.claim(approval.id, facts, 3, "r").ok).toBe(true);
