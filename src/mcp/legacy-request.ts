@@ -1,6 +1,7 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { HeaderReader } from "./stateless-request.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
+import { checkArguments } from "./stateless-request.ts";
 
 /**
  * Requests of MCP's stateful era (2025-03-26, 2025-06-18, 2025-11-25), as the gateway serves
@@ -9,6 +10,15 @@ import { isRecord } from "../protocol/fast-guard.ts";
  * 2025-03-26; an unsupported one is a 400). Batches are refused: only 2025-03-26 had them, and a
  * batch would mix requests the policy decides one by one.
  */
+
+/** The field naming what a stateful-era request is about, for the methods that have one. */
+const NAMED: Readonly<Record<string, "name" | "uri">> = {
+  "tools/call": "name",
+  "prompts/get": "name",
+  "resources/read": "uri",
+  "resources/subscribe": "uri",
+  "resources/unsubscribe": "uri",
+};
 
 /** The stateful-era revisions the gateway serves, newest first. */
 export const LEGACY_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"] as const;
@@ -38,7 +48,11 @@ export function validateLegacyMessage(body: unknown): LegacyRequest {
   if (hasId && !(typeof id === "string" || (typeof id === "number" && Number.isFinite(id)))) throw new GatewayError("mcp_invalid_message", "A JSON-RPC request id must be a string or a number.");
   if (body.params !== undefined && !isRecord(body.params)) throw new GatewayError("invalid_request", "'params' must be an object.", { param: "params" });
   if (!hasId && !body.method.startsWith("notifications/")) throw new GatewayError("mcp_invalid_message", "A message without an id must be a notification (notifications/…).");
-  return { id: hasId ? (id as string | number) : undefined, method: body.method, params: (body.params ?? {}) as Record<string, unknown> };
+  const params = (body.params ?? {}) as Record<string, unknown>;
+  const named = NAMED[body.method];
+  if (named !== undefined && (typeof params[named] !== "string" || params[named] === "")) throw new GatewayError("invalid_request", `'params.${named}' is required for ${body.method}.`, { param: `params.${named}` });
+  checkArguments(body.method, params);
+  return { id: hasId ? (id as string | number) : undefined, method: body.method, params };
 }
 
 /** The version a client asks for in `initialize`, answered as the specification says: the same when supported, else the newest. */

@@ -31,6 +31,16 @@ const METHODS: Readonly<Record<string, "name" | "uri" | undefined>> = {
   "completion/complete": undefined,
 };
 
+/**
+ * A tool call's `arguments`, when sent, are an object (the policy's argument rules and the
+ * approval's argument digest read them as one); anything else is the caller's error, not the server's.
+ */
+export function checkArguments(method: string, params: Readonly<Record<string, unknown>>): void {
+  if (method === "tools/call" && params.arguments !== undefined && !isRecord(params.arguments)) {
+    throw new GatewayError("invalid_request", "'params.arguments' must be an object.", { param: "params.arguments" });
+  }
+}
+
 /** The header reads the validation needs (a `Headers` satisfies it). */
 export interface HeaderReader {
   get(name: string): string | null;
@@ -109,6 +119,7 @@ export function validateStatelessRequest(headers: HeaderReader, body: unknown, s
   if (nameField !== undefined) {
     const expected = params[nameField];
     if (typeof expected !== "string" || expected === "") throw new GatewayError("invalid_request", `'params.${nameField}' is required for ${method}.`, { param: `params.${nameField}` });
+    checkArguments(method, params);
     const sent = headers.get("mcp-name");
     if (sent === null || decodeHeaderValue(sent) !== expected) {
       throw new GatewayError("mcp_header_mismatch", `The Mcp-Name header must equal params.${nameField} for ${method}.`);

@@ -20,6 +20,22 @@ describe("stateful-era MCP messages", () => {
     expect(codeOf(() => validateLegacyMessage({ jsonrpc: "2.0", id: 1, method: "ping", params: [1] }))).toBe("invalid_request");
   });
 
+  it("refuses a request without what it is about, or with arguments that are not an object, as the caller's error", () => {
+    for (const [method, params] of [
+      ["tools/call", {}],
+      ["tools/call", { name: 123 }],
+      ["tools/call", { name: "" }],
+      ["prompts/get", { name: null }],
+      ["resources/read", {}],
+      ["resources/subscribe", { uri: 7 }],
+      ["tools/call", { name: "echo", arguments: "rm -rf" }],
+      ["tools/call", { name: "echo", arguments: [1] }],
+    ] as const) {
+      expect(codeOf(() => validateLegacyMessage({ jsonrpc: "2.0", id: 1, method, params })), `${method} ${JSON.stringify(params)}`).toBe("invalid_request");
+    }
+    expect(validateLegacyMessage({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: { a: 1 } } }).params).toEqual({ name: "echo", arguments: { a: 1 } });
+  });
+
   it("negotiates the requested version when supported, else the newest; reads the header after initialize", () => {
     expect(negotiateVersion("2025-06-18")).toBe("2025-06-18");
     expect(negotiateVersion("2024-11-05")).toBe("2025-11-25");

@@ -43,6 +43,7 @@ describe("MCP stateless request validation (2026-07-28)", () => {
     ["an unknown method", { jsonrpc: "2.0", id: 1, method: "tools/delete", params: { _meta: meta } }, { "mcp-method": "tools/delete" }, "mcp_method_not_found", 404, -32601],
     ["a legacy initialize (naming the supported versions)", { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {} } }, { "mcp-method": "initialize" }, "mcp_unsupported_version", 400, -32022],
     ["tools/call without a name", call({ name: undefined }), {}, "invalid_request", 400, -32602],
+    ["tools/call with arguments that are not an object", call({ arguments: ["q", "x"] }), {}, "invalid_request", 400, -32602],
   ])("refuses %s", (_what, body, h, code, status, rpc) => {
     expect(refusal(() => validateStatelessRequest(headers(h as Record<string, string>), body, SUPPORTED))).toEqual({ code, status, rpc });
   });
