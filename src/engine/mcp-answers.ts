@@ -48,6 +48,9 @@ export async function answerMethod(call: McpCall, req: StatelessRequest): Promis
     case "logging/setLevel": {
       // The client's own upstream sessions take its level: each stateful server it may reach here
       // (a 2026-07-28 server has no session to keep one in, and a REST tool logs nothing).
+      // No item to authorize (any caller may set its own sessions' level), but the phase is entered
+      // like every method's, so a trace reads the same phases whatever the method.
+      ctx.enter("authorize");
       const level = req.params.level;
       if (typeof level !== "string") throw new GatewayError("invalid_request", "logging/setLevel needs a level.", { param: "params.level" });
       ctx.enter("decide");
