@@ -41,6 +41,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "tool_not_allowed":
     case "insufficient_scope":
     case "approval_required":
+    case "mcp_url_elicitation_required":
     case "approval_refused":
     case "task_not_yours":
       return { openai: "permission_error", anthropic: "permission_error" };

@@ -47,6 +47,7 @@ export const ERROR_CODES = [
   "mcp_missing_capability",
   "mcp_unsupported_version",
   "mcp_method_not_found",
+  "mcp_url_elicitation_required",
   "origin_not_allowed",
   "not_acceptable",
   "tool_not_allowed",
@@ -110,6 +111,9 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "approval_required":
       // The same call succeeds once a human approved it: retrying then is the point.
       return { status: 403, source: "client", retryable: true };
+    case "mcp_url_elicitation_required":
+      // The server's own: the same call succeeds once the user has been where its URLs lead.
+      return { status: 403, source: "upstream", retryable: true };
     case "jwks_unavailable":
       // The issuer's keys could not be read: the token may be fine, and a later try may verify it.
       return { status: 503, source: "internal", retryable: true };

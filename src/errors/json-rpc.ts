@@ -33,7 +33,9 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "mcp_unsupported_version":
       return -32022;
     case "approval_required":
-      // URLElicitationRequiredError (MCP 2025-11-25): `data.elicitations` names the approval's page.
+    case "mcp_url_elicitation_required":
+      // URLElicitationRequiredError (MCP 2025-11-25): `data.elicitations` names the approval's page,
+      // or the pages a server sends its user to.
       return -32042;
     case "missing_api_key":
     case "invalid_api_key":

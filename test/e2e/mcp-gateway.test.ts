@@ -73,7 +73,7 @@ describe("MCP through the gateway", () => {
     const client = await connect();
     const tools = (await client.listTools()).tools.map((t) => t.name).sort();
     // legacy.count is denied outright, so it is not listed; legacy.echo is listed (only long texts are denied).
-    expect(tools).toEqual(["legacy.confirm", "legacy.echo", "legacy.sample", "legacy.slow", "legacy.touch", "modern.confirm", "modern.count", "modern.echo"]);
+    expect(tools).toEqual(["legacy.confirm", "legacy.consent", "legacy.echo", "legacy.sample", "legacy.slow", "legacy.touch", "modern.confirm", "modern.count", "modern.echo"]);
     expect(await client.callTool({ name: "modern.echo", arguments: { text: "to the modern server" } })).toMatchObject({ content: [{ type: "text", text: "to the modern server" }] });
     expect(await client.callTool({ name: "legacy.echo", arguments: { text: "short" } })).toMatchObject({ content: [{ type: "text", text: "short" }] });
     await client.close();
@@ -89,7 +89,7 @@ describe("MCP through the gateway", () => {
 
   it("serves one server at /mcp/<server> with its names unchanged", async () => {
     const client = await connect("/mcp/legacy");
-    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["touch", "echo", "confirm", "sample", "slow"]);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["touch", "echo", "confirm", "consent", "sample", "slow"]);
     expect(await client.callTool({ name: "echo", arguments: { text: "direct" } })).toMatchObject({ content: [{ type: "text", text: "direct" }] });
     await client.close();
   });

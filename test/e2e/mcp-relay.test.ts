@@ -1,7 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateMessageRequestSchema, ElicitRequestSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, ElicitRequestSchema, McpError, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
@@ -104,6 +104,17 @@ describe("MCP server-to-client traffic through the gateway", () => {
     const client = await legacyClient((m) => (asked.push(m), { confirm: true }));
     expect(await client.callTool({ name: "legacy.confirm", arguments: { action: "deploy" } })).toMatchObject({ content: [{ text: "confirmed deploy" }] });
     expect(asked).toEqual(["Really deploy?"]);
+    await client.close();
+  });
+
+  it("passes a server's own URLElicitationRequiredError (-32042) to the client with its URLs", async () => {
+    const client = await legacyClient();
+    const err = await client.callTool({ name: "legacy.consent", arguments: {} }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(McpError);
+    const e = err as McpError;
+    expect(e.code).toBe(-32042);
+    expect(e.message).toMatch(/MCP server legacy: .*Consent is required first\./);
+    expect((e.data as { elicitations: unknown[] }).elicitations).toEqual([{ mode: "url", elicitationId: "consent-1", url: "https://auth.example.com/consent?client=test", message: "Grant access to your notes first" }]);
     await client.close();
   });
 

@@ -18,7 +18,7 @@ describe("the gateway's MCP client against a stateful-era server (official SDK 1
     const u = upstream();
     const list = await u.request("tools/list");
     expect(list.ok).toBe(true);
-    expect(((list as { result: { tools: { name: string }[] } }).result.tools).map((t) => t.name).sort()).toEqual(["confirm", "count", "echo", "sample", "slow", "touch"]);
+    expect(((list as { result: { tools: { name: string }[] } }).result.tools).map((t) => t.name).sort()).toEqual(["confirm", "consent", "count", "echo", "sample", "slow", "touch"]);
     const call = await u.request("tools/call", { name: "echo", arguments: { text: "hi" } });
     expect(call).toEqual({ ok: true, result: { content: [{ type: "text", text: "hi" }] } });
     expect(server.seen.slice(0, 3).map((s) => s.method)).toEqual(["initialize", "notifications/initialized", "tools/list"]);

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { ElicitResultSchema, isInitializeRequest, SubscribeRequestSchema, UnsubscribeRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitResultSchema, isInitializeRequest, SubscribeRequestSchema, UnsubscribeRequestSchema, UrlElicitationRequiredError } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { startLoopbackServer } from "./loopback-server.ts";
 
@@ -43,6 +43,9 @@ function build(): McpServer {
     // Sent in the request's own stream (a related request), as a server inside one call does.
     const answer = await extra.sendRequest({ method: "elicitation/create", params: { message: `Really ${action}?`, requestedSchema: { type: "object", properties: { confirm: { type: "boolean" } }, required: ["confirm"] } } }, ElicitResultSchema);
     return { content: [{ type: "text", text: answer.action === "accept" && answer.content?.confirm === true ? `confirmed ${action}` : `not confirmed (${answer.action})` }] };
+  });
+  server.registerTool("consent", { description: "Needs its user's consent on a page first (URLElicitationRequiredError)" }, async () => {
+    throw new UrlElicitationRequiredError([{ mode: "url", elicitationId: "consent-1", url: "https://auth.example.com/consent?client=test", message: "Grant access to your notes first" }], "Consent is required first.");
   });
   server.registerTool("sample", { description: "Asks the client's model, outside the request's own stream" }, async () => {
     // Not a related request: it goes out on the session's GET stream, as many servers send it.

@@ -3,6 +3,7 @@ import { carriedCapabilities, clientTakes, inputRequiredOf } from "../../../src/
 import { ClientRelays, clientResponseOf, InFlightRequests } from "../../../src/mcp/client-relays.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { upstreamRefusal, UpstreamRefusal } from "../../../src/mcp/upstream-errors.ts";
+import { toJsonRpcErrorBody } from "../../../src/errors/json-rpc.ts";
 
 describe("the bridging matrix", () => {
   const declared = { elicitation: { form: {} }, sampling: {}, experimental: { x: {} }, roots: true };
@@ -95,6 +96,7 @@ describe("an upstream server's JSON-RPC errors", () => {
       [-32601, "mcp_method_not_found"],
       [-32021, "mcp_missing_capability"],
       [-32002, "not_found"],
+      [-32042, "mcp_url_elicitation_required"],
       [-32603, "upstream_error"],
       [7, "upstream_error"],
     ];
@@ -105,5 +107,26 @@ describe("an upstream server's JSON-RPC errors", () => {
       expect(err.code).toBe(expected);
       expect(err.message).toBe("MCP server docs: because");
     }
+  });
+
+  it("carries a server's URL elicitations from its -32042 to the client, bounded, and no other data", () => {
+    const data = {
+      elicitations: [
+        { mode: "url", elicitationId: "e1", url: "https://auth.example.com/consent?x=1", message: "Sign in to Example" },
+        { mode: "form", elicitationId: "e2", requestedSchema: {} },
+        { mode: "url", elicitationId: "e3", url: "javascript:alert(1)", message: "no" },
+        ...Array.from({ length: 20 }, (_, i) => ({ mode: "url", elicitationId: `m${i}`, url: `https://x.example/${i}` })),
+      ],
+      secret: "not carried",
+    };
+    const body = toJsonRpcErrorBody(upstreamRefusal("docs", { code: -32042, message: "consent first", data }), 4);
+    expect(body.error.code).toBe(-32042);
+    const carried = body.error.data.elicitations as { elicitationId: string; url: string; message: string }[];
+    expect(carried[0]).toEqual({ mode: "url", elicitationId: "e1", url: "https://auth.example.com/consent?x=1", message: "Sign in to Example" });
+    // Only URL mode with an http(s) URL, of the list's first eight entries.
+    expect(carried.map((e) => e.elicitationId)).toEqual(["e1", "m0", "m1", "m2", "m3", "m4"]);
+    expect(JSON.stringify(body)).not.toContain("not carried");
+    // Without usable elicitations it is still -32042, with nothing to follow.
+    expect(toJsonRpcErrorBody(upstreamRefusal("docs", { code: -32042, message: "x", data: { elicitations: "no" } }), 5).error.data.elicitations).toBeUndefined();
   });
 });
