@@ -196,4 +196,4 @@ export type NeutralEvent =
   | { readonly type: "stop"; readonly reason: StopReason; readonly stopSequence?: string | undefined }
   | { readonly type: "usage"; readonly usage: Usage }
   | { readonly type: "heartbeat" }
-  | { readonly type: "error"; readonly code: "upstream_stream_cut" | "upstream_protocol_error" | "upstream_error" | "upstream_timeout" | "deadline_exceeded"; readonly message: string };
+  | { readonly type: "error"; readonly code: "upstream_stream_cut" | "upstream_protocol_error" | "upstream_error" | "upstream_timeout" | "deadline_exceeded" | "gateway_draining" | "client_closed"; readonly message: string };

@@ -51,6 +51,10 @@ function outcomeOf(code: StreamErrorCode): AttemptOutcome {
     case "upstream_stream_cut":
     case "upstream_error":
       return "stream_cut";
+    // The gateway's drain or the request's own end cut it: nothing the backend did (its breaker is not told).
+    case "gateway_draining":
+    case "client_closed":
+      return "client_cancelled";
   }
 }
 
@@ -217,8 +221,10 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
   const endAborted = (controller: ReadableStreamDefaultController<Uint8Array>) => {
     const reason = request.abortReason;
     if (!failed) {
+      // The event names why the stream was cut: the gateway's drain or the request's end is not the provider's doing.
       if (reason === "deadline") handle([{ type: "error", code: "deadline_exceeded", message: "The request deadline passed before the stream completed." }]);
-      else handle([{ type: "error", code: "upstream_stream_cut", message: reason === undefined ? "The stream was cancelled before it completed." : abortError(reason).message }]);
+      else if (reason === undefined) handle([{ type: "error", code: "upstream_stream_cut", message: "The stream was cancelled before it completed." }]);
+      else handle([{ type: "error", code: reason === "drain" ? "gateway_draining" : "client_closed", message: abortError(reason).message }]);
     }
     close(controller);
   };

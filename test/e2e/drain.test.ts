@@ -43,6 +43,9 @@ describe("drain", () => {
     expect(report).toMatchObject({ inFlightAtStart: 1, finished: 0, cancelled: 1 });
     const text = await longText;
     expect(text).not.toContain("[DONE]");
+    // The stream's last event says the gateway ended it, not the provider.
+    expect(text).toMatch(/"code":"gateway_draining"/);
+    expect(text).not.toContain("upstream_stream_cut");
     let aborted = 0;
     for (let i = 0; i < 30 && aborted === 0; i++) {
       aborted = ((await stack.simStats(stack.sims[0]!)) as { outcomes: { aborted: number } }).outcomes.aborted;

@@ -286,6 +286,17 @@ describe("createClientStream: failures", () => {
     expect(h.releases).toEqual([undefined]);
   });
 
+  it("a stream the gateway's drain cuts says so (gateway_draining), and its attempt is not the backend's failure", async () => {
+    let h: Harness | undefined;
+    const up = upstreamOf(completeChunks, { beforeChunk: (i) => void (i === 4 && h!.context.abort("drain")) });
+    h = pipeline(up.stream);
+    const text = await readAll(h.client);
+    expect(text).not.toContain("[DONE]");
+    expect(errorCodeOf(lastEvent(parseClientSse(text)))).toBe("gateway_draining");
+    expect(h.sink.finished).toHaveLength(1);
+    expect(h.sink.finished[0]).toMatchObject({ outcome: "client_cancelled", errorCode: "gateway_draining" });
+  });
+
   it("a read error just before the deadline is still a cut", async () => {
     const clock = new FakeClock();
     const up = upstreamOf(completeChunks.slice(0, 2), { errorAtEnd: true, beforeChunk: (i) => (clock.t = i < 2 ? 2_000 : DEADLINE_AT - 1) });
