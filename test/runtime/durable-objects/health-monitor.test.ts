@@ -16,22 +16,25 @@ async function useFetch(name: string, fetchFn: ProbeFetch): Promise<void> {
 
 describe("HealthMonitor Durable Object", () => {
   it("watch stores the target and arms one alarm; a second watch does not re-schedule it", async () => {
+    // A day's interval: the first probe falls anywhere in its first 10% (8,640 s), so it cannot
+    // fire (and be in progress, with no alarm set) while this test reads the alarm back.
+    const daily: ProbeTarget = { ...target, intervalMs: 86_400_000 };
     const stub = env.HEALTH_MONITOR.getByName("backend-watch");
     const before = Date.now();
-    const first = await stub.watch(target);
+    const first = await stub.watch(daily);
     expect(first).toMatchObject({ status: "unknown", watching: true, consecutiveFailures: 0 });
     let alarm: number | null = null;
     await runInDurableObject(stub, async (_i: HealthMonitor, state) => {
       alarm = await state.storage.getAlarm();
       const rows = state.storage.sql.exec<{ target: string }>("SELECT target FROM health").toArray();
       expect(rows).toHaveLength(1);
-      expect(JSON.parse(rows[0]!.target)).toMatchObject({ url: target.url, intervalMs: 60_000 });
+      expect(JSON.parse(rows[0]!.target)).toMatchObject({ url: daily.url, intervalMs: 86_400_000 });
     });
     expect(alarm).not.toBeNull();
     expect(alarm!).toBeGreaterThanOrEqual(before);
-    expect(alarm!).toBeLessThanOrEqual(Date.now() + 6_000); // first probe within jitterRatio of an interval
+    expect(alarm!).toBeLessThanOrEqual(Date.now() + 8_640_000); // first probe within jitterRatio of an interval
 
-    const second = await stub.watch(target);
+    const second = await stub.watch(daily);
     expect(second.nextProbeAt).toBe(alarm);
     await runInDurableObject(stub, async (_i: HealthMonitor, state) => {
       expect(await state.storage.getAlarm()).toBe(alarm);
