@@ -13,7 +13,7 @@ import { RequestContext } from "../context/request-context.ts";
 import { requestTrace } from "../context/trace-context.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import { clientResponseOf } from "../mcp/client-relays.ts";
-import { isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../mcp/legacy-request.ts";
+import { checkLegacyParams, isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../mcp/legacy-request.ts";
 import { STATELESS_VERSION, validateStatelessRequest } from "../mcp/stateless-request.ts";
 import { TASKS_CAPABILITY } from "../mcp/task-support.ts";
 import { UpstreamRefusal } from "../mcp/upstream-errors.ts";
@@ -109,13 +109,18 @@ export class McpSession {
       ctx.finish({ kind: "failed", error });
       // In-band, except what the 2026-07-28 revision answers with 400 even in-band.
       // -32042 is a protocol answer a 2025-era client reads in-band, as a server would send it.
-      // So is -32601 inside a 2025-era session: a 404 there would tell the client its session ended.
+      // Inside a valid 2025-era session every refusal of a request the gateway took (policy,
+      // validation, approval, task, not found) is in-band too, as a server answers a request it
+      // accepted: a 404 there would tell the client its session ended, and any other 4xx reaches
+      // an SDK client as a transport failure rather than the JSON-RPC error it can read. Rate
+      // and budget refusals (429, with Retry-After) and the gateway's own unavailability (5xx)
+      // keep their HTTP status, as does a protocol-version header the session cannot speak.
       const inBand =
         err instanceof UpstreamRefusal
           ? error.code === "mcp_missing_capability" && ctx.record.mcp?.protocolVersion === STATELESS_VERSION
             ? 400
             : 200
-          : error.code === "approval_required" || (error.code === "mcp_method_not_found" && this.#inSession)
+          : error.code === "approval_required" || (this.#inSession && error.status < 500 && error.status !== 429 && error.code !== "mcp_unsupported_version")
             ? 200
             : undefined;
       return { kind: "error", error, id, status: inBand };
@@ -173,6 +178,7 @@ export class McpSession {
       return { kind: "result", status: 202, body: undefined };
     }
     if (req.method === "server/discover") throw new GatewayError("mcp_method_not_found", "server/discover belongs to protocol revision 2026-07-28; this session speaks the 2025 era.");
+    checkLegacyParams(req);
     const unregister = this.#mcp.inFlight.register(presented, req.id, () => ctx.abort("client_disconnected"));
     let result: Record<string, unknown>;
     try {

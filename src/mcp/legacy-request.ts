@@ -48,11 +48,18 @@ export function validateLegacyMessage(body: unknown): LegacyRequest {
   if (hasId && !(typeof id === "string" || (typeof id === "number" && Number.isFinite(id)))) throw new GatewayError("mcp_invalid_message", "A JSON-RPC request id must be a string or a number.");
   if (body.params !== undefined && !isRecord(body.params)) throw new GatewayError("invalid_request", "'params' must be an object.", { param: "params" });
   if (!hasId && !body.method.startsWith("notifications/")) throw new GatewayError("mcp_invalid_message", "A message without an id must be a notification (notifications/…).");
-  const params = (body.params ?? {}) as Record<string, unknown>;
-  const named = NAMED[body.method];
-  if (named !== undefined && (typeof params[named] !== "string" || params[named] === "")) throw new GatewayError("invalid_request", `'params.${named}' is required for ${body.method}.`, { param: `params.${named}` });
-  checkArguments(body.method, params);
-  return { id: hasId ? (id as string | number) : undefined, method: body.method, params };
+  return { id: hasId ? (id as string | number) : undefined, method: body.method, params: (body.params ?? {}) as Record<string, unknown> };
+}
+
+/**
+ * Checks a stateful-era request's params for what it names (`params.name`, `params.uri`) and, for
+ * a tool call, that its arguments are an object. Apart from the envelope's check because it runs
+ * inside the session, where its refusal is answered in-band.
+ */
+export function checkLegacyParams(req: LegacyRequest): void {
+  const named = NAMED[req.method];
+  if (named !== undefined && (typeof req.params[named] !== "string" || req.params[named] === "")) throw new GatewayError("invalid_request", `'params.${named}' is required for ${req.method}.`, { param: `params.${named}` });
+  checkArguments(req.method, req.params);
 }
 
 /** The version a client asks for in `initialize`, answered as the specification says: the same when supported, else the newest. */

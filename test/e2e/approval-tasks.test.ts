@@ -167,7 +167,11 @@ describe("approvals as MCP tasks (2025-11-25)", () => {
     await decide(approvalOf(created).id, "approve");
     const settled = await Promise.allSettled([0, 1].map(() => client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema)));
     expect(settled.filter((s) => s.status === "fulfilled")).toHaveLength(1);
-    expect(String((settled.find((s) => s.status === "rejected") as PromiseRejectedResult).reason)).toMatch(/approval_refused/);
+    // In-band inside the session: the SDK's own McpError, with the gateway's code in its data.
+    const refused = (settled.find((s) => s.status === "rejected") as PromiseRejectedResult).reason as McpError;
+    expect(refused).toBeInstanceOf(McpError);
+    expect(refused.data).toMatchObject({ code: "approval_refused" });
+    expect(refused.message).toMatch(/already used/);
     expect(tools.executions("deploy", args)).toBe(1);
     await client.close();
   });
@@ -180,7 +184,10 @@ describe("approvals as MCP tasks (2025-11-25)", () => {
     const task = await client.experimental.tasks.getTask(created.task.taskId);
     expect(task.status).toBe("failed");
     expect(task.statusMessage).toContain("denied (e2e deny)");
-    expect((await failure(client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema))).message).toMatch(/approval_refused.*denied/);
+    const denied = (await failure(client.experimental.tasks.getTaskResult(created.task.taskId, CallToolResultSchema))) as McpError;
+    expect(denied).toBeInstanceOf(McpError);
+    expect(denied.data).toMatchObject({ code: "approval_refused" });
+    expect(denied.message).toMatch(/denied \(e2e deny\)/);
     expect(tools.executions("deploy", args)).toBe(0);
     await client.close();
   });

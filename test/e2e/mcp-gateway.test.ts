@@ -1,6 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { CallToolResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../local-stack/ports.ts";
@@ -250,6 +251,24 @@ describe("MCP through the gateway for stateful-era (2025) clients", () => {
     expect(await client.callTool({ name: "legacy.echo", arguments: { text: "after restart" } })).toMatchObject({ content: [{ type: "text", text: "after restart" }] });
     expect(transport.sessionId).toBe(sessionId);
     expect(gateway.output()).not.toContain('"route":"initialize"');
+    await client.close();
+  });
+
+  it("answers the gateway's refusals inside a session in-band, so the SDK reads them as JSON-RPC errors", async () => {
+    const client = new LegacyClient({ name: "sluice-e2e-legacy-refusals", version: "1.0.0" });
+    await client.connect(new LegacyTransport(new URL(`http://127.0.0.1:${publicPort}/mcp`), { requestInit: { headers: { authorization: `Bearer ${DEMO_KEY}` } } }));
+    // A tool the policy does not list, and a call whose name is not a string.
+    for (const [params, code, rpc] of [
+      [{ name: "legacy.confirm", arguments: { action: "x" } }, "tool_not_allowed", -32000],
+      [{ name: 42 }, "invalid_request", -32602],
+    ] as const) {
+      const err = await client.request({ method: "tools/call", params: params as never }, CallToolResultSchema).catch((e: unknown) => e);
+      expect(err, JSON.stringify(params)).toBeInstanceOf(McpError);
+      expect((err as McpError).code).toBe(rpc);
+      expect((err as McpError).data).toMatchObject({ code });
+    }
+    // The session is still good.
+    expect(await client.callTool({ name: "legacy.echo", arguments: { text: "still here" } })).toMatchObject({ content: [{ type: "text", text: "still here" }] });
     await client.close();
   });
 

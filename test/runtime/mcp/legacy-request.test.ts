@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { refusalCode } from "./refusal.ts";
-import { isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../../../src/mcp/legacy-request.ts";
+import { checkLegacyParams, isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../../../src/mcp/legacy-request.ts";
 
 const codeOf = refusalCode;
 
@@ -31,9 +31,11 @@ describe("stateful-era MCP messages", () => {
       ["tools/call", { name: "echo", arguments: "rm -rf" }],
       ["tools/call", { name: "echo", arguments: [1] }],
     ] as const) {
-      expect(codeOf(() => validateLegacyMessage({ jsonrpc: "2.0", id: 1, method, params })), `${method} ${JSON.stringify(params)}`).toBe("invalid_request");
+      expect(codeOf(() => checkLegacyParams(validateLegacyMessage({ jsonrpc: "2.0", id: 1, method, params }))), `${method} ${JSON.stringify(params)}`).toBe("invalid_request");
     }
-    expect(validateLegacyMessage({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: { a: 1 } } }).params).toEqual({ name: "echo", arguments: { a: 1 } });
+    const ok = validateLegacyMessage({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "echo", arguments: { a: 1 } } });
+    expect(() => checkLegacyParams(ok)).not.toThrow();
+    expect(ok.params).toEqual({ name: "echo", arguments: { a: 1 } });
   });
 
   it("negotiates the requested version when supported, else the newest; reads the header after initialize", () => {
