@@ -7,6 +7,7 @@ import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { readAdminJson } from "./admin-json.ts";
+import { idParam } from "./admin-tasks.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; actor?: string } };
 
@@ -20,12 +21,6 @@ function shown(a: Approval): Omit<Approval, "usedNonces" | "reported"> {
   return rest;
 }
 
-function tenantOf(url: string): string {
-  const tenant = new URL(url).searchParams.get("tenant");
-  if (!tenant) throw new GatewayError("invalid_request", "Name the tenant: ?tenant=<id>.", { param: "tenant" });
-  return tenant;
-}
-
 /**
  * The approvers' admin API: list, read, approve, deny and revoke (with a reason). Each decision
  * is an audit event, kept in the approval's own history and written as one `{"kind":"audit"}` log line.
@@ -34,19 +29,19 @@ export function registerApprovalRoutes(app: Hono<AdminEnv>, deskFor: (env: Env, 
   app.get("/approvals", async (c) => {
     const state = c.req.query("state");
     if (state !== undefined && !APPROVAL_STATES.includes(state as ApprovalState)) throw new GatewayError("invalid_request", `state must be one of ${APPROVAL_STATES.join(", ")}.`, { param: "state" });
-    const list = await deskFor(c.env, tenantOf(c.req.url)).list(state as ApprovalState | undefined);
+    const list = await deskFor(c.env, idParam(c.req.query("tenant"), "tenant")).list(state as ApprovalState | undefined);
     return c.json({ approvals: list.map(shown) });
   });
 
   app.get("/approvals/:id", async (c) => {
-    const a = await deskFor(c.env, tenantOf(c.req.url)).get(c.req.param("id"));
+    const a = await deskFor(c.env, idParam(c.req.query("tenant"), "tenant")).get(c.req.param("id"));
     if (!a) throw new GatewayError("not_found", `No approval '${echo(c.req.param("id"))}' in this tenant.`);
     return c.json({ approval: shown(a) });
   });
 
   app.post("/approvals/:id/:action{approve|deny|revoke}", async (c) => {
     const action = c.req.param("action") as ApproverAction;
-    const tenant = tenantOf(c.req.url);
+    const tenant = idParam(c.req.query("tenant"), "tenant");
     const { reason } = await readAdminJson(c.req.raw, decisionSchema, 8 * 1024);
     const actor = c.get("actor") ?? "admin";
     const out = await deskFor(c.env, tenant).decide(c.req.param("id"), action, actor, reason);
@@ -55,15 +50,9 @@ export function registerApprovalRoutes(app: Hono<AdminEnv>, deskFor: (env: Env, 
       throw new GatewayError("invalid_request", `Cannot ${action}: ${out.why}.`, { details: [{ approval: shown(out.approval) }] });
     }
     const event = auditEvent(EVENT_OF[action], out.approval, undefined, out.approval.decidedAt ?? Date.now(), { actor, reason });
-    // One audit trail: the decision goes to the tenant's call ledger beside the request-path events
-    // (so a task's rollup counts the time its approvals waited), and out as an audit line.
-    const rt = c.get("runtime");
-    if (rt.config.gateway.observability.accessLog) console.log(JSON.stringify({ kind: "audit", ...event }));
-    c.executionCtx.waitUntil(
-      c.env.TASK_LEDGER.getByName(tenant)
-        .write({ batchId: event.id, at: Date.now(), calls: [], events: [event], retentionMs: rt.config.gateway.governance.retentionDays * 86_400_000 })
-        .catch((err: unknown) => console.error(JSON.stringify({ kind: "task_ledger_write_failed", tenant, error: String(err) }))),
-    );
+    // One audit trail: the decision goes through the call ledger's sink beside the request-path
+    // events (so a task's rollup counts the time its approvals waited), line and all.
+    c.get("runtime").taskLedger.record(tenant, [event], (p) => c.executionCtx.waitUntil(p));
     return c.json({ approval: shown(out.approval) });
   });
 }

@@ -38,13 +38,22 @@ export function newAuditEventId(): string {
   return `evt_${crypto.randomUUID().replaceAll("-", "")}`;
 }
 
+/** The call ledger's sink: finished requests, and audit events that belong to no request. */
+export interface TaskLedgerSink extends FinishedRequestReader {
+  /**
+   * Records audit events caused outside a request (an approver's decision on the admin API):
+   * written as lines and batched to the tenant's ledger exactly as a request's events are.
+   */
+  record(tenant: string, events: readonly AuditEvent[], waitUntil: (p: Promise<unknown>) => void): void;
+}
+
 /**
  * The call ledger's reader of finished requests: each request's call record (when attributed to a
  * task) and audit events, written to its tenant's TaskLedger in batches off the request path
  * (under `waitUntil`). A failed write is logged and dropped: the ledger never fails or slows a
  * request. Each audit event is also written as one `{"kind":"audit",...}` log line at once.
  */
-export function taskLedgerSink(deps: TaskLedgerSinkDeps): FinishedRequestReader {
+export function taskLedgerSink(deps: TaskLedgerSinkDeps): TaskLedgerSink {
   const batchMs = deps.batchMs ?? 20;
   const maxBatch = deps.maxBatch ?? 200;
   const now = deps.now ?? Date.now;
@@ -59,7 +68,20 @@ export function taskLedgerSink(deps: TaskLedgerSinkDeps): FinishedRequestReader 
       deps.log({ kind: "task_ledger_write_failed", tenant, calls: batch.calls.length, events: batch.events.length, error: String(err) });
     }
   };
+  const enqueue = (tenant: string, call: LedgerCall | undefined, events: readonly AuditEvent[], waitUntil: (p: Promise<unknown>) => void) => {
+    let batch = pending.get(tenant);
+    const fresh = batch === undefined;
+    if (!batch) pending.set(tenant, (batch = { calls: [], events: [] }));
+    if (call) batch.calls.push(call);
+    batch.events.push(...events);
+    if (batch.calls.length + batch.events.length >= maxBatch) waitUntil(flush(tenant));
+    else if (fresh) waitUntil(new Promise((done) => setTimeout(done, batchMs)).then(() => flush(tenant)));
+  };
   return {
+    record(tenant, events, waitUntil) {
+      if (deps.line) for (const e of events) deps.line(JSON.stringify({ kind: "audit", ...e }));
+      if (events.length > 0) enqueue(tenant, undefined, events, waitUntil);
+    },
     finished(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[], waitUntil: (p: Promise<unknown>) => void) {
       let call: LedgerCall | undefined;
       let events: AuditEvent[];
@@ -73,13 +95,7 @@ export function taskLedgerSink(deps: TaskLedgerSinkDeps): FinishedRequestReader 
       if (deps.line) for (const e of events) deps.line(JSON.stringify({ kind: "audit", requestId: r.requestId, ...e }));
       const tenant = r.tenant;
       if (tenant === undefined || (call === undefined && events.length === 0)) return;
-      let batch = pending.get(tenant);
-      const fresh = batch === undefined;
-      if (!batch) pending.set(tenant, (batch = { calls: [], events: [] }));
-      if (call) batch.calls.push(call);
-      batch.events.push(...events);
-      if (batch.calls.length + batch.events.length >= maxBatch) waitUntil(flush(tenant));
-      else if (fresh) waitUntil(new Promise((done) => setTimeout(done, batchMs)).then(() => flush(tenant)));
+      enqueue(tenant, call, events, waitUntil);
     },
   };
 }

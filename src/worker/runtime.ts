@@ -19,7 +19,7 @@ import { accessLog } from "../settle/access-log.ts";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.ts";
 import { OtlpExporter } from "../telemetry/otlp-exporter.ts";
 import { assembledSink } from "../telemetry/request-assembly.ts";
-import { taskLedgerSink } from "../task-ledger/task-ledger-client.ts";
+import { taskLedgerSink, type TaskLedgerSink } from "../task-ledger/task-ledger-client.ts";
 import type { SnapshotControllerClient } from "../snapshot/controller-client.ts";
 import { SnapshotCache } from "../snapshot/snapshot-cache.ts";
 import { BreakerCache } from "../traffic/breaker-cache.ts";
@@ -72,6 +72,8 @@ export interface GatewayRuntime {
   readonly verifierToken: string | undefined;
   /** This isolate's metrics, and the OTLP exporter when one is configured. */
   readonly telemetry: { readonly metrics: GatewayMetrics; readonly exporter: OtlpExporter | undefined };
+  /** The call ledger's sink: the engine's requests go through it, and so do audit events the admin API causes. */
+  readonly taskLedger: TaskLedgerSink;
   /** The MCP endpoint's OAuth resource server (its JWKS cache lives as long as the isolate); undefined when not configured. */
   readonly mcpOAuth: OAuthVerifier | undefined;
 }
@@ -305,6 +307,13 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     })(),
     approvals: await approvalDeps(gw.governance.approvals, secrets, (tenant) => env.APPROVAL_DESK.getByName(tenant)),
   };
+  const taskLedger = taskLedgerSink({
+    ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
+    retentionMs: gw.governance.retentionDays * 86_400_000,
+    modelCompletions: gw.governance.audit.modelCompletions,
+    line: gw.observability.accessLog ? (line) => console.log(line) : undefined,
+    log: logError,
+  });
   const engine = createEngine({
     publication,
     codecs: builtinCodecs,
@@ -325,13 +334,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
       accessLog(gw.observability.accessLog),
       metrics,
       ...(exporter ? [exporter] : []),
-      taskLedgerSink({
-        ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
-        retentionMs: gw.governance.retentionDays * 86_400_000,
-        modelCompletions: gw.governance.audit.modelCompletions,
-        line: gw.observability.accessLog ? (line) => console.log(line) : undefined,
-        log: logError,
-      }),
+      taskLedger,
     ]),
     tracing: {
       // The trusted-header policy decides: a client's trace is continued only when `traceparent` is trusted.
@@ -356,6 +359,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     clock,
     startedAt: clock.now(),
     telemetry: { metrics, exporter },
+    taskLedger,
     mcpOAuth,
     verifierToken: (() => {
       const name = gw.governance.verifierTokenSecret;

@@ -43,6 +43,18 @@ describe("the call ledger's sink", () => {
     expect(writes).toBe(1);
   });
 
+  it("records audit events caused outside a request (an approver's decision) the same way: a line each, batched to the tenant's ledger", async () => {
+    const writes: { tenant: string; batch: TaskLedgerBatch }[] = [];
+    const lines: string[] = [];
+    const waits: Promise<unknown>[] = [];
+    const sink = taskLedgerSink({ ledgerOf: (tenant) => ({ write: async (batch) => void writes.push({ tenant, batch }) }), retentionMs: 1_000, line: (l) => lines.push(l), log: () => {}, batchMs: 1 });
+    const granted = { id: "evt_g", at: 5, type: "approval.granted" as const, tenant: "acme", subject: "k1", approvalId: "ap_1", actor: "approver", reason: "ok" };
+    sink.record("acme", [granted], (p) => waits.push(p));
+    expect(lines.map((l) => JSON.parse(l))).toEqual([{ kind: "audit", ...granted }]);
+    await Promise.all(waits);
+    expect(writes).toMatchObject([{ tenant: "acme", batch: { calls: [], events: [granted], retentionMs: 1_000 } }]);
+  });
+
   it("writes nothing for a request that reached no tenant", async () => {
     const waits: Promise<unknown>[] = [];
     let wrote = false;
