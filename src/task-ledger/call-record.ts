@@ -151,7 +151,7 @@ export type ModelCompletions = "attributed" | "all";
  * MCP tool call, each model attempt's completion (see {@link ModelCompletions}) and, apart, the
  * tool calls it proposed, then every event the request recorded itself (approvals). Metadata only.
  */
-export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[], newId: () => string, modelCompletions: ModelCompletions = "all"): AuditEvent[] {
+export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[], newId: () => string, modelCompletions: ModelCompletions): AuditEvent[] {
   if (r.tenant === undefined) return [...r.events];
   const base = { tenant: r.tenant, subject: r.key ?? "", taskId: r.attribution?.taskId, callId: r.requestId } as const;
   const out: AuditEvent[] = [];

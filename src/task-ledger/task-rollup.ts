@@ -72,8 +72,6 @@ export interface TaskTotals {
   toolCalls: Record<string, number>;
   /** The task's earliest call (by time, then id): what it was charged to names the task's project. */
   first?: { at: number; callId: string; chargeTo?: string | undefined } | undefined;
-  /** When the task's latest call ended. */
-  lastEndedAt?: number | undefined;
 }
 
 /** Totals of no call. */
@@ -103,7 +101,6 @@ export function addCall(t: TaskTotals, c: LedgerCall): void {
     t.tokens.input += m.input;
     t.tokens.output += m.output;
   });
-  t.lastEndedAt = Math.max(t.lastEndedAt ?? c.endedAt, c.endedAt);
   if (t.first === undefined || c.at < t.first.at || (c.at === t.first.at && c.callId < t.first.callId)) {
     t.first = { at: c.at, callId: c.callId, ...(c.chargeTo !== undefined ? { chargeTo: c.chargeTo } : {}) };
   }
@@ -124,16 +121,20 @@ export function rollupTask(head: TaskHead, calls: readonly LedgerCall[], events:
   const totals = emptyTotals();
   const sessions = new Set<string>();
   const turns = new Set<string>();
+  let { firstSeen, lastSeen } = head;
   for (const c of calls) {
     addCall(totals, c);
+    firstSeen = Math.min(firstSeen, c.at);
+    lastSeen = Math.max(lastSeen, c.endedAt);
     if (c.sessionId !== undefined) sessions.add(c.sessionId);
     if (c.turnId !== undefined) turns.add(`${c.sessionId ?? ""}\u0000${c.turnId}`);
   }
-  return rollupOf(head, totals, { sessions: sessions.size, turns: turns.size }, events);
+  return rollupOf({ ...head, firstSeen, lastSeen }, totals, { sessions: sessions.size, turns: turns.size }, events);
 }
 
 /**
- * A task's rollup from its totals, its distinct sessions and turns, and its approval events. Time
+ * A task's rollup from its totals, its distinct sessions and turns, and its approval events; its
+ * first and last seen are the head's (the store keeps them with every call). Time
  * waited is, per approval decided, the time from its request to its decision
  * (`approval.granted|denied|expired` against `approval.requested` of the same id).
  */
@@ -163,8 +164,8 @@ export function rollupOf(head: TaskHead, t: TaskTotals, distinct: TaskDistinct, 
     ...(project?.includes("/") ? { project } : {}),
     ...(head.parentTaskId !== undefined ? { parentTaskId: head.parentTaskId } : {}),
     children: [...head.children],
-    firstSeen: Math.min(head.firstSeen, t.first?.at ?? head.firstSeen),
-    lastSeen: Math.max(head.lastSeen, t.lastEndedAt ?? head.lastSeen),
+    firstSeen: head.firstSeen,
+    lastSeen: head.lastSeen,
     calls: t.calls,
     attempts: t.attempts,
     retries: t.retries,

@@ -46,29 +46,29 @@ describe("audit events of a record", () => {
   it("derives the decision and the execution of a tool call, then the record's own events", () => {
     const approval: AuditEvent = { id: "evt_a", at: 1_100, type: "approval.requested", tenant: "demo", subject: "k1", taskId: "task-1", approvalId: "apr_1" };
     const mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "mcp-1", reason: "allowed" }, toolError: true, toolSent: true, approvalId: "apr_1" };
-    const events = auditEventsOf(modelRecord({ requestId: "req_7", mcp, events: [approval] }), [], ids);
+    const events = auditEventsOf(modelRecord({ requestId: "req_7", mcp, events: [approval] }), [], ids, "attributed");
     expect(events.map((e) => e.type)).toEqual(["decision.allowed", "tool.executed", "approval.requested"]);
     expect(events[1]).toMatchObject({ execution: "failed", usage: "none", target: { kind: "tool", server: "tools", name: "search" }, callId: "req_7", taskId: "task-1", policyRevision: "mcp-1", approvalId: "apr_1" });
     // A server that asked the client for input first: this round is not the call's result.
-    expect(auditEventsOf(modelRecord({ requestId: "req_7b", mcp: { ...mcp, toolError: undefined, inputRequired: true } }), [], ids)[1]).toMatchObject({ type: "tool.executed", execution: "input_required" });
+    expect(auditEventsOf(modelRecord({ requestId: "req_7b", mcp: { ...mcp, toolError: undefined, inputRequired: true } }), [], ids, "attributed")[1]).toMatchObject({ type: "tool.executed", execution: "input_required" });
   });
 
   it("records no execution for a call that was allowed but never sent (held for approval, refused by budget)", () => {
     const mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28", server: "tools", target: "search", decision: { allowed: true, rule: "r", policyRevision: "mcp-1", reason: "allowed" } };
     const held = modelRecord({ requestId: "req_12", outcome: "error", errorCode: "approval_required", mcp });
-    expect(auditEventsOf(held, [], ids).map((e) => e.type)).toEqual(["decision.allowed"]);
+    expect(auditEventsOf(held, [], ids, "attributed").map((e) => e.type)).toEqual(["decision.allowed"]);
     // Nor is it a tool call of its task.
     expect(callOf(held, [])).toMatchObject({ kind: "tool", attempts: [], tool: undefined });
   });
 
   it("says a model completed and, apart, that it proposed tool calls", () => {
-    const events = auditEventsOf(modelRecord({ requestId: "req_8" }), [attempt({ id: "att_8", requestId: "req_8", stopReason: "tool_use" })], ids);
+    const events = auditEventsOf(modelRecord({ requestId: "req_8" }), [attempt({ id: "att_8", requestId: "req_8", stopReason: "tool_use" })], ids, "attributed");
     expect(events.map((e) => e.type)).toEqual(["model.completed", "model.tool_call_proposed"]);
     expect(events[0]).toMatchObject({ attemptId: "att_8", execution: "succeeded", usage: "known", target: { kind: "model", name: "gpt" } });
   });
 
   it("names each tool a model proposed, one event each, when the attempt recorded them", () => {
-    const events = auditEventsOf(modelRecord({ requestId: "req_9" }), [attempt({ id: "att_9", requestId: "req_9", stopReason: "tool_use", toolCallsProposed: ["lookup", "send_mail"] })], ids);
+    const events = auditEventsOf(modelRecord({ requestId: "req_9" }), [attempt({ id: "att_9", requestId: "req_9", stopReason: "tool_use", toolCallsProposed: ["lookup", "send_mail"] })], ids, "attributed");
     expect(events.map((e) => e.type)).toEqual(["model.completed", "model.tool_call_proposed", "model.tool_call_proposed"]);
     expect(events.slice(1).map((e) => e.target)).toEqual([
       { kind: "tool", name: "lookup" },
