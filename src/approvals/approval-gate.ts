@@ -59,8 +59,8 @@ export interface GatedCall {
   readonly params: Readonly<Record<string, unknown>>;
   /** The tool's listed definition, read from the server (undefined when it is not listed). */
   readonly toolDefinition: () => Promise<unknown>;
-  /** The origin the request came in on (for the status page's URL). */
-  readonly origin?: string | undefined;
+  /** The origin the request came in on (for the status page's URL), read only when an approval is opened. */
+  readonly origin?: (() => string) | undefined;
   /** The client capabilities the call declared (a 2026-07-28 client's, per request). */
   readonly clientCapabilities?: Readonly<Record<string, unknown>> | undefined;
   /**
@@ -163,7 +163,7 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
       });
     }
     const id = approvalId(call.principal.tenantId);
-    const out = await desk.request(facts, { id, statusUrl: deps.statusUrl(id, call.origin), ttlMs: deps.ttlMs });
+    const out = await desk.request(facts, { id, statusUrl: deps.statusUrl(id, call.origin?.()), ttlMs: deps.ttlMs });
     if (out.expired) event("approval.expired", out.expired);
     approval = out.approval;
     if (out.created) event("approval.requested", approval);

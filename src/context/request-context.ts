@@ -227,12 +227,12 @@ class Holdings<T> {
 }
 
 /** The stable code of each abort reason. */
-const ABORT_CODES: Readonly<Record<AbortReason, ErrorCode>> = {
+export const ABORT_CODES = {
   client_disconnected: "client_closed",
   deadline: "deadline_exceeded",
   drain: "gateway_draining",
   parent_ended: "client_closed",
-};
+} as const satisfies Readonly<Record<AbortReason, ErrorCode>>;
 
 /** The client-facing error for an abort reason; `cause` (for logs) is what failed because of it. */
 export function abortError(reason: AbortReason, cause?: unknown): GatewayError {

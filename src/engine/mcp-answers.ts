@@ -129,7 +129,7 @@ export async function answerMethod(call: McpCall, req: StatelessRequest): Promis
         return { resultType: "complete", [field]: merged.items, ...(typeof result.nextCursor === "string" ? { nextCursor: result.nextCursor } : {}), ...UNCACHEABLE };
       }
       const listings = await Promise.all(names.map((n) => listAll(call, n, req.method as CatalogList, field, true)));
-      const merged = mergeCatalog(req.method, listings.map((l) => (l.ok ? { server: l.server, ok: true as const, items: l.items } : l)), (n) => mcp.servers.get(n)?.listFailure ?? "open", caller, mcp.policy, true);
+      const merged = mergeCatalog(req.method, listings, (n) => mcp.servers.get(n)?.listFailure ?? "open", caller, mcp.policy, true);
       return { resultType: "complete", [field]: merged.items, ...UNCACHEABLE, ...(merged.partial.length > 0 ? { _meta: { "sluice/partial": merged.partial } } : {}) };
     }
     case "prompts/get":

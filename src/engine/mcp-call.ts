@@ -43,8 +43,11 @@ export interface McpIngress {
   readonly workload?: Workload | undefined;
   /** `GET`: a stateful-era client's stream of what its servers send outside its requests. */
   readonly httpMethod: "POST" | "GET";
-  /** The origin the request came in on (an approval's status page is named under it unless configured). */
-  readonly origin?: string | undefined;
+  /**
+   * The origin the request came in on (an approval's status page is named under it unless
+   * configured); read only when an approval is opened, so the URL is not parsed for every request.
+   */
+  readonly origin?: (() => string) | undefined;
 }
 
 /**

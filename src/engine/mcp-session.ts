@@ -26,7 +26,7 @@ import { serveGetStream } from "./mcp-streams.ts";
 import { tasksServed } from "./mcp-tools.ts";
 
 // The request's types live beside the context the other mcp-* modules share; the session is where callers import them.
-export type { McpIngress, McpReply } from "./mcp-call.ts";
+export type { McpIngress } from "./mcp-call.ts";
 
 /**
  * One MCP request through the same runtime as a model request: its own request context (ids,
@@ -108,9 +108,8 @@ export class McpSession {
       if (!(err instanceof GatewayError)) this.#deps.log({ kind: "request_failed", requestId: ctx.requestId, code: error.code, cause: String(err) });
       ctx.finish({ kind: "failed", error });
       // In-band, except what the 2026-07-28 revision answers with 400 even in-band.
-      // -32042 is a protocol answer a 2025-era client reads in-band, as a server would send it.
       // Inside a valid 2025-era session every refusal of a request the gateway took (policy,
-      // validation, approval, task, not found) is in-band too, as a server answers a request it
+      // validation, approval and its -32042, task, not found) is in-band too, as a server answers a request it
       // accepted: a 404 there would tell the client its session ended, and any other 4xx reaches
       // an SDK client as a transport failure rather than the JSON-RPC error it can read. Rate
       // and budget refusals (429, with Retry-After) and the gateway's own unavailability (5xx)
@@ -120,7 +119,7 @@ export class McpSession {
           ? error.code === "mcp_missing_capability" && ctx.record.mcp?.protocolVersion === STATELESS_VERSION
             ? 400
             : 200
-          : error.code === "approval_required" || (this.#inSession && error.status < 500 && error.status !== 429 && error.code !== "mcp_unsupported_version")
+          : this.#inSession && error.status < 500 && error.status !== 429 && error.code !== "mcp_unsupported_version"
             ? 200
             : undefined;
       return { kind: "error", error, id, status: inBand };

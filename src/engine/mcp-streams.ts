@@ -66,10 +66,9 @@ export async function listen(call: McpCall, req: StatelessRequest): Promise<Reco
 /** `resources/subscribe` and `resources/unsubscribe` (2025 era): passed to the resource's stateful server, in the client's session there. */
 export async function subscribe(call: McpCall, req: StatelessRequest): Promise<Record<string, unknown>> {
   const { ctx, mcp, client } = call;
-  if (client.era !== "stateful") throw new GatewayError("mcp_method_not_found", `${req.method} belongs to the 2025 era; revision 2026-07-28 subscribes with subscriptions/listen.`);
   ctx.enter("authorize");
-  const uri = req.params.uri;
-  if (typeof uri !== "string") throw new GatewayError("invalid_request", `${req.method} needs a uri.`, { param: "params.uri" });
+  // Only a stateful-era session sends it (the 2026 validator knows no such method), with its uri checked (checkLegacyParams).
+  const uri = req.params.uri as string;
   const target = mayWatch(call, uri);
   if (mcp.servers.get(target.server)?.era !== "stateful") throw new GatewayError("mcp_method_not_found", `MCP server ${target.server} speaks revision 2026-07-28, whose resources are subscribed with subscriptions/listen, which a stateful-era client cannot send.`);
   ctx.enter("decide");

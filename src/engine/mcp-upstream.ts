@@ -11,6 +11,7 @@ import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import { carriedCapabilities, clientTakes, inputRequiredOf } from "../mcp/bridging.ts";
 import { mcpHealthId } from "../mcp/health-probe.ts";
 import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, UpstreamRequestOptions, UpstreamServerRequest } from "../mcp/upstream-client.ts";
+import type { CatalogListing } from "../mcp/virtual-catalog.ts";
 import type { ListedTool, ServerListing } from "../mcp/virtual-server.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 import type { HealthStatus } from "../traffic/health.ts";
@@ -23,8 +24,6 @@ const MAX_LIST_PAGES = 20;
 /** How many `input_required` rounds the gateway relays for one request before giving up. */
 const MAX_INPUT_ROUNDS = 8;
 
-/** One server's whole list of one kind, or why it could not be read. */
-export type ServerItems = { readonly server: string; readonly ok: true; readonly items: Record<string, unknown>[] } | { readonly server: string; readonly ok: false; readonly reason: string };
 
 /**
  * Sends one request upstream in the client's own upstream session, declaring there the
@@ -116,7 +115,7 @@ export async function listTools(call: McpCall, name: string, merging: boolean): 
  * Every page of one server's list, for the virtual server (which merges whole lists and so has
  * no cursor of its own to give); bounded, so a server that pages forever cannot hold the request.
  */
-export async function listAll(call: McpCall, name: string, method: string, field: string, merging: boolean): Promise<ServerItems> {
+export async function listAll(call: McpCall, name: string, method: string, field: string, merging: boolean): Promise<CatalogListing> {
   // On the virtual server a server the probes found down is reported in `partial` at once
   // instead of being waited on; one that fails closed is still asked (the probes can be wrong).
   if (merging && call.mcp.servers.get(name)!.listFailure === "open" && serverHealth(call, name) === "unhealthy") return { server: name, ok: false, reason: "unhealthy" };

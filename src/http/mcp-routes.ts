@@ -65,7 +65,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       open: () => void open(),
       httpMethod: request.method === "GET" ? "GET" : "POST",
       workload: workloadOf(request.headers, rt.config.gateway.governance.workload),
-      origin: new URL(request.url).origin,
+      origin: () => new URL(request.url).origin,
     });
     if (!session) {
       await discardUnreadBody(request, limits);

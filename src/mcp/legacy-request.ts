@@ -1,7 +1,7 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { HeaderReader } from "./stateless-request.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
-import { checkArguments } from "./stateless-request.ts";
+import { requireNamed } from "./stateless-request.ts";
 
 /**
  * Requests of MCP's stateful era (2025-03-26, 2025-06-18, 2025-11-25), as the gateway serves
@@ -58,8 +58,7 @@ export function validateLegacyMessage(body: unknown): LegacyRequest {
  */
 export function checkLegacyParams(req: LegacyRequest): void {
   const named = NAMED[req.method];
-  if (named !== undefined && (typeof req.params[named] !== "string" || req.params[named] === "")) throw new GatewayError("invalid_request", `'params.${named}' is required for ${req.method}.`, { param: `params.${named}` });
-  checkArguments(req.method, req.params);
+  if (named !== undefined) requireNamed(req.method, req.params, named);
 }
 
 /** The version a client asks for in `initialize`, answered as the specification says: the same when supported, else the newest. */

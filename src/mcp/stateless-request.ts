@@ -32,13 +32,18 @@ const METHODS: Readonly<Record<string, "name" | "uri" | undefined>> = {
 };
 
 /**
- * A tool call's `arguments`, when sent, are an object (the policy's argument rules and the
- * approval's argument digest read them as one); anything else is the caller's error, not the server's.
+ * The params a request names its item by (`params.name` or `params.uri`, a non-empty string),
+ * and a tool call's `arguments`, when sent, as an object (the policy's argument rules and the
+ * approval's argument digest read them as one): anything else is the caller's error, not the
+ * server's. Both eras check their requests with it; returns the named value.
  */
-export function checkArguments(method: string, params: Readonly<Record<string, unknown>>): void {
+export function requireNamed(method: string, params: Readonly<Record<string, unknown>>, field: "name" | "uri"): string {
+  const named = params[field];
+  if (typeof named !== "string" || named === "") throw new GatewayError("invalid_request", `'params.${field}' is required for ${method}.`, { param: `params.${field}` });
   if (method === "tools/call" && params.arguments !== undefined && !isRecord(params.arguments)) {
     throw new GatewayError("invalid_request", "'params.arguments' must be an object.", { param: "params.arguments" });
   }
+  return named;
 }
 
 /** The header reads the validation needs (a `Headers` satisfies it). */
@@ -117,9 +122,7 @@ export function validateStatelessRequest(headers: HeaderReader, body: unknown, s
   if (!(method in METHODS)) throw new GatewayError("mcp_method_not_found", `Method ${JSON.stringify(method.slice(0, 64))} is not part of this protocol revision.`);
   const nameField = METHODS[method];
   if (nameField !== undefined) {
-    const expected = params[nameField];
-    if (typeof expected !== "string" || expected === "") throw new GatewayError("invalid_request", `'params.${nameField}' is required for ${method}.`, { param: `params.${nameField}` });
-    checkArguments(method, params);
+    const expected = requireNamed(method, params, nameField);
     const sent = headers.get("mcp-name");
     if (sent === null || decodeHeaderValue(sent) !== expected) {
       throw new GatewayError("mcp_header_mismatch", `The Mcp-Name header must equal params.${nameField} for ${method}.`);

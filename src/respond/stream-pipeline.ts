@@ -1,7 +1,7 @@
 import { noteProposedToolCall } from "../context/attempt-record.ts";
 import { createParser } from "eventsource-parser";
 import type { AttemptOutcome } from "../context/attempt-record.ts";
-import { abortError, CONTENT_MARGIN, type AttemptScope } from "../context/request-context.ts";
+import { ABORT_CODES, abortError, CONTENT_MARGIN, type AttemptScope } from "../context/request-context.ts";
 import type { Clock } from "../deps/clock.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { StreamDecoder, StreamEncoder } from "../protocol/codec.ts";
@@ -51,7 +51,8 @@ function outcomeOf(code: StreamErrorCode): AttemptOutcome {
     case "upstream_stream_cut":
     case "upstream_error":
       return "stream_cut";
-    // The gateway's drain or the request's own end cut it: nothing the backend did (its breaker is not told).
+    // Only for the switch to be whole: a stream ended by an abort ends after its request, whose
+    // end already closed the attempt as client_cancelled.
     case "gateway_draining":
     case "client_closed":
       return "client_cancelled";
@@ -224,7 +225,7 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
       // The event names why the stream was cut: the gateway's drain or the request's end is not the provider's doing.
       if (reason === "deadline") handle([{ type: "error", code: "deadline_exceeded", message: "The request deadline passed before the stream completed." }]);
       else if (reason === undefined) handle([{ type: "error", code: "upstream_stream_cut", message: "The stream was cancelled before it completed." }]);
-      else handle([{ type: "error", code: reason === "drain" ? "gateway_draining" : "client_closed", message: abortError(reason).message }]);
+      else handle([{ type: "error", code: ABORT_CODES[reason], message: abortError(reason).message }]);
     }
     close(controller);
   };

@@ -44,7 +44,7 @@ async function setup() {
     args: { path: "/tmp/x" },
     params: {},
     toolDefinition: async () => ({ name: "delete", inputSchema: { type: "object" } }),
-    origin: "http://127.0.0.1:9",
+    origin: () => "http://127.0.0.1:9",
     ...over,
   });
   return { desk, deps, context, call };
