@@ -16,7 +16,7 @@ import { upstreamRefusal } from "../mcp/upstream-errors.ts";
 import { CATALOG_LISTS, mergeCatalog, renameContents, routeCatalogRead, type CatalogList } from "../mcp/virtual-catalog.ts";
 import { mergeToolLists } from "../mcp/virtual-server.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
-import { admitMcp, type McpCall } from "./mcp-call.ts";
+import { admitToInvoke, endpointServers, mayReach, noteDecision, policySubject, type McpCall } from "./mcp-call.ts";
 import { listen, subscribe } from "./mcp-streams.ts";
 import { answerTask, answerToolCall, tasksServed } from "./mcp-tools.ts";
 import { forwardedParams, invokeUpstream, listAll, listTools } from "./mcp-upstream.ts";
@@ -26,9 +26,9 @@ const UNCACHEABLE = { ttlMs: 0, cacheScope: "private" } as const;
 
 /** The result of one MCP request (a method the gateway serves), or the refusal it throws. */
 export async function answerMethod(call: McpCall, req: StatelessRequest): Promise<Record<string, unknown>> {
-  const { ctx, mcp, principal, client } = call;
+  const { ctx, mcp, client } = call;
   const server = call.ingress.server;
-  const caller = { tenant: principal.tenantId, key: principal.keyId };
+  const caller = policySubject(call);
   switch (req.method) {
     case "server/discover":
       return {
@@ -53,10 +53,8 @@ export async function answerMethod(call: McpCall, req: StatelessRequest): Promis
       ctx.enter("authorize");
       const level = req.params.level;
       if (typeof level !== "string") throw new GatewayError("invalid_request", "logging/setLevel needs a level.", { param: "params.level" });
-      ctx.enter("decide");
-      await admitMcp(call, server ?? "*");
-      ctx.enter("invoke");
-      const stateful = (server === undefined ? [...mcp.servers.keys()] : [server]).filter((n) => mcp.servers.get(n)?.era === "stateful");
+      await admitToInvoke(call, server ?? "*");
+      const stateful = endpointServers(call).filter((n) => mcp.servers.get(n)?.era === "stateful");
       const answers = await Promise.all(stateful.map(async (n) => ({ n, answer: await invokeUpstream(call, n, "logging/setLevel", { level }).catch((err: unknown) => ({ ok: false as const, error: { code: -32603, message: toGatewayError(err).message } })) })));
       const refused = answers.find((a) => !a.answer.ok);
       // One server: its answer is the answer. Many: a server that refused is named, the rest keep the level.
@@ -69,14 +67,9 @@ export async function answerMethod(call: McpCall, req: StatelessRequest): Promis
       const kind = ref.type === "ref/prompt" ? "prompt" : ref.type === "ref/resource" ? "resource" : undefined;
       const named = kind === "prompt" ? ref.name : ref.uri;
       if (kind === undefined || typeof named !== "string") throw new GatewayError("invalid_request", "completion/complete needs a ref: ref/prompt with a name, or ref/resource with a uri.", { param: "params.ref" });
-      const target = server === undefined ? routeCatalogRead(kind === "prompt" ? "prompts/get" : "resources/read", named, mcp.servers) : { server, name: named };
       // Completing an argument reveals what a list would: the item must be one the caller may see.
-      const decision = mcp.policy.visible({ ...caller, server: target.server, kind, name: target.name });
-      if (ctx.record.mcp) Object.assign(ctx.record.mcp, { decision, server: target.server, target: target.name });
-      if (!decision.allowed) throw new GatewayError("tool_not_allowed", `${kind === "prompt" ? "Prompt" : "Resource"} ${JSON.stringify(named.slice(0, 128))} is not available to this caller (${decision.reason}).`);
-      ctx.enter("decide");
-      await admitMcp(call, target.server);
-      ctx.enter("invoke");
+      const target = mayReach(call, kind, named);
+      await admitToInvoke(call, target.server);
       const forwarded = { ...req.params, ref: kind === "prompt" ? { ...ref, name: target.name } : { ...ref, uri: target.name } };
       delete (forwarded as Record<string, unknown>)._meta;
       const answer = await invokeUpstream(call, target.server, "completion/complete", forwarded);
@@ -85,10 +78,8 @@ export async function answerMethod(call: McpCall, req: StatelessRequest): Promis
     }
     case "tools/list": {
       ctx.enter("authorize");
-      const names = server === undefined ? [...mcp.servers.keys()] : [server];
-      ctx.enter("decide");
-      await admitMcp(call, server ?? "*");
-      ctx.enter("invoke");
+      const names = endpointServers(call);
+      await admitToInvoke(call, server ?? "*");
       const tasks = tasksServed(mcp, client.era, req.protocolVersion);
       // The gateway's own task support replaces the servers' (it does not relay their tasks).
       const listings = (await Promise.all(names.map((n) => listTools(call, n, server === undefined)))).map((l) =>
@@ -114,10 +105,8 @@ export async function answerMethod(call: McpCall, req: StatelessRequest): Promis
     case "resources/list":
     case "resources/templates/list": {
       ctx.enter("authorize");
-      const names = server === undefined ? [...mcp.servers.keys()] : [server];
-      ctx.enter("decide");
-      await admitMcp(call, server ?? "*");
-      ctx.enter("invoke");
+      const names = endpointServers(call);
+      await admitToInvoke(call, server ?? "*");
       const { field } = CATALOG_LISTS[req.method];
       if (server !== undefined) {
         // One server's page, under its own names and cursor.
@@ -138,11 +127,8 @@ export async function answerMethod(call: McpCall, req: StatelessRequest): Promis
       const kind = req.method === "prompts/get" ? "prompt" : "resource";
       const named = (req.method === "prompts/get" ? req.params.name : req.params.uri) as string;
       const target = server === undefined ? routeCatalogRead(req.method, named, mcp.servers) : { server, name: named };
-      const audit = ctx.record.mcp;
-      authorizeCall(mcp.policy, { ...caller, server: target.server, kind, name: target.name }, req.params.arguments, (decision) => audit && Object.assign(audit, { decision, server: target.server, target: target.name }));
-      ctx.enter("decide");
-      await admitMcp(call, target.server);
-      ctx.enter("invoke");
+      authorizeCall(mcp.policy, { ...caller, server: target.server, kind, name: target.name }, req.params.arguments, (decision) => noteDecision(call, decision, target.server, target.name));
+      await admitToInvoke(call, target.server);
       const forwarded = req.method === "prompts/get" ? { name: target.name, ...(req.params.arguments !== undefined ? { arguments: req.params.arguments } : {}) } : { uri: target.name };
       const answer = await invokeUpstream(call, target.server, req.method, { ...forwarded, ...forwardedParams(req.params) });
       if (!answer.ok) throw upstreamRefusal(target.server, answer.error);

@@ -14,6 +14,8 @@ import type { TraceParent } from "../context/trace-context.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { McpEra } from "../mcp/bridging.ts";
 import type { HeaderReader } from "../mcp/stateless-request.ts";
+import type { PolicyDecision } from "../mcp/tool-policy.ts";
+import { routeCatalogRead } from "../mcp/virtual-catalog.ts";
 import type { Principal } from "../publication/principal.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import type { McpDeps } from "./mcp-deps.ts";
@@ -114,4 +116,42 @@ export async function sessionClient(caller: McpCaller, sessions: McpSessions): P
 export async function admitMcp(caller: McpCaller, server: string): Promise<void> {
   caller.ctx.enter("admit");
   await admitRequest(caller.ctx, caller.deps.admission, caller.deps.drain, { tenant: caller.principal.tenantId, model: `mcp:${server}` });
+}
+
+/** From an authorized request to its upstream calls: `decide`, `admit` (keyed by `server`), then `invoke`. */
+export async function admitToInvoke(caller: McpCaller, server: string): Promise<void> {
+  caller.ctx.enter("decide");
+  await admitMcp(caller, server);
+  caller.ctx.enter("invoke");
+}
+
+/** The servers a request at this endpoint reaches: its one server, or every configured one at `/mcp`. */
+export function endpointServers(caller: McpCaller): string[] {
+  const server = caller.ingress.server;
+  return server === undefined ? [...caller.mcp.servers.keys()] : [server];
+}
+
+/** The caller as the MCP policy reads it. */
+export function policySubject(caller: McpCaller): { readonly tenant: string; readonly key: string } {
+  return { tenant: caller.principal.tenantId, key: caller.principal.keyId };
+}
+
+/** Records the policy's decision on the request and which server and item it is about. */
+export function noteDecision(caller: McpCaller, decision: PolicyDecision, server: string, target: string): void {
+  if (caller.ctx.record.mcp) Object.assign(caller.ctx.record.mcp, { decision, server, target });
+}
+
+/**
+ * The server and own name of a prompt or resource named at this endpoint, when the caller may see
+ * it (reaching it — completing its argument, watching it — reveals what a list would); the
+ * decision is recorded either way, and an item the caller may not see is refused.
+ */
+export function mayReach(caller: McpCaller, kind: "prompt" | "resource", named: string): { readonly server: string; readonly name: string } {
+  const { mcp } = caller;
+  const server = caller.ingress.server;
+  const target = server === undefined ? routeCatalogRead(kind === "prompt" ? "prompts/get" : "resources/read", named, mcp.servers) : { server, name: named };
+  const decision = mcp.policy.visible({ ...policySubject(caller), server: target.server, kind, name: target.name });
+  noteDecision(caller, decision, target.server, target.name);
+  if (!decision.allowed) throw new GatewayError("tool_not_allowed", `${kind === "prompt" ? "Prompt" : "Resource"} ${JSON.stringify(named.slice(0, 128))} is not available to this caller (${decision.reason}).`);
+  return target;
 }

@@ -11,8 +11,7 @@ import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import type { StatelessRequest } from "../mcp/stateless-request.ts";
 import { EVERYTHING, filterFor, parseFilter, relayedNotification, type SubscriptionFilter } from "../mcp/subscriptions.ts";
 import { upstreamRefusal } from "../mcp/upstream-errors.ts";
-import { routeCatalogRead } from "../mcp/virtual-catalog.ts";
-import { admitMcp, knownServer, sessionClient, type McpCall, type McpCaller, type McpReply } from "./mcp-call.ts";
+import { admitToInvoke, endpointServers, knownServer, mayReach, sessionClient, type McpCall, type McpCaller, type McpReply } from "./mcp-call.ts";
 import { clientSide, invokeUpstream } from "./mcp-upstream.ts";
 
 /** How long before its request's deadline a subscription stream ends in order (the client then listens again). */
@@ -35,11 +34,9 @@ export async function serveGetStream(caller: McpCaller): Promise<McpReply> {
   const client = await sessionClient(caller, sessions);
   const server = ingress.server;
   knownServer(mcp, server);
-  ctx.enter("decide");
-  await admitMcp(caller, server ?? "*");
-  ctx.enter("invoke");
+  await admitToInvoke(caller, server ?? "*");
   ingress.open();
-  const names = (server === undefined ? [...mcp.servers.keys()] : [server]).filter((n) => mcp.servers.get(n)?.era === "stateful");
+  const names = endpointServers(caller).filter((n) => mcp.servers.get(n)?.era === "stateful");
   await fanIn({ ...caller, client }, names, EVERYTHING, server === undefined, undefined);
   ctx.enter("respond");
   ctx.finish({ kind: "completed" });
@@ -48,46 +45,31 @@ export async function serveGetStream(caller: McpCaller): Promise<McpReply> {
 
 /** `subscriptions/listen` (2026-07-28): held until the client goes or the deadline comes near. */
 export async function listen(call: McpCall, req: StatelessRequest): Promise<Record<string, unknown>> {
-  const { ctx, mcp, ingress, client } = call;
+  const { ctx, ingress, client } = call;
   const server = ingress.server;
   if (client.era !== "stateless") throw new GatewayError("mcp_method_not_found", "subscriptions/listen belongs to revision 2026-07-28; a stateful-era session listens on its GET stream.");
   ctx.enter("authorize");
   const filter = parseFilter(req.params.notifications);
-  for (const uri of filter.resourceSubscriptions ?? []) mayWatch(call, uri);
-  ctx.enter("decide");
-  await admitMcp(call, server ?? "*");
-  ctx.enter("invoke");
+  for (const uri of filter.resourceSubscriptions ?? []) mayReach(call, "resource", uri);
+  await admitToInvoke(call, server ?? "*");
   // The gateway's own acknowledgement, of what it honours: what the client asked for.
   ingress.send({ jsonrpc: "2.0", method: "notifications/subscriptions/acknowledged", params: { notifications: filter, _meta: { [SUBSCRIPTION_ID]: req.id } } });
-  await fanIn(call, server === undefined ? [...mcp.servers.keys()] : [server], filter, server === undefined, req.id);
+  await fanIn(call, endpointServers(call), filter, server === undefined, req.id);
   return { resultType: "complete", _meta: { [SUBSCRIPTION_ID]: req.id } };
 }
 
 /** `resources/subscribe` and `resources/unsubscribe` (2025 era): passed to the resource's stateful server, in the client's session there. */
 export async function subscribe(call: McpCall, req: StatelessRequest): Promise<Record<string, unknown>> {
-  const { ctx, mcp, client } = call;
+  const { ctx, mcp } = call;
   ctx.enter("authorize");
   // Only a stateful-era session sends it (the 2026 validator knows no such method), with its uri checked (checkLegacyParams).
   const uri = req.params.uri as string;
-  const target = mayWatch(call, uri);
+  const target = mayReach(call, "resource", uri);
   if (mcp.servers.get(target.server)?.era !== "stateful") throw new GatewayError("mcp_method_not_found", `MCP server ${target.server} speaks revision 2026-07-28, whose resources are subscribed with subscriptions/listen, which a stateful-era client cannot send.`);
-  ctx.enter("decide");
-  await admitMcp(call, target.server);
-  ctx.enter("invoke");
+  await admitToInvoke(call, target.server);
   const answer = await invokeUpstream(call, target.server, req.method, { uri: target.name });
   if (!answer.ok) throw upstreamRefusal(target.server, answer.error);
   return { resultType: "complete" };
-}
-
-/** The server and own URI of a resource a client subscribes to, when the caller may see it. */
-function mayWatch(caller: McpCaller, uri: string): { readonly server: string; readonly name: string } {
-  const { ctx, mcp, principal } = caller;
-  const server = caller.ingress.server;
-  const target = server === undefined ? routeCatalogRead("resources/read", uri, mcp.servers) : { server, name: uri };
-  const decision = mcp.policy.visible({ tenant: principal.tenantId, key: principal.keyId, server: target.server, kind: "resource", name: target.name });
-  if (ctx.record.mcp) Object.assign(ctx.record.mcp, { decision, server: target.server, target: target.name });
-  if (!decision.allowed) throw new GatewayError("tool_not_allowed", `Resource ${JSON.stringify(uri.slice(0, 128))} is not available to this caller (${decision.reason}).`);
-  return target;
 }
 
 /**

@@ -19,7 +19,7 @@ import { upstreamRefusal } from "../mcp/upstream-errors.ts";
 import { routeToolCall } from "../mcp/virtual-server.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 import { reserveToolCall, withTaskMeta } from "../reserve/tool-charge.ts";
-import { admitMcp, type McpCall } from "./mcp-call.ts";
+import { admitMcp, noteDecision, policySubject, type McpCall } from "./mcp-call.ts";
 import type { McpDeps } from "./mcp-deps.ts";
 import { forwardedParams, invokeUpstream, listTools, serverHealth } from "./mcp-upstream.ts";
 
@@ -55,18 +55,16 @@ export async function answerToolCall(call: McpCall, req: StatelessRequest): Prom
 async function callTool(call: McpCall, params: Readonly<Record<string, unknown>>, task: TaskUse): Promise<Record<string, unknown>> {
   const { ctx, deps, mcp, principal, client } = call;
   const server = call.ingress.server;
-  const caller = { tenant: principal.tenantId, key: principal.keyId };
+  const caller = policySubject(call);
   ctx.enter("authorize");
   const name = params.name as string;
   const args = params.arguments;
-  // Decided on the parsed body: the policy never reads the Mcp-Name header.
   const audit = ctx.record.mcp;
+  // Decided on the parsed body: the policy never reads the Mcp-Name header.
   const routed =
     server === undefined
-      ? routeToolCall(name, args, mcp.servers, caller, mcp.policy, (d, target) => {
-          if (audit) Object.assign(audit, { decision: d, ...target });
-        })
-      : { server, name, decision: authorizeCall(mcp.policy, { ...caller, server, kind: "tool", name }, args, (decision) => audit && Object.assign(audit, { decision, server, target: name })) };
+      ? routeToolCall(name, args, mcp.servers, caller, mcp.policy, (d, t) => noteDecision(call, d, t.server, t.target))
+      : { server, name, decision: authorizeCall(mcp.policy, { ...caller, server, kind: "tool", name }, args, (decision) => noteDecision(call, decision, server, name)) };
   ctx.enter("decide");
   let asTask = task?.kind === "create";
   if (asTask && routed.decision.approval !== "required") {
@@ -136,7 +134,7 @@ export async function answerTask(call: McpCall, req: StatelessRequest): Promise<
   if (typeof taskId !== "string" || taskId === "") throw new GatewayError("invalid_request", `${req.method} needs a taskId.`, { param: "params.taskId" });
   // Forged, tampered, expired, another caller's or another endpoint's: to this caller no such task exists.
   const unknown = () => new GatewayError("invalid_request", "Unknown task: no task of this caller on this endpoint has that taskId (it may have expired).", { param: "params.taskId" });
-  const opened = await approvals.tasks.open(taskId, { tenant: principal.tenantId, key: principal.keyId }, ctx.clock.now());
+  const opened = await approvals.tasks.open(taskId, policySubject(call), ctx.clock.now());
   if (!opened.ok || opened.handle.endpoint !== (server ?? "*") || !mcp.servers.has(opened.handle.server)) throw unknown();
   const handle = opened.handle;
   const audit = ctx.record.mcp;
@@ -153,7 +151,7 @@ export async function answerTask(call: McpCall, req: StatelessRequest): Promise<
     return { resultType: "complete", ...taskOf(taskId, handle, a), _meta: approvalMeta(a) };
   }
   const reason = "cancelled by the caller (tasks/cancel)";
-  const out = await desk.cancel(handle.approvalId, { tenant: principal.tenantId, key: principal.keyId }, reason);
+  const out = await desk.cancel(handle.approvalId, policySubject(call), reason);
   if (!out.approval) throw unknown();
   if (!out.ok) throw new GatewayError("invalid_request", `The task cannot be cancelled: it is ${taskStatusOf(out.approval).status} (its approval is ${out.approval.state}).`, { param: "params.taskId" });
   ctx.record.events.push(auditEvent("approval.revoked", out.approval, ctx, out.approval.decidedAt ?? ctx.clock.now(), { actor: CALLER_ACTOR, reason }));
