@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { APPROVAL_RETENTION_MS, ApprovalDeskCore, type Approval, type ApprovalFacts, type ApprovalState, type ApprovalStore, type ApproverAction, type ClaimOutcome, type DecideOutcome, type ExecutionEnd, type RequestOutcome } from "../src/approvals/approval-desk.ts";
+import { APPROVAL_RETENTION_MS, ApprovalDeskCore, callKey, type Approval, type ApprovalFacts, type ApprovalState, type ApprovalStore, type ApproverAction, type ClaimOutcome, type DecideOutcome, type ExecutionEnd, type RequestOutcome } from "../src/approvals/approval-desk.ts";
 import type { ApprovalDeskRpc } from "../src/approvals/approval-gate.ts";
 import { systemClock, type Clock } from "../src/deps/clock.ts";
 
@@ -9,7 +9,13 @@ class SqliteApprovalStore implements ApprovalStore {
 
   constructor(sql: SqlStorage) {
     this.#sql = sql;
-    sql.exec("CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, body TEXT NOT NULL)");
+    sql.exec("CREATE TABLE IF NOT EXISTS approvals (id TEXT PRIMARY KEY, body TEXT NOT NULL, call_key TEXT)");
+    // A desk from before call keys: add the column and fill it from each row's facts.
+    if (!sql.exec<{ name: string }>("PRAGMA table_info(approvals)").toArray().some((c) => c.name === "call_key")) {
+      sql.exec("ALTER TABLE approvals ADD COLUMN call_key TEXT");
+      for (const a of this.all()) sql.exec("UPDATE approvals SET call_key = ? WHERE id = ?", callKey(a), a.id);
+    }
+    sql.exec("CREATE INDEX IF NOT EXISTS approvals_call ON approvals (call_key)");
   }
 
   get(id: string): Approval | undefined {
@@ -18,7 +24,7 @@ class SqliteApprovalStore implements ApprovalStore {
   }
 
   put(a: Approval): void {
-    this.#sql.exec("INSERT INTO approvals (id, body) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body", a.id, JSON.stringify(a));
+    this.#sql.exec("INSERT INTO approvals (id, body, call_key) VALUES (?, ?, ?) ON CONFLICT(id) DO UPDATE SET body = excluded.body", a.id, JSON.stringify(a), callKey(a));
   }
 
   delete(id: string): void {
@@ -27,6 +33,10 @@ class SqliteApprovalStore implements ApprovalStore {
 
   all(): Approval[] {
     return this.#sql.exec<{ body: string }>("SELECT body FROM approvals").toArray().map((r) => JSON.parse(r.body) as Approval);
+  }
+
+  ofCall(key: string): Approval[] {
+    return this.#sql.exec<{ body: string }>("SELECT body FROM approvals WHERE call_key = ?", key).toArray().map((r) => JSON.parse(r.body) as Approval);
   }
 }
 

@@ -77,6 +77,8 @@ export interface ApprovalStore {
   get(id: string): Approval | undefined;
   put(a: Approval): void;
   all(): Approval[];
+  /** The approvals of one call: those whose {@link callKey} is `key` (an indexed read, not a scan). */
+  ofCall(key: string): Approval[];
   delete(id: string): void;
 }
 
@@ -148,8 +150,12 @@ export function sameFacts(a: ApprovalFacts, b: ApprovalFacts): boolean {
 }
 
 /** The lookup key of a 2025-era retry: the same call again by the same principal in the same task. */
-function sameCall(a: ApprovalFacts, b: ApprovalFacts): boolean {
-  return a.principal.tenant === b.principal.tenant && a.principal.key === b.principal.key && (a.taskId ?? null) === (b.taskId ?? null) && a.server === b.server && a.tool === b.tool && a.argumentsDigest === b.argumentsDigest;
+/**
+ * What makes two approvals the same call (principal tenant and key, task, server, tool and
+ * arguments): the key the store finds a call's approvals by.
+ */
+export function callKey(f: ApprovalFacts): string {
+  return JSON.stringify([f.principal.tenant, f.principal.key, f.taskId ?? null, f.server, f.tool, f.argumentsDigest]);
 }
 
 /** One tenant's approvals. */
@@ -182,19 +188,17 @@ export class ApprovalDeskCore {
    */
   request(facts: ApprovalFacts, init: { readonly id: string; readonly statusUrl: string; readonly ttlMs: number }, now: number): RequestOutcome {
     let expired: Approval | undefined;
-    const calls = this.#store
-      .all()
-      .filter((a) => sameCall(a, facts))
-      .sort((x, y) => y.createdAt - x.createdAt);
+    let newest: Approval | undefined;
+    const calls = this.#store.ofCall(callKey(facts)).sort((x, y) => y.createdAt - x.createdAt);
     for (const stored of calls) {
       const { approval, changed } = this.#expire(stored, now);
+      newest ??= approval;
       if (changed) expired = approval;
       if (LIVE.includes(approval.state) && sameFacts(approval, facts)) return { approval, created: false, expired };
     }
     // The newest approval of this call was denied, revoked, expired or already used: the caller is
     // told so once (a 2025-era retry is the same call again, and a duplicate of an executed call
     // must not run it twice), and only a call after that asks anew.
-    const newest = calls[0] === undefined ? undefined : this.#store.get(calls[0].id);
     if (newest && (ENDED.includes(newest.state) || newest.state === "executed") && !newest.reported && sameFacts(newest, facts)) {
       const reported: Approval = { ...newest, reported: true };
       this.#store.put(reported);

@@ -1,4 +1,5 @@
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
+import { ApprovalDesk } from "../../../durable-objects/approval-desk.ts";
 import { describe, expect, it } from "vitest";
 import { approvalId, type ApprovalFacts } from "../../../src/approvals/approval-desk.ts";
 
@@ -27,5 +28,24 @@ describe("ApprovalDesk Durable Object", () => {
     // Exactly one of: the cancellation revoked it (no claim ran), or one claim ran (the cancellation came too late).
     expect(cancel.ok ? ran : 1 - ran).toBe(0);
     expect((await stub.get(id))!.state).toBe(cancel.ok ? "revoked" : "executed");
+  });
+
+  it("finds a call's approval by its call key, also in a desk written before call keys (filled in when it starts)", async () => {
+    const stub = env.APPROVAL_DESK.getByName("acme-call-key");
+    const id = approvalId("acme");
+    const first = await stub.request(facts, { id, statusUrl: `http://127.0.0.1/approvals/${id}`, ttlMs: 60_000 });
+    // The same call again finds it; another call (other arguments) gets its own.
+    expect((await stub.request(facts, { id: approvalId("acme"), statusUrl: "http://127.0.0.1/x", ttlMs: 60_000 })).approval.id).toBe(first.approval.id);
+    expect((await stub.request({ ...facts, argumentsDigest: "sha256:b" }, { id: approvalId("acme"), statusUrl: "http://127.0.0.1/y", ttlMs: 60_000 })).approval.id).not.toBe(first.approval.id);
+    // As a desk from before: no call_key column. A new instance adds it and fills it in.
+    const again = await runInDurableObject(stub, (_i: ApprovalDesk, state) => {
+      state.storage.sql.exec("DROP INDEX approvals_call");
+      state.storage.sql.exec("ALTER TABLE approvals DROP COLUMN call_key");
+      new ApprovalDesk(state, env);
+      const keys = state.storage.sql.exec<{ k: string | null }>("SELECT call_key AS k FROM approvals").toArray();
+      return { filled: keys.every((r) => r.k !== null) && keys.length === 2 };
+    });
+    expect(again.filled).toBe(true);
+    expect((await stub.request(facts, { id: approvalId("acme"), statusUrl: "http://127.0.0.1/z", ttlMs: 60_000 })).approval.id).toBe(first.approval.id);
   });
 });

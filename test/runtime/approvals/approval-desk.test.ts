@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApprovalDeskCore, approvalId, CALLER_ACTOR, tenantOfApprovalId, type Approval, type ApprovalFacts, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
+import { ApprovalDeskCore, approvalId, callKey, CALLER_ACTOR, tenantOfApprovalId, type Approval, type ApprovalFacts, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
 
 class MemoryStore implements ApprovalStore {
   readonly rows = new Map<string, Approval>();
@@ -11,6 +11,9 @@ class MemoryStore implements ApprovalStore {
   }
   all() {
     return [...this.rows.values()];
+  }
+  ofCall(key: string) {
+    return this.all().filter((a) => callKey(a) === key);
   }
   delete(id: string) {
     this.rows.delete(id);

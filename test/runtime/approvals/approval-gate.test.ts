@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApprovalDeskCore, type Approval, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
+import { ApprovalDeskCore, callKey, type Approval, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
 import { gateToolCall, type ApprovalDeps, type ApprovalDeskRpc, type GatedCall } from "../../../src/approvals/approval-gate.ts";
 import { RequestStateSealer } from "../../../src/approvals/request-state.ts";
 import { TaskHandleSealer } from "../../../src/approvals/task-handle.ts";
@@ -12,7 +12,7 @@ const clock = { now: 1_000 };
 /** The desk's logic behind the RPC shape, with the test's clock (the Durable Object uses its own). */
 function memoryDesk(): ApprovalDeskRpc {
   const rows = new Map<string, Approval>();
-  const store: ApprovalStore = { get: (id) => rows.get(id), put: (a) => void rows.set(a.id, structuredClone(a)), all: () => [...rows.values()], delete: (id) => void rows.delete(id) };
+  const store: ApprovalStore = { get: (id) => rows.get(id), put: (a) => void rows.set(a.id, structuredClone(a)), all: () => [...rows.values()], ofCall: (key) => [...rows.values()].filter((a) => callKey(a) === key), delete: (id) => void rows.delete(id) };
   const core = new ApprovalDeskCore(store);
   return {
     request: async (facts, init) => core.request(facts, init, clock.now),
