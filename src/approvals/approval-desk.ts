@@ -8,6 +8,8 @@
  * an expiry or a revocation is never downgraded to something else.
  */
 
+import { fromBase64url, toBase64url } from "../digest/base64url.ts";
+
 /** The state of an approval. */
 export type ApprovalState = "pending" | "approved" | "denied" | "expired" | "revoked" | "executed";
 
@@ -114,17 +116,17 @@ export type DecideOutcome = { readonly ok: true; readonly approval: Approval } |
  * what makes the page unguessable.
  */
 export function approvalId(tenant: string): string {
-  const t = btoa(String.fromCharCode(...new TextEncoder().encode(tenant))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  return `ap_${t}_${crypto.randomUUID().replace(/-/g, "")}`;
+  return `ap_${toBase64url(new TextEncoder().encode(tenant))}_${crypto.randomUUID().replace(/-/g, "")}`;
 }
 
 /** The tenant an approval id belongs to; undefined for anything that is not an approval id. */
 export function tenantOfApprovalId(id: string): string | undefined {
   const m = /^ap_([A-Za-z0-9_-]{1,128})_([0-9a-f]{32})$/.exec(id);
   if (!m) return undefined;
+  const bytes = fromBase64url(m[1]!);
+  if (!bytes) return undefined;
   try {
-    const bin = atob(m[1]!.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((m[1]!.length + 3) % 4));
-    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {
     return undefined;
   }

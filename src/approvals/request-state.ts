@@ -9,6 +9,7 @@
 import { canonicalDigest } from "../digest/canonical-digest.ts";
 import type { ApprovalFacts } from "./approval-desk.ts";
 import { deriveApprovalKey } from "./approval-key.ts";
+import { fromBase64url, toBase64url } from "../digest/base64url.ts";
 
 /** What a sealed state says. */
 export interface RequestStatePayload {
@@ -24,23 +25,6 @@ export type StateFailure = "malformed" | "tampered" | "expired" | "wrong_facts";
 
 const enc = new TextEncoder();
 
-/** Base64url without padding (the approvals' sealed tokens are made of it). */
-export function b64url(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-/** The bytes of base64url text; undefined for anything else. */
-export function unb64url(s: string): Uint8Array | undefined {
-  if (!/^[A-Za-z0-9_-]*$/.test(s)) return undefined;
-  try {
-    const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4));
-    return Uint8Array.from(bin, (c) => c.charCodeAt(0));
-  } catch {
-    return undefined;
-  }
-}
 
 /** The digest a state binds: every fact of the approval. */
 export function factsDigest(facts: ApprovalFacts): Promise<string> {
@@ -62,17 +46,17 @@ export class RequestStateSealer {
   }
 
   async seal(payload: RequestStatePayload): Promise<string> {
-    const body = b64url(enc.encode(JSON.stringify(payload)));
+    const body = toBase64url(enc.encode(JSON.stringify(payload)));
     const mac = new Uint8Array(await crypto.subtle.sign("HMAC", this.#key, enc.encode(`a1.${body}`)));
-    return `a1.${body}.${b64url(mac)}`;
+    return `a1.${body}.${toBase64url(mac)}`;
   }
 
   /** Opens a state the gateway sealed, unexpired, bound to exactly these facts. */
   async open(state: string, facts: ApprovalFacts, now: number): Promise<{ ok: true; payload: RequestStatePayload } | { ok: false; why: StateFailure }> {
     const parts = state.split(".");
     if (parts.length !== 3 || parts[0] !== "a1") return { ok: false, why: "malformed" };
-    const body = unb64url(parts[1]!);
-    const mac = unb64url(parts[2]!);
+    const body = fromBase64url(parts[1]!);
+    const mac = fromBase64url(parts[2]!);
     if (!body || !mac) return { ok: false, why: "malformed" };
     if (!(await crypto.subtle.verify("HMAC", this.#key, mac, enc.encode(`a1.${parts[1]}`)))) return { ok: false, why: "tampered" };
     let payload: RequestStatePayload;

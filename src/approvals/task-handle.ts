@@ -10,7 +10,7 @@
  * It is `t1.<iv>.<ciphertext>` in base64url; the version is authenticated as associated data.
  */
 
-import { b64url, unb64url } from "./request-state.ts";
+import { fromBase64url, toBase64url } from "../digest/base64url.ts";
 import { deriveApprovalKey } from "./approval-key.ts";
 
 /** What a handle carries. */
@@ -67,15 +67,15 @@ export class TaskHandleSealer {
     if (!fitsTaskHandle(handle.arguments)) return undefined;
     const iv = crypto.getRandomValues(new Uint8Array(12));
     const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: enc.encode(VERSION) }, this.#key, enc.encode(JSON.stringify(handle))));
-    return `${VERSION}.${b64url(iv)}.${b64url(sealed)}`;
+    return `${VERSION}.${toBase64url(iv)}.${toBase64url(sealed)}`;
   }
 
   /** The handle `presented` by `principal` at `now`, or why it is refused. */
   async open(presented: string, principal: { readonly tenant: string; readonly key: string }, now: number): Promise<{ readonly ok: true; readonly handle: TaskHandle } | { readonly ok: false; readonly why: HandleFailure }> {
     const parts = presented.length <= MAX_HANDLE_CHARS ? presented.split(".") : [];
     if (parts.length !== 3 || parts[0] !== VERSION) return { ok: false, why: "malformed" };
-    const iv = unb64url(parts[1]!);
-    const sealed = unb64url(parts[2]!);
+    const iv = fromBase64url(parts[1]!);
+    const sealed = fromBase64url(parts[2]!);
     if (!iv || iv.length !== 12 || !sealed) return { ok: false, why: "malformed" };
     let handle: TaskHandle;
     try {

@@ -5,6 +5,8 @@
  * role's own token, so rotating either token ends every session it opened.
  */
 
+import { toBase64url } from "../digest/base64url.ts";
+
 /** Who signed in: the admin (everything) or an approver (the approvals inbox only). */
 export type ConsoleRole = "admin" | "approver";
 
@@ -23,20 +25,14 @@ export const SESSION_TTL_MS = 8 * 60 * 60 * 1000;
 
 const enc = new TextEncoder();
 
-function b64url(bytes: ArrayBuffer | Uint8Array): string {
-  const b = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
-  let s = "";
-  for (const x of b) s += String.fromCharCode(x);
-  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
 
 async function hmac(keyMaterial: string, data: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", enc.encode(keyMaterial), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return b64url(await crypto.subtle.sign("HMAC", key, enc.encode(data)));
+  return toBase64url(await crypto.subtle.sign("HMAC", key, enc.encode(data)));
 }
 
 async function sha256(text: string): Promise<string> {
-  return b64url(await crypto.subtle.digest("SHA-256", enc.encode(text)));
+  return toBase64url(await crypto.subtle.digest("SHA-256", enc.encode(text)));
 }
 
 /** Equal strings, compared over their digests so timing reveals no matching prefix. */
@@ -80,7 +76,7 @@ async function csrfOf(creds: ConsoleCredentials, cookie: string): Promise<string
 
 /** A new session cookie value for `role`, valid until `now + SESSION_TTL_MS`. */
 export async function mintSession(role: ConsoleRole, creds: ConsoleCredentials, now: number): Promise<string> {
-  const nonce = b64url(crypto.getRandomValues(new Uint8Array(16)));
+  const nonce = toBase64url(crypto.getRandomValues(new Uint8Array(16)));
   const payload = `${role}.${now + SESSION_TTL_MS}.${nonce}`;
   const m = await mac(creds, role, payload);
   if (m === undefined) throw new Error(`no ${role} token is configured`);

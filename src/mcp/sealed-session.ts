@@ -12,6 +12,8 @@
  * specification requires of `Mcp-Session-Id` (0x21–0x7E).
  */
 
+import { fromBase64url, toBase64url } from "../digest/base64url.ts";
+
 /** What a session carries between requests. */
 export interface SessionState {
   /** The principal the session belongs to (tenant and key id, or a token's subject). */
@@ -32,21 +34,6 @@ const VERSION = "s1";
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-function b64url(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-function fromB64url(text: string): Uint8Array | undefined {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return undefined;
-  try {
-    const s = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4));
-    return Uint8Array.from(s, (c) => c.charCodeAt(0));
-  } catch {
-    return undefined;
-  }
-}
 
 interface SealKey {
   readonly id: string;
@@ -76,7 +63,7 @@ export class SessionSealer {
       const info = encoder.encode("sluice mcp session v1");
       const key = await crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info }, base, { name: "AES-GCM", length: 256 }, false, ["encrypt", "decrypt"]);
       const fp = new Uint8Array(await crypto.subtle.deriveBits({ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: encoder.encode("sluice mcp session key id") }, base, 48));
-      keys.push({ id: b64url(fp), key });
+      keys.push({ id: toBase64url(fp), key });
     }
     return new SessionSealer(keys);
   }
@@ -88,7 +75,7 @@ export class SessionSealer {
     // The version and key id are authenticated too: an id cannot be moved to another key or format.
     const aad = encoder.encode(`${VERSION}.${k.id}`);
     const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: aad }, k.key, encoder.encode(JSON.stringify(state))));
-    return `${VERSION}.${k.id}.${b64url(iv)}.${b64url(sealed)}`;
+    return `${VERSION}.${k.id}.${toBase64url(iv)}.${toBase64url(sealed)}`;
   }
 
   /** The state of a session id presented by `principal` at `now`, or why it is refused. */
@@ -97,8 +84,8 @@ export class SessionSealer {
     if (parts.length !== 4 || parts[0] !== VERSION) return { ok: false, reason: "malformed" };
     const k = this.#keys.find((x) => x.id === parts[1]);
     if (!k) return { ok: false, reason: "unknown_key" };
-    const iv = fromB64url(parts[2]!);
-    const sealed = fromB64url(parts[3]!);
+    const iv = fromBase64url(parts[2]!);
+    const sealed = fromBase64url(parts[3]!);
     if (!iv || iv.length !== 12 || !sealed) return { ok: false, reason: "malformed" };
     let state: SessionState;
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { unb64url } from "../../../src/approvals/request-state.ts";
+import { fromBase64url } from "../../../src/digest/base64url.ts";
 import { MAX_TASK_ARGUMENTS_BYTES, TaskHandleSealer, type TaskHandle } from "../../../src/approvals/task-handle.ts";
 
 const handle: TaskHandle = { approvalId: "ap_1", tenant: "acme", key: "k1", endpoint: "files", server: "files", tool: "delete", arguments: { path: "/srv/secret-plan" }, issuedAt: 100, expiresAt: 1_000 };
@@ -11,7 +11,7 @@ describe("sealed task handles", () => {
     const sealed = (await sealer.seal(handle))!;
     expect(sealed).toMatch(/^t1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
     // Encrypted, not merely encoded: the ciphertext's bytes do not spell the arguments.
-    expect(String.fromCharCode(...unb64url(sealed.split(".")[2]!)!)).not.toContain("secret-plan");
+    expect(String.fromCharCode(...fromBase64url(sealed.split(".")[2]!)!)).not.toContain("secret-plan");
     expect(await sealer.open(sealed, owner, 999)).toEqual({ ok: true, handle });
     expect(await sealer.open(sealed, owner, 1_000)).toEqual({ ok: false, why: "expired" });
     // Each seal is fresh (its own IV): two handles of one call differ.
