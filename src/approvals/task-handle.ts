@@ -10,7 +10,7 @@
  * It is `t1.<iv>.<ciphertext>` in base64url; the version is authenticated as associated data.
  */
 
-import { fromBase64url, toBase64url } from "../digest/base64url.ts";
+import { openJson, sealJson } from "../digest/sealed-json.ts";
 import { deriveApprovalKey } from "./approval-key.ts";
 
 /** What a handle carries. */
@@ -65,25 +65,16 @@ export class TaskHandleSealer {
   /** The sealed handle; undefined when the arguments are larger than {@link MAX_TASK_ARGUMENTS_BYTES}. */
   async seal(handle: TaskHandle): Promise<string | undefined> {
     if (!fitsTaskHandle(handle.arguments)) return undefined;
-    const iv = crypto.getRandomValues(new Uint8Array(12));
-    const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: enc.encode(VERSION) }, this.#key, enc.encode(JSON.stringify(handle))));
-    return `${VERSION}.${toBase64url(iv)}.${toBase64url(sealed)}`;
+    return `${VERSION}.${await sealJson(this.#key, VERSION, handle)}`;
   }
 
   /** The handle `presented` by `principal` at `now`, or why it is refused. */
   async open(presented: string, principal: { readonly tenant: string; readonly key: string }, now: number): Promise<{ readonly ok: true; readonly handle: TaskHandle } | { readonly ok: false; readonly why: HandleFailure }> {
     const parts = presented.length <= MAX_HANDLE_CHARS ? presented.split(".") : [];
     if (parts.length !== 3 || parts[0] !== VERSION) return { ok: false, why: "malformed" };
-    const iv = fromBase64url(parts[1]!);
-    const sealed = fromBase64url(parts[2]!);
-    if (!iv || iv.length !== 12 || !sealed) return { ok: false, why: "malformed" };
-    let handle: TaskHandle;
-    try {
-      const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv, additionalData: enc.encode(VERSION) }, this.#key, sealed);
-      handle = JSON.parse(new TextDecoder().decode(plain)) as TaskHandle;
-    } catch {
-      return { ok: false, why: "tampered" };
-    }
+    const opened = await openJson<TaskHandle>(this.#key, VERSION, parts[1]!, parts[2]!);
+    if (!opened.ok) return opened;
+    const handle = opened.value;
     if (handle.tenant !== principal.tenant || handle.key !== principal.key) return { ok: false, why: "other_principal" };
     if (!(now < handle.expiresAt)) return { ok: false, why: "expired" };
     return { ok: true, handle };

@@ -12,7 +12,8 @@
  * specification requires of `Mcp-Session-Id` (0x21–0x7E).
  */
 
-import { fromBase64url, toBase64url } from "../digest/base64url.ts";
+import { toBase64url } from "../digest/base64url.ts";
+import { openJson, sealJson } from "../digest/sealed-json.ts";
 
 /** What a session carries between requests. */
 export interface SessionState {
@@ -32,7 +33,6 @@ export type OpenFailure = "malformed" | "unknown_key" | "tampered" | "expired" |
 
 const VERSION = "s1";
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 
 
 interface SealKey {
@@ -71,11 +71,8 @@ export class SessionSealer {
   /** A session id carrying `state`, sealed with the current key. */
   async seal(state: SessionState): Promise<string> {
     const k = this.#keys[0]!;
-    const iv = crypto.getRandomValues(new Uint8Array(12));
     // The version and key id are authenticated too: an id cannot be moved to another key or format.
-    const aad = encoder.encode(`${VERSION}.${k.id}`);
-    const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: aad }, k.key, encoder.encode(JSON.stringify(state))));
-    return `${VERSION}.${k.id}.${toBase64url(iv)}.${toBase64url(sealed)}`;
+    return `${VERSION}.${k.id}.${await sealJson(k.key, `${VERSION}.${k.id}`, state)}`;
   }
 
   /** The state of a session id presented by `principal` at `now`, or why it is refused. */
@@ -84,16 +81,9 @@ export class SessionSealer {
     if (parts.length !== 4 || parts[0] !== VERSION) return { ok: false, reason: "malformed" };
     const k = this.#keys.find((x) => x.id === parts[1]);
     if (!k) return { ok: false, reason: "unknown_key" };
-    const iv = fromBase64url(parts[2]!);
-    const sealed = fromBase64url(parts[3]!);
-    if (!iv || iv.length !== 12 || !sealed) return { ok: false, reason: "malformed" };
-    let state: SessionState;
-    try {
-      const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv, additionalData: encoder.encode(`${VERSION}.${k.id}`) }, k.key, sealed);
-      state = JSON.parse(decoder.decode(plain)) as SessionState;
-    } catch {
-      return { ok: false, reason: "tampered" };
-    }
+    const opened = await openJson<SessionState>(k.key, `${VERSION}.${k.id}`, parts[2]!, parts[3]!);
+    if (!opened.ok) return { ok: false, reason: opened.why };
+    const state = opened.value;
     if (!(now < state.expiresAt)) return { ok: false, reason: "expired" };
     if (state.principal !== principal) return { ok: false, reason: "other_principal" };
     return { ok: true, state };

@@ -1,0 +1,31 @@
+import { fromBase64url, toBase64url } from "./base64url.ts";
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * A JSON value sealed with AES-GCM under `key` — `<iv>.<ciphertext>` in base64url, with `aad`
+ * authenticated beside it — for the tokens the gateway hands out and reads back (MCP session ids,
+ * approval task handles): their readers can neither read nor forge them.
+ */
+export async function sealJson(key: CryptoKey, aad: string, value: unknown): Promise<string> {
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const sealed = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: encoder.encode(aad) }, key, encoder.encode(JSON.stringify(value))));
+  return `${toBase64url(iv)}.${toBase64url(sealed)}`;
+}
+
+/**
+ * The value {@link sealJson} sealed, from its two parts: `malformed` when they are not a sealed
+ * value's shape, `tampered` when they do not open under `key` and `aad` (or are not JSON).
+ */
+export async function openJson<T>(key: CryptoKey, aad: string, ivText: string, sealedText: string): Promise<{ readonly ok: true; readonly value: T } | { readonly ok: false; readonly why: "malformed" | "tampered" }> {
+  const iv = fromBase64url(ivText);
+  const sealed = fromBase64url(sealedText);
+  if (!iv || iv.length !== 12 || !sealed) return { ok: false, why: "malformed" };
+  try {
+    const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv, additionalData: encoder.encode(aad) }, key, sealed);
+    return { ok: true, value: JSON.parse(decoder.decode(plain)) as T };
+  } catch {
+    return { ok: false, why: "tampered" };
+  }
+}
