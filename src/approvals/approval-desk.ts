@@ -10,10 +10,11 @@
 
 import { fromBase64url, toBase64url } from "../digest/base64url.ts";
 
-/** The state of an approval. */
-export type ApprovalState = "pending" | "approved" | "denied" | "expired" | "revoked" | "executed";
+/** The states of an approval. */
+export const APPROVAL_STATES = ["pending", "approved", "denied", "expired", "revoked", "executed"] as const;
 
-export const APPROVAL_STATES: readonly ApprovalState[] = ["pending", "approved", "denied", "expired", "revoked", "executed"];
+/** The state of an approval. */
+export type ApprovalState = (typeof APPROVAL_STATES)[number];
 
 /** What an approval is bound to: a later call is re-admitted only when all of these are equal. */
 export interface ApprovalFacts {
@@ -64,7 +65,7 @@ export interface Approval extends ApprovalFacts {
   readonly reason?: string | undefined;
   readonly statusUrl: string;
   /** After the claim: how the execution ended; `unknown` goes to reconciliation under `idempotencyKey`, never retried. */
-  readonly execution?: "claimed" | "succeeded" | "failed" | "unknown" | undefined;
+  readonly execution?: "claimed" | Exclude<ExecutionEnd, "input_required"> | undefined;
   /** The key the execution was sent under (the claiming request's id), for reconciliation. */
   readonly idempotencyKey?: string | undefined;
   /** Set once a caller retrying the same call was told it was denied, revoked or expired. */
@@ -99,7 +100,7 @@ export interface RequestOutcome {
 /** Answer of {@link ApprovalDeskCore.claim}. */
 export type ClaimOutcome =
   | { readonly ok: true; readonly approval: Approval }
-  | { readonly ok: false; readonly approval: Approval | undefined; readonly why: "unknown" | "pending" | "denied" | "expired" | "revoked" | "executed" | "facts_differ" | "replayed"; readonly justExpired?: boolean };
+  | { readonly ok: false; readonly approval: Approval | undefined; readonly why: Exclude<ApprovalState, "approved"> | "unknown" | "facts_differ" | "replayed"; readonly justExpired?: boolean };
 
 /** The actor of a revocation the caller made itself (`tasks/cancel`), beside `admin` and `approver`. */
 export const CALLER_ACTOR = "caller";
@@ -159,6 +160,13 @@ export function sameFacts(a: ApprovalFacts, b: ApprovalFacts): boolean {
 export function callKey(f: ApprovalFacts): string {
   return JSON.stringify([f.principal.tenant, f.principal.key, f.taskId ?? null, f.server, f.tool, f.argumentsDigest]);
 }
+
+/** What an approver's action makes of an approval: its new state and the history event (and audit event `approval.<event>`) that says so. */
+export const DECISIONS = {
+  approve: { state: "approved", event: "granted" },
+  deny: { state: "denied", event: "denied" },
+  revoke: { state: "revoked", event: "revoked" },
+} as const satisfies Readonly<Record<ApproverAction, { readonly state: ApprovalState; readonly event: ApprovalHistoryEntry["event"] }>>;
 
 /** One tenant's approvals. */
 export class ApprovalDeskCore {
@@ -284,8 +292,7 @@ export class ApprovalDeskCore {
     const a = this.#expire(stored, now).approval;
     const allowed = action === "revoke" ? LIVE.includes(a.state) : a.state === "pending";
     if (!allowed) return { ok: false, approval: a, why: `the approval is ${a.state}` };
-    const state: ApprovalState = action === "approve" ? "approved" : action === "deny" ? "denied" : "revoked";
-    const event = action === "approve" ? "granted" : action === "deny" ? "denied" : "revoked";
+    const { state, event } = DECISIONS[action];
     const decided: Approval = { ...a, state, decidedAt: now, decidedBy: actor, reason, history: [...a.history, { at: now, event, actor, reason }] };
     this.#store.put(decided);
     return { ok: true, approval: decided };

@@ -1,8 +1,7 @@
 import type { Hono } from "hono";
 import { z } from "zod";
-import { APPROVAL_STATES, type Approval, type ApprovalState, type ApproverAction } from "../approvals/approval-desk.ts";
+import { APPROVAL_STATES, DECISIONS, type Approval, type ApprovalState, type ApproverAction } from "../approvals/approval-desk.ts";
 import { auditEvent, type ApprovalDeskRpc } from "../approvals/approval-gate.ts";
-import type { AuditEventType } from "../audit/audit-event.ts";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
@@ -13,7 +12,6 @@ type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; actor?: s
 
 const decisionSchema = z.strictObject({ reason: z.string().min(1).max(1024) });
 
-const EVENT_OF: Readonly<Record<ApproverAction, AuditEventType>> = { approve: "approval.granted", deny: "approval.denied", revoke: "approval.revoked" };
 
 /** What the admin API shows of an approval: the contract's shape, without the desk's bookkeeping. */
 function shown(a: Approval): Omit<Approval, "usedNonces" | "reported"> {
@@ -49,7 +47,7 @@ export function registerApprovalRoutes(app: Hono<AdminEnv>, deskFor: (env: Env, 
       if (!out.approval) throw new GatewayError("not_found", `No approval '${echo(c.req.param("id"))}' in this tenant.`);
       throw new GatewayError("invalid_request", `Cannot ${action}: ${out.why}.`, { details: [{ approval: shown(out.approval) }] });
     }
-    const event = auditEvent(EVENT_OF[action], out.approval, undefined, out.approval.decidedAt ?? Date.now(), { actor, reason });
+    const event = auditEvent(`approval.${DECISIONS[action].event}`, out.approval, undefined, out.approval.decidedAt ?? Date.now(), { actor, reason });
     // One audit trail: the decision goes through the call ledger's sink beside the request-path
     // events (so a task's rollup counts the time its approvals waited), line and all.
     c.get("runtime").taskLedger.record(tenant, [event], (p) => c.executionCtx.waitUntil(p));

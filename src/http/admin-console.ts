@@ -33,6 +33,7 @@ import {
   type ConsoleSession,
 } from "./console-session.ts";
 import { readBodyText } from "./limits.ts";
+import { APPROVAL_STATES } from "../approvals/approval-desk.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 type Ctx = Context<AdminEnv>;
@@ -62,7 +63,6 @@ const NAV: readonly NavItem[] = [
   { label: "Audit", path: `${CONSOLE_PREFIX}/audit` },
 ];
 const APPROVER_NAV: readonly NavItem[] = NAV.slice(0, 1);
-const APPROVAL_STATES = ["pending", "approved", "denied", "expired", "revoked", "executed"] as const;
 const MAX_FORM_BYTES = 16 * 1024;
 
 // The approver token's secret is named by `governance.approverTokenSecret`; read loosely so the

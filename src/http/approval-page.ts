@@ -2,10 +2,10 @@ import type { Hono } from "hono";
 import { tenantOfApprovalId, type Approval } from "../approvals/approval-desk.ts";
 import type { ApprovalDeskRpc } from "../approvals/approval-gate.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
+import { html, type SafeHtml } from "./console-html.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 
 const WHAT_NEXT: Readonly<Record<Approval["state"], string>> = {
   pending: "Waiting for an approver. Call the tool again once it is approved.",
@@ -16,9 +16,9 @@ const WHAT_NEXT: Readonly<Record<Approval["state"], string>> = {
   executed: "Approved and used: the call ran once.",
 };
 
-function page(status: number, title: string, body: string): Response {
-  const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${escapeHtml(title)}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}dt{font-weight:600}dd{margin:0 0 .5rem}</style></head><body>${body}</body></html>`;
-  return new Response(html, {
+function page(status: number, title: string, body: SafeHtml): Response {
+  const doc = html`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${title}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}dt{font-weight:600}dd{margin:0 0 .5rem}</style></head><body>${body}</body></html>`;
+  return new Response(doc.text, {
     status,
     headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'", "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" },
   });
@@ -34,11 +34,11 @@ export function registerApprovalPage(app: Hono<PublicEnv>, deskFor: (env: Env, t
     const id = c.req.param("id");
     const tenant = tenantOfApprovalId(id);
     const a = tenant === undefined ? undefined : await deskFor(c.env, tenant).get(id);
-    if (!a) return page(404, "Approval not found", "<h1>Approval not found</h1><p>No approval has this address, or it is no longer kept.</p>");
+    if (!a) return page(404, "Approval not found", html`<h1>Approval not found</h1><p>No approval has this address, or it is no longer kept.</p>`);
     return page(
       200,
       `Approval: ${a.state}`,
-      `<h1>Tool call approval</h1><dl><dt>Tool</dt><dd>${escapeHtml(a.tool)}</dd><dt>Server</dt><dd>${escapeHtml(a.server)}</dd><dt>State</dt><dd id="state">${a.state}</dd><dt>Expires</dt><dd>${new Date(a.expiresAt).toISOString()}</dd></dl><p>${WHAT_NEXT[a.state]}</p>`,
+      html`<h1>Tool call approval</h1><dl><dt>Tool</dt><dd>${a.tool}</dd><dt>Server</dt><dd>${a.server}</dd><dt>State</dt><dd id="state">${a.state}</dd><dt>Expires</dt><dd>${new Date(a.expiresAt).toISOString()}</dd></dl><p>${WHAT_NEXT[a.state]}</p>`,
     );
   });
 }
