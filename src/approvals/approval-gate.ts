@@ -12,7 +12,7 @@
  * in the meantime refuses the call and leaves the approval standing.
  */
 
-import type { AuditEvent, AuditEventType } from "../audit/audit-event.ts";
+import { newAuditEventId, type AuditEvent, type AuditEventType } from "../audit/audit-event.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { canonicalDigest } from "../digest/canonical-digest.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
@@ -245,7 +245,7 @@ function refusedReplay(): GatewayError {
 /** An audit event about one approval (metadata only: digests, never arguments). */
 export function auditEvent(type: AuditEventType, a: Approval, ctx: Pick<RequestContext, "requestId"> | undefined, at: number, extra: Partial<AuditEvent> = {}): AuditEvent {
   return {
-    id: crypto.randomUUID(),
+    id: newAuditEventId(),
     at,
     type,
     tenant: a.principal.tenant,

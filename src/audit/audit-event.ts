@@ -51,3 +51,8 @@ export interface AuditEvent {
   readonly actor?: string | undefined;
   readonly reason?: string | undefined;
 }
+
+/** Mints an audit event id (`evt_` and 32 hex digits): every event, whoever records it, has one of these. */
+export function newAuditEventId(): string {
+  return `evt_${crypto.randomUUID().replaceAll("-", "")}`;
+}

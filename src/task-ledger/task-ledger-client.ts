@@ -1,6 +1,6 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
 import type { RequestRecord } from "../context/request-context.ts";
-import type { AuditEvent } from "../audit/audit-event.ts";
+import { newAuditEventId, type AuditEvent } from "../audit/audit-event.ts";
 import type { FinishedRequestReader } from "../telemetry/request-assembly.ts";
 import { auditEventsOf, callOf, type CallRecord, type LedgerCall, type ModelCompletions } from "./call-record.ts";
 import type { AuditQuery, TaskLedgerBatch, TaskQuery } from "./task-ledger-store.ts";
@@ -33,10 +33,6 @@ export interface TaskLedgerSinkDeps {
   readonly now?: (() => number) | undefined;
 }
 
-/** Mints an audit event id. */
-export function newAuditEventId(): string {
-  return `evt_${crypto.randomUUID().replaceAll("-", "")}`;
-}
 
 /** The call ledger's sink: finished requests, and audit events that belong to no request. */
 export interface TaskLedgerSink extends FinishedRequestReader {
