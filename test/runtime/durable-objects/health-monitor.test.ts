@@ -5,7 +5,13 @@ import type { ProbeFetch, ProbeTarget } from "../../../src/traffic/health.ts";
 import { healthClient } from "../../../src/traffic/health-client.ts";
 import { FORBIDDEN_TARGETS } from "../support/egress-targets.ts";
 
-const target: ProbeTarget = { url: "https://backend.test/health", method: "GET", headers: {}, timeoutMs: 1000, intervalMs: 60_000, jitterRatio: 0.1, unhealthyAfter: 2, healthyAfter: 2 };
+/**
+ * A day's interval: a watched target's first probe is jittered into the first 10% of it (8,640 s),
+ * so the object's real alarm never fires while a test runs; the tests run it themselves
+ * (runDurableObjectAlarm), which with a short interval could find it already fired.
+ */
+const DAY_MS = 86_400_000;
+const target: ProbeTarget = { url: "https://backend.test/health", method: "GET", headers: {}, timeoutMs: 1000, intervalMs: DAY_MS, jitterRatio: 0.1, unhealthyAfter: 2, healthyAfter: 2 };
 
 /** Points the object's probes at `fetchFn` (the instance stays in memory between test calls). */
 async function useFetch(name: string, fetchFn: ProbeFetch): Promise<void> {
@@ -16,25 +22,22 @@ async function useFetch(name: string, fetchFn: ProbeFetch): Promise<void> {
 
 describe("HealthMonitor Durable Object", () => {
   it("watch stores the target and arms one alarm; a second watch does not re-schedule it", async () => {
-    // A day's interval: the first probe falls anywhere in its first 10% (8,640 s), so it cannot
-    // fire (and be in progress, with no alarm set) while this test reads the alarm back.
-    const daily: ProbeTarget = { ...target, intervalMs: 86_400_000 };
     const stub = env.HEALTH_MONITOR.getByName("backend-watch");
     const before = Date.now();
-    const first = await stub.watch(daily);
+    const first = await stub.watch(target);
     expect(first).toMatchObject({ status: "unknown", watching: true, consecutiveFailures: 0 });
     let alarm: number | null = null;
     await runInDurableObject(stub, async (_i: HealthMonitor, state) => {
       alarm = await state.storage.getAlarm();
       const rows = state.storage.sql.exec<{ target: string }>("SELECT target FROM health").toArray();
       expect(rows).toHaveLength(1);
-      expect(JSON.parse(rows[0]!.target)).toMatchObject({ url: daily.url, intervalMs: 86_400_000 });
+      expect(JSON.parse(rows[0]!.target)).toMatchObject({ url: target.url, intervalMs: DAY_MS });
     });
     expect(alarm).not.toBeNull();
     expect(alarm!).toBeGreaterThanOrEqual(before);
-    expect(alarm!).toBeLessThanOrEqual(Date.now() + 8_640_000); // first probe within jitterRatio of an interval
+    expect(alarm!).toBeLessThanOrEqual(Date.now() + DAY_MS * 0.1); // first probe within jitterRatio of an interval
 
-    const second = await stub.watch(daily);
+    const second = await stub.watch(target);
     expect(second.nextProbeAt).toBe(alarm);
     await runInDurableObject(stub, async (_i: HealthMonitor, state) => {
       expect(await state.storage.getAlarm()).toBe(alarm);
@@ -53,8 +56,8 @@ describe("HealthMonitor Durable Object", () => {
     expect(await stub.state()).toMatchObject({ status: "unknown", consecutiveFailures: 1, lastOk: false, lastReason: "http_503" });
     const t = Date.now();
     const next = (await stub.state()).nextProbeAt!;
-    expect(next).toBeGreaterThanOrEqual(t + 54_000 - 1_000);
-    expect(next).toBeLessThanOrEqual(t + 66_000);
+    expect(next).toBeGreaterThanOrEqual(t + DAY_MS * 0.9 - 1_000);
+    expect(next).toBeLessThanOrEqual(t + DAY_MS * 1.1);
 
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await stub.state()).toMatchObject({ status: "unhealthy", consecutiveFailures: 2 });

@@ -84,7 +84,7 @@ describe("MCP health probes", () => {
   it("is what the HealthMonitor sends for an MCP target on its alarm", async () => {
     const name = mcpHealthId("probe-alarm");
     const stub = env.HEALTH_MONITOR.getByName(name);
-    const target: ProbeTarget = { url: "https://mcp.example.com/mcp", method: "POST", mcp: { era: "stateless" }, headers: {}, timeoutMs: 1000, intervalMs: 60_000, jitterRatio: 0.1, unhealthyAfter: 1 };
+    const target: ProbeTarget = { url: "https://mcp.example.com/mcp", method: "POST", mcp: { era: "stateless" }, headers: {}, timeoutMs: 1000, intervalMs: 86_400_000, jitterRatio: 0.1, unhealthyAfter: 1 };
     await stub.watch(target);
     const f = fakeFetch(() => new Response("down", { status: 502 }));
     await runInDurableObject(stub, async (instance: HealthMonitor) => {
@@ -92,7 +92,7 @@ describe("MCP health probes", () => {
     });
     await runDurableObjectAlarm(stub);
     expect(await stub.state()).toMatchObject({ status: "unhealthy", lastReason: "http_502", watching: true });
-    // The monitor's own alarm may have fired too before the test's: every probe, however many, is discovery.
+    // The first probe is jittered into a day's first 10%, so the monitor's own alarm does not fire before the test's; every probe is discovery.
     const methods = f.sent.map((s) => s.body?.method);
     expect(methods.length).toBeGreaterThanOrEqual(1);
     expect(new Set(methods)).toEqual(new Set(["server/discover"]));
