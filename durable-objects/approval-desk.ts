@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { APPROVAL_RETENTION_MS, ApprovalDeskCore, callKey, type Approval, type ApprovalFacts, type ApprovalState, type ApprovalStore, type ApproverAction, type ClaimOutcome, type DecideOutcome, type ExecutionEnd, type RequestOutcome } from "../src/approvals/approval-desk.ts";
-import type { ApprovalDeskRpc } from "../src/approvals/approval-gate.ts";
+import type { ApprovalDeskRpc } from "../src/approvals/approval-desk-rpc.ts";
 import { systemClock, type Clock } from "../src/deps/clock.ts";
 
 /** The desk's approvals in the object's SQLite storage, one JSON row each. */

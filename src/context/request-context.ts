@@ -1,39 +1,11 @@
-import type { Attribution } from "../attribution/attribution.ts";
-import type { Workload } from "../attribution/workload.ts";
-import type { AuditEvent } from "../audit/audit-event.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
 import { GatewayError, type ErrorCode } from "../errors/gateway-error.ts";
-import type { ProtocolId } from "../protocol/codec.ts";
 import type { AttemptOutcome, AttemptRecord, EvidenceReason } from "./attempt-record.ts";
+import type { Debt, Owed, SettleStep } from "./debt.ts";
+import { Holdings, type Held, type ResourceKind, type UndoErrorHandler } from "./holdings.ts";
+import type { Phase, RequestRecord } from "./request-record.ts";
 import { requestTrace, type RequestTrace } from "./trace-context.ts";
-
-/**
- * Everything a request can hold that someone else is waiting for. Each is registered with its
- * undo at the moment it is taken, on the request or on one attempt of it.
- */
-export type ResourceKind =
-  /** The drain's count of requests in flight. */
-  | "drain_ticket"
-  /** Admission slots (isolate, tenant, model and the current backend). */
-  | "admission_lease"
-  /** A half-open probe permit and the outcome owed to the backend's circuit breaker. */
-  | "breaker_report"
-  /** A unit of the caller's cross-layer attempt budget (spent once the attempt is committed). */
-  | "call_budget_unit"
-  /** A reservation in the budget ledger, settled or released by the attempt's end. */
-  | "ledger_reservation"
-  /** The selector's in-flight count and latency sample for the chosen backend. */
-  | "load_lease"
-  /** The provider's response body, cancelled if the request ends before it is read. */
-  | "upstream_body"
-  /** A stream's first-token and idle timer. */
-  | "stream_timer"
-  /** A sub-call running on the request's behalf. */
-  | "subcall";
-
-/** The request runtime's phases, in order (docs/architecture.md has the table). */
-export type Phase = "authenticate" | "decode" | "authorize" | "decide" | "reserve" | "admit" | "invoke" | "respond";
 
 /** Why a request was stopped from outside its phases. */
 export type AbortReason = "client_disconnected" | "deadline" | "drain" | "parent_ended";
@@ -44,100 +16,6 @@ export type RequestEnd =
   | { readonly kind: "failed"; readonly error: GatewayError }
   | { readonly kind: "aborted"; readonly reason: AbortReason };
 
-/** What the terminal hands the logging phase, once per request. */
-export interface RequestRecord {
-  readonly requestId: string;
-  readonly parentRequestId: string | undefined;
-  readonly receivedAt: number;
-  endedAt: number | undefined;
-  tenant: string | undefined;
-  key: string | undefined;
-  /** The team or `team/project` the caller is charged to (a key's configured one, a token's claim). */
-  chargeTo: string | undefined;
-  entrypoint: string | undefined;
-  route: string | undefined;
-  stream: boolean | undefined;
-  /** The last phase the request entered: where it ended, whichever way. */
-  phase: Phase | undefined;
-  /** When the request entered each phase, in order (the trace's phase spans are cut from these). */
-  readonly phases: { readonly phase: Phase; readonly at: number }[];
-  outcome: "success" | "error" | "cancelled" | undefined;
-  errorCode: ErrorCode | undefined;
-  /** Ids of the attempts the request made, in order. */
-  attempts: readonly string[];
-  /** The wire protocol the client spoke (a sub-call has none). */
-  protocol: ProtocolId | undefined;
-  /** The publication revision the request was decided under. */
-  publicationRevision: string | undefined;
-  /** The caller's cross-layer call id, when it sent one. */
-  callId: string | undefined;
-  /** The trace the request's spans belong to. */
-  readonly trace: RequestTrace;
-  /** For an MCP request: what was asked, what the policy decided and how the call ended. */
-  mcp: McpRecord | undefined;
-  /** The caller's task, session, turn and parent task, as sent (src/attribution/); undefined: unattributed. */
-  attribution: Attribution | undefined;
-  /** The agent instance and end user behind the call, from trusted headers (metadata, never identity). */
-  workload: Workload | undefined;
-  /** Audit events the request caused beyond what its record says (approvals), in order (src/audit/). */
-  events: AuditEvent[];
-  /**
-   * Content kept for the content log, only when the entrypoint's policy sampled this request:
-   * the prompt's text, and the completion's text as it is produced, each up to `maxChars`.
-   */
-  content: RequestContent | undefined;
-}
-
-/** The MCP part of a request's record: the audit of one MCP call. */
-export interface McpRecord {
-  readonly method: string;
-  /** The JSON-RPC id the client sent. */
-  readonly jsonrpcId: string | number | undefined;
-  readonly protocolVersion: string | undefined;
-  /** The upstream server the request reached, and the tool (or prompt) name as that server knows it. */
-  server?: string | undefined;
-  target?: string | undefined;
-  /** The policy's decision on the call: rule, revision and reason (no argument values). */
-  decision?: { readonly allowed: boolean; readonly rule: string | undefined; readonly policyRevision: string; readonly reason: string } | undefined;
-  /** The tool reported failure (`isError`) in a result the gateway passed on. */
-  toolError?: boolean | undefined;
-  /** The tool call was sent to its server (a call refused or held before that was not executed). */
-  toolSent?: boolean | undefined;
-  /** The server answered `input_required`: the call goes on in the client's next request. */
-  inputRequired?: boolean | undefined;
-  /** The approval the call ran under, when its rule required one. */
-  approvalId?: string | undefined;
-  /** A priced or rate-limited `tools/call`: its reservation in the ledger and how it was settled. */
-  charge?: McpCharge | undefined;
-}
-
-/** The ledger's part of one MCP tool call (amounts in integer micro-units). */
-export interface McpCharge {
-  /** The `mcp.prices` rule that priced or limited the call. */
-  readonly rule: string;
-  /** The reservation's id in the ledger (its attempt id). */
-  readonly attemptId: string;
-  readonly micros: number;
-  readonly currency: string;
-  readonly priceVersion: string | undefined;
-  /** `charged` (the call ran), `released` (proven not run) or `pending_reconciliation` (outcome unknown). */
-  settlement?: "charged" | "released" | "pending_reconciliation" | undefined;
-}
-
-/**
- * Characters kept beyond a content policy's `maxChars`: redaction runs before the cut, and a
- * secret that starts just before the cut must still be whole to be recognised.
- */
-export const CONTENT_MARGIN = 1024;
-
-/** A sampled request's content (see `RequestRecord.content`). */
-export interface RequestContent {
-  readonly prompt: string;
-  completion: string;
-  readonly maxChars: number;
-  readonly redact: readonly RegExp[];
-}
-
 /**
  * Receives each finished attempt and each finished request exactly once; a request after all its
  * attempts. `waitUntil` keeps I/O the sink starts (an export) alive past the request's answer.
@@ -147,13 +25,16 @@ export interface RecordSink {
   requestFinished(request: Readonly<RequestRecord>, waitUntil: (p: Promise<unknown>) => void): void;
 }
 
-/** A resource taken: `release` gives it back before the request ends (once; later calls do nothing). */
-export interface Held {
-  release(): void;
+/** What a terminal observer is shown, once, after the request's record went to the logging phase. */
+export interface TerminalView {
+  readonly record: Readonly<RequestRecord>;
+  /** The attempts the request made, in order (those that went out or were refused by config). */
+  readonly attempts: readonly Readonly<AttemptRecord>[];
+  readonly waitUntil: (p: Promise<unknown>) => void;
 }
 
-/** Where an undo (or a record sink) that threw is reported; the terminal goes on with the rest. */
-export type UndoErrorHandler = (err: unknown, what: ResourceKind | "record") => void;
+/** Runs after the terminal, once (a `terminal_observer` plugin, src/plugins/): it cannot change what the client got. */
+export type TerminalObserver = (view: TerminalView) => void;
 
 export interface RequestContextInit {
   readonly requestId: string;
@@ -164,6 +45,8 @@ export interface RequestContextInit {
   /** Keeps the runtime alive for work the terminal starts (settlements, breaker reports). */
   readonly waitUntil: (p: Promise<unknown>) => void;
   readonly onUndoError: UndoErrorHandler;
+  /** The runner's settle step: pays each debt (a ledger reservation) when its owner ends. */
+  readonly settle: SettleStep;
   /** The request's trace (see `requestTrace`); a new unsampled one when not given. */
   readonly trace?: RequestTrace | undefined;
   /** The request a sub-call runs for: its abort aborts this one, and its end ends this one. */
@@ -175,54 +58,40 @@ export interface DrainMark {
   readonly cancelled: boolean;
 }
 
-interface Holding<T> {
-  readonly kind: ResourceKind;
-  readonly undo: (arg: T) => void;
-  done: boolean;
-}
-
 /**
- * Holdings undone once each, newest first. Something taken after the close (a reply that arrives
- * after the request was aborted) is undone at once: nobody would undo it later.
+ * Debts paid once each, in the order they were registered, by the settle step: when their owner
+ * closes, or earlier by `payNow`. A debt registered after the close is paid at once.
  */
-class Holdings<T> {
-  readonly #items: Holding<T>[] = [];
-  readonly #onError: UndoErrorHandler;
-  #closedWith: { readonly arg: T } | undefined;
+class Debts<T> {
+  readonly #holdings: Holdings<T>;
+  readonly #pay: (debt: Debt, owner: T) => Promise<void>;
 
-  constructor(onError: UndoErrorHandler) {
-    this.#onError = onError;
+  constructor(onError: UndoErrorHandler, pay: (debt: Debt, owner: T) => Promise<void>) {
+    this.#holdings = new Holdings<T>(onError);
+    this.#pay = pay;
   }
 
-  get closed(): boolean {
-    return this.#closedWith !== undefined;
+  owe(debt: Debt, owner: () => T): Owed {
+    let resolve!: () => void;
+    const paid = new Promise<void>((r) => (resolve = r));
+    const held = this.#holdings.own(
+      "ledger_reservation",
+      (o) => {
+        // Whoever waits for the payment (a retry, before it reserves again) is never left waiting.
+        try {
+          void this.#pay(debt, o).then(resolve, resolve);
+        } catch (err) {
+          resolve();
+          throw err;
+        }
+      },
+      owner,
+    );
+    return { paid, payNow: () => held.release() };
   }
 
-  own(kind: ResourceKind, undo: (arg: T) => void, early: () => T): Held {
-    const h: Holding<T> = { kind, undo, done: false };
-    if (this.#closedWith) {
-      this.#run(h, this.#closedWith.arg);
-      return { release() {} };
-    }
-    this.#items.push(h);
-    return { release: () => this.#run(h, early()) };
-  }
-
-  close(arg: T): void {
-    if (this.#closedWith) return;
-    this.#closedWith = { arg };
-    for (let i = this.#items.length - 1; i >= 0; i--) this.#run(this.#items[i]!, arg);
-    this.#items.length = 0;
-  }
-
-  #run(h: Holding<T>, arg: T): void {
-    if (h.done) return;
-    h.done = true;
-    try {
-      h.undo(arg);
-    } catch (err) {
-      this.#onError(err, h.kind);
-    }
+  close(owner: T): void {
+    this.#holdings.close(owner);
   }
 }
 
@@ -283,6 +152,9 @@ export class RequestContext {
   readonly #onUndoError: UndoErrorHandler;
   readonly #controller = new AbortController();
   readonly #holdings: Holdings<void>;
+  readonly #debts: Debts<undefined>;
+  readonly #settle: SettleStep;
+  readonly #observers: TerminalObserver[] = [];
   readonly #open = new Set<AttemptScope>();
   readonly #attempts: AttemptRecord[] = [];
   #deadlineAt = Number.POSITIVE_INFINITY;
@@ -305,6 +177,8 @@ export class RequestContext {
     this.#sink = init.sink;
     this.#onUndoError = init.onUndoError;
     this.#holdings = new Holdings<void>(init.onUndoError);
+    this.#settle = init.settle;
+    this.#debts = new Debts<undefined>(init.onUndoError, (debt) => this.pay(debt, undefined));
     this.record = {
       requestId: init.requestId,
       parentRequestId: init.parent?.requestId,
@@ -447,6 +321,30 @@ export class RequestContext {
     return this.#holdings.own(kind, undo, () => undefined);
   }
 
+  /**
+   * Registers what the request owes for a reservation it was granted: the settle step pays it
+   * once, when the request ends (after every holding is undone), or earlier through `payNow`.
+   */
+  owe(debt: Debt): Owed {
+    return this.#debts.owe(debt, () => undefined);
+  }
+
+  /** Adds a terminal observer: it runs once, after the terminal handed the record to the logging phase. */
+  observe(observer: TerminalObserver): void {
+    if (this.ended) return;
+    this.#observers.push(observer);
+  }
+
+  /**
+   * Hands one debt to the runner's settle step, keeping its I/O alive past the answer. For the
+   * request's own debts and its attempts' (each attempt pays through here when it ends).
+   */
+  pay(debt: Debt, owner: AttemptRecord | undefined): Promise<void> {
+    const paying = this.#settle(debt, owner, this.waitUntil);
+    this.waitUntil(paying);
+    return paying;
+  }
+
   /** Opens an attempt: its resources are registered on the scope and undone when it ends. */
   openAttempt(record: AttemptRecord): AttemptScope {
     const scope = new AttemptScope(this, record, this.#sink, this.#onUndoError, {
@@ -473,7 +371,11 @@ export class RequestContext {
     this.finish({ kind: "aborted", reason });
   }
 
-  /** The terminal (idempotent): ends open attempts, undoes every holding, emits the record. */
+  /**
+   * The terminal (idempotent), in order: ends open attempts (each undoes its holdings and pays its
+   * debts), undoes the request's holdings newest first, pays the request's debts (the settle
+   * step), hands the record to the logging phase, then runs the terminal observers.
+   */
   finish(end: RequestEnd): void {
     if (this.#end) return;
     this.#end = end;
@@ -482,6 +384,7 @@ export class RequestContext {
     this.#alarms.clear();
     for (const scope of [...this.#open]) scope.interrupt(end);
     this.#holdings.close();
+    this.#debts.close(undefined);
     // A request that failed may still have work in flight (a sub-call's fetch): stop it. A request
     // that completed has none, and aborting would cost an error object on every request.
     if (end.kind === "failed" && !this.#controller.signal.aborted) this.#controller.abort(end.error);
@@ -495,15 +398,26 @@ export class RequestContext {
     } catch (err) {
       this.#onUndoError(err, "record");
     }
+    if (this.#observers.length > 0) {
+      const view: TerminalView = { record: r, attempts: this.#attempts, waitUntil: this.waitUntil };
+      for (const observe of this.#observers) {
+        try {
+          observe(view);
+        } catch (err) {
+          this.#onUndoError(err, "terminal_observer");
+        }
+      }
+      this.#observers.length = 0;
+    }
     this.#parentHold?.release();
   }
 }
 
 /**
- * One attempt's life inside its request. Pre-send holdings (probe permit, ledger reservation,
- * call-budget unit) and in-flight ones (load lease, upstream body) are registered here; whichever
- * of {@link finish}, {@link abandon} or the request's end comes first undoes them, once, with the
- * attempt's final record.
+ * One attempt's life inside its request. Pre-send holdings (probe permit, call-budget unit) and
+ * in-flight ones (load lease, upstream body) are registered here, and so is its debt (its ledger
+ * reservation); whichever of {@link finish}, {@link abandon} or the request's end comes first
+ * undoes the holdings and pays the debt, once, with the attempt's final record.
  */
 export class AttemptScope {
   readonly request: RequestContext;
@@ -511,6 +425,7 @@ export class AttemptScope {
   readonly #sink: RecordSink;
   readonly #onUndoError: UndoErrorHandler;
   readonly #holdings: Holdings<Readonly<AttemptRecord>>;
+  readonly #debts: Debts<AttemptRecord>;
   readonly #hooks: { started(a: AttemptRecord): void; closed(s: AttemptScope): void };
   #state: "preparing" | "started" | "ended" = "preparing";
 
@@ -526,6 +441,7 @@ export class AttemptScope {
     this.#sink = sink;
     this.#onUndoError = onUndoError;
     this.#holdings = new Holdings<Readonly<AttemptRecord>>(onUndoError);
+    this.#debts = new Debts<AttemptRecord>(onUndoError, (debt, owner) => request.pay(debt, owner));
     this.#hooks = hooks;
   }
 
@@ -538,6 +454,14 @@ export class AttemptScope {
     return this.#holdings.own(kind, undo, () => this.record);
   }
 
+  /**
+   * Registers what the attempt owes for its ledger reservation: the settle step pays it once the
+   * attempt ended, from its final record (evidence, usage), after its holdings are undone.
+   */
+  owe(debt: Debt): Owed {
+    return this.#debts.owe(debt, () => this.record);
+  }
+
   /** The attempt goes out (or is refused by the gateway's own config): from now on it is listed and logged. */
   start(): void {
     if (this.#state !== "preparing") return;
@@ -545,7 +469,7 @@ export class AttemptScope {
     this.#hooks.started(this.record);
   }
 
-  /** Ends the attempt with its outcome (idempotent): undoes its holdings, then logs it. */
+  /** Ends the attempt with its outcome (idempotent): undoes its holdings, pays its debt, then logs it. */
   finish(outcome: AttemptOutcome, errorCode?: ErrorCode): void {
     if (this.#state === "ended") return;
     if (this.#state === "preparing") this.start();
@@ -555,6 +479,7 @@ export class AttemptScope {
     a.outcome = outcome;
     if (errorCode !== undefined) a.errorCode = errorCode;
     this.#holdings.close(a);
+    this.#debts.close(a);
     this.#hooks.closed(this);
     try {
       this.#sink.attemptFinished(a);
@@ -578,6 +503,7 @@ export class AttemptScope {
     a.outcome = "not_sent";
     if (errorCode !== undefined) a.errorCode = errorCode;
     this.#holdings.close(a);
+    this.#debts.close(a);
     this.#hooks.closed(this);
   }
 

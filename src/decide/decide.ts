@@ -6,6 +6,7 @@ import type { ActiveModel, CompiledEntrypoint, CompiledPublication } from "../pu
 import { decide } from "./decision-rules.ts";
 import { validatePlan, type DispatchPlan, type PlannedModel } from "./dispatch-plan.ts";
 import { computeFacts, requestCapabilities } from "./request-facts.ts";
+import type { SignalSet } from "../signals/signal-set.ts";
 
 /** What the decide phase reads besides the request and its entrypoint. */
 export interface DecisionInput {
@@ -20,6 +21,11 @@ export interface DecisionInput {
   readonly requestDeadlineMs: number;
   /** The caller's (or parent request's) absolute deadline: it can only shorten ours. */
   readonly callerDeadlineAt?: number | undefined;
+  /**
+   * The request's signals, each computed on its first ask (src/signals/). The decision rules of
+   * this publication ask for none yet; decisions over signals read them from here.
+   */
+  readonly signals?: SignalSet | undefined;
 }
 
 /**

@@ -1,26 +1,51 @@
 import { authenticate } from "../auth/authenticate.ts";
 import { grantedEntrypoints } from "../auth/authorize.ts";
+import type { AbortReason } from "../context/request-context.ts";
+import { requestTrace } from "../context/trace-context.ts";
+import type { McpIngress, McpReply } from "../kinds/mcp/mcp-api.ts";
+import { McpTurn } from "../kinds/mcp/mcp-turn.ts";
+import type { Ingress } from "../kinds/model-api.ts";
 import type { EngineDeps } from "./engine-deps.ts";
-import { McpSession, type McpIngress } from "./mcp-session.ts";
+import { Runner } from "./runner.ts";
 import { RequestSession } from "./session.ts";
-import type { Ingress, ListedModel, Session } from "./session-api.ts";
+import type { ListedModel, Session } from "./session-api.ts";
+
+/** An MCP request on the runner: the adapter runs it whole, or aborts it when the client goes. */
+export interface McpSession {
+  run(): Promise<McpReply>;
+  abort(reason: AbortReason): void;
+}
 
 /** The transport-neutral gateway engine: one per isolate and publication. */
 export interface Engine {
   readonly publicationRevision: string;
+  /** A model request (the model kind). */
   begin(ingress: Ingress): Session;
-  /** An MCP request on the same runtime; undefined when no MCP server is configured. */
+  /** An MCP request (the MCP kind) on the same runner; undefined when no MCP server is configured. */
   beginMcp(ingress: McpIngress): McpSession | undefined;
   /** Authenticates a key and lists what it may call. @throws GatewayError on a bad key. */
   listModels(apiKey: string | undefined): Promise<ListedModel[]>;
 }
 
-/** Builds the engine over the isolate's runtime: every request it begins runs the same phases. */
+/** Builds the engine over the isolate's runtime: every request it begins runs on the one runner. */
 export function createEngine(deps: EngineDeps): Engine {
+  const mcp = deps.mcp;
   return {
     publicationRevision: deps.publication.revision,
-    begin: (ingress) => new RequestSession(deps, ingress, undefined),
-    beginMcp: (ingress) => (deps.mcp && deps.mcp.servers.size > 0 ? new McpSession(deps, deps.mcp, ingress) : undefined),
+    begin: (ingress) => new RequestSession(deps, { ingress }),
+    beginMcp: (ingress) =>
+      mcp && mcp.servers.size > 0
+        ? new Runner(
+            deps,
+            {
+              requestId: ingress.requestId,
+              receivedAt: ingress.receivedAt,
+              waitUntil: ingress.waitUntil,
+              trace: requestTrace(ingress.traceParent, deps.tracing?.trustClient ?? false, undefined, deps.tracing?.sample ?? (() => false)),
+            },
+            (ctx) => new McpTurn(deps, mcp, ctx, ingress),
+          )
+        : undefined,
     async listModels(apiKey) {
       const principal = await authenticate(deps.publication, apiKey);
       return grantedEntrypoints(deps.publication, principal).map((ep) => ({ id: ep.name, description: ep.description }));

@@ -1,7 +1,8 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { APPROVAL_STATES, DECISIONS, type Approval, type ApprovalState, type ApproverAction } from "../approvals/approval-desk.ts";
-import { auditEvent, type ApprovalDeskRpc } from "../approvals/approval-gate.ts";
+import type { ApprovalDeskRpc } from "../approvals/approval-desk-rpc.ts";
+import { auditEvent } from "../approvals/approval-events.ts";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";

@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
 import { tenantOfApprovalId, type Approval } from "../approvals/approval-desk.ts";
-import type { ApprovalDeskRpc } from "../approvals/approval-gate.ts";
+import type { ApprovalDeskRpc } from "../approvals/approval-desk-rpc.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { html, type SafeHtml } from "./console-html.ts";
 

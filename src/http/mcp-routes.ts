@@ -1,7 +1,7 @@
 import type { Context, Hono } from "hono";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
-import { checkStatelessFraming } from "../mcp/stateless-request.ts";
+import { checkStatelessFraming } from "../protocol/mcp/stateless-request.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { bearerOf } from "./bearer-token.ts";
 import { presentedKey } from "./generation.ts";
@@ -49,7 +49,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
     };
     const send = (message: Readonly<Record<string, unknown>>) => {
       // A client that went away ends the request, as a disconnect does.
-      open().write(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`)).catch(() => session?.abort());
+      open().write(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`)).catch(() => session?.abort("client_disconnected"));
     };
     const session = rt.engine.beginMcp({
       requestId: c.get("requestId"),
@@ -71,7 +71,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       await discardUnreadBody(request, limits);
       return errorResponse(new GatewayError("not_found", "No MCP server is configured on this gateway."), "json-rpc", idHeader);
     }
-    const onAbort = () => session.abort();
+    const onAbort = () => session.abort("client_disconnected");
     request.signal.addEventListener("abort", onAbort, { once: true });
     const answered = session
       .run()

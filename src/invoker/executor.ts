@@ -17,7 +17,7 @@ import { minimumAvailable } from "../traffic/health.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { Selector } from "../traffic/selector.ts";
 import { createSelector } from "../traffic/selectors/index.ts";
-import type { AttemptCharger } from "./attempt-charges.ts";
+import type { AttemptCharger } from "../reserve/request-charges.ts";
 import { breakerReport } from "./breaker-outcome.ts";
 import { eligibleCandidates, nextChoice, pickWith, type Choice } from "./candidates.ts";
 import type { CredentialSource } from "./credentials.ts";

@@ -2,7 +2,7 @@ import { createParser } from "eventsource-parser";
 import type { Clock } from "../deps/clock.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 import type { ProbeFetch, ProbeResult, ProbeTarget } from "../traffic/health.ts";
-import { STATELESS_VERSION } from "./stateless-request.ts";
+import { STATELESS_VERSION } from "../protocol/mcp/stateless-request.ts";
 import { STATEFUL_VERSION } from "./upstream-client.ts";
 
 /**

@@ -6,7 +6,19 @@
  */
 
 import { isRecord } from "../protocol/fast-guard.ts";
+import type { McpEra } from "./bridging.ts";
 import type { ListedTool } from "./virtual-server.ts";
+
+/** The revision whose tasks the gateway serves (the 2026-07-28 revision has none). */
+const TASKS_VERSION = "2025-11-25";
+
+/**
+ * Whether tasks (MCP 2025-11-25) are served: to a client of that revision, when approvals are
+ * configured — a task here is a tool call waiting for a human approval, and nothing else.
+ */
+export function tasksServed(approvalsConfigured: boolean, era: McpEra, protocolVersion: string | undefined): boolean {
+  return approvalsConfigured && era === "stateful" && protocolVersion === TASKS_VERSION;
+}
 
 /** The server capability of a gateway that makes tasks of tool calls waiting for approval. */
 export const TASKS_CAPABILITY = { cancel: {}, requests: { tools: { call: {} } } } as const;

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { GatewayError } from "../errors/gateway-error.ts";
 import { SERVER_NAME } from "./tool-names.ts";
 
 /** A string that compiles as a JavaScript regular expression (with the `u` flag), refused at load otherwise. */
@@ -239,18 +238,4 @@ function underPrefix(path: string, prefix: string): boolean {
   const segments = path.split("/");
   if (segments.some((s, i) => s === "." || s === ".." || (s === "" && i > 0 && i < segments.length - 1))) return false;
   return path.startsWith(prefix);
-}
-
-/**
- * Decides one call (a tool call, a prompt get, a resource read) with its arguments and refuses it
- * as `tool_not_allowed` when the policy does, naming the rule or the argument at fault and the
- * policy revision. `onDecision` sees every decision first, for the call's audit record.
- */
-export function authorizeCall(policy: ToolPolicy, q: PolicyQuestion, args: unknown, onDecision?: (d: PolicyDecision) => void): PolicyDecision {
-  const decision = policy.decide(q, args);
-  onDecision?.(decision);
-  if (!decision.allowed) {
-    throw new GatewayError("tool_not_allowed", `The ${q.kind} call is not allowed: ${decision.reason} (policy ${decision.policyRevision}).`, { param: q.kind === "resource" ? "params.uri" : "params.name" });
-  }
-  return decision;
 }

@@ -1,6 +1,6 @@
 import { createParser } from "eventsource-parser";
 import { GatewayError } from "../errors/gateway-error.ts";
-import { STATELESS_VERSION } from "./stateless-request.ts";
+import { STATELESS_VERSION } from "../protocol/mcp/stateless-request.ts";
 import type { SubscriptionFilter } from "./subscriptions.ts";
 import { answerEvidence, mayRetry, statusEvidence, type UpstreamEvidence } from "./upstream-evidence.ts";
 import { isRecord } from "../protocol/fast-guard.ts";

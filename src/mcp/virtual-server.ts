@@ -1,6 +1,6 @@
 import { GatewayError } from "../errors/gateway-error.ts";
-import { namespacedName, splitNamespaced } from "./tool-names.ts";
-import { authorizeCall, type PolicyDecision, type PolicyQuestion, type ToolPolicy } from "./tool-policy.ts";
+import { namespacedName } from "./tool-names.ts";
+import type { PolicyQuestion, ToolPolicy } from "./tool-policy.ts";
 
 /**
  * The virtual server (`POST /mcp`): what many upstream servers list, merged under namespaced
@@ -63,34 +63,4 @@ export function mergeToolLists(
     }
   }
   return { tools, partial, unnamed };
-}
-
-/** Where a `tools/call` on the virtual server goes, and whether the caller may make it. */
-export interface RoutedCall {
-  readonly server: string;
-  /** The upstream tool name. */
-  readonly name: string;
-  readonly decision: PolicyDecision;
-}
-
-/**
- * Routes a call by its namespaced name to the one server the name names, and decides it with the
- * call's arguments. A name whose server part is not one of `servers` is refused as unknown — never
- * matched against another server's tools — and so is a call the policy does not allow.
- */
-export function routeToolCall(
-  name: string,
-  args: unknown,
-  servers: { has(name: string): boolean },
-  caller: Pick<PolicyQuestion, "tenant" | "key">,
-  policy: ToolPolicy,
-  /** Told the decision before a refusal is thrown, for the audit record. */
-  onDecision?: (decision: PolicyDecision, target: { readonly server: string; readonly target: string }) => void,
-): RoutedCall {
-  const split = splitNamespaced(name);
-  if (split === undefined || !servers.has(split.server)) {
-    throw new GatewayError("invalid_request", "Unknown tool: the virtual server's tools are named <server>.<tool>.", { param: "params.name" });
-  }
-  const decision = authorizeCall(policy, { ...caller, server: split.server, kind: "tool", name: split.name }, args, (d) => onDecision?.(d, { server: split.server, target: split.name }));
-  return { server: split.server, name: split.name, decision };
 }

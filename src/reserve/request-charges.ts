@@ -1,15 +1,29 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { AttemptScope } from "../context/request-context.ts";
-import type { AttemptCharger } from "../invoker/attempt-charges.ts";
 import type { BudgetLedgerClient, LedgerHandle } from "../ledger/ledger-client.ts";
-import { settleCharge, type SettlementDeps } from "../settle/settle-charge.ts";
 import { MAX_LEDGER_AMOUNT, type ReserveRefusal, type ReserveResult } from "../ledger/ledger.ts";
 import type { PlannedModel } from "../decide/dispatch-plan.ts";
 import type { EntrypointBudget, PrincipalBudget } from "../publication/budgets.ts";
 import { worstCase, type Price } from "../publication/prices.ts";
 
+/**
+ * The budget ledger as the invoke phase sees it: every attempt reserves its own worst case before
+ * it is sent (retries and fallbacks included). The reserve phase implements it, so attempts know
+ * nothing of prices or scopes.
+ */
+export interface AttemptCharger {
+  /**
+   * Reserves the attempt's worst case and registers what the attempt then owes (its debt, paid by
+   * the runner's settle step when the attempt ends). `first` is the request's first attempt
+   * (request-rate limits count requests, not retries).
+   *
+   * @throws GatewayError when a budget refuses, or when the ledger cannot be reached on a strict route.
+   */
+  reserve(attempt: AttemptScope, model: PlannedModel, first: boolean): Promise<void>;
+}
+
 /** What one request's billing needs; built per request by the reserve phase. */
-export interface RequestBillingInit extends SettlementDeps {
+export interface RequestBillingInit {
   readonly ledger: BudgetLedgerClient;
   readonly budget: PrincipalBudget;
   readonly policy: EntrypointBudget;
@@ -21,6 +35,11 @@ export interface RequestBillingInit extends SettlementDeps {
   readonly inputBound: number;
   /** The output cap every attempt is sent with. */
   readonly outputCap: number;
+  /** Typical estimate of the request's input tokens, recorded when an attempt's usage is unknown. */
+  readonly inputEstimate: () => number;
+  /** Keeps the isolate alive for reservations' I/O (a leasing client's background work). */
+  readonly waitUntil: (p: Promise<unknown>) => void;
+  readonly log: (event: Readonly<Record<string, unknown>>) => void;
 }
 
 /** The figures a refusal shows the caller: its own scope name, the metric and when to retry. */
@@ -58,12 +77,12 @@ export function refusalError(r: ReserveRefusal): GatewayError {
 
 /**
  * One request's attempts against its tenant's ledger: every attempt reserves its own priced worst
- * case right before it is sent, and registers its settlement (settle/settle-charge.ts) on the
- * attempt, so the attempt's end settles it exactly once, whichever way it ends.
+ * case right before it is sent, and registers the debt on the attempt, so the runner's settle step
+ * (src/settle/) settles it exactly once when the attempt ends, whichever way it ends.
  */
 export class RequestBilling implements AttemptCharger {
   readonly #init: RequestBillingInit;
-  /** Settlements of this request's attempts (never rejects: failures are logged). */
+  /** Payments of this request's attempts' debts (never reject: failures are logged). */
   readonly #settling: Promise<void>[] = [];
   /** True once a soft route went ahead without the ledger. */
   unchecked = false;
@@ -115,14 +134,8 @@ export class RequestBilling implements AttemptCharger {
     if (!reserved.result.ok && reserved.result.reason === "invalid_argument") throw new GatewayError("internal_error", "The gateway failed to check the budget.", { cause: reserved.result.message });
     if (!reserved.result.ok) throw refusalError(reserved.result);
     this.lastGrant = reserved.result;
-    // Taken: from now on the attempt's end settles it (or releases it when nothing was sent).
-    attempt.own("ledger_reservation", (a) => {
-      // What the settlement books goes on the attempt's record, before the record is reported.
-      const settled = settleCharge(init, reserved.handle, a, price, (charge) => {
-        attempt.record.charge = charge;
-      });
-      this.#settling.push(settled);
-      init.waitUntil(settled);
-    });
+    // Taken: from now on the attempt owes it, and its end settles it (or releases it when nothing was sent).
+    const owed = attempt.owe({ kind: "attempt", handle: reserved.handle, price, currency: init.currency, inputEstimate: init.inputEstimate });
+    this.#settling.push(owed.paid);
   }
 }

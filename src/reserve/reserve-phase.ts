@@ -9,7 +9,6 @@ import type { PrincipalBudget } from "../publication/budgets.ts";
 import type { Principal } from "../publication/principal.ts";
 import { RequestBilling } from "./request-charges.ts";
 import { inputTokenBound, outputCap } from "./token-bounds.ts";
-import type { SettlementObservation } from "../settle/settle-charge.ts";
 import type { ScopeRef } from "../ledger/ledger.ts";
 import type { TaskBindingClient } from "../tasks/task-binding-client.ts";
 import { governTask } from "./task-scope.ts";
@@ -19,8 +18,6 @@ export interface ReserveDeps {
   readonly ledger: BudgetLedgerClient;
   readonly callBudgets: AttemptBudgetClient;
   readonly log: (event: Readonly<Record<string, unknown>>) => void;
-  /** Told how each attempt's settlement ended (metrics). */
-  readonly onSettlement?: ((s: SettlementObservation) => void) | undefined;
   /** Task bindings (docs/governance.md); without it task ids are not checked against their owner. */
   readonly tasks?: TaskBindingClient | undefined;
 }
@@ -78,7 +75,6 @@ export async function prepareCharges(
     outputCap: cap.cap,
     waitUntil: ctx.waitUntil,
     log: deps.log,
-    onSettlement: deps.onSettlement,
   });
   return { request: sent, billing, budget, callBudget, injectedCap: cap.injected ? cap.cap : undefined, task };
 }

@@ -1,14 +1,14 @@
 import { newAttemptId } from "../context/attempt-record.ts";
-import type { McpCharge, RequestContext } from "../context/request-context.ts";
+import type { McpCharge, ToolCallDebt } from "../context/debt.ts";
+import type { RequestContext } from "../context/request-context.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { LedgerHandle } from "../ledger/ledger-client.ts";
 import { DEFAULT_LEASE_MS, type LedgerAmount, type ReserveResult, type ScopeRef } from "../ledger/ledger.ts";
-import { provesNotRun, type UpstreamEvidence } from "../mcp/upstream-evidence.ts";
+import type { UpstreamEvidence } from "../mcp/upstream-evidence.ts";
 import { scopeName } from "../publication/budgets.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
 import type { ToolPrices } from "../publication/tool-prices.ts";
-import { writeSettlement } from "../settle/settle-charge.ts";
 import { refusalError } from "./request-charges.ts";
 import type { ReserveDeps } from "./reserve-phase.ts";
 import { governTask, taskFigures, type TaskFigure } from "./task-scope.ts";
@@ -53,9 +53,9 @@ export function toolRateScope(keyId: string, rule: string): string {
  * `balance_exhausted`; `budget_unavailable` when the ledger cannot be reached). Undefined: the
  * tool is free and unlimited, nothing is reserved.
  *
- * The reservation is one of the request's holdings, so the request's one terminal settles it
- * exactly once whichever way the request ends; the invoke phase settles it earlier, as soon as
- * the upstream answer proves what happened:
+ * The reservation is the request's debt, so the runner's settle step (src/settle/) settles it
+ * exactly once whichever way the request ends; it is paid earlier, as soon as the upstream answer's
+ * evidence proves what happened (`onEvidence`):
  * - never sent, or proven not run (a refusal before running, see upstream-evidence.ts): released;
  * - answered (a result, an `isError` result, an error of the server's own): charged the price;
  * - sent with no proof either way (timeout, cut connection, a client that left): held in full
@@ -114,33 +114,18 @@ export async function reserveToolCall(
 
   const charge: McpCharge = { rule: pricing.rule, attemptId, micros: amount.micros, currency, priceVersion: pricing.price?.version };
   if (ctx.record.mcp) ctx.record.mcp.charge = charge;
-  let sent = false;
-  let evidence: UpstreamEvidence | undefined;
-  const settlement = { ledger: deps.ledger, inputEstimate: () => 0, log: deps.log, waitUntil: ctx.waitUntil, onSettlement: deps.onSettlement, currency };
-  const held = ctx.own("ledger_reservation", () => {
-    const { ledger } = deps;
-    const handle = reserved.handle;
-    const outcome = !sent || (evidence !== undefined && provesNotRun(evidence)) ? "released" : evidence === "answered" ? "charged" : "pending_reconciliation";
-    charge.settlement = outcome;
-    const done = writeSettlement(settlement, { requestId: ctx.requestId, attemptId, model: label, label, priceVersion: pricing.price?.version }, (opts) =>
-      outcome === "released"
-        ? ledger.release(handle, attemptId, opts)
-        : outcome === "charged"
-          ? ledger.settle(handle, attemptId, amount, undefined, opts)
-          : ledger.settle(handle, attemptId, "unknown", { estimate: amount }, opts),
-    );
-    ctx.waitUntil(done);
-  });
+  const debt: ToolCallDebt = { kind: "tool_call", requestId: ctx.requestId, handle: reserved.handle, amount, label, charge, sent: false, evidence: undefined };
+  const owed = ctx.owe(debt);
   const figures = taskFigures(task, r.remaining);
   const taskId = ctx.record.attribution?.taskId;
   return {
     ...(figures && taskId !== undefined ? { task: { taskId, figures } } : {}),
     onSent: () => {
-      sent = true;
+      debt.sent = true;
     },
     onEvidence: (e) => {
-      evidence = e;
-      held.release();
+      debt.evidence = e;
+      owed.payNow();
     },
   };
 }

@@ -2,6 +2,7 @@ import type { Clock } from "../deps/clock.ts";
 import type { Execution } from "../invoker/executor.ts";
 import type { Codec, ResponseStamp } from "../protocol/codec.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
+import type { StreamEventChain } from "../plugins/stream-event-chain.ts";
 import { createClientStream } from "./stream-pipeline.ts";
 
 /** The respond phase's output: the answer in the client's protocol. */
@@ -21,6 +22,8 @@ export function respond(
   stamp: ResponseStamp,
   request: NeutralRequest,
   opts: { readonly clock: Clock; readonly streamTimeouts: { readonly firstTokenMs: number; readonly idleMs: number } },
+  /** The request's `stream_event_safe` plugins, when it has any. */
+  events?: StreamEventChain,
 ): Answer {
   if (execution.kind === "buffered") return { kind: "buffered", response: execution.response, body: codec ? codec.encodeResponse(execution.response, stamp) : execution.response };
   if (!codec) throw new Error("an in-process call has no stream encoder: sub-calls are buffered");
@@ -30,6 +33,7 @@ export function respond(
     attempt: execution.attempt,
     clock: opts.clock,
     timeouts: opts.streamTimeouts,
+    events,
   });
   return { kind: "stream", body };
 }

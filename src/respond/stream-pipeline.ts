@@ -1,11 +1,12 @@
-import { noteProposedToolCall } from "../context/attempt-record.ts";
-import { createParser } from "eventsource-parser";
-import type { AttemptOutcome } from "../context/attempt-record.ts";
-import { ABORT_CODES, abortError, CONTENT_MARGIN, type AttemptScope } from "../context/request-context.ts";
+import { createParser, type EventSourceParser } from "eventsource-parser";
+import { noteProposedToolCall, type AttemptOutcome, type AttemptRecord } from "../context/attempt-record.ts";
+import { ABORT_CODES, abortError, type AttemptScope, type RequestContext } from "../context/request-context.ts";
+import { CONTENT_MARGIN, type RequestContent } from "../context/request-record.ts";
 import type { Clock } from "../deps/clock.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { StreamDecoder, StreamEncoder } from "../protocol/codec.ts";
 import type { NeutralEvent } from "../protocol/neutral.ts";
+import type { StreamEventChain } from "../plugins/stream-event-chain.ts";
 
 /** Largest SSE event (or unterminated buffer) accepted from a provider before the stream is failed. */
 export const MAX_SSE_BUFFER_CHARS = 1024 * 1024;
@@ -24,6 +25,11 @@ export interface StreamPipelineOptions {
   readonly timeouts?: { readonly firstTokenMs: number; readonly idleMs: number } | undefined;
   /** Resolves after `ms` unless cancelled; injected so tests need no real time. */
   readonly wait?: ((ms: number) => { readonly done: Promise<void>; cancel(): void }) | undefined;
+  /**
+   * The request's `stream_event_safe` plugins: every decoded event passes through them before the
+   * client's encoder (undefined or empty: events go straight to the encoder).
+   */
+  readonly events?: StreamEventChain | undefined;
 }
 
 /** Stateless, so one per isolate. */
@@ -60,57 +66,140 @@ function outcomeOf(code: StreamErrorCode): AttemptOutcome {
 }
 
 /**
- * The respond phase for a stream: provider SSE bytes → neutral events (decoded once) → client SSE
- * bytes (encoded last).
+ * The respond phase for a stream: provider SSE bytes → neutral events (decoded once) → the
+ * request's `stream_event_safe` plugins → client SSE bytes (encoded last).
  *
  * Pull-based, so nothing is read from the provider faster than the client takes it. A read error
  * (reset, abort, deadline) still ends the client's stream with its protocol's error event rather
  * than a silent close; `[DONE]`-style endings are written only after a complete upstream stream.
  * However the stream ends — completed, cut, timed out, cancelled by the client, aborted by the
- * request (deadline, drain, disconnect), or an exception anywhere in decoding, encoding or
- * enqueueing — its attempt is finished and its request ended, once. Each pull is a checkpoint,
+ * request (deadline, drain, disconnect), or an exception anywhere in decoding, a plugin, encoding
+ * or enqueueing — its attempt is finished and its request ended, once. Each pull is a checkpoint,
  * so a drain or a passed deadline is noticed on the next chunk.
  */
 export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: StreamPipelineOptions): ReadableStream<Uint8Array> {
-  const { decoder, encoder, attempt, clock } = opts;
-  const request = attempt.request;
-  const streamStartedAt = clock.now();
-  let lastContentAt: number | undefined;
-  const a = attempt.record;
-  // Only a request its entrypoint's content policy sampled keeps text, and only up to its cap.
-  const content = request.record.content;
-  const textDecoder = new TextDecoder();
-  const reader = upstream.getReader();
-  // The provider's body goes when the request ends, whoever ends it.
-  request.own("upstream_body", () => void reader.cancel().catch(() => {}));
-  let failed = false;
-  // The code of the error event that ended the stream (the first one), for the attempt record.
-  let failure: StreamErrorCode = "upstream_stream_cut";
-  let out = "";
+  const pump = new StreamPump(upstream, opts);
+  return new ReadableStream<Uint8Array>(
+    {
+      pull: (controller) => pump.pull(controller),
+      // The client went away (the runtime cancels the body).
+      cancel: () => pump.request.abort("client_disconnected"),
+    },
+    { highWaterMark: 0 },
+  );
+}
 
-  const handle = (events: readonly NeutralEvent[]) => {
+type Controller = ReadableStreamDefaultController<Uint8Array>;
+
+/**
+ * One stream's state and its steps: reading within the stream timeouts, turning provider events
+ * into client bytes (with the attempt's record kept as they pass), and each way the stream ends.
+ * A class rather than closures: one object per stream, its steps shared on the prototype.
+ */
+class StreamPump {
+  readonly request: RequestContext;
+  readonly #opts: StreamPipelineOptions;
+  readonly #attempt: AttemptScope;
+  readonly #a: AttemptRecord;
+  readonly #clock: Clock;
+  readonly #reader: ReadableStreamDefaultReader<Uint8Array>;
+  readonly #parser: EventSourceParser;
+  readonly #textDecoder = new TextDecoder();
+  /** Only a request its entrypoint's content policy sampled keeps text, and only up to its cap. */
+  readonly #content: RequestContent | undefined;
+  readonly #startedAt: number;
+  readonly #chain: StreamEventChain | undefined;
+  #lastContentAt: number | undefined;
+  #failed = false;
+  /** The code of the error event that ended the stream (the first one), for the attempt record. */
+  #failure: StreamErrorCode = "upstream_stream_cut";
+  /** Encoded client bytes not yet handed over. */
+  #out = "";
+  // One timer per stream, not one per read: it is armed for the current limit and, when it fires,
+  // re-armed for the rest if content moved the limit meanwhile (a timer and a race per read showed
+  // in the streaming profile). Only a read can time out: while the client is not pulling, the
+  // provider is not the one keeping the stream waiting.
+  #timer: { readonly done: Promise<void>; cancel(): void } | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
+  #reading = false;
+  #timedOut = false;
+
+  constructor(upstream: ReadableStream<Uint8Array>, opts: StreamPipelineOptions) {
+    this.#opts = opts;
+    this.#attempt = opts.attempt;
+    this.#a = opts.attempt.record;
+    this.request = opts.attempt.request;
+    this.#clock = opts.clock;
+    this.#startedAt = opts.clock.now();
+    this.#content = this.request.record.content;
+    this.#chain = opts.events;
+    this.#reader = upstream.getReader();
+    // The provider's body goes when the request ends, whoever ends it.
+    this.request.own("upstream_body", () => void this.#reader.cancel().catch(() => {}));
+    this.request.own("stream_timer", () => this.#stopTimer());
+    this.#parser = createParser({
+      onEvent: (msg) => {
+        // The parser's message is an SSE event already (event, data): no copy per event.
+        if (!this.#failed) this.#emit(opts.decoder.decode(msg));
+      },
+      onComment: () => {
+        if (!this.#failed) this.#emit([{ type: "heartbeat" }]);
+      },
+      onError: (err) => {
+        // The SSE spec says unknown fields and bad `retry:` values are ignored; only an event past
+        // the size bound is fatal.
+        if (err.type !== "max-buffer-size-exceeded") return;
+        if (!this.#failed) this.#emit([{ type: "error", code: "upstream_protocol_error", message: "The provider's stream was malformed." }]);
+      },
+      maxBufferSize: MAX_SSE_BUFFER_CHARS,
+    });
+  }
+
+  /** One pull of the client: hands over the next bytes, or ends the stream; a throw ends it as the gateway's fault. */
+  async pull(controller: Controller): Promise<void> {
+    try {
+      await this.#pump(controller);
+    } catch (err) {
+      // A bug in decoding, a plugin, encoding or enqueueing: the attempt and the request still
+      // end, once, and the client gets an error rather than a clean ending.
+      this.#attempt.finish("gateway_error", "internal_error");
+      this.request.finish({ kind: "failed", error: new GatewayError("internal_error", "The gateway failed while streaming the response.", { cause: err }) });
+      try {
+        controller.error(err);
+      } catch {
+        // Already closed or errored.
+      }
+    }
+  }
+
+  /** Decoded events on their way to the client: through the plugins, when the request has any. */
+  #emit(events: readonly NeutralEvent[]): void {
+    const chain = this.#chain;
+    if (chain === undefined) return this.#handle(events);
+    for (const ev of events) this.#handle(chain.push(ev));
+  }
+
+  /** Keeps the attempt's record (first content, output size, stop, usage, failure) and encodes each event. */
+  #handle(events: readonly NeutralEvent[]): void {
+    const a = this.#a;
+    const encoder = this.#opts.encoder;
     for (const ev of events) {
       switch (ev.type) {
         case "text":
         case "reasoning":
           if (ev.text !== "") {
-            a.firstContentAt ??= clock.now();
-            lastContentAt = clock.now();
+            this.#noteContent();
             a.outputChars = (a.outputChars ?? 0) + ev.text.length;
-            if (content && ev.type === "text" && content.completion.length < content.maxChars + CONTENT_MARGIN) {
-              content.completion += ev.text.slice(0, content.maxChars + CONTENT_MARGIN - content.completion.length);
-            }
+            if (ev.type === "text") this.#keepContent(ev.text);
           }
           break;
         case "tool_call_start":
-          a.firstContentAt ??= clock.now();
-          lastContentAt = clock.now();
+          this.#noteContent();
           noteProposedToolCall(a, ev.name);
           break;
         case "tool_call_args":
           if (ev.delta !== "") {
-            a.firstContentAt ??= clock.now();
-            lastContentAt = clock.now();
+            this.#noteContent();
             a.outputChars = (a.outputChars ?? 0) + ev.delta.length;
           }
           break;
@@ -121,166 +210,170 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
           a.usage = ev.usage;
           break;
         case "error":
-          if (!failed) failure = ev.code;
-          failed = true;
+          if (!this.#failed) this.#failure = ev.code;
+          this.#failed = true;
           break;
         case "start":
         case "heartbeat":
         case "reasoning_signature":
           break;
       }
-      out += encoder.encode(ev);
+      this.#out += encoder.encode(ev);
     }
-  };
+  }
 
-  const parser = createParser({
-    onEvent: (msg) => {
-      // The parser's message is an SSE event already (event, data): no copy per event.
-      if (!failed) handle(decoder.decode(msg));
-    },
-    onComment: () => {
-      if (!failed) handle([{ type: "heartbeat" }]);
-    },
-    onError: (err) => {
-      // The SSE spec says unknown fields and bad `retry:` values are ignored; only an event past
-      // the size bound is fatal.
-      if (err.type !== "max-buffer-size-exceeded") return;
-      if (!failed) handle([{ type: "error", code: "upstream_protocol_error", message: "The provider's stream was malformed." }]);
-    },
-    maxBufferSize: MAX_SSE_BUFFER_CHARS,
-  });
+  /** TTFT is the first content the client is sent; the idle limit counts from the last. */
+  #noteContent(): void {
+    const now = this.#clock.now();
+    this.#a.firstContentAt ??= now;
+    this.#lastContentAt = now;
+  }
 
-  const take = (): Uint8Array | undefined => {
-    if (out === "") return undefined;
-    const bytes = textEncoder.encode(out);
-    out = "";
+  #keepContent(text: string): void {
+    const content = this.#content;
+    if (content && content.completion.length < content.maxChars + CONTENT_MARGIN) {
+      content.completion += text.slice(0, content.maxChars + CONTENT_MARGIN - content.completion.length);
+    }
+  }
+
+  #take(): Uint8Array | undefined {
+    if (this.#out === "") return undefined;
+    const bytes = textEncoder.encode(this.#out);
+    this.#out = "";
     return bytes;
-  };
+  }
 
   /** Ends the attempt and the request with how the stream went. */
-  const settle = (outcome: AttemptOutcome, code?: StreamErrorCode) => {
-    attempt.finish(outcome, code);
-    request.finish(code === undefined ? { kind: "completed" } : { kind: "failed", error: new GatewayError(code, "The stream ended with an error.") });
-  };
+  #settle(outcome: AttemptOutcome, code?: StreamErrorCode): void {
+    this.#attempt.finish(outcome, code);
+    this.request.finish(code === undefined ? { kind: "completed" } : { kind: "failed", error: new GatewayError(code, "The stream ended with an error.") });
+  }
 
-  const close = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    out += encoder.end();
-    const bytes = take();
+  /** The client's stream ends: what plugins still hold, the encoder's ending, then close. */
+  #close(controller: Controller): void {
+    if (this.#chain) this.#handle(this.#chain.end());
+    this.#out += this.#opts.encoder.end();
+    const bytes = this.#take();
     if (bytes) controller.enqueue(bytes);
     controller.close();
-  };
+  }
 
-  // One timer per stream, not one per read: it is armed for the current limit and, when it fires,
-  // re-armed for the rest if content moved the limit meanwhile (a timer and a race per read showed
-  // in the streaming profile). Only a read can time out: while the client is not pulling, the
-  // provider is not the one keeping the stream waiting.
-  const limits = opts.timeouts;
-  const wait = opts.wait ?? realWait;
-  let timer: { readonly done: Promise<void>; cancel(): void } | undefined;
-  let timerAt = Number.POSITIVE_INFINITY;
-  let reading = false;
-  let timedOut = false;
-  const limitAt = (t: NonNullable<typeof limits>) => (lastContentAt === undefined ? streamStartedAt + t.firstTokenMs : lastContentAt + t.idleMs);
-  const arm = (t: NonNullable<typeof limits>) => {
-    timer?.cancel();
-    timerAt = limitAt(t);
-    const armed = wait(timerAt - clock.now());
-    timer = armed;
+  #limitAt(t: NonNullable<StreamPipelineOptions["timeouts"]>): number {
+    return this.#lastContentAt === undefined ? this.#startedAt + t.firstTokenMs : this.#lastContentAt + t.idleMs;
+  }
+
+  #arm(t: NonNullable<StreamPipelineOptions["timeouts"]>): void {
+    this.#timer?.cancel();
+    this.#timerAt = this.#limitAt(t);
+    const armed = (this.#opts.wait ?? realWait)(this.#timerAt - this.#clock.now());
+    this.#timer = armed;
     void armed.done.then(() => {
-      if (timer !== armed) return;
-      timer = undefined;
-      if (!reading) return;
-      if (clock.now() < limitAt(t)) return arm(t);
+      if (this.#timer !== armed) return;
+      this.#timer = undefined;
+      if (!this.#reading) return;
+      if (this.#clock.now() < this.#limitAt(t)) return this.#arm(t);
       // The pending read ends (done) once the provider's body is cancelled; the flag says why.
-      timedOut = true;
-      void reader.cancel().catch(() => {});
+      this.#timedOut = true;
+      void this.#reader.cancel().catch(() => {});
     });
-  };
-  const stopTimer = () => {
-    timer?.cancel();
-    timer = undefined;
-  };
-  request.own("stream_timer", stopTimer);
+  }
+
+  #stopTimer(): void {
+    this.#timer?.cancel();
+    this.#timer = undefined;
+  }
 
   /** The next read; "timeout" when the first-token or idle limit passed while it waited. */
-  const readWithin = async (): Promise<ReadableStreamReadResult<Uint8Array> | "timeout"> => {
+  async #readWithin(): Promise<ReadableStreamReadResult<Uint8Array> | "timeout"> {
+    const limits = this.#opts.timeouts;
     // The first content delta can bring the limit forward (idle shorter than first token).
-    if (limits && (timer === undefined || limitAt(limits) < timerAt)) arm(limits);
-    reading = true;
+    if (limits && (this.#timer === undefined || this.#limitAt(limits) < this.#timerAt)) this.#arm(limits);
+    this.#reading = true;
     try {
-      const result = await reader.read();
-      return timedOut ? "timeout" : result;
+      const result = await this.#reader.read();
+      return this.#timedOut ? "timeout" : result;
     } catch (err) {
-      if (timedOut) return "timeout";
+      if (this.#timedOut) return "timeout";
       throw err;
     } finally {
-      reading = false;
+      this.#reading = false;
     }
-  };
+  }
 
   /** The request was aborted (drain, deadline) or ended while someone still reads: an error event, never a clean ending. */
-  const endAborted = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    const reason = request.abortReason;
-    if (!failed) {
+  #endAborted(controller: Controller): void {
+    const reason = this.request.abortReason;
+    if (!this.#failed) {
       // The event names why the stream was cut: the gateway's drain or the request's end is not the provider's doing.
-      if (reason === "deadline") handle([{ type: "error", code: "deadline_exceeded", message: "The request deadline passed before the stream completed." }]);
-      else if (reason === undefined) handle([{ type: "error", code: "upstream_stream_cut", message: "The stream was cancelled before it completed." }]);
-      else handle([{ type: "error", code: ABORT_CODES[reason], message: abortError(reason).message }]);
+      if (reason === "deadline") this.#emit([{ type: "error", code: "deadline_exceeded", message: "The request deadline passed before the stream completed." }]);
+      else if (reason === undefined) this.#emit([{ type: "error", code: "upstream_stream_cut", message: "The stream was cancelled before it completed." }]);
+      else this.#emit([{ type: "error", code: ABORT_CODES[reason], message: abortError(reason).message }]);
     }
-    close(controller);
-  };
+    this.#close(controller);
+  }
 
-  const pump = async (controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> => {
+  /** The provider's read failed (reset, abort): the deadline's error if it passed, else a cut. */
+  #endReadFailure(controller: Controller): void {
+    const timedOut = this.#clock.now() >= this.request.deadlineAt;
+    this.#emit(
+      timedOut
+        ? [{ type: "error", code: "deadline_exceeded", message: "The request deadline passed before the stream completed." }]
+        : [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }],
+    );
+    this.#settle(timedOut ? "timeout" : "stream_cut", timedOut ? "deadline_exceeded" : "upstream_stream_cut");
+    this.#close(controller);
+  }
+
+  /** The first-token or idle limit passed while the client waited. */
+  #endTimedOut(controller: Controller): void {
+    const first = this.#lastContentAt === undefined;
+    this.#emit([{ type: "error", code: "upstream_timeout", message: first ? "The provider produced no content in time." : "The provider's stream stalled." }]);
+    this.#settle("timeout", "upstream_timeout");
+    this.#close(controller);
+  }
+
+  /** The provider's stream is over: complete, or ended by the error event it carried. */
+  #endDone(controller: Controller): void {
+    if (!this.#failed) {
+      this.#parser.feed(this.#textDecoder.decode());
+      this.#emit(this.#opts.decoder.finish());
+      // What plugins still hold is content of this attempt: it is counted before the attempt ends.
+      if (this.#chain) this.#handle(this.#chain.end());
+    }
+    if (this.#failed) this.#settle(outcomeOf(this.#failure), this.#failure);
+    else this.#settle("success");
+    this.#close(controller);
+  }
+
+  async #pump(controller: Controller): Promise<void> {
+    const request = this.request;
     // Loop until there is something to hand the client, so a partial event never stalls it.
     for (;;) {
-      if (request.ended) return endAborted(controller);
+      if (request.ended) return this.#endAborted(controller);
       try {
         request.checkpoint();
       } catch {
-        return endAborted(controller);
+        return this.#endAborted(controller);
       }
       let result: ReadableStreamReadResult<Uint8Array>;
       try {
-        const read = await readWithin();
-        if (request.ended) return endAborted(controller);
-        if (read === "timeout") {
-          const first = lastContentAt === undefined;
-          handle([{ type: "error", code: "upstream_timeout", message: first ? "The provider produced no content in time." : "The provider's stream stalled." }]);
-          settle("timeout", "upstream_timeout");
-          close(controller);
-          return;
-        }
+        const read = await this.#readWithin();
+        if (request.ended) return this.#endAborted(controller);
+        if (read === "timeout") return this.#endTimedOut(controller);
         result = read;
       } catch {
-        if (request.ended) return endAborted(controller);
-        const timedOut = clock.now() >= request.deadlineAt;
-        handle(
-          timedOut
-            ? [{ type: "error", code: "deadline_exceeded", message: "The request deadline passed before the stream completed." }]
-            : [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }],
-        );
-        settle(timedOut ? "timeout" : "stream_cut", timedOut ? "deadline_exceeded" : "upstream_stream_cut");
-        close(controller);
-        return;
+        if (request.ended) return this.#endAborted(controller);
+        return this.#endReadFailure(controller);
       }
-      if (result.done) {
-        if (!failed) {
-          parser.feed(textDecoder.decode());
-          handle(decoder.finish());
-        }
-        if (failed) settle(outcomeOf(failure), failure);
-        else settle("success");
-        close(controller);
-        return;
-      }
-      parser.feed(textDecoder.decode(result.value, STREAMING));
-      const bytes = take();
-      if (failed) {
+      if (result.done) return this.#endDone(controller);
+      this.#parser.feed(this.#textDecoder.decode(result.value, STREAMING));
+      const bytes = this.#take();
+      if (this.#failed) {
         // A protocol error (or the provider's own error event) ends the stream now; the
         // provider's remaining bytes are not read.
-        settle(outcomeOf(failure), failure);
+        this.#settle(outcomeOf(this.#failure), this.#failure);
         if (bytes) controller.enqueue(bytes);
-        close(controller);
+        this.#close(controller);
         return;
       }
       if (bytes) {
@@ -288,30 +381,5 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
         return;
       }
     }
-  };
-
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        try {
-          await pump(controller);
-        } catch (err) {
-          // A bug in decoding, encoding or enqueueing: the attempt and the request still end,
-          // once, and the client gets an error rather than a clean ending.
-          attempt.finish("gateway_error", "internal_error");
-          request.finish({ kind: "failed", error: new GatewayError("internal_error", "The gateway failed while streaming the response.", { cause: err }) });
-          try {
-            controller.error(err);
-          } catch {
-            // Already closed or errored.
-          }
-        }
-      },
-      cancel() {
-        // The client went away (the runtime cancels the body).
-        request.abort("client_disconnected");
-      },
-    },
-    { highWaterMark: 0 },
-  );
+  }
 }

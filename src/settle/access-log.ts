@@ -1,5 +1,5 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
-import type { RequestContent, RequestRecord } from "../context/request-context.ts";
+import type { RequestContent, RequestRecord } from "../context/request-record.ts";
 
 /** Reads one finished request with its attempts (the shape `assembledSink` hands its readers). */
 export interface AccessLog {

@@ -1,5 +1,5 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
-import type { RequestRecord } from "../context/request-context.ts";
+import type { RequestRecord } from "../context/request-record.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
 import type { Workload } from "../attribution/workload.ts";
 
@@ -175,7 +175,9 @@ export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Rea
                 ? "succeeded"
                 : r.outcome === "success"
                   ? "failed"
-                  : r.errorCode === undefined
+                  : // Sent, and the request ended under it (a client that left, the deadline, a
+                    // drain) with no answer read: the server may or may not have run it.
+                    r.outcome === "cancelled" || r.errorCode === undefined
                     ? "unknown"
                     : "failed";
       const usage = settlement === "charged" ? "known" : settlement === "pending_reconciliation" ? "unknown" : "none";

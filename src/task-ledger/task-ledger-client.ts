@@ -1,5 +1,5 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
-import type { RequestRecord } from "../context/request-context.ts";
+import type { RequestRecord } from "../context/request-record.ts";
 import { newAuditEventId, type AuditEvent } from "../audit/audit-event.ts";
 import type { FinishedRequestReader } from "../telemetry/request-assembly.ts";
 import { auditEventsOf, callOf, type CallRecord, type LedgerCall, type ModelCompletions } from "./call-record.ts";

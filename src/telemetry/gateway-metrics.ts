@@ -1,5 +1,5 @@
 import type { AttemptOutcome, AttemptRecord, EvidenceClass } from "../context/attempt-record.ts";
-import type { RequestRecord } from "../context/request-context.ts";
+import type { RequestRecord } from "../context/request-record.ts";
 import { ERROR_CODES } from "../errors/gateway-error.ts";
 import { PROTOCOL_IDS } from "../protocol/codec.ts";
 import { firstDistinct, MetricRegistry, oneOf, OTHER, type LabelDomain } from "./metric-registry.ts";

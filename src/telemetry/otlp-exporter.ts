@@ -1,5 +1,5 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
-import type { RequestRecord } from "../context/request-context.ts";
+import type { RequestRecord } from "../context/request-record.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
 import type { MetricRegistry } from "./metric-registry.ts";

@@ -1,5 +1,6 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
-import type { RecordSink, RequestRecord } from "../context/request-context.ts";
+import type { RecordSink } from "../context/request-context.ts";
+import type { RequestRecord } from "../context/request-record.ts";
 
 /** Reads one finished request with its attempts (metrics, spans). */
 export interface FinishedRequestReader {

@@ -1,5 +1,5 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
-import type { RequestRecord } from "../context/request-context.ts";
+import type { RequestRecord } from "../context/request-record.ts";
 import { newSpanId } from "../context/trace-context.ts";
 import { GATEWAY_PROVIDER, OPERATION_CHAT, providerName } from "./semconv.ts";
 

@@ -16,6 +16,7 @@ import { builtinCodecs } from "../protocol/registry.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
 import { chargeTargetsOf } from "../publication/principal.ts";
 import { accessLog } from "../settle/access-log.ts";
+import { settleStep } from "../settle/settle-step.ts";
 import { GatewayMetrics } from "../telemetry/gateway-metrics.ts";
 import { OtlpExporter } from "../telemetry/otlp-exporter.ts";
 import { assembledSink } from "../telemetry/request-assembly.ts";
@@ -28,18 +29,19 @@ import { HealthCache } from "../traffic/health-cache.ts";
 import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
-import { McpUpstream, type UpstreamRequestOptions } from "../mcp/upstream-client.ts";
-import type { SubscriptionFilter } from "../mcp/subscriptions.ts";
+import { McpUpstream } from "../mcp/upstream-client.ts";
+import type { McpServerHandle } from "../mcp/server-handle.ts";
+import type { McpDeps } from "../kinds/mcp/mcp-deps.ts";
 import { ClientRelays, InFlightRequests } from "../mcp/client-relays.ts";
 import { ToolPrices } from "../publication/tool-prices.ts";
 import { RestServer } from "../mcp/rest-server.ts";
 import { mcpProbeTarget } from "../mcp/health-probe.ts";
 import { SessionSealer } from "../mcp/sealed-session.ts";
 import { OAuthVerifier } from "../auth/oauth-verifier.ts";
-import { isolateConfig } from "./isolate-config.ts";
+import { isolateConfig, type IsolateConfig } from "./isolate-config.ts";
 import { RequestStateSealer } from "../approvals/request-state.ts";
 import { TaskHandleSealer } from "../approvals/task-handle.ts";
-import type { ApprovalDeps, ApprovalDeskRpc } from "../approvals/approval-gate.ts";
+import type { ApprovalDeps, ApprovalDeskRpc } from "../approvals/approval-desk-rpc.ts";
 import type { GatewayConfig } from "../config/gateway-schema.ts";
 
 /** Everything the adapters need, built once per isolate from config and bindings. */
@@ -148,165 +150,18 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   const publication = config.compiled;
   const gw = config.gateway;
   const clock = systemClock;
-  const controller = snapshotControllerClient(env);
-  const load = new LoadTracker(clock, { freshnessMs: gw.traffic.loadFreshnessMs, halfLifeMs: gw.traffic.latencyHalfLifeMs });
   const secrets = env as unknown as Record<string, unknown>;
-  const stripes = new Map(publication.budgets.tenants().map((t) => [t.root, t.stripes]));
-  const ledgerObject = (name: string) => env.BUDGET_LEDGER.getByName(name);
-  const stripesOf = (root: string) => stripes.get(root) ?? 1;
-  const ledger = new LeasingLedgerClient(budgetLedgerClient(ledgerObject, { stripes: stripesOf }), ledgerObject, {
-    clock,
-    scheduler: systemScheduler,
-    newId: () => crypto.randomUUID(),
-    stripes: stripesOf,
-    log: logError,
-  });
-  const callBudgets = attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key));
-  const tasks = taskBindingClient((taskId) => env.TASK_BINDING.getByName(taskId));
-  const breakers = (() => {
-    const b = gw.breaker;
-    if (!b.enabled) return undefined;
-    const client = breakerClient((id) => env.CIRCUIT_BREAKER.getByName(id), {
-      windowMs: b.windowMs,
-      minSamples: b.minSamples,
-      failureRatio: b.failureRatio,
-      openMs: b.openMs,
-      halfOpenProbes: b.halfOpenProbes,
-      halfOpenSuccesses: b.halfOpenSuccesses,
-    });
-    return new BreakerCache(client, clock, {
-      ttlMs: b.cacheTtlMs,
-      onError: (err, backendId, operation) => logError({ kind: "breaker_error", backendId, operation, error: String(err) }),
-    });
-  })();
-  const health = gw.health.enabled
-    ? new HealthCache(healthClient((id) => env.HEALTH_MONITOR.getByName(id)), clock, {
-        ttlMs: gw.health.cacheTtlMs,
-        onError: (err) => logError({ kind: "health_error", error: String(err) }),
-      })
-    : undefined;
+  const controller = snapshotControllerClient(env);
+  const { ledger, callBudgets, tasks } = ledgerClients(env, publication, clock);
+  const { breakers, health } = backendViews(env, gw, clock);
   const drain = new DrainController(clock);
   const admission = new AdmissionController(clock, systemScheduler, {
     limits: { global: gw.admission.maxConcurrent, perTenant: gw.admission.perTenant, perModel: gw.admission.perModel, perBackend: gw.admission.perBackend },
     maxQueue: gw.admission.maxQueue,
     maxQueuePerTenant: gw.admission.maxQueuePerTenant,
   });
-  let metrics: GatewayMetrics | undefined;
-  // Backend ids are digests; metrics name backends as the snapshot the isolate serves does.
-  const byBackendName = <T>(states: readonly [string, T][]): [string, T][] => {
-    const names = snapshots.peek()?.backends;
-    return names ? states.flatMap(([id, v]) => { const b = names.get(id); return b ? [[b.name, v] as [string, T]] : []; }) : [];
-  };
-  const snapshots = new SnapshotCache(() => controller.getActive(), clock, gw.traffic.snapshotCacheTtlMs, (err) => {
-    metrics?.snapshotRefreshFailed();
-    logError({ kind: "snapshot_refresh_failed", error: String(err) });
-  });
-  const ledgerStats = () => {
-    const l = ledger.stats();
-    return { leases: l.leases, attemptsOpen: l.inFlight, settlementsQueued: l.queued };
-  };
-  metrics = new GatewayMetrics(
-    {
-      // MCP requests are named by their endpoint (`mcp`, `mcp/<server>`) and their method as the route.
-      entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`)],
-      models: [...publication.models.keys()],
-      routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call"],
-      tenants: publication.source.tenants.map((t) => t.id),
-      tenantLabel: gw.observability.metrics.tenantLabel,
-      maxSnapshotNames: gw.observability.metrics.maxSnapshotNames,
-    },
-    {
-      inFlight: () => drain.inFlight,
-      draining: () => drain.draining,
-      admission: () => {
-        const a = admission.stats();
-        const t = admission.totals();
-        return { inFlight: a.inFlight.global, queued: a.queued.total, admitted: t.admitted, waited: t.queued, refused: t.refused };
-      },
-      snapshotRevision: () => snapshots.peek()?.revision,
-      ledger: ledgerStats,
-      breakers: () => byBackendName(breakers?.cachedStates() ?? []),
-      health: () => byBackendName(health?.cachedStatuses() ?? []),
-    },
-  );
-  const otlp = gw.observability.otlp;
-  const exporter = otlp
-    ? new OtlpExporter(
-        { ...otlp, headers: otlpHeaders(otlp.headersSecret === undefined ? undefined : secrets[otlp.headersSecret]) },
-        {
-          resource: { serviceName: "sluice", serviceVersion: SLUICE_VERSION },
-          clock,
-          scheduler: systemScheduler,
-          fetch: (input, init) => fetch(input, init),
-          registry: metrics.registry,
-          onDrop: (signal, n) => metrics!.dropped(signal, n),
-          onError: logError,
-        },
-      )
-    : undefined;
-  const invoker = new GatewayExecutor({
-    codecs: builtinCodecs,
-    credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
-    load,
-    clock,
-    rng: systemRng,
-    fetch: (input, init) => fetch(input, init),
-    firstByteTimeoutMs: gw.traffic.firstByteTimeoutMs,
-    // Snapshots stored before the guard existed are checked again at each attempt.
-    egress: gw.security.egress,
-    preconnect: tcpPreconnect,
-  });
-  const mcpOAuth = gw.mcp.oauth
-    ? new OAuthVerifier(gw.mcp.oauth, {
-        tenants: chargeTargetsOf(publication.source),
-        egress: gw.security.egress,
-        fetch: (input, init) => fetch(input, init),
-        clock,
-        onError: logError,
-      })
-    : undefined;
-  const mcp = {
-    oauth: mcpOAuth,
-    servers: new Map(
-      gw.mcp.servers.map((srv) => {
-        if (srv.rest !== undefined) {
-          // Served by the gateway itself from the API at `url`; its credential is read per call.
-          const rest = new RestServer({ baseUrl: srv.url, credential: srv.credential, rest: srv.rest, secret: (n) => (typeof secrets[n] === "string" ? (secrets[n] as string) : undefined), egress: gw.security.egress, fetch: (input, init) => fetch(input, init) });
-          return [srv.name, { name: srv.name, listFailure: srv.listFailure, request: (method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal }) => rest.request(method, params, opts) }] as const;
-        }
-        const secret = srv.credential ? secrets[srv.credential.secret] : undefined;
-        const headers: Record<string, string> =
-          srv.credential && typeof secret === "string" && secret !== "" ? (srv.credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret }) : {};
-        const upstream = new McpUpstream({
-          url: srv.url,
-          era: srv.era,
-          headers,
-          fetch: (input, init) => fetch(input, init),
-          clientInfo: { name: "sluice", version: SLUICE_VERSION },
-          ...(srv.connectCheck ? { preconnect: tcpPreconnect } : {}),
-        });
-        return [srv.name, { name: srv.name, listFailure: srv.listFailure, era: srv.era, healthProbe: mcpProbeTarget(srv), request: (method: string, params: Readonly<Record<string, unknown>>, opts: UpstreamRequestOptions) => upstream.request(method, params, opts), listen: (filter: SubscriptionFilter, opts: UpstreamRequestOptions & { readonly signal: AbortSignal }) => upstream.listen(filter, opts) }] as const;
-      }),
-    ),
-    policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
-    prices: new ToolPrices(config.publication.mcp?.prices ?? []),
-    serverInfo: { name: "sluice", version: SLUICE_VERSION },
-    relays: new ClientRelays(),
-    inFlight: new InFlightRequests(),
-    sessions: await (async () => {
-      const conf = gw.mcp.sessions;
-      if (!conf) return undefined;
-      const values = conf.secrets.map((n) => secrets[n]).filter((v): v is string => typeof v === "string" && v !== "");
-      try {
-        return { sealer: await SessionSealer.fromSecrets(values), ttlMs: conf.ttlMs };
-      } catch (err) {
-        // Stateful-era clients are then refused as unsupported; everything else keeps serving.
-        logError({ kind: "mcp_sessions_disabled", error: String(err) });
-        return undefined;
-      }
-    })(),
-    approvals: await approvalDeps(gw.governance.approvals, secrets, (tenant) => env.APPROVAL_DESK.getByName(tenant)),
-  };
+  const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission });
+  const { mcp, mcpOAuth } = await mcpOf(env, config, secrets, clock);
   const taskLedger = taskLedgerSink({
     ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
     retentionMs: gw.governance.retentionDays * 86_400_000,
@@ -325,17 +180,13 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     drain,
     admission,
     snapshot: () => snapshots.current(),
-    invoker,
+    invoker: invokerOf(gw, secrets, clock),
     mcp,
-    reserve: { ledger, callBudgets, tasks, log: logError, onSettlement: (o) => metrics.settlement(o) },
+    reserve: { ledger, callBudgets, tasks, log: logError },
+    settle: settleStep({ ledger, log: logError, onSettlement: (o) => metrics.settlement(o) }),
     breakers,
     health,
-    sink: assembledSink([
-      accessLog(gw.observability.accessLog),
-      metrics,
-      ...(exporter ? [exporter] : []),
-      taskLedger,
-    ]),
+    sink: assembledSink([accessLog(gw.observability.accessLog), metrics, ...(exporter ? [exporter] : []), taskLedger]),
     tracing: {
       // The trusted-header policy decides: a client's trace is continued only when `traceparent` is trusted.
       trustClient: gw.security.trustedHeaders.includes("traceparent"),
@@ -361,21 +212,206 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     telemetry: { metrics, exporter },
     taskLedger,
     mcpOAuth,
-    verifierToken: (() => {
-      const name = gw.governance.verifierTokenSecret;
-      const t = name === undefined ? undefined : secrets[name];
-      return typeof t === "string" && t !== "" ? t : undefined;
-    })(),
-    adminToken: (() => {
-      const t = secrets[gw.security.adminTokenSecret];
-      return typeof t === "string" && t !== "" ? t : undefined;
-    })(),
-    approverToken: (() => {
-      const name = gw.governance.approverTokenSecret;
-      const t = name === undefined ? undefined : secrets[name];
-      return typeof t === "string" && t !== "" ? t : undefined;
-    })(),
+    verifierToken: secretOf(secrets, gw.governance.verifierTokenSecret),
+    adminToken: secretOf(secrets, gw.security.adminTokenSecret),
+    approverToken: secretOf(secrets, gw.governance.approverTokenSecret),
   };
+}
+
+/** A secret's value by its configured name; undefined when unnamed, unset or empty. */
+function secretOf(secrets: Record<string, unknown>, name: string | undefined): string | undefined {
+  const t = name === undefined ? undefined : secrets[name];
+  return typeof t === "string" && t !== "" ? t : undefined;
+}
+
+/** The ledgers' clients: the tenants' budget ledgers (through this isolate's leases and batches), call budgets, task bindings. */
+function ledgerClients(env: Env, publication: CompiledPublication, clock: Clock) {
+  const stripes = new Map(publication.budgets.tenants().map((t) => [t.root, t.stripes]));
+  const ledgerObject = (name: string) => env.BUDGET_LEDGER.getByName(name);
+  const stripesOf = (root: string) => stripes.get(root) ?? 1;
+  const ledger = new LeasingLedgerClient(budgetLedgerClient(ledgerObject, { stripes: stripesOf }), ledgerObject, {
+    clock,
+    scheduler: systemScheduler,
+    newId: () => crypto.randomUUID(),
+    stripes: stripesOf,
+    log: logError,
+  });
+  return {
+    ledger,
+    callBudgets: attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key)),
+    tasks: taskBindingClient((taskId) => env.TASK_BINDING.getByName(taskId)),
+  };
+}
+
+/** The isolate's cached views of the backends' circuit breakers and health monitors (each undefined when disabled). */
+function backendViews(env: Env, gw: GatewayConfig, clock: Clock): { readonly breakers: BreakerCache | undefined; readonly health: HealthCache | undefined } {
+  const b = gw.breaker;
+  const breakers = b.enabled
+    ? new BreakerCache(
+        breakerClient((id) => env.CIRCUIT_BREAKER.getByName(id), {
+          windowMs: b.windowMs,
+          minSamples: b.minSamples,
+          failureRatio: b.failureRatio,
+          openMs: b.openMs,
+          halfOpenProbes: b.halfOpenProbes,
+          halfOpenSuccesses: b.halfOpenSuccesses,
+        }),
+        clock,
+        { ttlMs: b.cacheTtlMs, onError: (err, backendId, operation) => logError({ kind: "breaker_error", backendId, operation, error: String(err) }) },
+      )
+    : undefined;
+  const health = gw.health.enabled
+    ? new HealthCache(healthClient((id) => env.HEALTH_MONITOR.getByName(id)), clock, {
+        ttlMs: gw.health.cacheTtlMs,
+        onError: (err) => logError({ kind: "health_error", error: String(err) }),
+      })
+    : undefined;
+  return { breakers, health };
+}
+
+/** The isolate state metrics read at scrape time. */
+interface MetricSources {
+  readonly controller: SnapshotControllerClient;
+  readonly ledger: LeasingLedgerClient;
+  readonly breakers: BreakerCache | undefined;
+  readonly health: HealthCache | undefined;
+  readonly drain: DrainController;
+  readonly admission: AdmissionController;
+}
+
+/** The snapshot cache, the metrics over the isolate's state (labels from configuration only), and the OTLP exporter when configured. */
+function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, clock: Clock, src: MetricSources) {
+  const gw = config.gateway;
+  const publication = config.compiled;
+  let metrics: GatewayMetrics | undefined;
+  // Backend ids are digests; metrics name backends as the snapshot the isolate serves does.
+  const byBackendName = <T>(states: readonly [string, T][]): [string, T][] => {
+    const names = snapshots.peek()?.backends;
+    return names ? states.flatMap(([id, v]) => { const b = names.get(id); return b ? [[b.name, v] as [string, T]] : []; }) : [];
+  };
+  const snapshots = new SnapshotCache(() => src.controller.getActive(), clock, gw.traffic.snapshotCacheTtlMs, (err) => {
+    metrics?.snapshotRefreshFailed();
+    logError({ kind: "snapshot_refresh_failed", error: String(err) });
+  });
+  metrics = new GatewayMetrics(
+    {
+      // MCP requests are named by their endpoint (`mcp`, `mcp/<server>`) and their method as the route.
+      entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`)],
+      models: [...publication.models.keys()],
+      routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call"],
+      tenants: publication.source.tenants.map((t) => t.id),
+      tenantLabel: gw.observability.metrics.tenantLabel,
+      maxSnapshotNames: gw.observability.metrics.maxSnapshotNames,
+    },
+    {
+      inFlight: () => src.drain.inFlight,
+      draining: () => src.drain.draining,
+      admission: () => {
+        const a = src.admission.stats();
+        const t = src.admission.totals();
+        return { inFlight: a.inFlight.global, queued: a.queued.total, admitted: t.admitted, waited: t.queued, refused: t.refused };
+      },
+      snapshotRevision: () => snapshots.peek()?.revision,
+      ledger: () => {
+        const l = src.ledger.stats();
+        return { leases: l.leases, attemptsOpen: l.inFlight, settlementsQueued: l.queued };
+      },
+      breakers: () => byBackendName(src.breakers?.cachedStates() ?? []),
+      health: () => byBackendName(src.health?.cachedStatuses() ?? []),
+    },
+  );
+  const done = metrics;
+  const otlp = gw.observability.otlp;
+  const exporter = otlp
+    ? new OtlpExporter(
+        { ...otlp, headers: otlpHeaders(otlp.headersSecret === undefined ? undefined : secrets[otlp.headersSecret]) },
+        {
+          resource: { serviceName: "sluice", serviceVersion: SLUICE_VERSION },
+          clock,
+          scheduler: systemScheduler,
+          fetch: (input, init) => fetch(input, init),
+          registry: done.registry,
+          onDrop: (signal, n) => done.dropped(signal, n),
+          onError: logError,
+        },
+      )
+    : undefined;
+  return { snapshots, metrics: done, exporter };
+}
+
+/** The invoke phase's executor: backends reached through the egress guard, credentials read per attempt. */
+function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock): GatewayExecutor {
+  return new GatewayExecutor({
+    codecs: builtinCodecs,
+    credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
+    load: new LoadTracker(clock, { freshnessMs: gw.traffic.loadFreshnessMs, halfLifeMs: gw.traffic.latencyHalfLifeMs }),
+    clock,
+    rng: systemRng,
+    fetch: (input, init) => fetch(input, init),
+    firstByteTimeoutMs: gw.traffic.firstByteTimeoutMs,
+    // Snapshots stored before the guard existed are checked again at each attempt.
+    egress: gw.security.egress,
+    preconnect: tcpPreconnect,
+  });
+}
+
+/** The MCP servers (the gateway's client of each, or its own REST server), the policy, prices, sessions, approvals, and the OAuth verifier. */
+async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, unknown>, clock: Clock): Promise<{ readonly mcp: McpDeps; readonly mcpOAuth: OAuthVerifier | undefined }> {
+  const gw = config.gateway;
+  const mcpOAuth = gw.mcp.oauth
+    ? new OAuthVerifier(gw.mcp.oauth, {
+        tenants: chargeTargetsOf(config.compiled.source),
+        egress: gw.security.egress,
+        fetch: (input, init) => fetch(input, init),
+        clock,
+        onError: logError,
+      })
+    : undefined;
+  const mcp: McpDeps = {
+    oauth: mcpOAuth,
+    servers: new Map(gw.mcp.servers.map((srv) => [srv.name, mcpServerHandle(srv, secrets, gw.security.egress)] as const)),
+    policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
+    prices: new ToolPrices(config.publication.mcp?.prices ?? []),
+    serverInfo: { name: "sluice", version: SLUICE_VERSION },
+    relays: new ClientRelays(),
+    inFlight: new InFlightRequests(),
+    sessions: await mcpSessions(gw.mcp.sessions, secrets),
+    approvals: await approvalDeps(gw.governance.approvals, secrets, (tenant) => env.APPROVAL_DESK.getByName(tenant)),
+  };
+  return { mcp, mcpOAuth };
+}
+
+/** One configured MCP server: served by the gateway itself from a REST API, or reached through the gateway's MCP client. */
+function mcpServerHandle(srv: GatewayConfig["mcp"]["servers"][number], secrets: Record<string, unknown>, egress: GatewayConfig["security"]["egress"]): McpServerHandle {
+  if (srv.rest !== undefined) {
+    // Served by the gateway itself from the API at `url`; its credential is read per call.
+    const rest = new RestServer({ baseUrl: srv.url, credential: srv.credential, rest: srv.rest, secret: (n) => (typeof secrets[n] === "string" ? (secrets[n] as string) : undefined), egress, fetch: (input, init) => fetch(input, init) });
+    return { name: srv.name, listFailure: srv.listFailure, request: (method, params, opts) => rest.request(method, params, opts) };
+  }
+  const secret = srv.credential ? secrets[srv.credential.secret] : undefined;
+  const headers: Record<string, string> = srv.credential && typeof secret === "string" && secret !== "" ? (srv.credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret }) : {};
+  const upstream = new McpUpstream({
+    url: srv.url,
+    era: srv.era,
+    headers,
+    fetch: (input, init) => fetch(input, init),
+    clientInfo: { name: "sluice", version: SLUICE_VERSION },
+    ...(srv.connectCheck ? { preconnect: tcpPreconnect } : {}),
+  });
+  return { name: srv.name, listFailure: srv.listFailure, era: srv.era, healthProbe: mcpProbeTarget(srv), request: (method, params, opts) => upstream.request(method, params, opts), listen: (filter, opts) => upstream.listen(filter, opts) };
+}
+
+/** Sealed stateful-era sessions, when secrets are named and set; undefined (logged) otherwise. */
+async function mcpSessions(conf: GatewayConfig["mcp"]["sessions"], secrets: Record<string, unknown>): Promise<McpDeps["sessions"]> {
+  if (!conf) return undefined;
+  const values = conf.secrets.map((n) => secrets[n]).filter((v): v is string => typeof v === "string" && v !== "");
+  try {
+    return { sealer: await SessionSealer.fromSecrets(values), ttlMs: conf.ttlMs };
+  } catch (err) {
+    // Stateful-era clients are then refused as unsupported; everything else keeps serving.
+    logError({ kind: "mcp_sessions_disabled", error: String(err) });
+    return undefined;
+  }
 }
 
 /**

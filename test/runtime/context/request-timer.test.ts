@@ -1,9 +1,11 @@
+import { noSettle } from "../support/executor-harness.ts";
 /**
  * The request's one timer serves its deadline and its attempts' alarms (the wait for provider
  * headers): every limit still fires at its own time, and a request never holds more than one timer.
  */
 import { describe, expect, it } from "vitest";
-import { RequestContext, type RequestRecord } from "../../../src/context/request-context.ts";
+import { RequestContext } from "../../../src/context/request-context.ts";
+import type { RequestRecord } from "../../../src/context/request-record.ts";
 import { ManualScheduler } from "../admit/admission-support.ts";
 import { FakeClock } from "../traffic/helpers.ts";
 
@@ -18,6 +20,7 @@ function context() {
     scheduler: timers,
     sink: { attemptFinished() {}, requestFinished: (r) => ended.push({ ...r }) },
     waitUntil: () => {},
+    settle: noSettle,
     onUndoError: (err) => {
       throw err;
     },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Action, DispatchAction, Ingress } from "../../../src/engine/session-api.ts";
+import type { Action, DispatchAction } from "../../../src/engine/session-api.ts";
+import type { Ingress } from "../../../src/kinds/model-api.ts";
 import { validatePlan } from "../../../src/decide/dispatch-plan.ts";
 import { bundled, textsWith } from "../support/fixtures.ts";
 import { chat, DEMO_KEY, engineHarness, LIMITED_KEY } from "../support/engine-harness.ts";

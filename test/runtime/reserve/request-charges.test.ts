@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RequestBilling } from "../../../src/reserve/request-charges.ts";
+import { settleStep } from "../../../src/settle/settle-step.ts";
 import type { PrincipalBudget } from "../../../src/publication/budgets.ts";
 import { priceOf, type Price } from "../../../src/publication/prices.ts";
 import { inputTokenBound } from "../../../src/reserve/token-bounds.ts";
@@ -46,7 +47,10 @@ function billing(limits: { project?: ScopeLimits; key?: ScopeLimits } = {}, opts
       log: (e) => logs.push({ ...e }),
     });
   const core = ledgers.core("tenant:t");
-  return { make, core, logs, settled: () => Promise.all(background), calls: ledgers.calls };
+  // The runner's settle step over the same ledger and logs: the request context pays the debts with it.
+  const settle = settleStep({ ledger, log: (e) => logs.push({ ...e }) });
+  const waitUntil = (p: Promise<unknown>) => void background.push(p);
+  return { make, core, logs, settle, waitUntil, settled: () => Promise.all(background), calls: ledgers.calls };
 }
 
 async function run(
@@ -62,7 +66,7 @@ async function run(
   const charges = b.make(inputTokenBound(a.request));
   const signal = new AbortController();
   const result = await h.executor
-    .execute({ ...a.plan, retry: { maxAttempts } }, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }]), clientSignal: signal.signal, charges })
+    .execute({ ...a.plan, retry: { maxAttempts } }, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }]), clientSignal: signal.signal, charges, settle: b.settle, waitUntil: b.waitUntil })
     ;
   return { result, h, a, charges, bound: inputTokenBound(a.request) };
 }

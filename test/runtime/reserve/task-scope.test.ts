@@ -1,3 +1,4 @@
+import { noSettle } from "../support/executor-harness.ts";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config/load-config.ts";
 import { ConfigValidationError } from "../../../src/config/parse-file.ts";
@@ -31,6 +32,7 @@ function context(attribution?: { taskId?: string; parentTaskId?: string }) {
     scheduler: { schedule: () => () => {} },
     sink: { attemptFinished: () => {}, requestFinished: () => {} },
     waitUntil: () => {},
+    settle: noSettle,
     onUndoError: (err) => {
       throw err;
     },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { toolPricesSchema } from "../../../src/config/tool-price-schema.ts";
-import { RequestContext, type RequestRecord } from "../../../src/context/request-context.ts";
+import { RequestContext } from "../../../src/context/request-context.ts";
+import type { RequestRecord } from "../../../src/context/request-record.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { budgetLedgerClient } from "../../../src/ledger/ledger-client.ts";
 import type { ScopeLimits } from "../../../src/ledger/ledger.ts";
@@ -9,6 +10,7 @@ import type { CompiledPublication } from "../../../src/publication/compile-publi
 import type { Principal } from "../../../src/publication/principal.ts";
 import { ToolPrices } from "../../../src/publication/tool-prices.ts";
 import { reserveToolCall, toolRateScope } from "../../../src/reserve/tool-charge.ts";
+import { settleStep } from "../../../src/settle/settle-step.ts";
 import { memoryLedgers } from "../ledger/ledger-fakes.ts";
 
 const HOUR = 3_600_000;
@@ -45,6 +47,7 @@ function setup(limits: { key?: ScopeLimits; budgeted?: boolean } = {}) {
       scheduler: { schedule: () => () => {} },
       sink: { attemptFinished: () => {}, requestFinished: (r) => records.push(structuredClone(r)) },
       waitUntil: (p) => background.push(p),
+      settle: settleStep({ ledger, log: (e) => logs.push({ ...e }) }),
       onUndoError: (err) => {
         throw err;
       },

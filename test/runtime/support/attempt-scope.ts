@@ -1,5 +1,7 @@
+import { noSettle } from "./executor-harness.ts";
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
-import { RequestContext, type AttemptScope, type RequestRecord } from "../../../src/context/request-context.ts";
+import { RequestContext, type AttemptScope } from "../../../src/context/request-context.ts";
+import type { RequestRecord } from "../../../src/context/request-record.ts";
 import type { Clock } from "../../../src/deps/clock.ts";
 import type { Scheduler } from "../../../src/deps/scheduler.ts";
 import { headerLatency } from "../../../src/invoker/upstream-attempt.ts";
@@ -19,6 +21,7 @@ export function startedAttempt(clock: Clock, record: AttemptRecord, opts: { dead
     scheduler: opts.scheduler ?? { schedule: () => () => {} },
     sink: { attemptFinished: (a) => finished.push(structuredClone(a) as AttemptRecord), requestFinished: (r) => requests.push({ ...r }) },
     waitUntil: () => {},
+    settle: noSettle,
     onUndoError: (err) => {
       throw err;
     },

@@ -4,11 +4,15 @@ import { attemptBudgetClient, type AttemptBudgetRpc } from "../../../src/call-bu
 import { AttemptBudgetLedger, MemoryAttemptBudgetStore } from "../../../src/call-budget/attempt-budget.ts";
 import { loadConfig, type ConfigTexts } from "../../../src/config/load-config.ts";
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
-import type { RequestRecord, ResourceKind } from "../../../src/context/request-context.ts";
+import type { RequestRecord } from "../../../src/context/request-record.ts";
+import type { UndoErrorHandler } from "../../../src/context/holdings.ts";
 import type { Scheduler } from "../../../src/deps/scheduler.ts";
 import { createEngine } from "../../../src/engine/engine.ts";
+import type { Extensions } from "../../../src/engine/runner.ts";
+import type { McpDeps } from "../../../src/kinds/mcp/mcp-deps.ts";
+import { settleStep } from "../../../src/settle/settle-step.ts";
 import type { EngineDeps } from "../../../src/engine/engine-deps.ts";
-import type { Ingress } from "../../../src/engine/session-api.ts";
+import type { Ingress } from "../../../src/kinds/model-api.ts";
 import { GatewayExecutor, type ExecutorDeps } from "../../../src/invoker/executor.ts";
 import { budgetLedgerClient } from "../../../src/ledger/ledger-client.ts";
 import type { CodecRegistry } from "../../../src/protocol/codec.ts";
@@ -62,6 +66,10 @@ export interface EngineHarnessOptions {
   readonly codecs?: CodecRegistry;
   /** The drain's budget wait (default: never ends on its own). */
   readonly drainWait?: (ms: number) => Promise<void>;
+  /** Signals and plugins at the runner's extension points (default: none). */
+  readonly extensions?: Extensions;
+  /** The MCP servers and policy (default: none, so `beginMcp` answers nothing). */
+  readonly mcp?: McpDeps;
 }
 
 /**
@@ -79,7 +87,7 @@ export function engineHarness(opts: EngineHarnessOptions = {}) {
   const requests: RequestRecord[] = [];
   const background: Promise<unknown>[] = [];
   const logs: Record<string, unknown>[] = [];
-  const undoErrors: { err: unknown; what: ResourceKind | "record" }[] = [];
+  const undoErrors: { err: unknown; what: Parameters<UndoErrorHandler>[1] }[] = [];
   const ledgerClock = { get now() { return clock.now(); } };
   const ledgers = memoryLedgers(ledgerClock);
   const stripes = new Map(publication.budgets.tenants().map((t) => [t.root, t.stripes]));
@@ -144,6 +152,9 @@ export function engineHarness(opts: EngineHarnessOptions = {}) {
     snapshot: opts.snapshot ?? (() => Promise.reject(new Error("no snapshot in this harness"))),
     invoker,
     reserve: { ledger, callBudgets, log: (e) => logs.push({ ...e }) },
+    settle: settleStep({ ledger, log: (e) => logs.push({ ...e }) }),
+    extensions: opts.extensions,
+    mcp: opts.mcp,
     breakers: opts.breakers,
     health: undefined,
     sink: { attemptFinished: (a) => attempts.push(structuredClone(a) as AttemptRecord), requestFinished: (r) => requests.push({ ...r }) },
@@ -167,7 +178,7 @@ export function engineHarness(opts: EngineHarnessOptions = {}) {
   const settled = async () => {
     for (let i = 0; i < 5; i++) await Promise.all(background.splice(0));
   };
-  return { engine, deps, config, publication, clock, timers, admission, drain, ledgers, endings, seen, attempts, requests, logs, undoErrors, ingress, settled };
+  return { engine, deps, config, publication, clock, timers, admission, drain, ledgers, endings, seen, attempts, requests, logs, undoErrors, ingress, settled, background };
 }
 
 /** An OpenAI chat body for the bundled `sluice-chat` entrypoint. */

@@ -1,6 +1,8 @@
 import { loadConfig } from "../../../src/config/load-config.ts";
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
-import { RequestContext, type RecordSink, type RequestRecord } from "../../../src/context/request-context.ts";
+import type { SettleStep } from "../../../src/context/debt.ts";
+import { RequestContext, type RecordSink } from "../../../src/context/request-context.ts";
+import type { RequestRecord } from "../../../src/context/request-record.ts";
 import { planRequest } from "../../../src/decide/decide.ts";
 import type { DispatchPlan } from "../../../src/decide/dispatch-plan.ts";
 import type { Scheduler } from "../../../src/deps/scheduler.ts";
@@ -25,24 +27,35 @@ export const clock = new FakeClock();
 /** Timers that never fire: deadlines are seen at checkpoints against the fake clock. */
 export const idleScheduler: Scheduler = { schedule: () => () => {} };
 
+/** The settle step of a context whose test reserves nothing: a debt reaching it is the test's mistake, and says so. */
+export const noSettle: SettleStep = () => {
+  throw new Error("this test's request context has no settle step: pass one where the test reserves");
+};
+
 /** A request context over the fake clock whose sink collects what finished. */
-export function requestContext(sink: Partial<RecordSink> = {}, requestId = "req_1"): RequestContext {
+export function requestContext(sink: Partial<RecordSink> = {}, requestId = "req_1", opts: { readonly settle?: SettleStep; readonly waitUntil?: (p: Promise<unknown>) => void } = {}): RequestContext {
   return new RequestContext({
     requestId,
     receivedAt: clock.now(),
     clock,
     scheduler: idleScheduler,
     sink: { attemptFinished: sink.attemptFinished ?? (() => {}), requestFinished: sink.requestFinished ?? (() => {}) },
-    waitUntil: () => {},
+    waitUntil: opts.waitUntil ?? (() => {}),
+    settle: opts.settle ?? noSettle,
     onUndoError: (err) => {
       throw err;
     },
   });
 }
 
-/** The executor's options as these tests pass them: the request's signal stands for the client. */
+/**
+ * The executor's options as these tests pass them: the request's signal stands for the client;
+ * `settle` and `waitUntil` are the request's (a test that reserves passes the settle step it checks).
+ */
 export interface RunOptions extends Omit<InvocationContext, "request"> {
   readonly clientSignal?: AbortSignal | undefined;
+  readonly settle?: SettleStep | undefined;
+  readonly waitUntil?: ((p: Promise<unknown>) => void) | undefined;
 }
 
 /** An execution with the request's attempts and context, for assertions. */
@@ -93,9 +106,9 @@ export function runner(inner: GatewayExecutor, attempts: AttemptRecord[], reques
   return {
     inner,
     async execute(p: DispatchPlan, request: NeutralRequest, opts: RunOptions): Promise<RunResult> {
-      const context = requestContext({ attemptFinished: (a) => attempts.push({ ...a }), requestFinished: (r) => requests.push({ ...r }) }, p.requestId);
+      const { clientSignal, settle, waitUntil, ...rest } = opts;
+      const context = requestContext({ attemptFinished: (a) => attempts.push({ ...a }), requestFinished: (r) => requests.push({ ...r }) }, p.requestId, { ...(settle ? { settle } : {}), ...(waitUntil ? { waitUntil } : {}) });
       context.setDeadline(p.deadlineAt);
-      const { clientSignal, ...rest } = opts;
       if (clientSignal?.aborted) context.abort("client_disconnected");
       else clientSignal?.addEventListener("abort", () => context.abort("client_disconnected"), { once: true });
       const execution = await inner.execute(p, request, { ...rest, request: context });

@@ -1,5 +1,5 @@
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
-import type { RequestRecord } from "../../../src/context/request-context.ts";
+import type { RequestRecord } from "../../../src/context/request-record.ts";
 
 /** A finished model request of task-1 (session s1, turn t1) by key k1 of tenant demo; `over` replaces fields. */
 export function modelRecord(over: Partial<RequestRecord> & { requestId: string }): RequestRecord {

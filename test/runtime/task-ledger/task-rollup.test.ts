@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
 import { attempt, modelRecord } from "./task-fixtures.ts";
-import type { RequestRecord } from "../../../src/context/request-context.ts";
+import type { RequestRecord } from "../../../src/context/request-record.ts";
 import type { AuditEvent } from "../../../src/audit/audit-event.ts";
 import { auditEventsOf, callOf, type LedgerCall } from "../../../src/task-ledger/call-record.ts";
 import { rollupTask } from "../../../src/task-ledger/task-rollup.ts";

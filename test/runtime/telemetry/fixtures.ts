@@ -1,5 +1,5 @@
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
-import type { RequestRecord } from "../../../src/context/request-context.ts";
+import type { RequestRecord } from "../../../src/context/request-record.ts";
 import { requestTrace, type TraceParent } from "../../../src/context/trace-context.ts";
 
 /** A finished request record as the terminal hands it over, with overrides. */

@@ -1,5 +1,6 @@
 /**
- * The approval step of an MCP tool call, between the policy's decision and the execution. A call
+ * The approval gate: the decide phase of an MCP tool call, between the policy's decision
+ * (authorize) and the execution (invoke). A call
  * whose allowing rule says `approval: required` is not executed: a pending approval is stored at
  * the tenant's approval desk and the client is told where a human decides (a URL), in its era's
  * terms — an `input_required` result with a URL elicitation and a sealed `requestState` (2026-07-28),
@@ -8,11 +9,18 @@
  * The client's retry is re-admitted from scratch (identity and policy were checked again by the
  * caller before this runs), the approval found by its sealed state or by the same call's facts,
  * and executed only once the desk has atomically claimed it: a concurrent or repeated retry finds
- * it `executed` and is refused. The claim happens after the budget reservation, so a budget spent
- * in the meantime refuses the call and leaves the approval standing.
+ * it `executed` and is refused. The claim happens in the invoke phase, after the budget
+ * reservation, so a budget spent in the meantime refuses the call and leaves the approval standing.
+ * The claim is one of the request's holdings: however the request ends, its terminal tells the desk
+ * how the execution ended — `unknown` when the server never answered (an abort, a deadline, a cut
+ * connection), which leaves it for reconciliation, never for a retry.
  */
 
-import { newAuditEventId, type AuditEvent, type AuditEventType } from "../audit/audit-event.ts";
+import { approvalId, sameFacts, type Approval, type ApprovalFacts, type ExecutionEnd } from "../approvals/approval-desk.ts";
+import type { ApprovalDeps } from "../approvals/approval-desk-rpc.ts";
+import { auditEvent } from "../approvals/approval-events.ts";
+import { factsDigest } from "../approvals/request-state.ts";
+import type { AuditEvent, AuditEventType } from "../audit/audit-event.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { canonicalDigest } from "../digest/canonical-digest.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
@@ -20,32 +28,6 @@ import type { McpEra } from "../mcp/bridging.ts";
 import type { PolicyDecision } from "../mcp/tool-policy.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 import type { Principal } from "../publication/principal.ts";
-import { approvalId, sameFacts, type Approval, type ApprovalFacts, type ApprovalState, type ApproverAction, type ClaimOutcome, type DecideOutcome, type ExecutionEnd, type RequestOutcome } from "./approval-desk.ts";
-import { factsDigest, type RequestStateSealer } from "./request-state.ts";
-import type { TaskHandleSealer } from "./task-handle.ts";
-
-/** One tenant's approval desk, as the ApprovalDesk Durable Object serves it (its own clock decides). */
-export interface ApprovalDeskRpc {
-  request(facts: ApprovalFacts, init: { readonly id: string; readonly statusUrl: string; readonly ttlMs: number }): Promise<RequestOutcome>;
-  claim(id: string, facts: ApprovalFacts, idempotencyKey: string, nonce?: string): Promise<ClaimOutcome>;
-  spend(id: string, nonce: string): Promise<boolean>;
-  finish(id: string, execution: ExecutionEnd): Promise<Approval | undefined>;
-  get(id: string): Promise<Approval | undefined>;
-  list(state?: ApprovalState): Promise<Approval[]>;
-  decide(id: string, action: ApproverAction, actor: string, reason: string): Promise<DecideOutcome>;
-  cancel(id: string, principal: ApprovalFacts["principal"], reason: string): Promise<DecideOutcome>;
-}
-
-/** What the gate needs (built once per isolate); absent: a call that needs approval is refused. */
-export interface ApprovalDeps {
-  readonly desk: (tenant: string) => ApprovalDeskRpc;
-  readonly sealer: RequestStateSealer;
-  /** Seals the handles of task-augmented calls (MCP 2025-11-25 tasks), under the same secret. */
-  readonly tasks: TaskHandleSealer;
-  readonly ttlMs: number;
-  /** The public URL of an approval's status page. */
-  readonly statusUrl: (id: string, requestOrigin: string | undefined) => string;
-}
 
 /** The call as the gate sees it. */
 export interface GatedCall {
@@ -85,7 +67,11 @@ export type GateResult =
   | { readonly kind: "task"; readonly approval: Approval }
   | {
       readonly kind: "execute";
-      /** Claims the approval (when there is one) and runs the call; records how the execution ended. */
+      /**
+       * Claims the approval (when there is one) and runs the call. The claim is registered on the
+       * request when it is taken; the server's answer tells the desk how the execution ended, and
+       * the request's end tells it `unknown` when no answer came.
+       */
       readonly execute: <T extends RunAnswer>(run: () => Promise<T>) => Promise<T>;
       /** The params forwarded upstream without what belonged to the gateway's own approval round. */
       readonly upstreamParams: (forwarded: Record<string, unknown>) => Record<string, unknown>;
@@ -192,20 +178,30 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
       // The call's tool.executed event (from the request's record) names the approval it ran under.
       if (ctx.record.mcp) ctx.record.mcp.approvalId = approvedId;
       // The desk keeps how it ended; an unknown end stays there for reconciliation, never retried.
-      const finished = (execution: ExecutionEnd) => desk.finish(approvedId, execution).catch(() => undefined);
-      return run().then(
-        async (answer) => {
-          // The server asked for input before doing the work: the claim goes back before the client
-          // is answered, so the round that brings the input finds the call still approved.
-          if (answer.ok && isRecord(answer.result) && answer.result.resultType === "input_required") await finished("input_required");
-          else ctx.waitUntil(finished(answer.ok ? "succeeded" : "failed"));
-          return answer;
-        },
-        (err: unknown) => {
-          ctx.waitUntil(finished("unknown"));
-          throw err;
-        },
-      );
+      let finished = false;
+      const finish = (execution: ExecutionEnd) => {
+        finished = true;
+        return desk.finish(approvedId, execution).then(
+          () => undefined,
+          () => undefined,
+        );
+      };
+      let end: ExecutionEnd | undefined;
+      // Taken: from now on the request owns the claim. Its terminal reports how the call ended, and
+      // `unknown` when no answer came — it runs even when an abort never lets this code run again.
+      const claim = ctx.own("approval_claim", () => {
+        if (!finished) ctx.waitUntil(finish(end ?? "unknown"));
+      });
+      const answer = await run();
+      if (answer.ok && isRecord(answer.result) && answer.result.resultType === "input_required") {
+        // The server asked for input before doing the work: the claim goes back before the client
+        // is answered, so the round that brings the input finds the call still approved.
+        await finish("input_required");
+      } else {
+        end = answer.ok ? "succeeded" : "failed";
+      }
+      claim.release();
+      return answer;
     },
   };
 }
@@ -240,23 +236,6 @@ function refusal(a: Approval, fromTask = false): GatewayError {
 
 function refusedReplay(): GatewayError {
   return new GatewayError("invalid_request", "This requestState was already used: call the tool again without it.", { param: "params.requestState" });
-}
-
-/** An audit event about one approval (metadata only: digests, never arguments). */
-export function auditEvent(type: AuditEventType, a: Approval, ctx: Pick<RequestContext, "requestId"> | undefined, at: number, extra: Partial<AuditEvent> = {}): AuditEvent {
-  return {
-    id: newAuditEventId(),
-    at,
-    type,
-    tenant: a.principal.tenant,
-    subject: a.principal.key,
-    taskId: a.taskId,
-    callId: ctx?.requestId,
-    target: { kind: "tool", server: a.server, name: a.tool },
-    policyRevision: a.policyRevision,
-    approvalId: a.id,
-    ...extra,
-  };
 }
 
 /** Whether declared client capabilities include URL-mode elicitation. */

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { ApprovalDeskCore, callKey, type Approval, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
-import { gateToolCall, type ApprovalDeps, type ApprovalDeskRpc, type GatedCall } from "../../../src/approvals/approval-gate.ts";
+import type { ApprovalDeps, ApprovalDeskRpc } from "../../../src/approvals/approval-desk-rpc.ts";
+import { gateToolCall, type GatedCall } from "../../../src/decide/approval-gate.ts";
 import { RequestStateSealer } from "../../../src/approvals/request-state.ts";
 import { TaskHandleSealer } from "../../../src/approvals/task-handle.ts";
 import { RequestContext } from "../../../src/context/request-context.ts";
+import { noSettle } from "../support/executor-harness.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { Principal } from "../../../src/publication/principal.ts";
 
@@ -30,7 +32,7 @@ async function setup() {
   const desk = memoryDesk();
   const deps: ApprovalDeps = { desk: () => desk, sealer: await RequestStateSealer.fromSecret("a-secret-of-enough-length"), tasks: await TaskHandleSealer.fromSecret("a-secret-of-enough-length"), ttlMs: 60_000, statusUrl: (id, origin) => `${origin}/approvals/${id}` };
   const context = (taskId?: string) => {
-    const ctx = new RequestContext({ requestId: `req_${Math.random()}`, receivedAt: 0, clock: { now: () => clock.now }, scheduler: { schedule: () => () => {} }, sink: { attemptFinished: () => {}, requestFinished: () => {} }, waitUntil: () => {}, onUndoError: (err) => { throw err; } });
+    const ctx = new RequestContext({ requestId: `req_${Math.random()}`, receivedAt: 0, clock: { now: () => clock.now }, scheduler: { schedule: () => () => {} }, sink: { attemptFinished: () => {}, requestFinished: () => {} }, waitUntil: () => {}, settle: noSettle, onUndoError: (err) => { throw err; } });
     if (taskId) ctx.record.attribution = { taskId, sessionId: undefined, turnId: undefined, parentTaskId: undefined };
     ctx.record.mcp = { method: "tools/call", jsonrpcId: 1, protocolVersion: "2025-11-25" };
     return ctx;
@@ -133,6 +135,9 @@ describe("gateToolCall", () => {
     const gate = await gateToolCall(deps, ctx, call());
     if (gate.kind !== "execute") throw new Error("expected execution");
     await expect(gate.execute(async () => Promise.reject(new Error("connection cut")))).rejects.toThrow("connection cut");
+    // The claim is the request's: its terminal (which the runner runs on the failure) tells the desk.
+    expect(await desk.get(id)).toMatchObject({ state: "executed", execution: "claimed" });
+    ctx.finish({ kind: "failed", error: new GatewayError("upstream_error", "The connection was cut.") });
     expect(await desk.get(id)).toMatchObject({ state: "executed", execution: "unknown" });
   });
 

@@ -1,5 +1,5 @@
-import { GatewayError } from "../errors/gateway-error.ts";
-import { isRecord } from "../protocol/fast-guard.ts";
+import { GatewayError } from "../../errors/gateway-error.ts";
+import { isRecord } from "../fast-guard.ts";
 
 /**
  * Per-request validation of MCP's stateless revision (2026-07-28, `basic/transports/

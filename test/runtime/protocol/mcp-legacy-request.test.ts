@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { refusalCode } from "./refusal.ts";
-import { checkLegacyParams, isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../../../src/mcp/legacy-request.ts";
+import { refusalCode } from "../mcp/refusal.ts";
+import { checkLegacyParams, isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../../../src/protocol/mcp/legacy-request.ts";
 
 const codeOf = refusalCode;
 

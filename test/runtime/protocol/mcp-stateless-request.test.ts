@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES, GatewayError } from "../../../src/errors/gateway-error.ts";
 import { jsonRpcCode, toJsonRpcErrorBody } from "../../../src/errors/json-rpc.ts";
-import { checkStatelessFraming, decodeHeaderValue, STATELESS_VERSION, validateStatelessRequest } from "../../../src/mcp/stateless-request.ts";
+import { checkStatelessFraming, decodeHeaderValue, STATELESS_VERSION, validateStatelessRequest } from "../../../src/protocol/mcp/stateless-request.ts";
 
 const SUPPORTED = [STATELESS_VERSION];
 const meta = { "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION, "io.modelcontextprotocol/clientCapabilities": {} };

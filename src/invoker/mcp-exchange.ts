@@ -7,16 +7,32 @@
  * caller of it shares: a server's probed health, and a server's whole list read page by page.
  */
 
+import type { RequestContext } from "../context/request-context.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import { carriedCapabilities, clientTakes, inputRequiredOf } from "../mcp/bridging.ts";
+import type { ClientRelays } from "../mcp/client-relays.ts";
+import type { ClientView } from "../mcp/client-view.ts";
 import { mcpHealthId } from "../mcp/health-probe.ts";
+import type { McpServerHandle } from "../mcp/server-handle.ts";
 import type { ServerRequestAnswer, UpstreamAnswer, UpstreamNotification, UpstreamRequestOptions, UpstreamServerRequest } from "../mcp/upstream-client.ts";
 import type { CatalogListing } from "../mcp/virtual-catalog.ts";
 import type { ListedTool, ServerListing } from "../mcp/virtual-server.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
+import type { HealthCache } from "../traffic/health-cache.ts";
 import type { HealthStatus } from "../traffic/health.ts";
-import type { McpCall, McpCaller } from "./mcp-call.ts";
-import type { McpServerHandle } from "./mcp-deps.ts";
+
+/** One MCP request's side of its upstream exchanges: its context, its client, and where to reach servers and the client. */
+export interface McpExchange {
+  readonly ctx: RequestContext;
+  readonly client: ClientView;
+  readonly servers: ReadonlyMap<string, McpServerHandle>;
+  /** Requests relayed to stateful-era clients, waiting for their answers (one per isolate). */
+  readonly relays: ClientRelays;
+  /** Sends a message to the client before the answer (the first one turns the answer into a stream). */
+  readonly send: (message: Readonly<Record<string, unknown>>) => void;
+  /** The servers' probed health (an isolate cache); undefined when health checks are off. */
+  readonly health: HealthCache | undefined;
+}
 
 /** How many pages of one server's list the virtual server reads before it reports the list as failed. */
 const MAX_LIST_PAGES = 20;
@@ -32,9 +48,9 @@ const MAX_INPUT_ROUNDS = 8;
  * A stateless server's `input_required` is passed through to a stateless client, and relayed
  * round by round to a stateful one, which has no such result.
  */
-export async function invokeUpstream(call: McpCall, name: string, method: string, params: Readonly<Record<string, unknown>>, evidence?: Pick<UpstreamRequestOptions, "onSent" | "onEvidence">): Promise<UpstreamAnswer> {
+export async function invokeUpstream(call: McpExchange, name: string, method: string, params: Readonly<Record<string, unknown>>, evidence?: Pick<UpstreamRequestOptions, "onSent" | "onEvidence">): Promise<UpstreamAnswer> {
   const { ctx, client } = call;
-  const upstream = call.mcp.servers.get(name)!;
+  const upstream = call.servers.get(name)!;
   const progressToken = isRecord(params._meta) ? params._meta.progressToken : undefined;
   const opts = {
     signal: ctx.signal,
@@ -67,7 +83,7 @@ export async function invokeUpstream(call: McpCall, name: string, method: string
  * stateful server, for a stateful-era client that declared any — the relay of what the server
  * asks it (a 2026-07-28 server asks by `input_required`, never in a stream).
  */
-export function clientSide(call: McpCall, upstream: McpServerHandle): Pick<UpstreamRequestOptions, "session" | "onRequest"> {
+export function clientSide(call: McpExchange, upstream: McpServerHandle): Pick<UpstreamRequestOptions, "session" | "onRequest"> {
   const { client } = call;
   const capabilities = carriedCapabilities(client.era, upstream.era, client.capabilities);
   return {
@@ -77,18 +93,18 @@ export function clientSide(call: McpCall, upstream: McpServerHandle): Pick<Upstr
 }
 
 /** Progress of this request (by the caller's own token) and log messages reach the client; nothing else does. */
-function relayNotification(call: McpCall, n: UpstreamNotification, progressToken: unknown): void {
+function relayNotification(call: McpExchange, n: UpstreamNotification, progressToken: unknown): void {
   if (n.method === "notifications/progress") {
     if (progressToken === undefined || !isRecord(n.params) || n.params.progressToken !== progressToken) return;
   } else if (n.method !== "notifications/message") return;
-  call.ingress.send({ jsonrpc: "2.0", method: n.method, ...(n.params !== undefined ? { params: n.params } : {}) });
+  call.send({ jsonrpc: "2.0", method: n.method, ...(n.params !== undefined ? { params: n.params } : {}) });
 }
 
 /** Asks a stateful-era client what a server asks it, when it declared it can be asked. */
-async function askClient(call: McpCall, r: UpstreamServerRequest): Promise<ServerRequestAnswer> {
+async function askClient(call: McpExchange, r: UpstreamServerRequest): Promise<ServerRequestAnswer> {
   const { client } = call;
   if (client.relaySession === undefined || !clientTakes(r.method, client.capabilities)) return { error: { code: -32601, message: `The client did not declare the capability for ${r.method}.` } };
-  return await call.mcp.relays.ask(client.relaySession, r, call.ingress.send, call.ctx.signal);
+  return await call.relays.ask(client.relaySession, r, call.send, call.ctx.signal);
 }
 
 /**
@@ -96,16 +112,16 @@ async function askClient(call: McpCall, r: UpstreamServerRequest): Promise<Serve
  * `healthCheck`: `unknown` without probes, before the first verdict, or when the monitor
  * cannot be read — health is advisory and fails open, as for backends.
  */
-export function serverHealth(caller: McpCaller, name: string): HealthStatus {
-  const probe = caller.mcp.servers.get(name)?.healthProbe;
-  const gate = probe ? caller.deps.health?.forRequest(caller.ctx.waitUntil) : undefined;
+export function serverHealth(caller: McpExchange, name: string): HealthStatus {
+  const probe = caller.servers.get(name)?.healthProbe;
+  const gate = probe ? caller.health?.forRequest(caller.ctx.waitUntil) : undefined;
   if (!probe || !gate) return "unknown";
   gate.ensureWatched(mcpHealthId(name), probe);
   return gate.status(mcpHealthId(name));
 }
 
 /** One server's whole tool list (`merging`: for the virtual server, see {@link listAll}). */
-export async function listTools(call: McpCall, name: string, merging: boolean): Promise<ServerListing> {
+export async function listTools(call: McpExchange, name: string, merging: boolean): Promise<ServerListing> {
   const all = await listAll(call, name, "tools/list", "tools", merging);
   if (!all.ok) return all;
   return { server: name, ok: true, tools: all.items.filter((t): t is ListedTool => typeof t.name === "string") };
@@ -115,10 +131,10 @@ export async function listTools(call: McpCall, name: string, merging: boolean): 
  * Every page of one server's list, for the virtual server (which merges whole lists and so has
  * no cursor of its own to give); bounded, so a server that pages forever cannot hold the request.
  */
-export async function listAll(call: McpCall, name: string, method: string, field: string, merging: boolean): Promise<CatalogListing> {
+export async function listAll(call: McpExchange, name: string, method: string, field: string, merging: boolean): Promise<CatalogListing> {
   // On the virtual server a server the probes found down is reported in `partial` at once
   // instead of being waited on; one that fails closed is still asked (the probes can be wrong).
-  if (merging && call.mcp.servers.get(name)!.listFailure === "open" && serverHealth(call, name) === "unhealthy") return { server: name, ok: false, reason: "unhealthy" };
+  if (merging && call.servers.get(name)!.listFailure === "open" && serverHealth(call, name) === "unhealthy") return { server: name, ok: false, reason: "unhealthy" };
   const items: Record<string, unknown>[] = [];
   let cursor: string | undefined;
   try {

@@ -1,6 +1,6 @@
-import { GatewayError } from "../errors/gateway-error.ts";
+import { GatewayError } from "../../errors/gateway-error.ts";
 import type { HeaderReader } from "./stateless-request.ts";
-import { isRecord } from "../protocol/fast-guard.ts";
+import { isRecord } from "../fast-guard.ts";
 import { requireNamed } from "./stateless-request.ts";
 
 /**

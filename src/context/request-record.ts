@@ -1,0 +1,91 @@
+import type { Attribution } from "../attribution/attribution.ts";
+import type { Workload } from "../attribution/workload.ts";
+import type { AuditEvent } from "../audit/audit-event.ts";
+import type { ErrorCode } from "../errors/gateway-error.ts";
+import type { ProtocolId } from "../protocol/codec.ts";
+import type { McpCharge } from "./debt.ts";
+import type { RequestTrace } from "./trace-context.ts";
+
+/** The request runtime's phases, in order (docs/architecture.md has the table). */
+export type Phase = "authenticate" | "decode" | "authorize" | "decide" | "reserve" | "admit" | "invoke" | "respond";
+
+/** What the terminal hands the logging phase, once per request. */
+export interface RequestRecord {
+  readonly requestId: string;
+  readonly parentRequestId: string | undefined;
+  readonly receivedAt: number;
+  endedAt: number | undefined;
+  tenant: string | undefined;
+  key: string | undefined;
+  /** The team or `team/project` the caller is charged to (a key's configured one, a token's claim). */
+  chargeTo: string | undefined;
+  entrypoint: string | undefined;
+  route: string | undefined;
+  stream: boolean | undefined;
+  /** The last phase the request entered: where it ended, whichever way. */
+  phase: Phase | undefined;
+  /** When the request entered each phase, in order (the trace's phase spans are cut from these). */
+  readonly phases: { readonly phase: Phase; readonly at: number }[];
+  outcome: "success" | "error" | "cancelled" | undefined;
+  errorCode: ErrorCode | undefined;
+  /** Ids of the attempts the request made, in order. */
+  attempts: readonly string[];
+  /** The wire protocol the client spoke (a sub-call has none). */
+  protocol: ProtocolId | undefined;
+  /** The publication revision the request was decided under. */
+  publicationRevision: string | undefined;
+  /** The caller's cross-layer call id, when it sent one. */
+  callId: string | undefined;
+  /** The trace the request's spans belong to. */
+  readonly trace: RequestTrace;
+  /** For an MCP request: what was asked, what the policy decided and how the call ended. */
+  mcp: McpRecord | undefined;
+  /** The caller's task, session, turn and parent task, as sent (src/attribution/); undefined: unattributed. */
+  attribution: Attribution | undefined;
+  /** The agent instance and end user behind the call, from trusted headers (metadata, never identity). */
+  workload: Workload | undefined;
+  /** Audit events the request caused beyond what its record says (approvals), in order (src/audit/). */
+  events: AuditEvent[];
+  /**
+   * Content kept for the content log, only when the entrypoint's policy sampled this request:
+   * the prompt's text, and the completion's text as it is produced, each up to `maxChars`.
+   */
+  content: RequestContent | undefined;
+}
+
+/** The MCP part of a request's record: the audit of one MCP call. */
+export interface McpRecord {
+  readonly method: string;
+  /** The JSON-RPC id the client sent. */
+  readonly jsonrpcId: string | number | undefined;
+  readonly protocolVersion: string | undefined;
+  /** The upstream server the request reached, and the tool (or prompt) name as that server knows it. */
+  server?: string | undefined;
+  target?: string | undefined;
+  /** The policy's decision on the call: rule, revision and reason (no argument values). */
+  decision?: { readonly allowed: boolean; readonly rule: string | undefined; readonly policyRevision: string; readonly reason: string } | undefined;
+  /** The tool reported failure (`isError`) in a result the gateway passed on. */
+  toolError?: boolean | undefined;
+  /** The tool call was sent to its server (a call refused or held before that was not executed). */
+  toolSent?: boolean | undefined;
+  /** The server answered `input_required`: the call goes on in the client's next request. */
+  inputRequired?: boolean | undefined;
+  /** The approval the call ran under, when its rule required one. */
+  approvalId?: string | undefined;
+  /** A priced or rate-limited `tools/call`: its reservation in the ledger and how it was settled. */
+  charge?: McpCharge | undefined;
+}
+
+/**
+ * Characters kept beyond a content policy's `maxChars`: redaction runs before the cut, and a
+ * secret that starts just before the cut must still be whole to be recognised.
+ */
+export const CONTENT_MARGIN = 1024;
+
+/** A sampled request's content (see `RequestRecord.content`). */
+export interface RequestContent {
+  readonly prompt: string;
+  completion: string;
+  readonly maxChars: number;
+  readonly redact: readonly RegExp[];
+}

@@ -1,0 +1,258 @@
+import type { AdmissionController } from "../admit/admission.ts";
+import { admitRequest } from "../admit/admit-phase.ts";
+import type { DrainController } from "../admit/drain.ts";
+import type { SettleStep } from "../context/debt.ts";
+import type { UndoErrorHandler } from "../context/holdings.ts";
+import { RequestContext, type AbortReason, type RecordSink } from "../context/request-context.ts";
+import type { RequestTrace } from "../context/trace-context.ts";
+import type { Clock } from "../deps/clock.ts";
+import type { Scheduler } from "../deps/scheduler.ts";
+import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
+import type { KindTurn } from "../kinds/traffic-kind.ts";
+import type { RequestSafePlugin, StreamEventPlugin, TerminalObserverPlugin } from "../plugins/plugin.ts";
+import { applyRequestSafe } from "../plugins/request-safe.ts";
+import { StreamEventChain } from "../plugins/stream-event-chain.ts";
+import type { CompiledPublication } from "../publication/compile-publication.ts";
+import type { Principal } from "../publication/principal.ts";
+import { SignalSet, type SignalDefinition } from "../signals/signal-set.ts";
+
+/**
+ * The runner's extension points, filled by the publication's signals and plugins (each list in
+ * the order it runs). Empty lists cost nothing: no signal is computed unless asked for, and a
+ * stream without `stream_event_safe` plugins goes straight from decoder to encoder.
+ */
+export interface Extensions {
+  readonly signals: readonly SignalDefinition[];
+  readonly requestSafe: readonly RequestSafePlugin[];
+  readonly streamEvent: readonly StreamEventPlugin[];
+  readonly terminalObservers: readonly TerminalObserverPlugin[];
+}
+
+/** No signals, no plugins. */
+export const NO_EXTENSIONS: Extensions = { signals: [], requestSafe: [], streamEvent: [], terminalObservers: [] };
+
+/** What the runner itself uses, for every kind of traffic (built once per isolate). */
+export interface RunnerDeps {
+  readonly clock: Clock;
+  readonly scheduler: Scheduler;
+  readonly sink: RecordSink;
+  readonly onUndoError: UndoErrorHandler;
+  /** The settle phase: pays each ledger debt when its owner ends (src/settle/settle-step.ts). */
+  readonly settle: SettleStep;
+  readonly drain: DrainController;
+  readonly admission: AdmissionController;
+  /** The publication every request is decided under (its revision is on each record). */
+  readonly publication: CompiledPublication;
+  /** Signals and plugins; absent: none. */
+  readonly extensions?: Extensions | undefined;
+  /** Internal failures (a hook that threw something not a GatewayError), cancellations, failed signals: for logs. */
+  readonly log: (event: Readonly<Record<string, unknown>>) => void;
+}
+
+/** Where a request's context starts: its ids, its trace, and the request it runs inside, if any. */
+export interface RunStart {
+  readonly requestId: string;
+  readonly receivedAt: number;
+  readonly trace: RequestTrace;
+  readonly waitUntil: (p: Promise<unknown>) => void;
+  /** A sub-call's parent: its end ends this request, and its drain ticket covers it. */
+  readonly parent?: RequestContext | undefined;
+}
+
+/** The first half's outcome: go on with {@link Runner.dispatch}, or the request already has its answer (and has ended). */
+export type Prepared<R> = { readonly kind: "dispatch" } | { readonly kind: "answered"; readonly reply: R };
+
+/**
+ * The one runner: every request — a model call, an MCP call, a sub-call made inside another
+ * request — goes through here. It owns the request's context (and so its holdings, its debts and
+ * its terminal), enters each phase in order (a checkpoint for deadline, drain and cancellation
+ * between phases), calls the kind's hooks and the extension points at their defined places, runs
+ * the admit phase itself, and ends the request through one failure path whatever throws:
+ *
+ * ```
+ * authenticate → decode → authorize → decide (signals, on first ask)      prepare()
+ *   → request_safe plugins → reserve → admit → invoke → respond           dispatch()
+ *   (stream_event_safe plugins on each event of a stream)
+ * terminal, once: attempts ended, holdings undone, debts paid (settle), record logged, terminal observers
+ * ```
+ *
+ * A hook may answer early (see {@link Early}); the runner then skips to respond, or completes.
+ */
+export class Runner<R> {
+  readonly ctx: RequestContext;
+  readonly #deps: RunnerDeps;
+  readonly #extensions: Extensions;
+  readonly #turn: KindTurn<R>;
+  readonly #subcall: boolean;
+  #principal: Principal | undefined;
+  #signals: SignalSet | undefined;
+  #prepared = false;
+
+  constructor(deps: RunnerDeps, start: RunStart, turn: (ctx: RequestContext) => KindTurn<R>) {
+    this.#deps = deps;
+    this.#extensions = deps.extensions ?? NO_EXTENSIONS;
+    this.#subcall = start.parent !== undefined;
+    const ctx = new RequestContext({
+      requestId: start.requestId,
+      receivedAt: start.receivedAt,
+      clock: deps.clock,
+      scheduler: deps.scheduler,
+      sink: deps.sink,
+      waitUntil: start.waitUntil,
+      onUndoError: deps.onUndoError,
+      settle: deps.settle,
+      parent: start.parent,
+      trace: start.trace,
+    });
+    ctx.record.publicationRevision = deps.publication.revision;
+    for (const p of this.#extensions.terminalObservers) ctx.observe((view) => p.observe(view));
+    this.ctx = ctx;
+    this.#turn = turn(ctx);
+  }
+
+  /** The authenticated caller, once phase 1 ran. */
+  get principal(): Principal | undefined {
+    return this.#principal;
+  }
+
+  /** Stops the request from outside (client disconnect): releases everything there and then. */
+  abort(reason: AbortReason): void {
+    this.ctx.abort(reason);
+  }
+
+  /** Ends whatever is left of the request (idempotent). */
+  close(): void {
+    this.ctx.finish({ kind: "completed" });
+  }
+
+  /** authenticate → decode → authorize → decide. */
+  async prepare(): Promise<Prepared<R>> {
+    const { ctx } = this;
+    const turn = this.#turn;
+    try {
+      ctx.enter("authenticate");
+      const principal = await turn.authenticate();
+      this.#principal = principal;
+      ctx.record.tenant = principal.tenantId;
+      ctx.record.key = principal.keyId;
+      ctx.record.chargeTo = principal.chargeTo;
+      // The body is read only now, after authentication.
+      ctx.enter("decode");
+      const decoded = await turn.decode();
+      if (decoded) return { kind: "answered", reply: this.#early(decoded) };
+      ctx.enter("authorize");
+      const authorized = await turn.authorize();
+      if (authorized) return { kind: "answered", reply: this.#early(authorized) };
+      ctx.enter("decide");
+      const decided = await turn.decide(this.#signalsOf());
+      if (decided) return { kind: "answered", reply: this.#early(decided) };
+      this.#prepared = true;
+      return { kind: "dispatch" };
+    } catch (err) {
+      return { kind: "answered", reply: this.#fail(err) };
+    }
+  }
+
+  /** request_safe plugins → reserve → admit → invoke → respond (settle runs as each attempt and the request end). */
+  async dispatch(): Promise<R> {
+    if (!this.#prepared) throw new Error("dispatch() before prepare() asked for it");
+    this.#prepared = false;
+    const { ctx } = this;
+    const turn = this.#turn;
+    let streaming = false;
+    try {
+      await this.#requestSafe();
+      ctx.enter("reserve");
+      await turn.reserve();
+      ctx.enter("admit");
+      // A sub-call takes no drain ticket: it runs inside its parent's.
+      const lease = await admitRequest(ctx, this.#deps.admission, this.#subcall ? undefined : this.#deps.drain, turn.admission());
+      ctx.enter("invoke");
+      await turn.invoke(lease);
+      ctx.checkpoint();
+      ctx.enter("respond");
+      const streamEvent = this.#extensions.streamEvent;
+      const out = turn.respond(streamEvent.length > 0 ? new StreamEventChain(streamEvent) : undefined);
+      streaming = out.streaming;
+      if (!streaming) ctx.finish({ kind: "completed" });
+      return out.reply;
+    } catch (err) {
+      return this.#fail(err);
+    } finally {
+      // Belt and braces: no path out of dispatch leaves the request open, except into its stream.
+      if (!streaming) ctx.finish({ kind: "completed" });
+    }
+  }
+
+  /** Both halves, for a kind whose adapter has nothing to do between them. */
+  async run(): Promise<R> {
+    const prepared = await this.prepare();
+    return prepared.kind === "answered" ? prepared.reply : await this.dispatch();
+  }
+
+  /** The request's signals: one set per request, each signal computed on its first ask (by decide or a plugin). */
+  #signalsOf(): SignalSet {
+    const { ctx } = this;
+    this.#signals ??= new SignalSet(
+      this.#extensions.signals,
+      () => ({ subject: this.#turn.subject(), signal: ctx.signal }),
+      (name, err) => this.#deps.log({ kind: "signal_failed", requestId: ctx.requestId, signal: name, error: String(err) }),
+    );
+    return this.#signals;
+  }
+
+  /** The `request_safe` plugins, after decide and before reserve, on what the kind lets them see. */
+  async #requestSafe(): Promise<void> {
+    const plugins = this.#extensions.requestSafe;
+    if (plugins.length === 0) return;
+    const subject = this.#turn.subject();
+    if (subject === undefined) return;
+    const changed = await applyRequestSafe(plugins, { subject, principal: this.#principal!, signals: this.#signalsOf(), signal: this.ctx.signal });
+    this.ctx.checkpoint();
+    if (changed !== subject) this.#turn.amend(changed);
+  }
+
+  #early(e: { readonly kind: "respond" | "complete"; readonly reply: R }): R {
+    if (e.kind === "respond") this.ctx.enter("respond");
+    this.ctx.finish({ kind: "completed" });
+    return e.reply;
+  }
+
+  /** The one failure path: what the client hears (the abort's error once aborted), logged, the request ended. */
+  #fail(err: unknown): R {
+    const error = this.#failure(err);
+    this.ctx.finish({ kind: "failed", error });
+    return this.#turn.failed(error, err);
+  }
+
+  #failure(err: unknown): GatewayError {
+    // A client that left is a cancellation, logged apart so alerts on failures do not fire for
+    // clients that hang up; a client's own mistake (4xx) is not logged at all.
+    const log = this.#deps.log;
+    if (!(err instanceof GatewayError)) log({ kind: "request_failed", ...this.#chain(), code: "internal_error", cause: String(err) });
+    else if (err.code === "client_closed") log({ kind: "request_cancelled", ...this.#chain(), code: err.code });
+    else if (err.source === "internal") log({ kind: "request_failed", ...this.#chain(), code: err.code, cause: String(err.cause) });
+    return toGatewayError(err);
+  }
+
+  /** The ids an internal failure's log line carries, as the access log's lines do. */
+  #chain(): Record<string, unknown> {
+    const r = this.ctx.record;
+    const last = this.ctx.attempts.at(-1);
+    return {
+      requestId: r.requestId,
+      traceId: r.trace.traceId,
+      spanId: r.trace.spanId,
+      publicationRevision: r.publicationRevision,
+      entrypoint: r.entrypoint,
+      route: r.route,
+      callId: r.callId,
+      phase: r.phase,
+      attemptId: last?.id,
+      model: last?.logicalModel,
+      modelRevision: last?.modelRevision,
+      snapshotRevision: last?.snapshotRevision,
+      evidence: last?.evidence ? { class: last.evidence.class, reason: last.evidence.reason } : undefined,
+    };
+  }
+}

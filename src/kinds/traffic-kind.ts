@@ -1,0 +1,64 @@
+import type { AdmissionLease } from "../admit/admission.ts";
+import type { GatewayError } from "../errors/gateway-error.ts";
+import type { StreamEventChain } from "../plugins/stream-event-chain.ts";
+import type { Principal } from "../publication/principal.ts";
+import type { SignalSet } from "../signals/signal-set.ts";
+import type { Subject } from "../signals/subject.ts";
+
+/** The kinds of traffic the runner runs (A2A joins them as a third). */
+export type TrafficKindName = "model" | "mcp";
+
+/**
+ * A hook's early answer: the request needs no further phase.
+ * - `respond`: the answer is ready; the runner enters the respond phase and completes the request.
+ * - `complete`: nothing is left to do or send in a phase of its own (a notification, a handshake
+ *   answered where it was read); the request completes where it is.
+ */
+export type Early<R> = { readonly kind: "respond"; readonly reply: R } | { readonly kind: "complete"; readonly reply: R };
+
+/** What the respond hook hands back: the reply, and whether a stream now owns the request's end. */
+export interface Responded<R> {
+  readonly reply: R;
+  /** True: the reply's stream ends the request (the runner does not). */
+  readonly streaming: boolean;
+}
+
+/** The admit phase's key: whose share of the isolate the request takes, and of which model (or `mcp:<server>`). */
+export interface AdmissionKey {
+  readonly tenant: string;
+  readonly model: string;
+}
+
+/**
+ * One request of one kind of traffic, as the runner (src/engine/runner.ts) drives it: the phase
+ * hooks, called only by the runner, in order, each once, on the one request context the kind was
+ * given. A hook does its phase's work by calling that phase's folder (src/auth, src/protocol,
+ * src/decide, src/reserve, src/invoker, src/respond); it never enters a phase, runs a checkpoint
+ * or ends the request itself — the runner does. A hook that throws ends the request with the
+ * error through the runner's one failure path ({@link KindTurn.failed} shapes the reply).
+ */
+export interface KindTurn<R> {
+  readonly kind: TrafficKindName;
+  /** Phase 1: who is calling. */
+  authenticate(): Promise<Principal>;
+  /** Phase 2: the request's body read and decoded once (the request may end here: a notification). */
+  decode(): Promise<Early<R> | undefined>;
+  /** Phase 3: may the caller make this request? */
+  authorize(): Promise<Early<R> | undefined>;
+  /** What signals and `request_safe` plugins see; undefined: this request has nothing to inspect. */
+  subject(): Subject | undefined;
+  /** Phase 4: what to do (a plan), with the request's signals at hand; or an answer now. */
+  decide(signals: SignalSet): Promise<Early<R> | undefined>;
+  /** Takes a `request_safe` plugin's change of the subject (same kind): that is what is sent. */
+  amend(subject: Subject): void;
+  /** Phase 5: what the request may spend, reserved or prepared before anything is sent. */
+  reserve(): Promise<void>;
+  /** Phase 6 is the runner's own (drain ticket, admission lease): the lease's key. */
+  admission(): AdmissionKey;
+  /** Phase 7: the upstream calls, on the admission lease the request holds. */
+  invoke(lease: AdmissionLease): Promise<void>;
+  /** Phase 8: the answer, for the client (`events`: the request's `stream_event_safe` plugins). */
+  respond(events: StreamEventChain | undefined): Responded<R>;
+  /** The reply to a failure; the runner has ended the request already. `thrown` is what was caught. */
+  failed(error: GatewayError, thrown: unknown): R;
+}

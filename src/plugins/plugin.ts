@@ -1,0 +1,94 @@
+import type { TerminalView } from "../context/request-context.ts";
+import type { Principal } from "../publication/principal.ts";
+import type { NeutralEvent } from "../protocol/neutral.ts";
+import type { SignalSet } from "../signals/signal-set.ts";
+import type { Subject } from "../signals/subject.ts";
+
+/**
+ * Where a plugin may run, checked when it is loaded (seed 000: response capabilities are classed
+ * explicitly). The runner calls each class at one hook point, in a defined order:
+ * - `request_safe`: after decide, before reserve; may change the request's subject or refuse it;
+ * - `stream_event_safe`: on each neutral event of a stream, before the client's encoder, holding
+ *   back at most a bounded number of events;
+ * - `terminal_observer`: after the request's terminal, once; it cannot take back bytes sent.
+ */
+export type PluginClass = "request_safe" | "stream_event_safe" | "terminal_observer";
+
+/** What a `request_safe` plugin is given. */
+export interface RequestSafeInput {
+  readonly subject: Subject;
+  readonly principal: Principal;
+  /** The request's signals (computed on first ask, shared with decide). */
+  readonly signals: SignalSet;
+  /** Aborted when the request ends. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Runs before anything is reserved or sent. Returns a changed subject of the same kind (the kind
+ * sends that instead), or undefined to leave it as it is; refuses the request by throwing a
+ * `GatewayError` (`request_blocked` for a policy refusal). Any other throw is the gateway's fault.
+ */
+export interface RequestSafePlugin {
+  readonly name: string;
+  readonly class: "request_safe";
+  apply(input: RequestSafeInput): Subject | undefined | Promise<Subject | undefined>;
+}
+
+/**
+ * One stream's filter: each neutral event goes in, and what goes out now comes back (nothing, to
+ * hold it back; several, to release what it held). `end` releases what is still held when the
+ * stream ends (completed, or about to carry an error event).
+ */
+export interface StreamEventFilter {
+  event(ev: NeutralEvent): readonly NeutralEvent[];
+  end(): readonly NeutralEvent[];
+}
+
+/** Sees and may change every event of a stream before the client's encoder does. */
+export interface StreamEventPlugin {
+  readonly name: string;
+  readonly class: "stream_event_safe";
+  /** The most events it may hold back at once; holding more ends the stream as the gateway's fault. */
+  readonly maxHoldBack: number;
+  open(): StreamEventFilter;
+}
+
+/** Sees the finished request once, after the terminal (the record, its attempts). */
+export interface TerminalObserverPlugin {
+  readonly name: string;
+  readonly class: "terminal_observer";
+  observe(view: TerminalView): void;
+}
+
+/** Any plugin, by its class. */
+export type Plugin = RequestSafePlugin | StreamEventPlugin | TerminalObserverPlugin;
+
+/** The most events any `stream_event_safe` plugin may declare it holds back. */
+export const MAX_HOLD_BACK = 256;
+
+/**
+ * The plugins of one request, sorted by class in their configured order.
+ * @throws Error when a plugin's declared bound is not a whole number in 0..{@link MAX_HOLD_BACK}
+ *   (checked when plugins are loaded, not per event).
+ */
+export function byClass(plugins: readonly Plugin[]): { readonly requestSafe: readonly RequestSafePlugin[]; readonly streamEvent: readonly StreamEventPlugin[]; readonly observers: readonly TerminalObserverPlugin[] } {
+  const requestSafe: RequestSafePlugin[] = [];
+  const streamEvent: StreamEventPlugin[] = [];
+  const observers: TerminalObserverPlugin[] = [];
+  for (const p of plugins) {
+    switch (p.class) {
+      case "request_safe":
+        requestSafe.push(p);
+        break;
+      case "stream_event_safe":
+        if (!(Number.isInteger(p.maxHoldBack) && p.maxHoldBack >= 0 && p.maxHoldBack <= MAX_HOLD_BACK)) throw new Error(`plugin ${p.name}: maxHoldBack must be a whole number from 0 to ${MAX_HOLD_BACK}`);
+        streamEvent.push(p);
+        break;
+      case "terminal_observer":
+        observers.push(p);
+        break;
+    }
+  }
+  return { requestSafe, streamEvent, observers };
+}
