@@ -60,7 +60,8 @@ const concern = (path: string) => /^src\/([^/]+)\//.exec(path)?.[1];
 /**
  * One total order of the layers, innermost first: a folder may import only folders before it.
  * The request runtime's phase folders sit between the pure building blocks below them and the
- * engine that runs them in order above them; the adapters (worker, http) come last.
+ * engine that runs them in order above them, in the order of {@link PHASES}; the adapters (worker,
+ * http) come last.
  */
 const LAYERS = [
   "errors",
@@ -84,16 +85,24 @@ const LAYERS = [
   "context",
   "telemetry",
   "task-ledger",
+  "reserve",
   "admit",
   "invoker",
-  "settle",
-  "reserve",
   "respond",
+  "settle",
   "approvals",
   "engine",
   "worker",
   "http",
 ] as const;
+
+/**
+ * The request runtime's phase folders in the order the engine runs them: no phase imports a later
+ * one. `auth` is authenticate and authorize, `invoker` is invoke. `protocol` runs as the decode
+ * phase but is also a building block every later phase speaks (neutral requests, events, codecs),
+ * so it sits low in {@link LAYERS} and is not listed here.
+ */
+const PHASES = ["auth", "decide", "reserve", "admit", "invoker", "respond", "settle"] as const;
 
 /** Folders that must stay transport-neutral: no Hono, no Workers runtime modules, no bindings. */
 const ADAPTERS = new Set(["worker", "http"]);
@@ -153,9 +162,10 @@ describe("module boundaries", () => {
   const durableObjects = files("durable-objects");
   const all = [...src, ...durableObjects];
 
-  it("places every folder of src/ in the layer order", () => {
+  it("places every folder of src/ in the layer order, and every phase in it in phase order", () => {
     const concerns = new Set(src.map(concern).filter((c): c is string => c !== undefined));
     expect([...concerns].filter((c) => !(LAYERS as readonly string[]).includes(c))).toEqual([]);
+    expect(LAYERS.filter((l) => (PHASES as readonly string[]).includes(l))).toEqual([...PHASES]);
   });
 
   it("resolves every relative import to a file that exists", () => {
@@ -194,6 +204,20 @@ describe("module boundaries", () => {
       for (const spec of imports(f)) {
         const to = concern(spec);
         if (to && to !== from && !(rank.get(to)! < rank.get(from)!)) offenders.push(`${f} → ${spec}`);
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+
+  it("lets no phase import a later phase", () => {
+    const order = new Map<string, number>(PHASES.map((p, i) => [p, i]));
+    const offenders: string[] = [];
+    for (const f of src) {
+      const from = order.get(concern(f) ?? "");
+      if (from === undefined) continue;
+      for (const spec of imports(f)) {
+        const to = order.get(concern(spec) ?? "");
+        if (to !== undefined && to > from) offenders.push(`${f} (${PHASES[from]}) → ${spec} (${PHASES[to]})`);
       }
     }
     expect(offenders).toEqual([]);
