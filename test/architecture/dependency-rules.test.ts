@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { tableCells } from "./support/markdown-table.ts";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
 
@@ -553,5 +554,41 @@ describe("the Durable Object shell rule", () => {
       export class SqliteOtherStore {}`;
     expect(check(adapter, "durable-objects/sqlite-example-store.ts")).toEqual([expect.stringContaining("SqliteOtherStore")]);
     expect(check("export const x = 1;", "durable-objects/helpers.ts")).toEqual([expect.stringContaining("neither")]);
+  });
+});
+
+describe("docs/architecture.md agrees with these rules", () => {
+  const doc = readFileSync(join(ROOT, "docs/architecture.md"), "utf8");
+  const LEAD = "`test/architecture/dependency-rules.test.ts` enforces the rules";
+  const paragraph = doc.slice(doc.indexOf(LEAD), doc.indexOf("\n\n", doc.indexOf(LEAD)));
+  /** The run of backticked names after `lead` in the rules paragraph; undefined when the lead is missing. */
+  const listAfter = (lead: string) => {
+    const run = new RegExp(`${lead}((?:\\s*\`[^\`]+\`,?)+)`).exec(paragraph)?.[1];
+    return run === undefined ? undefined : [...run.matchAll(/`([^`]+)`/g)].map((m) => m[1]);
+  };
+
+  it("has the rules paragraph", () => {
+    expect(doc.indexOf(LEAD)).toBeGreaterThanOrEqual(0);
+  });
+
+  it("lists the layers in the test's order", () => {
+    expect(listAfter("each imports only folders before it:")).toEqual([...LAYERS]);
+  });
+
+  it("lists the phases in the test's order", () => {
+    expect(listAfter("no phase imports a later one:")).toEqual([...PHASES]);
+  });
+
+  it("has one Modules row per folder of src/, plus the composition root and durable-objects/", () => {
+    const start = doc.indexOf("\n## Modules\n");
+    expect(start).toBeGreaterThanOrEqual(0);
+    const section = doc.slice(start + 1, doc.indexOf("\n## ", start + 1));
+    const rows = section.split("\n").filter((l) => l.startsWith("|")).slice(2);
+    expect(rows.length).toBeGreaterThan(0);
+    // One path per row: a row naming two folders would let one of them go undescribed.
+    const named = rows.map((r) => /^`([^`]+)`$/.exec(tableCells(r)[0] ?? "")?.[1] ?? `(not one path: ${tableCells(r)[0]})`);
+    const folders = readdirSync(join(ROOT, "src"), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => `src/${e.name}`);
+    const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    expect(named.sort(byName)).toEqual([COMPOSITION_ROOT, ...folders, "durable-objects/"].sort(byName));
   });
 });
