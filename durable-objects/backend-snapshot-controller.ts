@@ -4,17 +4,13 @@ import type { ProposalResult, RollbackResult } from "../src/snapshot/controller.
 import type { SnapshotControllerClient, SnapshotHistory } from "../src/snapshot/controller-client.ts";
 import type { ActiveSnapshot } from "../src/snapshot/pinned-snapshot.ts";
 import { systemClock } from "../src/deps/clock.ts";
-import { isolateConfig, snapshotContext } from "../src/worker/isolate-config.ts";
+import { isolateConfig, snapshotContext, snapshotSeed } from "../src/worker/isolate-config.ts";
 import { SqliteSnapshotStore } from "./sqlite-snapshot-store.ts";
-
-/** Thrown over RPC when the bundled seed snapshot itself is invalid. */
-export class SnapshotSeedError extends Error {
-  override readonly name = "SnapshotSeedError";
-}
 
 /**
  * BackendSnapshotController: the single writer of the active BackendSnapshot (one instance, named
- * "global"). A thin RPC shell: all logic is in SnapshotController, tested without this class.
+ * "global"). A thin RPC shell: all logic is in SnapshotController, tested without this class,
+ * seeding from the bundled backends.yaml on first use included.
  */
 export class BackendSnapshotController extends DurableObject<Env> implements SnapshotControllerClient {
   readonly #controller: SnapshotController;
@@ -25,17 +21,7 @@ export class BackendSnapshotController extends DurableObject<Env> implements Sna
   }
 
   async getActive(): Promise<ActiveSnapshot> {
-    let active = this.#controller.active();
-    if (!active) {
-      const config = isolateConfig(this.env);
-      const result = await this.#controller.propose(config.backendsSeed, snapshotContext(config), "seed");
-      if (result.status === "rejected") {
-        throw new SnapshotSeedError(`bundled backends.yaml was rejected: ${result.reasons.map((r) => `${r.path}: ${r.message}`).join("; ")}`);
-      }
-      active = this.#controller.active();
-    }
-    if (!active) throw new SnapshotSeedError("no active snapshot after seeding");
-    return { revision: active.revision, digest: active.digest, snapshot: active.snapshot };
+    return this.#controller.activeOrSeed(() => snapshotSeed(isolateConfig(this.env)));
   }
 
   async propose(candidate: unknown, source: string): Promise<ProposalResult> {

@@ -1,42 +1,41 @@
 import { DurableObject } from "cloudflare:workers";
+import { BudgetLedgerService } from "../src/ledger/budget-ledger-service.ts";
 import type { BudgetLedgerRpc, ReserveArgs } from "../src/ledger/ledger-client.ts";
-import { LeaseRules } from "../src/ledger/ledger-leases.ts";
-import {
-  BudgetLedgerCore,
-  type AcquireResult,
-  type AttemptRecord,
-  type AttemptState,
-  type AuditRecord,
-  type LeaseAsk,
-  type LeaseResult,
-  type LedgerActor,
-  type LedgerAmount,
-  type LedgerCounter,
-  type RefusalTally,
-  type ReleaseResult,
-  type ReserveRequest,
-  type ReserveResult,
-  type ResolveResult,
-  type ScopeBalance,
-  type ScopeLimits,
-  type ScopeLimitsView,
-  type SettleDetail,
-  type SettleResult,
-  type SettlementItem,
-  type SettlementItemResult,
-  type TopUpAmount,
-  type TopUpBy,
-  type TopUpResult,
-  type UsageReport,
+import type {
+  AcquireResult,
+  AttemptRecord,
+  AttemptState,
+  AuditRecord,
+  LeaseAsk,
+  LeaseResult,
+  LedgerActor,
+  LedgerAmount,
+  LedgerCounter,
+  RefusalTally,
+  ReleaseResult,
+  ReserveResult,
+  ResolveResult,
+  ScopeBalance,
+  ScopeLimits,
+  ScopeLimitsView,
+  SettleDetail,
+  SettleResult,
+  SettlementItem,
+  SettlementItemResult,
+  TopUpAmount,
+  TopUpBy,
+  TopUpResult,
+  UsageReport,
 } from "../src/ledger/ledger.ts";
-import { systemClock, type Clock } from "../src/deps/clock.ts";
+import { systemClock } from "../src/deps/clock.ts";
 import { SqliteLedgerStore } from "../src/ledger/ledger-sqlite-store.ts";
 
 /**
  * BudgetLedger: one instance per financial root, i.e. tenant (`BUDGET_LEDGER.getByName(root)`), or
- * per stripe of a hot one (`${root}#${i}`, see ledger-client.ts). A thin RPC shell: the rules are
- * BudgetLedgerCore, tested without this class, and so is the checking of every RPC argument
- * (`invalid_argument` answers on the request path, RangeErrors on the admin path).
+ * per stripe of a hot one (`${root}#${i}`, see ledger-client.ts). A thin RPC shell: what it serves
+ * is BudgetLedgerService over the rules of BudgetLedgerCore, tested without this class, and so is
+ * the checking of every RPC argument (`invalid_argument` answers on the request path, RangeErrors
+ * on the admin path).
  *
  * Each call reads, checks and writes inside one `transactionSync` with no `await`, so concurrent
  * reservations are serialized and a strict budget admits exactly the work that fits. Decisions use
@@ -48,151 +47,86 @@ import { SqliteLedgerStore } from "../src/ledger/ledger-sqlite-store.ts";
  * transaction, and re-arms: at once while retention has more, else for what comes next.
  */
 export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc {
-  readonly #store: SqliteLedgerStore;
-  readonly #ledger: BudgetLedgerCore;
-  readonly #leases: LeaseRules;
-  readonly #clock: Clock = systemClock;
-  /**
-   * When the alarm is known to fire at or before this object's earliest lease, as last set by
-   * this instance; undefined when unknown (a fresh instance, or while the alarm runs).
-   */
-  #alarmAt: number | undefined;
+  readonly #ledger: BudgetLedgerService;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#store = new SqliteLedgerStore(ctx.storage);
-    this.#ledger = new BudgetLedgerCore(this.#store);
-    this.#leases = new LeaseRules(this.#store, this.#ledger);
+    this.#ledger = new BudgetLedgerService(new SqliteLedgerStore(ctx.storage), ctx.storage, systemClock);
   }
 
   async setLimits(scope: string, limits: ScopeLimits | null, by?: LedgerActor): Promise<void> {
-    this.#store.transaction(() => this.#ledger.setLimits(scope, limits, this.#clock.now(), by));
+    await this.#ledger.setLimits(scope, limits, by);
   }
 
   async limits(scope: string): Promise<ScopeLimitsView> {
-    return this.#store.transaction(() => this.#ledger.limits(scope));
+    return this.#ledger.limits(scope);
   }
 
   async reserve(attemptId: string, args: ReserveArgs): Promise<ReserveResult> {
-    const now = this.#clock.now();
-    // Anything but an object is left for the ledger to answer as invalid.
-    const req = (args !== null && typeof args === "object" ? { ...args, now } : args) as ReserveRequest;
-    const [result, wake] = this.#store.transaction(() => {
-      const r = this.#ledger.reserve(attemptId, req);
-      return [r, this.#ledger.wakeFor(r, now)] as const;
-    });
-    // The decision is committed; arming the alarm after it cannot change it.
-    if (wake !== undefined) await this.#arm(wake);
-    return result;
+    return this.#ledger.reserve(attemptId, args);
   }
 
   async acquire(attemptId: string, args: ReserveArgs, lease: LeaseAsk): Promise<AcquireResult> {
-    const now = this.#clock.now();
-    const req = (args !== null && typeof args === "object" ? { ...args, now } : args) as ReserveRequest;
-    const [result, wake] = this.#store.transaction(() => {
-      const r = this.#leases.acquire(attemptId, req, lease);
-      return [r, "lease" in r ? r.lease.leaseExpiresAt : this.#ledger.wakeFor(r.reserved, now)] as const;
-    });
-    if (wake !== undefined) await this.#arm(wake);
-    return result;
+    return this.#ledger.acquire(attemptId, args, lease);
   }
 
   async lease(args: ReserveArgs, ask: LeaseAsk): Promise<LeaseResult> {
-    const now = this.#clock.now();
-    const req = (args !== null && typeof args === "object" ? { ...args, now } : args) as ReserveRequest;
-    const r = this.#store.transaction(() => this.#leases.lease(ask?.leaseId, { ...req, slices: ask?.slices, admitMs: ask?.admitMs }));
-    if (r.ok) await this.#arm(r.leaseExpiresAt);
-    return r;
+    return this.#ledger.lease(args, ask);
   }
 
   async settleBatch(items: readonly SettlementItem[]): Promise<SettlementItemResult[]> {
-    const now = this.#clock.now();
-    const results = this.#store.transaction(() => this.#leases.apply(items, now));
-    // Finished attempts become due for retention; an alarm already set for sooner covers it.
-    await this.#arm(now + this.#ledger.retention() + 1);
-    return results;
+    return this.#ledger.settleBatch(items);
   }
 
   async settle(attemptId: string, actual: LedgerAmount | "unknown", detail?: SettleDetail): Promise<SettleResult> {
-    return this.#store.transaction(() => this.#ledger.settle(attemptId, actual, this.#clock.now(), detail));
+    return this.#ledger.settle(attemptId, actual, detail);
   }
 
   async release(attemptId: string): Promise<ReleaseResult> {
-    return this.#store.transaction(() => this.#ledger.release(attemptId, this.#clock.now()));
+    return this.#ledger.release(attemptId);
   }
 
   async balance(scope: string): Promise<ScopeBalance> {
-    return this.#store.transaction(() => this.#ledger.balance(scope, this.#clock.now()));
+    return this.#ledger.balance(scope);
   }
 
   async usage(scope: string): Promise<LedgerCounter[]> {
-    return this.#store.transaction(() => this.#ledger.usage(scope));
+    return this.#ledger.usage(scope);
   }
 
   async topUp(scope: string, amount: TopUpAmount, by: TopUpBy): Promise<TopUpResult> {
-    return this.#store.transaction(() => this.#ledger.topUp(scope, amount, by, this.#clock.now()));
+    return this.#ledger.topUp(scope, amount, by);
   }
 
   async attempt(attemptId: string): Promise<AttemptRecord | undefined> {
-    if (typeof attemptId !== "string") throw new RangeError("attemptId must be a string");
-    return this.#store.transaction(() => this.#ledger.attempt(attemptId));
+    return this.#ledger.attempt(attemptId);
   }
 
   async attemptsIn(state: AttemptState, limit: number, afterAttemptId?: string): Promise<AttemptRecord[]> {
-    return this.#store.transaction(() => this.#ledger.attemptsIn(state, limit, afterAttemptId));
+    return this.#ledger.attemptsIn(state, limit, afterAttemptId);
   }
 
   async pendingReconciliations(limit: number, afterAttemptId?: string): Promise<AttemptRecord[]> {
-    return this.#store.transaction(() => this.#ledger.pendingReconciliations(limit, afterAttemptId));
+    return this.#ledger.pendingReconciliations(limit, afterAttemptId);
   }
 
   async resolve(attemptId: string, actual: LedgerAmount, by: LedgerActor): Promise<ResolveResult> {
-    const result = this.#store.transaction(() => this.#ledger.resolve(attemptId, actual, by, this.#clock.now()));
-    // A resolved attempt is finished: retention may be due for it sooner than the alarm.
-    if (result.ok) await this.#arm();
-    return result;
+    return this.#ledger.resolve(attemptId, actual, by);
   }
 
   async audit(limit: number, afterSeq?: number): Promise<AuditRecord[]> {
-    return this.#store.transaction(() => this.#ledger.audit(limit, afterSeq));
+    return this.#ledger.audit(limit, afterSeq);
   }
 
   async usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageReport> {
-    return this.#store.transaction(() => this.#ledger.usageReport(scope, fromMs, toMs));
+    return this.#ledger.usageReport(scope, fromMs, toMs);
   }
 
   async refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]> {
-    return this.#store.transaction(() => this.#ledger.refusals(scope, fromMs, toMs));
+    return this.#ledger.refusals(scope, fromMs, toMs);
   }
 
   override async alarm(): Promise<void> {
-    this.#alarmAt = undefined;
-    const now = this.#clock.now();
-    this.#store.transaction(() => {
-      while (this.#ledger.expireLeases(now) > 0);
-    });
-    const { more } = this.#store.transaction(() => this.#ledger.retain(now));
-    const next = more ? now : this.#store.transaction(() => this.#ledger.nextAlarm());
-    if (next !== undefined) await this.#setAlarm(next);
-  }
-
-  /**
-   * Keeps the alarm at (or before) the next thing due: a lease expiry or retention work. `due` is
-   * when the call's own work falls due (a lease, a refusal tally's age-out); a known alarm at or
-   * before it settles it without a storage read, so the common reservation costs no alarm work.
-   * Without `due`, the alarm is recomputed.
-   */
-  async #arm(due?: number): Promise<void> {
-    if (due !== undefined && this.#alarmAt !== undefined && this.#alarmAt <= due) return;
-    const next = this.#store.transaction(() => this.#ledger.nextAlarm());
-    if (next === undefined) return;
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > next) await this.#setAlarm(next);
-    else this.#alarmAt = current;
-  }
-
-  async #setAlarm(at: number): Promise<void> {
-    await this.ctx.storage.setAlarm(at);
-    this.#alarmAt = at;
+    await this.#ledger.alarm();
   }
 }

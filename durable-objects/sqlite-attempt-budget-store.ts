@@ -1,4 +1,5 @@
-import type { AttemptBudgetEntry, AttemptBudgetStore } from "../src/call-budget/attempt-budget.ts";
+import type { AttemptBudgetEntry } from "../src/call-budget/attempt-budget.ts";
+import type { AttemptBudgetObjectStore } from "../src/call-budget/attempt-budget-service.ts";
 
 interface Row extends Record<string, SqlStorageValue> {
   call_id: string;
@@ -10,7 +11,7 @@ interface Row extends Record<string, SqlStorageValue> {
 }
 
 /** Attempt budgets in their Durable Object's SQLite storage: one row per call id. */
-export class SqliteAttemptBudgetStore implements AttemptBudgetStore {
+export class SqliteAttemptBudgetStore implements AttemptBudgetObjectStore {
   readonly #storage: DurableObjectStorage;
   readonly #sql: SqlStorage;
   #ready = false;

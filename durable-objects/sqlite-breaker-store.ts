@@ -1,7 +1,8 @@
 import { parseBreakerData, type BreakerData } from "../src/traffic/breaker.ts";
+import type { BreakerStore } from "../src/traffic/circuit-breaker-service.ts";
 
 /** A circuit breaker's state in its Durable Object's SQLite storage: one JSON row. */
-export class SqliteBreakerStore {
+export class SqliteBreakerStore implements BreakerStore {
   readonly #storage: DurableObjectStorage;
   readonly #sql: SqlStorage;
 

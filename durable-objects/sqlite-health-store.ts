@@ -1,10 +1,11 @@
 import { parseHealthSnapshot, resolveProbeTarget, type HealthSnapshot, type ResolvedProbeTarget } from "../src/traffic/health.ts";
+import type { HealthStore } from "../src/traffic/health-monitor-service.ts";
 
 /**
  * A health monitor's state in its Durable Object's SQLite storage: one row holding the watched
  * target (secrets by name only, never a value) and the health snapshot, both as JSON.
  */
-export class SqliteHealthStore {
+export class SqliteHealthStore implements HealthStore {
   readonly #storage: DurableObjectStorage;
   readonly #sql: SqlStorage;
 

@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { systemClock, type Clock } from "../src/deps/clock.ts";
 import type { TaskBindingRpc } from "../src/tasks/task-binding-client.ts";
-import { bindTask, type TaskBinding as Binding, type TaskClaim } from "../src/tasks/task-binding.ts";
+import { bindTask, taskClaim, type TaskBinding as Binding, type TaskClaim } from "../src/tasks/task-binding.ts";
 import { SqliteTaskBindingStore } from "./sqlite-task-binding-store.ts";
 
 /**
@@ -19,7 +19,8 @@ export class TaskBinding extends DurableObject<Env> implements TaskBindingRpc {
   }
 
   async bind(claim: TaskClaim): Promise<Binding> {
-    if (typeof claim?.taskId !== "string" || typeof claim.tenant !== "string" || typeof claim.project !== "string") throw new RangeError("claim must be { taskId, tenant, project } strings");
-    return this.#store.transaction(() => bindTask(this.#store, { taskId: claim.taskId, tenant: claim.tenant, project: claim.project }, this.#clock.now()));
+    // Checked before the transaction: an invalid claim touches no storage.
+    const checked = taskClaim(claim);
+    return this.#store.transaction(() => bindTask(this.#store, checked, this.#clock.now()));
   }
 }

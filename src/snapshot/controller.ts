@@ -1,5 +1,6 @@
 import type { Clock } from "../deps/clock.ts";
 import { normalizeSnapshot, type NormalizedSnapshot, type SnapshotContext, type SnapshotReason } from "./normalize.ts";
+import type { ActiveSnapshot } from "./pinned-snapshot.ts";
 
 /** A verified revision as stored. Revisions are immutable once written. */
 export interface StoredRevision {
@@ -53,6 +54,17 @@ export type RollbackResult =
   | { readonly status: "activated"; readonly revision: number; readonly digest: string; readonly previous: number | undefined }
   | { readonly status: "not_found"; readonly message: string };
 
+/** What a controller activates on first use: the bundled candidate and what it is checked against. */
+export interface SnapshotSeed {
+  readonly candidate: unknown;
+  readonly context: SnapshotContext;
+}
+
+/** Thrown (over RPC too) when the bundled seed snapshot itself is invalid. */
+export class SnapshotSeedError extends Error {
+  override readonly name = "SnapshotSeedError";
+}
+
 /** Revisions kept for rollback; the active and last-known-good revisions are always kept. */
 const KEEP_REVISIONS = 50;
 
@@ -74,6 +86,25 @@ export class SnapshotController {
   active(): StoredRevision | undefined {
     const rev = this.#store.activeRevision();
     return rev === undefined ? undefined : this.#store.getRevision(rev);
+  }
+
+  /**
+   * The active revision as an isolate pins it. Before the first activation the seed is read
+   * (only then) and proposed, as source "seed"; a seed that is rejected throws a
+   * {@link SnapshotSeedError} listing every reason.
+   */
+  async activeOrSeed(seed: () => SnapshotSeed): Promise<ActiveSnapshot> {
+    let active = this.active();
+    if (!active) {
+      const { candidate, context } = seed();
+      const result = await this.propose(candidate, context, "seed");
+      if (result.status === "rejected") {
+        throw new SnapshotSeedError(`bundled backends.yaml was rejected: ${result.reasons.map((r) => `${r.path}: ${r.message}`).join("; ")}`);
+      }
+      active = this.active();
+    }
+    if (!active) throw new SnapshotSeedError("no active snapshot after seeding");
+    return { revision: active.revision, digest: active.digest, snapshot: active.snapshot };
   }
 
   /**

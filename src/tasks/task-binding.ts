@@ -29,6 +29,15 @@ export interface TaskBindingStore {
   put(binding: TaskBinding): void;
 }
 
+/**
+ * A claim as it arrives over RPC, checked and copied: exactly its three strings, whatever else the
+ * caller sent. Throws a RangeError for anything else.
+ */
+export function taskClaim(value: TaskClaim): TaskClaim {
+  if (typeof value?.taskId !== "string" || typeof value.tenant !== "string" || typeof value.project !== "string") throw new RangeError("claim must be { taskId, tenant, project } strings");
+  return { taskId: value.taskId, tenant: value.tenant, project: value.project };
+}
+
 /** `project`: only the binding project's keys may use the task; `tenant`: any key of the tenant. */
 export type TaskSharing = "project" | "tenant";
 

@@ -4,6 +4,7 @@ import publicationYaml from "../../config/publication.yaml";
 import { loadConfig, type ConfigTexts, type LoadedConfig } from "../config/load-config.ts";
 import { compilePublication, type CompiledPublication } from "../publication/compile-publication.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
+import type { SnapshotSeed } from "../snapshot/controller.ts";
 import type { SnapshotContext } from "../snapshot/normalize.ts";
 
 /** Config for this isolate: the bundled YAML, each file replaceable by an env/secret binding. */
@@ -41,4 +42,9 @@ export function isolateConfig(env: Env): IsolateConfig {
 /** What every snapshot candidate is checked against in this build and publication. */
 export function snapshotContext(config: IsolateConfig): SnapshotContext {
   return { supportedProtocols: builtinCodecs.ids(), requirements: config.compiled.poolRequirements, egress: config.gateway.security.egress };
+}
+
+/** The bundled backends.yaml and its context: what the snapshot controller activates on first use. */
+export function snapshotSeed(config: IsolateConfig): SnapshotSeed {
+  return { candidate: config.backendsSeed, context: snapshotContext(config) };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadConfig } from "../../../src/config/load-config.ts";
 import { compilePublication } from "../../../src/publication/compile-publication.ts";
-import { SnapshotController } from "../../../src/snapshot/controller.ts";
+import { SnapshotController, SnapshotSeedError } from "../../../src/snapshot/controller.ts";
 import { normalizeSnapshot, type SnapshotContext } from "../../../src/snapshot/normalize.ts";
 import { ALLOWED_TARGETS, FORBIDDEN_TARGETS } from "../support/egress-targets.ts";
 import { bundledTexts, FakeClock, MemorySnapshotStore } from "../support/fixtures.ts";
@@ -165,6 +165,31 @@ describe("SnapshotController", () => {
     await c.propose(seed(), ctx, "seed");
     await c.propose(withSecondBackend(), ctx, "admin");
     expect(await c.propose(seed(), ctx, "admin")).toMatchObject({ status: "activated", revision: 1, previous: 2 });
+  });
+
+  it("seeds itself on first use only, reading the seed only then", async () => {
+    const { c } = make();
+    let reads = 0;
+    const seeded = () => (reads++, { candidate: seed(), context: ctx });
+    const first = await c.activeOrSeed(seeded);
+    expect(first).toMatchObject({ revision: 1, digest: c.active()?.digest });
+    expect(first.snapshot.backends.length).toBeGreaterThan(0);
+    expect(c.history().events.map((e) => [e.kind, e.source])).toEqual([["seeded", "seed"]]);
+    await c.propose(withSecondBackend(), ctx, "admin");
+    expect((await c.activeOrSeed(seeded)).revision).toBe(2);
+    expect(reads).toBe(1);
+  });
+
+  it("throws a SnapshotSeedError with every reason when the seed is rejected, and activates nothing", async () => {
+    const { c } = make();
+    const bad = seed();
+    bad.pools = [];
+    const err = await c.activeOrSeed(() => ({ candidate: bad, context: ctx })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SnapshotSeedError);
+    expect((err as Error).name).toBe("SnapshotSeedError");
+    expect((err as Error).message).toMatch(/^bundled backends\.yaml was rejected: .+: .+/);
+    expect(c.active()).toBeUndefined();
+    expect(c.history().events[0]).toMatchObject({ kind: "rejected", source: "seed" });
   });
 
   it("has nothing to roll back to before a second revision", async () => {

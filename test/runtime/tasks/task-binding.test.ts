@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { taskBindingClient, type TaskBindingRpc } from "../../../src/tasks/task-binding-client.ts";
-import { bindTask, checkClaim, MemoryTaskBindingStore } from "../../../src/tasks/task-binding.ts";
+import { bindTask, checkClaim, MemoryTaskBindingStore, taskClaim } from "../../../src/tasks/task-binding.ts";
 
 const claim = (taskId: string, tenant: string, project: string) => ({ taskId, tenant, project });
 
@@ -21,6 +21,13 @@ describe("task binding", () => {
     expect(checkClaim(b, claim("t1", "acme", "ml/ads"), "project")).toBe("other_project");
     expect(checkClaim(b, claim("t1", "acme", ""), "project")).toBe("other_project");
     expect(checkClaim(b, claim("t1", "acme", "ml/ads"), "tenant")).toBeUndefined();
+  });
+
+  it("takes a claim from RPC only as three strings, copied without anything else the caller sent", () => {
+    expect(taskClaim({ ...claim("t1", "acme", "p"), extra: 1 } as ReturnType<typeof claim>)).toEqual(claim("t1", "acme", "p"));
+    for (const bad of [undefined, null, { taskId: "t1", tenant: "acme" }, { taskId: 1, tenant: "acme", project: "p" }, { taskId: "t1", tenant: "acme", project: null }]) {
+      expect(() => taskClaim(bad as unknown as ReturnType<typeof claim>)).toThrow(new RangeError("claim must be { taskId, tenant, project } strings"));
+    }
   });
 
   it("caches a confirmed binding: a task's later uses cost no round trip", async () => {
