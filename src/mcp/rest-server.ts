@@ -3,7 +3,8 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 import { checkArguments } from "./input-schema.ts";
 import { buildRestRequest, trimResponse, type RestServerConfig, type RestTarget, type RestToolConfig } from "./rest-tool.ts";
-import type { UpstreamAnswer } from "./upstream-client.ts";
+import type { UpstreamAnswer, UpstreamRequestOptions } from "./upstream-client.ts";
+import { statusEvidence, type UpstreamEvidence } from "./upstream-evidence.ts";
 
 /**
  * An MCP server the gateway serves itself from an HTTP API: `tools/list` answers the configured
@@ -36,21 +37,34 @@ export class RestServer {
     this.#tools = new Map(o.rest.tools.map((t) => [t.name, t]));
   }
 
-  async request(method: string, params: Readonly<Record<string, unknown>>, opts: { readonly signal?: AbortSignal } = {}): Promise<UpstreamAnswer> {
+  /**
+   * Answers like an upstream server, and tells a `tools/call`'s charge and approval what the MCP
+   * client tells them: `onSent` right before the API request leaves, `onEvidence` once, with what
+   * its answer proves (a 2xx ran it; a 4xx or 429 refused it; a 5xx, a redirect or a failed
+   * connection prove nothing; a call refused before it left was not sent).
+   */
+  async request(method: string, params: Readonly<Record<string, unknown>>, opts: Pick<UpstreamRequestOptions, "signal" | "onSent" | "onEvidence"> = {}): Promise<UpstreamAnswer> {
     switch (method) {
       case "tools/list":
         return {
           ok: true,
           result: { tools: this.#o.rest.tools.map((t) => ({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema })) },
         };
-      case "tools/call":
-        return { ok: true, result: await this.#call(params, opts.signal) };
+      case "tools/call": {
+        const proof: { evidence: UpstreamEvidence } = { evidence: "not_sent" };
+        try {
+          return { ok: true, result: await this.#call(params, opts, proof) };
+        } finally {
+          opts.onEvidence?.(proof.evidence);
+        }
+      }
       default:
         return METHOD_NOT_FOUND;
     }
   }
 
-  async #call(params: Readonly<Record<string, unknown>>, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
+  async #call(params: Readonly<Record<string, unknown>>, opts: Pick<UpstreamRequestOptions, "signal" | "onSent">, proof: { evidence: UpstreamEvidence }): Promise<Record<string, unknown>> {
+    const signal = opts.signal;
     const tool = typeof params.name === "string" ? this.#tools.get(params.name) : undefined;
     if (tool === undefined) throw new GatewayError("invalid_request", "Unknown tool.", { param: "params.name" });
     const args = params.arguments ?? {};
@@ -60,12 +74,15 @@ export class RestServer {
     const verdict = checkEgress(req.url, this.#o.egress);
     if (!verdict.ok) throw new GatewayError("internal_error", "The tool's API is not an allowed egress target.", { cause: verdict.refusal.message });
     let res: Response;
+    proof.evidence = "unknown";
+    opts.onSent?.();
     try {
       res = await this.#o.fetch(req.url, { method: req.method, headers: req.headers, ...(req.body !== undefined ? { body: req.body } : {}), redirect: "manual", ...(signal ? { signal } : {}) });
     } catch (err) {
       if (signal?.aborted) throw err;
       throw new GatewayError("upstream_unreachable", "The tool's API could not be reached.", { cause: err });
     }
+    proof.evidence = res.status < 300 ? "answered" : statusEvidence(res.status);
     if (res.status >= 300 && res.status < 400) {
       await res.body?.cancel();
       throw new GatewayError("upstream_error", `The tool's API answered ${res.status} (a redirect, which the gateway does not follow).`);

@@ -123,3 +123,30 @@ describe("REST server", () => {
     for (const method of ["prompts/list", "resources/list", "resources/read", "prompts/get"]) expect(await s.request(method, {})).toEqual({ ok: false, error: { code: -32601, message: "Method not found" } });
   });
 });
+
+describe("what a REST tool call proves, for its charge and its approval", () => {
+  /** The call's onSent / onEvidence, in the order they came, with how many API requests had left at each. */
+  async function proof(answer: () => Response | Promise<Response>, args: unknown = { repo: "sluice", number: 1 }) {
+    const { s, sent } = server(answer);
+    const events: string[] = [];
+    await s
+      .request("tools/call", { name: "get_issue", arguments: args }, { onSent: () => events.push(`sent:${sent.length}`), onEvidence: (e) => events.push(`evidence:${e}`) })
+      .catch(() => events.push("threw"));
+    return events;
+  }
+
+  it("is sent right before the API request leaves, and answered when the API answered 2xx", async () => {
+    expect(await proof(() => Response.json({ title: "t" }))).toEqual(["sent:0", "evidence:answered"]);
+  });
+
+  it("proves the tool did not run on a 4xx or a 429, and proves nothing on a 5xx or a failed connection", async () => {
+    expect(await proof(() => new Response("no", { status: 404 }))).toEqual(["sent:0", "evidence:refused"]);
+    expect(await proof(() => new Response("slow", { status: 429 }))).toEqual(["sent:0", "evidence:rate_limited"]);
+    expect(await proof(() => new Response("oops", { status: 502 }))).toEqual(["sent:0", "evidence:unknown", "threw"]);
+    expect(await proof(() => Promise.reject(new TypeError("reset")))).toEqual(["sent:0", "evidence:unknown", "threw"]);
+  });
+
+  it("is never sent when the arguments are refused before the API is called", async () => {
+    expect(await proof(() => Response.json({}), { repo: "sluice" })).toEqual(["evidence:not_sent", "threw"]);
+  });
+});
