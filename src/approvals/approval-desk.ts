@@ -38,10 +38,11 @@ export interface ApprovalFacts {
 
 /**
  * How a claimed call's request ended: with its result known, failed, unknown (it may or may not
- * have run), or `input_required` — the server asked the client for input first, so the call
- * goes on in the client's next request and has not been executed yet.
+ * have run), `input_required` — the server asked the client for input first, so the call goes on
+ * in the client's next request and has not been executed yet — or `not_sent`: the request ended
+ * after the claim and before the call was handed to its server, so it provably did not run.
  */
-export type ExecutionEnd = "succeeded" | "failed" | "unknown" | "input_required";
+export type ExecutionEnd = "succeeded" | "failed" | "unknown" | "input_required" | "not_sent";
 
 /** One entry of an approval's own history (its audit trail, whatever store the gateway has). */
 export interface ApprovalHistoryEntry {
@@ -49,7 +50,7 @@ export interface ApprovalHistoryEntry {
   readonly event: "requested" | "granted" | "denied" | "expired" | "revoked" | "executed" | "execution";
   readonly actor?: string | undefined;
   readonly reason?: string | undefined;
-  /** For `execution`: how the claimed call ended (`input_required`: not yet, the call continues). */
+  /** For `execution`: how the claimed call ended (`input_required`, `not_sent`: not yet, the approval stands). */
   readonly execution?: ExecutionEnd | undefined;
 }
 
@@ -65,7 +66,7 @@ export interface Approval extends ApprovalFacts {
   readonly reason?: string | undefined;
   readonly statusUrl: string;
   /** After the claim: how the execution ended; `unknown` goes to reconciliation under `idempotencyKey`, never retried. */
-  readonly execution?: "claimed" | Exclude<ExecutionEnd, "input_required"> | undefined;
+  readonly execution?: "claimed" | Exclude<ExecutionEnd, "input_required" | "not_sent"> | undefined;
   /** The key the execution was sent under (the claiming request's id), for reconciliation. */
   readonly idempotencyKey?: string | undefined;
   /** Set once a caller retrying the same call was told it was denied, revoked or expired. */
@@ -268,13 +269,14 @@ export class ApprovalDeskCore {
   /**
    * How a claimed execution ended; `unknown` is final (reconciliation, never a retry). A server's
    * `input_required` hands the claim back (`approved` again, still until its expiry), so the same
-   * call's next round, which carries the client's input, can claim it.
+   * call's next round, which carries the client's input, can claim it; so does `not_sent` (the
+   * request ended before the call was sent), so the caller's retry can.
    */
   finish(id: string, execution: ExecutionEnd, now: number): Approval | undefined {
     const a = this.#store.get(id);
     if (!a || a.state !== "executed" || a.execution !== "claimed") return a;
     const entry = { at: now, event: "execution", execution } as const;
-    if (execution === "input_required") {
+    if (execution === "input_required" || execution === "not_sent") {
       const { execution: _claimed, idempotencyKey: _key, ...rest } = a;
       const back: Approval = { ...rest, state: "approved", history: [...a.history, entry] };
       this.#store.put(back);

@@ -9,15 +9,14 @@
  * The client's retry is re-admitted from scratch (identity and policy were checked again by the
  * caller before this runs), the approval found by its sealed state or by the same call's facts,
  * and executed only once the desk has atomically claimed it: a concurrent or repeated retry finds
- * it `executed` and is refused. The claim happens in the invoke phase, after the budget
- * reservation, so a budget spent in the meantime refuses the call and leaves the approval standing.
- * The claim is one of the request's holdings: however the request ends, its terminal tells the desk
- * how the execution ended — `unknown` when the server never answered (an abort, a deadline, a cut
- * connection), which leaves it for reconciliation, never for a retry.
+ * it `executed` and is refused. The claim is the invoke phase's (src/invoker/approval-claim.ts),
+ * after the budget reservation, so a budget spent in the meantime refuses the call and leaves the
+ * approval standing.
  */
 
-import { approvalId, sameFacts, type Approval, type ApprovalFacts, type ExecutionEnd } from "../approvals/approval-desk.ts";
-import type { ApprovalDeps } from "../approvals/approval-desk-rpc.ts";
+import { approvalId, sameFacts, type Approval, type ApprovalFacts } from "../approvals/approval-desk.ts";
+import type { ApprovalDeps, ApprovalDeskRpc } from "../approvals/approval-desk-rpc.ts";
+import { refusal, refusedReplay } from "../approvals/approval-refusals.ts";
 import { auditEvent } from "../approvals/approval-events.ts";
 import { factsDigest } from "../approvals/request-state.ts";
 import type { AuditEvent, AuditEventType } from "../audit/audit-event.ts";
@@ -54,13 +53,21 @@ export interface GatedCall {
   readonly task?: { readonly kind: "create" } | { readonly kind: "resume"; readonly approvalId: string } | undefined;
 }
 
-/** What running the call answered, as far as the gate reads it. */
-export interface RunAnswer {
-  readonly ok: boolean;
-  readonly result?: unknown;
+/** An approved call, as the invoke phase claims it. */
+export interface ApprovedCall {
+  readonly desk: ApprovalDeskRpc;
+  readonly approvalId: string;
+  /** What the approval is bound to: the claim is refused when the call's facts differ. */
+  readonly facts: ApprovalFacts;
+  /** A 2026 retry's single-use nonce (from its sealed requestState). */
+  readonly nonce: string | undefined;
+  /** The call comes from a task's handle (`tasks/result`): its refusals say so. */
+  readonly fromTask: boolean;
+  /** Records that the approval expired when the claim found it so (an `approval.expired` event). */
+  readonly expired: (a: Approval) => void;
 }
 
-/** What happens next: answer now (a pending approval), or run the call through `execute`. */
+/** What happens next: answer now (a pending approval), or go on to run the call. */
 export type GateResult =
   | { readonly kind: "answer"; readonly result: Record<string, unknown> }
   /** A task-augmented call's approval, pending or approved: the caller answers with a task handle. */
@@ -68,16 +75,15 @@ export type GateResult =
   | {
       readonly kind: "execute";
       /**
-       * Claims the approval (when there is one) and runs the call. The claim is registered on the
-       * request when it is taken; the server's answer tells the desk how the execution ended, and
-       * the request's end tells it `unknown` when no answer came.
+       * The approval the call runs under, when its rule requires one: the invoke phase claims it
+       * right before the call is sent (src/invoker/approval-claim.ts).
        */
-      readonly execute: <T extends RunAnswer>(run: () => Promise<T>) => Promise<T>;
+      readonly approved: ApprovedCall | undefined;
       /** The params forwarded upstream without what belonged to the gateway's own approval round. */
       readonly upstreamParams: (forwarded: Record<string, unknown>) => Record<string, unknown>;
     };
 
-const NO_APPROVAL: GateResult = { kind: "execute", execute: (run) => run(), upstreamParams: (p) => p };
+const NO_APPROVAL: GateResult = { kind: "execute", approved: undefined, upstreamParams: (p) => p };
 
 /** The key of the approval's input request (and of the client's answer to it). */
 const INPUT_KEY = "approval";
@@ -163,46 +169,10 @@ export async function gateToolCall(deps: ApprovalDeps | undefined, ctx: RequestC
     if (nonce !== undefined) await desk.spend(approval.id, nonce);
     throw refusal(approval, call.task?.kind === "resume");
   }
-  const approvedId = approval.id;
   return {
     kind: "execute",
     upstreamParams: withoutApprovalRound,
-    async execute<T extends RunAnswer>(run: () => Promise<T>): Promise<T> {
-      const claimed = await desk.claim(approvedId, facts, ctx.requestId, nonce);
-      if (!claimed.ok) {
-        if (claimed.justExpired && claimed.approval) event("approval.expired", claimed.approval);
-        if (claimed.why === "replayed") throw refusedReplay();
-        if (claimed.why === "facts_differ" || claimed.why === "unknown" || !claimed.approval) throw new GatewayError("approval_refused", "The approval does not cover this call: call the tool again to ask for a new one.", { param: "params.name" });
-        throw refusal(claimed.approval, call.task?.kind === "resume");
-      }
-      // The call's tool.executed event (from the request's record) names the approval it ran under.
-      if (ctx.record.mcp) ctx.record.mcp.approvalId = approvedId;
-      // The desk keeps how it ended; an unknown end stays there for reconciliation, never retried.
-      let finished = false;
-      const finish = (execution: ExecutionEnd) => {
-        finished = true;
-        return desk.finish(approvedId, execution).then(
-          () => undefined,
-          () => undefined,
-        );
-      };
-      let end: ExecutionEnd | undefined;
-      // Taken: from now on the request owns the claim. Its terminal reports how the call ended, and
-      // `unknown` when no answer came — it runs even when an abort never lets this code run again.
-      const claim = ctx.own("approval_claim", () => {
-        if (!finished) ctx.waitUntil(finish(end ?? "unknown"));
-      });
-      const answer = await run();
-      if (answer.ok && isRecord(answer.result) && answer.result.resultType === "input_required") {
-        // The server asked for input before doing the work: the claim goes back before the client
-        // is answered, so the round that brings the input finds the call still approved.
-        await finish("input_required");
-      } else {
-        end = answer.ok ? "succeeded" : "failed";
-      }
-      claim.release();
-      return answer;
-    },
+    approved: { desk, approvalId: approval.id, facts, nonce, fromTask: call.task?.kind === "resume", expired: (a) => event("approval.expired", a) },
   };
 }
 
@@ -218,24 +188,6 @@ async function pendingAnswer(deps: ApprovalDeps, call: GatedCall, approval: Appr
     inputRequests: { [INPUT_KEY]: { method: "elicitation/create", params: { mode: "url", elicitationId: approval.id, message, url } } },
     requestState,
   };
-}
-
-function refusal(a: Approval, fromTask = false): GatewayError {
-  const why =
-    a.state === "executed"
-      ? fromTask
-        ? "was already used: the task's call ran once, and its result went to the tasks/result that ran it (the gateway keeps no results)"
-        : "was already used: an approved call runs once (call again to ask for a new approval)"
-      : a.state === "denied"
-        ? `was denied${a.reason ? ` (${a.reason})` : ""}`
-        : a.state === "revoked"
-          ? `was revoked${a.reason ? ` (${a.reason})` : ""}`
-          : "expired before the call was made";
-  return new GatewayError("approval_refused", `The approval ${a.id} of this call ${why}.`, { param: "params.name", details: [{ approvalId: a.id, state: a.state }] });
-}
-
-function refusedReplay(): GatewayError {
-  return new GatewayError("invalid_request", "This requestState was already used: call the tool again without it.", { param: "params.requestState" });
 }
 
 /** Whether declared client capabilities include URL-mode elicitation. */

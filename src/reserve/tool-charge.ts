@@ -23,21 +23,6 @@ export interface ToolCallTrack {
   readonly task?: { readonly taskId: string; readonly figures: readonly TaskFigure[] } | undefined;
 }
 
-/** The `_meta` key a tool result carries its task's figures under. */
-export const TASK_META_KEY = "sluice.dev/task";
-
-/**
- * A tool result with its task's figures in `_meta["sluice.dev/task"]` (`{ taskId, spent,
- * remaining }`, by metric: money in micro-units, tokens), so a harness can stop adding steps.
- */
-export function withTaskMeta(result: Record<string, unknown>, track: ToolCallTrack | undefined): Record<string, unknown> {
-  const task = track?.task;
-  if (!task) return result;
-  const meta = typeof result._meta === "object" && result._meta !== null && !Array.isArray(result._meta) ? (result._meta as Record<string, unknown>) : {};
-  const by = (f: "spent" | "remaining") => Object.fromEntries(task.figures.map((x) => [x.metric, x[f]]));
-  return { ...result, _meta: { ...meta, [TASK_META_KEY]: { taskId: task.taskId, spent: by("spent"), remaining: by("remaining") } } };
-}
-
 /** The ledger scope of one key's calls of the tools one price rule matches (its rate limit). */
 export function toolRateScope(keyId: string, rule: string): string {
   return `${scopeName.key(keyId)}/tools:${rule}`;

@@ -4,11 +4,14 @@
  * in a JSON-RPC envelope; and which refusals are answered in-band.
  */
 
+import { RELATED_TASK } from "../approvals/approval-task.ts";
 import type { McpEra } from "../mcp/bridging.ts";
+import { isRecord } from "../protocol/fast-guard.ts";
 import { UpstreamRefusal } from "../mcp/upstream-errors.ts";
 import { renameContents } from "../mcp/virtual-catalog.ts";
 import type { GatewayError } from "../errors/gateway-error.ts";
 import { STATELESS_VERSION } from "../protocol/mcp/stateless-request.ts";
+import type { ToolCallTrack } from "../reserve/tool-charge.ts";
 
 /** Results proxied through a per-caller policy must not be shared by caches (2026-07-28 caching). */
 export const UNCACHEABLE = { ttlMs: 0, cacheScope: "private" } as const;
@@ -51,4 +54,30 @@ export function rpcResult(id: string | number, result: Readonly<Record<string, u
 export function inBandStatus(thrown: unknown, error: GatewayError, protocolVersion: string | undefined, inSession: boolean): number | undefined {
   if (thrown instanceof UpstreamRefusal) return error.code === "mcp_missing_capability" && protocolVersion === STATELESS_VERSION ? 400 : 200;
   return inSession && error.status < 500 && error.status !== 429 && error.code !== "mcp_unsupported_version" ? 200 : undefined;
+}
+
+/** The `_meta` key a tool result carries its task's figures under. */
+export const TASK_META_KEY = "sluice.dev/task";
+
+/**
+ * A tool result with its task's figures in `_meta["sluice.dev/task"]` (`{ taskId, spent,
+ * remaining }`, by metric: money in micro-units, tokens), so a harness can stop adding steps.
+ */
+function withTaskMeta(result: Record<string, unknown>, track: ToolCallTrack | undefined): Record<string, unknown> {
+  const task = track?.task;
+  if (!task) return result;
+  const meta = isRecord(result._meta) ? result._meta : {};
+  const by = (f: "spent" | "remaining") => Object.fromEntries(task.figures.map((x) => [x.metric, x[f]]));
+  return { ...result, _meta: { ...meta, [TASK_META_KEY]: { taskId: task.taskId, spent: by("spent"), remaining: by("remaining") } } };
+}
+
+/**
+ * A `tools/call` result: the server's, with its task's figures when the call names a capped task,
+ * and — for a task's `tasks/result` — related to the task it ran for.
+ */
+export function toolCallResult(result: Readonly<Record<string, unknown>>, track: ToolCallTrack | undefined, resumedTaskId: string | undefined): Record<string, unknown> {
+  const out = withTaskMeta({ resultType: "complete", ...result }, track);
+  if (resumedTaskId === undefined) return out;
+  const meta = isRecord(out._meta) ? out._meta : {};
+  return { ...out, _meta: { ...meta, [RELATED_TASK]: { taskId: resumedTaskId } } };
 }

@@ -7,18 +7,20 @@
  * handle's call as this module's tool call, re-admitted like any retry.
  */
 
-import { approvalMeta, RELATED_TASK, TASK_KEPT_AFTER_MS, taskOf } from "../../approvals/approval-task.ts";
+import { approvalMeta, TASK_KEPT_AFTER_MS, taskOf } from "../../approvals/approval-task.ts";
 import { fitsTaskHandle, type TaskHandle } from "../../approvals/task-handle.ts";
 import { authorizeTask, authorizeToolCall, type RoutedCall } from "../../auth/mcp-authorize.ts";
 import { gateToolCall, type GateResult } from "../../decide/approval-gate.ts";
 import { cancelTask, readTask } from "../../decide/approval-tasks.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
+import { runClaimed } from "../../invoker/approval-claim.ts";
 import { forwardedParams, invokeUpstream, listTools, serverHealth } from "../../invoker/mcp-exchange.ts";
 import { tasksServed } from "../../mcp/task-support.ts";
 import { upstreamRefusal } from "../../mcp/upstream-errors.ts";
 import { isRecord } from "../../protocol/fast-guard.ts";
 import type { StatelessRequest } from "../../protocol/mcp/stateless-request.ts";
-import { reserveToolCall, withTaskMeta, type ToolCallTrack } from "../../reserve/tool-charge.ts";
+import { reserveToolCall, type ToolCallTrack } from "../../reserve/tool-charge.ts";
+import { toolCallResult } from "../../respond/mcp-result.ts";
 import type { Subject } from "../../signals/subject.ts";
 import type { McpCall } from "./mcp-call.ts";
 import type { McpOperation } from "./mcp-operation.ts";
@@ -148,20 +150,16 @@ function callOperation(call: McpCall, source: CallSource): McpOperation {
       const audit = ctx.record.mcp;
       // A call asked for by name is sent whatever the probes say (they can be wrong); it starts them.
       serverHealth(call.exchange, r.server);
-      const answer = await gate!.execute(() => {
+      const answer = await runClaimed(ctx, gate!.approved, (claimSent) => {
         if (audit) audit.toolSent = true;
-        return invokeUpstream(call.exchange, r.server, "tools/call", { name: r.name, arguments: args ?? {}, ...gate!.upstreamParams(forwardedParams(params)) }, charge);
+        const evidence = { onSent: () => (claimSent(), charge?.onSent()), ...(charge ? { onEvidence: charge.onEvidence } : {}) };
+        return invokeUpstream(call.exchange, r.server, "tools/call", { name: r.name, arguments: args ?? {}, ...gate!.upstreamParams(forwardedParams(params)) }, evidence);
       });
       if (!answer.ok) throw upstreamRefusal(r.server, answer.error);
       result = isRecord(answer.result) ? answer.result : {};
       if (audit && result.isError === true) audit.toolError = true;
       if (audit && result.resultType === "input_required") audit.inputRequired = true;
     },
-    result: () => {
-      const out = withTaskMeta({ resultType: "complete", ...result }, charge);
-      if (!resumed) return out;
-      const meta = isRecord(out._meta) ? out._meta : {};
-      return { ...out, _meta: { ...meta, [RELATED_TASK]: { taskId: resumed.taskId } } };
-    },
+    result: () => toolCallResult(result, charge, resumed?.taskId),
   };
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ApprovalDeskCore, callKey, type Approval, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
 import type { ApprovalDeps, ApprovalDeskRpc } from "../../../src/approvals/approval-desk-rpc.ts";
 import { gateToolCall, type GatedCall } from "../../../src/decide/approval-gate.ts";
+import { runClaimed } from "../../../src/invoker/approval-claim.ts";
 import { RequestStateSealer } from "../../../src/approvals/request-state.ts";
 import { TaskHandleSealer } from "../../../src/approvals/task-handle.ts";
 import { RequestContext } from "../../../src/context/request-context.ts";
@@ -96,7 +97,7 @@ describe("gateToolCall", () => {
     const retry = await gateToolCall(deps, ctx, call({ era: "stateless", clientCapabilities: urlCapable, params: { requestState: first.result.requestState } }));
     if (retry.kind !== "execute") throw new Error("expected execution");
     let runs = 0;
-    await retry.execute(async () => (runs++, { ok: true }));
+    await runClaimed(ctx, retry.approved, async () => (runs++, { ok: true }));
     expect(runs).toBe(1);
     // The request's own tool.executed event (derived from its record) names the approval.
     expect(ctx.record.mcp?.approvalId).toBe(id);
@@ -109,16 +110,18 @@ describe("gateToolCall", () => {
     const err = (await gateToolCall(deps, context(), call({ era: "stateful" })).catch((e: unknown) => e)) as GatewayError;
     const id = (err.details![0] as { elicitations: { elicitationId: string }[] }).elicitations[0]!.elicitationId;
     await desk.decide(id, "approve", "alice", "ok");
-    const first = await gateToolCall(deps, context(), call());
+    const firstCtx = context();
+    const first = await gateToolCall(deps, firstCtx, call());
     if (first.kind !== "execute") throw new Error("expected execution");
-    await first.execute(async () => ({ ok: true, result: { resultType: "input_required", inputRequests: { confirm: { method: "elicitation/create" } } } }));
+    await runClaimed(firstCtx, first.approved, async () => ({ ok: true, result: { resultType: "input_required", inputRequests: { confirm: { method: "elicitation/create" } } } }));
     // Handed back before the client was answered: the approval is approved again, not used.
     const handedBack = await desk.get(id);
     expect(handedBack).toMatchObject({ state: "approved" });
     expect(handedBack!.execution).toBeUndefined();
-    const second = await gateToolCall(deps, context(), call({ params: { inputResponses: { confirm: { action: "accept" } } } }));
+    const secondCtx = context();
+    const second = await gateToolCall(deps, secondCtx, call({ params: { inputResponses: { confirm: { action: "accept" } } } }));
     if (second.kind !== "execute") throw new Error("expected execution");
-    await second.execute(async () => ({ ok: true, result: { content: [] } }));
+    await runClaimed(secondCtx, second.approved, async () => ({ ok: true, result: { content: [] } }));
     const used = await desk.get(id);
     expect(used).toMatchObject({ state: "executed", execution: "succeeded" });
     expect(used!.history.map((h) => h.execution ?? h.event)).toEqual(["requested", "granted", "executed", "input_required", "executed", "succeeded"]);
@@ -134,11 +137,38 @@ describe("gateToolCall", () => {
     const ctx = context();
     const gate = await gateToolCall(deps, ctx, call());
     if (gate.kind !== "execute") throw new Error("expected execution");
-    await expect(gate.execute(async () => Promise.reject(new Error("connection cut")))).rejects.toThrow("connection cut");
+    await expect(
+      runClaimed(ctx, gate.approved, async (sent) => {
+        sent();
+        throw new Error("connection cut");
+      }),
+    ).rejects.toThrow("connection cut");
     // The claim is the request's: its terminal (which the runner runs on the failure) tells the desk.
     expect(await desk.get(id)).toMatchObject({ state: "executed", execution: "claimed" });
     ctx.finish({ kind: "failed", error: new GatewayError("upstream_error", "The connection was cut.") });
     expect(await desk.get(id)).toMatchObject({ state: "executed", execution: "unknown" });
+  });
+
+  it("a claim whose call was never sent goes back: the approval stands for the retry", async () => {
+    const { desk, deps, context, call } = await setup();
+    const err = (await gateToolCall(deps, context(), call()).catch((e: unknown) => e)) as GatewayError;
+    const id = (err.details![0] as { elicitations: { elicitationId: string }[] }).elicitations[0]!.elicitationId;
+    await desk.decide(id, "approve", "alice", "ok");
+    const ctx = context();
+    const gate = await gateToolCall(deps, ctx, call());
+    if (gate.kind !== "execute") throw new Error("expected execution");
+    await expect(runClaimed(ctx, gate.approved, async () => Promise.reject(new Error("no session upstream")))).rejects.toThrow("no session upstream");
+    ctx.finish({ kind: "failed", error: new GatewayError("upstream_unreachable", "The server could not be reached.") });
+    const back = await desk.get(id);
+    expect(back).toMatchObject({ state: "approved" });
+    expect(back!.history.map((h) => h.execution ?? h.event)).toEqual(["requested", "granted", "executed", "not_sent"]);
+    // And a request that was stopped before it claims leaves it alone.
+    const stopped = context();
+    stopped.abort("client_disconnected");
+    const again = await gateToolCall(deps, context(), call());
+    if (again.kind !== "execute") throw new Error("expected execution");
+    await expect(runClaimed(stopped, again.approved, async () => ({ ok: true }))).rejects.toMatchObject({ code: "client_closed" });
+    expect(await desk.get(id)).toMatchObject({ state: "approved" });
   });
 
   it("an expired approval is refused and recorded as approval.expired", async () => {
@@ -170,10 +200,11 @@ describe("gateToolCall", () => {
     const resume = { task: { kind: "resume" as const, approvalId: created.approval.id } };
     await expect(gateToolCall(deps, context(), call(resume))).rejects.toMatchObject({ code: "approval_required" });
     await desk.decide(created.approval.id, "approve", "alice", "ok");
-    const gate = await gateToolCall(deps, context(), call(resume));
+    const resumeCtx = context();
+    const gate = await gateToolCall(deps, resumeCtx, call(resume));
     if (gate.kind !== "execute") throw new Error("expected execution");
     let runs = 0;
-    await gate.execute(async () => (runs++, { ok: true }));
+    await runClaimed(resumeCtx, gate.approved, async () => (runs++, { ok: true }));
     expect(runs).toBe(1);
     await expect(gateToolCall(deps, context(), call(resume))).rejects.toMatchObject({ code: "approval_refused", message: expect.stringMatching(/keeps no results/) });
     // Never a new approval for the task's call: the desk still has the one.

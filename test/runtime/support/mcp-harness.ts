@@ -3,6 +3,7 @@ import type { ApprovalDeps, ApprovalDeskRpc } from "../../../src/approvals/appro
 import { RequestStateSealer } from "../../../src/approvals/request-state.ts";
 import { TaskHandleSealer } from "../../../src/approvals/task-handle.ts";
 import { toolPricesSchema } from "../../../src/config/tool-price-schema.ts";
+import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { McpIngress, McpReply } from "../../../src/kinds/mcp/mcp-api.ts";
 import type { McpDeps } from "../../../src/kinds/mcp/mcp-deps.ts";
 import type { McpEra } from "../../../src/mcp/bridging.ts";
@@ -39,6 +40,8 @@ export function fakeServer(name: string, tools: readonly FakeTool[], era: McpEra
     listFailure: "open",
     calls,
     async request(method, params, opts) {
+      // As the gateway's client: nothing leaves for a request that already ended.
+      if (opts.signal?.aborted) throw new GatewayError("client_closed", "The request ended before it was sent.");
       calls.push({ method, params });
       opts.onSent?.();
       let answer: UpstreamAnswer;
