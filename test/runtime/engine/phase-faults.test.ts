@@ -1,8 +1,9 @@
 /**
- * For every phase boundary of a request, inject each way a request can be stopped — a throw, a
- * client disconnect, the deadline, a drain's cancel — and check what the request held afterwards:
- * no admission lease, queue place, backend slot, drain ticket or probe permit left, every ledger
- * reservation settled or released exactly once, one request record, each attempt logged once.
+ * For every phase boundary of a request and every extension point of the runner, of both kinds of
+ * traffic, inject each way a request can be stopped — a throw, a client disconnect, the deadline, a
+ * drain's cancel — and check what the request held afterwards: no admission lease, queue place,
+ * backend slot, drain ticket or probe permit left, every ledger reservation settled or released
+ * exactly once, no approval left claimed, one request record, each attempt logged once.
  */
 import { describe, expect, it } from "vitest";
 import type { Session } from "../../../src/engine/session-api.ts";
@@ -13,15 +14,33 @@ import { BreakerCache } from "../../../src/traffic/breaker-cache.ts";
 import type { BreakerSnapshot } from "../../../src/traffic/breaker.ts";
 import { chat, engineHarness } from "../support/engine-harness.ts";
 import { snapshot } from "../support/executor-harness.ts";
+import type { McpSession } from "../../../src/engine/engine.ts";
+import { fakeServer, mcpHarness, resultOf } from "../support/mcp-harness.ts";
 
 type Fault = "throw" | "client" | "deadline" | "drain";
 const FAULTS: readonly Fault[] = ["throw", "client", "deadline", "drain"];
 
-type Point = "body" | "queued" | "snapshot" | "reserve" | "call-budget" | "headers" | "buffered-body" | "stream-chunk" | "stream-decode" | "stream-encode";
+type Point =
+  | "body"
+  | "signal"
+  | "request-safe"
+  | "queued"
+  | "snapshot"
+  | "reserve"
+  | "call-budget"
+  | "headers"
+  | "buffered-body"
+  | "stream-chunk"
+  | "stream-decode"
+  | "stream-event"
+  | "stream-encode"
+  | "terminal-observer";
 
-const STREAMING: ReadonlySet<Point> = new Set(["stream-chunk", "stream-decode", "stream-encode"]);
+const STREAMING: ReadonlySet<Point> = new Set(["stream-chunk", "stream-decode", "stream-event", "stream-encode"]);
 /** Where a throw is not something the gateway's own code can meet (the queue is pure). */
 const NO_THROW: ReadonlySet<Point> = new Set(["queued"]);
+/** After the terminal nothing is left to stop: only a throw is a fault there. */
+const ONLY_THROW: ReadonlySet<Point> = new Set(["terminal-observer"]);
 
 const halfOpen: BreakerSnapshot = { state: "half_open", failures: 0, samples: 0, openUntil: undefined, probeSuccesses: 0, permitsOutstanding: 0, halfOpenProbes: 1000, changedAt: 1, opens: 1 };
 
@@ -91,6 +110,23 @@ async function scenario(point: Point, fault: Fault) {
   const breakers = probingBreakers();
   const snap = await snapshot([{ name: "a", port: 9001 }]);
   const h = engineHarness({
+    extensions: {
+      signals: [{ name: "probe", compute: async () => (await hit("signal"), 1) }],
+      // The plugin asks for the signal: signals are computed only when asked.
+      requestSafe: [{ name: "probe", class: "request_safe", apply: async ({ signals }) => void ((await signals.get("probe")), await hit("request-safe")) }],
+      streamEvent: [
+        {
+          name: "probe",
+          class: "stream_event_safe",
+          maxHoldBack: 0,
+          open: () => {
+            let n = 0;
+            return { event: (ev) => (ev.type === "text" && ++n === 2 && hitSync("stream-event"), [ev]), end: () => [] };
+          },
+        },
+      ],
+      terminalObservers: [{ name: "probe", class: "terminal_observer", observe: () => hitSync("terminal-observer") }],
+    },
     snapshot: async () => (await hit("snapshot"), snap),
     breakers,
     codecs: new CodecRegistry([wrapped, builtinCodecs.get("openai-responses")!, builtinCodecs.get("anthropic-messages")!]),
@@ -201,6 +237,8 @@ function expectNothingHeld({ h, breakers }: Awaited<ReturnType<typeof scenario>>
 /** The phase each boundary belongs to: where a request stopped there at once is recorded as ending. */
 const PHASE_OF: Readonly<Record<Point, string>> = {
   body: "decode",
+  signal: "decide",
+  "request-safe": "decide",
   queued: "admit",
   snapshot: "invoke",
   reserve: "invoke",
@@ -209,10 +247,12 @@ const PHASE_OF: Readonly<Record<Point, string>> = {
   "buffered-body": "invoke",
   "stream-chunk": "respond",
   "stream-decode": "respond",
+  "stream-event": "respond",
   "stream-encode": "respond",
+  "terminal-observer": "respond",
 };
 
-const POINTS: readonly Point[] = ["body", "queued", "snapshot", "reserve", "call-budget", "headers", "buffered-body", "stream-chunk", "stream-decode", "stream-encode"];
+const POINTS: readonly Point[] = ["body", "signal", "request-safe", "queued", "snapshot", "reserve", "call-budget", "headers", "buffered-body", "stream-chunk", "stream-decode", "stream-event", "stream-encode", "terminal-observer"];
 
 describe("a request stopped at any phase boundary releases everything it took, once", () => {
   it("a request that runs to the end holds nothing afterwards (the baseline)", async () => {
@@ -229,9 +269,21 @@ describe("a request stopped at any phase boundary releases everything it took, o
   for (const point of POINTS) {
     for (const fault of FAULTS) {
       if (fault === "throw" && NO_THROW.has(point)) continue;
+      if (fault !== "throw" && ONLY_THROW.has(point)) continue;
       it(`${fault} at ${point}`, async () => {
         const r = await scenario(point, fault);
         expect(r.hits, "the fault was injected").toBeGreaterThanOrEqual(1);
+        if (fault === "throw" && (point === "signal" || point === "terminal-observer")) {
+          // Defined outcomes: a failed signal is `unknown` (logged) and the request goes on; an
+          // observer runs after the terminal, so its throw is reported and changes nothing.
+          const undoErrors = r.h.undoErrors.splice(0);
+          expectNothingHeld(r);
+          expect(r.outcome).toBe("ok");
+          expect(r.h.requests.find((x) => x.parentRequestId === undefined)).toMatchObject({ outcome: "success" });
+          if (point === "signal") expect(r.h.logs).toContainEqual(expect.objectContaining({ kind: "signal_failed", signal: "probe" }));
+          else expect(undoErrors.map((e) => e.what)).toEqual(["terminal_observer"]);
+          return;
+        }
         expectNothingHeld(r);
         const record = r.h.requests.find((x) => x.parentRequestId === undefined)!;
         // A disconnect or a throw stops the request in the phase it was in.
@@ -254,6 +306,147 @@ describe("a request stopped at any phase boundary releases everything it took, o
             expect(r.outcome).not.toBe("ok");
             break;
         }
+      });
+    }
+  }
+});
+
+/**
+ * The MCP kind's boundaries and hook points: an approved, priced `tools/call` of the virtual
+ * server (so it passes the approval gate, reserves in the ledger and claims its approval),
+ * stopped at each of them.
+ */
+type McpPoint = "body" | "signal" | "request-safe" | "reserve" | "queued" | "claim" | "upstream" | "terminal-observer";
+const MCP_POINTS: readonly McpPoint[] = ["body", "signal", "request-safe", "reserve", "queued", "claim", "upstream", "terminal-observer"];
+const MCP_PHASE_OF: Readonly<Record<McpPoint, string>> = {
+  body: "decode",
+  signal: "decide",
+  "request-safe": "decide",
+  reserve: "reserve",
+  queued: "admit",
+  claim: "invoke",
+  upstream: "invoke",
+  "terminal-observer": "respond",
+};
+
+async function mcpScenario(point: McpPoint, fault: Fault) {
+  let session: McpSession | undefined;
+  let armed = false;
+  let hits = 0;
+  let h!: Awaited<ReturnType<typeof mcpHarness>>;
+  const hit = async (at: McpPoint): Promise<void> => {
+    if (!armed || at !== point) return;
+    hits++;
+    switch (fault) {
+      case "throw":
+        throw new Error(`injected at ${at}`);
+      case "client":
+        session!.abort("client_disconnected");
+        return;
+      case "deadline":
+        h.timers.advance(h.config.gateway.traffic.requestDeadlineMs + 1);
+        return;
+      case "drain":
+        await h.drain.drain(0);
+        return;
+    }
+  };
+  const docs = fakeServer("docs", [{ name: "wipe", run: async () => (await hit("upstream"), { ok: true, result: { content: [{ type: "text", text: "wiped" }] } }) }]);
+  h = await mcpHarness({
+    servers: [docs],
+    rules: [{ id: "risky", effect: "allow", servers: ["docs"], names: ["wipe"], approval: "required" }],
+    prices: [{ id: "wipe", servers: ["docs"], names: ["wipe"], price: { version: "tp-1", currency: "USD", perCall: 0.01 } }],
+    approvals: true,
+    admission: { limits: { global: 1 }, maxQueue: 4, maxQueuePerTenant: 4 },
+    drainWait: async () => {},
+    beforeReserve: () => hit("reserve"),
+    extensions: {
+      signals: [{ name: "probe", compute: async () => (await hit("signal"), 1) }],
+      requestSafe: [{ name: "probe", class: "request_safe", apply: async ({ signals }) => void ((await signals.get("probe")), await hit("request-safe")) }],
+      streamEvent: [],
+      terminalObservers: [{ name: "probe", class: "terminal_observer", observe: () => void (armed && point === "terminal-observer" && fault === "throw" && (hits++, (() => { throw new Error("injected at terminal-observer"); })())) }],
+    },
+  });
+  // The approval: asked for, then approved, before the request under test.
+  const first = resultOf(await h.call("tools/call", { name: "docs.wipe", arguments: {} }));
+  const approvalId = (first.inputRequests as { approval: { params: { elicitationId: string } } }).approval.params.elicitationId;
+  await h.desk().decide(approvalId, "approve", "alice", "ok");
+  const desk = h.desk();
+  const claim = desk.claim;
+  desk.claim = async (...args) => (await hit("claim"), claim(...args));
+  await h.settled();
+  h.requests.length = 0;
+  h.endings.clear();
+
+  let unblock: (() => void) | undefined;
+  if (point === "queued") {
+    const lease = await h.admission.admit({ tenant: "demo", model: "mcp:docs" }, { deadlineAt: Infinity });
+    if (!lease.ok) throw new Error("the blocker was not admitted");
+    unblock = () => lease.lease.release();
+  }
+  armed = true;
+  const ingress = h.ingress("tools/call", { name: "docs.wipe", arguments: {}, requestState: first.requestState });
+  session = h.engine.beginMcp({ ...ingress, readBody: async () => (await hit("body"), ingress.readBody()) })!;
+  const replying = session.run();
+  if (point === "queued") {
+    for (let i = 0; i < 100 && h.admission.stats().queued.total === 0; i++) await Promise.resolve();
+    expect(h.admission.stats().queued.total).toBe(1);
+    await hit("queued");
+    unblock!();
+  }
+  const reply = await replying;
+  unblock?.();
+  await h.settled();
+  return { h, reply, hits, approval: await h.desk().get(approvalId), docs };
+}
+
+describe("an MCP request stopped at any phase boundary or hook releases everything it took, once", () => {
+  for (const point of MCP_POINTS) {
+    for (const fault of FAULTS) {
+      if (fault === "throw" && NO_THROW.has(point as Point)) continue;
+      if (fault !== "throw" && point === "terminal-observer") continue;
+      it(`${fault} at ${point}`, async () => {
+        const r = await mcpScenario(point, fault);
+        expect(r.hits, "the fault was injected").toBeGreaterThanOrEqual(1);
+        const a = r.h.admission.stats();
+        expect({ leases: a.inFlight.global, queued: a.queued.total, tickets: r.h.drain.inFlight }).toEqual({ leases: 0, queued: 0, tickets: 0 });
+        for (const [id, endings] of r.h.endings) expect(endings, id).toHaveLength(1);
+        expect(r.h.ledgers.core("tenant:demo").attemptsIn("held", 100)).toEqual([]);
+        // The approval is never left claimed: used (with how it ended), or still standing.
+        expect(r.approval?.execution).not.toBe("claimed");
+        const record = r.h.requests.at(-1)!;
+        expect(r.h.requests).toHaveLength(1);
+        if (fault === "throw" && (point === "signal" || point === "terminal-observer")) {
+          // Defined outcomes, as for model requests: the call runs once, and the request succeeds.
+          expect(resultOf(r.reply)).toMatchObject({ content: [{ text: "wiped" }] });
+          expect(record.outcome).toBe("success");
+          expect(r.approval).toMatchObject({ state: "executed", execution: "succeeded" });
+          if (point === "terminal-observer") expect(r.h.undoErrors.map((e) => e.what)).toEqual(["terminal_observer"]);
+          return;
+        }
+        expect(r.h.undoErrors).toEqual([]);
+        expect(r.reply.kind).toBe("error");
+        if (fault === "client" || fault === "throw") expect(record.phase).toBe(MCP_PHASE_OF[point]);
+        switch (fault) {
+          case "client":
+            expect(record).toMatchObject({ outcome: "cancelled", errorCode: "client_closed" });
+            break;
+          case "deadline":
+            expect(record.errorCode).toBe("deadline_exceeded");
+            break;
+          case "drain":
+            expect(record.errorCode).toBe("gateway_draining");
+            break;
+          case "throw":
+            expect(record.outcome).toBe("error");
+            break;
+        }
+        // Not sent: the approval still stands for the caller's retry (a claim taken is handed back).
+        // Sent and stopped before its answer: unknown at the desk, never a retry. A drain is seen at
+        // the next checkpoint, after the answer: the desk knows it ran.
+        const sent = r.docs.calls.some((c) => c.method === "tools/call");
+        if (!sent) expect(r.approval).toMatchObject({ state: "approved" });
+        else expect(r.approval).toMatchObject({ state: "executed", execution: fault === "drain" ? "succeeded" : "unknown" });
       });
     }
   }
