@@ -96,6 +96,9 @@ function isHttps(c: Ctx): boolean {
   return new URL(c.req.url).protocol === "https:";
 }
 
+/** Calls one admin API route as `token` would; what every console page renders. */
+type AdminApi = (c: Ctx, token: string, method: "GET" | "POST", path: string, body?: unknown) => Promise<ApiAnswer>;
+
 /**
  * The console: server-rendered pages over the admin API. Every figure comes from calling the admin
  * API's own routes in-process (`app.request`) and rendering their JSON, so the console cannot
@@ -103,7 +106,19 @@ function isHttps(c: Ctx): boolean {
  * per-session CSRF token and must come from the console's own origin.
  */
 export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
-  async function api(c: Ctx, token: string, method: "GET" | "POST", path: string, body?: unknown): Promise<ApiAnswer> {
+  const api = inProcessApi(app);
+  registerSecurityHeaders(app);
+  registerSessionRoutes(app);
+  registerApprovalRoutes(app, api);
+  registerTaskRoutes(app, api);
+  registerBudgetRoutes(app, api);
+  registerBackendRoutes(app, api);
+  registerAuditRoutes(app, api);
+}
+
+/** The admin API of `app` called in-process, so the console shows exactly what the API answers. */
+function inProcessApi(app: Hono<AdminEnv>): AdminApi {
+  return async (c, token, method, path, body) => {
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (body !== undefined) headers["content-type"] = "application/json";
     const res = await app.request(`/admin${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }, c.env, c.executionCtx);
@@ -115,76 +130,93 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
       parsed = undefined;
     }
     return { status: res.status, body: parsed, text };
-  }
+  };
+}
 
+/** Every console answer, login page and refusals included, carries the browser hardening headers. */
+function registerSecurityHeaders(app: Hono<AdminEnv>): void {
   const securityHeaders = async (c: Ctx, next: () => Promise<void>) => {
     await next();
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
   };
   app.use("/console", securityHeaders);
   app.use("/console/*", securityHeaders);
+}
 
-  const loginPage = (c: Ctx, message: string | undefined, status: 200 | 401 | 403) =>
-    c.html(
-      page(
-        "Sign in",
-        html`${message ? html`<p class="flash-error" id="login-error">${message}</p>` : ""}<form method="post" action="${CONSOLE_PREFIX}/login"><p><label>Admin or approver token <input type="password" name="token" autocomplete="current-password" required autofocus></label></p><p><button type="submit">Sign in</button></p></form>`,
-      ),
-      status,
-    );
+/** The sign-in form, shown first and again after a refused token. */
+function loginPage(c: Ctx, message: string | undefined, status: 200 | 401 | 403): Response {
+  return c.html(
+    page(
+      "Sign in",
+      html`${message ? html`<p class="flash-error" id="login-error">${message}</p>` : ""}<form method="post" action="${CONSOLE_PREFIX}/login"><p><label>Admin or approver token <input type="password" name="token" autocomplete="current-password" required autofocus></label></p><p><button type="submit">Sign in</button></p></form>`,
+    ),
+    status,
+  );
+}
 
-  const refused = (c: Ctx, message: string, status: 401 | 403 | 413) => c.html(page("Refused", html`<p class="flash-error" id="refused">${message}</p>`), status);
+/** A refusal page: the console answers a browser in HTML, never in the API's JSON. */
+function refused(c: Ctx, message: string, status: 401 | 403 | 413): Response {
+  return c.html(page("Refused", html`<p class="flash-error" id="refused">${message}</p>`), status);
+}
 
-  async function readForm(c: Ctx): Promise<URLSearchParams | undefined> {
-    const type = c.req.header("content-type") ?? "";
-    if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) return undefined;
-    try {
-      return new URLSearchParams(await readBodyText(c.req.raw, { maxBodyBytes: MAX_FORM_BYTES, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 }));
-    } catch {
-      return undefined;
-    }
+/** The posted form, bounded in size; undefined when it is not a readable urlencoded form. */
+async function readForm(c: Ctx): Promise<URLSearchParams | undefined> {
+  const type = c.req.header("content-type") ?? "";
+  if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) return undefined;
+  try {
+    return new URLSearchParams(await readBodyText(c.req.raw, { maxBodyBytes: MAX_FORM_BYTES, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 }));
+  } catch {
+    return undefined;
   }
+}
 
-  async function sessionOf(c: Ctx): Promise<ConsoleSession | undefined> {
-    const creds = credentialsOf(c);
-    if (creds === undefined) return undefined;
-    return await verifySession(sessionCookieOf(c.req.header("cookie")), creds, c.var.runtime.clock.now());
-  }
+/** The session the request's cookie proves, if any: the console's only credential. */
+async function sessionOf(c: Ctx): Promise<ConsoleSession | undefined> {
+  const creds = credentialsOf(c);
+  if (creds === undefined) return undefined;
+  return await verifySession(sessionCookieOf(c.req.header("cookie")), creds, c.var.runtime.clock.now());
+}
 
-  /** A signed-in page: the session, or the login page / a refusal already answered. */
-  async function guard(c: Ctx, adminOnly: boolean): Promise<ConsoleSession | Response> {
-    const s = await sessionOf(c);
-    if (s === undefined) return c.redirect(`${CONSOLE_PREFIX}/login`, 303);
-    if (adminOnly && s.role !== "admin") return refused(c, "This page needs the admin token; an approver may use the approvals inbox only.", 403);
-    return s;
-  }
+/** A signed-in page: the session, or the login page / a refusal already answered. */
+async function guard(c: Ctx, adminOnly: boolean): Promise<ConsoleSession | Response> {
+  const s = await sessionOf(c);
+  if (s === undefined) return c.redirect(`${CONSOLE_PREFIX}/login`, 303);
+  if (adminOnly && s.role !== "admin") return refused(c, "This page needs the admin token; an approver may use the approvals inbox only.", 403);
+  return s;
+}
 
-  /** A state-changing form: same origin, a valid session and its CSRF token, else refused. */
-  async function guardPost(c: Ctx): Promise<{ session: ConsoleSession; form: URLSearchParams } | Response> {
-    if (!sameOrigin(c.req.raw.headers, ownOrigin(c))) return refused(c, "Cross-origin form submissions are refused.", 403);
-    const s = await sessionOf(c);
-    if (s === undefined) return refused(c, "Sign in first.", 401);
-    const form = await readForm(c);
-    if (form === undefined) return refused(c, "The form could not be read.", 413);
-    if (!(await constantTimeEqual(form.get("csrf") ?? "", s.csrf))) return refused(c, "The form's CSRF token is missing or wrong; reload the page and try again.", 403);
-    return { session: s, form };
-  }
+/** A state-changing form: same origin, a valid session and its CSRF token, else refused. */
+async function guardPost(c: Ctx): Promise<{ session: ConsoleSession; form: URLSearchParams } | Response> {
+  if (!sameOrigin(c.req.raw.headers, ownOrigin(c))) return refused(c, "Cross-origin form submissions are refused.", 403);
+  const s = await sessionOf(c);
+  if (s === undefined) return refused(c, "Sign in first.", 401);
+  const form = await readForm(c);
+  if (form === undefined) return refused(c, "The form could not be read.", 413);
+  if (!(await constantTimeEqual(form.get("csrf") ?? "", s.csrf))) return refused(c, "The form's CSRF token is missing or wrong; reload the page and try again.", 403);
+  return { session: s, form };
+}
 
-  const render = (c: Ctx, s: ConsoleSession, title: string, current: string, body: SafeHtml, status: 200 | 400 | 403 | 404 | 409 | 502 = 200) =>
-    c.html(page(title, body, { nav: s.role === "admin" ? NAV : APPROVER_NAV, current, csrf: s.csrf, role: s.role }), status);
+/** A signed-in page in the console's frame, whose navigation depends on the session's role. */
+function render(c: Ctx, s: ConsoleSession, title: string, current: string, body: SafeHtml, status: 200 | 400 | 403 | 404 | 409 | 502 = 200): Response {
+  return c.html(page(title, body, { nav: s.role === "admin" ? NAV : APPROVER_NAV, current, csrf: s.csrf, role: s.role }), status);
+}
 
-  async function tenants(c: Ctx): Promise<string[]> {
-    const a = await api(c, c.var.runtime.adminToken!, "GET", "/config");
-    const list = (a.body as { publication?: { tenants?: { id?: unknown }[] } } | undefined)?.publication?.tenants ?? [];
-    return list.map((t) => t.id).filter((id): id is string => typeof id === "string");
-  }
+/** The tenant ids the published config names, for the pages' tenant pickers. */
+async function tenants(c: Ctx, api: AdminApi): Promise<string[]> {
+  const a = await api(c, c.var.runtime.adminToken!, "GET", "/config");
+  const list = (a.body as { publication?: { tenants?: { id?: unknown }[] } } | undefined)?.publication?.tenants ?? [];
+  return list.map((t) => t.id).filter((id): id is string => typeof id === "string");
+}
 
-  async function tenantOf(c: Ctx): Promise<{ tenant: string; all: string[] }> {
-    const all = await tenants(c);
-    const asked = c.req.query("tenant");
-    return { tenant: asked !== undefined && asked !== "" ? asked : (all[0] ?? ""), all };
-  }
+/** The tenant a page shows (asked for, else the first one) and every tenant to pick from. */
+async function tenantOf(c: Ctx, api: AdminApi): Promise<{ tenant: string; all: string[] }> {
+  const all = await tenants(c, api);
+  const asked = c.req.query("tenant");
+  return { tenant: asked !== undefined && asked !== "" ? asked : (all[0] ?? ""), all };
+}
 
+/** Signing in and out: the only console routes reachable without a session. */
+function registerSessionRoutes(app: Hono<AdminEnv>): void {
   app.get("/console", async (c) => {
     const s = await sessionOf(c);
     return c.redirect(`${CONSOLE_PREFIX}/${s === undefined ? "login" : "approvals"}`, 303);
@@ -212,11 +244,14 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
     c.header("set-cookie", sessionCookieHeader("", isHttps(c), 0));
     return c.redirect(`${CONSOLE_PREFIX}/login`, 303);
   });
+}
 
+/** The approvals inbox and decisions: the one part of the console an approver may use. */
+function registerApprovalRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
   app.get("/console/approvals", async (c) => {
     const s = await guard(c, false);
     if (s instanceof Response) return s;
-    const { tenant, all } = await tenantOf(c);
+    const { tenant, all } = await tenantOf(c, api);
     const stateQ = c.req.query("state") ?? "pending";
     const state = (APPROVAL_STATES as readonly string[]).includes(stateQ) || stateQ === "all" ? stateQ : "pending";
     const a = await api(c, c.var.runtime.adminToken!, "GET", `/approvals?${new URLSearchParams({ tenant, ...(state === "all" ? {} : { state }) })}`);
@@ -234,7 +269,7 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
   app.get("/console/approvals/:id", async (c) => {
     const s = await guard(c, false);
     if (s instanceof Response) return s;
-    const { tenant } = await tenantOf(c);
+    const { tenant } = await tenantOf(c, api);
     const id = c.req.param("id");
     const a = await api(c, c.var.runtime.adminToken!, "GET", `/approvals/${encodeURIComponent(id)}?${new URLSearchParams({ tenant })}`);
     const body = a.status !== 200 ? apiFailure(`Approval ${id}`, a.status, apiMessage(a)) : approvalDetail((a.body as { approval: Approval }).approval, tenant, s.csrf);
@@ -264,11 +299,14 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
     }
     return c.redirect(`${back}&${new URLSearchParams({ done: decision })}`, 303);
   });
+}
 
+/** Task rollups and their calls, for the admin. */
+function registerTaskRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
   app.get("/console/tasks", async (c) => {
     const s = await guard(c, true);
     if (s instanceof Response) return s;
-    const { tenant, all } = await tenantOf(c);
+    const { tenant, all } = await tenantOf(c, api);
     const a = await api(c, c.var.runtime.adminToken!, "GET", `/tasks?${new URLSearchParams({ tenant, limit: "100" })}`);
     const body =
       a.status === 404
@@ -282,7 +320,7 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
   app.get("/console/tasks/:taskId", async (c) => {
     const s = await guard(c, true);
     if (s instanceof Response) return s;
-    const { tenant } = await tenantOf(c);
+    const { tenant } = await tenantOf(c, api);
     const taskId = c.req.param("taskId");
     const a = await api(c, c.var.runtime.adminToken!, "GET", `/tasks/${encodeURIComponent(taskId)}?${new URLSearchParams({ tenant })}`);
     const ok = a.status === 200;
@@ -290,7 +328,10 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
     const body = ok ? taskDetail(b.task, b.calls ?? [], tenant) : apiFailure(`Task ${taskId}`, a.status, apiMessage(a));
     return render(c, s, `Task ${taskId}`, `${CONSOLE_PREFIX}/tasks`, body, ok ? 200 : a.status === 404 ? 404 : 502);
   });
+}
 
+/** Every budgeted tenant's balances on one page, for the admin. */
+function registerBudgetRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
   app.get("/console/budgets", async (c) => {
     const s = await guard(c, true);
     if (s instanceof Response) return s;
@@ -306,7 +347,10 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
     );
     return render(c, s, "Budgets", `${CONSOLE_PREFIX}/budgets`, ts.length === 0 ? html`<p class="empty">No tenant has a budget.</p>` : html`${sections}`);
   });
+}
 
+/** The served snapshot's backends with their breaker and health state, and the MCP servers, for the admin. */
+function registerBackendRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
   app.get("/console/backends", async (c) => {
     const s = await guard(c, true);
     if (s instanceof Response) return s;
@@ -321,11 +365,14 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
       status.status === 200 ? mcpServersSection((status.body as { mcpServers?: McpServerView[] }).mcpServers ?? []) : apiFailure("MCP servers", status.status, apiMessage(status));
     return render(c, s, "Backends", `${CONSOLE_PREFIX}/backends`, html`${backends}<h2>MCP servers</h2>${mcp}`);
   });
+}
 
+/** Recent audit events, filtered by type and task, for the admin. */
+function registerAuditRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
   app.get("/console/audit", async (c) => {
     const s = await guard(c, true);
     if (s instanceof Response) return s;
-    const { tenant, all } = await tenantOf(c);
+    const { tenant, all } = await tenantOf(c, api);
     const params = new URLSearchParams({ tenant, limit: "100" });
     const type = c.req.query("type");
     const taskId = c.req.query("taskId");

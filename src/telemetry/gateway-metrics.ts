@@ -2,7 +2,7 @@ import type { AttemptOutcome, AttemptRecord, EvidenceClass } from "../context/at
 import type { RequestRecord } from "../context/request-record.ts";
 import { ERROR_CODES } from "../errors/gateway-error.ts";
 import { PROTOCOL_IDS } from "../protocol/codec.ts";
-import { firstDistinct, MetricRegistry, oneOf, OTHER, type LabelDomain } from "./metric-registry.ts";
+import { firstDistinct, MetricRegistry, oneOf, OTHER, type Counter, type Histogram, type LabelDomain, type LabelSpec } from "./metric-registry.ts";
 import type { FinishedRequestReader } from "./request-assembly.ts";
 import { BUCKETS, GATEWAY_PROVIDER, OPERATION_CHAT, providerName } from "./semconv.ts";
 
@@ -45,221 +45,54 @@ const TOKEN_KINDS = ["input", "output", "cached_input", "cache_write_input", "re
  */
 export class GatewayMetrics implements FinishedRequestReader {
   readonly registry: MetricRegistry;
-  readonly #requests;
-  readonly #serverDuration;
-  readonly #ttft;
-  readonly #tpot;
-  readonly #clientDuration;
-  readonly #tokenUsage;
-  readonly #tokens;
-  readonly #attempts;
-  readonly #retries;
-  readonly #fallbacks;
-  readonly #unknownUsage;
-  readonly #snapshotChanges;
-  readonly #snapshotRefreshFailures;
-  readonly #spansDropped;
-  readonly #settlements;
-  readonly #mcpDuration;
-  readonly #overruns;
-  readonly #cost;
+  readonly #requests: Counter;
+  readonly #serverDuration: Histogram;
+  readonly #ttft: Histogram;
+  readonly #tpot: Histogram;
+  readonly #clientDuration: Histogram;
+  readonly #tokenUsage: Histogram;
+  readonly #tokens: Counter;
+  readonly #attempts: Counter;
+  readonly #retries: Counter;
+  readonly #fallbacks: Counter;
+  readonly #unknownUsage: Counter;
+  readonly #snapshotChanges: Counter;
+  readonly #snapshotRefreshFailures: Counter;
+  readonly #spansDropped: Counter;
+  readonly #settlements: Counter;
+  readonly #mcpDuration: Histogram;
+  readonly #overruns: Counter;
+  readonly #cost: Counter;
 
+  // Instruments are registered family by family, in the order they are exposed.
   constructor(d: MetricDomains, gauges: GaugeSources, registry = new MetricRegistry()) {
     this.registry = registry;
-    const entrypoint: LabelDomain = oneOf(d.entrypoints);
-    const model: LabelDomain = oneOf(d.models);
-    const route: LabelDomain = oneOf(d.routes);
-    const protocol: LabelDomain = oneOf(PROTOCOL_IDS);
-    const errorType: LabelDomain = oneOf(["", ...ERROR_CODES]);
-    const backend = firstDistinct(d.maxSnapshotNames);
-    const pool = firstDistinct(d.maxSnapshotNames);
-    const upstreamModel = firstDistinct(d.maxSnapshotNames);
-    const provider = oneOf(["openai", "anthropic", "_OTHER", GATEWAY_PROVIDER]);
-    const op = oneOf([OPERATION_CHAT]);
-    const tenant = d.tenantLabel.enabled ? firstDistinct(d.tenantLabel.maxTenants, oneOf(d.tenants)) : () => OTHER;
-    const L = (key: string, domain: LabelDomain) => ({ key, domain });
-
-    this.#requests = registry.counter({
-      name: "sluice.requests",
-      promName: "sluice_requests_total",
-      unit: "{request}",
-      help: "Requests finished, by entrypoint, client protocol, outcome (success, error, cancelled) and error code.",
-      labels: [L("sluice.entrypoint", entrypoint), L("sluice.protocol", protocol), L("sluice.outcome", oneOf(["success", "error", "cancelled"])), L("error.type", errorType), L("sluice.route", route), L("sluice.tenant", tenant)],
-    });
-    const serverLabels = [L("gen_ai.operation.name", op), L("gen_ai.provider.name", provider), L("gen_ai.request.model", entrypoint), L("gen_ai.response.model", model)];
-    this.#serverDuration = registry.histogram({
-      name: "gen_ai.server.request.duration",
-      promName: "gen_ai_server_request_duration_seconds",
-      unit: "s",
-      help: "Request duration as the client saw it: from receipt to the last byte of the answer (streams included).",
-      labels: [...serverLabels, L("error.type", errorType), L("sluice.stream", oneOf(["true", "false"]))],
-      bounds: BUCKETS.duration,
-    });
-    this.#ttft = registry.histogram({
-      name: "gen_ai.server.time_to_first_token",
-      promName: "gen_ai_server_time_to_first_token_seconds",
-      unit: "s",
-      help: "From receipt of the request to the first content the model produced (a text, reasoning or tool-call delta; not the first byte), successful requests.",
-      labels: [...serverLabels, L("sluice.stream", oneOf(["true", "false"]))],
-      bounds: BUCKETS.timeToFirstToken,
-    });
-    this.#tpot = registry.histogram({
-      name: "gen_ai.server.time_per_output_token",
-      promName: "gen_ai_server_time_per_output_token_seconds",
-      unit: "s",
-      help: "After the first token, time per further output token of successful streamed requests with reported usage.",
-      labels: serverLabels,
-      bounds: BUCKETS.timePerOutputToken,
-    });
-    const clientLabels = [L("gen_ai.operation.name", op), L("gen_ai.provider.name", provider), L("gen_ai.request.model", upstreamModel), L("sluice.backend", backend)];
-    this.#clientDuration = registry.histogram({
-      name: "gen_ai.client.operation.duration",
-      promName: "gen_ai_client_operation_duration_seconds",
-      unit: "s",
-      help: "One attempt at a provider: from sending it to its end.",
-      labels: [...clientLabels, L("error.type", errorType)],
-      bounds: BUCKETS.duration,
-    });
-    this.#tokenUsage = registry.histogram({
-      name: "gen_ai.client.token.usage",
-      promName: "gen_ai_client_token_usage",
-      unit: "{token}",
-      help: "Tokens per attempt as the provider reported them (attempts without reported usage are not recorded).",
-      labels: [...clientLabels, L("gen_ai.token.type", oneOf(["input", "output"]))],
-      bounds: BUCKETS.tokens,
-    });
-    this.#tokens = registry.counter({
-      name: "sluice.tokens",
-      promName: "sluice_tokens_total",
-      unit: "{token}",
-      help: "Tokens the providers reported, by logical model and kind; cached_input, cache_write_input and reasoning are parts of input and output.",
-      labels: [L("sluice.model", model), L("sluice.token.kind", oneOf(TOKEN_KINDS))],
-    });
-    this.#attempts = registry.counter({
-      name: "sluice.attempts",
-      promName: "sluice_attempts_total",
-      unit: "{attempt}",
-      help: "Attempts sent to a backend, by backend, pool, logical model, outcome and evidence class (a backend selection is an attempt).",
-      labels: [L("sluice.backend", backend), L("sluice.pool", pool), L("sluice.model", model), L("sluice.attempt.outcome", oneOf(ATTEMPT_OUTCOMES)), L("sluice.evidence", oneOf(EVIDENCE))],
-    });
-    this.#retries = registry.counter({
-      name: "sluice.retries",
-      promName: "sluice_retries_total",
-      unit: "{attempt}",
-      help: "Attempts after the first of a request on the same logical model.",
-      labels: [L("sluice.entrypoint", entrypoint)],
-    });
-    this.#fallbacks = registry.counter({
-      name: "sluice.fallbacks",
-      promName: "sluice_fallbacks_total",
-      unit: "{attempt}",
-      help: "Attempts after the first of a request on another logical model (the next tier).",
-      labels: [L("sluice.entrypoint", entrypoint)],
-    });
-    this.#unknownUsage = registry.counter({
-      name: "sluice.usage.unknown",
-      promName: "sluice_usage_unknown_total",
-      unit: "{attempt}",
-      help: "Attempts that reached a backend and ended without reported usage (their cost waits in reconciliation).",
-      labels: [L("sluice.backend", backend), L("sluice.model", model)],
-    });
-    this.#snapshotChanges = registry.counter({
-      name: "sluice.snapshot.proposals",
-      promName: "sluice_snapshot_proposals_total",
-      unit: "{proposal}",
-      help: "Snapshot candidates and rollbacks this isolate's admin API handled, by result.",
-      labels: [L("sluice.result", oneOf(["activated", "unchanged", "rejected", "rolled_back"]))],
-    });
-    this.#snapshotRefreshFailures = registry.counter({
-      name: "sluice.snapshot.refresh_failures",
-      promName: "sluice_snapshot_refresh_failures_total",
-      unit: "{failure}",
-      help: "Times the snapshot controller could not be read and the last known snapshot kept serving.",
-      labels: [],
-    });
-    this.#spansDropped = registry.counter({
-      name: "sluice.telemetry.dropped",
-      promName: "sluice_telemetry_dropped_total",
-      unit: "{item}",
-      help: "Spans and metric exports dropped because the export queue was full or the collector failed.",
-      labels: [L("sluice.signal", oneOf(["spans", "metrics"]))],
-    });
-    this.#mcpDuration = registry.histogram({
-      name: "mcp.server.operation.duration",
-      promName: "mcp_server_operation_duration_seconds",
-      unit: "s",
-      help: "MCP requests the gateway served, from receipt to answer, by method, server and tool (MCP semantic conventions).",
-      labels: [L("mcp.method.name", oneOf(["server/discover", "ping", "tools/list", "tools/call", "initialize", "prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list"])), L("sluice.mcp.server", firstDistinct(d.maxSnapshotNames)), L("gen_ai.tool.name", firstDistinct(d.maxSnapshotNames)), L("error.type", oneOf(["", "tool_error", ...ERROR_CODES]))],
-      bounds: BUCKETS.duration,
-    });
-    this.#settlements = registry.counter({
-      name: "sluice.ledger.settlements",
-      promName: "sluice_ledger_settlements_total",
-      unit: "{attempt}",
-      help: "Budgeted attempts' settlements as the ledger answered them: settled, released (nothing was done), pending_reconciliation (usage unknown), refused, failed (the hold stays until its lease expires).",
-      labels: [L("sluice.result", oneOf(["settled", "released", "pending_reconciliation", "refused", "failed"])), L("sluice.model", model)],
-    });
-    this.#overruns = registry.counter({
-      name: "sluice.ledger.overruns",
-      promName: "sluice_ledger_overruns_total",
-      unit: "{attempt}",
-      help: "Settlements whose actual cost exceeded the reserved worst case: a price or output cap below the provider's.",
-      labels: [L("sluice.model", model)],
-    });
-    this.#cost = registry.counter({
-      name: "sluice.cost",
-      promName: "sluice_cost_micros_total",
-      unit: "{micro}",
-      help: "Actual cost booked by the ledger for budgeted attempts with reported usage, in millionths of the currency.",
-      labels: [L("sluice.currency", firstDistinct(8)), L("sluice.model", model)],
-    });
-    const g = (name: string, promName: string, help: string, read: () => number) =>
-      registry.gauge({ name, promName, unit: "1", help, labels: [], read: (set) => set([], read()) });
-    g("sluice.requests.in_flight", "sluice_requests_in_flight", "Requests this isolate is serving now.", gauges.inFlight);
-    g("sluice.drain.state", "sluice_draining", "1 while this isolate drains (admits nothing new), else 0.", () => (gauges.draining() ? 1 : 0));
-    g("sluice.admission.in_flight", "sluice_admission_in_flight", "Admission leases held now.", () => gauges.admission().inFlight);
-    g("sluice.admission.queue.depth", "sluice_admission_queue_depth", "Requests waiting in the admission queue now.", () => gauges.admission().queued);
-    g("sluice.snapshot.revision", "sluice_snapshot_revision", "The BackendSnapshot revision this isolate serves (0 before the first).", () => gauges.snapshotRevision() ?? 0);
-    g("sluice.ledger.leases", "sluice_ledger_leases", "Budget lease slices this isolate holds.", () => gauges.ledger().leases);
-    g("sluice.ledger.attempts_open", "sluice_ledger_attempts_open", "Attempts admitted from a lease and not settled yet.", () => gauges.ledger().attemptsOpen);
-    g("sluice.ledger.settlements_queued", "sluice_ledger_settlements_queued", "Settlements queued for the ledger and not yet written.", () => gauges.ledger().settlementsQueued);
-    g("sluice.telemetry.label_folds", "sluice_metric_series_folded", "Label sets folded into `other` because an instrument reached its series cap.", () => registry.folded);
-    const BREAKER = ["closed", "open", "half_open"] as const;
-    registry.gauge({
-      name: "sluice.breaker.state",
-      promName: "sluice_breaker_state",
-      unit: "1",
-      help: "1 for the state of each backend's circuit breaker as this isolate last saw it, 0 for the others.",
-      labels: [L("sluice.backend", backend), L("sluice.state", oneOf(BREAKER))],
-      read: (set) => {
-        for (const [name, state] of gauges.breakers()) for (const s of BREAKER) set([name, s], s === state ? 1 : 0);
-      },
-    });
-    const HEALTH = ["unknown", "healthy", "unhealthy"] as const;
-    registry.gauge({
-      name: "sluice.backend.health",
-      promName: "sluice_backend_health",
-      unit: "1",
-      help: "1 for each actively probed backend's health as this isolate last saw it, 0 for the others.",
-      labels: [L("sluice.backend", backend), L("sluice.health", oneOf(HEALTH))],
-      read: (set) => {
-        for (const [name, status] of gauges.health()) for (const h of HEALTH) set([name, h], h === status ? 1 : 0);
-      },
-    });
-    // Admission totals are the controller's own counts; exposed as counters.
-    registry.gauge({
-      name: "sluice.admission.decisions",
-      promName: "sluice_admission_decisions",
-      unit: "{request}",
-      help: "Since the isolate started: requests admitted, requests that waited in the queue, and refusals by reason.",
-      labels: [L("sluice.decision", oneOf(["admitted", "waited", "refused_queue_full", "refused_deadline", "refused_cancelled"]))],
-      read: (set) => {
-        const a = gauges.admission();
-        set(["admitted"], a.admitted);
-        set(["waited"], a.waited);
-        for (const [reason, n] of Object.entries(a.refused)) set([`refused_${reason}`], n);
-      },
-    });
+    const l = sharedLabels(d);
+    const request = requestInstruments(registry, l);
+    this.#requests = request.requests;
+    this.#serverDuration = request.serverDuration;
+    this.#ttft = request.ttft;
+    this.#tpot = request.tpot;
+    const attempt = attemptInstruments(registry, l);
+    this.#clientDuration = attempt.clientDuration;
+    this.#tokenUsage = attempt.tokenUsage;
+    this.#tokens = attempt.tokens;
+    this.#attempts = attempt.attempts;
+    this.#retries = attempt.retries;
+    this.#fallbacks = attempt.fallbacks;
+    this.#unknownUsage = attempt.unknownUsage;
+    const ops = operationsInstruments(registry);
+    this.#snapshotChanges = ops.snapshotChanges;
+    this.#snapshotRefreshFailures = ops.snapshotRefreshFailures;
+    this.#spansDropped = ops.spansDropped;
+    this.#mcpDuration = mcpInstrument(registry, d);
+    const ledger = ledgerInstruments(registry, l);
+    this.#settlements = ledger.settlements;
+    this.#overruns = ledger.overruns;
+    this.#cost = ledger.cost;
+    registerIsolateGauges(registry, gauges);
+    registerBackendStateGauges(registry, gauges, l.backend);
+    registerAdmissionTotals(registry, gauges);
   }
 
   /** Records one finished request and its attempts. */
@@ -326,4 +159,263 @@ export class GatewayMetrics implements FinishedRequestReader {
   dropped(signal: "spans" | "metrics", n: number): void {
     this.#spansDropped.add([signal], n);
   }
+}
+
+/** The label domains instruments share: a stateful domain is one object, so every instrument with that label folds the same names. */
+interface SharedLabels {
+  readonly entrypoint: LabelDomain;
+  readonly model: LabelDomain;
+  readonly route: LabelDomain;
+  readonly protocol: LabelDomain;
+  readonly errorType: LabelDomain;
+  readonly backend: LabelDomain;
+  readonly pool: LabelDomain;
+  readonly upstreamModel: LabelDomain;
+  readonly provider: LabelDomain;
+  readonly op: LabelDomain;
+  readonly tenant: LabelDomain;
+}
+
+/** The domains of the labels several instruments use, made once per registry so they fold alike. */
+function sharedLabels(d: MetricDomains): SharedLabels {
+  return {
+    entrypoint: oneOf(d.entrypoints),
+    model: oneOf(d.models),
+    route: oneOf(d.routes),
+    protocol: oneOf(PROTOCOL_IDS),
+    errorType: oneOf(["", ...ERROR_CODES]),
+    backend: firstDistinct(d.maxSnapshotNames),
+    pool: firstDistinct(d.maxSnapshotNames),
+    upstreamModel: firstDistinct(d.maxSnapshotNames),
+    provider: oneOf(["openai", "anthropic", "_OTHER", GATEWAY_PROVIDER]),
+    op: oneOf([OPERATION_CHAT]),
+    tenant: d.tenantLabel.enabled ? firstDistinct(d.tenantLabel.maxTenants, oneOf(d.tenants)) : () => OTHER,
+  };
+}
+
+/** One label of an instrument spec; short because the specs list many. */
+function L(key: string, domain: LabelDomain): LabelSpec {
+  return { key, domain };
+}
+
+/** Requests as the client saw them: counted by outcome, timed to the last byte and to the first token. */
+function requestInstruments(registry: MetricRegistry, l: SharedLabels): { requests: Counter; serverDuration: Histogram; ttft: Histogram; tpot: Histogram } {
+  const { entrypoint, protocol, errorType, route, tenant, op, provider, model } = l;
+  const requests = registry.counter({
+    name: "sluice.requests",
+    promName: "sluice_requests_total",
+    unit: "{request}",
+    help: "Requests finished, by entrypoint, client protocol, outcome (success, error, cancelled) and error code.",
+    labels: [L("sluice.entrypoint", entrypoint), L("sluice.protocol", protocol), L("sluice.outcome", oneOf(["success", "error", "cancelled"])), L("error.type", errorType), L("sluice.route", route), L("sluice.tenant", tenant)],
+  });
+  const serverLabels = [L("gen_ai.operation.name", op), L("gen_ai.provider.name", provider), L("gen_ai.request.model", entrypoint), L("gen_ai.response.model", model)];
+  const serverDuration = registry.histogram({
+    name: "gen_ai.server.request.duration",
+    promName: "gen_ai_server_request_duration_seconds",
+    unit: "s",
+    help: "Request duration as the client saw it: from receipt to the last byte of the answer (streams included).",
+    labels: [...serverLabels, L("error.type", errorType), L("sluice.stream", oneOf(["true", "false"]))],
+    bounds: BUCKETS.duration,
+  });
+  const ttft = registry.histogram({
+    name: "gen_ai.server.time_to_first_token",
+    promName: "gen_ai_server_time_to_first_token_seconds",
+    unit: "s",
+    help: "From receipt of the request to the first content the model produced (a text, reasoning or tool-call delta; not the first byte), successful requests.",
+    labels: [...serverLabels, L("sluice.stream", oneOf(["true", "false"]))],
+    bounds: BUCKETS.timeToFirstToken,
+  });
+  const tpot = registry.histogram({
+    name: "gen_ai.server.time_per_output_token",
+    promName: "gen_ai_server_time_per_output_token_seconds",
+    unit: "s",
+    help: "After the first token, time per further output token of successful streamed requests with reported usage.",
+    labels: serverLabels,
+    bounds: BUCKETS.timePerOutputToken,
+  });
+  return { requests, serverDuration, ttft, tpot };
+}
+
+/** Attempts at providers: their duration, reported tokens, outcomes, and what retries and fallbacks cost. */
+function attemptInstruments(
+  registry: MetricRegistry,
+  l: SharedLabels,
+): { clientDuration: Histogram; tokenUsage: Histogram; tokens: Counter; attempts: Counter; retries: Counter; fallbacks: Counter; unknownUsage: Counter } {
+  const { entrypoint, errorType, backend, pool, upstreamModel, provider, op, model } = l;
+  const clientLabels = [L("gen_ai.operation.name", op), L("gen_ai.provider.name", provider), L("gen_ai.request.model", upstreamModel), L("sluice.backend", backend)];
+  const clientDuration = registry.histogram({
+    name: "gen_ai.client.operation.duration",
+    promName: "gen_ai_client_operation_duration_seconds",
+    unit: "s",
+    help: "One attempt at a provider: from sending it to its end.",
+    labels: [...clientLabels, L("error.type", errorType)],
+    bounds: BUCKETS.duration,
+  });
+  const tokenUsage = registry.histogram({
+    name: "gen_ai.client.token.usage",
+    promName: "gen_ai_client_token_usage",
+    unit: "{token}",
+    help: "Tokens per attempt as the provider reported them (attempts without reported usage are not recorded).",
+    labels: [...clientLabels, L("gen_ai.token.type", oneOf(["input", "output"]))],
+    bounds: BUCKETS.tokens,
+  });
+  const tokens = registry.counter({
+    name: "sluice.tokens",
+    promName: "sluice_tokens_total",
+    unit: "{token}",
+    help: "Tokens the providers reported, by logical model and kind; cached_input, cache_write_input and reasoning are parts of input and output.",
+    labels: [L("sluice.model", model), L("sluice.token.kind", oneOf(TOKEN_KINDS))],
+  });
+  const attempts = registry.counter({
+    name: "sluice.attempts",
+    promName: "sluice_attempts_total",
+    unit: "{attempt}",
+    help: "Attempts sent to a backend, by backend, pool, logical model, outcome and evidence class (a backend selection is an attempt).",
+    labels: [L("sluice.backend", backend), L("sluice.pool", pool), L("sluice.model", model), L("sluice.attempt.outcome", oneOf(ATTEMPT_OUTCOMES)), L("sluice.evidence", oneOf(EVIDENCE))],
+  });
+  const retries = registry.counter({
+    name: "sluice.retries",
+    promName: "sluice_retries_total",
+    unit: "{attempt}",
+    help: "Attempts after the first of a request on the same logical model.",
+    labels: [L("sluice.entrypoint", entrypoint)],
+  });
+  const fallbacks = registry.counter({
+    name: "sluice.fallbacks",
+    promName: "sluice_fallbacks_total",
+    unit: "{attempt}",
+    help: "Attempts after the first of a request on another logical model (the next tier).",
+    labels: [L("sluice.entrypoint", entrypoint)],
+  });
+  const unknownUsage = registry.counter({
+    name: "sluice.usage.unknown",
+    promName: "sluice_usage_unknown_total",
+    unit: "{attempt}",
+    help: "Attempts that reached a backend and ended without reported usage (their cost waits in reconciliation).",
+    labels: [L("sluice.backend", backend), L("sluice.model", model)],
+  });
+  return { clientDuration, tokenUsage, tokens, attempts, retries, fallbacks, unknownUsage };
+}
+
+/** The gateway's own machinery: snapshot proposals and refreshes, and telemetry it had to drop. */
+function operationsInstruments(registry: MetricRegistry): { snapshotChanges: Counter; snapshotRefreshFailures: Counter; spansDropped: Counter } {
+  const snapshotChanges = registry.counter({
+    name: "sluice.snapshot.proposals",
+    promName: "sluice_snapshot_proposals_total",
+    unit: "{proposal}",
+    help: "Snapshot candidates and rollbacks this isolate's admin API handled, by result.",
+    labels: [L("sluice.result", oneOf(["activated", "unchanged", "rejected", "rolled_back"]))],
+  });
+  const snapshotRefreshFailures = registry.counter({
+    name: "sluice.snapshot.refresh_failures",
+    promName: "sluice_snapshot_refresh_failures_total",
+    unit: "{failure}",
+    help: "Times the snapshot controller could not be read and the last known snapshot kept serving.",
+    labels: [],
+  });
+  const spansDropped = registry.counter({
+    name: "sluice.telemetry.dropped",
+    promName: "sluice_telemetry_dropped_total",
+    unit: "{item}",
+    help: "Spans and metric exports dropped because the export queue was full or the collector failed.",
+    labels: [L("sluice.signal", oneOf(["spans", "metrics"]))],
+  });
+  return { snapshotChanges, snapshotRefreshFailures, spansDropped };
+}
+
+/** MCP requests the gateway served, named by the MCP semantic conventions; their server and tool names fold on their own. */
+function mcpInstrument(registry: MetricRegistry, d: MetricDomains): Histogram {
+  return registry.histogram({
+    name: "mcp.server.operation.duration",
+    promName: "mcp_server_operation_duration_seconds",
+    unit: "s",
+    help: "MCP requests the gateway served, from receipt to answer, by method, server and tool (MCP semantic conventions).",
+    labels: [L("mcp.method.name", oneOf(["server/discover", "ping", "tools/list", "tools/call", "initialize", "prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list"])), L("sluice.mcp.server", firstDistinct(d.maxSnapshotNames)), L("gen_ai.tool.name", firstDistinct(d.maxSnapshotNames)), L("error.type", oneOf(["", "tool_error", ...ERROR_CODES]))],
+    bounds: BUCKETS.duration,
+  });
+}
+
+/** Budgeted attempts' settlements as the ledger answered them, and the cost it booked. */
+function ledgerInstruments(registry: MetricRegistry, l: SharedLabels): { settlements: Counter; overruns: Counter; cost: Counter } {
+  const { model } = l;
+  const settlements = registry.counter({
+    name: "sluice.ledger.settlements",
+    promName: "sluice_ledger_settlements_total",
+    unit: "{attempt}",
+    help: "Budgeted attempts' settlements as the ledger answered them: settled, released (nothing was done), pending_reconciliation (usage unknown), refused, failed (the hold stays until its lease expires).",
+    labels: [L("sluice.result", oneOf(["settled", "released", "pending_reconciliation", "refused", "failed"])), L("sluice.model", model)],
+  });
+  const overruns = registry.counter({
+    name: "sluice.ledger.overruns",
+    promName: "sluice_ledger_overruns_total",
+    unit: "{attempt}",
+    help: "Settlements whose actual cost exceeded the reserved worst case: a price or output cap below the provider's.",
+    labels: [L("sluice.model", model)],
+  });
+  const cost = registry.counter({
+    name: "sluice.cost",
+    promName: "sluice_cost_micros_total",
+    unit: "{micro}",
+    help: "Actual cost booked by the ledger for budgeted attempts with reported usage, in millionths of the currency.",
+    labels: [L("sluice.currency", firstDistinct(8)), L("sluice.model", model)],
+  });
+  return { settlements, overruns, cost };
+}
+
+/** What the isolate holds now, one number each, read at every scrape. */
+function registerIsolateGauges(registry: MetricRegistry, gauges: GaugeSources): void {
+  const g = (name: string, promName: string, help: string, read: () => number) =>
+    registry.gauge({ name, promName, unit: "1", help, labels: [], read: (set) => set([], read()) });
+  g("sluice.requests.in_flight", "sluice_requests_in_flight", "Requests this isolate is serving now.", gauges.inFlight);
+  g("sluice.drain.state", "sluice_draining", "1 while this isolate drains (admits nothing new), else 0.", () => (gauges.draining() ? 1 : 0));
+  g("sluice.admission.in_flight", "sluice_admission_in_flight", "Admission leases held now.", () => gauges.admission().inFlight);
+  g("sluice.admission.queue.depth", "sluice_admission_queue_depth", "Requests waiting in the admission queue now.", () => gauges.admission().queued);
+  g("sluice.snapshot.revision", "sluice_snapshot_revision", "The BackendSnapshot revision this isolate serves (0 before the first).", () => gauges.snapshotRevision() ?? 0);
+  g("sluice.ledger.leases", "sluice_ledger_leases", "Budget lease slices this isolate holds.", () => gauges.ledger().leases);
+  g("sluice.ledger.attempts_open", "sluice_ledger_attempts_open", "Attempts admitted from a lease and not settled yet.", () => gauges.ledger().attemptsOpen);
+  g("sluice.ledger.settlements_queued", "sluice_ledger_settlements_queued", "Settlements queued for the ledger and not yet written.", () => gauges.ledger().settlementsQueued);
+  g("sluice.telemetry.label_folds", "sluice_metric_series_folded", "Label sets folded into `other` because an instrument reached its series cap.", () => registry.folded);
+}
+
+/** Each backend's breaker state and health as this isolate last saw them, one-hot so a dashboard can pick the state. */
+function registerBackendStateGauges(registry: MetricRegistry, gauges: GaugeSources, backend: LabelDomain): void {
+  const BREAKER = ["closed", "open", "half_open"] as const;
+  registry.gauge({
+    name: "sluice.breaker.state",
+    promName: "sluice_breaker_state",
+    unit: "1",
+    help: "1 for the state of each backend's circuit breaker as this isolate last saw it, 0 for the others.",
+    labels: [L("sluice.backend", backend), L("sluice.state", oneOf(BREAKER))],
+    read: (set) => {
+      for (const [name, state] of gauges.breakers()) for (const s of BREAKER) set([name, s], s === state ? 1 : 0);
+    },
+  });
+  const HEALTH = ["unknown", "healthy", "unhealthy"] as const;
+  registry.gauge({
+    name: "sluice.backend.health",
+    promName: "sluice_backend_health",
+    unit: "1",
+    help: "1 for each actively probed backend's health as this isolate last saw it, 0 for the others.",
+    labels: [L("sluice.backend", backend), L("sluice.health", oneOf(HEALTH))],
+    read: (set) => {
+      for (const [name, status] of gauges.health()) for (const h of HEALTH) set([name, h], h === status ? 1 : 0);
+    },
+  });
+}
+
+/** Admission totals are the controller's own counts: read from it at each scrape (not counted again here) and exposed as counters. */
+function registerAdmissionTotals(registry: MetricRegistry, gauges: GaugeSources): void {
+  registry.gauge({
+    name: "sluice.admission.decisions",
+    promName: "sluice_admission_decisions",
+    unit: "{request}",
+    help: "Since the isolate started: requests admitted, requests that waited in the queue, and refusals by reason.",
+    labels: [L("sluice.decision", oneOf(["admitted", "waited", "refused_queue_full", "refused_deadline", "refused_cancelled"]))],
+    read: (set) => {
+      const a = gauges.admission();
+      set(["admitted"], a.admitted);
+      set(["waited"], a.waited);
+      for (const [reason, n] of Object.entries(a.refused)) set([`refused_${reason}`], n);
+    },
+  });
 }

@@ -1,12 +1,12 @@
 import type { BreakerAdmission, BreakerReport, BreakerSnapshot, BreakerState } from "./breaker.ts";
 import type { BreakerClient } from "./breaker-client.ts";
-import { BackendEntries, nonNegative, type Schedule } from "./cached-views.ts";
+import { emptyCachedView, nonNegative, RemoteViewCache, type CachedView, type Schedule } from "./remote-view-cache.ts";
 import type { Clock } from "../deps/clock.ts";
 
 // `Schedule` keeps background work alive past the response: the request's `ctx.waitUntil`, passed
 // per call because an execution context belongs to one request, while the cache belongs to the
 // isolate. Pass `(p) => ctx.waitUntil(p)` (waitUntil must be called on its context).
-export type { Schedule } from "./cached-views.ts";
+export type { Schedule } from "./remote-view-cache.ts";
 
 /**
  * What the isolate's cached view says about sending an attempt to a backend:
@@ -56,14 +56,8 @@ export interface BreakerGate {
   report(backendId: string, outcome: BreakerReport, permitId?: string): void;
 }
 
-interface Entry {
-  view: BreakerSnapshot | undefined;
-  fetchedAt: number;
-  /** When the refresh in flight started; undefined when none is. */
-  refreshingSince: number | undefined;
+interface Entry extends CachedView<BreakerSnapshot> {
   acquiring: boolean;
-  /** Sequence number of the newest call whose answer was applied: an older answer never overwrites it. */
-  appliedSeq: number;
   successes: number;
   failures: number;
   flushScheduled: boolean;
@@ -96,38 +90,31 @@ const TIMEOUT = Symbol("timeout");
 export class BreakerCache {
   readonly #client: BreakerClient;
   readonly #clock: Clock;
-  readonly #ttlMs: number;
   readonly #flushMs: number;
   readonly #acquireTimeoutMs: number;
-  readonly #refreshTimeoutMs: number;
   readonly #delay: (ms: number) => Promise<void>;
-  readonly #entries: BackendEntries<Entry, BreakerCacheOperation>;
+  readonly #views: RemoteViewCache<BreakerSnapshot, Entry, BreakerCacheOperation>;
   /** Probe permits this isolate took and has not reported yet. */
   readonly #permits = new Set<string>();
-  #seq = 0;
 
   /** @throws RangeError on a negative or non-finite duration, or a `maxEntries` that is not an integer >= 1. */
   constructor(client: BreakerClient, clock: Clock, options: BreakerCacheOptions = {}) {
     this.#client = client;
     this.#clock = clock;
-    this.#ttlMs = nonNegative("ttlMs", options.ttlMs ?? 1000);
+    const ttlMs = nonNegative("ttlMs", options.ttlMs ?? 1000);
     this.#flushMs = nonNegative("flushMs", options.flushMs ?? 250);
     this.#acquireTimeoutMs = nonNegative("acquireTimeoutMs", options.acquireTimeoutMs ?? 1000);
-    this.#refreshTimeoutMs = nonNegative("refreshTimeoutMs", options.refreshTimeoutMs ?? 5000);
-    this.#entries = new BackendEntries<Entry, BreakerCacheOperation>(
-      (): Entry => ({
-        view: undefined,
-        fetchedAt: Number.NEGATIVE_INFINITY,
-        refreshingSince: undefined,
-        acquiring: false,
-        appliedSeq: 0,
-        successes: 0,
-        failures: 0,
-        flushScheduled: false,
-      }),
-      options.maxEntries,
-      options.onError,
-    );
+    const refreshTimeoutMs = nonNegative("refreshTimeoutMs", options.refreshTimeoutMs ?? 5000);
+    this.#views = new RemoteViewCache<BreakerSnapshot, Entry, BreakerCacheOperation>(clock, {
+      create: (): Entry => ({ ...emptyCachedView<BreakerSnapshot>(), acquiring: false, successes: 0, failures: 0, flushScheduled: false }),
+      fetch: (backendId) => client.state(backendId),
+      ttlMs,
+      refreshTimeoutMs,
+      maxEntries: options.maxEntries,
+      onError: options.onError,
+      // No breaker call could have shortened an open period: an open view is served until its openUntil.
+      keepAfterFailure: (v, now) => v.state === "open" && v.openUntil !== undefined && now < v.openUntil,
+    });
     this.#delay = options.delay ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
@@ -149,16 +136,12 @@ export class BreakerCache {
 
   /** The cached view (undefined when unknown), refreshed in the background when stale. */
   view(backendId: string, schedule: Schedule): BreakerSnapshot | undefined {
-    const entry = this.#entries.touch(backendId);
-    this.#maybeRefresh(backendId, entry, schedule);
-    return entry.view;
+    return this.#views.read(backendId, schedule).view;
   }
 
   /** The states this isolate has cached, by backend id, as they are (read by metrics; starts no I/O). */
   cachedStates(): [string, BreakerState][] {
-    const out: [string, BreakerState][] = [];
-    for (const [id, e] of this.#entries.peekAll()) if (e.view) out.push([id, e.view.state]);
-    return out;
+    return this.#views.cachedViews((v) => v.state);
   }
 
   /** The cached breaker state; `closed` when unknown. */
@@ -187,22 +170,22 @@ export class BreakerCache {
    * normal one (fail-open). A permit the breaker granted after the timeout expires by its TTL.
    */
   async acquireProbe(backendId: string): Promise<BreakerAdmission> {
-    const entry = this.#entries.touch(backendId);
+    const entry = this.#views.touch(backendId);
     if (entry.acquiring) return DENY;
     entry.acquiring = true;
-    const seq = ++this.#seq;
+    const seq = this.#views.nextSeq();
     try {
       const call = (async () => this.#client.acquire(backendId))();
       call.catch(() => {}); // a late rejection after the timeout is not unhandled
       const result = await Promise.race([call, this.#delay(this.#acquireTimeoutMs).then((): typeof TIMEOUT => TIMEOUT)]);
       if (result === TIMEOUT) throw new Error(`breaker acquire timed out after ${this.#acquireTimeoutMs} ms`);
-      this.#apply(entry, seq, result.snapshot);
+      this.#views.apply(entry, seq, result.snapshot);
       if (result.permitId !== undefined) this.#permits.add(result.permitId);
       return result.permitId === undefined
         ? { allowed: result.allowed, probe: result.probe }
         : { allowed: result.allowed, probe: result.probe, permitId: result.permitId };
     } catch (err) {
-      this.#failed(entry, err, backendId, "acquire");
+      this.#views.failed(entry, err, backendId, "acquire");
       return FAIL_OPEN;
     } finally {
       entry.acquiring = false;
@@ -216,11 +199,11 @@ export class BreakerCache {
    */
   report(backendId: string, outcome: BreakerReport, schedule: Schedule, permitId?: string): void {
     try {
-      const entry = this.#entries.touch(backendId);
+      const entry = this.#views.touch(backendId);
       if (permitId !== undefined) {
         this.#permits.delete(permitId);
-        const seq = ++this.#seq;
-        this.#entries.run(schedule, backendId, "report", async () => this.#apply(entry, seq, await this.#client.report(backendId, outcome, permitId)));
+        const seq = this.#views.nextSeq();
+        this.#views.run(schedule, backendId, "report", async () => this.#views.apply(entry, seq, await this.#client.report(backendId, outcome, permitId)));
         return;
       }
       if (outcome === "neutral") return;
@@ -229,7 +212,7 @@ export class BreakerCache {
       if (entry.flushScheduled) return;
       entry.flushScheduled = true;
       // The entry object is captured, so a flush survives the entry's eviction from the map.
-      this.#entries.run(schedule, backendId, "report", async () => {
+      this.#views.run(schedule, backendId, "report", async () => {
         try {
           if (this.#flushMs > 0) await this.#delay(this.#flushMs);
         } finally {
@@ -239,52 +222,16 @@ export class BreakerCache {
         entry.successes = 0;
         entry.failures = 0;
         if (counts.successes + counts.failures === 0) return;
-        const seq = ++this.#seq;
-        this.#apply(entry, seq, await this.#client.reportMany(backendId, counts));
+        const seq = this.#views.nextSeq();
+        this.#views.apply(entry, seq, await this.#client.reportMany(backendId, counts));
       });
     } catch (err) {
-      this.#entries.error(err, backendId, "report");
+      this.#views.error(err, backendId, "report");
     }
   }
 
   /** Number of backends cached. */
   get size(): number {
-    return this.#entries.size;
-  }
-
-  #maybeRefresh(backendId: string, entry: Entry, schedule: Schedule): void {
-    const now = this.#clock.now();
-    if (now - entry.fetchedAt < this.#ttlMs) return;
-    if (entry.refreshingSince !== undefined && now - entry.refreshingSince < this.#refreshTimeoutMs) return;
-    const started = now;
-    entry.refreshingSince = started;
-    const seq = ++this.#seq;
-    this.#entries.run(schedule, backendId, "state", async () => {
-      try {
-        this.#apply(entry, seq, await this.#client.state(backendId));
-      } catch (err) {
-        this.#failed(entry, err, backendId, "state");
-      } finally {
-        if (entry.refreshingSince === started) entry.refreshingSince = undefined;
-      }
-    });
-  }
-
-  /** Applies a breaker answer unless a newer one was already applied. */
-  #apply(entry: Entry, seq: number, view: BreakerSnapshot): void {
-    if (seq < entry.appliedSeq) return;
-    entry.appliedSeq = seq;
-    entry.view = view;
-    entry.fetchedAt = this.#clock.now();
-  }
-
-  /** Fail-open after a failed call: keep an open view until its openUntil, else forget it; retry after one TTL. */
-  #failed(entry: Entry, err: unknown, backendId: string, operation: BreakerCacheOperation): void {
-    const now = this.#clock.now();
-    const v = entry.view;
-    if (!(v?.state === "open" && v.openUntil !== undefined && now < v.openUntil)) entry.view = undefined;
-    entry.fetchedAt = now;
-    this.#entries.error(err, backendId, operation);
+    return this.#views.size;
   }
 }
-

@@ -1,9 +1,9 @@
-import { BackendEntries, nonNegative, type Schedule } from "./cached-views.ts";
+import { emptyCachedView, nonNegative, RemoteViewCache, type CachedView, type Schedule } from "./remote-view-cache.ts";
 import { isRoutable, probeTargetKey, resolveProbeTarget, type HealthStatus, type ProbeTarget } from "./health.ts";
 import type { HealthClient, HealthView } from "./health-client.ts";
 import type { Clock } from "../deps/clock.ts";
 
-export type { Schedule } from "./cached-views.ts";
+export type { Schedule } from "./remote-view-cache.ts";
 
 export type HealthCacheOperation = "state" | "watch";
 
@@ -35,13 +35,7 @@ export interface HealthGate {
   ensureWatched(backendId: string, target: ProbeTarget): void;
 }
 
-interface Entry {
-  view: HealthView | undefined;
-  fetchedAt: number;
-  /** When the refresh in flight started; undefined when none is. */
-  refreshingSince: number | undefined;
-  /** Sequence number of the newest answer applied: an older answer never overwrites it. */
-  appliedSeq: number;
+interface Entry extends CachedView<HealthView> {
   /** Key of the target the monitor confirmed watching for this isolate. */
   watchedKey: string | undefined;
   /** Key of the target a `watch` is in flight for, and since when. */
@@ -71,34 +65,36 @@ interface Entry {
 export class HealthCache {
   readonly #client: HealthClient;
   readonly #clock: Clock;
-  readonly #ttlMs: number;
   readonly #refreshTimeoutMs: number;
   readonly #watchRetryMs: number;
-  readonly #entries: BackendEntries<Entry, HealthCacheOperation>;
-  #seq = 0;
+  readonly #views: RemoteViewCache<HealthView, Entry, HealthCacheOperation>;
 
   /** @throws RangeError on a negative or non-finite duration, or a `maxEntries` that is not an integer >= 1. */
   constructor(client: HealthClient, clock: Clock, options: HealthCacheOptions = {}) {
     this.#client = client;
     this.#clock = clock;
-    this.#ttlMs = nonNegative("ttlMs", options.ttlMs ?? 2000);
+    const ttlMs = nonNegative("ttlMs", options.ttlMs ?? 2000);
     this.#refreshTimeoutMs = nonNegative("refreshTimeoutMs", options.refreshTimeoutMs ?? 5000);
     this.#watchRetryMs = nonNegative("watchRetryMs", options.watchRetryMs ?? 30_000);
-    this.#entries = new BackendEntries<Entry, HealthCacheOperation>(
-      (): Entry => ({
-        view: undefined,
-        fetchedAt: Number.NEGATIVE_INFINITY,
-        refreshingSince: undefined,
-        appliedSeq: 0,
+    this.#views = new RemoteViewCache<HealthView, Entry, HealthCacheOperation>(clock, {
+      create: (): Entry => ({
+        ...emptyCachedView<HealthView>(),
         watchedKey: undefined,
         watchingKey: undefined,
         watchingSince: Number.NEGATIVE_INFINITY,
         failedKey: undefined,
         failedAt: Number.NEGATIVE_INFINITY,
       }),
-      options.maxEntries,
-      options.onError,
-    );
+      fetch: (backendId) => client.state(backendId),
+      ttlMs,
+      refreshTimeoutMs: this.#refreshTimeoutMs,
+      maxEntries: options.maxEntries,
+      onError: options.onError,
+      // A monitor that no longer watches (unwatched, storage lost) gets the target again on the next ensureWatched.
+      onApplied: (entry, view) => {
+        if (!view.watching) entry.watchedKey = undefined;
+      },
+    });
   }
 
   /** This cache with one request's {@link Schedule} bound. */
@@ -113,20 +109,16 @@ export class HealthCache {
   /** The cached view (undefined when unknown), refreshed in the background when stale. */
   view(backendId: string, schedule: Schedule): HealthView | undefined {
     try {
-      const entry = this.#entries.touch(backendId);
-      this.#maybeRefresh(backendId, entry, schedule);
-      return entry.view;
+      return this.#views.read(backendId, schedule).view;
     } catch (err) {
-      this.#entries.error(err, backendId, "state");
+      this.#views.error(err, backendId, "state");
       return undefined;
     }
   }
 
   /** The statuses this isolate has cached, by backend id, as they are (read by metrics; starts no I/O). */
   cachedStatuses(): [string, HealthStatus][] {
-    const out: [string, HealthStatus][] = [];
-    for (const [id, e] of this.#entries.peekAll()) if (e.view) out.push([id, e.view.status]);
-    return out;
+    return this.#views.cachedViews((v) => v.status);
   }
 
   status(backendId: string, schedule: Schedule): HealthStatus {
@@ -141,7 +133,7 @@ export class HealthCache {
     let key: string | undefined;
     let entry: Entry | undefined;
     try {
-      entry = this.#entries.touch(backendId);
+      entry = this.#views.touch(backendId);
       key = probeTargetKey(resolveProbeTarget(target));
     } catch (err) {
       if (entry !== undefined) {
@@ -151,7 +143,7 @@ export class HealthCache {
         entry.failedKey = invalid;
         entry.failedAt = now;
       }
-      this.#entries.error(err, backendId, "watch");
+      this.#views.error(err, backendId, "watch");
       return;
     }
     const now = this.#clock.now();
@@ -162,13 +154,13 @@ export class HealthCache {
     const k = key;
     e.watchingKey = k;
     e.watchingSince = now;
-    const seq = ++this.#seq;
-    this.#entries.run(schedule, backendId, "watch", async () => {
+    const seq = this.#views.nextSeq();
+    this.#views.run(schedule, backendId, "watch", async () => {
       try {
         const view = await this.#client.watch(backendId, target);
         e.watchedKey = k;
         e.failedKey = undefined;
-        this.#apply(e, seq, view);
+        this.#views.apply(e, seq, view);
       } catch (err) {
         e.failedKey = k;
         e.failedAt = this.#clock.now();
@@ -181,37 +173,7 @@ export class HealthCache {
 
   /** Number of backends cached. */
   get size(): number {
-    return this.#entries.size;
-  }
-
-  #maybeRefresh(backendId: string, entry: Entry, schedule: Schedule): void {
-    const now = this.#clock.now();
-    if (now - entry.fetchedAt < this.#ttlMs) return;
-    if (entry.refreshingSince !== undefined && now - entry.refreshingSince < this.#refreshTimeoutMs) return;
-    const started = now;
-    entry.refreshingSince = started;
-    const seq = ++this.#seq;
-    this.#entries.run(schedule, backendId, "state", async () => {
-      try {
-        this.#apply(entry, seq, await this.#client.state(backendId));
-      } catch (err) {
-        // Fail open: forget the view (healthy) and retry after one TTL.
-        entry.view = undefined;
-        entry.fetchedAt = this.#clock.now();
-        throw err;
-      } finally {
-        if (entry.refreshingSince === started) entry.refreshingSince = undefined;
-      }
-    });
-  }
-
-  /** Applies a monitor answer unless a newer one was already applied. */
-  #apply(entry: Entry, seq: number, view: HealthView): void {
-    if (seq < entry.appliedSeq) return;
-    entry.appliedSeq = seq;
-    entry.view = view;
-    entry.fetchedAt = this.#clock.now();
-    if (!view.watching) entry.watchedKey = undefined;
+    return this.#views.size;
   }
 }
 

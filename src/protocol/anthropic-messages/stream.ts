@@ -38,192 +38,247 @@ export function createAnthropicStreamDecoder(): StreamDecoder {
 
 /** The decoder over given readers; tests hand it zod alone to prove the guards change nothing. */
 export function anthropicStreamDecoder(read: AnthropicStreamReaders): StreamDecoder {
-  let started = false;
-  let stopped = false;
-  let done = false;
-  let failed = false;
-  let startUsage: StreamUsage | undefined;
-  let pendingUsage: Usage | undefined;
-  let usageSent = false;
-  let tools = 0;
-  const blocks = new Map<number, Block>();
-
-  const fail = (ev: NeutralEvent): NeutralEvent[] => {
-    failed = true;
-    return [ev];
-  };
-
-  const startBlock = (i: number, raw: { type: string }, out: NeutralEvent[]): boolean => {
-    switch (raw.type) {
-      case "text": {
-        const b = read.blocks.text(raw);
-        if (!b) return false;
-        blocks.set(i, { kind: "text" });
-        if (b.text) out.push({ type: "text", text: b.text });
-        return true;
-      }
-      case "thinking": {
-        const b = read.blocks.thinking(raw);
-        if (!b) return false;
-        blocks.set(i, { kind: "thinking" });
-        if (b.thinking) out.push({ type: "reasoning", text: b.thinking });
-        if (b.signature) out.push({ type: "reasoning_signature", signature: b.signature });
-        return true;
-      }
-      case "redacted_thinking": {
-        const b = read.blocks.redacted_thinking(raw);
-        if (!b) return false;
-        blocks.set(i, { kind: "other" });
-        out.push({ type: "reasoning_signature", signature: redactedSignature(b.data) });
-        return true;
-      }
-      case "tool_use": {
-        const b = read.blocks.tool_use(raw);
-        if (!b) return false;
-        const tool = tools++;
-        blocks.set(i, { kind: "tool", tool, sentArgs: false, startInput: b.input });
-        out.push({ type: "tool_call_start", index: tool, id: b.id, name: b.name });
-        return true;
-      }
-      default:
-        // Block types Sluice never asks for (server tools' blocks): skipped with their deltas.
-        blocks.set(i, { kind: "other" });
-        return true;
-    }
-  };
-
-  const delta = (block: Block, raw: { type: string }, out: NeutralEvent[]): boolean => {
-    switch (raw.type) {
-      case "text_delta": {
-        const d = read.deltas.text_delta(raw);
-        if (!d) return false;
-        if (d.text !== "") out.push({ type: "text", text: d.text });
-        return true;
-      }
-      case "input_json_delta": {
-        const d = read.deltas.input_json_delta(raw);
-        if (!d || block.kind !== "tool") return false;
-        if (d.partial_json !== "") {
-          block.sentArgs = true;
-          out.push({ type: "tool_call_args", index: block.tool, delta: d.partial_json });
-        }
-        return true;
-      }
-      case "thinking_delta": {
-        const d = read.deltas.thinking_delta(raw);
-        if (!d) return false;
-        if (d.thinking !== "") out.push({ type: "reasoning", text: d.thinking });
-        return true;
-      }
-      case "signature_delta": {
-        const d = read.deltas.signature_delta(raw);
-        if (!d) return false;
-        if (d.signature !== "") out.push({ type: "reasoning_signature", signature: d.signature });
-        return true;
-      }
-      default:
-        // citations_delta and future delta types carry nothing Sluice forwards.
-        return true;
-    }
-  };
-
+  const st = new AnthropicDecodeState(read);
   return {
-    decode(sse: SseEvent): readonly NeutralEvent[] {
-      if (done || failed) return [];
-      let json: unknown;
-      try {
-        json = JSON.parse(sse.data);
-      } catch {
-        return fail(PROTOCOL_ERROR);
-      }
-      const type = typeof json === "object" && json !== null ? (json as { type?: unknown }).type : undefined;
-      if (typeof type !== "string") return fail(PROTOCOL_ERROR);
-      if (type === "error") {
-        const e = read.events.error(json);
-        // The provider's error text is not forwarded; its type decides the wording only.
-        const overloaded = e?.error?.type === "overloaded_error";
-        return fail({
-          type: "error",
-          code: "upstream_error",
-          message: overloaded ? "The provider is overloaded and ended the stream." : "The provider reported an error mid-stream.",
-        });
-      }
-      const out: NeutralEvent[] = [];
-      if (!started) {
-        started = true;
-        out.push({ type: "start" });
-      }
-      switch (type) {
-        case "message_start": {
-          const e = read.events.message_start(json);
-          if (!e) return fail(PROTOCOL_ERROR);
-          startUsage = e.message.usage ?? undefined;
-          break;
-        }
-        case "content_block_start": {
-          const e = read.events.content_block_start(json);
-          if (!e || blocks.has(e.index) || !startBlock(e.index, e.content_block, out)) return fail(PROTOCOL_ERROR);
-          break;
-        }
-        case "content_block_delta": {
-          const e = read.events.content_block_delta(json);
-          const block = e ? blocks.get(e.index) : undefined;
-          if (!e || !block) return fail(PROTOCOL_ERROR);
-          // Deltas of skipped blocks are skipped with them.
-          if (block.kind !== "other" && !delta(block, e.delta, out)) return fail(PROTOCOL_ERROR);
-          break;
-        }
-        case "content_block_stop": {
-          const e = read.events.content_block_stop(json);
-          const block = e ? blocks.get(e.index) : undefined;
-          if (!block) return fail(PROTOCOL_ERROR);
-          // A tool called without arguments streams no JSON at all; its arguments are the start
-          // block's input (`{}`), so every client sees parseable arguments.
-          if (block.kind === "tool" && !block.sentArgs) {
-            block.sentArgs = true;
-            out.push({ type: "tool_call_args", index: block.tool, delta: JSON.stringify(block.startInput ?? {}) });
-          }
-          break;
-        }
-        case "message_delta": {
-          const e = read.events.message_delta(json);
-          if (!e) return fail(PROTOCOL_ERROR);
-          if (!stopped && e.delta.stop_reason) {
-            stopped = true;
-            const reason: StopReason = stopFromAnthropic(e.delta.stop_reason);
-            const seq = e.delta.stop_sequence ?? undefined;
-            out.push(seq === undefined ? { type: "stop", reason } : { type: "stop", reason, stopSequence: seq });
-          }
-          if (!usageSent) pendingUsage = combineUsage(startUsage, e.usage ?? undefined) ?? pendingUsage;
-          if (stopped && pendingUsage && !usageSent) {
-            usageSent = true;
-            out.push({ type: "usage", usage: pendingUsage });
-          }
-          break;
-        }
-        case "message_stop":
-          done = true;
-          // A provider that ends properly but never said why still delivered a complete answer.
-          if (!stopped) out.push({ type: "stop", reason: "other" });
-          if (pendingUsage && !usageSent) {
-            usageSent = true;
-            out.push({ type: "usage", usage: pendingUsage });
-          }
-          break;
-        case "ping":
-          out.push({ type: "heartbeat" });
-          break;
-        default:
-          break;
-      }
-      return out;
-    },
-    finish(): readonly NeutralEvent[] {
-      if (done || failed) return [];
-      failed = true;
-      return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
-    },
+    decode: (sse) => decodeAnthropicEvent(st, sse),
+    finish: () => finishAnthropicStream(st),
   };
+}
+
+/**
+ * What the decoder carries from one event to the next, one per stream. A class, so every stream's
+ * state has one shape and the per-event functions below stay monomorphic.
+ */
+class AnthropicDecodeState {
+  started = false;
+  stopped = false;
+  done = false;
+  failed = false;
+  startUsage: StreamUsage | undefined = undefined;
+  pendingUsage: Usage | undefined = undefined;
+  usageSent = false;
+  /** Tool calls so far: the next call's neutral index. */
+  tools = 0;
+  readonly blocks = new Map<number, Block>();
+  readonly read: AnthropicStreamReaders;
+
+  constructor(read: AnthropicStreamReaders) {
+    this.read = read;
+  }
+}
+
+/** Ends the stream as failed: nothing after a failure is decoded, and only `ev` is reported. */
+function fail(st: AnthropicDecodeState, ev: NeutralEvent): NeutralEvent[] {
+  st.failed = true;
+  return [ev];
+}
+
+/** One provider event: parsed once, then handed to the handler of its `type`. */
+function decodeAnthropicEvent(st: AnthropicDecodeState, sse: SseEvent): readonly NeutralEvent[] {
+  if (st.done || st.failed) return [];
+  let json: unknown;
+  try {
+    json = JSON.parse(sse.data);
+  } catch {
+    return fail(st, PROTOCOL_ERROR);
+  }
+  const type = typeof json === "object" && json !== null ? (json as { type?: unknown }).type : undefined;
+  if (typeof type !== "string") return fail(st, PROTOCOL_ERROR);
+  if (type === "error") return fail(st, providerError(st.read, json));
+  const out: NeutralEvent[] = [];
+  if (!st.started) {
+    st.started = true;
+    out.push({ type: "start" });
+  }
+  switch (type) {
+    case "message_start":
+      if (!onMessageStart(st, json)) return fail(st, PROTOCOL_ERROR);
+      break;
+    case "content_block_start":
+      if (!onBlockStart(st, json, out)) return fail(st, PROTOCOL_ERROR);
+      break;
+    case "content_block_delta":
+      if (!onBlockDelta(st, json, out)) return fail(st, PROTOCOL_ERROR);
+      break;
+    case "content_block_stop":
+      if (!onBlockStop(st, json, out)) return fail(st, PROTOCOL_ERROR);
+      break;
+    case "message_delta":
+      if (!onMessageDelta(st, json, out)) return fail(st, PROTOCOL_ERROR);
+      break;
+    case "message_stop":
+      onMessageStop(st, out);
+      break;
+    case "ping":
+      out.push({ type: "heartbeat" });
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+/** The provider's own mid-stream error; its text is not forwarded, its type decides the wording only. */
+function providerError(read: AnthropicStreamReaders, json: unknown): NeutralEvent {
+  const e = read.events.error(json);
+  const overloaded = e?.error?.type === "overloaded_error";
+  return {
+    type: "error",
+    code: "upstream_error",
+    message: overloaded ? "The provider is overloaded and ended the stream." : "The provider reported an error mid-stream.",
+  };
+}
+
+/** Keeps the input side of usage that message_start carries, for the usage sent once the output side is known. False when unreadable. */
+function onMessageStart(st: AnthropicDecodeState, json: unknown): boolean {
+  const e = st.read.events.message_start(json);
+  if (!e) return false;
+  st.startUsage = e.message.usage ?? undefined;
+  return true;
+}
+
+/** Opens a content block at its index (each index once). False when unreadable or reopened. */
+function onBlockStart(st: AnthropicDecodeState, json: unknown, out: NeutralEvent[]): boolean {
+  const e = st.read.events.content_block_start(json);
+  if (!e || st.blocks.has(e.index)) return false;
+  return startBlock(st, e.index, e.content_block, out);
+}
+
+/** A delta to an open block. False when unreadable, for a block never opened, or the wrong kind for it. */
+function onBlockDelta(st: AnthropicDecodeState, json: unknown, out: NeutralEvent[]): boolean {
+  const read = st.read;
+  const e = read.events.content_block_delta(json);
+  const block = e ? st.blocks.get(e.index) : undefined;
+  if (!e || !block) return false;
+  // Deltas of skipped blocks are skipped with them.
+  return block.kind === "other" || blockDelta(read, block, e.delta, out);
+}
+
+/** Closes a block; a tool call that streamed no arguments gets its start block's input. False for a block never opened. */
+function onBlockStop(st: AnthropicDecodeState, json: unknown, out: NeutralEvent[]): boolean {
+  const e = st.read.events.content_block_stop(json);
+  const block = e ? st.blocks.get(e.index) : undefined;
+  if (!block) return false;
+  // A tool called without arguments streams no JSON at all; its arguments are the start
+  // block's input (`{}`), so every client sees parseable arguments.
+  if (block.kind === "tool" && !block.sentArgs) {
+    block.sentArgs = true;
+    out.push({ type: "tool_call_args", index: block.tool, delta: JSON.stringify(block.startInput ?? {}) });
+  }
+  return true;
+}
+
+/** The stop reason (once) and the usage, sent once both sides of it are known. False when unreadable. */
+function onMessageDelta(st: AnthropicDecodeState, json: unknown, out: NeutralEvent[]): boolean {
+  const e = st.read.events.message_delta(json);
+  if (!e) return false;
+  if (!st.stopped && e.delta.stop_reason) {
+    st.stopped = true;
+    const reason: StopReason = stopFromAnthropic(e.delta.stop_reason);
+    const seq = e.delta.stop_sequence ?? undefined;
+    out.push(seq === undefined ? { type: "stop", reason } : { type: "stop", reason, stopSequence: seq });
+  }
+  if (!st.usageSent) st.pendingUsage = combineUsage(st.startUsage, e.usage ?? undefined) ?? st.pendingUsage;
+  if (st.stopped && st.pendingUsage && !st.usageSent) {
+    st.usageSent = true;
+    out.push({ type: "usage", usage: st.pendingUsage });
+  }
+  return true;
+}
+
+/** The stream's proper end: what was not said yet (a stop, the usage) is said now. */
+function onMessageStop(st: AnthropicDecodeState, out: NeutralEvent[]): void {
+  st.done = true;
+  // A provider that ends properly but never said why still delivered a complete answer.
+  if (!st.stopped) out.push({ type: "stop", reason: "other" });
+  if (st.pendingUsage && !st.usageSent) {
+    st.usageSent = true;
+    out.push({ type: "usage", usage: st.pendingUsage });
+  }
+}
+
+/** Records a new block by its type and sends what its start already carries. False when unreadable. */
+function startBlock(st: AnthropicDecodeState, i: number, raw: { type: string }, out: NeutralEvent[]): boolean {
+  const read = st.read;
+  switch (raw.type) {
+    case "text": {
+      const b = read.blocks.text(raw);
+      if (!b) return false;
+      st.blocks.set(i, { kind: "text" });
+      if (b.text) out.push({ type: "text", text: b.text });
+      return true;
+    }
+    case "thinking": {
+      const b = read.blocks.thinking(raw);
+      if (!b) return false;
+      st.blocks.set(i, { kind: "thinking" });
+      if (b.thinking) out.push({ type: "reasoning", text: b.thinking });
+      if (b.signature) out.push({ type: "reasoning_signature", signature: b.signature });
+      return true;
+    }
+    case "redacted_thinking": {
+      const b = read.blocks.redacted_thinking(raw);
+      if (!b) return false;
+      st.blocks.set(i, { kind: "other" });
+      out.push({ type: "reasoning_signature", signature: redactedSignature(b.data) });
+      return true;
+    }
+    case "tool_use": {
+      const b = read.blocks.tool_use(raw);
+      if (!b) return false;
+      const tool = st.tools++;
+      st.blocks.set(i, { kind: "tool", tool, sentArgs: false, startInput: b.input });
+      out.push({ type: "tool_call_start", index: tool, id: b.id, name: b.name });
+      return true;
+    }
+    default:
+      // Block types Sluice never asks for (server tools' blocks): skipped with their deltas.
+      st.blocks.set(i, { kind: "other" });
+      return true;
+  }
+}
+
+/** Turns one delta of a block Sluice forwards into neutral events. False when unreadable or not the block's kind. */
+function blockDelta(read: AnthropicStreamReaders, block: Block, raw: { type: string }, out: NeutralEvent[]): boolean {
+  switch (raw.type) {
+    case "text_delta": {
+      const d = read.deltas.text_delta(raw);
+      if (!d) return false;
+      if (d.text !== "") out.push({ type: "text", text: d.text });
+      return true;
+    }
+    case "input_json_delta": {
+      const d = read.deltas.input_json_delta(raw);
+      if (!d || block.kind !== "tool") return false;
+      if (d.partial_json !== "") {
+        block.sentArgs = true;
+        out.push({ type: "tool_call_args", index: block.tool, delta: d.partial_json });
+      }
+      return true;
+    }
+    case "thinking_delta": {
+      const d = read.deltas.thinking_delta(raw);
+      if (!d) return false;
+      if (d.thinking !== "") out.push({ type: "reasoning", text: d.thinking });
+      return true;
+    }
+    case "signature_delta": {
+      const d = read.deltas.signature_delta(raw);
+      if (!d) return false;
+      if (d.signature !== "") out.push({ type: "reasoning_signature", signature: d.signature });
+      return true;
+    }
+    default:
+      // citations_delta and future delta types carry nothing Sluice forwards.
+      return true;
+  }
+}
+
+/** End of input: anything but a proper `message_stop` (or an error already reported) is a cut. */
+function finishAnthropicStream(st: AnthropicDecodeState): readonly NeutralEvent[] {
+  if (st.done || st.failed) return [];
+  st.failed = true;
+  return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
 }
 
 /** One SSE event as Anthropic writes it: the event name, then its JSON (whose `type` is the same name). */

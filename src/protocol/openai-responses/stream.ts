@@ -31,193 +31,251 @@ export function createResponsesStreamDecoder(): StreamDecoder {
 
 /** The decoder over given readers; tests hand it zod alone to prove the guards change nothing. */
 export function responsesStreamDecoder(read: ResponsesStreamReaders): StreamDecoder {
-  let started = false;
-  let done = false;
-  let failed = false;
-  let itemsSeen = false;
-  // Function calls by output index and by item id; neutral indexes count calls from 0.
-  const calls = new Map<number, { index: number; args: string }>();
-  const callsById = new Map<string, { index: number; args: string }>();
-  const text = new Map<number, string>();
-  const reasoningEmitted = new Set<number>();
-  let lastReasoningPart: string | undefined;
-
-  const fail = (out: NeutralEvent[], ev: NeutralEvent = PROTOCOL_ERROR): NeutralEvent[] => {
-    failed = true;
-    out.push(ev);
-    return out;
-  };
-
-  const startCall = (outputIndex: number, id: string | undefined, call: ResponsesCallItem, out: NeutralEvent[]) => {
-    const state = { index: calls.size, args: call.arguments ?? "" };
-    calls.set(outputIndex, state);
-    if (id) callsById.set(id, state);
-    out.push({ type: "tool_call_start", index: state.index, id: call.call_id, name: call.name });
-    if (state.args !== "") out.push({ type: "tool_call_args", index: state.index, delta: state.args });
-  };
-
-  const textDelta = (outputIndex: number, delta: string, out: NeutralEvent[]) => {
-    if (delta === "") return;
-    text.set(outputIndex, (text.get(outputIndex) ?? "") + delta);
-    out.push({ type: "text", text: delta });
-  };
-
-  // Summary parts (and items) are separate paragraphs: a blank line goes between them, as in
-  // the buffered decoding.
-  const reasoningDelta = (part: string, outputIndex: number, delta: string, out: NeutralEvent[]) => {
-    if (delta === "") return;
-    const sep = lastReasoningPart !== undefined && lastReasoningPart !== part ? "\n\n" : "";
-    lastReasoningPart = part;
-    reasoningEmitted.add(outputIndex);
-    out.push({ type: "reasoning", text: sep + delta });
-  };
-
-  // Servers that put an item's content only in `response.output_item.done` (no deltas) still
-  // deliver it: whatever the deltas did not carry is sent then.
-  const itemDone = (outputIndex: number, item: { type: string; id?: string | undefined }, out: NeutralEvent[]): boolean => {
-    switch (item.type) {
-      case "function_call": {
-        const c = read.callItem(item);
-        if (!c) return false;
-        const state = (item.id ? callsById.get(item.id) : undefined) ?? calls.get(outputIndex);
-        if (!state) {
-          startCall(outputIndex, item.id, c, out);
-          return true;
-        }
-        const full = c.arguments ?? "";
-        if (full.length > state.args.length && full.startsWith(state.args)) {
-          out.push({ type: "tool_call_args", index: state.index, delta: full.slice(state.args.length) });
-          state.args = full;
-        }
-        return true;
-      }
-      case "message": {
-        const m = read.message(item);
-        if (!m) return false;
-        const full = messageText(m);
-        const sent = text.get(outputIndex) ?? "";
-        if (full.length > sent.length && full.startsWith(sent)) textDelta(outputIndex, full.slice(sent.length), out);
-        return true;
-      }
-      case "reasoning": {
-        const r = read.reasoning(item);
-        if (!r) return false;
-        if (!reasoningEmitted.has(outputIndex)) reasoningDelta(`${outputIndex}`, outputIndex, reasoningText(r), out);
-        return true;
-      }
-      default:
-        return true;
-    }
-  };
-
-  const finishWith = (response: ResponsesLifecycle["response"], status: string, out: NeutralEvent[]): NeutralEvent[] => {
-    done = true;
-    // A server that streamed no items at all still sent the answer in the final object.
-    let hasCalls = calls.size > 0;
-    if (!itemsSeen && response.output) {
-      const o = readOutput(response.output);
-      if (!o) return fail(out);
-      for (const [i, r] of o.reasoning.entries()) out.push({ type: "reasoning", text: i > 0 ? `\n\n${r}` : r });
-      if (o.text !== "") out.push({ type: "text", text: o.text });
-      for (const [i, c] of o.toolCalls.entries()) {
-        out.push({ type: "tool_call_start", index: i, id: c.id, name: c.name });
-        if (c.arguments !== "") out.push({ type: "tool_call_args", index: i, delta: c.arguments });
-      }
-      hasCalls = o.toolCalls.length > 0;
-    }
-    out.push({ type: "stop", reason: stopFromStatus(status, response.incomplete_details?.reason, hasCalls) });
-    if (response.usage) out.push({ type: "usage", usage: usageFromWire(response.usage) });
-    return out;
-  };
-
+  const st = new ResponsesDecodeState(read);
   return {
-    decode(sse: SseEvent): readonly NeutralEvent[] {
-      if (done || failed) return [];
-      let json: unknown;
-      try {
-        json = JSON.parse(sse.data);
-      } catch {
-        return fail([]);
-      }
-      const head = read.typed(json);
-      const type = head ? (head.type ?? sse.event) : undefined;
-      if (type === undefined) return fail([]);
-      const out: NeutralEvent[] = [];
-      if (!started) {
-        started = true;
-        out.push({ type: "start" });
-      }
-      switch (type) {
-        case "response.output_text.delta":
-        case "response.refusal.delta": {
-          // A refusal is what the model said instead of an answer: it is text, as in the buffered decoding.
-          const d = read.delta(json);
-          if (!d) return fail(out);
-          itemsSeen = true;
-          textDelta(d.output_index, d.delta, out);
-          return out;
-        }
-        case "response.reasoning_summary_text.delta":
-        case "response.reasoning_text.delta": {
-          const d = read.delta(json);
-          if (!d) return fail(out);
-          itemsSeen = true;
-          const part = `${d.output_index}:${type}:${d.summary_index ?? d.content_index ?? 0}`;
-          reasoningDelta(part, d.output_index, d.delta, out);
-          return out;
-        }
-        case "response.function_call_arguments.delta": {
-          const d = read.delta(json);
-          if (!d) return fail(out);
-          const state = (d.item_id ? callsById.get(d.item_id) : undefined) ?? calls.get(d.output_index);
-          if (!state) return fail(out);
-          if (d.delta !== "") {
-            state.args += d.delta;
-            out.push({ type: "tool_call_args", index: state.index, delta: d.delta });
-          }
-          return out;
-        }
-        case "response.output_item.added": {
-          const e = read.itemEvent(json);
-          if (!e) return fail(out);
-          itemsSeen = true;
-          if (e.item.type === "function_call") {
-            const c = read.callItem(e.item);
-            if (!c) return fail(out);
-            startCall(e.output_index, e.item.id, c, out);
-          }
-          return out;
-        }
-        case "response.output_item.done": {
-          const e = read.itemEvent(json);
-          if (!e) return fail(out);
-          itemsSeen = true;
-          return itemDone(e.output_index, e.item, out) ? out : fail(out);
-        }
-        case "response.completed":
-        case "response.incomplete": {
-          const l = read.lifecycle(json);
-          if (!l) return fail(out);
-          const status = type === "response.incomplete" ? "incomplete" : (l.response.status ?? "completed");
-          return finishWith(l.response, status, out);
-        }
-        case "response.failed":
-        case "error":
-          return fail(out, { type: "error", code: "upstream_error", message: "The provider reported an error mid-stream." });
-        case "keepalive":
-          return [...out, { type: "heartbeat" }];
-        default:
-          // Lifecycle (created, in_progress, queued), content_part.*, the *.done events whose text
-          // the deltas already carried, annotations: nothing new for the neutral stream.
-          return out;
-      }
-    },
-    finish(): readonly NeutralEvent[] {
-      if (done || failed) return [];
-      failed = true;
-      return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
-    },
+    decode: (sse) => decodeResponsesEvent(st, sse),
+    finish: () => finishResponsesStream(st),
   };
+}
+
+/** A function call being streamed: its neutral index and the arguments sent so far. */
+interface CallState {
+  readonly index: number;
+  args: string;
+}
+
+/**
+ * What the decoder carries from one event to the next, one per stream. A class, so every stream's
+ * state has one shape and the per-event functions below stay monomorphic.
+ */
+class ResponsesDecodeState {
+  started = false;
+  done = false;
+  failed = false;
+  itemsSeen = false;
+  // Function calls by output index and by item id; neutral indexes count calls from 0.
+  readonly calls = new Map<number, CallState>();
+  readonly callsById = new Map<string, CallState>();
+  /** Text sent so far, by output index. */
+  readonly text = new Map<number, string>();
+  /** Output indexes whose reasoning was sent. */
+  readonly reasoningEmitted = new Set<number>();
+  lastReasoningPart: string | undefined = undefined;
+  readonly read: ResponsesStreamReaders;
+
+  constructor(read: ResponsesStreamReaders) {
+    this.read = read;
+  }
+}
+
+/** Ends the stream as failed: nothing after a failure is decoded; `out` so far is reported with `ev`. */
+function fail(st: ResponsesDecodeState, out: NeutralEvent[], ev: NeutralEvent = PROTOCOL_ERROR): NeutralEvent[] {
+  st.failed = true;
+  out.push(ev);
+  return out;
+}
+
+/** One provider event: parsed once, then handed to the handler of its type (its `type`, else the SSE event name). */
+function decodeResponsesEvent(st: ResponsesDecodeState, sse: SseEvent): readonly NeutralEvent[] {
+  if (st.done || st.failed) return [];
+  let json: unknown;
+  try {
+    json = JSON.parse(sse.data);
+  } catch {
+    return fail(st, []);
+  }
+  const head = st.read.typed(json);
+  const type = head ? (head.type ?? sse.event) : undefined;
+  if (type === undefined) return fail(st, []);
+  const out: NeutralEvent[] = [];
+  if (!st.started) {
+    st.started = true;
+    out.push({ type: "start" });
+  }
+  switch (type) {
+    case "response.output_text.delta":
+    case "response.refusal.delta":
+      return onTextDelta(st, json, out);
+    case "response.reasoning_summary_text.delta":
+    case "response.reasoning_text.delta":
+      return onReasoningDelta(st, json, type, out);
+    case "response.function_call_arguments.delta":
+      return onArgumentsDelta(st, json, out);
+    case "response.output_item.added":
+      return onItemAdded(st, json, out);
+    case "response.output_item.done":
+      return onItemDone(st, json, out);
+    case "response.completed":
+    case "response.incomplete":
+      return onFinished(st, json, type, out);
+    case "response.failed":
+    case "error":
+      return fail(st, out, { type: "error", code: "upstream_error", message: "The provider reported an error mid-stream." });
+    case "keepalive":
+      return [...out, { type: "heartbeat" }];
+    default:
+      // Lifecycle (created, in_progress, queued), content_part.*, the *.done events whose text
+      // the deltas already carried, annotations: nothing new for the neutral stream.
+      return out;
+  }
+}
+
+/** Output text; a refusal is what the model said instead of an answer, so it is text too, as in the buffered decoding. */
+function onTextDelta(st: ResponsesDecodeState, json: unknown, out: NeutralEvent[]): NeutralEvent[] {
+  const d = st.read.delta(json);
+  if (!d) return fail(st, out);
+  st.itemsSeen = true;
+  textDelta(st, d.output_index, d.delta, out);
+  return out;
+}
+
+/** Reasoning text, kept apart by item, event type and part so parts read as paragraphs. */
+function onReasoningDelta(st: ResponsesDecodeState, json: unknown, type: string, out: NeutralEvent[]): NeutralEvent[] {
+  const d = st.read.delta(json);
+  if (!d) return fail(st, out);
+  st.itemsSeen = true;
+  const part = `${d.output_index}:${type}:${d.summary_index ?? d.content_index ?? 0}`;
+  reasoningDelta(st, part, d.output_index, d.delta, out);
+  return out;
+}
+
+/** A piece of a started call's arguments; arguments for a call never started are a protocol error. */
+function onArgumentsDelta(st: ResponsesDecodeState, json: unknown, out: NeutralEvent[]): NeutralEvent[] {
+  const d = st.read.delta(json);
+  if (!d) return fail(st, out);
+  const call = (d.item_id ? st.callsById.get(d.item_id) : undefined) ?? st.calls.get(d.output_index);
+  if (!call) return fail(st, out);
+  if (d.delta !== "") {
+    call.args += d.delta;
+    out.push({ type: "tool_call_args", index: call.index, delta: d.delta });
+  }
+  return out;
+}
+
+/** A new output item; only a function call says something (its start) before its content arrives. */
+function onItemAdded(st: ResponsesDecodeState, json: unknown, out: NeutralEvent[]): NeutralEvent[] {
+  const e = st.read.itemEvent(json);
+  if (!e) return fail(st, out);
+  st.itemsSeen = true;
+  if (e.item.type === "function_call") {
+    const c = st.read.callItem(e.item);
+    if (!c) return fail(st, out);
+    startCall(st, e.output_index, e.item.id, c, out);
+  }
+  return out;
+}
+
+/** A finished output item: whatever of it the deltas did not carry is sent now. */
+function onItemDone(st: ResponsesDecodeState, json: unknown, out: NeutralEvent[]): NeutralEvent[] {
+  const e = st.read.itemEvent(json);
+  if (!e) return fail(st, out);
+  st.itemsSeen = true;
+  return itemDone(st, e.output_index, e.item, out) ? out : fail(st, out);
+}
+
+/** The stream's proper end (`response.completed` / `response.incomplete`): the stop and the usage. */
+function onFinished(st: ResponsesDecodeState, json: unknown, type: string, out: NeutralEvent[]): NeutralEvent[] {
+  const l = st.read.lifecycle(json);
+  if (!l) return fail(st, out);
+  const status = type === "response.incomplete" ? "incomplete" : (l.response.status ?? "completed");
+  return finishWith(st, l.response, status, out);
+}
+
+/** Starts a neutral tool call for a function-call item, with whatever arguments it already carries. */
+function startCall(st: ResponsesDecodeState, outputIndex: number, id: string | undefined, call: ResponsesCallItem, out: NeutralEvent[]): void {
+  const state: CallState = { index: st.calls.size, args: call.arguments ?? "" };
+  st.calls.set(outputIndex, state);
+  if (id) st.callsById.set(id, state);
+  out.push({ type: "tool_call_start", index: state.index, id: call.call_id, name: call.name });
+  if (state.args !== "") out.push({ type: "tool_call_args", index: state.index, delta: state.args });
+}
+
+/** Sends text and remembers it by item, so an item's final text adds only what was not sent. */
+function textDelta(st: ResponsesDecodeState, outputIndex: number, delta: string, out: NeutralEvent[]): void {
+  if (delta === "") return;
+  st.text.set(outputIndex, (st.text.get(outputIndex) ?? "") + delta);
+  out.push({ type: "text", text: delta });
+}
+
+/**
+ * Sends reasoning text. Summary parts (and items) are separate paragraphs: a blank line goes
+ * between them, as in the buffered decoding.
+ */
+function reasoningDelta(st: ResponsesDecodeState, part: string, outputIndex: number, delta: string, out: NeutralEvent[]): void {
+  if (delta === "") return;
+  const sep = st.lastReasoningPart !== undefined && st.lastReasoningPart !== part ? "\n\n" : "";
+  st.lastReasoningPart = part;
+  st.reasoningEmitted.add(outputIndex);
+  out.push({ type: "reasoning", text: sep + delta });
+}
+
+/**
+ * Servers that put an item's content only in `response.output_item.done` (no deltas) still
+ * deliver it: whatever the deltas did not carry is sent then. False when the item is unreadable.
+ */
+function itemDone(st: ResponsesDecodeState, outputIndex: number, item: { type: string; id?: string | undefined }, out: NeutralEvent[]): boolean {
+  const read = st.read;
+  switch (item.type) {
+    case "function_call": {
+      const c = read.callItem(item);
+      if (!c) return false;
+      const call = (item.id ? st.callsById.get(item.id) : undefined) ?? st.calls.get(outputIndex);
+      if (!call) {
+        startCall(st, outputIndex, item.id, c, out);
+        return true;
+      }
+      const full = c.arguments ?? "";
+      if (full.length > call.args.length && full.startsWith(call.args)) {
+        out.push({ type: "tool_call_args", index: call.index, delta: full.slice(call.args.length) });
+        call.args = full;
+      }
+      return true;
+    }
+    case "message": {
+      const m = read.message(item);
+      if (!m) return false;
+      const full = messageText(m);
+      const sent = st.text.get(outputIndex) ?? "";
+      if (full.length > sent.length && full.startsWith(sent)) textDelta(st, outputIndex, full.slice(sent.length), out);
+      return true;
+    }
+    case "reasoning": {
+      const r = read.reasoning(item);
+      if (!r) return false;
+      if (!st.reasoningEmitted.has(outputIndex)) reasoningDelta(st, `${outputIndex}`, outputIndex, reasoningText(r), out);
+      return true;
+    }
+    default:
+      return true;
+  }
+}
+
+/** Ends the stream with the final object's stop and usage (and its content, when no item was streamed). */
+function finishWith(st: ResponsesDecodeState, response: ResponsesLifecycle["response"], status: string, out: NeutralEvent[]): NeutralEvent[] {
+  st.done = true;
+  // A server that streamed no items at all still sent the answer in the final object.
+  let hasCalls = st.calls.size > 0;
+  if (!st.itemsSeen && response.output) {
+    const o = readOutput(response.output);
+    if (!o) return fail(st, out);
+    for (const [i, r] of o.reasoning.entries()) out.push({ type: "reasoning", text: i > 0 ? `\n\n${r}` : r });
+    if (o.text !== "") out.push({ type: "text", text: o.text });
+    for (const [i, c] of o.toolCalls.entries()) {
+      out.push({ type: "tool_call_start", index: i, id: c.id, name: c.name });
+      if (c.arguments !== "") out.push({ type: "tool_call_args", index: i, delta: c.arguments });
+    }
+    hasCalls = o.toolCalls.length > 0;
+  }
+  out.push({ type: "stop", reason: stopFromStatus(status, response.incomplete_details?.reason, hasCalls) });
+  if (response.usage) out.push({ type: "usage", usage: usageFromWire(response.usage) });
+  return out;
+}
+
+/** End of input: anything but a proper end (or an error already reported) is a cut. */
+function finishResponsesStream(st: ResponsesDecodeState): readonly NeutralEvent[] {
+  if (st.done || st.failed) return [];
+  st.failed = true;
+  return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
 }
 
 // ---- Client side: neutral events → Responses events -----------------------------------------
