@@ -88,12 +88,8 @@ export function invalidBody(w: Workload, text: string): string | undefined {
     if (!text.includes('"content":"')) return "stream without content";
     return undefined;
   }
-  let json: { object?: unknown; choices?: { message?: { content?: unknown } }[] };
-  try {
-    json = JSON.parse(text) as typeof json;
-  } catch {
-    return "body is not JSON";
-  }
+  const json = parsed<{ object?: unknown; choices?: { message?: { content?: unknown } }[] }>(text);
+  if (json === undefined) return "body is not JSON";
   if (json.object !== "chat.completion") return "body is not a chat.completion";
   const content = json.choices?.[0]?.message?.content;
   if (typeof content !== "string" || content === "") return "completion without text";
@@ -101,15 +97,20 @@ export function invalidBody(w: Workload, text: string): string | undefined {
 }
 
 function invalidToolResult(text: string): string | undefined {
-  let json: { jsonrpc?: unknown; error?: { code?: unknown }; result?: { isError?: unknown; content?: { text?: unknown }[] } };
-  try {
-    json = JSON.parse(text) as typeof json;
-  } catch {
-    return "body is not JSON";
-  }
+  const json = parsed<{ jsonrpc?: unknown; error?: { code?: unknown }; result?: { isError?: unknown; content?: { text?: unknown }[] } }>(text);
+  if (json === undefined) return "body is not JSON";
   if (json.error !== undefined) return `JSON-RPC error ${String(json.error.code)}`;
   if (json.jsonrpc !== "2.0" || json.result === undefined) return "body is not a JSON-RPC result";
   if (json.result.isError === true) return "tool result with isError";
   if (json.result.content?.[0]?.text !== ECHO_TEXT) return "tool result without the echoed text";
   return undefined;
+}
+
+/** `text` parsed as JSON of the shape the caller reads, or `undefined` when it is not JSON. */
+function parsed<T>(text: string): T | undefined {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return undefined;
+  }
 }

@@ -9,6 +9,7 @@
 
 import type { IncomingHttpHeaders } from "node:http";
 import type { Exchange } from "./exchange.ts";
+import { isObject } from "./formats/openai-shared.ts";
 
 /** Where the simulator serves MCP. */
 export const MCP_PATH = "/mcp";
@@ -41,8 +42,6 @@ type Answer = { readonly result: Readonly<Record<string, unknown>> } | { readonl
 const refuse = (status: number, code: number, message: string, data?: unknown): { readonly error: Refusal } => ({ error: { status, code, message, ...(data === undefined ? {} : { data }) } });
 const headerMismatch = (message: string) => refuse(400, -32020, message);
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
 /** A header as sent (plain, or `=?base64?…?=` for values that are not header-safe). */
 function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
   const v = headers[name];
@@ -62,7 +61,7 @@ function dispatch(method: string, params: Readonly<Record<string, unknown>>): An
       return { result: { tools: [ECHO_DEFINITION], ttlMs: 0, cacheScope: "private" } };
     case "tools/call": {
       if (params.name !== ECHO_TOOL) return refuse(200, -32602, `Unknown tool: ${String(params.name).slice(0, 64)}`);
-      const text = isRecord(params.arguments) ? params.arguments.text : undefined;
+      const text = isObject(params.arguments) ? params.arguments.text : undefined;
       // A tool's own failure is a result the model can read, not a protocol error.
       if (typeof text !== "string") return { result: { content: [{ type: "text", text: "echo needs a string argument 'text'." }], isError: true } };
       return { result: { content: [{ type: "text", text }] } };
@@ -79,16 +78,16 @@ function dispatch(method: string, params: Readonly<Record<string, unknown>>): An
  * `Mcp-Name` equal to what the body says.
  */
 function answer(headers: IncomingHttpHeaders, body: unknown): Answer | "accepted" {
-  if (!isRecord(body) || body.jsonrpc !== "2.0" || typeof body.method !== "string" || body.method === "") return refuse(400, -32600, "Invalid Request: one JSON-RPC 2.0 message per POST.");
+  if (!isObject(body) || body.jsonrpc !== "2.0" || typeof body.method !== "string" || body.method === "") return refuse(400, -32600, "Invalid Request: one JSON-RPC 2.0 message per POST.");
   const method = body.method;
   if (!("id" in body)) return method.startsWith("notifications/") ? "accepted" : refuse(400, -32600, "Invalid Request: a message without an id must be a notification.");
-  if (body.params !== undefined && !isRecord(body.params)) return refuse(400, -32600, "Invalid Request: params must be an object.");
+  if (body.params !== undefined && !isObject(body.params)) return refuse(400, -32600, "Invalid Request: params must be an object.");
   const params = body.params ?? {};
-  const meta = isRecord(params._meta) ? params._meta : {};
+  const meta = isObject(params._meta) ? params._meta : {};
   const version = meta[META_VERSION];
   if (typeof version !== "string") return refuse(400, -32022, "Unsupported protocol version: the request did not name a protocol version.", { supported: [MCP_VERSION] });
   if (version !== MCP_VERSION) return refuse(400, -32022, `Unsupported protocol version: ${version.slice(0, 32)}`, { supported: [MCP_VERSION], requested: version.slice(0, 32) });
-  if (!isRecord(meta[META_CAPABILITIES])) return refuse(400, -32602, `Invalid params: _meta["${META_CAPABILITIES}"] is required.`);
+  if (!isObject(meta[META_CAPABILITIES])) return refuse(400, -32602, `Invalid params: _meta["${META_CAPABILITIES}"] is required.`);
   if (headerValue(headers, "mcp-protocol-version") !== version) return headerMismatch("The MCP-Protocol-Version header must equal the protocol version in _meta.");
   if (headerValue(headers, "mcp-method") !== method) return headerMismatch("The Mcp-Method header must equal the JSON-RPC method.");
   if (method === "tools/call" && headerValue(headers, "mcp-name") !== params.name) return headerMismatch("The Mcp-Name header must equal params.name.");
@@ -105,7 +104,7 @@ export function serveMcp(ex: Exchange, body: unknown, malformed: boolean): void 
     ex.res.writeHead(202, { [ex.idHeader]: ex.requestId }).end();
     return;
   }
-  const id = isRecord(body) && (typeof body.id === "string" || typeof body.id === "number") ? body.id : null;
+  const id = isObject(body) && (typeof body.id === "string" || typeof body.id === "number") ? body.id : null;
   if ("result" in a) return ex.json(200, JSON.stringify({ jsonrpc: "2.0", id, result: { resultType: "complete", ...a.result } }), "completed");
   const { status, ...error } = a.error;
   ex.json(status, JSON.stringify({ jsonrpc: "2.0", id, error }), "rejected");
