@@ -33,7 +33,8 @@ import { gatewayPath, requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:compare -- [options]
   --base REV                 the revision to compare against (default HEAD)
-  --workload buffered|streaming|mcp   a chat completion, or an MCP tools/call (default buffered)
+  --workload buffered|streaming|mcp   a chat completion, or an MCP tools/call (default buffered;
+                             mcp needs a base that has the MCP gateway)
   --tokens N                 output tokens per chat answer (default: 16 buffered, 32 streaming)
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
   --runs N                   alternating runs of each side (default 5)
