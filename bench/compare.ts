@@ -2,9 +2,10 @@
  * `npm run bench:compare`: this working tree's Sluice against another revision's, side by side
  * behind one simulator, measured alternately (A B A B …) so that drift of a shared machine hits
  * both alike. Reports each run and the medians of workerd CPU per request and of throughput, and
- * the ratio B/A per pair.
+ * the ratio B/A per pair. The workload is a chat completion (buffered or streamed) or an MCP
+ * `tools/call` through `/mcp/<server>` to the simulator's MCP server.
  *
- *   npm run bench:compare -- [--base HEAD] [--workload buffered|streaming] [--tokens N] [--key open|budgeted]
+ *   npm run bench:compare -- [--base HEAD] [--workload buffered|streaming|mcp] [--tokens N] [--key open|budgeted]
  *                            [--runs 5] [--duration 3] [--warmup 1] [--concurrency 32]
  *                            [--base-no-access-log] [--no-access-log] [--streams N]
  *
@@ -23,17 +24,18 @@ import { buildBundle, OFFLINE_ENV, ROOT } from "../local-stack/build.ts";
 import { compatibilitySettings } from "../cli/workerd-config.ts";
 import { register } from "./children.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
-import { runLoad, simJson, table } from "./load-runner.ts";
+import { configureSimulator, runLoad, simJson, table } from "./load-runner.ts";
 import { concurrentStreams } from "./memory.ts";
 import { clockTicksPerSecond, resolveWorkerPid } from "./proc.ts";
 import { keyFlag, OPEN_KEY, PUBLIC_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
 import { median } from "./stats.ts";
-import { requestBody } from "./workload.ts";
+import { gatewayPath, requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:compare -- [options]
   --base REV                 the revision to compare against (default HEAD)
-  --workload buffered|streaming   (default buffered)
-  --tokens N                 output tokens per answer (default: 16 buffered, 32 streaming)
+  --workload buffered|streaming|mcp   a chat completion, or an MCP tools/call (default buffered;
+                             mcp needs a base that has the MCP gateway)
+  --tokens N                 output tokens per chat answer (default: 16 buffered, 32 streaming)
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
   --runs N                   alternating runs of each side (default 5)
   --duration S               measured seconds per run (default 3)
@@ -107,18 +109,19 @@ async function main(): Promise<number> {
   const start = (name: string, bundleDir: string, compatibility: ReturnType<typeof compatibilitySettings>, accessLog: boolean) =>
     // Another revision's gateway.yaml may predate the egress allowlist this renderer reads; both
     // sides only ever talk to the loopback simulator, so both get workerd's local network.
-    startBenchGateway(sim.url, { name, accessLog, bundleDir, compatibility, networkAllow: ["public", "local"] });
+    // Only the MCP workload configures MCP: a revision from before the MCP gateway refuses it.
+    startBenchGateway(sim.url, { name, accessLog, bundleDir, compatibility, networkAllow: ["public", "local"], mcp: workload.name === "mcp" });
   const sideOptions = [
     { label: `A ${base}`, name: "Sluice (base)", bundleDir: baseBundle.dir, compatibility: baseBundle.compatibility, accessLog: values["base-no-access-log"] !== true },
     { label: "B this tree", name: "Sluice (this tree)", bundleDir: headBundle, compatibility: compatibilitySettings(), accessLog: values["no-access-log"] !== true },
   ];
   if (streams > 0) return await compareStreams(sim.url, sideOptions, (o) => start(o.name, o.bundleDir, o.compatibility, o.accessLog), streams, runs);
-  await simJson(sim.url, "PUT", "/__sim/config", { tokens: workload.tokens, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0 });
+  await configureSimulator(sim.url, workload);
   const sides: { label: string; gw: Awaited<ReturnType<typeof start>> }[] = [];
   for (const o of sideOptions) sides.push({ label: o.label, gw: await start(o.name, o.bundleDir, o.compatibility, o.accessLog) });
   const ticks = clockTicksPerSecond();
   const spec = (gw: (typeof sides)[number]["gw"]) => ({
-    url: `${gw.publicUrl}/v1/chat/completions`,
+    url: `${gw.publicUrl}${gatewayPath(workload)}`,
     headers: { authorization: `Bearer ${key.key}` },
     body: requestBody(workload, PUBLIC_MODEL),
     workload,

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { captureOutput, register, stopOne } from "./children.ts";
 import { BenchError } from "./entry.ts";
 import type { LoadResult, LoadSpec } from "./load-spec.ts";
+import type { Workload } from "./workload.ts";
 
 /**
  * Runs `bench/load.ts` (the closed-loop load generator) as a child process, registered with
@@ -86,6 +87,11 @@ export function table(header: readonly string[], rows: readonly (readonly string
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => (i < leftAligned ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+}
+
+/** Zero latency everywhere, so the simulator never waits and the proxies' own cost dominates; a chat workload's answer size. */
+export function configureSimulator(simUrl: string, w: Workload): Promise<unknown> {
+  return simJson(simUrl, "PUT", "/__sim/config", { ...(w.name === "mcp" ? {} : { tokens: w.tokens }), "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0 });
 }
 
 /** A JSON call to the simulator's control API (`/__sim/…`); any answer but 200 is a {@link BenchError}. */

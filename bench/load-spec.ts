@@ -2,8 +2,9 @@
 import type { Workload } from "./workload.ts";
 
 export interface LoadSpec {
-  /** Full URL of the chat completions endpoint. */
+  /** Full URL of the workload's endpoint (chat completions, or an MCP server's). */
   readonly url: string;
+  /** The target's own headers (its credential); the workload's are added to them. */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
   readonly workload: Workload;

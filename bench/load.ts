@@ -12,7 +12,7 @@ import { performance } from "node:perf_hooks";
 import type { LatencySummary, LoadResult, LoadSpec } from "./load-spec.ts";
 import { cpuTicks, machineBusyTicks } from "./proc.ts";
 import { Samples, percentile } from "./stats.ts";
-import { invalidBody } from "./workload.ts";
+import { invalidBody, requestHeaders } from "./workload.ts";
 
 /** Hard cap on requests per phase, on top of the time bound. */
 const MAX_REQUESTS_PER_PHASE = 5_000_000;
@@ -29,7 +29,7 @@ const spec = JSON.parse(process.argv[2] ?? "") as LoadSpec;
 const bodyBytes = Buffer.from(spec.body);
 const target = new URL(spec.url);
 const agent = new Agent({ keepAlive: true, maxSockets: spec.concurrency, maxFreeSockets: spec.concurrency });
-const headers = { ...spec.headers, "content-type": "application/json", "content-length": String(bodyBytes.length) };
+const headers = { ...requestHeaders(spec.workload, spec.headers), "content-length": String(bodyBytes.length) };
 
 // A stuck target must not keep this process alive past its budget.
 const watchdog = setTimeout(

@@ -16,6 +16,8 @@ export interface NullGatewayOptions {
   readonly upstreamUrl: string;
   readonly upstreamKey: string;
   readonly upstreamModel: string;
+  /** The MCP server's endpoint, where `/mcp/…` requests go. */
+  readonly upstreamMcpUrl: string;
 }
 
 /** The null gateway running on workerd. */
@@ -48,6 +50,7 @@ const nullGateway :Workerd.Worker = (
     (name = "UPSTREAM_URL", text = ${str(o.upstreamUrl)}),
     (name = "UPSTREAM_KEY", text = ${str(o.upstreamKey)}),
     (name = "UPSTREAM_MODEL", text = ${str(o.upstreamModel)}),
+    (name = "UPSTREAM_MCP_URL", text = ${str(o.upstreamMcpUrl)}),
   ],
   globalOutbound = "internet",
 );

@@ -2,7 +2,7 @@
  * `npm run bench:profile`: a CPU profile of Sluice's isolate under the bench's load, taken through
  * workerd's V8 inspector, summarised by function and by source file of the bundle.
  *
- *   npm run bench:profile -- [--key open|budgeted] [--workload buffered|streaming] [--concurrency 16]
+ *   npm run bench:profile -- [--key open|budgeted] [--workload buffered|streaming|mcp] [--concurrency 16]
  *                            [--duration 10] [--interval-us 250] [--top 40] [--no-access-log] [--out FILE]
  *
  * The attached profiler slows the isolate down, so only proportions mean anything; the bench
@@ -18,11 +18,11 @@ import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { runLoad, table } from "./load-runner.ts";
 import { clockTicksPerSecond } from "./proc.ts";
 import { keyFlag, PUBLIC_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
-import { requestBody } from "./workload.ts";
+import { gatewayPath, requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
-  --workload buffered|streaming   (default buffered)
+  --workload buffered|streaming|mcp   a chat completion, or an MCP tools/call (default buffered)
   --concurrency N            requests in flight (default 16)
   --duration S               profiled seconds, after 2 s of unprofiled warm-up (default 10)
   --interval-us N            sampling interval (default 250)
@@ -200,10 +200,10 @@ async function main(): Promise<number> {
   console.log("starting the simulator and Sluice with the inspector open …");
   const sim = await startBenchSimulator();
   const inspectorPort = await freePort();
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: values["no-access-log"] !== true, inspectorPort });
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: values["no-access-log"] !== true, inspectorPort, mcp: workload.name === "mcp" });
   const fileOf = moduleMap(readFileSync(join(buildBundle(), "index.js"), "utf8"));
   const spec = {
-    url: `${sluice.publicUrl}/v1/chat/completions`,
+    url: `${sluice.publicUrl}${gatewayPath(workload)}`,
     headers: { authorization: `Bearer ${key.key}` },
     body: requestBody(workload, PUBLIC_MODEL),
     workload,

@@ -1,9 +1,11 @@
 /**
  * `npm run bench`: Sluice against the provider simulator directly and against a null gateway on the
- * same runtime, under the same closed-loop load. See docs/performance.md.
+ * same runtime, under the same closed-loop load: chat completions, and MCP tool calls to the
+ * simulator's MCP server. See docs/performance.md.
  *
  *   npm run bench -- [--duration 5] [--warmup 1] [--concurrency 32] [--runs 3] [--quick]
  *                    [--buffered-tokens 16] [--stream-tokens 32] [--no-access-log] [--out FILE]
+ *                    [--stages buffered,streaming,unloaded,mcp]
  *
  * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
  * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
@@ -13,14 +15,14 @@ import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { SIMULATOR_API_KEY } from "../local-stack/stack.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
-import { exchange, runLoad, simJson, table } from "./load-runner.ts";
+import { configureSimulator, exchange, runLoad, simJson, table } from "./load-runner.ts";
 import type { LoadResult } from "./load-spec.ts";
 import { startNullGateway } from "./null-gateway.ts";
-import { BACKEND_MODEL, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
+import { BACKEND_MODEL, DEMO_KEY, DEMO_TENANT, ECHO_PRICE_MICROS, OPEN_KEY, PUBLIC_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
 import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
 import { median } from "./stats.ts";
 import { concurrentStreams, soak, type SoakResult, type StreamsResult } from "./memory.ts";
-import { invalidBody, requestBody, type Workload } from "./workload.ts";
+import { gatewayPath, invalidBody, MCP_SERVER, MCP_WORKLOAD, requestBody, requestHeaders, simulatorPath, type ChatWorkload, type Workload } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench -- [options]
   --duration S          measured seconds per run (default 5)
@@ -31,6 +33,8 @@ const USAGE = `Usage: npm run bench -- [options]
   --buffered-tokens N   output tokens of the buffered workload (default 16)
   --stream-tokens N     output tokens of the streaming workload (default 32)
   --no-access-log       run Sluice with observability.accessLog off (default: as shipped, on)
+  --stages LIST         load stages to run, of buffered, streaming, unloaded (buffered, one in
+                        flight) and mcp (MCP tools/call) (default: all four)
   --streams N           concurrent streams of the memory stage, 0 to skip (default 1000)
   --soak S              seconds of the soak stage (steady mixed load on Sluice), 0 to skip (default 180)
   --out FILE            where the JSON results go (default: the OS temp directory)
@@ -53,6 +57,18 @@ interface Options {
   readonly quick: boolean;
   readonly streams: number;
   readonly soakMs: number;
+  readonly stages: readonly StageId[];
+}
+
+type StageId = "buffered" | "streaming" | "unloaded" | "mcp";
+const STAGE_IDS: readonly StageId[] = ["buffered", "streaming", "unloaded", "mcp"];
+
+function stagesFlag(text: string | undefined): StageId[] {
+  if (text === undefined) return [...STAGE_IDS];
+  const ids = text.split(",").map((s) => s.trim());
+  const unknown = ids.filter((id) => !(STAGE_IDS as readonly string[]).includes(id));
+  if (unknown.length > 0 || ids.length === 0) throw new BenchError(`--stages takes a comma-separated list of ${STAGE_IDS.join(", ")}, got '${text}'\n${USAGE}`);
+  return STAGE_IDS.filter((id) => ids.includes(id));
 }
 
 function parseOptions(): Options {
@@ -68,6 +84,7 @@ function parseOptions(): Options {
       "no-access-log": { type: "boolean" },
       streams: { type: "string" },
       soak: { type: "string" },
+      stages: { type: "string" },
       out: { type: "string" },
       help: { type: "boolean" },
     },
@@ -87,6 +104,7 @@ function parseOptions(): Options {
     quick,
     streams: numberFlag("streams", values.streams, quick ? 100 : 1000, 0, 5000, true),
     soakMs: Math.round(numberFlag("soak", values.soak, quick ? 5 : 180, 0, 3600, false) * 1000),
+    stages: stagesFlag(values.stages),
   };
 }
 
@@ -99,8 +117,8 @@ const TARGETS: readonly TargetName[] = ["direct", "null", "sluice", "sluice-open
 interface Target {
   readonly name: TargetName;
   readonly description: string;
-  /** Chat completions endpoint. */
-  readonly url: string;
+  /** The endpoint a workload's requests go to. */
+  readonly url: (w: Workload) => string;
   readonly headers: Readonly<Record<string, string>>;
   readonly model: string;
   /** The process whose CPU time is "server CPU" (the simulator itself for `direct`). */
@@ -113,6 +131,8 @@ interface Stack {
   readonly simUrl: string;
   readonly simPid: number;
   readonly targets: readonly Target[];
+  /** Sluice's admin API, where the books are read. */
+  readonly admin: { readonly url: string; readonly token: string };
 }
 
 async function startStack(o: Options): Promise<Stack> {
@@ -121,20 +141,20 @@ async function startStack(o: Options): Promise<Stack> {
   const simPid = sim.process.pid ?? 0;
 
   console.log("building the gateway bundle (when stale) and starting Sluice on workerd …");
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog });
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp") });
 
   console.log("starting the null gateway on workerd …");
-  const nul = await startNullGateway({ upstreamUrl: `${sim.url}/v1`, upstreamKey: SIMULATOR_API_KEY, upstreamModel: BACKEND_MODEL });
+  const nul = await startNullGateway({ upstreamUrl: `${sim.url}/v1`, upstreamKey: SIMULATOR_API_KEY, upstreamModel: BACKEND_MODEL, upstreamMcpUrl: `${sim.url}${simulatorPath(MCP_WORKLOAD)}` });
 
-  const path = "/v1/chat/completions";
   return {
     simUrl: sim.url,
     simPid,
+    admin: { url: sluice.adminUrl, token: sluice.adminToken },
     targets: [
       {
         name: "direct",
         description: "client → simulator",
-        url: `${sim.url}${path}`,
+        url: (w) => `${sim.url}${simulatorPath(w)}`,
         headers: { authorization: `Bearer ${SIMULATOR_API_KEY}` },
         model: BACKEND_MODEL,
         serverPid: simPid,
@@ -144,7 +164,7 @@ async function startStack(o: Options): Promise<Stack> {
       {
         name: "null",
         description: "client → null-gateway Worker (workerd) → simulator",
-        url: `${nul.url}${path}`,
+        url: (w) => `${nul.url}${gatewayPath(w)}`,
         headers: { authorization: `Bearer ${DEMO_KEY}` },
         model: PUBLIC_MODEL,
         serverPid: resolveWorkerPid(nul.pid, "workerd"),
@@ -154,7 +174,7 @@ async function startStack(o: Options): Promise<Stack> {
       {
         name: "sluice",
         description: "client → Sluice (workerd) → simulator",
-        url: `${sluice.publicUrl}${path}`,
+        url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
         headers: { authorization: `Bearer ${DEMO_KEY}` },
         model: PUBLIC_MODEL,
         serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
@@ -164,7 +184,7 @@ async function startStack(o: Options): Promise<Stack> {
       {
         name: "sluice-open",
         description: "the same Sluice process, a key of a tenant without budgets",
-        url: `${sluice.publicUrl}${path}`,
+        url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
         headers: { authorization: `Bearer ${OPEN_KEY}` },
         model: PUBLIC_MODEL,
         serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
@@ -178,17 +198,52 @@ async function startStack(o: Options): Promise<Stack> {
 // ---------------------------------------------------------------------------------------------
 // Simulator control
 
-/** Zero latency everywhere, so the simulator never waits and the proxies' own cost dominates. */
-function configureSimulator(simUrl: string, w: Workload): Promise<unknown> {
-  return simJson(simUrl, "PUT", "/__sim/config", { tokens: w.tokens, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0 });
-}
-
 interface SimStats {
   readonly total: number;
   readonly outcomes: Readonly<Record<string, number>>;
 }
 
 const simStats = (simUrl: string) => simJson(simUrl, "GET", "/__sim/stats") as Promise<SimStats>;
+
+// ---------------------------------------------------------------------------------------------
+// The books of the budgeted key's tool calls
+
+interface Money {
+  readonly spent: number;
+  readonly held: number;
+  readonly pending: number;
+}
+
+/**
+ * The demo tenant's money this period (micro-USD), read once nothing is held any more, or after
+ * 10 s: a call settles after its answer went out.
+ */
+async function settledTenantMoney(stack: Stack): Promise<Money> {
+  const url = `${stack.admin.url}/admin/budgets/${DEMO_TENANT}/balance?scope=tenant:${DEMO_TENANT}`;
+  for (const until = Date.now() + 10_000; ; ) {
+    const res = await exchange(url, "GET", { authorization: `Bearer ${stack.admin.token}` }, undefined, REQUEST_TIMEOUT_MS);
+    if (res.status !== 200) throw new BenchError(`GET ${url} answered ${res.status}: ${res.text.slice(0, 500)}`);
+    // A scope the ledger has not seen yet has no figures.
+    const money = (JSON.parse(res.text) as { balances: { money?: Money }[] }).balances[0]?.money ?? { spent: 0, held: 0, pending: 0 };
+    if (money.held === 0 || Date.now() > until) return money;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * That every tool call of the budgeted key was reserved and settled in the ledger at its price,
+ * none left held or pending: otherwise the budgeted figures would not be what they claim.
+ */
+async function checkToolCharges(stack: Stack, before: Money, runs: readonly RunRecord[], problems: string[]): Promise<string> {
+  const calls = runs.reduce((n, r) => n + r.result.requests + r.result.warmup.requests, 0);
+  const after = await settledTenantMoney(stack);
+  const charged = after.spent - before.spent;
+  const pending = after.pending - before.pending;
+  if (charged !== calls * ECHO_PRICE_MICROS || after.held !== 0 || pending !== 0) {
+    problems.push(`mcp: the budgeted key's ${calls} tool calls left ${charged} micro-USD charged, ${after.held} held and ${pending} pending in the ledger; want ${calls * ECHO_PRICE_MICROS}, 0 and 0`);
+  }
+  return `ledger: the budgeted key's ${calls} tool calls (warm-ups included) charged ${charged} micro-USD at ${ECHO_PRICE_MICROS} each, ${after.held} held, ${pending} pending`;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Running load
@@ -198,7 +253,7 @@ async function preflight(t: Target, w: Workload): Promise<void> {
   let status: number;
   let text: string;
   try {
-    ({ status, text } = await exchange(t.url, "POST", { ...t.headers, "content-type": "application/json" }, requestBody(w, t.model), REQUEST_TIMEOUT_MS));
+    ({ status, text } = await exchange(t.url(w), "POST", requestHeaders(w, t.headers), requestBody(w, t.model), REQUEST_TIMEOUT_MS));
   } catch (err) {
     throw new BenchError(`${t.name}: the ${w.name} check request failed: ${String(err)}\n${t.output()}`);
   }
@@ -222,7 +277,7 @@ interface RunRecord {
 async function oneRun(stack: Stack, t: Target, w: Workload, o: Options, run: number, concurrency: number): Promise<RunRecord> {
   const before = await simStats(stack.simUrl);
   const result = await runLoad({
-    url: t.url,
+    url: t.url(w),
     headers: t.headers,
     body: requestBody(w, t.model),
     workload: w,
@@ -330,6 +385,7 @@ const f = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits)
 
 /** One measured stage: a workload at a concurrency. */
 interface Stage {
+  readonly id: StageId;
   readonly label: string;
   readonly workload: Workload;
   readonly concurrency: number;
@@ -352,7 +408,11 @@ function report(st: Stage, o: Options, s: Record<TargetName, TargetSummary>, r: 
       t.errors > 0 ? `${t.errors} !!` : "0",
     ];
   });
-  const title = `${st.label}: ${w.stream ? "stream: true + include_usage, " : ""}${w.tokens} output tokens, concurrency ${st.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`;
+  const what =
+    w.name === "mcp"
+      ? `tools/call of the simulator's echo tool (2026-07-28) at /mcp/${MCP_SERVER}, direct at the simulator's /mcp`
+      : `${w.stream ? "stream: true + include_usage, " : ""}${w.tokens} output tokens`;
+  const title = `${st.label}: ${what}, concurrency ${st.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`;
   return [
     title,
     table(header, rows, 1),
@@ -372,7 +432,7 @@ const mib = (kib: number) => f(kib / 1024, 1);
  * The concurrent-streams stage (every workerd target, one after the other) and the soak stage
  * (Sluice, budgeted key, buffered and streaming load at once).
  */
-async function streamsStage(stack: Stack, o: Options, streaming: Workload, problems: string[]): Promise<{ reports: string[]; streams: Partial<Record<TargetName, StreamsResult>> }> {
+async function streamsStage(stack: Stack, o: Options, streaming: ChatWorkload, problems: string[]): Promise<{ reports: string[]; streams: Partial<Record<TargetName, StreamsResult>> }> {
   const reports: string[] = [];
   const streams: Partial<Record<TargetName, StreamsResult>> = {};
   if (o.streams > 0) {
@@ -383,7 +443,7 @@ async function streamsStage(stack: Stack, o: Options, streaming: Workload, probl
     for (const t of stack.targets) {
       if (t.name === "direct" || t.name === "sluice-open") continue;
       console.log(`streams   ${o.streams} concurrent ${t.name} …`);
-      const r = await concurrentStreams({ url: t.url, headers: t.headers, body: requestBody(streaming, t.model), n: o.streams, pid: t.serverPid, settleMs: 3_000 });
+      const r = await concurrentStreams({ url: t.url(streaming), headers: t.headers, body: requestBody(streaming, t.model), n: o.streams, pid: t.serverPid, settleMs: 3_000 });
       streams[t.name] = r;
       if (r.ok !== r.streams) problems.push(`streams ${t.name}: ${r.streams - r.ok} of ${r.streams} failed: ${r.errors.join("; ")}`);
     }
@@ -403,7 +463,7 @@ async function streamsStage(stack: Stack, o: Options, streaming: Workload, probl
   return { reports, streams };
 }
 
-async function soakStage(stack: Stack, o: Options, streaming: Workload, problems: string[]): Promise<{ reports: string[]; soak: SoakResult | undefined }> {
+async function soakStage(stack: Stack, o: Options, streaming: ChatWorkload, problems: string[]): Promise<{ reports: string[]; soak: SoakResult | undefined }> {
   const reports: string[] = [];
   let soaked: SoakResult | undefined;
   if (o.soakMs > 0) {
@@ -411,7 +471,7 @@ async function soakStage(stack: Stack, o: Options, streaming: Workload, problems
     await configureSimulator(stack.simUrl, streaming);
     console.log(`soak      ${o.soakMs / 1000} s of buffered and streaming load on Sluice (budgeted key) …`);
     const run = (w: Workload) =>
-      runLoad({ url: sluice.url, headers: sluice.headers, body: requestBody(w, sluice.model), workload: w, concurrency: 8, warmupMs: 0, durationMs: o.soakMs, requestTimeoutMs: REQUEST_TIMEOUT_MS, cpuPids: { server: sluice.serverPid }, clockTicksPerSecond: TICKS });
+      runLoad({ url: sluice.url(w), headers: sluice.headers, body: requestBody(w, sluice.model), workload: w, concurrency: 8, warmupMs: 0, durationMs: o.soakMs, requestTimeoutMs: REQUEST_TIMEOUT_MS, cpuPids: { server: sluice.serverPid }, clockTicksPerSecond: TICKS });
     const load = Promise.all([run({ name: "buffered", stream: false, tokens: streaming.tokens }), run(streaming)]);
     soaked = await soak(sluice.serverPid, load, { warmupMs: Math.min(30_000, o.soakMs / 5), everyMs: Math.max(1_000, o.soakMs / 60) });
     const results = await load;
@@ -435,15 +495,18 @@ const TICKS = clockTicksPerSecond();
 async function main(): Promise<number> {
   const o = parseOptions();
   if (!procAvailable()) throw new BenchError("CPU accounting reads /proc/<pid>/stat; run the bench on Linux");
-  const buffered: Workload = { name: "buffered", stream: false, tokens: o.bufferedTokens };
-  const streaming: Workload = { name: "streaming", stream: true, tokens: o.streamTokens };
-  const workloads: readonly Workload[] = [buffered, streaming];
-  const stages: readonly Stage[] = [
-    { label: "buffered", workload: buffered, concurrency: o.concurrency },
-    { label: "streaming", workload: streaming, concurrency: o.concurrency },
-    // Unloaded latency: what each target adds to one call when nothing queues.
-    { label: "buffered, one in flight", workload: buffered, concurrency: 1 },
-  ];
+  const buffered: ChatWorkload = { name: "buffered", stream: false, tokens: o.bufferedTokens };
+  const streaming: ChatWorkload = { name: "streaming", stream: true, tokens: o.streamTokens };
+  const stages: readonly Stage[] = (
+    [
+      { id: "buffered", label: "buffered", workload: buffered, concurrency: o.concurrency },
+      { id: "streaming", label: "streaming", workload: streaming, concurrency: o.concurrency },
+      // Unloaded latency: what each target adds to one call when nothing queues.
+      { id: "unloaded", label: "buffered, one in flight", workload: buffered, concurrency: 1 },
+      { id: "mcp", label: "mcp", workload: MCP_WORKLOAD, concurrency: o.concurrency },
+    ] satisfies Stage[]
+  ).filter((st) => o.stages.includes(st.id));
+  const workloads = [...new Set(stages.map((st) => st.workload))];
   const stack = await startStack(o);
 
   for (const w of workloads) {
@@ -464,6 +527,7 @@ async function main(): Promise<number> {
   for (const st of stages) {
     const w = st.workload;
     await configureSimulator(stack.simUrl, w);
+    const booksBefore = w.name === "mcp" ? await settledTenantMoney(stack) : undefined;
     const runs: Record<TargetName, RunRecord[]> = { direct: [], null: [], sluice: [], "sluice-open": [] };
     for (let run = 1; run <= o.runs; run++) {
       // Interleaved: direct, null, sluice, direct, null, sluice, … so drift hits every target alike.
@@ -493,7 +557,8 @@ async function main(): Promise<number> {
     const med = { direct: summarize(runs.direct), null: summarize(runs.null), sluice: summarize(runs.sluice), "sluice-open": summarize(runs["sluice-open"]) };
     const rat = ratios(med);
     results[st.label] = { stage: st, runs, median: med, ratios: rat };
-    reports.push(report(st, o, med, rat));
+    const books = booksBefore === undefined ? [] : [await checkToolCharges(stack, booksBefore, runs.sluice, problems)];
+    reports.push([report(st, o, med, rat), ...books].join("\n"));
   }
 
   const soaked = await soakStage(stack, o, streaming, problems);

@@ -1,7 +1,9 @@
 /**
  * The Sluice config every bench driver runs: the shipped config files, the backend pointed at the
  * simulator's actual port, and one extra tenant without budgets (its key never reaches the ledger),
- * so a budgeted and an open key can be compared on the same process.
+ * so a budgeted and an open key can be compared on the same process. For the MCP workload, the
+ * simulator's MCP endpoint as a server, a policy letting both keys call its echo tool, and a price
+ * for it, which only the budgeted key's tenant is charged.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -11,12 +13,16 @@ import { ROOT } from "../local-stack/build.ts";
 import { SIMULATOR_API_KEY, startGateway, startSimulatorProcess, type GatewayOptions } from "../local-stack/stack.ts";
 import { starting } from "./children.ts";
 import { BenchError } from "./entry.ts";
-import type { Workload } from "./workload.ts";
+import { ECHO_TOOL, MCP_PATH } from "../simulator/mcp.ts";
+import { MCP_SERVER, MCP_WORKLOAD, type Workload } from "./workload.ts";
 
 /** The shipped demo key: charged to the demo tenant's strict budgets. */
 export const DEMO_KEY = "sk-sluice-demo";
+/** The demo key's tenant, the root of its budgets' ledger. */
+export const DEMO_TENANT = "demo";
 /** A key of a tenant without budgets, added to the shipped publication. */
 export const OPEN_KEY = "sk-bench-open";
+const OPEN_TENANT = "bench-open";
 /** The public model both keys call. */
 export const PUBLIC_MODEL = "sluice-chat";
 /** The simulator model behind it (what the null gateway asks for). */
@@ -46,12 +52,41 @@ export function allowingSimulator(gatewayYaml: string, simUrl: string): string {
   return stringifyYaml(g);
 }
 
+/** The secret `startGateway` binds the simulator's API key under: the MCP server's credential too. */
+const SIMULATOR_SECRET = "SIMULATOR_API_KEY";
+
+/** A gateway.yaml text with the simulator's MCP endpoint added as the stateless server {@link MCP_SERVER}. */
+function withMcpServer(gatewayYaml: string, simUrl: string): string {
+  const g = parseYaml(gatewayYaml) as { mcp?: { servers?: unknown[] } };
+  const server = { name: MCP_SERVER, url: `${simUrl}${MCP_PATH}`, era: "stateless", credential: { secret: SIMULATOR_SECRET, scheme: "bearer" } };
+  g.mcp = { ...g.mcp, servers: [...(g.mcp?.servers ?? []), server] };
+  return stringifyYaml(g);
+}
+
+/** What one call of the echo tool costs the budgeted key, micro-USD: little enough that no bench exhausts the demo tenant's budgets. */
+export const ECHO_PRICE_MICROS = 100;
+
+interface McpPublication {
+  policy: { revision: string; rules: unknown[] };
+  prices?: unknown[];
+}
+
+/** The publication's MCP section with the echo tool allowed to both bench tenants, and priced. */
+function withEchoTool(mcp: McpPublication | undefined): McpPublication {
+  const allow = { id: "bench-echo", effect: "allow", principals: { tenants: [DEMO_TENANT, OPEN_TENANT] }, servers: [MCP_SERVER], names: [ECHO_TOOL] };
+  const price = { id: "bench-echo", servers: [MCP_SERVER], names: [ECHO_TOOL], price: { version: "bench-1", currency: "USD", perCall: ECHO_PRICE_MICROS / 1_000_000 } };
+  // First matching price wins: the bench's goes first.
+  return { policy: { revision: mcp?.policy.revision ?? "bench-mcp", rules: [allow, ...(mcp?.policy.rules ?? [])] }, prices: [price, ...(mcp?.prices ?? [])] };
+}
+
 /**
  * Config texts for `startGateway`: backends at `simUrl`, the open tenant added, the access log as
  * asked, and the simulator's address added to the egress allowlist (a revision from before the
- * egress guard has no allowlist and needs none).
+ * egress guard has no allowlist and needs none). With `mcp`, the simulator's MCP server and the
+ * echo tool's policy and price: only then, since a revision from before the MCP gateway refuses
+ * the keys.
  */
-export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string): { backends: string; publication: string; gateway: string } {
+export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false): { backends: string; publication: string; gateway: string } {
   const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
   const backendsForSim = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
   if (backendsForSim === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
@@ -62,8 +97,12 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
     if (gateway === shipped) throw new BenchError("the shipped gateway.yaml has no `accessLog: true` line to turn off");
   }
   gateway = allowingSimulator(gateway, simUrl);
-  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as { tenants: unknown[] };
-  pub.tenants.push({ id: "bench-open", apiKeys: [{ id: "bench-open", sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
+  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as { tenants: unknown[]; mcp?: McpPublication };
+  pub.tenants.push({ id: OPEN_TENANT, apiKeys: [{ id: OPEN_TENANT, sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
+  if (mcp) {
+    gateway = withMcpServer(gateway, simUrl);
+    pub.mcp = withEchoTool(pub.mcp);
+  }
   return { backends: backendsForSim, publication: stringifyYaml(pub), gateway };
 }
 
@@ -74,10 +113,17 @@ export function keyFlag(value: string | undefined, usage: string): { readonly na
   return { name, key: name === "open" ? OPEN_KEY : DEMO_KEY };
 }
 
-/** `--workload buffered|streaming` (default buffered), sized as `npm run bench` sizes them by default unless `tokens` says. */
+/**
+ * `--workload buffered|streaming|mcp` (default buffered), sized as `npm run bench` sizes them by
+ * default unless `tokens` says (an MCP call has no tokens).
+ */
 export function workloadFlag(value: string | undefined, usage: string, tokens?: number): Workload {
   const name = value ?? "buffered";
-  if (name !== "buffered" && name !== "streaming") throw new BenchError(`--workload must be buffered or streaming\n${usage}`);
+  if (name === "mcp") {
+    if (tokens !== undefined) throw new BenchError(`--tokens sizes chat answers; the mcp workload has none\n${usage}`);
+    return MCP_WORKLOAD;
+  }
+  if (name !== "buffered" && name !== "streaming") throw new BenchError(`--workload must be buffered, streaming or mcp\n${usage}`);
   return name === "streaming" ? { name: "streaming", stream: true, tokens: tokens ?? 32 } : { name: "buffered", stream: false, tokens: tokens ?? 16 };
 }
 
@@ -86,8 +132,12 @@ export function startBenchSimulator(args: readonly string[] = ["--history", "0"]
   return starting(() => startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args }).then((c) => ({ ...c, name: "simulator" })));
 }
 
-/** Sluice on workerd with {@link benchGatewayConfig}, a random admin token, registered for shutdown as `name`. */
-export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
-  const { name, accessLog, ...options } = o;
-  return starting(() => startGateway({ ...options, adminToken: `bench-${randomBytes(12).toString("hex")}`, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir) }).then((g) => ({ ...g, name })));
+/**
+ * Sluice on workerd with {@link benchGatewayConfig} (the simulator's MCP server configured when
+ * `mcp`), a random admin token (returned, for reading the books), registered for shutdown as `name`.
+ */
+export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean; readonly mcp?: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
+  const { name, accessLog, mcp, ...options } = o;
+  const adminToken = `bench-${randomBytes(12).toString("hex")}`;
+  return starting(() => startGateway({ ...options, adminToken, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir, mcp) }).then((g) => ({ ...g, name, adminToken })));
 }

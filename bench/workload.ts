@@ -1,46 +1,116 @@
 /** What one request of each workload looks like, and what counts as a complete, correct answer. */
+import { ECHO_TOOL, MCP_PATH, MCP_VERSION } from "../simulator/mcp.ts";
 
-export type WorkloadName = "buffered" | "streaming";
+export type WorkloadName = "buffered" | "streaming" | "mcp";
 
-export interface Workload {
-  readonly name: WorkloadName;
+/** A chat completion, buffered or streamed. */
+export interface ChatWorkload {
+  readonly name: "buffered" | "streaming";
   readonly stream: boolean;
   /** Output tokens the simulator generates per response. */
   readonly tokens: number;
 }
 
+/** An MCP `tools/call` of the simulator's echo tool, in the 2026-07-28 revision. */
+export interface McpWorkload {
+  readonly name: "mcp";
+  readonly stream: false;
+}
+
+export type Workload = ChatWorkload | McpWorkload;
+
+export const MCP_WORKLOAD: McpWorkload = { name: "mcp", stream: false };
+
+/** The name the simulator's MCP endpoint has in the bench's gateway config: Sluice serves it at `/mcp/<name>`. */
+export const MCP_SERVER = "sim";
+
 /** The prompt avoids the demo config's routing keywords, so Sluice takes its default route. */
 const PROMPT = "Hello from the benchmark. Please answer briefly.";
 
-/** The JSON body of one request for `model`. */
-export function requestBody(workload: Workload, model: string): string {
+/** What the echo tool is asked to say back: a short sentence, like a small tool argument. */
+const ECHO_TEXT = "Hello from the benchmark.";
+
+const CHAT_PATH = "/v1/chat/completions";
+
+/** Where a request of `w` goes on a gateway (Sluice, or the null gateway, which serves the same paths). */
+export function gatewayPath(w: Workload): string {
+  return w.name === "mcp" ? `${MCP_PATH}/${MCP_SERVER}` : CHAT_PATH;
+}
+
+/** Where a request of `w` goes on the simulator itself. */
+export function simulatorPath(w: Workload): string {
+  return w.name === "mcp" ? MCP_PATH : CHAT_PATH;
+}
+
+/** The JSON body of one request for `model` (which an MCP call does not name). */
+export function requestBody(w: Workload, model: string): string {
+  if (w.name === "mcp") {
+    return JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: {
+        name: ECHO_TOOL,
+        arguments: { text: ECHO_TEXT },
+        _meta: { "io.modelcontextprotocol/protocolVersion": MCP_VERSION, "io.modelcontextprotocol/clientCapabilities": {} },
+      },
+    });
+  }
   return JSON.stringify({
     model,
     messages: [{ role: "user", content: PROMPT }],
-    ...(workload.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    ...(w.stream ? { stream: true, stream_options: { include_usage: true } } : {}),
   });
+}
+
+/**
+ * Every header of one request of `w`, `base` (the target's credential) included. An MCP request
+ * of the 2026-07-28 revision repeats its method, tool name and version in headers, and accepts
+ * JSON and an event stream.
+ */
+export function requestHeaders(w: Workload, base: Readonly<Record<string, string>>): Record<string, string> {
+  const headers = { ...base, "content-type": "application/json" };
+  if (w.name !== "mcp") return headers;
+  return { ...headers, accept: "application/json, text/event-stream", "mcp-protocol-version": MCP_VERSION, "mcp-method": "tools/call", "mcp-name": ECHO_TOOL };
 }
 
 /**
  * Why a 2xx response body is not a complete answer, or `undefined` when it is. A stream must end
  * with `data: [DONE]` and carry a usage chunk (the request asks for one); a buffered answer must
- * be a chat completion with text.
+ * be a chat completion with text; an MCP answer a JSON-RPC result (not an error, not a tool's
+ * failure) whose text is what the echo tool was asked to say.
  */
-export function invalidBody(workload: Workload, text: string): string | undefined {
-  if (workload.stream) {
+export function invalidBody(w: Workload, text: string): string | undefined {
+  if (w.name === "mcp") return invalidToolResult(text);
+  if (w.stream) {
     if (!text.trimEnd().endsWith("data: [DONE]")) return "incomplete stream (no [DONE])";
     if (!text.includes('"usage":{')) return "stream without usage chunk";
     if (!text.includes('"content":"')) return "stream without content";
     return undefined;
   }
-  let json: { object?: unknown; choices?: { message?: { content?: unknown } }[] };
-  try {
-    json = JSON.parse(text) as typeof json;
-  } catch {
-    return "body is not JSON";
-  }
+  const json = parsed<{ object?: unknown; choices?: { message?: { content?: unknown } }[] }>(text);
+  if (json === undefined) return "body is not JSON";
   if (json.object !== "chat.completion") return "body is not a chat.completion";
   const content = json.choices?.[0]?.message?.content;
   if (typeof content !== "string" || content === "") return "completion without text";
   return undefined;
+}
+
+function invalidToolResult(text: string): string | undefined {
+  const json = parsed<{ jsonrpc?: unknown; error?: { code?: unknown }; result?: { isError?: unknown; content?: { text?: unknown }[] } }>(text);
+  if (json === undefined) return "body is not JSON";
+  if (json.error !== undefined) return `JSON-RPC error ${String(json.error.code)}`;
+  if (json.jsonrpc !== "2.0" || json.result === undefined) return "body is not a JSON-RPC result";
+  if (json.result.isError === true) return "tool result with isError";
+  if (json.result.content?.[0]?.text !== ECHO_TEXT) return "tool result without the echoed text";
+  return undefined;
+}
+
+/** `text` parsed as JSON of the shape the caller reads, or `undefined` when it is not JSON. */
+function parsed<T>(text: string): T | undefined {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return undefined;
+  }
 }

@@ -15,6 +15,7 @@ import { openaiResponses } from "./formats/openai-responses.ts";
 import { conversationHash } from "./generate.ts";
 import { BASE_KNOBS, KnobError, knobsToSettings, resolveRequestKnobs, resolveSettings } from "./knobs.ts";
 import type { KnobSettings, Knobs } from "./knobs.ts";
+import { MCP_PATH, mcpUnauthorized, serveMcp } from "./mcp.ts";
 import { Recorder } from "./stats.ts";
 import type { GenerationRequest, SimError, WireFormat } from "./wire-format.ts";
 
@@ -139,7 +140,7 @@ async function handleGeneration(state: State, ex: Exchange, format: WireFormat, 
   await serveGeneration(ex, format, request, knobs, seed, faultApplies(state, knobs, request, seed));
 }
 
-/** Routes of the provider API (everything outside `/__sim/` and `/health`). */
+/** Routes of the provider API and of MCP (everything outside `/__sim/` and `/health`). */
 async function handleApi(state: State, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void> {
   const raw = await readBody(req);
   if (raw === undefined) {
@@ -161,6 +162,10 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
   }
   state.recorder.request(req.method ?? "", path, query, req.headers, body);
   const ex = new Exchange(req, res, state.recorder);
+  if (path === MCP_PATH) {
+    if (state.apiKey !== undefined && presentedKey(req) !== state.apiKey) return mcpUnauthorized(ex);
+    return serveMcp(ex, body, malformed);
+  }
   const route = req.method === "POST" ? FORMATS.get(path) : undefined;
   const format = route ?? envelopeFor(req);
   ex.idHeader = format.requestIdHeader;
