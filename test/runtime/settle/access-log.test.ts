@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config/load-config.ts";
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
-import type { RequestContent, RequestRecord } from "../../../src/context/request-context.ts";
+import type { RequestContent, RequestRecord } from "../../../src/context/request-record.ts";
 import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import { accessLog } from "../../../src/settle/access-log.ts";
 import { bundled, textsWith } from "../support/fixtures.ts";
