@@ -301,24 +301,80 @@ interface OpenItem {
  * official SDK throw); never `response.completed`.
  */
 export function createResponsesStreamEncoder(stamp: ResponseStamp, request: NeutralRequest): StreamEncoder {
-  let seq = 0;
-  let started = false;
-  let stop: StopReason | undefined;
-  let usage: Usage | undefined;
-  let failed = false;
-  let finished = false;
-  const items: OpenItem[] = [];
-  let current: OpenItem | undefined;
-  const callsByIndex = new Map<number, OpenItem>();
+  return new ResponsesStreamEncoder(stamp, request);
+}
 
-  const event = (type: string, fields: Record<string, unknown>) =>
-    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...fields })}\n\n`;
+/** One stream's encoder state and its steps (a class: one object per stream, its steps shared). */
+class ResponsesStreamEncoder implements StreamEncoder {
+  readonly #stamp: ResponseStamp;
+  readonly #request: NeutralRequest;
+  #seq = 0;
+  #started = false;
+  #stop: StopReason | undefined;
+  #usage: Usage | undefined;
+  #failed = false;
+  #finished = false;
+  readonly #items: OpenItem[] = [];
+  #current: OpenItem | undefined;
+  readonly #callsByIndex = new Map<number, OpenItem>();
 
-  const itemStatus = (): "completed" | "incomplete" => (stop === undefined ? "incomplete" : outcomeOf(stop).status);
+  constructor(stamp: ResponseStamp, request: NeutralRequest) {
+    this.#stamp = stamp;
+    this.#request = request;
+  }
+
+  encode(ev: NeutralEvent): string {
+    if (this.#failed || this.#finished) return "";
+    switch (ev.type) {
+      case "start":
+        return this.#begin();
+      case "text":
+        return ev.text === "" || this.#stop !== undefined ? "" : this.#append("message", ev.text);
+      case "reasoning":
+        return ev.text === "" || this.#stop !== undefined ? "" : this.#append("reasoning", ev.text);
+      case "reasoning_signature":
+        // Another provider's integrity token means nothing to a Responses client (documented).
+        return "";
+      case "tool_call_start":
+        return this.#toolCallStart(ev.index, ev.id, ev.name);
+      case "tool_call_args":
+        return this.#toolCallArgs(ev.index, ev.delta);
+      case "stop":
+        return this.#stopWith(ev.reason);
+      case "usage":
+        this.#usage = ev.usage;
+        return "";
+      case "heartbeat":
+        return ": keep-alive\n\n";
+      case "error":
+        return this.#fail(ev.code, ev.message);
+    }
+  }
+
+  end(): string {
+    if (this.#failed || this.#finished || this.#stop === undefined) return "";
+    this.#finished = true;
+    const outcome = outcomeOf(this.#stop);
+    const response = responseObject(this.#stamp, this.#request, {
+      status: outcome.status,
+      incompleteReason: outcome.incompleteReason,
+      output: this.#snapshot(),
+      usage: this.#usage,
+    });
+    return this.#event(outcome.status === "completed" ? "response.completed" : "response.incomplete", { response });
+  }
+
+  #event(type: string, fields: Record<string, unknown>): string {
+    return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.#seq++, ...fields })}\n\n`;
+  }
+
+  #itemStatus(): "completed" | "incomplete" {
+    return this.#stop === undefined ? "incomplete" : outcomeOf(this.#stop).status;
+  }
 
   /** An item as it stands: in progress until done, then completed (or incomplete after a limit). */
-  const wireItem = (item: OpenItem, final: boolean): Record<string, unknown> => {
-    const status = final ? itemStatus() : "in_progress";
+  #wireItem(item: OpenItem, final: boolean): Record<string, unknown> {
+    const status = final ? this.#itemStatus() : "in_progress";
     switch (item.kind) {
       case "message":
         return messageItem(item.id, status, final ? item.text : undefined);
@@ -327,132 +383,107 @@ export function createResponsesStreamEncoder(stamp: ResponseStamp, request: Neut
       case "function_call":
         return functionCallItem(item.id, status, { id: item.callId!, name: item.name!, arguments: final ? item.text : "" });
     }
-  };
+  }
 
-  const snapshot = (): Record<string, unknown>[] => items.map((i) => wireItem(i, true));
+  #snapshot(): Record<string, unknown>[] {
+    return this.#items.map((i) => this.#wireItem(i, true));
+  }
 
-  const begin = (): string => {
-    if (started) return "";
-    started = true;
-    const response = responseObject(stamp, request, { status: "in_progress", output: [] });
-    return event("response.created", { response }) + event("response.in_progress", { response });
-  };
+  #begin(): string {
+    if (this.#started) return "";
+    this.#started = true;
+    const response = responseObject(this.#stamp, this.#request, { status: "in_progress", output: [] });
+    return this.#event("response.created", { response }) + this.#event("response.in_progress", { response });
+  }
 
-  const close = (item: OpenItem): string => {
+  #close(item: OpenItem): string {
     if (item.done) return "";
     item.done = true;
     const ref = { item_id: item.id, output_index: item.outputIndex };
     let out = "";
     switch (item.kind) {
       case "message":
-        out += event("response.output_text.done", { ...ref, content_index: 0, text: item.text, logprobs: [] });
-        out += event("response.content_part.done", { ...ref, content_index: 0, part: outputTextPart(item.text) });
+        out += this.#event("response.output_text.done", { ...ref, content_index: 0, text: item.text, logprobs: [] });
+        out += this.#event("response.content_part.done", { ...ref, content_index: 0, part: outputTextPart(item.text) });
         break;
       case "reasoning":
-        out += event("response.reasoning_summary_text.done", { ...ref, summary_index: 0, text: item.text });
-        out += event("response.reasoning_summary_part.done", { ...ref, summary_index: 0, part: { type: "summary_text", text: item.text } });
+        out += this.#event("response.reasoning_summary_text.done", { ...ref, summary_index: 0, text: item.text });
+        out += this.#event("response.reasoning_summary_part.done", { ...ref, summary_index: 0, part: { type: "summary_text", text: item.text } });
         break;
       case "function_call":
-        out += event("response.function_call_arguments.done", { ...ref, arguments: item.text });
+        out += this.#event("response.function_call_arguments.done", { ...ref, arguments: item.text });
         break;
     }
-    return out + event("response.output_item.done", { output_index: item.outputIndex, item: wireItem(item, true) });
-  };
+    return out + this.#event("response.output_item.done", { output_index: item.outputIndex, item: this.#wireItem(item, true) });
+  }
 
-  const closeCurrent = (): string => {
-    const c = current;
-    current = undefined;
-    return c ? close(c) : "";
-  };
+  #closeCurrent(): string {
+    const c = this.#current;
+    this.#current = undefined;
+    return c ? this.#close(c) : "";
+  }
 
-  const open = (kind: OpenItem["kind"], call?: { callId: string; name: string }): OpenItem => {
-    const outputIndex = items.length;
+  #open(kind: OpenItem["kind"], call?: { callId: string; name: string }): OpenItem {
+    const outputIndex = this.#items.length;
     const prefix = kind === "message" ? "msg" : kind === "reasoning" ? "rs" : "fc";
-    const item: OpenItem = { kind, id: itemId(prefix, stamp, outputIndex), outputIndex, text: "", done: false, ...call };
-    items.push(item);
+    const item: OpenItem = { kind, id: itemId(prefix, this.#stamp, outputIndex), outputIndex, text: "", done: false, ...call };
+    this.#items.push(item);
     return item;
-  };
+  }
 
   /** Appends text to the open message or reasoning item, opening one (and closing the other) first. */
-  const append = (kind: "message" | "reasoning", delta: string): string => {
-    let out = begin();
+  #append(kind: "message" | "reasoning", delta: string): string {
+    let out = this.#begin();
+    let current = this.#current;
     if (current?.kind !== kind) {
-      out += closeCurrent();
-      current = open(kind);
+      out += this.#closeCurrent();
+      current = this.#open(kind);
+      this.#current = current;
       const ref = { item_id: current.id, output_index: current.outputIndex };
-      out += event("response.output_item.added", { output_index: current.outputIndex, item: wireItem(current, false) });
+      out += this.#event("response.output_item.added", { output_index: current.outputIndex, item: this.#wireItem(current, false) });
       out +=
         kind === "message"
-          ? event("response.content_part.added", { ...ref, content_index: 0, part: outputTextPart("") })
-          : event("response.reasoning_summary_part.added", { ...ref, summary_index: 0, part: { type: "summary_text", text: "" } });
+          ? this.#event("response.content_part.added", { ...ref, content_index: 0, part: outputTextPart("") })
+          : this.#event("response.reasoning_summary_part.added", { ...ref, summary_index: 0, part: { type: "summary_text", text: "" } });
     }
     current.text += delta;
     const ref = { item_id: current.id, output_index: current.outputIndex };
     return (
       out +
       (kind === "message"
-        ? event("response.output_text.delta", { ...ref, content_index: 0, delta, logprobs: [] })
-        : event("response.reasoning_summary_text.delta", { ...ref, summary_index: 0, delta }))
+        ? this.#event("response.output_text.delta", { ...ref, content_index: 0, delta, logprobs: [] })
+        : this.#event("response.reasoning_summary_text.delta", { ...ref, summary_index: 0, delta }))
     );
-  };
+  }
 
-  return {
-    encode(ev: NeutralEvent): string {
-      if (failed || finished) return "";
-      switch (ev.type) {
-        case "start":
-          return begin();
-        case "text":
-          return ev.text === "" || stop !== undefined ? "" : append("message", ev.text);
-        case "reasoning":
-          return ev.text === "" || stop !== undefined ? "" : append("reasoning", ev.text);
-        case "reasoning_signature":
-          // Another provider's integrity token means nothing to a Responses client (documented).
-          return "";
-        case "tool_call_start": {
-          if (stop !== undefined || callsByIndex.has(ev.index)) return "";
-          let out = begin() + closeCurrent();
-          const item = open("function_call", { callId: ev.id, name: ev.name });
-          callsByIndex.set(ev.index, item);
-          out += event("response.output_item.added", { output_index: item.outputIndex, item: wireItem(item, false) });
-          return out;
-        }
-        case "tool_call_args": {
-          const item = callsByIndex.get(ev.index);
-          if (!item || item.done || ev.delta === "") return "";
-          item.text += ev.delta;
-          return event("response.function_call_arguments.delta", { item_id: item.id, output_index: item.outputIndex, delta: ev.delta });
-        }
-        case "stop": {
-          if (stop !== undefined) return "";
-          stop = ev.reason;
-          current = undefined;
-          // Every item is finished, in output order; the terminal event waits for end().
-          return begin() + items.map(close).join("");
-        }
-        case "usage":
-          usage = ev.usage;
-          return "";
-        case "heartbeat":
-          return ": keep-alive\n\n";
-        case "error": {
-          failed = true;
-          const response = responseObject(stamp, request, { status: "failed", output: snapshot(), usage, errorMessage: ev.message });
-          return begin() + event("response.failed", { response }) + event("error", { code: ev.code, message: ev.message, param: null });
-        }
-      }
-    },
-    end(): string {
-      if (failed || finished || stop === undefined) return "";
-      finished = true;
-      const outcome = outcomeOf(stop);
-      const response = responseObject(stamp, request, {
-        status: outcome.status,
-        incompleteReason: outcome.incompleteReason,
-        output: snapshot(),
-        usage,
-      });
-      return event(outcome.status === "completed" ? "response.completed" : "response.incomplete", { response });
-    },
-  };
+  /** A function call opens its own item, which stays open until the stop (its arguments may arrive in any order). */
+  #toolCallStart(index: number, callId: string, name: string): string {
+    if (this.#stop !== undefined || this.#callsByIndex.has(index)) return "";
+    let out = this.#begin() + this.#closeCurrent();
+    const item = this.#open("function_call", { callId, name });
+    this.#callsByIndex.set(index, item);
+    out += this.#event("response.output_item.added", { output_index: item.outputIndex, item: this.#wireItem(item, false) });
+    return out;
+  }
+
+  #toolCallArgs(index: number, delta: string): string {
+    const item = this.#callsByIndex.get(index);
+    if (!item || item.done || delta === "") return "";
+    item.text += delta;
+    return this.#event("response.function_call_arguments.delta", { item_id: item.id, output_index: item.outputIndex, delta });
+  }
+
+  /** Every item is finished, in output order; the terminal event waits for end(). */
+  #stopWith(reason: StopReason): string {
+    if (this.#stop !== undefined) return "";
+    this.#stop = reason;
+    this.#current = undefined;
+    return this.#begin() + this.#items.map((i) => this.#close(i)).join("");
+  }
+
+  #fail(code: string, message: string): string {
+    this.#failed = true;
+    const response = responseObject(this.#stamp, this.#request, { status: "failed", output: this.#snapshot(), usage: this.#usage, errorMessage: message });
+    return this.#begin() + this.#event("response.failed", { response }) + this.#event("error", { code, message, param: null });
+  }
 }
