@@ -47,9 +47,10 @@ export interface ContentLogPolicy {
 
 /**
  * Shapes of secrets a prompt may carry whatever the configuration says: provider and gateway API
- * keys, bearer tokens, AWS access keys, private-key blocks.
+ * keys, bearer tokens, AWS access keys, private-key blocks — to their end line, or to the end of
+ * the text when the content kept for the log was cut before it.
  */
-const BUILT_IN_REDACTIONS = [/\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}/g, /\bBearer\s+[A-Za-z0-9._~+/-]{16,}=*/gi, /\bAKIA[0-9A-Z]{16}\b/g, /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g];
+const BUILT_IN_REDACTIONS = [/\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}/g, /\bBearer\s+[A-Za-z0-9._~+/-]{16,}=*/gi, /\bAKIA[0-9A-Z]{16}\b/g, /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g];
 
 /** A logical model at its active revision. */
 export interface ActiveModel {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config/load-config.ts";
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
-import type { RequestContent, RequestRecord } from "../../../src/context/request-record.ts";
+import { CONTENT_MARGIN, type RequestContent, type RequestRecord } from "../../../src/context/request-record.ts";
 import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import { accessLog } from "../../../src/settle/access-log.ts";
 import { bundled, textsWith } from "../support/fixtures.ts";
@@ -255,5 +255,12 @@ describe("accessLog: the content line of a sampled request", () => {
     expect(line.prompt.truncated).toBe(true);
     expect(line.prompt.text).toBe(`${"a".repeat(29)} [redacted]`);
     expect(line.prompt.text).not.toContain("sk-");
+  });
+
+  it("redacts a private key whose end line the kept content no longer has, from its BEGIN line on", () => {
+    // The engine keeps maxChars plus a margin of a sampled prompt: a long key loses its END line.
+    const kept = `user: here is my key -----BEGIN PRIVATE KEY-----\n${"MIIJQgIBADANBgkqhkiG9w0BAQEFAASC".repeat(40)}`.slice(0, policy.maxChars + CONTENT_MARGIN);
+    const line = contentLine(content(kept, "", 200));
+    expect(line.prompt.text).toBe("user: here is my key [redacted]");
   });
 });
