@@ -23,7 +23,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "mcp_unsupported_version":
     case "not_acceptable":
     case "attribution_required":
-    case "request_blocked":
+    case "content_blocked":
       return { openai: "invalid_request_error", anthropic: "invalid_request_error" };
     case "request_too_large":
       return { openai: "invalid_request_error", anthropic: "request_too_large" };

@@ -58,7 +58,7 @@ export const ERROR_CODES = [
   "approval_refused",
   "task_not_yours",
   "attribution_required",
-  "request_blocked",
+  "content_blocked",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -88,7 +88,7 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "mcp_missing_capability":
     case "mcp_unsupported_version":
     case "attribution_required":
-    case "request_blocked":
+    case "content_blocked":
       return { status: 400, source: "client", retryable: false };
     case "origin_not_allowed":
     case "tool_not_allowed":

@@ -46,7 +46,7 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "approval_refused":
     case "task_not_yours":
     case "attribution_required":
-    case "request_blocked":
+    case "content_blocked":
     case "invalid_token":
     case "insufficient_scope":
     case "jwks_unavailable":

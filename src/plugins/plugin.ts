@@ -27,7 +27,7 @@ export interface RequestSafeInput {
 /**
  * Runs before anything is reserved or sent. Returns a changed subject of the same kind (the kind
  * sends that instead), or undefined to leave it as it is; refuses the request by throwing a
- * `GatewayError` (`request_blocked` for a policy refusal). Any other throw is the gateway's fault.
+ * `GatewayError` (`content_blocked` for a policy refusal). Any other throw is the gateway's fault.
  */
 export interface RequestSafePlugin {
   readonly name: string;

@@ -130,18 +130,18 @@ describe("request_safe plugins", () => {
       name: "no-secrets",
       class: "request_safe",
       apply: () => {
-        throw new GatewayError("request_blocked", "The prompt carries a secret.");
+        throw new GatewayError("content_blocked", "The prompt carries a secret.");
       },
     };
     const h = engineHarness({ snapshot: () => snapshot([{ name: "a", port: 9001 }]), extensions: ext({ requestSafe: [block] }) });
     const s = h.engine.begin(h.ingress(chat("hello", { max_tokens: 50 })));
     await s.prepare();
     const reply = await s.dispatch();
-    expect(reply).toMatchObject({ kind: "error", error: { code: "request_blocked", status: 400 } });
+    expect(reply).toMatchObject({ kind: "error", error: { code: "content_blocked", status: 400 } });
     await h.settled();
     expect(h.seen).toEqual([]);
     expect(h.ledgers.calls.filter((c) => c.endsWith(".reserve"))).toEqual([]);
-    expect(h.requests[0]).toMatchObject({ phase: "decide", outcome: "error", errorCode: "request_blocked" });
+    expect(h.requests[0]).toMatchObject({ phase: "decide", outcome: "error", errorCode: "content_blocked" });
   });
 
   it("see a tool call's arguments like a prompt, and what they hand back is what the server gets", async () => {
