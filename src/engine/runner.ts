@@ -31,6 +31,9 @@ export interface Extensions {
 /** No signals, no plugins. */
 export const NO_EXTENSIONS: Extensions = { signals: [], requestSafe: [], streamEvent: [], terminalObservers: [] };
 
+/** The signals of a runtime that declares none: asking for any is a bug, and there is no state to keep. */
+const NO_SIGNALS = new SignalSet([], () => ({ subject: undefined, signal: new AbortController().signal }), () => {});
+
 /** What the runner itself uses, for every kind of traffic (built once per isolate). */
 export interface RunnerDeps {
   readonly clock: Clock;
@@ -193,6 +196,8 @@ export class Runner<R> {
   /** The request's signals: one set per request, each signal computed on its first ask (by decide or a plugin). */
   #signalsOf(): SignalSet {
     const { ctx } = this;
+    // Without signals there is nothing to compute or keep: every request shares one empty set.
+    if (this.#extensions.signals.length === 0) return NO_SIGNALS;
     this.#signals ??= new SignalSet(
       this.#extensions.signals,
       () => ({ subject: this.#turn.subject(), signal: ctx.signal }),
