@@ -82,7 +82,7 @@ export class Exchange {
   }
 
   /** Sends `error` in `format`'s envelope. */
-  error(format: WireFormat, error: SimError, outcome: Outcome, extraHeaders?: Record<string, string>): void {
+  error(format: Pick<WireFormat, "renderError">, error: SimError, outcome: Outcome, extraHeaders?: Record<string, string>): void {
     this.json(error.status, format.renderError(error, this.requestId), outcome, extraHeaders);
   }
 
@@ -122,6 +122,48 @@ function simulatedError(status: number): SimError {
 }
 
 /**
+ * What every endpoint's delivery starts with: `latency-ms`, then the faults that replace the
+ * response before any of its body (a `status` error, a reset, a heartbeat). Resolves `true` when
+ * the exchange was answered (or the client left). In a stream, `error-mid-stream` is left to the
+ * stream; a buffered answer has no "mid-stream", so it gets the error as its HTTP status.
+ */
+async function answeredBeforeBody(
+  ex: Exchange,
+  envelope: Pick<WireFormat, "renderError" | "heartbeat">,
+  knobs: Knobs,
+  faulty: boolean,
+  stream: boolean,
+): Promise<boolean> {
+  if (knobs.latencyMs > 0 && !(await ex.sleep(knobs.latencyMs))) return true;
+  const fault = faulty ? knobs.fault : undefined;
+  const midStreamError = fault === "error-mid-stream" && stream;
+  if (faulty && !midStreamError && (knobs.status !== undefined || fault === "error-mid-stream")) {
+    const status = knobs.status ?? 500;
+    const retryAfter = knobs.retryAfter ?? (status === 429 || status === 503 ? 1 : undefined);
+    const headers = retryAfter === undefined ? undefined : { "retry-after": String(retryAfter) };
+    ex.error(envelope, simulatedError(status), "faulted", headers);
+    return true;
+  }
+  if (fault === "reset-before-headers") {
+    ex.reset("faulted");
+    return true;
+  }
+  if (fault === "heartbeat-only") {
+    await heartbeat(ex, envelope, stream, knobs);
+    return true;
+  }
+  return false;
+}
+
+/** A complete JSON body; under `cut-mid-stream`, its headers (full `content-length`) and half of it, then a close. */
+function sendJsonBody(ex: Exchange, body: string, cut: boolean): void {
+  if (!cut) return ex.json(200, body, "completed");
+  const bytes = Buffer.from(body);
+  ex.res.writeHead(200, { "content-type": "application/json", "content-length": bytes.length, [ex.idHeader]: ex.requestId });
+  ex.cut(bytes.subarray(0, bytes.length >> 1), "cut");
+}
+
+/**
  * Delivers a generation for a validated request with the given knobs. `faulty` says
  * whether this request's `status`/`fault` knobs apply (see the `times`/`only-model` knobs).
  */
@@ -133,32 +175,14 @@ export async function serveGeneration(
   seed: number,
   faulty: boolean,
 ): Promise<void> {
-  if (knobs.latencyMs > 0 && !(await ex.sleep(knobs.latencyMs))) return;
+  if (await answeredBeforeBody(ex, format, knobs, faulty, request.stream)) return;
 
   const fault = faulty ? knobs.fault : undefined;
-  // error-mid-stream reports `status` (default 500) inside a stream; a buffered request
-  // has no "mid-stream", so it gets the error as its HTTP status like the `status` knob.
   const midStreamError = fault === "error-mid-stream" && request.stream;
-  if (faulty && !midStreamError && (knobs.status !== undefined || fault === "error-mid-stream")) {
-    const status = knobs.status ?? 500;
-    const retryAfter = knobs.retryAfter ?? (status === 429 || status === 503 ? 1 : undefined);
-    const headers = retryAfter === undefined ? undefined : { "retry-after": String(retryAfter) };
-    ex.error(format, simulatedError(status), "faulted", headers);
-    return;
-  }
-  if (fault === "reset-before-headers") return ex.reset("faulted");
-  if (fault === "heartbeat-only") return heartbeat(ex, format, request.stream, knobs);
-
   const completion = generate(request, knobs, seed, fault === "omit-usage");
   const cut = fault === "cut-mid-stream";
 
-  if (!request.stream) {
-    const body = format.renderBuffered(completion, request);
-    if (!cut) return ex.json(200, body, "completed");
-    const bytes = Buffer.from(body);
-    ex.res.writeHead(200, { "content-type": "application/json", "content-length": bytes.length, [ex.idHeader]: ex.requestId });
-    return ex.cut(bytes.subarray(0, bytes.length >> 1), "cut");
-  }
+  if (!request.stream) return sendJsonBody(ex, format.renderBuffered(completion, request), cut);
 
   const script = format.renderStream(completion, request);
   const { head, pieces, tail } = script;
@@ -198,7 +222,7 @@ export async function serveGeneration(
  * until the client leaves or `duration-ms` passes; then the connection is dropped without
  * a terminating frame.
  */
-async function heartbeat(ex: Exchange, format: WireFormat, stream: boolean, knobs: Knobs): Promise<void> {
+async function heartbeat(ex: Exchange, format: Pick<WireFormat, "heartbeat">, stream: boolean, knobs: Knobs): Promise<void> {
   ex.settle("faulted");
   ex.res.writeHead(200, { ...(stream ? SSE_HEADERS : { "content-type": "application/json" }), [ex.idHeader]: ex.requestId });
   ex.res.flushHeaders();

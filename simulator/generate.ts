@@ -49,26 +49,29 @@ export function countPromptTokens(request: Pick<GenerationRequest, "messages" | 
   return total;
 }
 
+/** FNV-1a's offset basis: the hash of nothing. */
+const FNV_OFFSET = 0x811c9dc5;
+
+/**
+ * 32-bit FNV-1a of `text` (UTF-16 code units), continuing from `hash`. `separate` mixes in
+ * one more byte after the text, so that in a chain ["ab","c"] and ["a","bc"] differ.
+ */
+export function fnv1a(text: string, hash = FNV_OFFSET, separate = false): number {
+  let h = hash;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  if (separate) h = Math.imul(h ^ 0xff, 0x01000193);
+  return h >>> 0;
+}
+
 /**
  * 32-bit FNV-1a over roles and texts of the conversation: the seed of the output and
  * the default `key` of the `times` knob. Model and knobs are deliberately left out, so a
  * retry or failover to another model sees the same conversation.
  */
 export function conversationHash(messages: readonly NeutralMessage[]): number {
-  let hash = 0x811c9dc5;
-  const mix = (text: string): void => {
-    for (let i = 0; i < text.length; i++) {
-      hash ^= text.charCodeAt(i);
-      hash = Math.imul(hash, 0x01000193);
-    }
-    hash ^= 0xff; // separator, so ["ab","c"] and ["a","bc"] differ
-    hash = Math.imul(hash, 0x01000193);
-  };
-  for (const message of messages) {
-    mix(message.role);
-    mix(message.text);
-  }
-  return hash >>> 0;
+  let hash = FNV_OFFSET;
+  for (const message of messages) hash = fnv1a(message.text, fnv1a(message.role, hash, true), true);
+  return hash;
 }
 
 /** Text of the last `user` turn: where `[[sim …]]` directives are read. */

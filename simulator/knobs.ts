@@ -8,6 +8,7 @@
  */
 
 import type { IncomingHttpHeaders } from "node:http";
+import type { SimError } from "./wire-format.ts";
 
 /** Faults the simulator can inject. */
 export const FAULTS = ["reset-before-headers", "cut-mid-stream", "error-mid-stream", "omit-usage", "heartbeat-only"] as const;
@@ -88,6 +89,11 @@ export const BASE_KNOBS: Knobs = {
 /** A knob name or value that cannot be used; reported as a 400. */
 export class KnobError extends Error {
   override name = "KnobError";
+}
+
+/** The 400 a {@link KnobError} is answered with, in whichever envelope the endpoint uses. */
+export function knobRejection(error: KnobError): SimError {
+  return { status: 400, kind: "invalid_request", message: error.message, param: null, code: "invalid_sim_knob" };
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -13,11 +13,11 @@ import { openaiChat } from "./formats/openai-chat.ts";
 import { modelNotFound, renderModel, renderModelList } from "./formats/openai-models.ts";
 import { openaiResponses } from "./formats/openai-responses.ts";
 import { conversationHash } from "./generate.ts";
-import { BASE_KNOBS, KnobError, knobsToSettings, resolveRequestKnobs, resolveSettings } from "./knobs.ts";
+import { BASE_KNOBS, KnobError, knobRejection, knobsToSettings, resolveRequestKnobs, resolveSettings } from "./knobs.ts";
 import type { KnobSettings, Knobs } from "./knobs.ts";
 import { MCP_PATH, mcpUnauthorized, serveMcp } from "./mcp.ts";
 import { Recorder } from "./stats.ts";
-import type { GenerationRequest, SimError, WireFormat } from "./wire-format.ts";
+import type { SimError, WireFormat } from "./wire-format.ts";
 
 /** Wire formats by the POST path they serve; a new format is one more entry. */
 const FORMATS: ReadonlyMap<string, WireFormat> = new Map([openaiChat, openaiResponses, anthropicMessages].map((f) => [f.path, f]));
@@ -112,9 +112,9 @@ function controlError(res: ServerResponse, status: number, message: string): voi
 }
 
 /** Whether this request's `status`/`fault` knobs apply, counting it against `times`. */
-function faultApplies(state: State, knobs: Knobs, request: GenerationRequest, seed: number): boolean {
+function faultApplies(state: State, knobs: Knobs, model: string | undefined, seed: number): boolean {
   if (knobs.status === undefined && knobs.fault === undefined) return false;
-  if (knobs.onlyModel !== undefined && knobs.onlyModel !== request.model) return false;
+  if (knobs.onlyModel !== undefined && knobs.onlyModel !== model) return false;
   if (knobs.times === undefined) return true;
   const key = knobs.key ?? seed.toString(16);
   if (state.attempts.size >= MAX_TIMES_KEYS && !state.attempts.has(key)) state.attempts.clear();
@@ -123,21 +123,26 @@ function faultApplies(state: State, knobs: Knobs, request: GenerationRequest, se
   return seen <= knobs.times;
 }
 
+/** This request's knobs, or `undefined` once a bad knob was answered with a 400. */
+function requestKnobs(state: State, ex: Exchange, envelope: WireFormat, directiveText: string): Knobs | undefined {
+  try {
+    return resolveRequestKnobs(state.knobs, directiveText, ex.req.headers);
+  } catch (error) {
+    if (!(error instanceof KnobError)) throw error;
+    ex.error(envelope, knobRejection(error), "rejected");
+    return undefined;
+  }
+}
+
 async function handleGeneration(state: State, ex: Exchange, format: WireFormat, body: unknown, malformed: boolean): Promise<void> {
   if (malformed) return ex.error(format, format.malformedJson(), "rejected");
   const parsed = format.parse(body);
   if (!parsed.ok) return ex.error(format, parsed.error, "rejected");
   const request = parsed.request;
-  let knobs: Knobs;
-  try {
-    knobs = resolveRequestKnobs(state.knobs, request.directiveText, ex.req.headers);
-  } catch (error) {
-    if (!(error instanceof KnobError)) throw error;
-    const simError: SimError = { status: 400, kind: "invalid_request", message: error.message, param: null, code: "invalid_sim_knob" };
-    return ex.error(format, simError, "rejected");
-  }
+  const knobs = requestKnobs(state, ex, format, request.directiveText);
+  if (knobs === undefined) return;
   const seed = conversationHash(request.messages);
-  await serveGeneration(ex, format, request, knobs, seed, faultApplies(state, knobs, request, seed));
+  await serveGeneration(ex, format, request, knobs, seed, faultApplies(state, knobs, request.model, seed));
 }
 
 /** Routes of the provider API and of MCP (everything outside `/__sim/` and `/health`). */

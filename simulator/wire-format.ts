@@ -129,10 +129,14 @@ export interface SimError {
   readonly code: string | null;
 }
 
+/** A request refused by validation. */
+export interface Rejected {
+  readonly ok: false;
+  readonly error: SimError;
+}
+
 /** Result of parsing a request body. */
-export type ParseResult =
-  | { readonly ok: true; readonly request: GenerationRequest }
-  | { readonly ok: false; readonly error: SimError };
+export type ParseResult = { readonly ok: true; readonly request: GenerationRequest } | Rejected;
 
 /**
  * SSE frames of one streamed completion, already framed (`data: …\n\n`).

@@ -24,6 +24,7 @@ import {
   isResult,
   malformedJson,
   missing,
+  modelRequired,
   openaiErrorType,
   parseInteger,
   renderError,
@@ -129,7 +130,7 @@ function parseToolChoice(value: unknown, hasTools: boolean): ToolChoice | ParseR
 function parse(body: unknown): ParseResult {
   if (!isObject(body)) return wrongType("body", "an object", body);
   const model = body["model"];
-  if (typeof model !== "string" || model === "") return invalid("you must provide a model parameter", null, null);
+  if (typeof model !== "string" || model === "") return modelRequired();
 
   const messages = parseMessages(body["messages"]);
   if (isResult(messages)) return messages;

@@ -4,7 +4,7 @@
  * helpers that phrase errors the way OpenAI does.
  */
 
-import type { ErrorKind, ParseResult, SimError } from "../wire-format.ts";
+import type { ErrorKind, ParseResult, Rejected, SimError } from "../wire-format.ts";
 
 export type Json = Readonly<Record<string, unknown>>;
 
@@ -37,27 +37,32 @@ function typeName(value: unknown): string {
   return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
-export function invalid(message: string, param: string | null, code: string | null): ParseResult {
+export function invalid(message: string, param: string | null, code: string | null): Rejected {
   return { ok: false, error: { status: 400, kind: "invalid_request", message, param, code } };
 }
 
-export function missing(param: string): ParseResult {
+/** What OpenAI answers when `model` is missing or empty, on Chat and the endpoints beside it. */
+export function modelRequired(): Rejected {
+  return invalid("you must provide a model parameter", null, null);
+}
+
+export function missing(param: string): Rejected {
   return invalid(`Missing required parameter: '${param}'.`, param, "missing_required_parameter");
 }
 
-export function wrongType(param: string, expected: string, value: unknown): ParseResult {
+export function wrongType(param: string, expected: string, value: unknown): Rejected {
   return invalid(`Invalid type for '${param}': expected ${expected}, but got ${typeName(value)} instead.`, param, "invalid_type");
 }
 
 /** `Invalid value: 'x'. Supported values are: 'a', 'b', and 'c'.` */
-export function invalidValue(param: string, value: unknown, supported: readonly string[]): ParseResult {
+export function invalidValue(param: string, value: unknown, supported: readonly string[]): Rejected {
   const quoted = supported.map((v) => `'${v}'`);
   const list = quoted.length > 1 ? `${quoted.slice(0, -1).join(", ")}, and ${quoted.at(-1) ?? ""}` : (quoted[0] ?? "");
   return invalid(`Invalid value: '${String(value)}'. Supported values are: ${list}.`, param, "invalid_value");
 }
 
 /** An integer parameter with a lower bound, or absent/null. */
-export function parseInteger(body: Json, param: string, min: number): number | undefined | ParseResult {
+export function parseInteger(body: Json, param: string, min: number): number | undefined | Rejected {
   const value = body[param];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "number" || !Number.isInteger(value)) return wrongType(param, "an integer", value);
