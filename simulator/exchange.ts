@@ -164,6 +164,23 @@ function sendJsonBody(ex: Exchange, body: string, cut: boolean): void {
 }
 
 /**
+ * Delivers the one JSON body of an endpoint that generates no text (embeddings, moderations)
+ * with the same latency and faults as a buffered generation. `render` runs only when the body
+ * is really sent; its argument is whether `omit-usage` asks for usage to be left out.
+ */
+export async function serveJson(
+  ex: Exchange,
+  envelope: Pick<WireFormat, "renderError" | "heartbeat">,
+  knobs: Knobs,
+  faulty: boolean,
+  render: (omitUsage: boolean) => string,
+): Promise<void> {
+  if (await answeredBeforeBody(ex, envelope, knobs, faulty, false)) return;
+  const fault = faulty ? knobs.fault : undefined;
+  sendJsonBody(ex, render(fault === "omit-usage"), fault === "cut-mid-stream");
+}
+
+/**
  * Delivers a generation for a validated request with the given knobs. `faulty` says
  * whether this request's `status`/`fault` knobs apply (see the `times`/`only-model` knobs).
  */

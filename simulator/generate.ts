@@ -63,6 +63,13 @@ export function fnv1a(text: string, hash = FNV_OFFSET, separate = false): number
   return h >>> 0;
 }
 
+/** FNV-1a over `texts` in order, each followed by a separator: the `times` key of a list of inputs. */
+export function hashTexts(texts: readonly string[]): number {
+  let hash = FNV_OFFSET;
+  for (const text of texts) hash = fnv1a(text, hash, true);
+  return hash;
+}
+
 /**
  * 32-bit FNV-1a over roles and texts of the conversation: the seed of the output and
  * the default `key` of the `times` knob. Model and knobs are deliberately left out, so a

@@ -7,9 +7,10 @@
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Exchange, serveGeneration } from "./exchange.ts";
+import { Exchange, serveGeneration, serveJson } from "./exchange.ts";
 import { anthropicMessages, anthropicModelNotFound, renderAnthropicModel, renderAnthropicModelList } from "./formats/anthropic-messages.ts";
 import { openaiChat } from "./formats/openai-chat.ts";
+import { openaiEmbeddings } from "./formats/openai-embeddings.ts";
 import { modelNotFound, renderModel, renderModelList } from "./formats/openai-models.ts";
 import { openaiResponses } from "./formats/openai-responses.ts";
 import { conversationHash } from "./generate.ts";
@@ -17,10 +18,13 @@ import { BASE_KNOBS, KnobError, knobRejection, knobsToSettings, resolveRequestKn
 import type { KnobSettings, Knobs } from "./knobs.ts";
 import { MCP_PATH, mcpUnauthorized, serveMcp } from "./mcp.ts";
 import { Recorder } from "./stats.ts";
-import type { SimError, WireFormat } from "./wire-format.ts";
+import type { JsonEndpoint, SimError, WireFormat } from "./wire-format.ts";
 
 /** Wire formats by the POST path they serve; a new format is one more entry. */
 const FORMATS: ReadonlyMap<string, WireFormat> = new Map([openaiChat, openaiResponses, anthropicMessages].map((f) => [f.path, f]));
+
+/** Endpoints that generate no text, by POST path; they answer in OpenAI's envelope. */
+const JSON_ENDPOINTS: ReadonlyMap<string, JsonEndpoint> = new Map([openaiEmbeddings].map((e) => [e.path, e]));
 
 /**
  * Envelope for requests outside any format's route (unknown paths, `/v1/models`):
@@ -145,6 +149,16 @@ async function handleGeneration(state: State, ex: Exchange, format: WireFormat, 
   await serveGeneration(ex, format, request, knobs, seed, faultApplies(state, knobs, request.model, seed));
 }
 
+async function handleJson(state: State, ex: Exchange, endpoint: JsonEndpoint, body: unknown, malformed: boolean): Promise<void> {
+  if (malformed) return ex.error(openaiChat, openaiChat.malformedJson(), "rejected");
+  const parsed = endpoint.parse(body);
+  if (!parsed.ok) return ex.error(openaiChat, parsed.error, "rejected");
+  const call = parsed.call;
+  const knobs = requestKnobs(state, ex, openaiChat, call.directiveText);
+  if (knobs === undefined) return;
+  await serveJson(ex, openaiChat, knobs, faultApplies(state, knobs, call.model, call.seed), (omitUsage) => call.render(omitUsage));
+}
+
 /** Routes of the provider API and of MCP (everything outside `/__sim/` and `/health`). */
 async function handleApi(state: State, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void> {
   const raw = await readBody(req);
@@ -172,7 +186,8 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
     return serveMcp(ex, body, malformed);
   }
   const route = req.method === "POST" ? FORMATS.get(path) : undefined;
-  const format = route ?? envelopeFor(req);
+  const endpoint = req.method === "POST" ? JSON_ENDPOINTS.get(path) : undefined;
+  const format = route ?? (endpoint === undefined ? envelopeFor(req) : openaiChat);
   ex.idHeader = format.requestIdHeader;
 
   if (state.apiKey !== undefined) {
@@ -183,6 +198,7 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
   if (headerError !== undefined) return ex.error(format, headerError, "rejected");
 
   if (route !== undefined) return handleGeneration(state, ex, route, body, malformed);
+  if (endpoint !== undefined) return handleJson(state, ex, endpoint, body, malformed);
   const anthropic = format === anthropicMessages;
   if (req.method === "GET" && path === "/v1/models") {
     if (!anthropic) return ex.json(200, renderModelList(state.models), "completed");

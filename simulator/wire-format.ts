@@ -203,3 +203,24 @@ export function errorKindForStatus(status: number): ErrorKind {
       return status >= 500 ? "server" : "invalid_request";
   }
 }
+
+/**
+ * A validated request to an endpoint that generates no text and answers with one JSON body
+ * (embeddings, moderations). Knobs and faults apply to it as to a buffered generation.
+ */
+export interface JsonCall {
+  /** Model id as requested, if the body names one (for `only-model`). */
+  readonly model: string | undefined;
+  /** Where `[[sim …]]` directives are read: every input text. */
+  readonly directiveText: string;
+  /** Hash of the inputs: the default `key` of the `times` knob. */
+  readonly seed: number;
+  /** The 200 body; `omitUsage` when the `omit-usage` fault asks for usage to be left out. */
+  render(omitUsage: boolean): string;
+}
+
+/** One such endpoint: the POST path it serves and its validation, in OpenAI's envelope. */
+export interface JsonEndpoint {
+  readonly path: string;
+  parse(body: unknown): { readonly ok: true; readonly call: JsonCall } | Rejected;
+}
