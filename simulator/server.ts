@@ -11,6 +11,7 @@ import { Exchange, serveGeneration, serveJson } from "./exchange.ts";
 import { anthropicMessages, anthropicModelNotFound, renderAnthropicModel, renderAnthropicModelList } from "./formats/anthropic-messages.ts";
 import { openaiChat } from "./formats/openai-chat.ts";
 import { openaiEmbeddings } from "./formats/openai-embeddings.ts";
+import { openaiModerations } from "./formats/openai-moderations.ts";
 import { modelNotFound, renderModel, renderModelList } from "./formats/openai-models.ts";
 import { openaiResponses } from "./formats/openai-responses.ts";
 import { conversationHash } from "./generate.ts";
@@ -24,7 +25,7 @@ import type { JsonEndpoint, SimError, WireFormat } from "./wire-format.ts";
 const FORMATS: ReadonlyMap<string, WireFormat> = new Map([openaiChat, openaiResponses, anthropicMessages].map((f) => [f.path, f]));
 
 /** Endpoints that generate no text, by POST path; they answer in OpenAI's envelope. */
-const JSON_ENDPOINTS: ReadonlyMap<string, JsonEndpoint> = new Map([openaiEmbeddings].map((e) => [e.path, e]));
+const JSON_ENDPOINTS: ReadonlyMap<string, JsonEndpoint> = new Map([openaiEmbeddings, openaiModerations].map((e) => [e.path, e]));
 
 /**
  * Envelope for requests outside any format's route (unknown paths, `/v1/models`):
