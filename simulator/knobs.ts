@@ -34,6 +34,7 @@ export const KNOB_NAMES = [
   "times",
   "key",
   "only-model",
+  "only-path",
 ] as const;
 
 /** A knob name. */
@@ -64,6 +65,8 @@ export interface Knobs {
   readonly key: string | undefined;
   /** Status/fault only when the request names this model. */
   readonly onlyModel: string | undefined;
+  /** Timing, status and fault only for requests on this path (e.g. `/v1/embeddings`). */
+  readonly onlyPath: string | undefined;
 }
 
 /** Knob values with nothing overridden. */
@@ -84,6 +87,7 @@ export const BASE_KNOBS: Knobs = {
   times: undefined,
   key: undefined,
   onlyModel: undefined,
+  onlyPath: undefined,
 };
 
 /** A knob name or value that cannot be used; reported as a 400. */
@@ -171,6 +175,10 @@ function applyKnob(target: Mutable<Partial<Knobs>>, name: string, raw: string): 
     case "only-model":
       target.onlyModel = word(name, raw);
       return;
+    case "only-path":
+      if (!raw.startsWith("/")) throw new KnobError(`knob 'only-path' must be a path starting with '/', got '${raw}'`);
+      target.onlyPath = word(name, raw);
+      return;
     default:
       throw new KnobError(`unknown simulator knob '${name}'; known: ${KNOB_NAMES.join(", ")}`);
   }
@@ -232,4 +240,13 @@ export function knobsToSettings(knobs: Knobs): Record<string, string | number> {
     if (value !== undefined) out[kebab(field)] = value as string | number;
   }
   return out;
+}
+
+/**
+ * The knobs as they apply on `path`: under `only-path` naming another path, the timing and
+ * fault knobs are off, so one endpoint can be made slow or down while the others answer.
+ */
+export function knobsForPath(knobs: Knobs, path: string): Knobs {
+  if (knobs.onlyPath === undefined || knobs.onlyPath === path) return knobs;
+  return { ...knobs, latencyMs: 0, ttftMs: 0, tokenIntervalMs: 0, status: undefined, fault: undefined };
 }

@@ -15,7 +15,7 @@ import { openaiModerations } from "./formats/openai-moderations.ts";
 import { modelNotFound, renderModel, renderModelList } from "./formats/openai-models.ts";
 import { openaiResponses } from "./formats/openai-responses.ts";
 import { conversationHash } from "./generate.ts";
-import { BASE_KNOBS, KnobError, knobRejection, knobsToSettings, resolveRequestKnobs, resolveSettings } from "./knobs.ts";
+import { BASE_KNOBS, KnobError, knobRejection, knobsForPath, knobsToSettings, resolveRequestKnobs, resolveSettings } from "./knobs.ts";
 import type { KnobSettings, Knobs } from "./knobs.ts";
 import { MCP_PATH, mcpUnauthorized, serveMcp } from "./mcp.ts";
 import { Recorder } from "./stats.ts";
@@ -128,10 +128,10 @@ function faultApplies(state: State, knobs: Knobs, model: string | undefined, see
   return seen <= knobs.times;
 }
 
-/** This request's knobs, or `undefined` once a bad knob was answered with a 400. */
-function requestKnobs(state: State, ex: Exchange, envelope: WireFormat, directiveText: string): Knobs | undefined {
+/** This request's knobs on `path`, or `undefined` once a bad knob was answered with a 400. */
+function requestKnobs(state: State, ex: Exchange, envelope: WireFormat, path: string, directiveText: string): Knobs | undefined {
   try {
-    return resolveRequestKnobs(state.knobs, directiveText, ex.req.headers);
+    return knobsForPath(resolveRequestKnobs(state.knobs, directiveText, ex.req.headers), path);
   } catch (error) {
     if (!(error instanceof KnobError)) throw error;
     ex.error(envelope, knobRejection(error), "rejected");
@@ -144,7 +144,7 @@ async function handleGeneration(state: State, ex: Exchange, format: WireFormat, 
   const parsed = format.parse(body);
   if (!parsed.ok) return ex.error(format, parsed.error, "rejected");
   const request = parsed.request;
-  const knobs = requestKnobs(state, ex, format, request.directiveText);
+  const knobs = requestKnobs(state, ex, format, format.path, request.directiveText);
   if (knobs === undefined) return;
   const seed = conversationHash(request.messages);
   await serveGeneration(ex, format, request, knobs, seed, faultApplies(state, knobs, request.model, seed));
@@ -155,7 +155,7 @@ async function handleJson(state: State, ex: Exchange, endpoint: JsonEndpoint, bo
   const parsed = endpoint.parse(body);
   if (!parsed.ok) return ex.error(openaiChat, parsed.error, "rejected");
   const call = parsed.call;
-  const knobs = requestKnobs(state, ex, openaiChat, call.directiveText);
+  const knobs = requestKnobs(state, ex, openaiChat, endpoint.path, call.directiveText);
   if (knobs === undefined) return;
   await serveJson(ex, openaiChat, knobs, faultApplies(state, knobs, call.model, call.seed), (omitUsage) => call.render(omitUsage));
 }

@@ -132,6 +132,44 @@ describe("timing and hangs", () => {
   });
 });
 
+describe("only-path", () => {
+  const configure = (settings: Record<string, string | number>) =>
+    fetch(`${sim.url}/__sim/config`, { method: "PUT", body: JSON.stringify(settings) });
+
+  it("takes one endpoint down while the others answer", async () => {
+    expect((await configure({ status: 503, "only-path": "/v1/embeddings" })).status).toBe(200);
+    try {
+      expect(await caught(embedding("x"))).toBeInstanceOf(OpenAI.InternalServerError);
+      expect((await post(sim, "/v1/chat/completions", { model: "m", messages: user("x") })).status).toBe(200);
+      expect((await openai.moderations.create({ input: "x" })).results).toHaveLength(1);
+    } finally {
+      await configure({});
+    }
+  });
+
+  it("slows one endpoint while the others answer at once", async () => {
+    await configure({ "latency-ms": 60000, "only-path": "/v1/embeddings" });
+    const controller = new AbortController();
+    try {
+      const slow = openai.embeddings.create({ model: MODEL, input: "x" }, { signal: controller.signal });
+      await eventually(async () => (await stats(sim)).inFlight === 1);
+      expect((await post(sim, "/v1/chat/completions", { model: "m", messages: user("x") })).status).toBe(200);
+      expect((await stats(sim)).outcomes.completed).toBe(1);
+      controller.abort();
+      await caught(slow);
+    } finally {
+      await configure({});
+    }
+  });
+
+  it("works as a directive, and must name a path", async () => {
+    const text = "x [[sim status=500 only-path=/v1/moderations]]";
+    expect((await embedding(text)).data).toHaveLength(1);
+    expect(await caught(openai.moderations.create({ input: text }))).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((await configure({ "only-path": "v1/embeddings" })).status).toBe(400);
+  });
+});
+
 describe("stats", () => {
   it("counts each endpoint under its path, so a test can assert no embedding call was made", async () => {
     await post(sim, "/v1/chat/completions", { model: "m", messages: user("hi") });
