@@ -88,8 +88,9 @@ function withEchoTool(mcp: McpPublication | undefined): McpPublication {
  */
 export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false): { backends: string; publication: string; gateway: string } {
   const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
-  const backendsForSim = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
-  if (backendsForSim === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
+  const pointed = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
+  if (pointed === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
+  const backendsForSim = withoutEmbeddings(pointed);
   const shipped = shippedGatewayYaml(bundleDir);
   let gateway = shipped;
   if (!accessLog) {
@@ -97,13 +98,28 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
     if (gateway === shipped) throw new BenchError("the shipped gateway.yaml has no `accessLog: true` line to turn off");
   }
   gateway = allowingSimulator(gateway, simUrl);
-  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as { tenants: unknown[]; mcp?: McpPublication };
+  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as { tenants: unknown[]; entrypoints: { operation?: string; default: string[][] }[]; models: { id: string }[]; mcp?: McpPublication };
+  // The stages measure chat and MCP; a revision from before embeddings would refuse their keys.
+  const embeddingModels = new Set(pub.entrypoints.filter((e) => e.operation === "embeddings").flatMap((e) => e.default.flat()));
+  pub.entrypoints = pub.entrypoints.filter((e) => e.operation !== "embeddings");
+  pub.models = pub.models.filter((m) => !embeddingModels.has(m.id));
   pub.tenants.push({ id: OPEN_TENANT, apiKeys: [{ id: OPEN_TENANT, sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
   if (mcp) {
     gateway = withMcpServer(gateway, simUrl);
     pub.mcp = withEchoTool(pub.mcp);
   }
   return { backends: backendsForSim, publication: stringifyYaml(pub), gateway };
+}
+
+/**
+ * The backends without the embeddings capability and the pools only embedding models use: the
+ * chat and MCP stages need neither, and a revision from before embeddings refuses them.
+ */
+function withoutEmbeddings(backendsYaml: string): string {
+  const b = parseYaml(backendsYaml) as { backends: { capabilities: string[] }[]; pools: { name: string }[] };
+  for (const backend of b.backends) backend.capabilities = backend.capabilities.filter((c) => c !== "embeddings");
+  b.pools = b.pools.filter((p) => p.name !== "sim-embed");
+  return stringifyYaml(b);
 }
 
 /** `--key open|budgeted` (default open): the bearer key it names. */

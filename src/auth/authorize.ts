@@ -1,18 +1,23 @@
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
+import type { CompiledEntrypoint, CompiledPublication, ModelOperation } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
 
 /**
- * The authorize phase: the public model the client named must exist, and the caller's key must be
- * granted it. Decided on the decoded request, never on a header.
+ * The authorize phase of a model request: the public model the client named must exist, serve
+ * the operation asked for (chat, embeddings), and the caller's key must be granted it. Decided on
+ * the decoded request, never on a header. `internal`: the gateway's own call for the request (a
+ * signal's embedding), whose model the publication chose, so the key needs no grant of it.
  *
- * @throws GatewayError model_not_found / model_not_allowed.
+ * @throws GatewayError model_not_found / model_not_allowed / invalid_request (the wrong operation).
  */
-export function authorize(publication: CompiledPublication, principal: Principal, model: string): CompiledEntrypoint {
+export function authorize(publication: CompiledPublication, principal: Principal, model: string, operation: ModelOperation, internal = false): CompiledEntrypoint {
   const ep = publication.entrypoints.get(model);
   if (!ep) throw new GatewayError("model_not_found", `The model '${echo(model)}' does not exist.`, { param: "model" });
-  if (!publication.mayUse(principal, ep.name)) throw new GatewayError("model_not_allowed", `This API key may not use the model '${ep.name}'.`, { param: "model" });
+  if (!internal && !publication.mayUse(principal, ep.name)) throw new GatewayError("model_not_allowed", `This API key may not use the model '${ep.name}'.`, { param: "model" });
+  if (ep.operation !== operation) {
+    throw new GatewayError("invalid_request", ep.operation === "embeddings" ? `The model '${ep.name}' is an embeddings model: call POST /v1/embeddings.` : `The model '${ep.name}' does not serve embeddings.`, { param: "model" });
+  }
   return ep;
 }
 

@@ -163,7 +163,12 @@ export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig)
     const checkTiers = (tiers: readonly (readonly string[])[], path: string) =>
       tiers.forEach((tier, ti) =>
         tier.forEach((modelId, mi) => {
-          if (!models.has(modelId)) issues.push({ file, path: `${path}[${ti}][${mi}]`, message: `unknown model "${modelId}"` });
+          const m = models.get(modelId);
+          if (!m) return void issues.push({ file, path: `${path}[${ti}][${mi}]`, message: `unknown model "${modelId}"` });
+          // An entrypoint serves one operation: its models' active revisions must be able to serve it.
+          const requires = m.revisions.find((r) => r.revision === m.activeRevision)?.requires ?? [];
+          const needed = ep.operation === "embeddings" ? "embeddings" : "chat";
+          if (!requires.includes(needed)) issues.push({ file, path: `${path}[${ti}][${mi}]`, message: `model "${modelId}" does not require "${needed}", which this ${ep.operation} entrypoint serves` });
         }),
       );
     checkTiers(ep.default, `entrypoints[${ei}].default`);
@@ -178,6 +183,7 @@ export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig)
       }
     });
     for (const d of duplicates(ep.routes.map((r) => r.name))) issues.push({ file, path: `entrypoints[${ei}].routes`, message: `duplicate route "${d}"` });
+    if (ep.operation === "embeddings" && ep.routes.length > 0) issues.push({ file, path: `entrypoints[${ei}].routes`, message: "an embeddings entrypoint has no routes: it serves its default tiers" });
     if (ep.affinityHeader !== undefined && !trusted.has(ep.affinityHeader)) {
       issues.push({
         file,

@@ -76,9 +76,45 @@ export function planRequest(publication: CompiledPublication, ep: CompiledEntryp
     clientProtocol: input.clientProtocol,
     stream: request.stream,
   };
+  return checkedPlan(plan, input.now);
+}
+
+/**
+ * The decide phase of an embeddings request: the entrypoint's tiers at their active revisions,
+ * each needing the `embeddings` capability. No decision rules: an embedding request carries no
+ * conversation to route on.
+ *
+ * @throws GatewayError deadline_exceeded when the deadline passed before the plan was made;
+ *   internal_error when the plan fails its own structural check.
+ */
+export function planEmbeddings(publication: CompiledPublication, ep: CompiledEntrypoint, input: DecisionInput): DispatchPlan {
+  const tiers: PlannedModel[][] = ep.defaultTiers.map((tier) =>
+    tier.flatMap((id) => {
+      const m = publication.models.get(id);
+      return m ? [plannedModel(id, m, EMBEDDING_NEEDS)] : [];
+    }),
+  );
+  return checkedPlan({
+    requestId: input.requestId,
+    publicationRevision: publication.revision,
+    entrypoint: ep.name,
+    route: "default",
+    tiers: tiers.filter((t) => t.length > 0),
+    retry: { maxAttempts: ep.maxAttempts },
+    deadlineAt: Math.min(input.receivedAt + input.requestDeadlineMs, input.callerDeadlineAt ?? Number.POSITIVE_INFINITY),
+    affinityKey: ep.affinityHeader === undefined ? undefined : input.trustedHeaders.get(ep.affinityHeader),
+    clientProtocol: input.clientProtocol,
+    stream: false,
+  }, input.now);
+}
+
+const EMBEDDING_NEEDS: readonly Capability[] = ["embeddings"];
+
+/** A plan whose deadline has not passed and which passes its own structural check. */
+function checkedPlan(plan: DispatchPlan, now: number): DispatchPlan {
   // The request's life (or its caller's) ran out before it was even planned.
-  if (plan.deadlineAt <= input.now) throw new GatewayError("deadline_exceeded", "The request deadline passed.");
-  const problems = validatePlan(plan, input.now);
+  if (plan.deadlineAt <= now) throw new GatewayError("deadline_exceeded", "The request deadline passed.");
+  const problems = validatePlan(plan, now);
   if (problems.length > 0) throw new GatewayError("internal_error", "The gateway could not plan this request.", { cause: problems });
   return plan;
 }

@@ -4,7 +4,7 @@ import type { AbortReason } from "../context/request-context.ts";
 import { requestTrace } from "../context/trace-context.ts";
 import type { McpIngress, McpReply } from "../kinds/mcp/mcp-api.ts";
 import { McpTurn } from "../kinds/mcp/mcp-turn.ts";
-import type { Ingress } from "../kinds/model-api.ts";
+import type { Ingress } from "../kinds/model/model-api.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import { Runner } from "./runner.ts";
 import { RequestSession } from "./session.ts";

@@ -1,7 +1,8 @@
 import type { AbortReason } from "../context/request-context.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import type { GatewayError } from "../errors/gateway-error.ts";
-import type { Reply, SubcallRequest } from "../kinds/model-api.ts";
+import type { EmbeddingSubcall, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
+import type { NeutralEmbeddingResponse } from "../protocol/embeddings.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 
 /** Answer without calling a backend (a refusal, a protocol error). The request has ended. */
@@ -14,7 +15,8 @@ export interface ImmediateAction {
 export interface DispatchAction {
   readonly kind: "dispatch";
   readonly plan: DispatchPlan;
-  readonly request: NeutralRequest;
+  /** A chat's neutral request (an embeddings request shows none). */
+  readonly request: NeutralRequest | undefined;
 }
 
 export type Action = ImmediateAction | DispatchAction;
@@ -49,7 +51,13 @@ export type SubcallResult =
  */
 export interface ModelExecutor {
   call(sub: SubcallRequest): Promise<SubcallResult>;
+  /** The gateway's own embedding on the request's behalf (a similarity signal); valid once the request is authenticated. */
+  embed(sub: EmbeddingSubcall): Promise<EmbeddingResult>;
 }
+
+export type EmbeddingResult =
+  | { readonly ok: true; readonly requestId: string; readonly response: NeutralEmbeddingResponse; readonly attempts: readonly string[] }
+  | { readonly ok: false; readonly requestId: string; readonly error: GatewayError; readonly attempts: readonly string[] };
 
 /** A model the caller may use, for `GET /v1/models`. */
 export interface ListedModel {

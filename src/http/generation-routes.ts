@@ -1,8 +1,10 @@
 import type { ProtocolId } from "../protocol/codec.ts";
+import type { ModelOperation } from "../publication/compile-publication.ts";
 
-/** The public generation endpoints: path → the protocol its clients speak. */
-export const GENERATION_ROUTES: readonly { readonly path: string; readonly protocol: ProtocolId }[] = [
-  { path: "/v1/chat/completions", protocol: "openai-chat" },
-  { path: "/v1/responses", protocol: "openai-responses" },
-  { path: "/v1/messages", protocol: "anthropic-messages" },
+/** The public model endpoints: path → the protocol its clients speak, and what they ask for. */
+export const GENERATION_ROUTES: readonly { readonly path: string; readonly protocol: ProtocolId; readonly operation: ModelOperation }[] = [
+  { path: "/v1/chat/completions", protocol: "openai-chat", operation: "chat" },
+  { path: "/v1/responses", protocol: "openai-responses", operation: "chat" },
+  { path: "/v1/messages", protocol: "anthropic-messages", operation: "chat" },
+  { path: "/v1/embeddings", protocol: "openai-chat", operation: "embeddings" },
 ];

@@ -4,9 +4,10 @@ import { TASK_BUDGET_HEADER } from "../reserve/task-scope.ts";
 import { parseCallBudget } from "../call-budget/attempt-budget-client.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
 import type { Session } from "../engine/session-api.ts";
-import type { ReplyMeta } from "../kinds/model-api.ts";
+import type { ReplyMeta } from "../kinds/model/model-api.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
+import type { ModelOperation } from "../publication/compile-publication.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
@@ -15,6 +16,8 @@ import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 export interface GenerationInput {
   readonly request: Request;
   readonly protocol: ProtocolId;
+  /** What the route serves: a chat (the generation APIs) or embeddings. */
+  readonly operation?: ModelOperation | undefined;
   readonly requestId: string;
   readonly receivedAt: number;
   /** Keeps the isolate alive for work after the response (settlements, breaker reports). */
@@ -84,6 +87,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     requestId,
     receivedAt: input.receivedAt,
     protocol,
+    operation: input.operation,
     apiKey: presentedKey(request.headers),
     readBody: () => readJsonBody(request, limits),
     trustedHeaders: trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders),

@@ -79,6 +79,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
       handleGeneration(c.get("runtime"), {
         request: c.req.raw,
         protocol: route.protocol,
+        operation: route.operation,
         requestId: c.get("requestId"),
         receivedAt: c.get("receivedAt"),
         waitUntil: (p) => c.executionCtx.waitUntil(p),

@@ -1,8 +1,7 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { DispatchPlan, PlannedModel } from "../decide/dispatch-plan.ts";
-import type { CodecRegistry } from "../protocol/codec.ts";
-import { requestFeatures, type RequestFeature } from "../protocol/features.ts";
-import type { NeutralRequest } from "../protocol/neutral.ts";
+import type { Codec, CodecRegistry } from "../protocol/codec.ts";
+import type { RequestFeature } from "../protocol/features.ts";
 import type { PinnedMember, PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { SelectableBackend, SelectionContext } from "../traffic/selector.ts";
 
@@ -32,8 +31,14 @@ export interface Choice {
  * every request feature the revision does not allow dropping. Throws the client-facing reason when
  * NO model has any eligible member (a feature or capability gap, else no backend at all).
  */
-export function eligibleCandidates(plan: DispatchPlan, request: NeutralRequest, snapshot: PinnedSnapshot, codecs: CodecRegistry): ModelCandidates[] {
-  const features = requestFeatures(request);
+export function eligibleCandidates(
+  plan: DispatchPlan,
+  features: readonly RequestFeature[],
+  snapshot: PinnedSnapshot,
+  codecs: CodecRegistry,
+  /** Whether a protocol can carry this kind of request at all (an embeddings wire, for embeddings). */
+  serves: (codec: Codec) => boolean,
+): ModelCandidates[] {
   let capabilityGap: string[] | undefined;
   let featureGap: RequestFeature | undefined;
   const out: ModelCandidates[] = [];
@@ -44,7 +49,7 @@ export function eligibleCandidates(plan: DispatchPlan, request: NeutralRequest, 
       const drops = new Map<string, RequestFeature[]>();
       const members = pool.members.filter((m) => {
         const codec = codecs.get(m.backend.protocol);
-        if (!codec) return false;
+        if (!codec || !serves(codec)) return false;
         const missing = model.requires.filter((c) => !m.backend.capabilities.includes(c));
         if (missing.length > 0) {
           capabilityGap ??= missing;

@@ -7,8 +7,9 @@ import type { Clock } from "../deps/clock.ts";
 import type { Rng } from "../deps/rng.ts";
 import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
-import type { RequestFeature } from "../protocol/features.ts";
+import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import type { NeutralEmbeddingRequest, NeutralEmbeddingResponse } from "../protocol/embeddings.ts";
+import { requestFeatures, type RequestFeature } from "../protocol/features.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { BreakerGate } from "../traffic/breaker-cache.ts";
@@ -19,11 +20,11 @@ import type { Selector } from "../traffic/selector.ts";
 import { createSelector } from "../traffic/selectors/index.ts";
 import type { AttemptCharger } from "../reserve/request-charges.ts";
 import { breakerReport } from "./breaker-outcome.ts";
-import { eligibleCandidates, nextChoice, pickWith, type Choice } from "./candidates.ts";
+import { eligibleCandidates, nextChoice, pickWith, type Choice, type ModelCandidates } from "./candidates.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
-import { prepareAttempt, sendAttempt } from "./upstream-attempt.ts";
+import { encodeChat, encodeEmbeddings, prepareAttempt, readChat, readEmbeddings, sendAttempt, type AnswerReader } from "./upstream-attempt.ts";
 
 /** What the invoke phase hands the executor for one request. */
 export interface InvocationContext {
@@ -75,6 +76,17 @@ export type Execution =
     }
   | { readonly ok: false; readonly error: GatewayError };
 
+/** The outcome of an embeddings request's invoke phase: the vectors, or the error. */
+export type EmbeddingExecution =
+  | { readonly ok: true; readonly response: NeutralEmbeddingResponse; readonly headers: Readonly<Record<string, string>> }
+  | { readonly ok: false; readonly error: GatewayError };
+
+/** What one kind of model operation does per attempt: build the backend's request, read its answer. */
+interface AttemptOperation<S> {
+  readonly encode: (codec: Codec, choice: Choice) => { readonly path: string; readonly body: unknown };
+  readonly read: (choice: Choice, codec: Codec) => AnswerReader<S>;
+}
+
 export interface ExecutorDeps {
   readonly codecs: CodecRegistry;
   readonly credentials: CredentialSource;
@@ -92,6 +104,15 @@ export interface ExecutorDeps {
   readonly preconnect?: ((hostname: string, port: number, signal: AbortSignal) => Promise<boolean>) | undefined;
   /** The egress guard's policy, checked on each attempt's address (see upstream-attempt.ts). */
   readonly egress?: EgressPolicy | undefined;
+}
+
+/**
+ * Refusals (candidates, budgets) and aborts (checkpoints) arrive as GatewayErrors and become the
+ * operation's failure; anything else is a bug the engine reports as such.
+ */
+function refusalOf(err: unknown): { readonly ok: false; readonly error: GatewayError } {
+  if (err instanceof GatewayError) return { ok: false, error: err };
+  throw err;
 }
 
 /** A selector per (snapshot digest, pool): state such as round-robin position lives per pool. */
@@ -149,22 +170,45 @@ export class GatewayExecutor {
     this.#deps = deps;
   }
 
-  /** Never rejects for a refusal or an upstream failure: those are `{ ok: false }` results. */
+  /** A chat request. Never rejects for a refusal or an upstream failure: those are `{ ok: false }` results. */
   async execute(plan: DispatchPlan, request: NeutralRequest, ctx: InvocationContext): Promise<Execution> {
     try {
-      return await this.#execute(plan, request, ctx);
+      const candidates = eligibleCandidates(plan, requestFeatures(request), ctx.snapshot, this.#deps.codecs, () => true);
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeChat(request), read: (choice, codec) => readChat(choice, plan.stream, codec) });
+      if (!done.ok) return done;
+      const { success, choice, attempt } = done;
+      return success.kind === "buffered"
+        ? { ok: true, kind: "buffered", response: success.response, downgraded: choice.drop, headers: success.headers }
+        : { ok: true, kind: "stream", body: success.body, decoder: success.decoder, attempt, downgraded: choice.drop, headers: success.headers };
     } catch (err) {
-      // Refusals (candidates, budgets) and aborts (checkpoints) arrive as GatewayErrors; anything
-      // else is a bug the engine reports as such.
-      if (err instanceof GatewayError) return { ok: false, error: err };
-      throw err;
+      return refusalOf(err);
     }
   }
 
-  async #execute(plan: DispatchPlan, request: NeutralRequest, ctx: InvocationContext): Promise<Execution> {
+  /**
+   * An embeddings request, on backends whose protocol has an embeddings wire (and which declare
+   * `embeddings`, as the plan requires). The same attempts, evidence, retries, breakers and
+   * budgets as chat; never streamed. Never rejects for a refusal or an upstream failure.
+   */
+  async embed(plan: DispatchPlan, request: NeutralEmbeddingRequest, ctx: InvocationContext): Promise<EmbeddingExecution> {
+    try {
+      const candidates = eligibleCandidates(plan, [], ctx.snapshot, this.#deps.codecs, (codec) => codec.embeddings !== undefined);
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeEmbeddings(request), read: (choice, codec) => readEmbeddings(choice, codec, request.inputs.length) });
+      return done.ok ? { ok: true, response: done.success.response, headers: done.success.headers } : done;
+    } catch (err) {
+      return refusalOf(err);
+    }
+  }
+
+  /** The attempts of one request, for any operation: select → take the holds → send → the one retry decision. */
+  async #attempts<S>(
+    plan: DispatchPlan,
+    ctx: InvocationContext,
+    candidates: ModelCandidates[],
+    op: AttemptOperation<S>,
+  ): Promise<{ readonly ok: true; readonly success: S; readonly choice: Choice; readonly attempt: AttemptScope } | { readonly ok: false; readonly error: GatewayError }> {
     const { clock } = this.#deps;
     const req = ctx.request;
-    const candidates = eligibleCandidates(plan, request, ctx.snapshot, this.#deps.codecs);
     const gate = ctx.breakers;
     const health = ctx.health;
     if (health) {
@@ -225,7 +269,7 @@ export class GatewayExecutor {
         // neutral outcome only returns the permit.
         attempt.own("breaker_report", (a) => gate.report(backendId, breakerReport(a), permit));
       }
-      const prepared = prepareAttempt(this.#deps, plan, request, choice, attempt);
+      const prepared = prepareAttempt(this.#deps, plan, choice, attempt, op.encode);
       if ("error" in prepared) {
         // A configuration refusal: nothing reserved, nothing sent.
         const next = this.#afterFailure(plan, req, prepared.evidence);
@@ -256,12 +300,8 @@ export class GatewayExecutor {
         req.checkpoint();
         return { ok: false, error: new GatewayError("client_closed", "The request ended before its attempt was sent.") };
       }
-      const result = await sendAttempt(this.#deps, plan, req, choice, attempt, prepared);
-      if (result.ok) {
-        return result.success.kind === "buffered"
-          ? { ok: true, kind: "buffered", response: result.success.response, downgraded: choice.drop, headers: result.success.headers }
-          : { ok: true, kind: "stream", body: result.success.body, decoder: result.success.decoder, attempt, downgraded: choice.drop, headers: result.success.headers };
-      }
+      const result = await sendAttempt(this.#deps, req, choice, attempt, prepared, op.read(choice, prepared.codec));
+      if (result.ok) return { ok: true, success: result.success, choice, attempt };
       const next = this.#afterFailure(plan, req, result.evidence);
       if (next === undefined) return { ok: false, error: result.error };
       lastError = result.error;

@@ -9,6 +9,7 @@ import { passedResponseHeaders } from "../egress/response-headers.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import { withoutFeatures } from "../protocol/features.ts";
+import type { NeutralEmbeddingRequest, NeutralEmbeddingResponse } from "../protocol/embeddings.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { Choice } from "./candidates.ts";
@@ -39,7 +40,7 @@ export interface AttemptDeps {
   readonly egress?: EgressPolicy | undefined;
 }
 
-/** A successful attempt: the provider answered 2xx with a readable body or a stream. */
+/** A successful chat attempt: the provider answered 2xx with a readable body or a stream. */
 export type AttemptSuccess = (
   | { readonly kind: "buffered"; readonly response: NeutralResponse }
   | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array>; readonly decoder: StreamDecoder }
@@ -48,6 +49,12 @@ export type AttemptSuccess = (
   readonly headers: Readonly<Record<string, string>>;
 };
 
+/** A successful embeddings attempt: the vectors, and the provider headers passed on. */
+export interface EmbeddingSuccess {
+  readonly response: NeutralEmbeddingResponse;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
 /** A failed attempt: the error the client would see and the evidence the retry policy reads. */
 export interface AttemptFailure {
   readonly ok: false;
@@ -55,7 +62,14 @@ export interface AttemptFailure {
   readonly evidence: Evidence;
 }
 
-export type AttemptResult = { readonly ok: true; readonly success: AttemptSuccess } | AttemptFailure;
+export type AttemptResult<S = AttemptSuccess> = { readonly ok: true; readonly success: S } | AttemptFailure;
+
+/**
+ * Reads a 2xx provider answer into an operation's result, ending the attempt (a stream's attempt
+ * stays open: the respond phase ends it with the stream). `aborted` classifies a read that failed
+ * because the request or the attempt's own limit stopped it.
+ */
+export type AnswerReader<S> = (res: Response, attempt: AttemptScope, aborted: (err: unknown) => AttemptFailure | undefined) => Promise<AttemptResult<S>>;
 
 /** The request as this backend will receive it, built before anything is reserved for it. */
 export interface PreparedAttempt {
@@ -106,8 +120,15 @@ function egressVerdict(baseUrl: string, policy: EgressPolicy): EgressVerdict {
  * Nothing is sent, so a refusal here is known-zero; the attempt is ended and listed (it names a
  * configuration problem an operator must see).
  */
-export function prepareAttempt(deps: AttemptDeps, plan: DispatchPlan, original: NeutralRequest, choice: Choice, attempt: AttemptScope): PreparedAttempt | AttemptFailure {
-  const { member, drop } = choice;
+export function prepareAttempt(
+  deps: AttemptDeps,
+  plan: DispatchPlan,
+  choice: Choice,
+  attempt: AttemptScope,
+  /** The operation's path and body in the backend's protocol; throws the encoder's refusal. */
+  encode: (codec: Codec, choice: Choice) => { readonly path: string; readonly body: unknown },
+): PreparedAttempt | AttemptFailure {
+  const { member } = choice;
   const backend = member.backend;
   const codec = deps.codecs.get(backend.protocol)!;
   if (deps.egress) {
@@ -141,9 +162,8 @@ export function prepareAttempt(deps: AttemptDeps, plan: DispatchPlan, original: 
     else headers.set("x-api-key", secret);
   }
   try {
-    const request = withoutFeatures(original, new Set(drop));
-    const body = JSON.stringify(codec.encodeRequest(request, member.model, { streamUsage: backend.capabilities.includes("stream-usage") }));
-    return { codec, url: `${backend.baseUrl}${codec.upstreamPath}`, headers, body };
+    const encoded = encode(codec, choice);
+    return { codec, url: `${backend.baseUrl}${encoded.path}`, headers, body: JSON.stringify(encoded.body) };
   } catch (err) {
     // The backend's protocol cannot express this request (an encoder refusal). `connect_failed`:
     // it never reached the backend, so its breaker hears nothing against it.
@@ -157,7 +177,7 @@ export function prepareAttempt(deps: AttemptDeps, plan: DispatchPlan, original: 
  * client would see together with the evidence the retry policy reads, and the attempt is ended
  * (a stream's attempt stays open: the respond phase ends it with the stream).
  */
-export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request: RequestContext, choice: Choice, attempt: AttemptScope, prepared: PreparedAttempt): Promise<AttemptResult> {
+export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext, choice: Choice, attempt: AttemptScope, prepared: PreparedAttempt, read: AnswerReader<S>): Promise<AttemptResult<S>> {
   const { clock } = deps;
   const { member } = choice;
   const backend = member.backend;
@@ -232,21 +252,85 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
     const after = retryAfterSeconds(res.headers.get("retry-after"), clock.now());
     return failed(attempt, errorFromUpstreamStatus(res.status, after, detail), evidenceFromStatus(res.status, prepared.codec.rejectedBeforeProcessing, after), "upstream_status");
   }
-  const contentType = res.headers.get("content-type") ?? "";
-  if (plan.stream) {
-    if (!contentType.includes("text/event-stream") || !res.body) {
-      res.body?.cancel().catch(() => {});
-      return failed(attempt, new GatewayError("upstream_protocol_error", "The model provider did not answer with a stream."), { class: "unknown", reason: "protocol_error" }, "protocol_error");
-    }
-    a.evidence = { class: "success", reason: "ok", status: res.status };
-    return { ok: true, success: { kind: "stream", body: res.body, decoder: prepared.codec.createStreamDecoder(), headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
-  }
+  return await read(res, attempt, (err) => (signal.aborted ? aborted(err) : undefined));
+}
 
-  let json: unknown;
+/** The request as a chat backend receives it: the features it cannot carry dropped (allowed by the revision's downgrades). */
+export function encodeChat(request: NeutralRequest): (codec: Codec, choice: Choice) => { readonly path: string; readonly body: unknown } {
+  return (codec, choice) => ({
+    path: codec.upstreamPath,
+    body: codec.encodeRequest(withoutFeatures(request, new Set(choice.drop)), choice.member.model, { streamUsage: choice.member.backend.capabilities.includes("stream-usage") }),
+  });
+}
+
+/** The request as an embeddings backend receives it (its protocol's embeddings wire). */
+export function encodeEmbeddings(request: NeutralEmbeddingRequest): (codec: Codec, choice: Choice) => { readonly path: string; readonly body: unknown } {
+  return (codec, choice) => {
+    const wire = codec.embeddings;
+    if (wire === undefined) throw new GatewayError("internal_error", "The backend's protocol has no embeddings wire.");
+    return { path: wire.upstreamPath, body: wire.encodeRequest(request, choice.member.model) };
+  };
+}
+
+/** A chat answer: a stream handed on open, or a buffered body decoded once into a neutral response. */
+export function readChat(choice: Choice, stream: boolean, codec: Codec): AnswerReader<AttemptSuccess> {
+  const backend = choice.member.backend;
+  return async (res, attempt, aborted) => {
+    const a = attempt.record;
+    const contentType = res.headers.get("content-type") ?? "";
+    if (stream) {
+      if (!contentType.includes("text/event-stream") || !res.body) {
+        res.body?.cancel().catch(() => {});
+        return failed(attempt, new GatewayError("upstream_protocol_error", "The model provider did not answer with a stream."), { class: "unknown", reason: "protocol_error" }, "protocol_error");
+      }
+      a.evidence = { class: "success", reason: "ok", status: res.status };
+      return { ok: true, success: { kind: "stream", body: res.body, decoder: codec.createStreamDecoder(), headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
+    }
+    const json = await readJson(res, attempt, aborted);
+    if ("ok" in json) return json;
+    let response: NeutralResponse;
+    try {
+      response = codec.decodeResponse(json.value);
+    } catch (err) {
+      return unreadable(attempt, err);
+    }
+    a.stopReason = response.stopReason;
+    for (const call of response.toolCalls) noteProposedToolCall(a, call.name);
+    if (response.usage) a.usage = response.usage;
+    a.outputChars = response.text.length + (response.reasoning ?? []).reduce((n, r) => n + r.text.length, 0) + response.toolCalls.reduce((n, c) => n + c.arguments.length, 0);
+    a.evidence = { class: "success", reason: "ok", status: res.status };
+    attempt.finish("success");
+    return { ok: true, success: { kind: "buffered", response, headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
+  };
+}
+
+/** An embeddings answer: one vector per input, its input tokens as the attempt's usage (none: unknown). */
+export function readEmbeddings(choice: Choice, codec: Codec, inputs: number): AnswerReader<EmbeddingSuccess> {
+  const backend = choice.member.backend;
+  return async (res, attempt, aborted) => {
+    const json = await readJson(res, attempt, aborted);
+    if ("ok" in json) return json;
+    let response: NeutralEmbeddingResponse;
+    try {
+      response = codec.embeddings!.decodeResponse(json.value, inputs);
+    } catch (err) {
+      return unreadable(attempt, err);
+    }
+    const a = attempt.record;
+    if (response.inputTokens !== undefined) a.usage = { inputTokens: response.inputTokens, outputTokens: 0, source: "provider" };
+    a.evidence = { class: "success", reason: "ok", status: res.status };
+    attempt.finish("success");
+    return { ok: true, success: { response, headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
+  };
+}
+
+/** The answer's JSON body, or the attempt's failure (an aborted read says why). */
+async function readJson(res: Response, attempt: AttemptScope, aborted: (err: unknown) => AttemptFailure | undefined): Promise<{ readonly value: unknown } | AttemptFailure> {
   try {
-    json = await readUpstreamJson(res);
+    return { value: await readUpstreamJson(res) };
   } catch (err) {
-    if (signal.aborted) return aborted(err);
+    const stopped = aborted(err);
+    if (stopped) return stopped;
     return failed(
       attempt,
       err instanceof GatewayError ? err : new GatewayError("upstream_protocol_error", "The model provider returned an unreadable response.", { cause: err }),
@@ -254,18 +338,10 @@ export async function sendAttempt(deps: AttemptDeps, plan: DispatchPlan, request
       "protocol_error",
     );
   }
-  let response: NeutralResponse;
-  try {
-    response = prepared.codec.decodeResponse(json);
-  } catch (err) {
-    const error = err instanceof GatewayError ? err : new GatewayError("upstream_protocol_error", "The model provider returned an unreadable response.", { cause: err });
-    return failed(attempt, error, { class: "unknown", reason: "protocol_error" }, "protocol_error");
-  }
-  a.stopReason = response.stopReason;
-  for (const call of response.toolCalls) noteProposedToolCall(a, call.name);
-  if (response.usage) a.usage = response.usage;
-  a.outputChars = response.text.length + (response.reasoning ?? []).reduce((n, r) => n + r.text.length, 0) + response.toolCalls.reduce((n, c) => n + c.arguments.length, 0);
-  a.evidence = { class: "success", reason: "ok", status: res.status };
-  attempt.finish("success");
-  return { ok: true, success: { kind: "buffered", response, headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
+}
+
+/** A body the provider's protocol cannot read: it may have done the work, so unknown. */
+function unreadable(attempt: AttemptScope, err: unknown): AttemptFailure {
+  const error = err instanceof GatewayError ? err : new GatewayError("upstream_protocol_error", "The model provider returned an unreadable response.", { cause: err });
+  return failed(attempt, error, { class: "unknown", reason: "protocol_error" }, "protocol_error");
 }

@@ -1,3 +1,4 @@
+import type { EmbeddingsCodec } from "./embeddings.ts";
 import type { RequestFeature } from "./features.ts";
 import type { NeutralEvent, NeutralRequest, NeutralResponse } from "./neutral.ts";
 
@@ -67,6 +68,8 @@ export interface Codec {
   decodeResponse(body: unknown): NeutralResponse;
   /** Backend side: a stream decoder for one upstream stream. */
   createStreamDecoder(): StreamDecoder;
+  /** The protocol's embeddings wire, when its providers serve embeddings (a backend must still declare `embeddings`). */
+  readonly embeddings?: EmbeddingsCodec | undefined;
 }
 
 /** Backend facts the request encoder needs. */

@@ -24,10 +24,14 @@ export interface CompiledRoute {
   readonly tiers: readonly (readonly string[])[];
 }
 
+/** What a model entrypoint serves: chat (every generation API) or embeddings (`POST /v1/embeddings`). */
+export type ModelOperation = "chat" | "embeddings";
+
 /** A public model name clients send, with its rules, tiers, retry bound and budget policy. */
 export interface CompiledEntrypoint {
   readonly name: string;
   readonly description: string | undefined;
+  readonly operation: ModelOperation;
   readonly routes: readonly CompiledRoute[];
   readonly defaultTiers: readonly (readonly string[])[];
   readonly maxAttempts: number;
@@ -114,6 +118,7 @@ function compileEntrypoint(ep: EntrypointConfig, budgets: BudgetPolicy): Compile
   return {
     name: ep.name,
     description: ep.description,
+    operation: ep.operation,
     routes: ep.routes.map((r) => ({ name: r.name, when: compileCondition(r.when), tiers: r.models })),
     defaultTiers: ep.default,
     maxAttempts: ep.retry.maxAttempts,

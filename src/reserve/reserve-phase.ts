@@ -3,6 +3,7 @@ import type { ConsumeResult } from "../call-budget/attempt-budget.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { estimatePromptTokens } from "../decide/request-facts.ts";
 import type { BudgetLedgerClient } from "../ledger/ledger-client.ts";
+import { embeddingTokenBound, type EmbeddingInput } from "../protocol/embeddings.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
 import type { CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
 import type { PrincipalBudget } from "../publication/budgets.ts";
@@ -24,8 +25,6 @@ export interface ReserveDeps {
 
 /** One request's charging, ready for its attempts. */
 export interface RequestCharges {
-  /** The request as every attempt sends it (with an injected output cap when one was needed). */
-  readonly request: NeutralRequest;
   /** Per-attempt ledger reservations, when the caller's tenant keeps budgets. */
   readonly billing: RequestBilling | undefined;
   readonly budget: PrincipalBudget | undefined;
@@ -37,12 +36,40 @@ export interface RequestCharges {
   readonly task: ScopeRef | undefined;
 }
 
+/** How large a request's attempts can be, for their worst-case reservations. */
+export interface Sizing {
+  /** Upper bound on the request's input tokens. */
+  readonly inputBound: number;
+  /** Typical estimate of its input tokens, recorded when an attempt's usage is unknown. */
+  readonly inputEstimate: () => number;
+  /** The output cap every attempt is sent with (0: the operation produces no tokens). */
+  readonly outputCap: number;
+  /** The cap the gateway set because the request had none, if it did. */
+  readonly injectedCap: number | undefined;
+}
+
 /**
- * The reserve phase, before the request's attempts: when the caller's tenant keeps a ledger, the
- * request gets an output cap (injected when it set none) so every attempt's worst case is bounded
- * and priced; each attempt then reserves that worst case right before it is sent (see
- * request-charges.ts). The caller's call budget is keyed by tenant, so two tenants choosing the
- * same call id never share one.
+ * A budgeted chat request's sizing, and the request as every attempt sends it: it gets an output
+ * cap (injected when it set none) so every attempt's worst case is bounded and priced.
+ */
+export function chatSizing(request: NeutralRequest, ep: CompiledEntrypoint): { readonly sizing: Sizing; readonly request: NeutralRequest } {
+  const cap = outputCap(request, ep.budget.defaultMaxOutputTokens);
+  const sent = cap.injected ? { ...request, maxOutputTokens: cap.cap } : request;
+  return { sizing: { inputBound: inputTokenBound(sent), inputEstimate: () => estimatePromptTokens(sent), outputCap: cap.cap, injectedCap: cap.injected ? cap.cap : undefined }, request: sent };
+}
+
+/** An embeddings request's sizing: its inputs bound its tokens, and it produces none. */
+export function embeddingSizing(inputs: readonly EmbeddingInput[]): Sizing {
+  const bound = embeddingTokenBound(inputs);
+  // About four bytes a token: the estimate recorded beside an unknown settlement.
+  return { inputBound: bound, inputEstimate: () => Math.ceil(bound / 4), outputCap: 0, injectedCap: undefined };
+}
+
+/**
+ * The reserve phase, before the request's attempts: the task scope, the caller's call budget and,
+ * when the caller's tenant keeps a ledger, the charger through which each attempt reserves its
+ * priced worst case right before it is sent (see request-charges.ts). The caller's call budget is
+ * keyed by tenant, so two tenants choosing the same call id never share one.
  */
 export async function prepareCharges(
   deps: ReserveDeps,
@@ -50,7 +77,8 @@ export async function prepareCharges(
   ep: CompiledEntrypoint,
   ctx: RequestContext,
   principal: Principal,
-  request: NeutralRequest,
+  /** Sizes the request; asked only when the caller's tenant keeps a ledger. */
+  size: () => Sizing,
   trustedHeaders: ReadonlyMap<string, string>,
   call: CallBudget | undefined,
   taskBudgetHeader?: string,
@@ -58,11 +86,10 @@ export async function prepareCharges(
   const callBudget = call === undefined ? undefined : () => deps.callBudgets.consume(`${principal.tenantId}:${call.callId}`, { initialBudget: call.budget, deadlineAt: call.deadlineAt });
   const task = await governTask(deps.tasks, publication, ctx, principal, trustedHeaders, ep.name, taskBudgetHeader);
   const base = publication.budgets.forPrincipal(principal, trustedHeaders);
-  if (!base) return { request, billing: undefined, budget: undefined, callBudget, injectedCap: undefined, task: undefined };
+  if (!base) return { billing: undefined, budget: undefined, callBudget, injectedCap: undefined, task: undefined };
   // The task is the narrowest scope: reserved in the same transaction as the rest of the path.
   const budget = task ? { ...base, scopes: [...base.scopes, task] } : base;
-  const cap = outputCap(request, ep.budget.defaultMaxOutputTokens);
-  const sent = cap.injected ? { ...request, maxOutputTokens: cap.cap } : request;
+  const sizing = size();
   const billing = new RequestBilling({
     ledger: deps.ledger,
     budget,
@@ -70,11 +97,11 @@ export async function prepareCharges(
     price: publication.budgets.price,
     currency: publication.budgets.currency,
     requestId: ctx.requestId,
-    inputBound: inputTokenBound(sent),
-    inputEstimate: () => estimatePromptTokens(sent),
-    outputCap: cap.cap,
+    inputBound: sizing.inputBound,
+    inputEstimate: sizing.inputEstimate,
+    outputCap: sizing.outputCap,
     waitUntil: ctx.waitUntil,
     log: deps.log,
   });
-  return { request: sent, billing, budget, callBudget, injectedCap: cap.injected ? cap.cap : undefined, task };
+  return { billing, budget, callBudget, injectedCap: sizing.injectedCap, task };
 }

@@ -94,7 +94,7 @@ function chatAnswer(body: any): Answer {
   };
 }
 
-const CAPS = ["chat", "streaming", "stream-usage", "tools", "images", "json-schema"];
+const CAPS = ["chat", "streaming", "stream-usage", "tools", "images", "json-schema", "embeddings"];
 
 const chat = (gw: RunningGateway, model: string, extra: Record<string, string> = {}, stream = false) =>
   fetch(`${gw.publicUrl}/v1/chat/completions`, {
@@ -123,6 +123,7 @@ describe("a gateway between fake providers", () => {
       pools: [
         { name: "sim-small", members: [{ backend: "prov", model: "small-upstream" }] },
         { name: "sim-large", members: [{ backend: "redir", model: "large-upstream" }] },
+        { name: "sim-embed", members: [{ backend: "prov", model: "embed-upstream" }] },
       ],
     };
     // x-sluice-tier is not trusted here, so no route may read it.

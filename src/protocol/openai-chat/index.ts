@@ -1,4 +1,5 @@
 import type { Codec } from "../codec.ts";
+import { openAiEmbeddingsCodec } from "../openai-embeddings/index.ts";
 import type { RequestFeature } from "../features.ts";
 import { decodeChatRequest } from "./decode-request.ts";
 import { encodeChatRequest } from "./encode-request.ts";
@@ -69,5 +70,6 @@ export const openAiChatCodec: Codec = {
   upstreamPath: "/chat/completions",
   encodeRequest: encodeChatRequest,
   decodeResponse: decodeChatResponse,
+  embeddings: openAiEmbeddingsCodec,
   createStreamDecoder: createChatStreamDecoder,
 };

@@ -1,4 +1,5 @@
 import type { Codec } from "../codec.ts";
+import { openAiEmbeddingsCodec } from "../openai-embeddings/index.ts";
 import type { RequestFeature } from "../features.ts";
 import { decodeResponsesRequest } from "./decode-request.ts";
 import { encodeResponsesRequest } from "./encode-request.ts";
@@ -70,5 +71,6 @@ export const openAiResponsesCodec: Codec = {
   upstreamPath: "/responses",
   encodeRequest: encodeResponsesRequest,
   decodeResponse: decodeResponsesResponse,
+  embeddings: openAiEmbeddingsCodec,
   createStreamDecoder: createResponsesStreamDecoder,
 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Action, DispatchAction } from "../../../src/engine/session-api.ts";
-import type { Ingress } from "../../../src/kinds/model-api.ts";
+import type { Ingress } from "../../../src/kinds/model/model-api.ts";
 import { validatePlan } from "../../../src/decide/dispatch-plan.ts";
 import { bundled, textsWith } from "../support/fixtures.ts";
 import { chat, DEMO_KEY, engineHarness, LIMITED_KEY } from "../support/engine-harness.ts";
@@ -115,7 +115,7 @@ describe("engine: authenticate → decode → authorize → decide", () => {
   });
 
   it("lists only the models a key may use", async () => {
-    expect((await engine.listModels(DEMO_KEY)).map((m) => m.id).sort()).toEqual(["sluice-chat", "sluice-large"]);
+    expect((await engine.listModels(DEMO_KEY)).map((m) => m.id).sort()).toEqual(["sluice-chat", "sluice-embed", "sluice-large"]);
     expect((await engine.listModels(LIMITED_KEY)).map((m) => m.id)).toEqual(["sluice-chat"]);
     await expect(engine.listModels("sk-nobody")).rejects.toMatchObject({ code: "invalid_api_key" });
   });

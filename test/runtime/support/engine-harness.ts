@@ -12,7 +12,7 @@ import type { Extensions } from "../../../src/engine/runner.ts";
 import type { McpDeps } from "../../../src/kinds/mcp/mcp-deps.ts";
 import { settleStep } from "../../../src/settle/settle-step.ts";
 import type { EngineDeps } from "../../../src/engine/engine-deps.ts";
-import type { Ingress } from "../../../src/kinds/model-api.ts";
+import type { Ingress } from "../../../src/kinds/model/model-api.ts";
 import { GatewayExecutor, type ExecutorDeps } from "../../../src/invoker/executor.ts";
 import { budgetLedgerClient } from "../../../src/ledger/ledger-client.ts";
 import type { CodecRegistry } from "../../../src/protocol/codec.ts";

@@ -1,10 +1,12 @@
-import type { Attribution } from "../attribution/attribution.ts";
-import type { Workload } from "../attribution/workload.ts";
-import type { CallBudget } from "../call-budget/attempt-budget-client.ts";
-import type { TraceParent } from "../context/trace-context.ts";
-import type { GatewayError } from "../errors/gateway-error.ts";
-import type { ProtocolId } from "../protocol/codec.ts";
-import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
+import type { Attribution } from "../../attribution/attribution.ts";
+import type { Workload } from "../../attribution/workload.ts";
+import type { CallBudget } from "../../call-budget/attempt-budget-client.ts";
+import type { TraceParent } from "../../context/trace-context.ts";
+import type { GatewayError } from "../../errors/gateway-error.ts";
+import type { ProtocolId } from "../../protocol/codec.ts";
+import type { EmbeddingInput, NeutralEmbeddingResponse } from "../../protocol/embeddings.ts";
+import type { NeutralRequest, NeutralResponse } from "../../protocol/neutral.ts";
+import type { ModelOperation } from "../../publication/compile-publication.ts";
 
 /** What a transport adapter hands the engine for one request: nothing transport-specific. */
 export interface Ingress {
@@ -13,6 +15,8 @@ export interface Ingress {
   readonly receivedAt: number;
   /** The wire protocol the client speaks: its request is decoded and its answer encoded with it. */
   readonly protocol: ProtocolId;
+  /** What the client asked for: a chat (the generation APIs) or embeddings (`POST /v1/embeddings`); chat when absent. */
+  readonly operation?: ModelOperation | undefined;
   /** The API key the client presented (never forwarded anywhere). */
   readonly apiKey: string | undefined;
   /** Reads the request body, bounded by the adapter's limits; called once, after authentication. */
@@ -59,9 +63,26 @@ export interface ReplyMeta {
 
 /** The answer, ready for the adapter to write. */
 export type Reply =
-  | { readonly kind: "buffered"; readonly response: NeutralResponse; /** The response in the client's protocol. */ readonly body: unknown; readonly meta: ReplyMeta }
+  | {
+      readonly kind: "buffered";
+      /** A chat's answer in neutral form (a sub-call reads it). */
+      readonly response?: NeutralResponse | undefined;
+      /** An embeddings request's vectors in neutral form (a signal reads them). */
+      readonly embeddings?: NeutralEmbeddingResponse | undefined;
+      /** The response in the client's protocol (undefined for an in-process caller). */
+      readonly body: unknown;
+      readonly meta: ReplyMeta;
+    }
   | { readonly kind: "stream"; /** Client-protocol SSE bytes; the request ends with this stream. */ readonly body: ReadableStream<Uint8Array>; readonly meta: ReplyMeta }
   | { readonly kind: "error"; readonly error: GatewayError; readonly meta: ReplyMeta };
+
+/** An embedding the gateway makes inside a request, for a similarity signal. */
+export interface EmbeddingSubcall {
+  /** The embeddings entrypoint the signal names. */
+  readonly model: string;
+  readonly inputs: readonly EmbeddingInput[];
+  readonly dimensions?: number | undefined;
+}
 
 /** A buffered model call made inside a request, e.g. by a looper step or MCP sampling. */
 export interface SubcallRequest {

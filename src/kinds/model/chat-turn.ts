@@ -1,0 +1,152 @@
+import type { AdmissionLease } from "../../admit/admission.ts";
+import type { RequestContext } from "../../context/request-context.ts";
+import { CONTENT_MARGIN } from "../../context/request-record.ts";
+import { planRequest } from "../../decide/decide.ts";
+import type { DispatchPlan } from "../../decide/dispatch-plan.ts";
+import { GatewayError } from "../../errors/gateway-error.ts";
+import type { Execution } from "../../invoker/executor.ts";
+import type { StreamEventChain } from "../../plugins/stream-event-chain.ts";
+import type { ResponseStamp } from "../../protocol/codec.ts";
+import { textOf } from "../../protocol/content-parts.ts";
+import type { NeutralRequest } from "../../protocol/neutral.ts";
+import type { CompiledEntrypoint } from "../../publication/compile-publication.ts";
+import type { Principal } from "../../publication/principal.ts";
+import { chatSizing, prepareCharges, type RequestCharges } from "../../reserve/reserve-phase.ts";
+import { respond } from "../../respond/respond.ts";
+import type { SignalSet } from "../../signals/signal-set.ts";
+import type { Subject } from "../../signals/subject.ts";
+import type { PinnedSnapshot } from "../../snapshot/pinned-snapshot.ts";
+import type { AdmissionKey, Early, KindTurn, Responded } from "../traffic-kind.ts";
+import type { Ingress, Reply, SubcallRequest } from "./model-api.ts";
+import { ModelCaller, type Inherited, type ModelKindDeps } from "./model-caller.ts";
+
+/**
+ * A chat request through the phases (the model kind's chat operation): an API request from the
+ * HTTP adapter, or a sub-call made inside another request (buffered, in neutral form).
+ */
+export class ChatTurn implements KindTurn<Reply> {
+  readonly kind = "model";
+  readonly #caller: ModelCaller;
+  readonly #sub: SubcallRequest | undefined;
+  #request: NeutralRequest | undefined;
+  #entrypoint: CompiledEntrypoint | undefined;
+  #plan: DispatchPlan | undefined;
+  /** The request's charging, once the reserve phase has run (the reply's budget facts come from it). */
+  #charges: RequestCharges | undefined;
+  #execution: Extract<Execution, { ok: true }> | undefined;
+  /** The client protocol's names of the fields dropped under declared downgrades. */
+  #downgraded: readonly string[] = [];
+
+  constructor(deps: ModelKindDeps, ctx: RequestContext, from: { readonly ingress: Ingress } | { readonly inherited: Inherited; readonly sub: SubcallRequest }, pin: () => Promise<PinnedSnapshot>) {
+    this.#caller = new ModelCaller(deps, ctx, from, pin);
+    this.#sub = "sub" in from ? from.sub : undefined;
+  }
+
+  /** Who the request is for: what sub-calls made on its behalf inherit. */
+  get caller(): ModelCaller {
+    return this.#caller;
+  }
+
+  /** Whether the decide phase made a plan (a sub-call needs a prepared parent). */
+  get prepared(): boolean {
+    return this.#plan !== undefined;
+  }
+
+  /** The plan and the request as decided (for the adapter's dispatch action). */
+  get decided(): { readonly plan: DispatchPlan; readonly request: NeutralRequest } {
+    return { plan: this.#plan!, request: this.#request! };
+  }
+
+  authenticate(): Promise<Principal> {
+    return this.#caller.authenticate();
+  }
+
+  async decode(): Promise<Early<Reply> | undefined> {
+    const caller = this.#caller;
+    const body = await caller.readIngress();
+    let request: NeutralRequest;
+    if (this.#sub) request = { ...this.#sub.request, model: this.#sub.model, stream: false, streamUsage: false };
+    else {
+      const protocol = caller.ingress!.protocol;
+      const codec = caller.deps.codecs.get(protocol);
+      if (!codec) throw new GatewayError("not_found", `Protocol '${protocol}' is not served.`);
+      request = codec.decodeRequest(body);
+    }
+    caller.ctx.record.stream = request.stream;
+    this.#request = request;
+    return undefined;
+  }
+
+  async authorize(): Promise<Early<Reply> | undefined> {
+    const request = this.#request!;
+    this.#entrypoint = this.#caller.authorize(request.model, "chat", () => request.messages.map((m) => `${m.role}: ${textOf(m.content)}`).join("\n"));
+    return undefined;
+  }
+
+  subject(): Subject | undefined {
+    return this.#request === undefined ? undefined : { kind: "model", request: this.#request };
+  }
+
+  async decide(signals: SignalSet): Promise<Early<Reply> | undefined> {
+    const { ctx, deps } = this.#caller;
+    const plan = planRequest(deps.publication, this.#entrypoint!, this.#request!, this.#caller.decisionInput(signals));
+    this.#plan = plan;
+    ctx.record.route = plan.route;
+    ctx.setDeadline(plan.deadlineAt);
+    return undefined;
+  }
+
+  amend(subject: Subject): void {
+    if (subject.kind === "model") this.#request = subject.request;
+  }
+
+  async reserve(): Promise<void> {
+    const caller = this.#caller;
+    const ep = this.#entrypoint!;
+    this.#charges = await prepareCharges(
+      caller.deps.reserve,
+      caller.deps.publication,
+      ep,
+      caller.ctx,
+      caller.principal!,
+      () => {
+        // A budgeted request is sent with an output cap (injected when it had none).
+        const sized = chatSizing(this.#request!, ep);
+        this.#request = sized.request;
+        return sized.sizing;
+      },
+      caller.trusted,
+      caller.callBudget,
+      caller.taskBudget,
+    );
+  }
+
+  admission(): AdmissionKey {
+    return { tenant: this.#caller.principal!.tenantId, model: this.#plan!.entrypoint };
+  }
+
+  async invoke(lease: AdmissionLease): Promise<void> {
+    const caller = this.#caller;
+    const execution = await caller.deps.invoker.execute(this.#plan!, this.#request!, await caller.invocation(this.#charges!, lease));
+    if (!execution.ok) throw execution.error;
+    this.#execution = execution;
+  }
+
+  respond(events: StreamEventChain | undefined): Responded<Reply> {
+    const { deps, ctx, ingress } = this.#caller;
+    const execution = this.#execution!;
+    const codec = ingress ? deps.codecs.get(ingress.protocol)! : undefined;
+    this.#downgraded = execution.downgraded.map((f) => codec?.paramName(f) ?? f);
+    const stamp: ResponseStamp = { id: ctx.requestId.slice(4), created: Math.floor(ctx.receivedAt / 1000), model: this.#plan!.entrypoint };
+    const answer = respond(execution, codec, stamp, this.#request!, deps, events);
+    const meta = this.#caller.replyMeta(this.#charges, this.#downgraded, execution.headers);
+    if (answer.kind === "stream") return { reply: { kind: "stream", body: answer.body, meta }, streaming: true };
+    const content = ctx.record.content;
+    if (content) content.completion = answer.response.text.slice(0, content.maxChars + CONTENT_MARGIN);
+    return { reply: { kind: "buffered", response: answer.response, body: answer.body, meta }, streaming: false };
+  }
+
+  failed(error: GatewayError): Reply {
+    return { kind: "error", error, meta: this.#caller.replyMeta(this.#charges, this.#downgraded) };
+  }
+}
