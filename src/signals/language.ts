@@ -10,9 +10,9 @@ const WINDOW = 16_384;
 const SAMPLE = 1_000;
 
 /**
- * Fewer letters than this is "too short": below it the detector's guesses on the sample set
- * were coin flips between close languages. CJK scripts carry a word in one or two characters,
- * hence the lower bar for them.
+ * Fewer letters than this is "too short": a word or two, which the detector mostly calls
+ * unreliable itself and often gets wrong ("Hello" scores as Italian). CJK scripts carry a word in
+ * one or two characters, hence the lower bar for them.
  */
 const MIN_LETTERS = 8;
 const MIN_LETTERS_CJK = 4;
@@ -23,7 +23,7 @@ const MIN_MARGIN = 0.01;
 /** Fenced code blocks (an unclosed fence runs to the end) and inline code spans. */
 const FENCED = /```[\s\S]*?(?:```|$)/g;
 const INLINE = /`[^`\n]*`/g;
-/** A token with a character that prose does not use, or a dot inside a word: code, paths, URLs, e-mail addresses, identifiers. */
+/** A token with a character that prose does not use, a dot inside a word, or a digit: code, paths, URLs, e-mail addresses, identifiers, numbers. */
 const CODE_TOKEN = /[=(){}[\]<>;\\/_$|@#]|\w\.\w|\d/;
 const LETTER = /\p{L}/gu;
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
@@ -31,8 +31,8 @@ const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hang
 /**
  * The prose of a prompt: its first {@link WINDOW} characters without code blocks, inline code
  * and code-like tokens. An identifier or a shell command is written the same in every language
- * and reads as English to an n-gram model, which misread half the code-mixed prompts of the
- * sample set before this.
+ * and reads as English to an n-gram model (see docs/signals-language.md for what that cost on
+ * a sample).
  */
 export function proseOf(text: string): string {
   const window = text.length > WINDOW ? text.slice(0, WINDOW) : text;
