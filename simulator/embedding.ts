@@ -6,7 +6,9 @@
  * (and, more weakly, spellings); nothing else moves a vector. See `docs/simulator.md`.
  */
 
-import { fnv1a } from "./generate.ts";
+import { fnv1a, withoutMarkers } from "./generate.ts";
+
+export { withoutMarkers };
 
 /** Length of a vector when the request does not ask for fewer `dimensions`. */
 export const EMBEDDING_DIMENSIONS = 256;
@@ -30,13 +32,6 @@ export const STOP_WORDS: ReadonlySet<string> = new Set([
   "their", "what", "which", "who", "how", "can", "could", "would", "should", "will", "please",
 ]);
 
-/** The simulator's own markers: control, not content, so they never move a vector. */
-const MARKER = /\[\[(?:sim\b|mod:)[^\]]*\]\]/g;
-
-/** Text without `[[sim …]]` directives and `[[mod:…]]` markers. */
-export function withoutMarkers(text: string): string {
-  return text.includes("[[") ? text.replace(MARKER, " ") : text;
-}
 
 /** Lower-cased words: maximal runs of letters and digits (any script). */
 export function words(text: string): string[] {

@@ -90,6 +90,21 @@ export function lastUserText(messages: readonly NeutralMessage[]): string {
   return "";
 }
 
+/** The simulator's own markers: control, not content, so they never move a vector or an echo. */
+const MARKER = /\[\[(?:sim\b|mod:)[^\]]*\]\]/g;
+
+/** Text without `[[sim …]]` directives and `[[mod:…]]` markers. */
+export function withoutMarkers(text: string): string {
+  return text.includes("[[") ? text.replace(MARKER, " ") : text;
+}
+
+/** The text in pieces of `size` characters (UTF-16 units), the last one shorter. */
+function echoTokens(text: string, size: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
 /** mulberry32: small, fast, good enough to pick words. */
 function prng(seed: number): () => number {
   let state = seed >>> 0;
@@ -217,9 +232,13 @@ export function generate(request: GenerationRequest, knobs: Knobs, seed: number,
     finish = pieces.length < full.length ? "length" : "tool";
     emitted = pieces.length;
   } else {
-    emitted = Math.min(knobs.tokens, budget);
-    finish = emitted < knobs.tokens ? "length" : "stop";
-    tokens = textTokens(seed, emitted, finish === "stop");
+    // An echo repeats the caller's own words (directives left out), cut where the knob says, so a
+    // test can put a chosen text, split at chosen places, into the answer.
+    const echo = knobs.echoChars > 0 ? echoTokens(withoutMarkers(lastUserText(request.messages)).trim(), knobs.echoChars) : undefined;
+    const wanted = echo?.length ?? knobs.tokens;
+    emitted = Math.min(wanted, budget);
+    finish = emitted < wanted ? "length" : "stop";
+    tokens = echo ? echo.slice(0, emitted) : textTokens(seed, emitted, finish === "stop");
     const stops = request.stopSequences ?? [];
     const hit = stops.length > 0 ? applyStopSequences(tokens, stops) : undefined;
     if (hit !== undefined) {

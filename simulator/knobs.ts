@@ -35,6 +35,7 @@ export const KNOB_NAMES = [
   "key",
   "only-model",
   "only-path",
+  "echo-chars",
 ] as const;
 
 /** A knob name. */
@@ -67,6 +68,8 @@ export interface Knobs {
   readonly onlyModel: string | undefined;
   /** Timing, status and fault only for requests on this path (e.g. `/v1/embeddings`). */
   readonly onlyPath: string | undefined;
+  /** Above 0: the answer repeats the last user message, in pieces of this many characters (one token each). */
+  readonly echoChars: number;
 }
 
 /** Knob values with nothing overridden. */
@@ -88,6 +91,7 @@ export const BASE_KNOBS: Knobs = {
   key: undefined,
   onlyModel: undefined,
   onlyPath: undefined,
+  echoChars: 0,
 };
 
 /** A knob name or value that cannot be used; reported as a 400. */
@@ -168,6 +172,9 @@ function applyKnob(target: Mutable<Partial<Knobs>>, name: string, raw: string): 
       return;
     case "times":
       target.times = int(name, raw, 0);
+      return;
+    case "echo-chars":
+      target.echoChars = int(name, raw, 0);
       return;
     case "key":
       target.key = word(name, raw);

@@ -77,6 +77,17 @@ describe("generate", () => {
     expect(out.usage?.completionTokens).toBe(0);
   });
 
+  it("echoes the last user message without its directives, in pieces of echo-chars characters", () => {
+    const text = "Mail [EMAIL_1] today [[sim echo-chars=3]]";
+    const out = generate(request({ messages: [{ role: "user", text: "earlier", media: 0 }, { role: "assistant", text: "ok", media: 0 }, { role: "user", text, media: 0 }], directiveText: text }), { ...BASE_KNOBS, echoChars: 3 }, 1, false);
+    expect(out.tokens).toEqual(["Mai", "l [", "EMA", "IL_", "1] ", "tod", "ay"]);
+    expect(out.finish).toBe("stop");
+    expect(out.usage?.completionTokens).toBe(7);
+    const capped = generate(request({ messages: [{ role: "user", text, media: 0 }], maxTokens: 2 }), { ...BASE_KNOBS, echoChars: 3 }, 1, false);
+    expect(capped.tokens).toEqual(["Mai", "l ["]);
+    expect(capped.finish).toBe("length");
+  });
+
   it("calls a tool only when tools were declared", () => {
     const tool = { name: "f", description: undefined, parameters: { type: "object", properties: { a: { type: "string" } }, required: ["a"] } };
     expect(generate(request(), { ...BASE_KNOBS, tool: "f" }, 1, false).toolCall).toBeUndefined();
