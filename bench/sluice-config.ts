@@ -98,10 +98,22 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
     if (gateway === shipped) throw new BenchError("the shipped gateway.yaml has no `accessLog: true` line to turn off");
   }
   gateway = allowingSimulator(gateway, simUrl);
-  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as { tenants: unknown[]; entrypoints: { operation?: string; default: string[][] }[]; models: { id: string }[]; mcp?: McpPublication };
-  // The stages measure chat and MCP; a revision from before embeddings would refuse their keys.
+  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as {
+    tenants: unknown[];
+    entrypoints: { operation?: string; default: string[][]; decisions?: unknown[]; plugins?: unknown[] }[];
+    models: { id: string }[];
+    mcp?: McpPublication;
+    signals?: unknown;
+    plugins?: unknown;
+    signalDeadlineMs?: unknown;
+  };
+  // The stages measure chat and MCP; a revision from before embeddings would refuse their keys,
+  // and one from before decisions would refuse signals, plugins and the entrypoints that use them.
   const embeddingModels = new Set(pub.entrypoints.filter((e) => e.operation === "embeddings").flatMap((e) => e.default.flat()));
-  pub.entrypoints = pub.entrypoints.filter((e) => e.operation !== "embeddings");
+  pub.entrypoints = pub.entrypoints.filter((e) => e.operation !== "embeddings" && e.decisions === undefined && e.plugins === undefined);
+  delete pub.signals;
+  delete pub.plugins;
+  delete pub.signalDeadlineMs;
   pub.models = pub.models.filter((m) => !embeddingModels.has(m.id));
   pub.tenants.push({ id: OPEN_TENANT, apiKeys: [{ id: OPEN_TENANT, sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
   if (mcp) {

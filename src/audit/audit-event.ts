@@ -16,7 +16,9 @@ export type AuditEventType =
   | "approval.revoked"
   | "tool.executed"
   | "model.completed"
-  | "model.tool_call_proposed";
+  | "model.tool_call_proposed"
+  | "content.redacted"
+  | "content.blocked";
 
 /** One audit event. */
 export interface AuditEvent {

@@ -4,6 +4,9 @@ import { snapshotSourceSchema, type SnapshotSource } from "./backends-schema.ts"
 import { checkBudgets, unknownChargeTo } from "./check-budgets.ts";
 import { checkEgress } from "../egress/egress-guard.ts";
 import { ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
+import { TOOL_CALL_PLUGIN_KINDS } from "./plugin-schema.ts";
+import { compileSignal, type SignalShape } from "../signals/compile-signals.ts";
+import { compileCondition } from "../signals/conditions.ts";
 
 /** The three config texts, as bundled or as overridden by the deployment. */
 export interface ConfigTexts {
@@ -47,7 +50,7 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
     parseConfigText(CONFIG_FILES.publication, texts.publication, publicationSchema),
   );
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
-  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkMcpOAuth(gateway, publication));
+  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkRouting(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkMcpOAuth(gateway, publication));
   if (gateway && backendsSeed) issues.push(...checkSeedEgress(gateway, backendsSeed));
   if (gateway) issues.push(...checkExporterEgress(gateway), ...checkMcpServers(gateway));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
@@ -108,6 +111,70 @@ export function checkMcpPolicy(gateway: GatewayConfig, pub: PublicationConfig): 
   return (pub.mcp?.policy.rules ?? []).flatMap((r, i) =>
     r.servers.flatMap((name, j) => (name === "*" || known.has(name) ? [] : [{ file: CONFIG_FILES.publication, path: `mcp.policy.rules[${i}].servers[${j}]`, message: `unknown MCP server "${name}" (gateway.yaml mcp.servers)` }])),
   );
+}
+
+/**
+ * Signals, decisions and plugins (docs/routing.md): unique names; every signal a decision tests
+ * declared, read at a key it has, with an operator its value can take; a header signal on a
+ * trusted header; a model-backed signal naming an entrypoint of the operation it calls; every
+ * plugin named declared, and on MCP tool calls only the kinds that apply to arguments.
+ */
+export function checkRouting(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
+  const file = CONFIG_FILES.publication;
+  const issues: ConfigIssue[] = [];
+  const trusted = new Set(gateway.security.trustedHeaders);
+  const entrypoints = new Map(pub.entrypoints.map((e) => [e.name, e]));
+  for (const d of duplicates(pub.signals.map((x) => x.name))) issues.push({ file, path: "signals", message: `duplicate signal "${d}"` });
+  for (const d of duplicates(pub.plugins.map((x) => x.name))) issues.push({ file, path: "plugins", message: `duplicate plugin "${d}"` });
+
+  const shapes = new Map<string, SignalShape>();
+  pub.signals.forEach((sig, i) => {
+    const path = `signals[${i}]`;
+    try {
+      shapes.set(sig.name, compileSignal(sig).shape);
+    } catch (err) {
+      issues.push({ file, path, message: (err as Error).message });
+    }
+    if (sig.kind === "header" && !trusted.has(sig.header)) issues.push({ file, path: `${path}.header`, message: `header "${sig.header}" is not in gateway.yaml security.trustedHeaders` });
+    if (sig.kind === "similarity" || sig.kind === "moderation") {
+      const operation = sig.kind === "similarity" ? "embeddings" : "moderations";
+      const ep = entrypoints.get(sig.model);
+      if (!ep) issues.push({ file, path: `${path}.model`, message: `unknown entrypoint "${sig.model}"` });
+      else if (ep.operation !== operation) issues.push({ file, path: `${path}.model`, message: `entrypoint "${sig.model}" serves ${ep.operation}; a ${sig.kind} signal needs one with operation: ${operation}` });
+    }
+    if (sig.kind === "similarity") {
+      for (const d of duplicates(sig.categories.map((c) => c.name))) issues.push({ file, path: `${path}.categories`, message: `duplicate category "${d}"` });
+      const utterances = sig.categories.reduce((n, c) => n + c.utterances.length, 0);
+      if (utterances > 1024) issues.push({ file, path: `${path}.categories`, message: `${utterances} utterances: at most 1024 per signal (each is embedded once per isolate)` });
+    }
+  });
+
+  const plugins = new Map(pub.plugins.map((p) => [p.name, p]));
+  const checkPlugins = (names: readonly string[], path: string, only?: readonly string[]) =>
+    names.forEach((name, i) => {
+      const p = plugins.get(name);
+      if (!p) issues.push({ file, path: `${path}[${i}]`, message: `unknown plugin "${name}" (publication.yaml plugins)` });
+      else if (only && !only.includes(p.kind)) issues.push({ file, path: `${path}[${i}]`, message: `plugin "${name}" is a ${p.kind} plugin; a tool call's arguments take only ${only.join(", ")}` });
+    });
+
+  pub.entrypoints.forEach((ep, ei) => {
+    const at = `entrypoints[${ei}]`;
+    checkPlugins(ep.plugins, `${at}.plugins`);
+    if (ep.operation !== "chat") {
+      if (ep.decisions.length > 0) issues.push({ file, path: `${at}.decisions`, message: `an ${ep.operation} entrypoint has no decisions: it serves its default tiers` });
+      if (ep.plugins.length > 0) issues.push({ file, path: `${at}.plugins`, message: `an ${ep.operation} entrypoint runs no plugins` });
+    }
+    if (ep.routes.length > 0 && ep.decisions.length > 0) issues.push({ file, path: `${at}.routes`, message: "routes and decisions together: write every route as a decision (entrypoints[].decisions) and remove routes" });
+    for (const d of duplicates(ep.decisions.map((d) => d.name))) issues.push({ file, path: `${at}.decisions`, message: `duplicate decision "${d}"` });
+    ep.decisions.forEach((d, di) => {
+      const path = `${at}.decisions[${di}]`;
+      if (d.name === "default") issues.push({ file, path: `${path}.name`, message: `"default" names the entrypoint's default tiers; choose another name` });
+      issues.push(...compileCondition(d.when, shapes, `${path}.when`).problems.map((p) => ({ file, ...p })));
+      checkPlugins(d.plugins, `${path}.plugins`);
+    });
+  });
+  checkPlugins(pub.mcp?.plugins ?? [], "mcp.plugins", TOOL_CALL_PLUGIN_KINDS);
+  return issues;
 }
 
 /** The OTLP collector is one more outbound target: the same guard, at config load. */
@@ -172,6 +239,9 @@ export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig)
         }),
       );
     checkTiers(ep.default, `entrypoints[${ei}].default`);
+    ep.decisions.forEach((d, di) => {
+      if (d.models) checkTiers(d.models, `entrypoints[${ei}].decisions[${di}].models`);
+    });
     ep.routes.forEach((r, ri) => {
       checkTiers(r.models, `entrypoints[${ei}].routes[${ri}].models`);
       if (r.when.header && !trusted.has(r.when.header.name)) {

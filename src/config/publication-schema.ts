@@ -3,6 +3,9 @@ import { policySchema } from "../mcp/tool-policy.ts";
 import { REQUEST_FEATURES } from "../protocol/features.ts";
 import { endUserBudgetSchema, entrypointBudgetSchema, priceSchema, scopeLimitsSchema, tenantLedgerSchema } from "./budget-schema.ts";
 import { toolPricesSchema } from "./tool-price-schema.ts";
+import { decisionSchema, tiersSchema } from "./decision-schema.ts";
+import { pluginSchema } from "./plugin-schema.ts";
+import { signalSchema } from "../signals/signal-schema.ts";
 import { requireAttributionSchema, taskLimitsSchema, tenantGovernanceSchema } from "./task-schema.ts";
 
 const id = z
@@ -48,9 +51,6 @@ const whenSchema = z
   })
   .refine((w) => Object.keys(w).length > 0, { message: "a rule needs at least one condition" });
 
-/** Logical models in priority tiers: tier 0 first; fallback (a later issue) walks the tiers in order. */
-const tiersSchema = z.array(z.array(id).min(1)).min(1);
-
 const routeSchema = z.strictObject({
   name: id,
   when: whenSchema,
@@ -66,10 +66,20 @@ const entrypointSchema = z.strictObject({
    * models' active revisions require the `embeddings` capability.
    */
   operation: z.enum(["chat", "embeddings"]).default("chat"),
-  /** Decision rules, first match wins. */
+  /**
+   * Decisions over the publication's signals: the highest priority that holds chooses the tiers
+   * and adds its plugins (docs/routing.md).
+   */
+  decisions: z.array(decisionSchema).default([]),
+  /**
+   * The earlier form of decisions: first match wins, on local conditions only. Still served (each
+   * route is a decision of priority 0 in its order); an entrypoint has routes or decisions, not both.
+   */
   routes: z.array(routeSchema).default([]),
-  /** Tiers used when no rule matches. */
+  /** Tiers used when no decision holds. */
   default: tiersSchema,
+  /** Named plugins (publication.yaml `plugins:`) that run for every request of this entrypoint, before its decision's. */
+  plugins: z.array(id).default([]),
   retry: z.strictObject({ maxAttempts: z.number().int().min(1).max(10).default(1) }).prefault({}),
   /** Trusted header whose value keys the affinity selector (sticky sessions). */
   affinityHeader: z.string().regex(/^[a-z0-9-]+$/).optional(),
@@ -205,12 +215,23 @@ export const publicationSchema = z.strictObject({
   tenants: z.array(tenantSchema).min(1),
   entrypoints: z.array(entrypointSchema).min(1),
   models: z.array(logicalModelSchema).min(1),
+  /** Named facts about requests that decisions test (docs/routing.md). */
+  signals: z.array(signalSchema).default([]),
+  /**
+   * How long model-backed signals (similarity, moderation) may take, counted from when a decision
+   * first needs them; a signal not back by then is unknown. The request's own deadline bounds it too.
+   */
+  signalDeadlineMs: z.number().int().min(10).max(60_000).default(500),
+  /** Named plugins that entrypoints, decisions and MCP tool calls refer to (docs/routing.md). */
+  plugins: z.array(pluginSchema).default([]),
   /** Who may use which MCP tools (docs/mcp.md); without it every MCP call is denied. */
   mcp: z
     .strictObject({
       policy: policySchema,
       /** Prices and call-rate limits of tools, first matching rule wins (docs/mcp.md). */
       prices: toolPricesSchema.default([]),
+      /** Named plugins (`pii`, `jailbreak`, `block`) run on every `tools/call`'s arguments before the server sees them. */
+      plugins: z.array(id).default([]),
     })
     .optional(),
 });

@@ -189,6 +189,8 @@ export class RequestContext {
       chargeTo: undefined,
       entrypoint: undefined,
       route: undefined,
+      decision: undefined,
+      plugins: [],
       stream: undefined,
       phase: undefined,
       phases: [],

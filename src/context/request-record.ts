@@ -3,6 +3,7 @@ import type { Workload } from "../attribution/workload.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
 import type { ErrorCode } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
+import type { SignalValue } from "../signals/signal-set.ts";
 import type { McpCharge } from "./debt.ts";
 import type { RequestTrace } from "./trace-context.ts";
 
@@ -20,7 +21,12 @@ export interface RequestRecord {
   /** The team or `team/project` the caller is charged to (a key's configured one, a token's claim). */
   chargeTo: string | undefined;
   entrypoint: string | undefined;
+  /** The decision that chose the plan (`default` when none held): the same as `decision.name`. */
   route: string | undefined;
+  /** How the decision was made: the signals read, their values or why they are unknown. */
+  decision: DecisionRecord | undefined;
+  /** What the request's plugins did (redactions counted per detector, blocks, failures and how they were handled). */
+  plugins: PluginReport[];
   stream: boolean | undefined;
   /** The last phase the request entered: where it ended, whichever way. */
   phase: Phase | undefined;
@@ -51,6 +57,33 @@ export interface RequestRecord {
    * the prompt's text, and the completion's text as it is produced, each up to `maxChars`.
    */
   content: RequestContent | undefined;
+}
+
+/**
+ * The decide phase's evidence: the decision that won (or `default`), every signal it read with
+ * its value or the reason it is unknown, and the decisions passed by because a signal they needed
+ * was unknown. Values are counts, scores, categories and names, never the text they came from.
+ */
+export interface DecisionRecord {
+  readonly name: string;
+  readonly signals: Readonly<Record<string, SignalValue>>;
+  readonly skipped: readonly string[];
+}
+
+/** One plugin's account of what it did to a request (never the content it saw). */
+export interface PluginReport {
+  readonly plugin: string;
+  /**
+   * - `redacted`: values replaced by placeholders before sending (`counts` per detector);
+   * - `blocked`: the request refused (`detail` names the rule or detector);
+   * - `allowed`: matches found and let through on purpose (`counts`);
+   * - `changed`: the request changed otherwise (a system prompt, headers);
+   * - `masked`: values masked in the answer (`counts`);
+   * - `failed_open` / `failed_closed`: the check itself failed, and the request went on / was refused.
+   */
+  readonly action: "redacted" | "blocked" | "allowed" | "changed" | "masked" | "failed_open" | "failed_closed";
+  readonly counts?: Readonly<Record<string, number>> | undefined;
+  readonly detail?: string | undefined;
 }
 
 /** The MCP part of a request's record: the audit of one MCP call. */

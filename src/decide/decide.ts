@@ -1,12 +1,12 @@
 import type { Capability } from "../config/publication-schema.ts";
+import type { DecisionRecord } from "../context/request-record.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
-import type { ActiveModel, CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
-import { decide } from "./decision-rules.ts";
-import { validatePlan, type DispatchPlan, type PlannedModel } from "./dispatch-plan.ts";
-import { computeFacts, requestCapabilities } from "./request-facts.ts";
+import type { ActiveModel, CompiledDecision, CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
 import type { SignalSet } from "../signals/signal-set.ts";
+import { chooseDecision, type DecisionOutcome } from "./decisions.ts";
+import { validatePlan, type DispatchPlan, type PlannedModel } from "./dispatch-plan.ts";
 
 /** What the decide phase reads besides the request and its entrypoint. */
 export interface DecisionInput {
@@ -14,6 +14,8 @@ export interface DecisionInput {
   /** Epoch ms when the request was received; the deadline counts from here. */
   readonly receivedAt: number;
   readonly now: number;
+  /** The clock model-backed signals' deadline is read on. */
+  readonly clock: () => number;
   readonly clientProtocol: ProtocolId;
   /** Only the headers the bootstrap config marks trusted, lower-case names. */
   readonly trustedHeaders: ReadonlyMap<string, string>;
@@ -21,11 +23,15 @@ export interface DecisionInput {
   readonly requestDeadlineMs: number;
   /** The caller's (or parent request's) absolute deadline: it can only shorten ours. */
   readonly callerDeadlineAt?: number | undefined;
-  /**
-   * The request's signals, each computed on its first ask (src/signals/). The decision rules of
-   * this publication ask for none yet; decisions over signals read them from here.
-   */
-  readonly signals?: SignalSet | undefined;
+}
+
+/** The decide phase's outcome for a chat request. */
+export interface Decided {
+  readonly plan: DispatchPlan;
+  /** The decision that holds; undefined: none did, and the entrypoint's default serves. */
+  readonly decision: CompiledDecision | undefined;
+  /** The evidence, for the record, the span and the call ledger. */
+  readonly record: DecisionRecord;
 }
 
 /**
@@ -48,35 +54,67 @@ function plannedModel(id: string, m: ActiveModel, needs: readonly Capability[]):
 }
 
 /**
- * The decide phase: decision rules on trusted inputs pick tiers of logical models; each resolves
- * to its active revision. The result is a plan with no address, secret or health in it.
+ * The decide phase: the entrypoint's decisions, over the request's signals, choose tiers of
+ * logical models; each resolves to its active revision. The result is a plan with no address,
+ * secret or health in it, and the record of how it was chosen.
+ *
+ * Synchronous when local signals decide; a promise when model-backed signals had to be awaited.
  *
  * @throws GatewayError deadline_exceeded when the deadline passed before the plan was made;
- *   internal_error when the plan fails its own structural check.
+ *   signal_unavailable when a fail-closed decision could not be told; internal_error when the
+ *   plan fails its own structural check.
  */
-export function planRequest(publication: CompiledPublication, ep: CompiledEntrypoint, request: NeutralRequest, input: DecisionInput): DispatchPlan {
-  const facts = computeFacts(request, input.trustedHeaders);
-  const decision = decide(ep, facts);
-  const needs = requestCapabilities(request, facts);
-  const tiers: PlannedModel[][] = decision.tiers.map((tier) =>
+export function decideChat(publication: CompiledPublication, ep: CompiledEntrypoint, request: NeutralRequest, input: DecisionInput, signals: SignalSet): Decided | Promise<Decided> {
+  const deadlineAt = deadlineOf(input);
+  if (deadlineAt <= input.now) throw new GatewayError("deadline_exceeded", "The request deadline passed.");
+  const outcome = ep.decisions.length === 0 ? NONE : chooseDecision(ep.decisions, signals, { at: Math.min(input.now + publication.signalDeadlineMs, deadlineAt), now: input.clock });
+  return outcome instanceof Promise ? outcome.then((o) => decided(publication, ep, request, input, signals, o, deadlineAt)) : decided(publication, ep, request, input, signals, outcome, deadlineAt);
+}
+
+/** The plan the outcome of the decisions stands for, and its record. */
+function decided(publication: CompiledPublication, ep: CompiledEntrypoint, request: NeutralRequest, input: DecisionInput, signals: SignalSet, outcome: DecisionOutcome, deadlineAt: number): Decided {
+  const decision = outcome.decision;
+  const needs = requestCapabilities(request);
+  const tiers = (decision?.tiers ?? ep.defaultTiers).map((tier) =>
     tier.flatMap((id) => {
       const m = publication.models.get(id);
       return m ? [plannedModel(id, m, needs)] : [];
     }),
   );
-  const plan: DispatchPlan = {
-    requestId: input.requestId,
-    publicationRevision: publication.revision,
-    entrypoint: ep.name,
-    route: decision.route,
-    tiers: tiers.filter((t) => t.length > 0),
-    retry: { maxAttempts: ep.maxAttempts },
-    deadlineAt: Math.min(input.receivedAt + input.requestDeadlineMs, input.callerDeadlineAt ?? Number.POSITIVE_INFINITY),
-    affinityKey: ep.affinityHeader === undefined ? undefined : input.trustedHeaders.get(ep.affinityHeader),
-    clientProtocol: input.clientProtocol,
-    stream: request.stream,
-  };
-  return checkedPlan(plan, input.now);
+  const name = decision?.name ?? "default";
+  const plan = checkedPlan(
+    {
+      requestId: input.requestId,
+      publicationRevision: publication.revision,
+      entrypoint: ep.name,
+      route: name,
+      tiers: tiers.filter((t) => t.length > 0),
+      retry: { maxAttempts: ep.maxAttempts },
+      deadlineAt,
+      affinityKey: ep.affinityHeader === undefined ? undefined : input.trustedHeaders.get(ep.affinityHeader),
+      clientProtocol: input.clientProtocol,
+      stream: request.stream,
+    },
+    input.clock(),
+  );
+  return { plan, decision, record: { name, signals: Object.fromEntries(signals.evaluated()), skipped: outcome.skipped } };
+}
+
+const NONE = { decision: undefined, skipped: [] } as const;
+
+/** The request's one deadline: the gateway's bound from receipt, or the caller's if earlier. */
+function deadlineOf(input: DecisionInput): number {
+  return Math.min(input.receivedAt + input.requestDeadlineMs, input.callerDeadlineAt ?? Number.POSITIVE_INFINITY);
+}
+
+/** Capabilities this particular request needs from a backend, on top of the model revision's. */
+export function requestCapabilities(req: NeutralRequest): Capability[] {
+  const caps: Capability[] = ["chat"];
+  if (req.stream) caps.push("streaming");
+  if ((req.tools?.length ?? 0) > 0) caps.push("tools");
+  if (req.messages.some((m) => m.content.some((p) => p.type === "image"))) caps.push("images");
+  if (req.responseFormat?.type === "json_schema") caps.push("json-schema");
+  return caps;
 }
 
 /**
@@ -101,7 +139,7 @@ export function planEmbeddings(publication: CompiledPublication, ep: CompiledEnt
     route: "default",
     tiers: tiers.filter((t) => t.length > 0),
     retry: { maxAttempts: ep.maxAttempts },
-    deadlineAt: Math.min(input.receivedAt + input.requestDeadlineMs, input.callerDeadlineAt ?? Number.POSITIVE_INFINITY),
+    deadlineAt: deadlineOf(input),
     affinityKey: ep.affinityHeader === undefined ? undefined : input.trustedHeaders.get(ep.affinityHeader),
     clientProtocol: input.clientProtocol,
     stream: false,

@@ -9,11 +9,14 @@ import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import type { KindTurn } from "../kinds/traffic-kind.ts";
-import type { RequestSafePlugin, StreamEventPlugin, TerminalObserverPlugin } from "../plugins/plugin.ts";
+import type { PluginReport } from "../context/request-record.ts";
+import { compilePlugins } from "../plugins/compile-plugins.ts";
+import { byClass, type PluginFactory, type PluginsByClass, type RequestSafePlugin, type StreamEventPlugin, type TerminalObserverPlugin } from "../plugins/plugin.ts";
 import { applyRequestSafe } from "../plugins/request-safe.ts";
 import { StreamEventChain } from "../plugins/stream-event-chain.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
+import { memoizedModels, type SignalModels } from "../signals/signal-models.ts";
 import { SignalSet, type SignalDefinition } from "../signals/signal-set.ts";
 
 /**
@@ -31,9 +34,29 @@ export interface Extensions {
 /** No signals, no plugins. */
 export const NO_EXTENSIONS: Extensions = { signals: [], requestSafe: [], streamEvent: [], terminalObservers: [] };
 
-/** The signals of a runtime that declares none: asking for any is a bug, and there is no state to keep. */
-const NO_SIGNALS = new SignalSet([], () => ({ subject: undefined, signal: new AbortController().signal }), () => {});
+const NO_PLUGINS: PluginsByClass = { requestSafe: [], streamEvent: [], observers: [] };
 
+/**
+ * The signals of a runtime that declares none: asking for any is a bug, and there is no state to
+ * keep. Made on first use: workerd allows no abort signal in the global scope.
+ */
+let noSignals: SignalSet | undefined;
+const NO_SIGNALS = (): SignalSet =>
+  (noSignals ??= new SignalSet([], {
+    input: () => ({ subject: undefined, principal: undefined, trustedHeaders: new Map(), models: undefined }),
+    signal: new AbortController().signal,
+    scheduler: { schedule: () => () => {} },
+    onFailure: () => {},
+  }));
+
+/** Per publication: its signals' definitions, and its plugins compiled by name (built on first use). */
+const compiled = new WeakMap<CompiledPublication, { readonly signals: readonly SignalDefinition[]; readonly plugins: ReadonlyMap<string, PluginFactory> }>();
+
+function compiledOf(publication: CompiledPublication): { readonly signals: readonly SignalDefinition[]; readonly plugins: ReadonlyMap<string, PluginFactory> } {
+  let c = compiled.get(publication);
+  if (c === undefined) compiled.set(publication, (c = { signals: [...publication.signals.values()].map((s) => s.definition), plugins: compilePlugins(publication.source.plugins) }));
+  return c;
+}
 /** What the runner itself uses, for every kind of traffic (built once per isolate). */
 export interface RunnerDeps {
   readonly clock: Clock;
@@ -60,6 +83,8 @@ export interface RunStart {
   readonly waitUntil: (p: Promise<unknown>) => void;
   /** A sub-call's parent: its end ends this request, and its drain ticket covers it. */
   readonly parent?: RequestContext | undefined;
+  /** Model calls the request's model-backed signals may make on its behalf (a model request's sub-calls). */
+  readonly signalModels?: SignalModels | undefined;
 }
 
 /** The first half's outcome: go on with {@link Runner.dispatch}, or the request already has its answer (and has ended). */
@@ -87,14 +112,20 @@ export class Runner<R> {
   readonly #extensions: Extensions;
   readonly #turn: KindTurn<R>;
   readonly #subcall: boolean;
+  readonly #signalModels: SignalModels | undefined;
+  readonly #compiled: { readonly signals: readonly SignalDefinition[]; readonly plugins: ReadonlyMap<string, PluginFactory> };
   #principal: Principal | undefined;
   #signals: SignalSet | undefined;
+  /** The request's own plugin instances (its entrypoint's and decision's), once decide has run. */
+  #plugins: PluginsByClass = NO_PLUGINS;
   #prepared = false;
 
   constructor(deps: RunnerDeps, start: RunStart, turn: (ctx: RequestContext) => KindTurn<R>) {
     this.#deps = deps;
     this.#extensions = deps.extensions ?? NO_EXTENSIONS;
     this.#subcall = start.parent !== undefined;
+    this.#signalModels = start.signalModels === undefined ? undefined : memoizedModels(start.signalModels);
+    this.#compiled = compiledOf(deps.publication);
     const ctx = new RequestContext({
       requestId: start.requestId,
       receivedAt: start.receivedAt,
@@ -149,6 +180,7 @@ export class Runner<R> {
       ctx.enter("decide");
       const decided = await turn.decide(this.#signalsOf());
       if (decided) return { kind: "answered", reply: this.#early(decided) };
+      this.#plugins = this.#instantiate();
       this.#prepared = true;
       return { kind: "dispatch" };
     } catch (err) {
@@ -174,7 +206,7 @@ export class Runner<R> {
       await turn.invoke(lease);
       ctx.checkpoint();
       ctx.enter("respond");
-      const streamEvent = this.#extensions.streamEvent;
+      const streamEvent = this.#plugins.streamEvent.length === 0 ? this.#extensions.streamEvent : byClass([...this.#extensions.streamEvent, ...this.#plugins.streamEvent]).streamEvent;
       const out = turn.respond(streamEvent.length > 0 ? new StreamEventChain(streamEvent) : undefined);
       streaming = out.streaming;
       if (!streaming) ctx.finish({ kind: "completed" });
@@ -196,23 +228,55 @@ export class Runner<R> {
   /** The request's signals: one set per request, each signal computed on its first ask (by decide or a plugin). */
   #signalsOf(): SignalSet {
     const { ctx } = this;
+    const declared = this.#compiled.signals;
+    const extra = this.#extensions.signals;
     // Without signals there is nothing to compute or keep: every request shares one empty set.
-    if (this.#extensions.signals.length === 0) return NO_SIGNALS;
-    this.#signals ??= new SignalSet(
-      this.#extensions.signals,
-      () => ({ subject: this.#turn.subject(), signal: ctx.signal }),
-      (name, err) => this.#deps.log({ kind: "signal_failed", requestId: ctx.requestId, signal: name, error: String(err) }),
-    );
+    if (declared.length === 0 && extra.length === 0) return NO_SIGNALS();
+    this.#signals ??= new SignalSet(extra.length === 0 ? declared : [...declared, ...extra], {
+      input: () => ({ subject: this.#turn.subject(), principal: this.#principal, trustedHeaders: this.#turn.trusted(), models: this.#signalModels }),
+      signal: ctx.signal,
+      scheduler: this.#deps.scheduler,
+      onFailure: (name, err) => this.#deps.log({ kind: "signal_failed", requestId: ctx.requestId, signal: name, error: String(err) }),
+    });
     return this.#signals;
+  }
+
+  /**
+   * The request's own plugins, after decide: its entrypoint's and its decision's (by name), each
+   * instantiated for this request alone; their terminal observers are registered now.
+   */
+  #instantiate(): PluginsByClass {
+    const { names } = this.#turn.plugins();
+    if (names.length === 0) return NO_PLUGINS;
+    const report = (entry: PluginReport) => void this.ctx.record.plugins.push(entry);
+    const factories = this.#compiled.plugins;
+    const plugins = byClass(
+      names.flatMap((name) => {
+        const f = factories.get(name);
+        // The load check refuses a reference to an undeclared plugin; one that slipped through is a bug.
+        if (f === undefined) throw new Error(`plugin ${JSON.stringify(name)} is not declared`);
+        return f.instantiate(report);
+      }),
+    );
+    for (const p of plugins.observers) this.ctx.observe((view) => p.observe(view));
+    return plugins;
   }
 
   /** The `request_safe` plugins, after decide and before reserve, on what the kind lets them see. */
   async #requestSafe(): Promise<void> {
-    const plugins = this.#extensions.requestSafe;
+    const own = this.#plugins.requestSafe;
+    const plugins = own.length === 0 ? this.#extensions.requestSafe : [...this.#extensions.requestSafe, ...own];
     if (plugins.length === 0) return;
     const subject = this.#turn.subject();
     if (subject === undefined) return;
-    const changed = await applyRequestSafe(plugins, { subject, principal: this.#principal!, signals: this.#signalsOf(), signal: this.ctx.signal });
+    const changed = await applyRequestSafe(plugins, {
+      subject,
+      principal: this.#principal!,
+      signals: this.#signalsOf(),
+      decision: this.#turn.plugins().decision,
+      report: (entry) => void this.ctx.record.plugins.push(entry),
+      signal: this.ctx.signal,
+    });
     this.ctx.checkpoint();
     if (changed !== subject) this.#turn.amend(changed);
   }

@@ -4,6 +4,8 @@ import { ChatTurn } from "../kinds/model/chat-turn.ts";
 import { EmbeddingsTurn } from "../kinds/model/embeddings-turn.ts";
 import type { EmbeddingSubcall, Ingress, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
 import type { ModelCaller } from "../kinds/model/model-caller.ts";
+import { GatewayError } from "../errors/gateway-error.ts";
+import type { SignalModels } from "../signals/signal-models.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import { Runner } from "./runner.ts";
@@ -46,6 +48,7 @@ export class RequestSession implements Session {
         waitUntil: ingress?.waitUntil ?? parentCtx!.waitUntil,
         parent: parentCtx,
         trace: requestTrace(ingress?.traceParent, deps.tracing?.trustClient ?? false, parentCtx?.record.trace, deps.tracing?.sample ?? (() => false)),
+        signalModels: this.#signalModels(),
       },
       (ctx) => (turn = this.#turnOf(ctx, from, pin)),
     );
@@ -114,10 +117,31 @@ export class RequestSession implements Session {
   async #embed(sub: EmbeddingSubcall): Promise<EmbeddingResult> {
     if (this.#caller.principal === undefined) throw new Error("an embedding needs an authenticated parent request");
     const child = new RequestSession(this.#deps, { parent: this, embed: sub });
-    const reply = await child.#run();
+    // The signal stopped waiting for it: to the embedding, its parent has ended.
+    const stop = () => child.abort("parent_ended");
+    if (sub.signal?.aborted) stop();
+    sub.signal?.addEventListener("abort", stop, { once: true });
+    let reply: Reply;
+    try {
+      reply = await child.#run();
+    } finally {
+      sub.signal?.removeEventListener("abort", stop);
+    }
     if (reply.kind === "error") return { ok: false, requestId: child.requestId, error: reply.error, attempts: reply.meta.attempts };
     if (reply.kind !== "buffered" || reply.embeddings === undefined) throw new Error("unreachable: an embedding is buffered");
     return { ok: true, requestId: child.requestId, response: reply.embeddings, attempts: reply.meta.attempts };
+  }
+
+  /** What the request's model-backed signals call: embeddings as this request's own sub-requests. */
+  #signalModels(): SignalModels {
+    return {
+      embed: async (model, texts, signal) => {
+        const result = await this.#embed({ model, inputs: texts, signal });
+        if (!result.ok) throw result.error;
+        if (result.response.vectors.length !== texts.length) throw new GatewayError("upstream_protocol_error", "The embedding model answered a different number of vectors than texts.");
+        return result.response.vectors;
+      },
+    };
   }
 
   /** A sub-call's whole life: prepared, then dispatched (a refusal while preparing is its reply). */

@@ -63,6 +63,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "gateway_draining":
     case "attempt_budget_unavailable":
     case "budget_unavailable":
+    case "signal_unavailable":
     case "jwks_unavailable":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":

@@ -59,6 +59,7 @@ export const ERROR_CODES = [
   "task_not_yours",
   "attribution_required",
   "content_blocked",
+  "signal_unavailable",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -126,6 +127,7 @@ function factsOf(code: ErrorCode): CodeFacts {
       return { status: 429, source: "client", retryable: false };
     case "attempt_budget_unavailable":
     case "budget_unavailable":
+    case "signal_unavailable":
       return { status: 503, source: "internal", retryable: true };
     case "budget_exceeded":
     case "token_limit_exceeded":

@@ -61,6 +61,7 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "request_rate_exceeded":
     case "balance_exhausted":
     case "budget_unavailable":
+    case "signal_unavailable":
     case "deadline_exceeded":
     case "client_closed":
     case "upstream_error":

@@ -21,6 +21,8 @@ const AUDIT_TYPES: readonly AuditEventType[] = [
   "tool.executed",
   "model.completed",
   "model.tool_call_proposed",
+  "content.redacted",
+  "content.blocked",
 ];
 
 /** Tenant, task and key ids as the gateway accepts them elsewhere (attribution ids, config ids). */

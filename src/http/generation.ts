@@ -56,6 +56,7 @@ function metaHeaders(idHeader: Record<string, string>, meta: ReplyMeta | undefin
   if (meta.downgraded.length > 0) h["x-sluice-downgraded"] = meta.downgraded.join(", ");
   if (meta.injectedMaxOutputTokens !== undefined) h["x-sluice-max-output-tokens"] = `${meta.injectedMaxOutputTokens}; injected`;
   if (meta.callId !== undefined) h["x-sluice-call-id"] = meta.callId;
+  if (meta.decision !== undefined) h["x-sluice-decision"] = meta.decision;
   if (meta.budgetUnchecked) h["x-sluice-budget"] = "unchecked";
   if (meta.task && meta.task.length > 0) {
     h["x-sluice-task-spent"] = meta.task.map((t) => `${t.metric}=${t.spent}`).join(", ");

@@ -24,7 +24,7 @@ import { eligibleCandidates, nextChoice, pickWith, type Choice, type ModelCandid
 import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
-import { encodeChat, encodeEmbeddings, prepareAttempt, readChat, readEmbeddings, sendAttempt, type AnswerReader } from "./upstream-attempt.ts";
+import { encodeChat, encodeEmbeddings, prepareAttempt, readChat, readEmbeddings, sendAttempt, type AnswerReader, type EncodedAttempt } from "./upstream-attempt.ts";
 
 /** What the invoke phase hands the executor for one request. */
 export interface InvocationContext {
@@ -51,6 +51,8 @@ export interface InvocationContext {
    * right before it is sent, and the reservation is settled when the attempt ends.
    */
   readonly charges?: AttemptCharger | undefined;
+  /** Headers the request's `headers` plugins set for the backend. */
+  readonly upstreamHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /** The outcome of the invoke phase, before the respond phase encodes it. */
@@ -83,7 +85,7 @@ export type EmbeddingExecution =
 
 /** What one kind of model operation does per attempt: build the backend's request, read its answer. */
 interface AttemptOperation<S> {
-  readonly encode: (codec: Codec, choice: Choice) => { readonly path: string; readonly body: unknown };
+  readonly encode: (codec: Codec, choice: Choice) => EncodedAttempt;
   readonly read: (choice: Choice, codec: Codec) => AnswerReader<S>;
 }
 
@@ -174,7 +176,7 @@ export class GatewayExecutor {
   async execute(plan: DispatchPlan, request: NeutralRequest, ctx: InvocationContext): Promise<Execution> {
     try {
       const candidates = eligibleCandidates(plan, requestFeatures(request), ctx.snapshot, this.#deps.codecs, () => true);
-      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeChat(request), read: (choice, codec) => readChat(choice, plan.stream, codec) });
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeChat(request, ctx.upstreamHeaders), read: (choice, codec) => readChat(choice, plan.stream, codec) });
       if (!done.ok) return done;
       const { success, choice, attempt } = done;
       return success.kind === "buffered"

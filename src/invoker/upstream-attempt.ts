@@ -126,7 +126,7 @@ export function prepareAttempt(
   choice: Choice,
   attempt: AttemptScope,
   /** The operation's path and body in the backend's protocol; throws the encoder's refusal. */
-  encode: (codec: Codec, choice: Choice) => { readonly path: string; readonly body: unknown },
+  encode: (codec: Codec, choice: Choice) => EncodedAttempt,
 ): PreparedAttempt | AttemptFailure {
   const { member } = choice;
   const backend = member.backend;
@@ -163,6 +163,8 @@ export function prepareAttempt(
   }
   try {
     const encoded = encode(codec, choice);
+    // A `headers` plugin's (allowlisted names only: config/plugin-schema.ts); the decision's word wins over the backend's static headers.
+    if (encoded.headers) for (const [k, v] of Object.entries(encoded.headers)) headers.set(k, v);
     return { codec, url: `${backend.baseUrl}${encoded.path}`, headers, body: JSON.stringify(encoded.body) };
   } catch (err) {
     // The backend's protocol cannot express this request (an encoder refusal). `connect_failed`:
@@ -256,15 +258,24 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
 }
 
 /** The request as a chat backend receives it: the features it cannot carry dropped (allowed by the revision's downgrades). */
-export function encodeChat(request: NeutralRequest): (codec: Codec, choice: Choice) => { readonly path: string; readonly body: unknown } {
+/** What an operation sends to one backend: the path after its base URL, the body, and headers of the request's own. */
+export interface EncodedAttempt {
+  readonly path: string;
+  readonly body: unknown;
+  /** Set by the request's `headers` plugins; never a credential or the gateway's own. */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+}
+
+export function encodeChat(request: NeutralRequest, headers?: Readonly<Record<string, string>>): (codec: Codec, choice: Choice) => EncodedAttempt {
   return (codec, choice) => ({
     path: codec.upstreamPath,
     body: codec.encodeRequest(withoutFeatures(request, new Set(choice.drop)), choice.member.model, { streamUsage: choice.member.backend.capabilities.includes("stream-usage") }),
+    headers,
   });
 }
 
 /** The request as an embeddings backend receives it (its protocol's embeddings wire). */
-export function encodeEmbeddings(request: NeutralEmbeddingRequest): (codec: Codec, choice: Choice) => { readonly path: string; readonly body: unknown } {
+export function encodeEmbeddings(request: NeutralEmbeddingRequest): (codec: Codec, choice: Choice) => EncodedAttempt {
   return (codec, choice) => {
     const wire = codec.embeddings;
     if (wire === undefined) throw new GatewayError("internal_error", "The backend's protocol has no embeddings wire.");

@@ -47,6 +47,13 @@ export interface KindTurn<R> {
   authorize(): Promise<Early<R> | undefined>;
   /** What signals and `request_safe` plugins see; undefined: this request has nothing to inspect. */
   subject(): Subject | undefined;
+  /** The trusted headers the request carried (lower-case names), for header signals. */
+  trusted(): ReadonlyMap<string, string>;
+  /**
+   * After decide: the plugins the request runs, by name (its entrypoint's, then its decision's),
+   * and the decision that chose them.
+   */
+  plugins(): { readonly names: readonly string[]; readonly decision: string | undefined };
   /** Phase 4: what to do (a plan), with the request's signals at hand; or an answer now. */
   decide(signals: SignalSet): Promise<Early<R> | undefined>;
   /** Takes a `request_safe` plugin's change of the subject (same kind): that is what is sent. */

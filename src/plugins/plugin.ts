@@ -1,4 +1,5 @@
 import type { TerminalView } from "../context/request-context.ts";
+import type { PluginReport } from "../context/request-record.ts";
 import type { Principal } from "../publication/principal.ts";
 import type { NeutralEvent } from "../protocol/neutral.ts";
 import type { SignalSet } from "../signals/signal-set.ts";
@@ -8,9 +9,12 @@ import type { Subject } from "../signals/subject.ts";
  * Where a plugin may run, checked when it is loaded (seed 000: response capabilities are classed
  * explicitly). The runner calls each class at one hook point, in a defined order:
  * - `request_safe`: after decide, before reserve; may change the request's subject or refuse it;
- * - `stream_event_safe`: on each neutral event of a stream, before the client's encoder, holding
- *   back at most a bounded number of events;
+ * - `stream_event_safe`: on each neutral event of the answer before the client's encoder (a
+ *   buffered answer passes through the same filters as one run of events), holding back at most
+ *   a bounded number of events;
  * - `terminal_observer`: after the request's terminal, once; it cannot take back bytes sent.
+ * (`buffer_required` plugins need the whole answer before the client sees any of it; a decision
+ * that has one must declare it buffers.)
  */
 export type PluginClass = "request_safe" | "stream_event_safe" | "terminal_observer";
 
@@ -20,6 +24,10 @@ export interface RequestSafeInput {
   readonly principal: Principal;
   /** The request's signals (computed on first ask, shared with decide). */
   readonly signals: SignalSet;
+  /** The decision that chose this request's plan, when its kind decides by decisions. */
+  readonly decision?: string | undefined;
+  /** Records what the plugin did (redacted so many, blocked, failed open) for the access line and the audit trail. */
+  readonly report: (entry: PluginReport) => void;
   /** Aborted when the request ends. */
   readonly signal: AbortSignal;
 }
@@ -36,21 +44,31 @@ export interface RequestSafePlugin {
 }
 
 /**
- * One stream's filter: each neutral event goes in, and what goes out now comes back (nothing, to
+ * One answer's filter: each neutral event goes in, and what goes out now comes back (nothing, to
  * hold it back; several, to release what it held). `end` releases what is still held when the
- * stream ends (completed, or about to carry an error event).
+ * answer ends (completed, or about to carry an error event).
  */
 export interface StreamEventFilter {
   event(ev: NeutralEvent): readonly NeutralEvent[];
   end(): readonly NeutralEvent[];
+  /**
+   * How many events' worth it holds now, for a filter that merges what it holds (text joined
+   * across events counts once). Absent: events in minus events out.
+   */
+  held?(): number;
 }
 
-/** Sees and may change every event of a stream before the client's encoder does. */
+/** Sees and may change every event of the answer before the client's encoder does. */
 export interface StreamEventPlugin {
   readonly name: string;
   readonly class: "stream_event_safe";
   /** The most events it may hold back at once; holding more ends the stream as the gateway's fault. */
   readonly maxHoldBack: number;
+  /**
+   * Runs after every filter without it, whatever the configured order: a restore of what a
+   * `request_safe` plugin redacted must see the answer as the client will, after any masking.
+   */
+  readonly runsLast?: boolean | undefined;
   open(): StreamEventFilter;
 }
 
@@ -64,17 +82,37 @@ export interface TerminalObserverPlugin {
 /** Any plugin, by its class. */
 export type Plugin = RequestSafePlugin | StreamEventPlugin | TerminalObserverPlugin;
 
+/**
+ * A configured plugin (publication.yaml `plugins:`), compiled once per publication. Each request
+ * that runs it gets its own instance: one or more hooks of different classes that share that
+ * request's state (a redaction's placeholders, restored in the answer), and nothing else.
+ */
+export interface PluginFactory {
+  readonly name: string;
+  /** `report` records what a hook did outside `request_safe` (a stream filter's masking counts). */
+  instantiate(report: (entry: PluginReport) => void): readonly Plugin[];
+}
+
 /** The most events any `stream_event_safe` plugin may declare it holds back. */
 export const MAX_HOLD_BACK = 256;
 
+/** A request's plugins sorted by class, in the order they run. */
+export interface PluginsByClass {
+  readonly requestSafe: readonly RequestSafePlugin[];
+  readonly streamEvent: readonly StreamEventPlugin[];
+  readonly observers: readonly TerminalObserverPlugin[];
+}
+
 /**
- * The plugins of one request, sorted by class in their configured order.
+ * The plugins of one request, sorted by class in their configured order (stream filters marked
+ * `runsLast` after the others).
  * @throws Error when a plugin's declared bound is not a whole number in 0..{@link MAX_HOLD_BACK}
  *   (checked when plugins are loaded, not per event).
  */
-export function byClass(plugins: readonly Plugin[]): { readonly requestSafe: readonly RequestSafePlugin[]; readonly streamEvent: readonly StreamEventPlugin[]; readonly observers: readonly TerminalObserverPlugin[] } {
+export function byClass(plugins: readonly Plugin[]): PluginsByClass {
   const requestSafe: RequestSafePlugin[] = [];
   const streamEvent: StreamEventPlugin[] = [];
+  const last: StreamEventPlugin[] = [];
   const observers: TerminalObserverPlugin[] = [];
   for (const p of plugins) {
     switch (p.class) {
@@ -83,12 +121,12 @@ export function byClass(plugins: readonly Plugin[]): { readonly requestSafe: rea
         break;
       case "stream_event_safe":
         if (!(Number.isInteger(p.maxHoldBack) && p.maxHoldBack >= 0 && p.maxHoldBack <= MAX_HOLD_BACK)) throw new Error(`plugin ${p.name}: maxHoldBack must be a whole number from 0 to ${MAX_HOLD_BACK}`);
-        streamEvent.push(p);
+        (p.runsLast ? last : streamEvent).push(p);
         break;
       case "terminal_observer":
         observers.push(p);
         break;
     }
   }
-  return { requestSafe, streamEvent, observers };
+  return { requestSafe, streamEvent: [...streamEvent, ...last], observers };
 }

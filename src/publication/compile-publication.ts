@@ -1,39 +1,37 @@
 import type { Capability, EntrypointConfig, PublicationConfig, RouteCondition } from "../config/publication-schema.ts";
 import type { RequestFeature } from "../protocol/features.ts";
+import { compileSignal, compileSignals, type CompiledSignal } from "../signals/compile-signals.ts";
+import { compileCondition, type CompiledCondition, type ConditionConfig } from "../signals/conditions.ts";
+import type { SignalConfig } from "../signals/signal-schema.ts";
 import { compileBudgetPolicy, type BudgetPolicy, type EntrypointBudget } from "./budgets.ts";
 import type { Principal } from "./principal.ts";
-
-/**
- * A decision rule's conditions, compiled once: regular expressions built, value lists turned into
- * sets. Every condition given must hold; the decide phase evaluates them against request facts.
- */
-export interface CompiledCondition {
-  /** Any configured keyword as a whole word, case-insensitive. */
-  readonly keywords?: RegExp | undefined;
-  readonly regex?: RegExp | undefined;
-  readonly promptTokensAbove?: number | undefined;
-  readonly promptTokensAtMost?: number | undefined;
-  readonly toolsPresent?: boolean | undefined;
-  readonly imagesPresent?: boolean | undefined;
-  readonly header?: { readonly name: string; readonly values: ReadonlySet<string> } | undefined;
-}
-
-export interface CompiledRoute {
-  readonly name: string;
-  readonly when: CompiledCondition;
-  readonly tiers: readonly (readonly string[])[];
-}
 
 /** What a model entrypoint serves: chat (every generation API) or embeddings (`POST /v1/embeddings`). */
 export type ModelOperation = "chat" | "embeddings";
 
-/** A public model name clients send, with its rules, tiers, retry bound and budget policy. */
+/** A decision compiled once per publication (see `entrypoints[].decisions`). */
+export interface CompiledDecision {
+  readonly name: string;
+  readonly priority: number;
+  readonly when: CompiledCondition;
+  /** Undefined: the entrypoint's default tiers. */
+  readonly tiers: readonly (readonly string[])[] | undefined;
+  /** Plugin names (publication.yaml `plugins:`), run after the entrypoint's own. */
+  readonly plugins: readonly string[];
+  readonly onUnknown: "skip" | "refuse";
+  readonly buffers: boolean;
+}
+
+/** A public model name clients send, with its decisions, tiers, retry bound and budget policy. */
 export interface CompiledEntrypoint {
   readonly name: string;
   readonly description: string | undefined;
   readonly operation: ModelOperation;
-  readonly routes: readonly CompiledRoute[];
+  /** In the order they are tried: highest priority first, equal priorities as configured. */
+  readonly decisions: readonly CompiledDecision[];
   readonly defaultTiers: readonly (readonly string[])[];
+  /** Plugin names that run for every request of the entrypoint, before its decision's. */
+  readonly plugins: readonly string[];
   readonly maxAttempts: number;
   readonly affinityHeader: string | undefined;
   readonly budget: EntrypointBudget;
@@ -96,31 +94,66 @@ export interface CompiledPublication {
   readonly keys: ReadonlyMap<string, CompiledKey>;
   readonly budgets: BudgetPolicy;
   readonly poolRequirements: readonly PoolRequirement[];
+  /** Every signal decisions may read: the publication's own, and those its entrypoints' routes stand for. */
+  readonly signals: ReadonlyMap<string, CompiledSignal>;
+  /** How long model-backed signals may take once a decision needs them. */
+  readonly signalDeadlineMs: number;
+  /** Plugin names run on every MCP `tools/call`'s arguments. */
+  readonly mcpPlugins: readonly string[];
   /** Whether a principal may call an entrypoint. */
   mayUse(principal: Principal, entrypoint: string): boolean;
 }
 
-const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-
-function compileCondition(when: RouteCondition): CompiledCondition {
-  return {
-    keywords: when.keywords ? new RegExp(`(?:^|\\W)(?:${when.keywords.map(escapeRegex).join("|")})(?:$|\\W)`, "iu") : undefined,
-    regex: when.regex ? new RegExp(when.regex.pattern, when.regex.flags) : undefined,
-    promptTokensAbove: when.promptTokensAbove,
-    promptTokensAtMost: when.promptTokensAtMost,
-    toolsPresent: when.toolsPresent,
-    imagesPresent: when.imagesPresent,
-    header: when.header ? { name: when.header.name, values: new Set(when.header.in) } : undefined,
+/**
+ * A route (the earlier, first-match form) as the condition of a decision over signals that stand
+ * for its conditions: one per kind of fact, shared by every route (`routes.context`,
+ * `routes.modality`, `routes.header.<name>`) or the route's own (`routes.<entrypoint>.<route>.keywords`).
+ */
+function routeCondition(ep: string, route: string, when: RouteCondition, signals: Map<string, CompiledSignal>): ConditionConfig {
+  const declare = (c: SignalConfig): string => {
+    if (!signals.has(c.name)) signals.set(c.name, compileSignal(c));
+    return c.name;
   };
+  const all: ConditionConfig[] = [];
+  if (when.keywords) all.push({ signal: declare({ name: `routes.${ep}.${route}.keywords`, kind: "keywords", words: when.keywords, match: "word", in: "last_user" }) });
+  if (when.regex) all.push({ signal: declare({ name: `routes.${ep}.${route}.regex`, kind: "regex", pattern: when.regex.pattern, flags: when.regex.flags, in: "last_user" }) });
+  if (when.promptTokensAbove !== undefined) all.push({ signal: declare({ name: "routes.context", kind: "context" }), above: when.promptTokensAbove });
+  if (when.promptTokensAtMost !== undefined) all.push({ signal: declare({ name: "routes.context", kind: "context" }), atMost: when.promptTokensAtMost });
+  for (const [flag, modality] of [[when.toolsPresent, "tools"], [when.imagesPresent, "images"]] as const) {
+    if (flag === undefined) continue;
+    const has: ConditionConfig = { signal: declare({ name: "routes.modality", kind: "modality" }), contains: modality };
+    all.push(flag ? has : { not: has });
+  }
+  if (when.header) all.push({ signal: declare({ name: `routes.header.${when.header.name}`, kind: "header", header: when.header.name }), in: when.header.in });
+  return { all };
 }
 
-function compileEntrypoint(ep: EntrypointConfig, budgets: BudgetPolicy): CompiledEntrypoint {
+/** An entrypoint's decisions (or its routes as decisions), compiled and in the order they are tried. */
+function compileDecisions(ep: EntrypointConfig, signals: Map<string, CompiledSignal>): readonly CompiledDecision[] {
+  const shapes = () => new Map([...signals].map(([n, s]) => [n, s.shape]));
+  if (ep.routes.length > 0) {
+    // Priority 0 each, in their order: first match wins, as routes always did.
+    return ep.routes.map((r) => ({ name: r.name, priority: 0, when: compileCondition(routeCondition(ep.name, r.name, r.when, signals), shapes(), r.name).condition, tiers: r.models, plugins: [], onUnknown: "skip" as const, buffers: false }));
+  }
+  const known = shapes();
+  return byPriority(
+    ep.decisions.map((d) => ({ name: d.name, priority: d.priority, when: compileCondition(d.when, known, d.name).condition, tiers: d.models, plugins: d.plugins, onUnknown: d.onUnknown, buffers: d.buffers })),
+  );
+}
+
+/** Highest priority first; equal priorities in their configured order. */
+function byPriority<D extends { readonly priority: number }>(decisions: readonly D[]): readonly D[] {
+  return decisions.map((d, i) => ({ d, i })).sort((a, b) => b.d.priority - a.d.priority || a.i - b.i).map(({ d }) => d);
+}
+
+function compileEntrypoint(ep: EntrypointConfig, budgets: BudgetPolicy, signals: Map<string, CompiledSignal>): CompiledEntrypoint {
   return {
     name: ep.name,
     description: ep.description,
     operation: ep.operation,
-    routes: ep.routes.map((r) => ({ name: r.name, when: compileCondition(r.when), tiers: r.models })),
+    decisions: compileDecisions(ep, signals),
     defaultTiers: ep.default,
+    plugins: ep.plugins,
     maxAttempts: ep.retry.maxAttempts,
     affinityHeader: ep.affinityHeader,
     budget: budgets.entrypoint(ep.name),
@@ -151,7 +184,8 @@ export function compilePublication(pub: PublicationConfig): CompiledPublication 
       grants.set(`${t.id}\u0000${k.id}`, k.entrypoints.includes("*") ? "*" : new Set(k.entrypoints));
     }
   }
-  const entrypoints = new Map(pub.entrypoints.map((ep) => [ep.name, compileEntrypoint(ep, budgets)]));
+  const signals = new Map(compileSignals(pub.signals));
+  const entrypoints = new Map(pub.entrypoints.map((ep) => [ep.name, compileEntrypoint(ep, budgets, signals)]));
   return Object.freeze({
     revision: pub.revision,
     source: pub,
@@ -160,6 +194,9 @@ export function compilePublication(pub: PublicationConfig): CompiledPublication 
     keys,
     budgets,
     poolRequirements,
+    signals,
+    signalDeadlineMs: pub.signalDeadlineMs,
+    mcpPlugins: pub.mcp?.plugins ?? [],
     mayUse(principal: Principal, entrypoint: string): boolean {
       const g = grants.get(`${principal.tenantId}\u0000${principal.keyId}`);
       return g === "*" || (g !== undefined && g.has(entrypoint));

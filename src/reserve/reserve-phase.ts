@@ -1,7 +1,7 @@
 import type { AttemptBudgetClient, CallBudget } from "../call-budget/attempt-budget-client.ts";
 import type { ConsumeResult } from "../call-budget/attempt-budget.ts";
 import type { RequestContext } from "../context/request-context.ts";
-import { estimatePromptTokens } from "../decide/request-facts.ts";
+import { estimatePromptTokens } from "../protocol/prompt-estimate.ts";
 import type { BudgetLedgerClient } from "../ledger/ledger-client.ts";
 import { embeddingTokenBound, type EmbeddingInput } from "../protocol/embeddings.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";

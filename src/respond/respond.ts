@@ -25,7 +25,11 @@ export function respond(
   /** The request's `stream_event_safe` plugins, when it has any. */
   events?: StreamEventChain,
 ): Answer {
-  if (execution.kind === "buffered") return { kind: "buffered", response: execution.response, body: codec ? codec.encodeResponse(execution.response, stamp) : execution.response };
+  if (execution.kind === "buffered") {
+    // The same filters a stream's events pass, over the whole answer at once.
+    const response = events ? events.filterResponse(execution.response) : execution.response;
+    return { kind: "buffered", response, body: codec ? codec.encodeResponse(response, stamp) : response };
+  }
   if (!codec) throw new Error("an in-process call has no stream encoder: sub-calls are buffered");
   const body = createClientStream(execution.body, {
     decoder: execution.decoder,

@@ -36,6 +36,9 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           chargeTo: r.chargeTo,
           entrypoint: r.entrypoint,
           route: r.route,
+          // How the route was chosen: every signal read, with its value or why it is unknown.
+          decision: r.decision,
+          plugins: r.plugins.length > 0 ? r.plugins : undefined,
           callId: r.callId,
           protocol: r.protocol,
           stream: r.stream,

@@ -7,5 +7,10 @@ import type { NeutralRequest } from "../protocol/neutral.ts";
  * subject of the same kind; the kind then sends that instead.
  */
 export type Subject =
-  | { readonly kind: "model"; readonly request: NeutralRequest }
+  | {
+      readonly kind: "model";
+      readonly request: NeutralRequest;
+      /** Headers a `headers` plugin set for the backend (allowlisted names only). */
+      readonly headers?: Readonly<Record<string, string>> | undefined;
+    }
   | { readonly kind: "tool_call"; readonly server: string; readonly tool: string; readonly arguments: Readonly<Record<string, unknown>> };

@@ -35,6 +35,8 @@ export interface CallRecord {
   readonly errorCode?: string | undefined;
   readonly costMicros: number;
   readonly attempts: readonly CallAttempt[];
+  /** The decision that routed a model call (`default` when none held); the access line has its evidence. */
+  readonly decision?: string | undefined;
 }
 
 /**
@@ -128,6 +130,7 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
   return {
     ...common,
     kind: "model",
+    ...(r.decision ? { decision: r.decision.name } : {}),
     target: sent.at(-1)?.logicalModel ?? r.route ?? "?",
     costMicros: sum(list.map((a) => a.costMicros)),
     currency: sent.find((a) => a.charge?.currency !== undefined)?.charge?.currency,
@@ -195,6 +198,13 @@ export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Rea
       for (const name of a.toolCallsProposed ?? []) out.push({ ...base, id: newId(), at, type: "model.tool_call_proposed", attemptId: a.id, target: { kind: "tool", name } });
       if ((a.toolCallsProposed ?? []).length === 0 && a.stopReason === "tool_use") out.push({ ...base, id: newId(), at, type: "model.tool_call_proposed", attemptId: a.id, target });
     }
+  }
+  // What the request's plugins did to its content: counted per detector, never the content.
+  for (const p of r.plugins) {
+    const type = p.action === "redacted" || p.action === "masked" ? "content.redacted" : p.action === "blocked" || p.action === "failed_closed" ? "content.blocked" : undefined;
+    if (type === undefined) continue;
+    const counts = p.counts === undefined ? "" : Object.entries(p.counts).map(([d, n]) => `${d}=${n}`).join(",");
+    out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type, reason: [`${p.plugin}: ${p.action}`, counts, p.detail].filter((x) => x !== undefined && x !== "").join("; ") });
   }
   out.push(...r.events);
   return out;

@@ -312,5 +312,6 @@ export function publicCall(c: LedgerCall): CallRecord {
     ...(c.errorCode !== undefined ? { errorCode: c.errorCode } : {}),
     costMicros: c.costMicros,
     attempts: c.attempts,
+    ...(c.decision !== undefined ? { decision: c.decision } : {}),
   };
 }

@@ -1,5 +1,5 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
-import type { RequestRecord } from "../context/request-record.ts";
+import type { DecisionRecord, RequestRecord } from "../context/request-record.ts";
 import { newSpanId } from "../context/trace-context.ts";
 import { GATEWAY_PROVIDER, OPERATION_CHAT, providerName } from "./semconv.ts";
 
@@ -59,6 +59,7 @@ export function requestSpans(r: Readonly<RequestRecord>, attempts: readonly Read
       "sluice.key": r.key,
       "sluice.entrypoint": r.entrypoint,
       "sluice.route": r.route,
+      ...decisionAttributes(r.decision),
       "sluice.protocol": r.protocol,
       "sluice.stream": r.stream,
       "sluice.publication_revision": r.publicationRevision,
@@ -144,4 +145,22 @@ export function requestSpans(r: Readonly<RequestRecord>, attempts: readonly Read
     });
   }
   return spans;
+}
+
+/**
+ * The decision record on the request's span: its name, the decisions passed by, the signals that
+ * were unknown, and every signal's value (or unknown reason) as JSON under its own name. Signal
+ * names are the publication's, a bounded set.
+ */
+function decisionAttributes(d: DecisionRecord | undefined): Record<string, string | readonly string[] | undefined> {
+  if (d === undefined) return {};
+  const out: Record<string, string | readonly string[] | undefined> = { "sluice.decision.name": d.name };
+  if (d.skipped.length > 0) out["sluice.decision.skipped"] = d.skipped;
+  const unknown: string[] = [];
+  for (const [name, v] of Object.entries(d.signals)) {
+    out[`sluice.decision.signal.${name}`] = JSON.stringify(v.state === "known" ? v.value : { unknown: v.reason });
+    if (v.state === "unknown" && v.reason !== "not_applicable") unknown.push(name);
+  }
+  if (unknown.length > 0) out["sluice.decision.unknown"] = unknown;
+  return out;
 }

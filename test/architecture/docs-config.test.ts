@@ -6,6 +6,7 @@ import { snapshotSourceSchema } from "../../src/config/backends-schema.ts";
 import { scopeLimitsSchema } from "../../src/config/budget-schema.ts";
 import { gatewayConfigSchema } from "../../src/config/gateway-schema.ts";
 import { publicationSchema } from "../../src/config/publication-schema.ts";
+import { conditionSchema } from "../../src/config/decision-schema.ts";
 import { DEFAULT_BREAKER_CONFIG } from "../../src/traffic/breaker.ts";
 
 const DOC = "docs/configuration.md";
@@ -179,7 +180,8 @@ function referenceTables(markdown: string): { headers: { heading: string; header
 /** Which schema each section's tables describe; a section is found by how its heading starts. */
 const SECTIONS = [
   { heading: "gateway.yaml", keys: acceptedKeys(gatewayConfigSchema) },
-  { heading: "publication.yaml", keys: acceptedKeys(publicationSchema, new Set([scopeLimitsSchema])) },
+  // A decision's condition is a recursive grammar, documented in docs/routing.md: here it is one key.
+  { heading: "publication.yaml", keys: acceptedKeys(publicationSchema, new Set([scopeLimitsSchema, conditionSchema])) },
   { heading: "Limits", keys: acceptedKeys(scopeLimitsSchema) },
   { heading: "backends.yaml", keys: acceptedKeys(snapshotSourceSchema) },
 ] as const;

@@ -34,6 +34,8 @@ import { taskRequest, toolCall } from "./tool-operations.ts";
 /** A stateful-era session's store: present only when a session secret is configured. */
 type McpSessions = NonNullable<McpDeps["sessions"]>;
 
+const NO_HEADERS: ReadonlyMap<string, string> = new Map();
+
 const ACCEPTED: McpReply = { kind: "result", status: 202, body: undefined };
 
 /** An MCP request of either era, as the runner drives it. */
@@ -98,6 +100,15 @@ export class McpTurn implements KindTurn<McpReply> {
 
   subject(): Subject | undefined {
     return this.#op?.subject?.();
+  }
+
+  trusted(): ReadonlyMap<string, string> {
+    return NO_HEADERS;
+  }
+
+  /** A tool call (the one operation with a subject) runs the publication's MCP plugins on its arguments. */
+  plugins(): { readonly names: readonly string[]; readonly decision: string | undefined } {
+    return { names: this.subject() === undefined ? [] : this.#deps.publication.mcpPlugins, decision: undefined };
   }
 
   async decide(_signals: SignalSet): Promise<Early<McpReply> | undefined> {

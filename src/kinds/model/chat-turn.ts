@@ -1,7 +1,7 @@
 import type { AdmissionLease } from "../../admit/admission.ts";
 import type { RequestContext } from "../../context/request-context.ts";
 import { CONTENT_MARGIN } from "../../context/request-record.ts";
-import { planRequest } from "../../decide/decide.ts";
+import { decideChat } from "../../decide/decide.ts";
 import type { DispatchPlan } from "../../decide/dispatch-plan.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { Execution } from "../../invoker/executor.ts";
@@ -31,6 +31,11 @@ export class ChatTurn implements KindTurn<Reply> {
   #request: NeutralRequest | undefined;
   #entrypoint: CompiledEntrypoint | undefined;
   #plan: DispatchPlan | undefined;
+  /** The decision that chose the plan (undefined: the entrypoint's default). */
+  #decision: string | undefined;
+  #decisionPlugins: readonly string[] = [];
+  /** Headers a `headers` plugin set for the backend. */
+  #upstreamHeaders: Readonly<Record<string, string>> | undefined;
   /** The request's charging, once the reserve phase has run (the reply's budget facts come from it). */
   #charges: RequestCharges | undefined;
   #execution: Extract<Execution, { ok: true }> | undefined;
@@ -84,20 +89,34 @@ export class ChatTurn implements KindTurn<Reply> {
   }
 
   subject(): Subject | undefined {
-    return this.#request === undefined ? undefined : { kind: "model", request: this.#request };
+    return this.#request === undefined ? undefined : { kind: "model", request: this.#request, headers: this.#upstreamHeaders };
+  }
+
+  trusted(): ReadonlyMap<string, string> {
+    return this.#caller.trusted;
   }
 
   async decide(signals: SignalSet): Promise<Early<Reply> | undefined> {
     const { ctx, deps } = this.#caller;
-    const plan = planRequest(deps.publication, this.#entrypoint!, this.#request!, this.#caller.decisionInput(signals));
-    this.#plan = plan;
-    ctx.record.route = plan.route;
-    ctx.setDeadline(plan.deadlineAt);
+    const decided = await decideChat(deps.publication, this.#entrypoint!, this.#request!, this.#caller.decisionInput(), signals);
+    this.#plan = decided.plan;
+    this.#decision = decided.decision?.name;
+    this.#decisionPlugins = decided.decision?.plugins ?? [];
+    ctx.record.route = decided.plan.route;
+    ctx.record.decision = decided.record;
+    ctx.setDeadline(decided.plan.deadlineAt);
     return undefined;
   }
 
+  plugins(): { readonly names: readonly string[]; readonly decision: string | undefined } {
+    const own = this.#entrypoint?.plugins ?? [];
+    return { names: this.#decisionPlugins.length === 0 ? own : [...own, ...this.#decisionPlugins], decision: this.#decision };
+  }
+
   amend(subject: Subject): void {
-    if (subject.kind === "model") this.#request = subject.request;
+    if (subject.kind !== "model") return;
+    this.#request = subject.request;
+    this.#upstreamHeaders = subject.headers;
   }
 
   async reserve(): Promise<void> {
@@ -127,7 +146,7 @@ export class ChatTurn implements KindTurn<Reply> {
 
   async invoke(lease: AdmissionLease): Promise<void> {
     const caller = this.#caller;
-    const execution = await caller.deps.invoker.execute(this.#plan!, this.#request!, await caller.invocation(this.#charges!, lease));
+    const execution = await caller.deps.invoker.execute(this.#plan!, this.#request!, { ...(await caller.invocation(this.#charges!, lease)), upstreamHeaders: this.#upstreamHeaders });
     if (!execution.ok) throw execution.error;
     this.#execution = execution;
   }
@@ -139,7 +158,7 @@ export class ChatTurn implements KindTurn<Reply> {
     this.#downgraded = execution.downgraded.map((f) => codec?.paramName(f) ?? f);
     const stamp: ResponseStamp = { id: ctx.requestId.slice(4), created: Math.floor(ctx.receivedAt / 1000), model: this.#plan!.entrypoint };
     const answer = respond(execution, codec, stamp, this.#request!, deps, events);
-    const meta = this.#caller.replyMeta(this.#charges, this.#downgraded, execution.headers);
+    const meta = { ...this.#caller.replyMeta(this.#charges, this.#downgraded, execution.headers), decision: this.#plan!.route };
     if (answer.kind === "stream") return { reply: { kind: "stream", body: answer.body, meta }, streaming: true };
     const content = ctx.record.content;
     if (content) content.completion = answer.response.text.slice(0, content.maxChars + CONTENT_MARGIN);
@@ -147,6 +166,6 @@ export class ChatTurn implements KindTurn<Reply> {
   }
 
   failed(error: GatewayError): Reply {
-    return { kind: "error", error, meta: this.#caller.replyMeta(this.#charges, this.#downgraded) };
+    return { kind: "error", error, meta: { ...this.#caller.replyMeta(this.#charges, this.#downgraded), decision: this.#plan?.route } };
   }
 }

@@ -13,6 +13,8 @@ import type { AdmissionKey, Early, KindTurn, Responded } from "../traffic-kind.t
 import type { EmbeddingSubcall, Ingress, Reply } from "./model-api.ts";
 import { ModelCaller, type Inherited, type ModelKindDeps } from "./model-caller.ts";
 
+const NO_PLUGINS = { names: [], decision: undefined } as const;
+
 /**
  * An embeddings request through the phases (the model kind's embeddings operation): `POST
  * /v1/embeddings` from the HTTP adapter, or the gateway's own embedding of a prompt for a
@@ -70,6 +72,14 @@ export class EmbeddingsTurn implements KindTurn<Reply> {
   /** Nothing for signals or request plugins to read: an embedding request carries no conversation. */
   subject(): Subject | undefined {
     return undefined;
+  }
+
+  trusted(): ReadonlyMap<string, string> {
+    return this.#caller.trusted;
+  }
+
+  plugins(): { readonly names: readonly string[]; readonly decision: string | undefined } {
+    return NO_PLUGINS;
   }
 
   async decide(): Promise<Early<Reply> | undefined> {

@@ -47,6 +47,8 @@ export interface ReplyMeta {
   /** The output cap the gateway set because the request had none, if it did. */
   readonly injectedMaxOutputTokens: number | undefined;
   readonly callId: string | undefined;
+  /** The decision that chose the plan (`default` when none held): its name only, never signals or scores. */
+  readonly decision?: string | undefined;
   /** A soft route went ahead without the ledger. */
   readonly budgetUnchecked: boolean;
   /** The task's committed spend and remaining cap after this request's last reservation (capped tasks only). */
@@ -82,6 +84,8 @@ export interface EmbeddingSubcall {
   readonly model: string;
   readonly inputs: readonly EmbeddingInput[];
   readonly dimensions?: number | undefined;
+  /** Stops the embedding (a signal's deadline passed): the sub-request ends as cancelled. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** A buffered model call made inside a request, e.g. by a looper step or MCP sampling. */

@@ -10,7 +10,6 @@ import type { GatewayExecutor, InvocationContext } from "../../invoker/executor.
 import type { CodecRegistry } from "../../protocol/codec.ts";
 import type { DecisionInput } from "../../decide/decide.ts";
 import type { CompiledEntrypoint, CompiledPublication, ModelOperation } from "../../publication/compile-publication.ts";
-import type { SignalSet } from "../../signals/signal-set.ts";
 import type { Principal } from "../../publication/principal.ts";
 import type { RequestCharges, ReserveDeps } from "../../reserve/reserve-phase.ts";
 import { taskFigures } from "../../reserve/task-scope.ts";
@@ -119,17 +118,17 @@ export class ModelCaller {
   }
 
   /** What the decide phase reads besides the request: ids, times, the client's protocol, trusted headers, deadlines. */
-  decisionInput(signals?: SignalSet): DecisionInput {
+  decisionInput(): DecisionInput {
     const { ctx, deps } = this;
     return {
       requestId: ctx.requestId,
       receivedAt: ctx.receivedAt,
       now: deps.clock.now(),
+      clock: () => deps.clock.now(),
       clientProtocol: this.ingress?.protocol ?? "openai-chat",
       trustedHeaders: this.trusted,
       requestDeadlineMs: deps.requestDeadlineMs,
       callerDeadlineAt: this.callerDeadlineAt,
-      signals,
     };
   }
 

@@ -1,7 +1,10 @@
 import { parse } from "yaml";
 import { loadConfig } from "../../../src/config/load-config.ts";
 import { publicationSchema } from "../../../src/config/publication-schema.ts";
-import type { DecisionInput } from "../../../src/decide/decide.ts";
+import { decideChat, type DecisionInput, type Decided } from "../../../src/decide/decide.ts";
+import { systemScheduler } from "../../../src/deps/scheduler.ts";
+import type { SignalModels } from "../../../src/signals/signal-models.ts";
+import { SignalSet } from "../../../src/signals/signal-set.ts";
 import type { DispatchPlan } from "../../../src/decide/dispatch-plan.ts";
 import type { ContentPart, NeutralMessage, NeutralRequest, ToolDefinition } from "../../../src/protocol/neutral.ts";
 import { compilePublication, type CompiledEntrypoint, type CompiledPublication } from "../../../src/publication/compile-publication.ts";
@@ -117,7 +120,32 @@ export const T0 = 1_800_000_000_000;
 
 /** What the decide phase reads besides the request: received and planned at T0, a minute to live. */
 export function input(over: Partial<DecisionInput> = {}): DecisionInput {
-  return { requestId: "req_decide", receivedAt: T0, now: T0, clientProtocol: "openai-chat", trustedHeaders: new Map(), requestDeadlineMs: 60_000, ...over };
+  return { requestId: "req_decide", receivedAt: T0, now: T0, clock: () => over.now ?? T0, clientProtocol: "openai-chat", trustedHeaders: new Map(), requestDeadlineMs: 60_000, ...over };
+}
+
+/** The request's signals over a publication's declared ones, as the runner builds them. */
+export function signalsFor(publication: CompiledPublication, req: NeutralRequest, over: { readonly trustedHeaders?: ReadonlyMap<string, string>; readonly models?: SignalModels; readonly principal?: { tenantId: string; keyId: string; chargeTo?: string } } = {}): SignalSet {
+  return new SignalSet(
+    [...publication.signals.values()].map((s) => s.definition),
+    {
+      input: () => ({ subject: { kind: "model", request: req }, principal: over.principal, trustedHeaders: over.trustedHeaders ?? new Map(), models: over.models }),
+      signal: new AbortController().signal,
+      scheduler: systemScheduler,
+      onFailure: () => {},
+    },
+  );
+}
+
+/** The decide phase on local signals, which decide synchronously (a test fails if it had to wait). */
+export function decideLocal(publication: CompiledPublication, ep: CompiledEntrypoint, req: NeutralRequest, inp: DecisionInput): Decided {
+  const out = decideChat(publication, ep, req, inp, signalsFor(publication, req, { trustedHeaders: inp.trustedHeaders }));
+  if (out instanceof Promise) throw new Error("the decide phase waited for a model-backed signal");
+  return out;
+}
+
+/** The plan of {@link decideLocal}. */
+export function planRequest(publication: CompiledPublication, ep: CompiledEntrypoint, req: NeutralRequest, inp: DecisionInput): DispatchPlan {
+  return decideLocal(publication, ep, req, inp).plan;
 }
 
 export const text = (t: string): ContentPart => ({ type: "text", text: t });

@@ -1,12 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config/load-config.ts";
-import { planRequest } from "../../../src/decide/decide.ts";
 import { validatePlan } from "../../../src/decide/dispatch-plan.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { NeutralRequest } from "../../../src/protocol/neutral.ts";
 import { compilePublication } from "../../../src/publication/compile-publication.ts";
 import { bundledTexts } from "../support/fixtures.ts";
-import { compileUnchecked, entrypoint, image, input, request, rules, T0, tierIds, tool, user } from "./decide-support.ts";
+import { compileUnchecked, entrypoint, image, input, request, rules, T0, tierIds, tool, user, planRequest } from "./decide-support.ts";
 
 /** Whatever planRequest throws (fails the test when it returns a plan). */
 function thrownBy(fn: () => unknown): GatewayError {

@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { ConfigValidationError } from "../../../src/config/parse-file.ts";
-import { planRequest } from "../../../src/decide/decide.ts";
 import type { NeutralMessage, NeutralRequest, ToolDefinition } from "../../../src/protocol/neutral.ts";
-import { assistant, compile, entrypoint, image, input, request, RULES_YAML, rules, system, tierIds, tool, user } from "./decide-support.ts";
+import { assistant, compile, entrypoint, image, input, request, RULES_YAML, rules, system, tierIds, tool, user, planRequest } from "./decide-support.ts";
 
 /** The rule a request to entrypoint `ep` matched, and the tiers it planned. */
 function decided(ep: string, messages: readonly NeutralMessage[], extra: Partial<NeutralRequest> = {}, headers: Record<string, string> = {}) {
@@ -164,7 +163,7 @@ describe("rule order", () => {
     ordered.routes = [ordered.routes[1], ordered.routes[0], ordered.routes[2]];
     const reversed = compile(stringify(doc));
     const ep = entrypoint("ordered", reversed);
-    expect(ep.routes.map((r) => r.name)).toEqual(["code-with-tools", "premium", "code"]);
+    expect(ep.decisions.map((d) => d.name)).toEqual(["code-with-tools", "premium", "code"]);
     const plan = planRequest(reversed, ep, request("ordered", codeAndTools, { tools: [tool] }), input({ trustedHeaders: new Map([["x-sluice-tier", "premium"]]) }));
     expect(plan.route).toBe("code-with-tools");
   });

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { planRequest } from "../../../src/decide/decide.ts";
 import { validatePlan, type DispatchPlan, type PlannedModel } from "../../../src/decide/dispatch-plan.ts";
-import { entrypoint, input, request, rules, T0, user } from "./decide-support.ts";
+import { entrypoint, input, request, rules, T0, user, planRequest } from "./decide-support.ts";
 
 const model = (over: Record<string, unknown> = {}): PlannedModel => ({ logicalModel: "small", revision: 1, pool: "pool-small", requires: ["chat"], downgrades: [], ...over }) as PlannedModel;
 

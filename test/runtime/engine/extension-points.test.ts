@@ -59,9 +59,10 @@ describe("signals", () => {
   it("are computed only when asked, once per request however often they are asked, and a throw is unknown and logged", async () => {
     let computed = 0;
     const signals: SignalDefinition[] = [
-      { name: "length", compute: ({ subject }) => (computed++, subject?.kind === "model" ? subject.request.messages.length : undefined) },
+      { name: "length", cost: "local", compute: ({ subject }) => (computed++, subject?.kind === "model" ? subject.request.messages.length : undefined) },
       {
         name: "broken",
+        cost: "local",
         compute: () => {
           throw new Error("detector down");
         },

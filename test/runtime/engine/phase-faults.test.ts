@@ -111,7 +111,7 @@ async function scenario(point: Point, fault: Fault) {
   const snap = await snapshot([{ name: "a", port: 9001 }]);
   const h = engineHarness({
     extensions: {
-      signals: [{ name: "probe", compute: async () => (await hit("signal"), 1) }],
+      signals: [{ name: "probe", cost: "model", compute: async () => (await hit("signal"), 1) }],
       // The plugin asks for the signal: signals are computed only when asked.
       requestSafe: [{ name: "probe", class: "request_safe", apply: async ({ signals }) => void ((await signals.get("probe")), await hit("request-safe")) }],
       streamEvent: [
@@ -361,7 +361,7 @@ async function mcpScenario(point: McpPoint, fault: Fault) {
     drainWait: async () => {},
     beforeReserve: () => hit("reserve"),
     extensions: {
-      signals: [{ name: "probe", compute: async () => (await hit("signal"), 1) }],
+      signals: [{ name: "probe", cost: "model", compute: async () => (await hit("signal"), 1) }],
       requestSafe: [{ name: "probe", class: "request_safe", apply: async ({ signals }) => void ((await signals.get("probe")), await hit("request-safe")) }],
       streamEvent: [],
       terminalObservers: [{ name: "probe", class: "terminal_observer", observe: () => void (armed && point === "terminal-observer" && fault === "throw" && (hits++, (() => { throw new Error("injected at terminal-observer"); })())) }],

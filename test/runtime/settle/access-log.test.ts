@@ -20,6 +20,8 @@ function record(over: Partial<RequestRecord> = {}): RequestRecord {
     chargeTo: "platform/playground",
     entrypoint: "sluice-chat",
     route: "code",
+    decision: undefined,
+    plugins: [],
     stream: true,
     phase: "respond",
     phases: [{ phase: "authenticate", at: T0 }],

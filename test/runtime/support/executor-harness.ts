@@ -3,7 +3,7 @@ import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
 import type { SettleStep } from "../../../src/context/debt.ts";
 import { RequestContext, type RecordSink } from "../../../src/context/request-context.ts";
 import type { RequestRecord } from "../../../src/context/request-record.ts";
-import { planRequest } from "../../../src/decide/decide.ts";
+import { planRequest } from "../decide/decide-support.ts";
 import type { DispatchPlan } from "../../../src/decide/dispatch-plan.ts";
 import type { Scheduler } from "../../../src/deps/scheduler.ts";
 import type { GatewayError } from "../../../src/errors/gateway-error.ts";
@@ -153,7 +153,7 @@ export const okBody = (model = "x") =>
 export function plan(body: Record<string, unknown> = {}, headers = new Map<string, string>()): { plan: DispatchPlan; request: NeutralRequest } {
   const request = builtinCodecs.get("openai-chat")!.decodeRequest({ model: "sluice-chat", messages: [{ role: "user", content: "hello" }], ...body });
   const ep = publication.entrypoints.get(request.model)!;
-  const p = planRequest(publication, ep, request, { requestId: "req_1", receivedAt: clock.now(), now: clock.now(), clientProtocol: "openai-chat", trustedHeaders: headers, requestDeadlineMs: config.gateway.traffic.requestDeadlineMs });
+  const p = planRequest(publication, ep, request, { requestId: "req_1", receivedAt: clock.now(), now: clock.now(), clock: () => clock.now(), clientProtocol: "openai-chat", trustedHeaders: headers, requestDeadlineMs: config.gateway.traffic.requestDeadlineMs });
   // One attempt unless a test asks for more: these tests are about a single attempt's handling.
   return { plan: { ...p, retry: { maxAttempts: 1 } }, request };
 }

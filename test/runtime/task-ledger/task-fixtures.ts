@@ -11,6 +11,8 @@ export function modelRecord(over: Partial<RequestRecord> & { requestId: string }
     key: "k1",
     entrypoint: "chat",
     route: "chat",
+    decision: undefined,
+    plugins: [],
     stream: false,
     phase: "respond",
     phases: [],

@@ -14,6 +14,8 @@ export function requestRecord(over: Partial<RequestRecord> = {}, client?: TraceP
     chargeTo: "platform/playground",
     entrypoint: "sluice-chat",
     route: "default",
+    decision: undefined,
+    plugins: [],
     stream: true,
     phase: "respond",
     phases: [

@@ -1,0 +1,98 @@
+import { z } from "zod";
+import { PII_DETECTORS } from "../signals/pii.ts";
+import { upstreamHeaderRefusal } from "../egress/upstream-headers.ts";
+
+const id = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "ids are 1-64 lower-case letters, digits, '.', '_' or '-'");
+const scope = z.enum(["last_user", "user", "all"]);
+const regexSource = z.string().refine(
+  (source) => {
+    try {
+      new RegExp(source);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+  { message: "not a valid regular expression" },
+);
+
+/**
+ * What happens when the check itself fails (a detector throws): `closed` refuses the request
+ * (`signal_unavailable`), `open` lets it through as it is. Either way the record says which.
+ */
+const onError = z.enum(["closed", "open"]);
+
+const common = { name: id, description: z.string().optional() };
+
+/**
+ * PII in the request (`request_safe`): `redact` sends placeholders such as `[EMAIL_1]` upstream
+ * and, with `restore`, puts the values back in the answer (`stream_event_safe`); `block` refuses
+ * the request naming the detectors; `allow` lets it through and counts what it found.
+ */
+const piiPlugin = z.strictObject({
+  ...common,
+  kind: z.literal("pii"),
+  action: z.enum(["redact", "block", "allow"]),
+  detectors: z.array(z.enum(PII_DETECTORS)).min(1).default([...PII_DETECTORS]),
+  in: scope.default("all"),
+  restore: z.boolean().default(true),
+  onError: onError.default("closed"),
+});
+
+/** The published jailbreak phrase set (and the operator's rules) in the request: refuse it, naming the rule. */
+const jailbreakPlugin = z.strictObject({
+  ...common,
+  kind: z.literal("jailbreak"),
+  builtIn: z.boolean().default(true),
+  rules: z.array(z.strictObject({ id, pattern: regexSource })).default([]),
+  in: scope.default("user"),
+  onError: onError.default("closed"),
+});
+
+/** Refuses every request it runs for: the action of a decision that stands for "do not serve this" (a jailbreak, a flagged prompt). */
+const blockPlugin = z.strictObject({
+  ...common,
+  kind: z.literal("block"),
+  /** Published with the refusal, so it is the operator's words, never the prompt's. */
+  reason: z.string().min(1).max(200).optional(),
+});
+
+/** A system prompt of the operator's: put before the request's own, after them, or instead of them. */
+const systemPromptPlugin = z.strictObject({
+  ...common,
+  kind: z.literal("system_prompt"),
+  mode: z.enum(["prepend", "append", "replace"]),
+  text: z.string().min(1).max(65_536),
+});
+
+/** Headers set on the request to the backend, from a fixed allowlist (never credentials, hop-by-hop or the gateway's own). */
+const headersPlugin = z.strictObject({
+  ...common,
+  kind: z.literal("headers"),
+  set: z
+    .record(
+      z.string().superRefine((name, ctx) => {
+        const why = upstreamHeaderRefusal(name);
+        if (why !== undefined) ctx.addIssue({ code: "custom", message: why });
+      }),
+      z.string().max(1024).regex(/^[\t\x20-\x7e]*$/, "header values are visible ASCII"),
+    )
+    .refine((h) => Object.keys(h).length > 0, { message: "set at least one header" }),
+});
+
+/** PII in the answer, masked (`[EMAIL]`) before the client sees it; streamed answers hold back a short tail to see a value whole. */
+const outputPiiPlugin = z.strictObject({
+  ...common,
+  kind: z.literal("output_pii"),
+  detectors: z.array(z.enum(PII_DETECTORS)).min(1).default([...PII_DETECTORS]),
+  onError: onError.default("closed"),
+});
+
+/** A named plugin of the publication (publication.yaml `plugins:`); entrypoints, decisions and MCP refer to it by name. */
+export const pluginSchema = z.discriminatedUnion("kind", [piiPlugin, jailbreakPlugin, blockPlugin, systemPromptPlugin, headersPlugin, outputPiiPlugin]);
+
+export type PluginConfig = z.infer<typeof pluginSchema>;
+export type PluginKind = PluginConfig["kind"];
+
+/** Plugin kinds that apply to an MCP tool call's arguments (the others are about prompts and answers). */
+export const TOOL_CALL_PLUGIN_KINDS: readonly PluginKind[] = ["pii", "jailbreak", "block"];
