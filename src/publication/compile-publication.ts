@@ -1,5 +1,6 @@
 import type { Capability, EntrypointConfig, PublicationConfig, RouteCondition } from "../config/publication-schema.ts";
 import type { RequestFeature } from "../protocol/features.ts";
+import type { InputOperationId } from "../protocol/input-operation.ts";
 import { compileBudgetPolicy, type BudgetPolicy, type EntrypointBudget } from "./budgets.ts";
 import type { Principal } from "./principal.ts";
 
@@ -24,8 +25,8 @@ export interface CompiledRoute {
   readonly tiers: readonly (readonly string[])[];
 }
 
-/** What a model entrypoint serves: chat (every generation API) or embeddings (`POST /v1/embeddings`). */
-export type ModelOperation = "chat" | "embeddings";
+/** What a model entrypoint serves: chat (every generation API), or one input-only operation (`POST /v1/embeddings`, `POST /v1/moderations`). */
+export type ModelOperation = "chat" | InputOperationId;
 
 /** A public model name clients send, with its rules, tiers, retry bound and budget policy. */
 export interface CompiledEntrypoint {
