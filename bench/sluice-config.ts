@@ -90,7 +90,6 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
   const pointed = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
   if (pointed === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
-  const backendsForSim = withoutEmbeddings(pointed);
   const shipped = shippedGatewayYaml(bundleDir);
   let gateway = shipped;
   if (!accessLog) {
@@ -98,23 +97,19 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
     if (gateway === shipped) throw new BenchError("the shipped gateway.yaml has no `accessLog: true` line to turn off");
   }
   gateway = allowingSimulator(gateway, simUrl);
-  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as {
-    tenants: unknown[];
-    entrypoints: { operation?: string; default: string[][]; decisions?: unknown[]; plugins?: unknown[] }[];
-    models: { id: string }[];
-    mcp?: McpPublication;
-    signals?: unknown;
-    plugins?: unknown;
-    signalDeadlineMs?: unknown;
-  };
-  // The stages measure chat and MCP; a revision from before embeddings would refuse their keys,
-  // and one from before decisions would refuse signals, plugins and the entrypoints that use them.
-  const embeddingModels = new Set(pub.entrypoints.filter((e) => e.operation === "embeddings").flatMap((e) => e.default.flat()));
-  pub.entrypoints = pub.entrypoints.filter((e) => e.operation !== "embeddings" && e.decisions === undefined && e.plugins === undefined);
+  const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as BenchPublication;
+  // The stages measure chat and MCP; a revision from before embeddings and moderations would
+  // refuse the entrypoints serving them, their models, pools and capabilities, and one from
+  // before decisions would refuse signals, plugins and the entrypoints that use them.
+  const inputOnly = pub.entrypoints.filter((e) => e.operation !== undefined && e.operation !== "chat");
+  const inputModels = new Set(inputOnly.flatMap((e) => e.default.flat()));
+  const inputPools = new Set(pub.models.filter((m) => inputModels.has(m.id)).flatMap((m) => m.revisions.map((r) => r.pool)));
+  const backendsForSim = withoutInputOperations(pointed, new Set(inputOnly.map((e) => e.operation!)), inputPools);
+  pub.entrypoints = pub.entrypoints.filter((e) => !inputOnly.includes(e) && e.decisions === undefined && e.plugins === undefined);
   delete pub.signals;
   delete pub.plugins;
   delete pub.signalDeadlineMs;
-  pub.models = pub.models.filter((m) => !embeddingModels.has(m.id));
+  pub.models = pub.models.filter((m) => !inputModels.has(m.id));
   pub.tenants.push({ id: OPEN_TENANT, apiKeys: [{ id: OPEN_TENANT, sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
   if (mcp) {
     gateway = withMcpServer(gateway, simUrl);
@@ -123,14 +118,26 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   return { backends: backendsForSim, publication: stringifyYaml(pub), gateway };
 }
 
+/** The parts of the bundled publication the bench reads or trims. */
+interface BenchPublication {
+  tenants: unknown[];
+  entrypoints: { operation?: string; default: string[][]; decisions?: unknown[]; plugins?: unknown[] }[];
+  models: { id: string; revisions: { pool: string }[] }[];
+  mcp?: McpPublication;
+  signals?: unknown;
+  plugins?: unknown;
+  signalDeadlineMs?: unknown;
+}
+
 /**
- * The backends without the embeddings capability and the pools only embedding models use: the
- * chat and MCP stages need neither, and a revision from before embeddings refuses them.
+ * The backends without the input-only operations' capabilities (embeddings, moderations) and the
+ * pools only their models use: the chat and MCP stages need neither, and a revision from before
+ * those operations refuses them.
  */
-function withoutEmbeddings(backendsYaml: string): string {
+function withoutInputOperations(backendsYaml: string, capabilities: ReadonlySet<string>, pools: ReadonlySet<string>): string {
   const b = parseYaml(backendsYaml) as { backends: { capabilities: string[] }[]; pools: { name: string }[] };
-  for (const backend of b.backends) backend.capabilities = backend.capabilities.filter((c) => c !== "embeddings");
-  b.pools = b.pools.filter((p) => p.name !== "sim-embed");
+  for (const backend of b.backends) backend.capabilities = backend.capabilities.filter((c) => !capabilities.has(c));
+  b.pools = b.pools.filter((p) => !pools.has(p.name));
   return stringifyYaml(b);
 }
 

@@ -5,9 +5,10 @@ import type { Principal } from "../publication/principal.ts";
 
 /**
  * The authorize phase of a model request: the public model the client named must exist, serve
- * the operation asked for (chat, embeddings), and the caller's key must be granted it. Decided on
- * the decoded request, never on a header. `internal`: the gateway's own call for the request (a
- * signal's embedding), whose model the publication chose, so the key needs no grant of it.
+ * the operation asked for (chat, embeddings, moderations), and the caller's key must be granted it.
+ * Decided on the decoded request, never on a header. `internal`: the gateway's own call for the
+ * request (a signal's embedding or moderation), whose model the publication chose, so the key
+ * needs no grant of it.
  *
  * @throws GatewayError model_not_found / model_not_allowed / invalid_request (the wrong operation).
  */
@@ -16,7 +17,9 @@ export function authorize(publication: CompiledPublication, principal: Principal
   if (!ep) throw new GatewayError("model_not_found", `The model '${echo(model)}' does not exist.`, { param: "model" });
   if (!internal && !publication.mayUse(principal, ep.name)) throw new GatewayError("model_not_allowed", `This API key may not use the model '${ep.name}'.`, { param: "model" });
   if (ep.operation !== operation) {
-    throw new GatewayError("invalid_request", ep.operation === "embeddings" ? `The model '${ep.name}' is an embeddings model: call POST /v1/embeddings.` : `The model '${ep.name}' does not serve embeddings.`, { param: "model" });
+    // An input-only operation's public route is named after it (POST /v1/embeddings, /v1/moderations).
+    const message = ep.operation === "chat" ? `The model '${ep.name}' does not serve ${operation}.` : `The model '${ep.name}' serves ${ep.operation} only: call POST /v1/${ep.operation}.`;
+    throw new GatewayError("invalid_request", message, { param: "model" });
   }
   return ep;
 }

@@ -232,9 +232,9 @@ export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig)
         tier.forEach((modelId, mi) => {
           const m = models.get(modelId);
           if (!m) return void issues.push({ file, path: `${path}[${ti}][${mi}]`, message: `unknown model "${modelId}"` });
-          // An entrypoint serves one operation: its models' active revisions must be able to serve it.
+          // An entrypoint serves one operation: its models' active revisions must require its capability.
           const requires = m.revisions.find((r) => r.revision === m.activeRevision)?.requires ?? [];
-          const needed = ep.operation === "embeddings" ? "embeddings" : "chat";
+          const needed = ep.operation;
           if (!requires.includes(needed)) issues.push({ file, path: `${path}[${ti}][${mi}]`, message: `model "${modelId}" does not require "${needed}", which this ${ep.operation} entrypoint serves` });
         }),
       );
@@ -253,7 +253,7 @@ export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig)
       }
     });
     for (const d of duplicates(ep.routes.map((r) => r.name))) issues.push({ file, path: `entrypoints[${ei}].routes`, message: `duplicate route "${d}"` });
-    if (ep.operation === "embeddings" && ep.routes.length > 0) issues.push({ file, path: `entrypoints[${ei}].routes`, message: "an embeddings entrypoint has no routes: it serves its default tiers" });
+    if (ep.operation !== "chat" && ep.routes.length > 0) issues.push({ file, path: `entrypoints[${ei}].routes`, message: `an ${ep.operation} entrypoint has no routes: it serves its default tiers` });
     if (ep.affinityHeader !== undefined && !trusted.has(ep.affinityHeader)) {
       issues.push({
         file,

@@ -16,7 +16,7 @@ const publicName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, "inv
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be a lower-case hex SHA-256 digest of the key");
 
 /** A capability a logical model revision needs from every backend that may serve it. */
-export const capabilitySchema = z.enum(["chat", "streaming", "tools", "images", "stream-usage", "json-schema", "embeddings"]);
+export const capabilitySchema = z.enum(["chat", "streaming", "tools", "images", "stream-usage", "json-schema", "embeddings", "moderations"]);
 export type Capability = z.infer<typeof capabilitySchema>;
 
 const regexSource = z.string().refine(
@@ -62,10 +62,11 @@ const entrypointSchema = z.strictObject({
   name: publicName,
   description: z.string().optional(),
   /**
-   * What it serves: `chat` (the generation APIs) or `embeddings` (`POST /v1/embeddings`), whose
-   * models' active revisions require the `embeddings` capability.
+   * What it serves: `chat` (the generation APIs), `embeddings` (`POST /v1/embeddings`) or
+   * `moderations` (`POST /v1/moderations`); its models' active revisions require the capability
+   * of the same name.
    */
-  operation: z.enum(["chat", "embeddings"]).default("chat"),
+  operation: z.enum(["chat", "embeddings", "moderations"]).default("chat"),
   /**
    * Decisions over the publication's signals: the highest priority that holds chooses the tiers
    * and adds its plugins (docs/routing.md).

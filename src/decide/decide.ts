@@ -118,18 +118,19 @@ export function requestCapabilities(req: NeutralRequest): Capability[] {
 }
 
 /**
- * The decide phase of an embeddings request: the entrypoint's tiers at their active revisions,
- * each needing the `embeddings` capability. No decision rules: an embedding request carries no
- * conversation to route on.
+ * The decide phase of an input-only request (embeddings, moderations): the entrypoint's tiers at
+ * their active revisions, each needing the capability of the entrypoint's operation. No decision
+ * rules: such a request carries no conversation to route on.
  *
  * @throws GatewayError deadline_exceeded when the deadline passed before the plan was made;
  *   internal_error when the plan fails its own structural check.
  */
-export function planEmbeddings(publication: CompiledPublication, ep: CompiledEntrypoint, input: DecisionInput): DispatchPlan {
+export function planInputOperation(publication: CompiledPublication, ep: CompiledEntrypoint, input: DecisionInput): DispatchPlan {
+  const needs: readonly Capability[] = [ep.operation];
   const tiers: PlannedModel[][] = ep.defaultTiers.map((tier) =>
     tier.flatMap((id) => {
       const m = publication.models.get(id);
-      return m ? [plannedModel(id, m, EMBEDDING_NEEDS)] : [];
+      return m ? [plannedModel(id, m, needs)] : [];
     }),
   );
   return checkedPlan({
@@ -145,8 +146,6 @@ export function planEmbeddings(publication: CompiledPublication, ep: CompiledEnt
     stream: false,
   }, input.now);
 }
-
-const EMBEDDING_NEEDS: readonly Capability[] = ["embeddings"];
 
 /** A plan whose deadline has not passed and which passes its own structural check. */
 function checkedPlan(plan: DispatchPlan, now: number): DispatchPlan {

@@ -1,8 +1,9 @@
 import type { AbortReason } from "../context/request-context.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import type { GatewayError } from "../errors/gateway-error.ts";
-import type { EmbeddingSubcall, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
+import type { EmbeddingSubcall, ModerationSubcall, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
 import type { NeutralEmbeddingResponse } from "../protocol/embeddings.ts";
+import type { NeutralModerationResponse } from "../protocol/moderations.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 
 /** Answer without calling a backend (a refusal, a protocol error). The request has ended. */
@@ -15,7 +16,7 @@ export interface ImmediateAction {
 export interface DispatchAction {
   readonly kind: "dispatch";
   readonly plan: DispatchPlan;
-  /** A chat's neutral request (an embeddings request shows none). */
+  /** A chat's neutral request (an embeddings or moderations request shows none). */
   readonly request: NeutralRequest | undefined;
 }
 
@@ -53,11 +54,18 @@ export interface ModelExecutor {
   call(sub: SubcallRequest): Promise<SubcallResult>;
   /** The gateway's own embedding on the request's behalf (a similarity signal); valid once the request is authenticated. */
   embed(sub: EmbeddingSubcall): Promise<EmbeddingResult>;
+  /** The gateway's own moderation on the request's behalf (a moderation signal); valid once the request is authenticated. */
+  moderate(sub: ModerationSubcall): Promise<ModerationResult>;
 }
 
-export type EmbeddingResult =
-  | { readonly ok: true; readonly requestId: string; readonly response: NeutralEmbeddingResponse; readonly attempts: readonly string[] }
+/** The outcome of the gateway's own input-only call (an embedding, a moderation): its answer in neutral form, or why not. */
+export type InputResult<R> =
+  | { readonly ok: true; readonly requestId: string; readonly response: R; readonly attempts: readonly string[] }
   | { readonly ok: false; readonly requestId: string; readonly error: GatewayError; readonly attempts: readonly string[] };
+
+export type EmbeddingResult = InputResult<NeutralEmbeddingResponse>;
+
+export type ModerationResult = InputResult<NeutralModerationResponse>;
 
 /** A model the caller may use, for `GET /v1/models`. */
 export interface ListedModel {

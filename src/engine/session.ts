@@ -1,33 +1,45 @@
 import type { AbortReason, RequestContext } from "../context/request-context.ts";
 import { requestTrace } from "../context/trace-context.ts";
+import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import { ChatTurn } from "../kinds/model/chat-turn.ts";
-import { EmbeddingsTurn } from "../kinds/model/embeddings-turn.ts";
-import type { EmbeddingSubcall, Ingress, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
-import type { ModelCaller } from "../kinds/model/model-caller.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { SignalModels } from "../signals/signal-models.ts";
+import { InputTurn } from "../kinds/model/input-turn.ts";
+import type { Ingress, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
+import type { Inherited, ModelCaller } from "../kinds/model/model-caller.ts";
+import type { KindTurn } from "../kinds/traffic-kind.ts";
+import { EMBEDDINGS, MODERATIONS, type InputOperation } from "../protocol/input-operation.ts";
+import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
+import type { NeutralRequest } from "../protocol/neutral.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import { Runner } from "./runner.ts";
-import type { Action, EmbeddingResult, ModelExecutor, Session, SubcallResult } from "./session-api.ts";
+import type { Action, InputResult, ModelExecutor, Session, SubcallResult } from "./session-api.ts";
+
+/** A model-kind turn, whatever its operation: its hooks, who it is for, and what it decided. */
+interface ModelTurn extends KindTurn<Reply> {
+  readonly caller: ModelCaller;
+  readonly decided: { readonly plan: DispatchPlan; readonly request: NeutralRequest | undefined };
+}
 
 /** Where a session's request comes from: the HTTP adapter, or a request it runs inside. */
 type Origin =
   | { readonly ingress: Ingress }
   | { readonly parent: RequestSession; readonly sub: SubcallRequest; readonly internal: boolean }
-  | { readonly parent: RequestSession; readonly embed: EmbeddingSubcall };
+  /** The gateway's own input-only call: its turn, made on the child's context with what it inherits. */
+  | { readonly parent: RequestSession; readonly input: (ctx: RequestContext, inherited: Inherited, pin: () => Promise<PinnedSnapshot>) => ModelTurn };
 
 /**
- * One model request's session: the model kind (chat or embeddings) on the one runner, behind the
- * API the HTTP adapter and sub-calls use ({@link Session}). It pins the snapshot once for the
- * request and every sub-call made inside it.
+ * One model request's session: the model kind (chat, embeddings, moderations) on the one runner,
+ * behind the API the HTTP adapter and sub-calls use ({@link Session}). It pins the snapshot once
+ * for the request and every sub-call made inside it.
  */
 export class RequestSession implements Session {
   readonly requestId: string;
   readonly models: ModelExecutor;
   readonly #deps: EngineDeps;
   readonly #runner: Runner<Reply>;
-  readonly #turn: ChatTurn | EmbeddingsTurn;
+  readonly #turn: ModelTurn;
   readonly #parent: RequestSession | undefined;
   #snapshot: Promise<PinnedSnapshot> | undefined;
 
@@ -39,7 +51,7 @@ export class RequestSession implements Session {
     const parentCtx = parent === undefined ? undefined : parent.#runner.ctx;
     this.requestId = ingress?.requestId ?? deps.newRequestId();
     const pin = () => this.#pinSnapshot();
-    let turn!: ChatTurn | EmbeddingsTurn;
+    let turn!: ModelTurn;
     this.#runner = new Runner(
       deps,
       {
@@ -53,7 +65,11 @@ export class RequestSession implements Session {
       (ctx) => (turn = this.#turnOf(ctx, from, pin)),
     );
     this.#turn = turn;
-    this.models = { call: (sub) => this.#subcall(sub), embed: (sub) => this.#embed(sub) };
+    this.models = {
+      call: (sub) => this.#subcall(sub),
+      embed: (sub) => this.#input(EMBEDDINGS, { model: sub.model, inputs: sub.inputs, dimensions: sub.dimensions, encodingFormat: "float" }, sub.signal),
+      moderate: (sub) => this.#input(MODERATIONS, { model: sub.model, inputs: sub.inputs }),
+    };
   }
 
   abort(reason: AbortReason): void {
@@ -78,10 +94,20 @@ export class RequestSession implements Session {
     return this.#runner.dispatch();
   }
 
-  #turnOf(ctx: RequestContext, from: Origin, pin: () => Promise<PinnedSnapshot>): ChatTurn | EmbeddingsTurn {
-    if ("ingress" in from) return from.ingress.operation === "embeddings" ? new EmbeddingsTurn(this.#deps, ctx, { ingress: from.ingress }, pin) : new ChatTurn(this.#deps, ctx, { ingress: from.ingress }, pin);
-    const inherited = from.parent.#caller.inheritance(() => from.parent.#pinSnapshot(), "embed" in from || from.internal);
-    return "embed" in from ? new EmbeddingsTurn(this.#deps, ctx, { inherited, sub: from.embed }, pin) : new ChatTurn(this.#deps, ctx, { inherited, sub: from.sub }, pin);
+  #turnOf(ctx: RequestContext, from: Origin, pin: () => Promise<PinnedSnapshot>): ModelTurn {
+    if ("ingress" in from) {
+      const origin = { ingress: from.ingress };
+      switch (from.ingress.operation ?? "chat") {
+        case "chat":
+          return new ChatTurn(this.#deps, ctx, origin, pin);
+        case "embeddings":
+          return new InputTurn(EMBEDDINGS, this.#deps, ctx, origin, pin);
+        case "moderations":
+          return new InputTurn(MODERATIONS, this.#deps, ctx, origin, pin);
+      }
+    }
+    const inherited = from.parent.#caller.inheritance(() => from.parent.#pinSnapshot(), "input" in from || from.internal);
+    return "input" in from ? from.input(ctx, inherited, pin) : new ChatTurn(this.#deps, ctx, { inherited, sub: from.sub }, pin);
   }
 
   get #caller(): ModelCaller {
@@ -110,36 +136,45 @@ export class RequestSession implements Session {
   }
 
   /**
-   * The gateway's own embedding on this request's behalf (a similarity signal): an embeddings
-   * request that inherits from this one, charged to the same caller, whose model the publication
-   * chose. Valid once the request is authenticated.
+   * The gateway's own input-only call on this request's behalf (a similarity signal's embedding,
+   * a moderation signal's verdicts): a request that inherits from this one, charged to the same
+   * caller, whose model the publication chose. Valid once the request is authenticated.
    */
-  async #embed(sub: EmbeddingSubcall): Promise<EmbeddingResult> {
-    if (this.#caller.principal === undefined) throw new Error("an embedding needs an authenticated parent request");
-    const child = new RequestSession(this.#deps, { parent: this, embed: sub });
-    // The signal stopped waiting for it: to the embedding, its parent has ended.
+  async #input<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, request: Req, signal?: AbortSignal): Promise<InputResult<Res>> {
+    if (this.#caller.principal === undefined) throw new Error(`the gateway's own ${op.id} call needs an authenticated parent request`);
+    // Made synchronously while the child is constructed, so it is set before the child runs.
+    let turn!: InputTurn<Req, Res>;
+    const child = new RequestSession(this.#deps, { parent: this, input: (ctx, inherited, pin) => (turn = new InputTurn(op, this.#deps, ctx, { inherited, request }, pin)) });
+    // The signal stopped waiting for it: to the sub-request, its parent has ended.
     const stop = () => child.abort("parent_ended");
-    if (sub.signal?.aborted) stop();
-    sub.signal?.addEventListener("abort", stop, { once: true });
+    if (signal?.aborted) stop();
+    signal?.addEventListener("abort", stop, { once: true });
     let reply: Reply;
     try {
       reply = await child.#run();
     } finally {
-      sub.signal?.removeEventListener("abort", stop);
+      signal?.removeEventListener("abort", stop);
     }
     if (reply.kind === "error") return { ok: false, requestId: child.requestId, error: reply.error, attempts: reply.meta.attempts };
-    if (reply.kind !== "buffered" || reply.embeddings === undefined) throw new Error("unreachable: an embedding is buffered");
-    return { ok: true, requestId: child.requestId, response: reply.embeddings, attempts: reply.meta.attempts };
+    const response = turn.response;
+    if (reply.kind !== "buffered" || response === undefined) throw new Error(`unreachable: the gateway's own ${op.id} call is buffered`);
+    return { ok: true, requestId: child.requestId, response, attempts: reply.meta.attempts };
   }
 
   /** What the request's model-backed signals call: embeddings as this request's own sub-requests. */
   #signalModels(): SignalModels {
     return {
       embed: async (model, texts, signal) => {
-        const result = await this.#embed({ model, inputs: texts, signal });
+        const result = await this.#input(EMBEDDINGS, { model, inputs: texts, encodingFormat: "float" }, signal);
         if (!result.ok) throw result.error;
         if (result.response.vectors.length !== texts.length) throw new GatewayError("upstream_protocol_error", "The embedding model answered a different number of vectors than texts.");
         return result.response.vectors;
+      },
+      moderate: async (model, texts, signal) => {
+        const result = await this.#input(MODERATIONS, { model, inputs: texts }, signal);
+        if (!result.ok) throw result.error;
+        if (result.response.results.length !== texts.length) throw new GatewayError("upstream_protocol_error", "The moderation model answered a different number of verdicts than texts.");
+        return result.response.results.map((r) => ({ flagged: r.flagged, scores: r.categoryScores }));
       },
     };
   }

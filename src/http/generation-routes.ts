@@ -7,4 +7,5 @@ export const GENERATION_ROUTES: readonly { readonly path: string; readonly proto
   { path: "/v1/responses", protocol: "openai-responses", operation: "chat" },
   { path: "/v1/messages", protocol: "anthropic-messages", operation: "chat" },
   { path: "/v1/embeddings", protocol: "openai-chat", operation: "embeddings" },
+  { path: "/v1/moderations", protocol: "openai-chat", operation: "moderations" },
 ];

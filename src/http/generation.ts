@@ -16,7 +16,7 @@ import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 export interface GenerationInput {
   readonly request: Request;
   readonly protocol: ProtocolId;
-  /** What the route serves: a chat (the generation APIs) or embeddings. */
+  /** What the route serves: a chat (the generation APIs), embeddings or moderations. */
   readonly operation?: ModelOperation | undefined;
   readonly requestId: string;
   readonly receivedAt: number;

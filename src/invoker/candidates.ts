@@ -36,7 +36,7 @@ export function eligibleCandidates(
   features: readonly RequestFeature[],
   snapshot: PinnedSnapshot,
   codecs: CodecRegistry,
-  /** Whether a protocol can carry this kind of request at all (an embeddings wire, for embeddings). */
+  /** Whether a protocol can carry this kind of request at all (the operation's wire, for embeddings and moderations). */
   serves: (codec: Codec) => boolean,
 ): ModelCandidates[] {
   let capabilityGap: string[] | undefined;

@@ -8,7 +8,8 @@ import type { Rng } from "../deps/rng.ts";
 import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
-import type { NeutralEmbeddingRequest, NeutralEmbeddingResponse } from "../protocol/embeddings.ts";
+import type { InputOperation } from "../protocol/input-operation.ts";
+import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
 import { requestFeatures, type RequestFeature } from "../protocol/features.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
@@ -24,7 +25,7 @@ import { eligibleCandidates, nextChoice, pickWith, type Choice, type ModelCandid
 import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
-import { encodeChat, encodeEmbeddings, prepareAttempt, readChat, readEmbeddings, sendAttempt, type AnswerReader, type EncodedAttempt } from "./upstream-attempt.ts";
+import { encodeChat, encodeInput, prepareAttempt, readChat, readInput, sendAttempt, type AnswerReader, type EncodedAttempt } from "./upstream-attempt.ts";
 
 /** What the invoke phase hands the executor for one request. */
 export interface InvocationContext {
@@ -78,9 +79,9 @@ export type Execution =
     }
   | { readonly ok: false; readonly error: GatewayError };
 
-/** The outcome of an embeddings request's invoke phase: the vectors, or the error. */
-export type EmbeddingExecution =
-  | { readonly ok: true; readonly response: NeutralEmbeddingResponse; readonly headers: Readonly<Record<string, string>> }
+/** The outcome of an input-only request's invoke phase (embeddings, moderations): the answer, or the error. */
+export type InputExecution<Res extends InputResponse> =
+  | { readonly ok: true; readonly response: Res; readonly headers: Readonly<Record<string, string>> }
   | { readonly ok: false; readonly error: GatewayError };
 
 /** What one kind of model operation does per attempt: build the backend's request, read its answer. */
@@ -188,14 +189,15 @@ export class GatewayExecutor {
   }
 
   /**
-   * An embeddings request, on backends whose protocol has an embeddings wire (and which declare
-   * `embeddings`, as the plan requires). The same attempts, evidence, retries, breakers and
-   * budgets as chat; never streamed. Never rejects for a refusal or an upstream failure.
+   * An input-only request (embeddings, moderations), on backends whose protocol has the
+   * operation's wire (and which declare its capability, as the plan requires). The same attempts,
+   * evidence, retries, breakers and budgets as chat; never streamed. Never rejects for a refusal
+   * or an upstream failure.
    */
-  async embed(plan: DispatchPlan, request: NeutralEmbeddingRequest, ctx: InvocationContext): Promise<EmbeddingExecution> {
+  async executeInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, plan: DispatchPlan, request: Req, ctx: InvocationContext): Promise<InputExecution<Res>> {
     try {
-      const candidates = eligibleCandidates(plan, [], ctx.snapshot, this.#deps.codecs, (codec) => codec.embeddings !== undefined);
-      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeEmbeddings(request), read: (choice, codec) => readEmbeddings(choice, codec, request.inputs.length) });
+      const candidates = eligibleCandidates(plan, [], ctx.snapshot, this.#deps.codecs, (codec) => op.wire(codec) !== undefined);
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeInput(op, request), read: (choice, codec) => readInput(op, choice, codec, request.inputs.length) });
       return done.ok ? { ok: true, response: done.success.response, headers: done.success.headers } : done;
     } catch (err) {
       return refusalOf(err);

@@ -9,7 +9,8 @@ import { passedResponseHeaders } from "../egress/response-headers.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import { withoutFeatures } from "../protocol/features.ts";
-import type { NeutralEmbeddingRequest, NeutralEmbeddingResponse } from "../protocol/embeddings.ts";
+import type { InputOperation } from "../protocol/input-operation.ts";
+import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { Choice } from "./candidates.ts";
@@ -49,9 +50,9 @@ export type AttemptSuccess = (
   readonly headers: Readonly<Record<string, string>>;
 };
 
-/** A successful embeddings attempt: the vectors, and the provider headers passed on. */
-export interface EmbeddingSuccess {
-  readonly response: NeutralEmbeddingResponse;
+/** A successful attempt of an input-only operation: its answer, and the provider headers passed on. */
+export interface InputSuccess<Res extends InputResponse> {
+  readonly response: Res;
   readonly headers: Readonly<Record<string, string>>;
 }
 
@@ -274,11 +275,11 @@ export function encodeChat(request: NeutralRequest, headers?: Readonly<Record<st
   });
 }
 
-/** The request as an embeddings backend receives it (its protocol's embeddings wire). */
-export function encodeEmbeddings(request: NeutralEmbeddingRequest): (codec: Codec, choice: Choice) => EncodedAttempt {
+/** The request of an input-only operation as its backend receives it (its protocol's wire for the operation). */
+export function encodeInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, request: Req): (codec: Codec, choice: Choice) => EncodedAttempt {
   return (codec, choice) => {
-    const wire = codec.embeddings;
-    if (wire === undefined) throw new GatewayError("internal_error", "The backend's protocol has no embeddings wire.");
+    const wire = op.wire(codec);
+    if (wire === undefined) throw new GatewayError("internal_error", `The backend's protocol has no ${op.id} wire.`);
     return { path: wire.upstreamPath, body: wire.encodeRequest(request, choice.member.model) };
   };
 }
@@ -315,15 +316,19 @@ export function readChat(choice: Choice, stream: boolean, codec: Codec): AnswerR
   };
 }
 
-/** An embeddings answer: one vector per input, its input tokens as the attempt's usage (none: unknown). */
-export function readEmbeddings(choice: Choice, codec: Codec, inputs: number): AnswerReader<EmbeddingSuccess> {
+/**
+ * An input-only operation's answer: one result per input, decoded once by the operation's wire;
+ * its input tokens, when the provider reported them, are the attempt's usage (none: unknown).
+ */
+export function readInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, choice: Choice, codec: Codec, inputs: number): AnswerReader<InputSuccess<Res>> {
   const backend = choice.member.backend;
   return async (res, attempt, aborted) => {
     const json = await readJson(res, attempt, aborted);
     if ("ok" in json) return json;
-    let response: NeutralEmbeddingResponse;
+    let response: Res;
     try {
-      response = codec.embeddings!.decodeResponse(json.value, inputs);
+      // The wire exists: the attempt's request was encoded with it.
+      response = op.wire(codec)!.decodeResponse(json.value, inputs);
     } catch (err) {
       return unreadable(attempt, err);
     }

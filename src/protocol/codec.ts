@@ -1,5 +1,6 @@
 import type { EmbeddingsCodec } from "./embeddings.ts";
 import type { RequestFeature } from "./features.ts";
+import type { ModerationsCodec } from "./moderations.ts";
 import type { NeutralEvent, NeutralRequest, NeutralResponse } from "./neutral.ts";
 
 /** Wire protocols, for clients and backends alike. */
@@ -70,6 +71,8 @@ export interface Codec {
   createStreamDecoder(): StreamDecoder;
   /** The protocol's embeddings wire, when its providers serve embeddings (a backend must still declare `embeddings`). */
   readonly embeddings?: EmbeddingsCodec | undefined;
+  /** The protocol's moderations wire, when its providers serve moderations (a backend must still declare `moderations`). */
+  readonly moderations?: ModerationsCodec | undefined;
 }
 
 /** Backend facts the request encoder needs. */

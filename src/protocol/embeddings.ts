@@ -1,3 +1,5 @@
+import type { InputRequest, InputResponse, InputWire, OperationInput } from "./input-wire.ts";
+
 /**
  * Embeddings in neutral form: what a client asked to embed and what a backend answered, whichever
  * wire protocol carried them. Vectors stay as `Float32Array`: a client that asked for base64 gets
@@ -5,12 +7,9 @@
  */
 
 /** One input: a text, or token ids (OpenAI lets a client send them pre-tokenized). */
-export type EmbeddingInput = string | readonly number[];
+export type EmbeddingInput = OperationInput;
 
-export interface NeutralEmbeddingRequest {
-  /** The public model name the client asked for (an entrypoint name). */
-  readonly model: string;
-  readonly inputs: readonly EmbeddingInput[];
+export interface NeutralEmbeddingRequest extends InputRequest {
   /** Fewer dimensions than the model's own, for models that can shorten their vectors. */
   readonly dimensions?: number | undefined;
   /** How the client wants the vectors written back (the gateway always asks backends for floats). */
@@ -19,23 +18,13 @@ export interface NeutralEmbeddingRequest {
   readonly user?: string | undefined;
 }
 
-export interface NeutralEmbeddingResponse {
+export interface NeutralEmbeddingResponse extends InputResponse {
   /** One vector per input, in input order. */
   readonly vectors: readonly Float32Array[];
-  /** Input tokens the provider counted; undefined when it said nothing (unknown, never zero). */
-  readonly inputTokens: number | undefined;
 }
 
 /** The most inputs one request may carry (OpenAI's own bound). */
 export const MAX_EMBEDDING_INPUTS = 2048;
-
-/** Upper bound on an embedding request's input tokens: a token id each, and a token per UTF-8 byte of text. */
-export function embeddingTokenBound(inputs: readonly EmbeddingInput[]): number {
-  let n = 0;
-  const encoder = new TextEncoder();
-  for (const i of inputs) n += typeof i === "string" ? encoder.encode(i).byteLength : i.length;
-  return n;
-}
 
 /** Cosine similarity of two vectors of the same length (0 when either is all zeros). */
 export function cosine(a: Float32Array, b: Float32Array): number {
@@ -53,19 +42,5 @@ export function cosine(a: Float32Array, b: Float32Array): number {
   return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
 }
 
-/**
- * An embeddings wire protocol, both directions (client: decode the request, encode the answer;
- * backend: encode the request, decode the answer), each once per message.
- */
-export interface EmbeddingsCodec {
-  /** Backend side: path appended to the backend's base URL. */
-  readonly upstreamPath: string;
-  /** Client side: body → neutral request; throws GatewayError (invalid_request with `param`). */
-  decodeRequest(body: unknown): NeutralEmbeddingRequest;
-  /** Client side: neutral response → JSON body, vectors written the way the client asked, under the public `model` name. */
-  encodeResponse(response: NeutralEmbeddingResponse, request: NeutralEmbeddingRequest, model: string): unknown;
-  /** Backend side: neutral request → provider body for the provider's own model id (floats, always). */
-  encodeRequest(request: NeutralEmbeddingRequest, upstreamModel: string): unknown;
-  /** Backend side: provider body → neutral response for `expected` inputs; throws GatewayError(upstream_protocol_error). */
-  decodeResponse(body: unknown, expected: number): NeutralEmbeddingResponse;
-}
+/** An embeddings wire protocol (the gateway always asks backends for floats). */
+export type EmbeddingsCodec = InputWire<NeutralEmbeddingRequest, NeutralEmbeddingResponse>;

@@ -24,7 +24,8 @@ export function invalidRequestFromZod(error: z.ZodError): GatewayError {
     return new GatewayError("invalid_request", `Unrecognized request argument supplied: ${param}`, { param });
   }
   const param = echo(formatPath(issue.path));
-  if (issue.code === "invalid_type" && issue.input === undefined) {
+  // A union of shapes (a string or a list, say) reports a missing value as matching none of them.
+  if ((issue.code === "invalid_type" || issue.code === "invalid_union") && issue.input === undefined) {
     return new GatewayError("invalid_request", `Missing required parameter: '${param}'.`, { param });
   }
   return new GatewayError("invalid_request", `Invalid value for '${param || "body"}': ${echo(issue.message, ISSUE_MESSAGE_CHARS)}`, {

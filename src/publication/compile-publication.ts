@@ -1,13 +1,14 @@
 import type { Capability, EntrypointConfig, PublicationConfig, RouteCondition } from "../config/publication-schema.ts";
 import type { RequestFeature } from "../protocol/features.ts";
+import type { InputOperationId } from "../protocol/input-operation.ts";
 import { compileSignal, compileSignals, type CompiledSignal } from "../signals/compile-signals.ts";
 import { compileCondition, type CompiledCondition, type ConditionConfig } from "../signals/conditions.ts";
 import type { SignalConfig } from "../signals/signal-schema.ts";
 import { compileBudgetPolicy, type BudgetPolicy, type EntrypointBudget } from "./budgets.ts";
 import type { Principal } from "./principal.ts";
 
-/** What a model entrypoint serves: chat (every generation API) or embeddings (`POST /v1/embeddings`). */
-export type ModelOperation = "chat" | "embeddings";
+/** What a model entrypoint serves: chat (every generation API), or one input-only operation (`POST /v1/embeddings`, `POST /v1/moderations`). */
+export type ModelOperation = "chat" | InputOperationId;
 
 /** A decision compiled once per publication (see `entrypoints[].decisions`). */
 export interface CompiledDecision {

@@ -3,7 +3,7 @@ import type { ConsumeResult } from "../call-budget/attempt-budget.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { estimatePromptTokens } from "../protocol/prompt-estimate.ts";
 import type { BudgetLedgerClient } from "../ledger/ledger-client.ts";
-import { embeddingTokenBound, type EmbeddingInput } from "../protocol/embeddings.ts";
+import { inputsTokenBound, type OperationInput } from "../protocol/input-wire.ts";
 import type { NeutralRequest } from "../protocol/neutral.ts";
 import type { CompiledEntrypoint, CompiledPublication } from "../publication/compile-publication.ts";
 import type { PrincipalBudget } from "../publication/budgets.ts";
@@ -58,9 +58,9 @@ export function chatSizing(request: NeutralRequest, ep: CompiledEntrypoint): { r
   return { sizing: { inputBound: inputTokenBound(sent), inputEstimate: () => estimatePromptTokens(sent), outputCap: cap.cap, injectedCap: cap.injected ? cap.cap : undefined }, request: sent };
 }
 
-/** An embeddings request's sizing: its inputs bound its tokens, and it produces none. */
-export function embeddingSizing(inputs: readonly EmbeddingInput[]): Sizing {
-  const bound = embeddingTokenBound(inputs);
+/** An input-only request's sizing (embeddings, moderations): its inputs bound its tokens, and it produces none. */
+export function inputSizing(inputs: readonly OperationInput[]): Sizing {
+  const bound = inputsTokenBound(inputs);
   // About four bytes a token: the estimate recorded beside an unknown settlement.
   return { inputBound: bound, inputEstimate: () => Math.ceil(bound / 4), outputCap: 0, injectedCap: undefined };
 }

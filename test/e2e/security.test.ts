@@ -94,7 +94,7 @@ function chatAnswer(body: any): Answer {
   };
 }
 
-const CAPS = ["chat", "streaming", "stream-usage", "tools", "images", "json-schema", "embeddings"];
+const CAPS = ["chat", "streaming", "stream-usage", "tools", "images", "json-schema", "embeddings", "moderations"];
 
 const chat = (gw: RunningGateway, model: string, extra: Record<string, string> = {}, stream = false) =>
   fetch(`${gw.publicUrl}/v1/chat/completions`, {
@@ -124,6 +124,7 @@ describe("a gateway between fake providers", () => {
         { name: "sim-small", members: [{ backend: "prov", model: "small-upstream" }] },
         { name: "sim-large", members: [{ backend: "redir", model: "large-upstream" }] },
         { name: "sim-embed", members: [{ backend: "prov", model: "embed-upstream" }] },
+        { name: "sim-moderate", members: [{ backend: "prov", model: "moderate-upstream" }] },
       ],
     };
     // x-sluice-tier is not trusted here, so no route may read it.

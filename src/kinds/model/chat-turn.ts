@@ -6,7 +6,6 @@ import type { DispatchPlan } from "../../decide/dispatch-plan.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { Execution } from "../../invoker/executor.ts";
 import type { StreamEventChain } from "../../plugins/stream-event-chain.ts";
-import type { ResponseStamp } from "../../protocol/codec.ts";
 import { textOf } from "../../protocol/content-parts.ts";
 import type { NeutralRequest } from "../../protocol/neutral.ts";
 import type { CompiledEntrypoint } from "../../publication/compile-publication.ts";
@@ -156,8 +155,7 @@ export class ChatTurn implements KindTurn<Reply> {
     const execution = this.#execution!;
     const codec = ingress ? deps.codecs.get(ingress.protocol)! : undefined;
     this.#downgraded = execution.downgraded.map((f) => codec?.paramName(f) ?? f);
-    const stamp: ResponseStamp = { id: ctx.requestId.slice(4), created: Math.floor(ctx.receivedAt / 1000), model: this.#plan!.entrypoint };
-    const answer = respond(execution, codec, stamp, this.#request!, deps, events);
+    const answer = respond(execution, codec, this.#caller.stamp(this.#plan!.entrypoint), this.#request!, deps, events);
     const meta = { ...this.#caller.replyMeta(this.#charges, this.#downgraded, execution.headers), decision: this.#plan!.route };
     if (answer.kind === "stream") return { reply: { kind: "stream", body: answer.body, meta }, streaming: true };
     const content = ctx.record.content;

@@ -4,7 +4,7 @@ import type { CallBudget } from "../../call-budget/attempt-budget-client.ts";
 import type { TraceParent } from "../../context/trace-context.ts";
 import type { GatewayError } from "../../errors/gateway-error.ts";
 import type { ProtocolId } from "../../protocol/codec.ts";
-import type { EmbeddingInput, NeutralEmbeddingResponse } from "../../protocol/embeddings.ts";
+import type { EmbeddingInput } from "../../protocol/embeddings.ts";
 import type { NeutralRequest, NeutralResponse } from "../../protocol/neutral.ts";
 import type { ModelOperation } from "../../publication/compile-publication.ts";
 
@@ -15,7 +15,7 @@ export interface Ingress {
   readonly receivedAt: number;
   /** The wire protocol the client speaks: its request is decoded and its answer encoded with it. */
   readonly protocol: ProtocolId;
-  /** What the client asked for: a chat (the generation APIs) or embeddings (`POST /v1/embeddings`); chat when absent. */
+  /** What the client asked for: a chat (the generation APIs), embeddings or moderations (`POST /v1/embeddings`, `/v1/moderations`); chat when absent. */
   readonly operation?: ModelOperation | undefined;
   /** The API key the client presented (never forwarded anywhere). */
   readonly apiKey: string | undefined;
@@ -67,10 +67,8 @@ export interface ReplyMeta {
 export type Reply =
   | {
       readonly kind: "buffered";
-      /** A chat's answer in neutral form (a sub-call reads it). */
+      /** A chat's answer in neutral form (a sub-call reads it; an input-only operation's is on its turn). */
       readonly response?: NeutralResponse | undefined;
-      /** An embeddings request's vectors in neutral form (a signal reads them). */
-      readonly embeddings?: NeutralEmbeddingResponse | undefined;
       /** The response in the client's protocol (undefined for an in-process caller). */
       readonly body: unknown;
       readonly meta: ReplyMeta;
@@ -86,6 +84,13 @@ export interface EmbeddingSubcall {
   readonly dimensions?: number | undefined;
   /** Stops the embedding (a signal's deadline passed): the sub-request ends as cancelled. */
   readonly signal?: AbortSignal | undefined;
+}
+
+/** A moderation the gateway makes inside a request, for a moderation signal. */
+export interface ModerationSubcall {
+  /** The moderations entrypoint the signal names. */
+  readonly model: string;
+  readonly inputs: readonly string[];
 }
 
 /** A buffered model call made inside a request, e.g. by a looper step or MCP sampling. */

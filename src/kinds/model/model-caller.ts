@@ -7,7 +7,7 @@ import { CONTENT_MARGIN } from "../../context/request-record.ts";
 import type { Clock } from "../../deps/clock.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { GatewayExecutor, InvocationContext } from "../../invoker/executor.ts";
-import type { CodecRegistry } from "../../protocol/codec.ts";
+import type { CodecRegistry, ResponseStamp } from "../../protocol/codec.ts";
 import type { DecisionInput } from "../../decide/decide.ts";
 import type { CompiledEntrypoint, CompiledPublication, ModelOperation } from "../../publication/compile-publication.ts";
 import type { Principal } from "../../publication/principal.ts";
@@ -44,7 +44,7 @@ export interface Inherited {
   /** The parent's per-request task cap: a sub-call spends from the same task. */
   readonly taskBudget: string | undefined;
   /**
-   * The gateway's own call for the request (a signal's embedding): its model is the publication's
+   * The gateway's own call for the request (a signal's embedding or moderation): its model is the publication's
    * choice, so the caller's key needs no grant of it; it is charged to the caller all the same.
    */
   readonly internal?: boolean | undefined;
@@ -52,7 +52,7 @@ export interface Inherited {
 
 /**
  * Who a model request is for and what it carries besides its body, shared by every model
- * operation (chat, embeddings): an API request from the HTTP adapter, or a sub-call that inherits
+ * operation (chat, embeddings, moderations): an API request from the HTTP adapter, or a sub-call that inherits
  * its parent's principal, trusted headers, call budget, pinned snapshot and task.
  */
 export class ModelCaller {
@@ -153,6 +153,11 @@ export class ModelCaller {
 
   get taskBudget(): string | undefined {
     return this.ingress?.taskBudget ?? this.inherited?.taskBudget;
+  }
+
+  /** What the gateway writes on the answer instead of the provider's identifiers, for the public `model`. */
+  stamp(model: string): ResponseStamp {
+    return { id: this.ctx.requestId.slice(4), created: Math.floor(this.ctx.receivedAt / 1000), model };
   }
 
   /** What a sub-call made on this request's behalf inherits from it. */

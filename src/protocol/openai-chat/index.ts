@@ -1,5 +1,6 @@
 import type { Codec } from "../codec.ts";
 import { openAiEmbeddingsCodec } from "../openai-embeddings/index.ts";
+import { openAiModerationsCodec } from "../openai-moderations/index.ts";
 import type { RequestFeature } from "../features.ts";
 import { decodeChatRequest } from "./decode-request.ts";
 import { encodeChatRequest } from "./encode-request.ts";
@@ -71,5 +72,6 @@ export const openAiChatCodec: Codec = {
   encodeRequest: encodeChatRequest,
   decodeResponse: decodeChatResponse,
   embeddings: openAiEmbeddingsCodec,
+  moderations: openAiModerationsCodec,
   createStreamDecoder: createChatStreamDecoder,
 };

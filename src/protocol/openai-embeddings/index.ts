@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { GatewayError } from "../../errors/gateway-error.ts";
 import { MAX_EMBEDDING_INPUTS, type EmbeddingInput, type EmbeddingsCodec, type NeutralEmbeddingRequest, type NeutralEmbeddingResponse } from "../embeddings.ts";
 import { isRecord } from "../fast-guard.ts";
+import type { InputStamp } from "../input-wire.ts";
 import { invalidRequestFromZod } from "../invalid-request.ts";
+import { reportedPromptTokens, unreadableAnswer } from "../openai-input-wire.ts";
 
 /**
  * OpenAI's embeddings wire (`POST /v1/embeddings`), both directions: what clients send the gateway
@@ -54,12 +55,12 @@ function base64ToFloat32(text: string): Float32Array | undefined {
   return out;
 }
 
-function encodeResponse(response: NeutralEmbeddingResponse, request: NeutralEmbeddingRequest, model: string): unknown {
+function encodeResponse(response: NeutralEmbeddingResponse, request: NeutralEmbeddingRequest, stamp: InputStamp): unknown {
   const tokens = response.inputTokens ?? 0;
   return {
     object: "list",
     data: response.vectors.map((v, index) => ({ object: "embedding", index, embedding: request.encodingFormat === "base64" ? float32ToBase64(v) : Array.from(v) })),
-    model,
+    model: stamp.model,
     usage: { prompt_tokens: tokens, total_tokens: tokens },
   };
 }
@@ -75,9 +76,7 @@ function encodeRequest(request: NeutralEmbeddingRequest, upstreamModel: string):
   };
 }
 
-function unreadable(why: string): GatewayError {
-  return new GatewayError("upstream_protocol_error", "The embeddings provider returned an unreadable response.", { cause: why });
-}
+const unreadable = (why: string) => unreadableAnswer("embeddings", why);
 
 function decodeResponse(body: unknown, expected: number): NeutralEmbeddingResponse {
   if (!isRecord(body) || !Array.isArray(body.data)) throw unreadable("no data array");
@@ -92,9 +91,7 @@ function decodeResponse(body: unknown, expected: number): NeutralEmbeddingRespon
     vectors[index] = v;
   }
   for (let i = 0; i < expected; i++) if (vectors[i] === undefined) throw unreadable(`no embedding for input ${i}`);
-  const usage = isRecord(body.usage) ? body.usage : undefined;
-  const tokens = usage && typeof usage.prompt_tokens === "number" && Number.isInteger(usage.prompt_tokens) && usage.prompt_tokens >= 0 ? usage.prompt_tokens : undefined;
-  return { vectors, inputTokens: tokens };
+  return { vectors, inputTokens: reportedPromptTokens(body) };
 }
 
 /** The OpenAI embeddings wire, shared by every OpenAI-protocol backend. */

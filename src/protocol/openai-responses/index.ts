@@ -1,5 +1,6 @@
 import type { Codec } from "../codec.ts";
 import { openAiEmbeddingsCodec } from "../openai-embeddings/index.ts";
+import { openAiModerationsCodec } from "../openai-moderations/index.ts";
 import type { RequestFeature } from "../features.ts";
 import { decodeResponsesRequest } from "./decode-request.ts";
 import { encodeResponsesRequest } from "./encode-request.ts";
@@ -72,5 +73,6 @@ export const openAiResponsesCodec: Codec = {
   encodeRequest: encodeResponsesRequest,
   decodeResponse: decodeResponsesResponse,
   embeddings: openAiEmbeddingsCodec,
+  moderations: openAiModerationsCodec,
   createStreamDecoder: createResponsesStreamDecoder,
 };

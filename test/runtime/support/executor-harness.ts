@@ -78,10 +78,10 @@ export async function snapshot(backends: { name: string; port: number; caps?: st
       protocol: "openai-chat",
       baseUrl: `http://127.0.0.1:${b.port}/v1`,
       credential: { secret: "SIM_KEY" },
-      capabilities: b.caps ?? ["chat", "streaming", "stream-usage", "tools", "embeddings"],
+      capabilities: b.caps ?? ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations"],
       responseHeaders: b.responseHeaders,
     })),
-    pools: ["sim-small", "sim-large", "sim-embed"].map((name) => ({
+    pools: ["sim-small", "sim-large", "sim-embed", "sim-moderate"].map((name) => ({
       name,
       selector,
       members: backends.map((b) => ({ backend: b.name, model: `${name}-upstream`, weight: b.weight ?? 1 })),
