@@ -1,6 +1,7 @@
 import type { AbortReason, RequestContext } from "../context/request-context.ts";
 import { requestTrace } from "../context/trace-context.ts";
 import { ChatTurn } from "../kinds/model/chat-turn.ts";
+import { CountTokensTurn } from "../kinds/model/count-tokens-turn.ts";
 import { EmbeddingsTurn } from "../kinds/model/embeddings-turn.ts";
 import type { EmbeddingSubcall, Ingress, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
 import type { ModelCaller } from "../kinds/model/model-caller.ts";
@@ -16,7 +17,7 @@ type Origin =
   | { readonly parent: RequestSession; readonly embed: EmbeddingSubcall };
 
 /**
- * One model request's session: the model kind (chat or embeddings) on the one runner, behind the
+ * One model request's session: the model kind (chat, embeddings or a token count) on the one runner, behind the
  * API the HTTP adapter and sub-calls use ({@link Session}). It pins the snapshot once for the
  * request and every sub-call made inside it.
  */
@@ -25,7 +26,7 @@ export class RequestSession implements Session {
   readonly models: ModelExecutor;
   readonly #deps: EngineDeps;
   readonly #runner: Runner<Reply>;
-  readonly #turn: ChatTurn | EmbeddingsTurn;
+  readonly #turn: ChatTurn | EmbeddingsTurn | CountTokensTurn;
   readonly #parent: RequestSession | undefined;
   #snapshot: Promise<PinnedSnapshot> | undefined;
 
@@ -37,7 +38,7 @@ export class RequestSession implements Session {
     const parentCtx = parent === undefined ? undefined : parent.#runner.ctx;
     this.requestId = ingress?.requestId ?? deps.newRequestId();
     const pin = () => this.#pinSnapshot();
-    let turn!: ChatTurn | EmbeddingsTurn;
+    let turn!: ChatTurn | EmbeddingsTurn | CountTokensTurn;
     this.#runner = new Runner(
       deps,
       {
@@ -75,8 +76,19 @@ export class RequestSession implements Session {
     return this.#runner.dispatch();
   }
 
-  #turnOf(ctx: RequestContext, from: Origin, pin: () => Promise<PinnedSnapshot>): ChatTurn | EmbeddingsTurn {
-    if ("ingress" in from) return from.ingress.operation === "embeddings" ? new EmbeddingsTurn(this.#deps, ctx, { ingress: from.ingress }, pin) : new ChatTurn(this.#deps, ctx, { ingress: from.ingress }, pin);
+  #turnOf(ctx: RequestContext, from: Origin, pin: () => Promise<PinnedSnapshot>): ChatTurn | EmbeddingsTurn | CountTokensTurn {
+    if ("ingress" in from) {
+      const ingress = from.ingress;
+      switch (ingress.operation) {
+        case "embeddings":
+          return new EmbeddingsTurn(this.#deps, ctx, { ingress }, pin);
+        case "count_tokens":
+          return new CountTokensTurn(this.#deps, ctx, ingress, pin);
+        case "chat":
+        case undefined:
+          return new ChatTurn(this.#deps, ctx, { ingress }, pin);
+      }
+    }
     const inherited = from.parent.#caller.inheritance(() => from.parent.#pinSnapshot(), "embed" in from || from.internal);
     return "embed" in from ? new EmbeddingsTurn(this.#deps, ctx, { inherited, sub: from.embed }, pin) : new ChatTurn(this.#deps, ctx, { inherited, sub: from.sub }, pin);
   }

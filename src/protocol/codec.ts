@@ -1,6 +1,7 @@
 import type { EmbeddingsCodec } from "./embeddings.ts";
 import type { RequestFeature } from "./features.ts";
 import type { NeutralEvent, NeutralRequest, NeutralResponse } from "./neutral.ts";
+import type { TokenCountCodec } from "./token-count.ts";
 
 /** Wire protocols, for clients and backends alike. */
 export const PROTOCOL_IDS = ["openai-chat", "openai-responses", "anthropic-messages"] as const;
@@ -70,6 +71,8 @@ export interface Codec {
   createStreamDecoder(): StreamDecoder;
   /** The protocol's embeddings wire, when its providers serve embeddings (a backend must still declare `embeddings`). */
   readonly embeddings?: EmbeddingsCodec | undefined;
+  /** The protocol's token-count wire, when its providers count tokens (any backend of the protocol is asked). */
+  readonly countTokens?: TokenCountCodec | undefined;
 }
 
 /** Backend facts the request encoder needs. */
