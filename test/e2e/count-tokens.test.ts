@@ -2,7 +2,8 @@
  * `POST /v1/messages/count_tokens` through the gateway with the official `@anthropic-ai/sdk`
  * client: forwarded to the chosen model's Anthropic-protocol backend (the simulator counts
  * deterministically), estimated by the gateway when the model's backend speaks another protocol
- * or the count fails, authenticated and authorized like `/v1/messages`, never charged.
+ * or the count fails, authenticated and authorized like `/v1/messages`, never charged; and the
+ * Anthropic surface's unknown paths answered with Anthropic's 404.
  */
 import Anthropic from "@anthropic-ai/sdk";
 import { createHash } from "node:crypto";
@@ -237,5 +238,32 @@ describe("POST /v1/messages/count_tokens", () => {
     const { response } = await message();
     expect(response.headers.get("x-sluice-budget-remaining")).toMatch(/project:research\/counted;tokens=\d+/);
     await expect.poll(async () => (await balance()).tokens.spent, { timeout: 5000 }).toBeGreaterThan(before.tokens.spent);
+  });
+});
+
+describe("unknown paths on the Anthropic surface", () => {
+  it("answer 404 in Anthropic's envelope, which the SDK raises as NotFoundError", async () => {
+    const batches = await caught(
+      client.messages.batches.create({ requests: [{ custom_id: "a", params: { model: "via-anthropic", max_tokens: 8, messages: [{ role: "user", content: "hi" }] } }] }),
+    );
+    expect(batches).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(batches.error).toMatchObject({ type: "error", error: { type: "not_found_error" } });
+    expect((batches.error as any).error.message).toContain("/v1/messages/batches");
+
+    // Without anthropic-version too: the path alone is Anthropic's.
+    for (const [method, path] of [["GET", "/v1/messages/xyz"], ["POST", "/v1/messages/batches"], ["POST", "/v1/complete"]] as const) {
+      const res = await fetch(`${gateway.publicUrl}${path}`, { method, headers: { authorization: `Bearer ${KEYS.budgeted}`, "content-type": "application/json" }, body: method === "POST" ? "{}" : undefined });
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get("x-sluice-error-code")).toBe("not_found");
+      expect(await res.json(), path).toMatchObject({ type: "error", error: { type: "not_found_error" } });
+    }
+    // The count's path takes only POST, and says so in Anthropic's envelope.
+    const get = await fetch(`${gateway.publicUrl}/v1/messages/count_tokens`, { headers: { authorization: `Bearer ${KEYS.budgeted}` } });
+    expect(get.status).toBe(405);
+    expect(await get.json()).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
+    // Elsewhere an OpenAI client still reads OpenAI's envelope.
+    const openai = await fetch(`${gateway.publicUrl}/v1/nope`, { headers: { authorization: `Bearer ${KEYS.budgeted}` } });
+    expect(openai.status).toBe(404);
+    expect(await openai.json()).toMatchObject({ error: { type: "invalid_request_error", code: "not_found" } });
   });
 });
