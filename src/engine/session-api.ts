@@ -15,7 +15,7 @@ export interface ImmediateAction {
 export interface DispatchAction {
   readonly kind: "dispatch";
   readonly plan: DispatchPlan;
-  /** A chat's neutral request (an embeddings request shows none). */
+  /** A chat's neutral request (an embeddings request or a token count shows none). */
   readonly request: NeutralRequest | undefined;
 }
 
