@@ -8,7 +8,7 @@ import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Exchange, serveGeneration, serveJson } from "./exchange.ts";
-import { anthropicMessages, anthropicModelNotFound, renderAnthropicModel, renderAnthropicModelList } from "./formats/anthropic-messages.ts";
+import { anthropicCountTokens, anthropicMessages, anthropicModelNotFound, renderAnthropicModel, renderAnthropicModelList } from "./formats/anthropic-messages.ts";
 import { openaiChat } from "./formats/openai-chat.ts";
 import { openaiEmbeddings } from "./formats/openai-embeddings.ts";
 import { openaiModerations } from "./formats/openai-moderations.ts";
@@ -24,8 +24,8 @@ import type { JsonEndpoint, SimError, WireFormat } from "./wire-format.ts";
 /** Wire formats by the POST path they serve; a new format is one more entry. */
 const FORMATS: ReadonlyMap<string, WireFormat> = new Map([openaiChat, openaiResponses, anthropicMessages].map((f) => [f.path, f]));
 
-/** Endpoints that generate no text, by POST path; they answer in OpenAI's envelope. */
-const JSON_ENDPOINTS: ReadonlyMap<string, JsonEndpoint> = new Map([openaiEmbeddings, openaiModerations].map((e) => [e.path, e]));
+/** Endpoints that generate no text, by POST path; they answer in their envelope (OpenAI's unless they name another). */
+const JSON_ENDPOINTS: ReadonlyMap<string, JsonEndpoint> = new Map([openaiEmbeddings, openaiModerations, anthropicCountTokens].map((e) => [e.path, e]));
 
 /**
  * Envelope for requests outside any format's route (unknown paths, `/v1/models`):
@@ -151,13 +151,14 @@ async function handleGeneration(state: State, ex: Exchange, format: WireFormat, 
 }
 
 async function handleJson(state: State, ex: Exchange, endpoint: JsonEndpoint, body: unknown, malformed: boolean): Promise<void> {
-  if (malformed) return ex.error(openaiChat, openaiChat.malformedJson(), "rejected");
+  const envelope = endpoint.envelope ?? openaiChat;
+  if (malformed) return ex.error(envelope, envelope.malformedJson(), "rejected");
   const parsed = endpoint.parse(body);
-  if (!parsed.ok) return ex.error(openaiChat, parsed.error, "rejected");
+  if (!parsed.ok) return ex.error(envelope, parsed.error, "rejected");
   const call = parsed.call;
-  const knobs = requestKnobs(state, ex, openaiChat, endpoint.path, call.directiveText);
+  const knobs = requestKnobs(state, ex, envelope, endpoint.path, call.directiveText);
   if (knobs === undefined) return;
-  await serveJson(ex, openaiChat, knobs, faultApplies(state, knobs, call.model, call.seed), (omitUsage) => call.render(omitUsage));
+  await serveJson(ex, envelope, knobs, faultApplies(state, knobs, call.model, call.seed), (omitUsage) => call.render(omitUsage));
 }
 
 /** Routes of the provider API and of MCP (everything outside `/__sim/` and `/health`). */
@@ -188,7 +189,7 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
   }
   const route = req.method === "POST" ? FORMATS.get(path) : undefined;
   const endpoint = req.method === "POST" ? JSON_ENDPOINTS.get(path) : undefined;
-  const format = route ?? (endpoint === undefined ? envelopeFor(req) : openaiChat);
+  const format = route ?? (endpoint === undefined ? envelopeFor(req) : (endpoint.envelope ?? openaiChat));
   ex.idHeader = format.requestIdHeader;
 
   if (state.apiKey !== undefined) {

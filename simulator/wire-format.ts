@@ -219,8 +219,13 @@ export interface JsonCall {
   render(omitUsage: boolean): string;
 }
 
-/** One such endpoint: the POST path it serves and its validation, in OpenAI's envelope. */
+/** One such endpoint: the POST path it serves and its validation. */
 export interface JsonEndpoint {
   readonly path: string;
+  /**
+   * The format whose error envelope, request-id header, API-key errors and header checks the
+   * endpoint answers with (Anthropic's for its token count); OpenAI Chat's when absent.
+   */
+  readonly envelope?: WireFormat;
   parse(body: unknown): { readonly ok: true; readonly call: JsonCall } | Rejected;
 }

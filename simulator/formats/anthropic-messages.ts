@@ -12,8 +12,11 @@ import type {
   Completion,
   ErrorKind,
   GenerationRequest,
+  JsonCall,
+  JsonEndpoint,
   NeutralMessage,
   ParseResult,
+  Rejected,
   SimError,
   StreamScript,
   ToolChoice,
@@ -21,7 +24,7 @@ import type {
   Usage,
   WireFormat,
 } from "../wire-format.ts";
-import { lastUserText } from "../generate.ts";
+import { conversationHash, countPromptTokens, hashTexts, lastUserText } from "../generate.ts";
 
 type Json = Readonly<Record<string, unknown>>;
 
@@ -232,8 +235,8 @@ function parseNumber(body: Json, param: string, min: number, max: number): Parse
   return undefined;
 }
 
-/** `thinking`: whether reasoning is shown as a thinking block; validates the budget. */
-function parseThinking(value: unknown, maxTokens: number): boolean | ParseResult {
+/** `thinking`: whether reasoning is shown as a thinking block; validates the budget (against the cap, when there is one). */
+function parseThinking(value: unknown, maxTokens: number | undefined): boolean | ParseResult {
   if (value === undefined || value === null) return false;
   if (!isObject(value)) return invalid("thinking: Input should be a valid dictionary");
   const type = value["type"];
@@ -248,7 +251,7 @@ function parseThinking(value: unknown, maxTokens: number): boolean | ParseResult
   if (budget < MIN_THINKING_BUDGET) {
     return invalid(`thinking.enabled.budget_tokens: Input should be greater than or equal to ${MIN_THINKING_BUDGET}`);
   }
-  if (maxTokens <= budget) {
+  if (maxTokens !== undefined && maxTokens <= budget) {
     return invalid(
       "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size",
     );
@@ -256,15 +259,24 @@ function parseThinking(value: unknown, maxTokens: number): boolean | ParseResult
   return true;
 }
 
-function parse(body: unknown): ParseResult {
+/**
+ * A Messages body, or (`counting`) a token-count body, which has no output cap: `max_tokens` is
+ * then not required, and the thinking budget is not held against it.
+ */
+function parseBody(body: unknown, counting: boolean): ParseResult {
   if (!isObject(body)) return invalid("Input should be a valid dictionary or object to extract fields from");
   const model = body["model"];
   if (model === undefined || model === null) return invalid("model: Field required");
   if (typeof model !== "string" || model === "") return invalid("model: Input should be a valid string");
   const maxTokens = body["max_tokens"];
-  if (maxTokens === undefined || maxTokens === null) return invalid("max_tokens: Field required");
-  if (typeof maxTokens !== "number" || !Number.isInteger(maxTokens)) return invalid("max_tokens: Input should be a valid integer");
-  if (maxTokens < 1) return invalid("max_tokens: Input should be greater than or equal to 1");
+  let cap: number | undefined;
+  if (maxTokens === undefined || maxTokens === null) {
+    if (!counting) return invalid("max_tokens: Field required");
+  } else {
+    if (typeof maxTokens !== "number" || !Number.isInteger(maxTokens)) return invalid("max_tokens: Input should be a valid integer");
+    if (maxTokens < 1) return invalid("max_tokens: Input should be greater than or equal to 1");
+    cap = maxTokens;
+  }
 
   const system = parseSystem(body["system"]);
   if (isResult(system)) return system;
@@ -290,7 +302,7 @@ function parse(body: unknown): ParseResult {
   if (stream !== undefined && stream !== null && typeof stream !== "boolean") return invalid("stream: Input should be a valid boolean");
   const metadata = body["metadata"];
   if (metadata !== undefined && metadata !== null && !isObject(metadata)) return invalid("metadata: Input should be a valid dictionary");
-  const thinking = parseThinking(body["thinking"], maxTokens);
+  const thinking = parseThinking(body["thinking"], cap);
   if (isResult(thinking)) return thinking;
 
   const request: GenerationRequest = {
@@ -298,7 +310,7 @@ function parse(body: unknown): ParseResult {
     messages,
     tools,
     toolChoice,
-    maxTokens,
+    maxTokens: cap,
     stream: stream === true,
     streamUsage: true,
     directiveText: lastUserText(messages),
@@ -306,6 +318,10 @@ function parse(body: unknown): ParseResult {
     reasoningText: thinking,
   };
   return { ok: true, request };
+}
+
+function parse(body: unknown): ParseResult {
+  return parseBody(body, false);
 }
 
 /** `anthropic-version` is required, whatever its value (SDKs send dates the simulator cannot vet). */
@@ -478,6 +494,36 @@ export const anthropicMessages: WireFormat = {
   renderBuffered,
   renderStream,
 };
+
+// ---------------------------------------------------------------------------------------
+// Token counting
+
+const COUNT_TOKENS_PATH = "/v1/messages/count_tokens";
+
+/**
+ * A token-count body is a Messages body without `max_tokens`; the answer is the `input_tokens`
+ * the same conversation's message would report with no cache reads (the prompt count), so a test
+ * can predict it with `countPromptTokens`. Output-only parameters are accepted and ignored.
+ */
+function parseCount(body: unknown): { readonly ok: true; readonly call: JsonCall } | Rejected {
+  const parsed = parseBody(body, true);
+  if (!parsed.ok) return parsed;
+  const request = parsed.request;
+  const inputTokens = countPromptTokens(request);
+  return {
+    ok: true,
+    call: {
+      model: request.model,
+      directiveText: request.directiveText,
+      // Apart from the message of the same conversation, so `times` counts each endpoint on its own.
+      seed: hashTexts([COUNT_TOKENS_PATH, conversationHash(request.messages).toString(16)]),
+      render: () => JSON.stringify({ input_tokens: inputTokens }),
+    },
+  };
+}
+
+/** `POST /v1/messages/count_tokens`, in Anthropic's envelope (and needing `anthropic-version`). */
+export const anthropicCountTokens: JsonEndpoint = { path: COUNT_TOKENS_PATH, envelope: anthropicMessages, parse: parseCount };
 
 // ---------------------------------------------------------------------------------------
 // Models

@@ -53,8 +53,13 @@ export interface AttemptRecord {
    * metadata only, never arguments); at most {@link MAX_PROPOSED_TOOL_CALLS}, each cut to 128 characters.
    */
   toolCallsProposed?: string[];
-  /** Undefined = unknown (the provider reported none), never zero. */
+  /** Undefined = unknown (the provider reported none), never zero — unless the attempt is {@link unbilled}. */
   usage?: Usage;
+  /**
+   * The operation costs nothing at the provider (a token count): it reports no usage and none is
+   * owed, so a missing `usage` is "none", not unknown, and nothing waits for reconciliation.
+   */
+  unbilled?: true;
   /** Characters of output seen (text, reasoning, tool arguments): the estimate when usage is unknown. */
   outputChars?: number;
   /** Request features dropped under the revision's declared downgrades. */

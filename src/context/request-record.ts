@@ -57,6 +57,19 @@ export interface RequestRecord {
    * the prompt's text, and the completion's text as it is produced, each up to `maxChars`.
    */
   content: RequestContent | undefined;
+  /** For a token count (`POST /v1/messages/count_tokens`): the figure answered and where it came from. */
+  tokenCount?: TokenCountRecord | undefined;
+}
+
+/**
+ * A token count's outcome: `reported` by a backend of the chosen model, or `estimated` by the
+ * gateway (the estimate the reserve phase records for a prompt) — because no backend of the
+ * model counts tokens (`no_counter`), or because asking one failed (`failed`, with its error code).
+ */
+export interface TokenCountRecord {
+  readonly source: "reported" | "estimated";
+  readonly inputTokens: number;
+  readonly fallback?: { readonly reason: "no_counter" | "failed"; readonly errorCode: ErrorCode } | undefined;
 }
 
 /**

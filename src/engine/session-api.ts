@@ -16,7 +16,7 @@ export interface ImmediateAction {
 export interface DispatchAction {
   readonly kind: "dispatch";
   readonly plan: DispatchPlan;
-  /** A chat's neutral request (an embeddings or moderations request shows none). */
+  /** A chat's neutral request (an embeddings or moderations request, or a token count, shows none). */
   readonly request: NeutralRequest | undefined;
 }
 

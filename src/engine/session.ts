@@ -4,6 +4,7 @@ import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import { ChatTurn } from "../kinds/model/chat-turn.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { SignalModels } from "../signals/signal-models.ts";
+import { CountTokensTurn } from "../kinds/model/count-tokens-turn.ts";
 import { InputTurn } from "../kinds/model/input-turn.ts";
 import type { Ingress, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
 import type { Inherited, ModelCaller } from "../kinds/model/model-caller.ts";
@@ -30,9 +31,9 @@ type Origin =
   | { readonly parent: RequestSession; readonly input: (ctx: RequestContext, inherited: Inherited, pin: () => Promise<PinnedSnapshot>) => ModelTurn };
 
 /**
- * One model request's session: the model kind (chat, embeddings, moderations) on the one runner,
- * behind the API the HTTP adapter and sub-calls use ({@link Session}). It pins the snapshot once
- * for the request and every sub-call made inside it.
+ * One model request's session: the model kind (chat, embeddings, moderations, a token count) on
+ * the one runner, behind the API the HTTP adapter and sub-calls use ({@link Session}). It pins the
+ * snapshot once for the request and every sub-call made inside it.
  */
 export class RequestSession implements Session {
   readonly requestId: string;
@@ -60,7 +61,8 @@ export class RequestSession implements Session {
         waitUntil: ingress?.waitUntil ?? parentCtx!.waitUntil,
         parent: parentCtx,
         trace: requestTrace(ingress?.traceParent, deps.tracing?.trustClient ?? false, parentCtx?.record.trace, deps.tracing?.sample ?? (() => false)),
-        signalModels: this.#signalModels(),
+        // A token count is free: it calls no model on its behalf, so its model-backed signals do not apply.
+        signalModels: "ingress" in from && from.ingress.operation === "count_tokens" ? undefined : this.#signalModels(),
       },
       (ctx) => (turn = this.#turnOf(ctx, from, pin)),
     );
@@ -104,6 +106,8 @@ export class RequestSession implements Session {
           return new InputTurn(EMBEDDINGS, this.#deps, ctx, origin, pin);
         case "moderations":
           return new InputTurn(MODERATIONS, this.#deps, ctx, origin, pin);
+        case "count_tokens":
+          return new CountTokensTurn(this.#deps, ctx, from.ingress, pin);
       }
     }
     const inherited = from.parent.#caller.inheritance(() => from.parent.#pinSnapshot(), "input" in from || from.internal);

@@ -4,10 +4,9 @@ import { TASK_BUDGET_HEADER } from "../reserve/task-scope.ts";
 import { parseCallBudget } from "../call-budget/attempt-budget-client.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
 import type { Session } from "../engine/session-api.ts";
-import type { ReplyMeta } from "../kinds/model/model-api.ts";
+import type { ReplyMeta, RequestOperation } from "../kinds/model/model-api.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
-import type { ModelOperation } from "../publication/compile-publication.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
@@ -16,8 +15,8 @@ import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 export interface GenerationInput {
   readonly request: Request;
   readonly protocol: ProtocolId;
-  /** What the route serves: a chat (the generation APIs), embeddings or moderations. */
-  readonly operation?: ModelOperation | undefined;
+  /** What the route serves: a chat (the generation APIs), embeddings, moderations, or a token count. */
+  readonly operation?: RequestOperation | undefined;
   readonly requestId: string;
   readonly receivedAt: number;
   /** Keeps the isolate alive for work after the response (settlements, breaker reports). */
@@ -58,6 +57,8 @@ function metaHeaders(idHeader: Record<string, string>, meta: ReplyMeta | undefin
   if (meta.callId !== undefined) h["x-sluice-call-id"] = meta.callId;
   if (meta.decision !== undefined) h["x-sluice-decision"] = meta.decision;
   if (meta.budgetUnchecked) h["x-sluice-budget"] = "unchecked";
+  // A token count says whether the model's backend counted it or the gateway estimated it.
+  if (meta.tokenCount !== undefined) h["x-sluice-token-count"] = meta.tokenCount;
   if (meta.task && meta.task.length > 0) {
     h["x-sluice-task-spent"] = meta.task.map((t) => `${t.metric}=${t.spent}`).join(", ");
     h["x-sluice-task-remaining"] = meta.task.map((t) => `${t.metric}=${t.remaining}`).join(", ");

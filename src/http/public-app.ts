@@ -6,7 +6,7 @@ import { newRequestId, type GatewayRuntime } from "../worker/runtime.ts";
 import { corsPreflight, corsResponseHeaders } from "./cors.ts";
 import { errorResponse } from "./error-response.ts";
 import { handleGeneration, presentedKey } from "./generation.ts";
-import { GENERATION_ROUTES } from "./generation-routes.ts";
+import { errorProtocolOf, GENERATION_ROUTES } from "./generation-routes.ts";
 import { checkHeaders, discardUnreadBody } from "./limits.ts";
 import { registerMcpRoutes } from "./mcp-routes.ts";
 import { registerApprovalPage } from "./approval-page.ts";
@@ -90,12 +90,12 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
     });
   }
 
-  // Errors outside a generation route are rendered for the protocol the path belongs to.
-  const protocolOf = (url: string) => GENERATION_ROUTES.find((r) => r.path === new URL(url).pathname)?.protocol ?? "openai-chat";
+  // Errors outside a generation route are rendered for the protocol the client or the path belongs to.
+  const protocolOf = (req: Request) => errorProtocolOf(new URL(req.url).pathname, req.headers.has("anthropic-version"));
   // Refusals drop the unread body first (bounded), so an uploading client reads them.
   app.notFound(async (c) => {
     await discardUnreadBody(c.req.raw, c.get("runtime")?.config.gateway.limits);
-    return errorResponse(new GatewayError("not_found", `Unknown request URL: ${echo(c.req.method)} ${echo(new URL(c.req.url).pathname)}.`), protocolOf(c.req.url));
+    return errorResponse(new GatewayError("not_found", `Unknown request URL: ${echo(c.req.method)} ${echo(new URL(c.req.url).pathname)}.`), protocolOf(c.req.raw));
   });
   app.onError(async (err, c) => {
     await discardUnreadBody(c.req.raw, c.get("runtime")?.config.gateway.limits);
@@ -104,7 +104,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
     const headers: Record<string, string> = {};
     const rt = c.get("runtime");
     if (rt) headers[rt.config.gateway.observability.requestIdHeader] = c.get("requestId");
-    return errorResponse(ge, c.req.header("anthropic-version") !== undefined ? "anthropic-messages" : protocolOf(c.req.url), headers);
+    return errorResponse(ge, protocolOf(c.req.raw), headers);
   });
   return app;
 }

@@ -25,7 +25,7 @@ import { eligibleCandidates, nextChoice, pickWith, type Choice, type ModelCandid
 import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
-import { encodeChat, encodeInput, prepareAttempt, readChat, readInput, sendAttempt, type AnswerReader, type EncodedAttempt } from "./upstream-attempt.ts";
+import { encodeChat, encodeCount, encodeInput, prepareAttempt, readChat, readCount, readInput, sendAttempt, type AnswerReader, type EncodedAttempt } from "./upstream-attempt.ts";
 
 /** What the invoke phase hands the executor for one request. */
 export interface InvocationContext {
@@ -84,10 +84,21 @@ export type InputExecution<Res extends InputResponse> =
   | { readonly ok: true; readonly response: Res; readonly headers: Readonly<Record<string, string>> }
   | { readonly ok: false; readonly error: GatewayError };
 
+/**
+ * The outcome of a token count's invoke phase: the provider's count, or why there is none —
+ * `no_counter`: no backend of the plan's first tier speaks a protocol that counts tokens, so
+ * nothing was tried; `failed`: the count was tried (or its backends were refused) and failed.
+ */
+export type CountExecution =
+  | { readonly ok: true; readonly inputTokens: number; readonly headers: Readonly<Record<string, string>> }
+  | { readonly ok: false; readonly reason: "no_counter" | "failed"; readonly error: GatewayError };
+
 /** What one kind of model operation does per attempt: build the backend's request, read its answer. */
 interface AttemptOperation<S> {
   readonly encode: (codec: Codec, choice: Choice) => EncodedAttempt;
   readonly read: (choice: Choice, codec: Codec) => AnswerReader<S>;
+  /** The operation costs nothing at the provider (a token count): its attempts owe no usage. */
+  readonly unbilled?: boolean | undefined;
 }
 
 export interface ExecutorDeps {
@@ -204,6 +215,30 @@ export class GatewayExecutor {
     }
   }
 
+  /**
+   * A token count, forwarded to a backend of the plan's FIRST tier (the model the request would be
+   * served by, whose tokenizer counts) whose protocol has a token-count wire. The same attempts,
+   * evidence, retries on known-zero, breakers and backend slots as chat; nothing is reserved (the
+   * invoke phase is handed no charger) and its attempts are unbilled. Never rejects for a refusal
+   * or an upstream failure.
+   */
+  async countTokens(plan: DispatchPlan, request: NeutralRequest, ctx: InvocationContext): Promise<CountExecution> {
+    let candidates: ModelCandidates[];
+    try {
+      // No request features: a count carries no sampling setting a backend would have to honour.
+      candidates = eligibleCandidates({ ...plan, tiers: plan.tiers.slice(0, 1) }, [], ctx.snapshot, this.#deps.codecs, (codec) => codec.countTokens !== undefined);
+    } catch (err) {
+      const refused = refusalOf(err);
+      return { ok: false, reason: "no_counter", error: refused.error };
+    }
+    try {
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeCount(request), read: (choice, codec) => readCount(choice, codec), unbilled: true });
+      return done.ok ? { ok: true, inputTokens: done.success.inputTokens, headers: done.success.headers } : { ok: false, reason: "failed", error: done.error };
+    } catch (err) {
+      return { ok: false, reason: "failed", error: refusalOf(err).error };
+    }
+  }
+
   /** The attempts of one request, for any operation: select → take the holds → send → the one retry decision. */
   async #attempts<S>(
     plan: DispatchPlan,
@@ -257,7 +292,9 @@ export class GatewayExecutor {
         continue;
       }
       const first = req.attempts.length === 0;
-      const attempt = req.openAttempt(attemptRecord(plan, ctx.snapshot, choice, clock.now()));
+      const record = attemptRecord(plan, ctx.snapshot, choice, clock.now());
+      if (op.unbilled) record.unbilled = true;
+      const attempt = req.openAttempt(record);
       if (gate) {
         let permit: string | undefined;
         if (gate.admission(backendId) === "probe") {

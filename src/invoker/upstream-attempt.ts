@@ -56,6 +56,12 @@ export interface InputSuccess<Res extends InputResponse> {
   readonly headers: Readonly<Record<string, string>>;
 }
 
+/** A successful token-count attempt: the provider's count, and the provider headers passed on. */
+export interface CountSuccess {
+  readonly inputTokens: number;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
 /** A failed attempt: the error the client would see and the evidence the retry policy reads. */
 export interface AttemptFailure {
   readonly ok: false;
@@ -281,6 +287,33 @@ export function encodeInput<Req extends InputRequest, Res extends InputResponse>
     const wire = op.wire(codec);
     if (wire === undefined) throw new GatewayError("internal_error", `The backend's protocol has no ${op.id} wire.`);
     return { path: wire.upstreamPath, body: wire.encodeRequest(request, choice.member.model) };
+  };
+}
+
+/** The request as a token-count backend receives it (its protocol's count wire). */
+export function encodeCount(request: NeutralRequest): (codec: Codec, choice: Choice) => EncodedAttempt {
+  return (codec, choice) => {
+    const wire = codec.countTokens;
+    if (wire === undefined) throw new GatewayError("internal_error", "The backend's protocol has no token-count wire.");
+    return { path: wire.upstreamPath, body: wire.encodeRequest(request, choice.member.model) };
+  };
+}
+
+/** A token count: the provider's figure (the attempt has no usage: counting is not billed). */
+export function readCount(choice: Choice, codec: Codec): AnswerReader<CountSuccess> {
+  const backend = choice.member.backend;
+  return async (res, attempt, aborted) => {
+    const json = await readJson(res, attempt, aborted);
+    if ("ok" in json) return json;
+    let inputTokens: number;
+    try {
+      inputTokens = codec.countTokens!.decodeResponse(json.value);
+    } catch (err) {
+      return unreadable(attempt, err);
+    }
+    attempt.record.evidence = { class: "success", reason: "ok", status: res.status };
+    attempt.finish("success");
+    return { ok: true, success: { inputTokens, headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
   };
 }
 

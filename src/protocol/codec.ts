@@ -2,6 +2,7 @@ import type { EmbeddingsCodec } from "./embeddings.ts";
 import type { RequestFeature } from "./features.ts";
 import type { ModerationsCodec } from "./moderations.ts";
 import type { NeutralEvent, NeutralRequest, NeutralResponse } from "./neutral.ts";
+import type { TokenCountCodec } from "./token-count.ts";
 
 /** Wire protocols, for clients and backends alike. */
 export const PROTOCOL_IDS = ["openai-chat", "openai-responses", "anthropic-messages"] as const;
@@ -73,6 +74,8 @@ export interface Codec {
   readonly embeddings?: EmbeddingsCodec | undefined;
   /** The protocol's moderations wire, when its providers serve moderations (a backend must still declare `moderations`). */
   readonly moderations?: ModerationsCodec | undefined;
+  /** The protocol's token-count wire, when its providers count tokens (any backend of the protocol is asked). */
+  readonly countTokens?: TokenCountCodec | undefined;
 }
 
 /** Backend facts the request encoder needs. */

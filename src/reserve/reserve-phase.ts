@@ -65,6 +65,27 @@ export function inputSizing(inputs: readonly OperationInput[]): Sizing {
   return { inputBound: bound, inputEstimate: () => Math.ceil(bound / 4), outputCap: 0, injectedCap: undefined };
 }
 
+/** What a request that reserves nothing hands the invoke phase: no charger, no call budget, no task cap. */
+export const UNCHARGED: RequestCharges = { billing: undefined, budget: undefined, callBudget: undefined, injectedCap: undefined, task: undefined };
+
+/**
+ * The reserve phase of a request that spends nothing (a token count, free at the provider): no
+ * ledger reservation, no call-budget unit, no task cap — only the attribution checks (the ids the
+ * key or entrypoint requires, a task id's owner), so a free request is refused where a charged
+ * one would be for its attribution, and is never recorded under another project's task.
+ */
+export async function prepareUncharged(
+  deps: ReserveDeps,
+  publication: CompiledPublication,
+  ep: CompiledEntrypoint,
+  ctx: RequestContext,
+  principal: Principal,
+  trustedHeaders: ReadonlyMap<string, string>,
+): Promise<RequestCharges> {
+  await governTask(deps.tasks, publication, ctx, principal, trustedHeaders, ep.name, undefined);
+  return UNCHARGED;
+}
+
 /**
  * The reserve phase, before the request's attempts: the task scope, the caller's call budget and,
  * when the caller's tenant keeps a ledger, the charger through which each attempt reserves its

@@ -52,6 +52,8 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           // An MCP call's audit: the method, the server and tool it reached, the policy's decision
           // (rule, revision, reason) and whether the tool reported failure.
           mcp: r.mcp,
+          // A token count: the figure answered, reported or estimated, and why an estimate.
+          tokenCount: r.tokenCount,
           attribution: r.attribution,
           workload: r.workload,
           attempts: sent.map((a) => ({
@@ -71,7 +73,7 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
             headersMs: a.headersAt === undefined ? undefined : a.headersAt - a.startedAt,
             ttftMs: a.firstContentAt === undefined ? undefined : a.firstContentAt - a.startedAt,
             durationMs: a.endedAt === undefined ? undefined : a.endedAt - a.startedAt,
-            usage: a.usage ?? "unknown",
+            usage: a.usage ?? (a.unbilled ? "none" : "unknown"),
             downgraded: a.downgraded,
           })),
         }),

@@ -104,7 +104,8 @@ export function compileSignal(c: SignalConfig): CompiledSignal {
           cost: "model",
           async compute({ subject, models, signal }) {
             if (!subject || subject.kind !== "model") return undefined;
-            if (!models) throw new Error("no embedding model is reachable from this kind of request");
+            // A request that makes no model calls on its behalf (a token count, which is free) has nothing to say here.
+            if (!models) return undefined;
             const text = subjectText(subject, c.in).slice(0, c.maxChars);
             if (text.trim() === "") return undefined;
             return index.classify(text, models, signal);
@@ -121,8 +122,8 @@ export function compileSignal(c: SignalConfig): CompiledSignal {
           name,
           cost: "model",
           async compute({ subject, models, signal }) {
-            if (!subject) return undefined;
-            if (!models?.moderate) throw new Error("no moderation model is reachable from this kind of request");
+            if (!subject || !models) return undefined;
+            if (!models.moderate) throw new Error("no moderation model is reachable from this kind of request");
             const text = subjectText(subject, c.in).slice(0, c.maxChars);
             if (text.trim() === "") return undefined;
             const [verdict] = await models.moderate(c.model, [text], signal);

@@ -59,7 +59,7 @@ export interface LedgerCall extends CallRecord {
 /** The usage status of a model attempt, from what its settlement booked (or its evidence, when nothing was reserved). */
 function modelUsage(a: Readonly<AttemptRecord>): UsageStatus {
   if (a.charge) return a.charge.usage;
-  if (a.evidence?.class === "known_zero" || a.evidence?.class === "client_error") return "none";
+  if (a.unbilled || a.evidence?.class === "known_zero" || a.evidence?.class === "client_error") return "none";
   return a.usage?.source === "provider" ? "known" : "unknown";
 }
 

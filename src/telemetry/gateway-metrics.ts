@@ -129,7 +129,7 @@ export class GatewayMetrics implements FinishedRequestReader {
         this.#tokens.add([a.logicalModel, "cached_input"], a.usage.cachedInputTokens ?? 0);
         this.#tokens.add([a.logicalModel, "cache_write_input"], a.usage.cacheWriteInputTokens ?? 0);
         this.#tokens.add([a.logicalModel, "reasoning"], a.usage.reasoningTokens ?? 0);
-      } else if (a.evidence?.class === "unknown" || a.evidence?.class === "success") {
+      } else if (!a.unbilled && (a.evidence?.class === "unknown" || a.evidence?.class === "success")) {
         // The backend may have done (and billed) the work: the ledger holds it for reconciliation.
         this.#unknownUsage.add([a.backendName, a.logicalModel]);
       }

@@ -137,7 +137,7 @@ export function requestSpans(r: Readonly<RequestRecord>, attempts: readonly Read
         "sluice.attempt.outcome": a.outcome,
         "sluice.evidence.class": a.evidence?.class,
         "sluice.evidence.reason": a.evidence?.reason,
-        "sluice.usage": a.usage ? "reported" : "unknown",
+        "sluice.usage": a.usage ? "reported" : a.unbilled ? "none" : "unknown",
       },
       events,
       links: [],

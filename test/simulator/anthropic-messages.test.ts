@@ -461,3 +461,50 @@ describe("models", () => {
     expect(await caught(client(sim).models.retrieve("nope"))).toBeInstanceOf(OpenAI.NotFoundError);
   });
 });
+
+describe("token counting", () => {
+  const conversation = {
+    system: "Be brief.",
+    messages: [
+      { role: "user", content: "What is the weather in Paris?" },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Paris", days: 1, unit: "c" } }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "Sunny" }] },
+    ] satisfies Anthropic.Messages.MessageParam[],
+    tools: [weather],
+  };
+
+  it("counts what the same conversation's message reports as input_tokens, without max_tokens", async () => {
+    const counted = await anthropic.messages.countTokens({ model: "claude-count", ...conversation });
+    const message = await anthropic.messages.create({ model: "claude-count", max_tokens: 10, tool_choice: { type: "none" }, ...conversation });
+    expect(counted).toEqual({ input_tokens: message.usage.input_tokens });
+    expect(counted.input_tokens).toBeGreaterThan(0);
+    // Output-only parameters are accepted and change nothing.
+    expect(await anthropic.messages.countTokens({ model: "claude-count", ...conversation, max_tokens: 5 } as Anthropic.Messages.MessageCountTokensParams)).toEqual(counted);
+    const s = await stats(sim);
+    expect(s.paths["/v1/messages/count_tokens"]).toBe(2);
+    expect(s.models["claude-count"]).toBe(3);
+    const [recorded] = await requests(sim);
+    expect(recorded?.path).toBe("/v1/messages/count_tokens");
+    expect(recorded?.headers["anthropic-version"]).toBeDefined();
+  });
+
+  it("refuses in Anthropic's envelope: no messages, no version header, a wrong key, a status knob on its path", async () => {
+    const noMessages = await caught(anthropic.messages.countTokens({ model: "m" } as Anthropic.Messages.MessageCountTokensParams));
+    expect(noMessages).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((noMessages as InstanceType<typeof Anthropic.APIError>).type).toBe("invalid_request_error");
+    const noVersion = await post(sim, "/v1/messages/count_tokens", { model: "m", messages: say("x") });
+    expect(noVersion.status).toBe(400);
+    expect(await noVersion.json()).toMatchObject({ type: "error", error: { type: "invalid_request_error", message: "anthropic-version: header is required" } });
+    const keyed = await start({ apiKey: "right" });
+    try {
+      expect(await caught(anthropicClient(keyed, "wrong").messages.countTokens({ model: "m", messages: say("x") }))).toBeInstanceOf(Anthropic.AuthenticationError);
+    } finally {
+      await keyed.close();
+    }
+    const down = await caught(anthropic.messages.countTokens({ model: "m", messages: say("x [[sim status=503 only-path=/v1/messages/count_tokens]]") }));
+    expect(down).toBeInstanceOf(Anthropic.InternalServerError);
+    expect((down as InstanceType<typeof Anthropic.APIError>).type).toBe("overloaded_error");
+    // The same directive leaves the message endpoint alone.
+    expect((await anthropic.messages.create({ model: "m", max_tokens: 5, messages: say("x [[sim status=503 only-path=/v1/messages/count_tokens]]") })).type).toBe("message");
+  });
+});

@@ -8,6 +8,13 @@ import type { EmbeddingInput } from "../../protocol/embeddings.ts";
 import type { NeutralRequest, NeutralResponse } from "../../protocol/neutral.ts";
 import type { ModelOperation } from "../../publication/compile-publication.ts";
 
+/**
+ * What a client asks of a model: a chat (the generation APIs), embeddings (`POST /v1/embeddings`),
+ * or a count of a chat's input tokens (`POST /v1/messages/count_tokens`), which a chat entrypoint
+ * serves.
+ */
+export type RequestOperation = ModelOperation | "count_tokens";
+
 /** What a transport adapter hands the engine for one request: nothing transport-specific. */
 export interface Ingress {
   readonly requestId: string;
@@ -15,8 +22,8 @@ export interface Ingress {
   readonly receivedAt: number;
   /** The wire protocol the client speaks: its request is decoded and its answer encoded with it. */
   readonly protocol: ProtocolId;
-  /** What the client asked for: a chat (the generation APIs), embeddings or moderations (`POST /v1/embeddings`, `/v1/moderations`); chat when absent. */
-  readonly operation?: ModelOperation | undefined;
+  /** What the client asked for (see {@link RequestOperation}); chat when absent. */
+  readonly operation?: RequestOperation | undefined;
   /** The API key the client presented (never forwarded anywhere). */
   readonly apiKey: string | undefined;
   /** Reads the request body, bounded by the adapter's limits; called once, after authentication. */
@@ -61,6 +68,8 @@ export interface ReplyMeta {
    * gateway's own headers over them.
    */
   readonly upstreamHeaders: Readonly<Record<string, string>>;
+  /** A token count's figure: `reported` by the model's backend, or `estimated` by the gateway. */
+  readonly tokenCount?: "reported" | "estimated" | undefined;
 }
 
 /** The answer, ready for the adapter to write. */

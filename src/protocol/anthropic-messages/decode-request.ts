@@ -4,8 +4,10 @@ import { GatewayError } from "../../errors/gateway-error.ts";
 import { invalidRequestFromZod } from "../invalid-request.ts";
 import type { CacheControl, ContentPart, NeutralMessage, NeutralRequest, ResponseFormat, ToolCall, ToolChoice } from "../neutral.ts";
 import {
+  anthropicCountRequestSchema,
   anthropicRequestSchema,
   type AnthropicCacheControl,
+  type AnthropicCountRequestBody,
   type AnthropicImageBlock,
   type AnthropicMessageBody,
   type AnthropicRequestBody,
@@ -175,16 +177,32 @@ function responseFormat(schema: Record<string, unknown>): ResponseFormat {
   return { type: "json_schema", schema, strict: true };
 }
 
-/** Anthropic Messages body → neutral request. Throws GatewayError("invalid_request"). */
-export function decodeAnthropicRequest(body: unknown): NeutralRequest {
+/** The body checked against `schema`: server tools refused by name, the first issue made sharp. */
+function parseWith<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   refuseServerTools(body);
   // reportInput: the error text needs `input` to tell a missing parameter from a wrong one.
-  const parsed = anthropicRequestSchema.safeParse(body, { reportInput: true });
+  const parsed = schema.safeParse(body, { reportInput: true });
   if (!parsed.success) {
     const first = parsed.error.issues[0];
     throw invalidRequestFromZod(first ? new z.ZodError([sharpen(first)]) : parsed.error);
   }
-  const b = parsed.data;
+  return parsed.data;
+}
+
+/** Anthropic Messages body → neutral request. Throws GatewayError("invalid_request"). */
+export function decodeAnthropicRequest(body: unknown): NeutralRequest {
+  return neutralOf(parseWith(anthropicRequestSchema, body));
+}
+
+/**
+ * Anthropic token-count body → the neutral request whose input is counted: never streamed, and
+ * without an output cap unless the client sent one. Throws GatewayError("invalid_request").
+ */
+export function decodeAnthropicCountRequest(body: unknown): NeutralRequest {
+  return { ...neutralOf(parseWith(anthropicCountRequestSchema, body)), stream: false, streamUsage: false };
+}
+
+function neutralOf(b: AnthropicCountRequestBody): NeutralRequest {
   const tools = b.tools?.map((t) => {
     const cc = cacheControl(t.cache_control);
     return { name: t.name, description: t.description, parameters: t.input_schema, strict: t.strict, ...(cc ? { cacheControl: cc } : {}) };

@@ -1,5 +1,6 @@
 import type { Codec } from "../codec.ts";
 import type { RequestFeature } from "../features.ts";
+import { anthropicTokenCount } from "./count-tokens.ts";
 import { decodeAnthropicRequest } from "./decode-request.ts";
 import { encodeAnthropicRequest } from "./encode-request.ts";
 import { decodeAnthropicResponse, encodeAnthropicResponse } from "./response.ts";
@@ -75,4 +76,5 @@ export const anthropicMessagesCodec: Codec = {
   encodeRequest: encodeAnthropicRequest,
   decodeResponse: decodeAnthropicResponse,
   createStreamDecoder: createAnthropicStreamDecoder,
+  countTokens: anthropicTokenCount,
 };

@@ -163,7 +163,15 @@ export const anthropicRequestSchema = z.strictObject({
     .optional(),
 });
 
+/**
+ * A token-count body (`POST /v1/messages/count_tokens`): a Messages body whose output cap is not
+ * required, since nothing is generated. Output-only parameters are accepted (a client may pass the
+ * parameters of the message it is about to send) and not counted.
+ */
+export const anthropicCountRequestSchema = anthropicRequestSchema.extend({ max_tokens: z.number().int().min(1).optional() });
+
 export type AnthropicRequestBody = z.infer<typeof anthropicRequestSchema>;
+export type AnthropicCountRequestBody = z.infer<typeof anthropicCountRequestSchema>;
 export type AnthropicMessageBody = z.infer<typeof anthropicMessageSchema>;
 export type AnthropicTextBlock = z.infer<typeof textBlock>;
 export type AnthropicImageBlock = z.infer<typeof imageBlock>;

@@ -193,6 +193,19 @@ describe("accessLog: the request line", () => {
     expect(c.lines()[0]!.mcp).toEqual(mcp);
   });
 
+  it("carries a token count's figure and source, and its unbilled attempt's usage as none, not unknown", () => {
+    const c = capture();
+    const counted = attempt("att_n", { status: 200, evidence: { class: "success", reason: "ok", status: 200 }, unbilled: true });
+    const tokenCount = { source: "estimated" as const, inputTokens: 17, fallback: { reason: "failed" as const, errorCode: "upstream_error" as const } };
+    c.log.finished(record({ tokenCount, protocol: "anthropic-messages", stream: false }), [counted]);
+    const line = c.lines()[0]!;
+    expect(line.tokenCount).toEqual(tokenCount);
+    expect(line.attempts[0].usage).toBe("none");
+    c.log.finished(record(), [attempt("att_u", { evidence: { class: "unknown", reason: "timeout" }, outcome: "timeout" })]);
+    expect(c.lines()[1]!.attempts[0].usage).toBe("unknown");
+    expect(c.lines()[1]).not.toHaveProperty("tokenCount");
+  });
+
   it("writes no content line for a request that was not sampled", () => {
     const c = capture();
     c.log.finished(record(), [answered]);

@@ -92,6 +92,33 @@ export async function snapshot(backends: { name: string; port: number; caps?: st
   return pinSnapshot({ revision, digest: r.digest, snapshot: r.snapshot });
 }
 
+/**
+ * A snapshot whose pools (the bundled publication's) each have one member, on a backend of the
+ * protocol given: `sim-small` (chat-small, the first tier of sluice-chat's default route) on port
+ * 9101 with upstream model `claude-small-upstream`, `sim-large` (and `sim-embed`) on port 9102.
+ */
+export async function protocolSnapshot(protocols: Record<"sim-small" | "sim-large", "anthropic-messages" | "openai-chat">): Promise<PinnedSnapshot> {
+  const backend = (name: string, protocol: string, port: number) => ({
+    name,
+    protocol,
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    credential: { secret: "SIM_KEY", scheme: protocol === "anthropic-messages" ? "x-api-key" : "bearer" },
+    capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings"],
+  });
+  const src = {
+    version: 1,
+    backends: [backend("small", protocols["sim-small"], 9101), backend("large", protocols["sim-large"], 9102)],
+    pools: [
+      { name: "sim-small", members: [{ backend: "small", model: "claude-small-upstream" }] },
+      { name: "sim-large", members: [{ backend: "large", model: "claude-large-upstream" }] },
+      { name: "sim-embed", members: [{ backend: "large", model: "embed-upstream" }] },
+    ],
+  };
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  if (!r.ok) throw new Error(JSON.stringify(r.reasons));
+  return pinSnapshot({ revision: 1, digest: r.digest, snapshot: r.snapshot });
+}
+
 export interface Seen {
   url: string;
   headers: Headers;

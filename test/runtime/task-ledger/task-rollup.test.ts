@@ -22,6 +22,13 @@ describe("call records", () => {
     ]);
   });
 
+  it("records a token count's unbilled attempt as using nothing, at no cost", () => {
+    const r = modelRecord({ requestId: "req_count" });
+    const call = callOf(r, [attempt({ id: "att_c", requestId: "req_count", usage: undefined, charge: undefined, unbilled: true, evidence: { class: "success", reason: "ok" } })])!;
+    expect(call.attempts).toEqual([{ attemptId: "att_c", backend: "sim", outcome: "success", usage: "none", costMicros: 0 }]);
+    expect(call.costMicros).toBe(0);
+  });
+
   it("names an attempt of another model a fallback, and never records an unattributed call", () => {
     const r = modelRecord({ requestId: "req_2" });
     const call = callOf(r, [attempt({ id: "a", requestId: "req_2", outcome: "timeout", usage: undefined, charge: { usage: "unknown", costMicros: 0, currency: "USD" } }), attempt({ id: "b", requestId: "req_2", logicalModel: "small" })])!;

@@ -66,6 +66,10 @@ describe("gateway metrics", () => {
     expect(sum("sluice.usage.unknown")).toBe(2);
     expect(sum("sluice.attempts")).toBe(3);
     expect([...(instrument(m, "gen_ai.server.time_to_first_token") as Histogram).all()]).toEqual([]);
+    // A token count's attempt owes no usage: it is an attempt, never an unknown usage.
+    m.finished(requestRecord(), [attemptRecord({ id: "a5", usage: undefined, firstContentAt: undefined, unbilled: true, evidence: { class: "success", reason: "ok" } })]);
+    expect(sum("sluice.usage.unknown")).toBe(2);
+    expect(sum("sluice.attempts")).toBe(4);
   });
 
   it("label values never grow with what callers choose: models, ids, tenants, headers", () => {
