@@ -7,7 +7,7 @@ import type { Clock } from "../deps/clock.ts";
 import type { Rng } from "../deps/rng.ts";
 import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import type { BackendCodec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import type { NeutralEmbeddingRequest, NeutralEmbeddingResponse } from "../protocol/embeddings.ts";
 import { requestFeatures, type RequestFeature } from "../protocol/features.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
@@ -25,6 +25,7 @@ import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
 import { encodeChat, encodeEmbeddings, prepareAttempt, readChat, readEmbeddings, sendAttempt, type AnswerReader } from "./upstream-attempt.ts";
+import type { ModelBindings } from "./workers-ai-binding.ts";
 
 /** What the invoke phase hands the executor for one request. */
 export interface InvocationContext {
@@ -83,8 +84,8 @@ export type EmbeddingExecution =
 
 /** What one kind of model operation does per attempt: build the backend's request, read its answer. */
 interface AttemptOperation<S> {
-  readonly encode: (codec: Codec, choice: Choice) => { readonly path: string; readonly body: unknown };
-  readonly read: (choice: Choice, codec: Codec) => AnswerReader<S>;
+  readonly encode: (codec: BackendCodec, choice: Choice) => { readonly path: string; readonly body: unknown };
+  readonly read: (choice: Choice, codec: BackendCodec) => AnswerReader<S>;
 }
 
 export interface ExecutorDeps {
@@ -104,6 +105,8 @@ export interface ExecutorDeps {
   readonly preconnect?: ((hostname: string, port: number, signal: AbortSignal) => Promise<boolean>) | undefined;
   /** The egress guard's policy, checked on each attempt's address (see upstream-attempt.ts). */
   readonly egress?: EgressPolicy | undefined;
+  /** The Worker's bindings that binding-protocol backends are reached through (see upstream-attempt.ts). */
+  readonly bindings?: ModelBindings | undefined;
 }
 
 /**
@@ -214,7 +217,7 @@ export class GatewayExecutor {
     if (health) {
       for (const c of candidates) {
         for (const m of c.members) {
-          const target = probeTargetFor(m.backend, this.#deps.codecs.get(m.backend.protocol)!);
+          const target = probeTargetFor(m.backend, this.#deps.codecs.backend(m.backend.protocol)!);
           if (target) health.ensureWatched(m.backend.id, target);
         }
       }

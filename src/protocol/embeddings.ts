@@ -53,19 +53,26 @@ export function cosine(a: Float32Array, b: Float32Array): number {
   return na === 0 || nb === 0 ? 0 : dot / Math.sqrt(na * nb);
 }
 
+/** The backend side of an embeddings wire: encode the request for the provider, decode its answer. */
+export interface BackendEmbeddingsWire {
+  /** Path appended to the backend's base URL (unused by a protocol reached through a binding). */
+  readonly upstreamPath: string;
+  /**
+   * Neutral request → provider body for the provider's own model id (floats, always). Throws
+   * GatewayError(invalid_request) for what the wire cannot express.
+   */
+  encodeRequest(request: NeutralEmbeddingRequest, upstreamModel: string): unknown;
+  /** Provider body → neutral response for `expected` inputs; throws GatewayError(upstream_protocol_error). */
+  decodeResponse(body: unknown, expected: number): NeutralEmbeddingResponse;
+}
+
 /**
  * An embeddings wire protocol, both directions (client: decode the request, encode the answer;
  * backend: encode the request, decode the answer), each once per message.
  */
-export interface EmbeddingsCodec {
-  /** Backend side: path appended to the backend's base URL. */
-  readonly upstreamPath: string;
+export interface EmbeddingsCodec extends BackendEmbeddingsWire {
   /** Client side: body → neutral request; throws GatewayError (invalid_request with `param`). */
   decodeRequest(body: unknown): NeutralEmbeddingRequest;
   /** Client side: neutral response → JSON body, vectors written the way the client asked, under the public `model` name. */
   encodeResponse(response: NeutralEmbeddingResponse, request: NeutralEmbeddingRequest, model: string): unknown;
-  /** Backend side: neutral request → provider body for the provider's own model id (floats, always). */
-  encodeRequest(request: NeutralEmbeddingRequest, upstreamModel: string): unknown;
-  /** Backend side: provider body → neutral response for `expected` inputs; throws GatewayError(upstream_protocol_error). */
-  decodeResponse(body: unknown, expected: number): NeutralEmbeddingResponse;
 }
