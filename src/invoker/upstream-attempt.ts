@@ -8,6 +8,7 @@ import { checkEgress, type EgressPolicy, type EgressVerdict } from "../egress/eg
 import { passedResponseHeaders } from "../egress/response-headers.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { BackendCodec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import { isRecord } from "../protocol/fast-guard.ts";
 import { withoutFeatures } from "../protocol/features.ts";
 import type { NeutralEmbeddingRequest, NeutralEmbeddingResponse } from "../protocol/embeddings.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
@@ -155,7 +156,9 @@ export function prepareAttempt(
       return failed(attempt, error, { class: "known_zero", reason: "not_attempted" }, "connect_failed");
     }
     return encoded(attempt, () => {
-      const inputs = encode(codec, choice).body as Record<string, unknown>;
+      const inputs = encode(codec, choice).body;
+      // A binding protocol's codec encodes run()'s inputs object; anything else is the gateway's bug.
+      if (!isRecord(inputs)) throw new GatewayError("internal_error", "The gateway failed to encode the request for the model provider.", { cause: "the inputs are not an object" });
       return {
         codec,
         send: (signal) => runThroughBinding(binding, member.model, inputs, signal),
