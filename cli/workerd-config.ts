@@ -30,6 +30,12 @@ export interface WorkerdConfigOptions {
   readonly networkAllow?: readonly string[] | undefined;
   /** Config override files (absolute paths), bound as SLUICE_*_YAML text. */
   readonly configFiles?: { readonly gateway?: string; readonly publication?: string; readonly backends?: string } | undefined;
+  /**
+   * Workers AI bindings by name, each the runtime's own binding code (`cloudflare-internal:ai-api`,
+   * what wrangler binds for `[ai]`) whose requests go to the service at this address (host:port)
+   * instead of Cloudflare's. Only the edge has the real service: this is for a stand-in, in tests.
+   */
+  readonly workersAiBindings?: Readonly<Record<string, string>> | undefined;
 }
 
 const str = (s: string) => JSON.stringify(s);
@@ -62,13 +68,17 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
   if (files.publication) bindings.push(`(name = "SLUICE_PUBLICATION_YAML", text = ${embed(files.publication)})`);
   if (files.backends) bindings.push(`(name = "SLUICE_BACKENDS_YAML", text = ${embed(files.backends)})`);
+  const aiServices = Object.entries(o.workersAiBindings ?? {}).map(([name, address], i) => {
+    bindings.push(`(name = ${str(name)}, wrapped = (moduleName = "cloudflare-internal:ai-api", innerBindings = [(name = "fetcher", service = "workers-ai-${i}")]))`);
+    return `\n    (name = "workers-ai-${i}", external = (address = ${str(address)}, http = ())),`;
+  });
   return `using Workerd = import "/workerd/workerd.capnp";
 
 const config :Workerd.Config = (
   services = [
     (name = "sluice", worker = .sluice),
     (name = "internet", network = (allow = [${(o.networkAllow ?? networkAllow(o)).map(str).join(", ")}])),
-    (name = "state", disk = (path = ${str(o.stateDir)}, writable = true)),
+    (name = "state", disk = (path = ${str(o.stateDir)}, writable = true)),${aiServices.join("")}
   ],
   sockets = [
     (name = "public", address = ${str(o.publicAddress)}, http = (), service = "sluice"),

@@ -106,6 +106,8 @@ export interface GatewayOptions {
   readonly metricsPort?: number | undefined;
   /** Opens workerd's V8 inspector on this loopback port (profiling; never in production). */
   readonly inspectorPort?: number | undefined;
+  /** Workers AI bindings by name, backed by a stand-in service at each address (host:port); see cli/workerd-config.ts. */
+  readonly workersAiBindings?: Readonly<Record<string, string>> | undefined;
 }
 
 export interface RunningGateway extends Child {
@@ -145,6 +147,7 @@ export async function startGateway(o: GatewayOptions): Promise<RunningGateway> {
     vars: {},
     secretsFromEnv: [...new Set([...Object.keys(secrets), ...(o.secretNames ?? [])])],
     configFiles,
+    workersAiBindings: o.workersAiBindings,
   });
   const configPath = join(workDir, "sluice.capnp");
   writeFileSync(configPath, capnp);

@@ -1,15 +1,23 @@
 import { z } from "zod";
 import { capabilitySchema } from "./publication-schema.ts";
-import { PROTOCOL_IDS } from "../protocol/codec.ts";
+import { BACKEND_PROTOCOL_IDS, type ProtocolId } from "../protocol/codec.ts";
 import { responseHeaderRefusal } from "../egress/response-headers.ts";
 
 const name = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "names are 1-64 lower-case letters, digits, '.', '_' or '-'");
 
-/** Wire protocols a backend may speak; each needs a registered codec. */
-export const backendProtocolSchema = z.enum(PROTOCOL_IDS);
+/** Protocols a backend may speak; each needs a registered codec. */
+export const backendProtocolSchema = z.enum(BACKEND_PROTOCOL_IDS);
 export type BackendProtocol = z.infer<typeof backendProtocolSchema>;
+
+/** Protocols whose backends are reached through a runtime binding of the Worker, not over HTTP. */
+const BINDING_PROTOCOLS: ReadonlySet<BackendProtocol> = new Set(["workers-ai"]);
+
+/** Whether a backend of this protocol is reached through a binding (else at its `baseUrl`). */
+export function isBindingProtocol(protocol: BackendProtocol): protocol is Exclude<BackendProtocol, ProtocolId> {
+  return BINDING_PROTOCOLS.has(protocol);
+}
 
 /** A provider credential is only ever a reference to a secret or env binding by name. */
 const credentialSchema = z.strictObject({
@@ -18,56 +26,101 @@ const credentialSchema = z.strictObject({
   scheme: z.enum(["bearer", "x-api-key"]).default("bearer"),
 });
 
-const backendSchema = z.strictObject({
-  name,
-  protocol: backendProtocolSchema,
-  /** Base URL the protocol's paths are appended to, e.g. `https://api.openai.com/v1`. */
-  baseUrl: z.url({ protocol: /^https?$/ }),
-  credential: credentialSchema.optional(),
-  capabilities: z.array(capabilitySchema).min(1),
-  /** Extra static headers for the provider (never secrets: use `credential`). */
-  headers: z.record(z.string().regex(/^[a-z0-9-]+$/), z.string()).default({}),
-  /**
-   * Provider response headers passed to the client on a successful answer (a provider's request
-   * id, say). None by default; hop-by-hop, cookie, server-software and the gateway's own headers
-   * are refused here and never passed.
-   */
-  responseHeaders: z
-    .array(
-      z
-        .string()
-        .regex(/^[a-z0-9-]+$/, "header names are lower-case letters, digits and '-'")
-        .superRefine((n, ctx) => {
-          const why = responseHeaderRefusal(n);
-          if (why !== undefined) ctx.addIssue({ code: "custom", message: why });
-        }),
-    )
-    .default([]),
-  /**
-   * Open a TCP connection before each attempt and only then send the request. A connection that
-   * cannot be opened proves nothing was sent (known-zero), so the attempt may be retried elsewhere;
-   * fetch alone cannot tell a refused connection from a reset after the body was written. Costs
-   * one extra TCP handshake per attempt.
-   */
-  connectCheck: z.boolean().default(false),
-  /**
-   * Send the attempt's W3C `traceparent` (and the client's `tracestate`) to this provider, so its
-   * spans join the gateway's trace. Off by default: a trace id is an identifier the provider
-   * would otherwise never see.
-   */
-  propagateTraceContext: z.boolean().default(false),
-  /**
-   * Active health probes on a non-billable path (GET `baseUrl` + `path`), run by one Durable
-   * Object per backend, so replicas never multiply them. Omitted: no active probes.
-   */
-  healthCheck: z
-    .strictObject({
-      path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, "a path starting with '/'").default("/models"),
-      intervalMs: z.number().int().min(1000).max(3_600_000).default(30_000),
-      timeoutMs: z.number().int().min(100).max(60_000).default(5_000),
-    })
-    .optional(),
-});
+const backendSchema = z
+  .strictObject({
+    name,
+    protocol: backendProtocolSchema,
+    /** HTTP protocols: the base URL the protocol's paths are appended to, e.g. `https://api.openai.com/v1`. */
+    baseUrl: z.url({ protocol: /^https?$/ }).optional(),
+    /**
+     * Binding protocols (`workers-ai`): the name of the Worker's binding the backend is reached
+     * through (`AI` for `[ai] binding = "AI"`), instead of a base URL.
+     */
+    binding: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "a binding name is 1-64 letters, digits or '_', not starting with a digit")
+      .optional(),
+    credential: credentialSchema.optional(),
+    capabilities: z.array(capabilitySchema).min(1),
+    /** Extra static headers for the provider (never secrets: use `credential`). */
+    headers: z.record(z.string().regex(/^[a-z0-9-]+$/), z.string()).default({}),
+    /**
+     * Provider response headers passed to the client on a successful answer (a provider's request
+     * id, say). None by default; hop-by-hop, cookie, server-software and the gateway's own headers
+     * are refused here and never passed.
+     */
+    responseHeaders: z
+      .array(
+        z
+          .string()
+          .regex(/^[a-z0-9-]+$/, "header names are lower-case letters, digits and '-'")
+          .superRefine((n, ctx) => {
+            const why = responseHeaderRefusal(n);
+            if (why !== undefined) ctx.addIssue({ code: "custom", message: why });
+          }),
+      )
+      .default([]),
+    /**
+     * Open a TCP connection before each attempt and only then send the request. A connection that
+     * cannot be opened proves nothing was sent (known-zero), so the attempt may be retried elsewhere;
+     * fetch alone cannot tell a refused connection from a reset after the body was written. Costs
+     * one extra TCP handshake per attempt.
+     */
+    connectCheck: z.boolean().default(false),
+    /**
+     * Send the attempt's W3C `traceparent` (and the client's `tracestate`) to this provider, so its
+     * spans join the gateway's trace. Off by default: a trace id is an identifier the provider
+     * would otherwise never see.
+     */
+    propagateTraceContext: z.boolean().default(false),
+    /**
+     * Active health probes on a non-billable path (GET `baseUrl` + `path`), run by one Durable
+     * Object per backend, so replicas never multiply them. Omitted: no active probes.
+     */
+    healthCheck: z
+      .strictObject({
+        path: z.string().regex(/^\/[A-Za-z0-9._~\/-]*$/, "a path starting with '/'").default("/models"),
+        intervalMs: z.number().int().min(1000).max(3_600_000).default(30_000),
+        timeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+      })
+      .optional(),
+  })
+  .superRefine((b, ctx) => {
+    for (const issue of transportIssues(b)) ctx.addIssue({ code: "custom", path: [issue.key], message: issue.message });
+  });
+
+/**
+ * A backend names exactly the fields of how it is reached: an HTTP protocol's backend a `baseUrl`
+ * (and, optionally, what is sent with each request); a binding protocol's backend its `binding`
+ * and nothing that only HTTP has.
+ */
+function transportIssues(b: {
+  readonly protocol: BackendProtocol;
+  readonly baseUrl?: string | undefined;
+  readonly binding?: string | undefined;
+  readonly credential?: unknown;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly connectCheck: boolean;
+  readonly propagateTraceContext: boolean;
+  readonly healthCheck?: unknown;
+}): { key: string; message: string }[] {
+  if (!isBindingProtocol(b.protocol)) {
+    const out: { key: string; message: string }[] = [];
+    if (b.baseUrl === undefined) out.push({ key: "baseUrl", message: `protocol ${b.protocol} is reached over HTTP: the backend needs a baseUrl` });
+    if (b.binding !== undefined) out.push({ key: "binding", message: `binding is for protocols reached through a Worker binding (workers-ai); protocol ${b.protocol} is reached at the backend's baseUrl` });
+    return out;
+  }
+  const why = `protocol ${b.protocol} is reached through a Worker binding`;
+  const out: { key: string; message: string }[] = [];
+  if (b.binding === undefined) out.push({ key: "binding", message: `${why}: name it (binding: AI) instead of a baseUrl` });
+  if (b.baseUrl !== undefined) out.push({ key: "baseUrl", message: `${why}, not a URL: name the binding instead` });
+  if (b.credential !== undefined) out.push({ key: "credential", message: `${why}, which carries the account's authorization: no credential is sent` });
+  if (Object.keys(b.headers).length > 0) out.push({ key: "headers", message: `${why}: it sends no HTTP headers of the backend's` });
+  if (b.connectCheck) out.push({ key: "connectCheck", message: `${why}: there is no connection of the gateway's own to check` });
+  if (b.propagateTraceContext) out.push({ key: "propagateTraceContext", message: `${why}: it carries no trace headers` });
+  if (b.healthCheck !== undefined) out.push({ key: "healthCheck", message: `${why}: it has no non-billable path to probe` });
+  return out;
+}
 
 const memberSchema = z.strictObject({
   backend: name,

@@ -59,10 +59,12 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
 
 /**
  * The seed snapshot's base URLs against the egress guard, so a seed that would send requests to
- * a forbidden address fails the start rather than its first request.
+ * a forbidden address fails the start rather than its first request. A backend reached through a
+ * binding has no address to check.
  */
 export function checkSeedEgress(gateway: GatewayConfig, seed: SnapshotSource): ConfigIssue[] {
   return seed.backends.flatMap((b, i) => {
+    if (b.baseUrl === undefined) return [];
     const verdict = checkEgress(b.baseUrl, gateway.security.egress);
     return verdict.ok ? [] : [{ file: CONFIG_FILES.backends, path: `backends[${i}].baseUrl`, message: verdict.refusal.message }];
   });

@@ -1,5 +1,5 @@
 import type { ErrorCode } from "../errors/gateway-error.ts";
-import type { ProtocolId } from "../protocol/codec.ts";
+import type { BackendProtocolId } from "../protocol/codec.ts";
 import type { RequestFeature } from "../protocol/features.ts";
 import type { StopReason, Usage } from "../protocol/neutral.ts";
 
@@ -36,7 +36,7 @@ export interface AttemptRecord {
   readonly backendName: string;
   readonly upstreamModel: string;
   /** The backend's wire protocol (which provider family answered, for telemetry). */
-  readonly backendProtocol?: ProtocolId | undefined;
+  readonly backendProtocol?: BackendProtocolId | undefined;
   /** The attempt's span in the request's trace (what a provider sees as parent when it propagates). */
   readonly spanId?: string | undefined;
   readonly startedAt: number;

@@ -273,6 +273,8 @@ export interface SnapshotBackend {
   readonly name: string;
   readonly protocol: string;
   readonly baseUrl?: string;
+  /** The Worker binding a binding-protocol backend (Workers AI) is reached through, instead of a URL. */
+  readonly binding?: string;
 }
 
 /** An MCP server's health, as `GET /admin/status` answers it. */
@@ -308,12 +310,12 @@ export function oneHotGauge(metricsText: string, metric: string, label: string):
 /** The backends with the breaker state and health this gateway last saw for each. */
 export function backendsSection(revision: HtmlValue, backends: readonly SnapshotBackend[], breakers: ReadonlyMap<string, string>, health: ReadonlyMap<string, string>): SafeHtml {
   return html`<p>Snapshot revision ${revision}. Breaker state and health are what this gateway last saw (<code>closed</code> / <code>unknown</code> until a request or probe touched the backend).</p>${table(
-    ["Backend", "Id", "Protocol", "Base URL", "Breaker", "Health"],
+    ["Backend", "Id", "Protocol", "Address", "Breaker", "Health"],
     backends.map((b) => [
       html`<span class="backend-name">${b.name}</span>`,
       html`<code>${b.id}</code>`,
       b.protocol,
-      b.baseUrl ?? "—",
+      b.baseUrl ?? (b.binding === undefined ? "—" : html`binding <code>${b.binding}</code>`),
       html`<span class="breaker">${breakers.get(b.name) ?? "closed"}</span>`,
       html`<span class="health">${health.get(b.name) ?? "unknown"}</span>`,
     ]),

@@ -1,6 +1,6 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { DispatchPlan, PlannedModel } from "../decide/dispatch-plan.ts";
-import type { Codec, CodecRegistry } from "../protocol/codec.ts";
+import type { BackendCodec, CodecRegistry } from "../protocol/codec.ts";
 import type { RequestFeature } from "../protocol/features.ts";
 import type { PinnedMember, PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { SelectableBackend, SelectionContext } from "../traffic/selector.ts";
@@ -37,7 +37,7 @@ export function eligibleCandidates(
   snapshot: PinnedSnapshot,
   codecs: CodecRegistry,
   /** Whether a protocol can carry this kind of request at all (the operation's wire, for embeddings and moderations). */
-  serves: (codec: Codec) => boolean,
+  serves: (codec: BackendCodec) => boolean,
 ): ModelCandidates[] {
   let capabilityGap: string[] | undefined;
   let featureGap: RequestFeature | undefined;
@@ -48,7 +48,7 @@ export function eligibleCandidates(
       if (!pool) return;
       const drops = new Map<string, RequestFeature[]>();
       const members = pool.members.filter((m) => {
-        const codec = codecs.get(m.backend.protocol);
+        const codec = codecs.backend(m.backend.protocol);
         if (!codec || !serves(codec)) return false;
         const missing = model.requires.filter((c) => !m.backend.capabilities.includes(c));
         if (missing.length > 0) {

@@ -7,7 +7,7 @@ import type { Clock } from "../deps/clock.ts";
 import type { Rng } from "../deps/rng.ts";
 import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import type { BackendCodec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import type { InputOperation } from "../protocol/input-operation.ts";
 import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
 import { requestFeatures, type RequestFeature } from "../protocol/features.ts";
@@ -26,6 +26,7 @@ import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
 import { encodeChat, encodeCount, encodeInput, prepareAttempt, readChat, readCount, readInput, sendAttempt, type AnswerReader, type EncodedAttempt } from "./upstream-attempt.ts";
+import type { ModelBindings } from "./workers-ai-binding.ts";
 
 /** What the invoke phase hands the executor for one request. */
 export interface InvocationContext {
@@ -95,8 +96,8 @@ export type CountExecution =
 
 /** What one kind of model operation does per attempt: build the backend's request, read its answer. */
 interface AttemptOperation<S> {
-  readonly encode: (codec: Codec, choice: Choice) => EncodedAttempt;
-  readonly read: (choice: Choice, codec: Codec) => AnswerReader<S>;
+  readonly encode: (codec: BackendCodec, choice: Choice) => EncodedAttempt;
+  readonly read: (choice: Choice, codec: BackendCodec) => AnswerReader<S>;
   /** The operation costs nothing at the provider (a token count): its attempts owe no usage. */
   readonly unbilled?: boolean | undefined;
 }
@@ -118,6 +119,8 @@ export interface ExecutorDeps {
   readonly preconnect?: ((hostname: string, port: number, signal: AbortSignal) => Promise<boolean>) | undefined;
   /** The egress guard's policy, checked on each attempt's address (see upstream-attempt.ts). */
   readonly egress?: EgressPolicy | undefined;
+  /** The Worker's bindings that binding-protocol backends are reached through (see upstream-attempt.ts). */
+  readonly bindings?: ModelBindings | undefined;
 }
 
 /**
@@ -207,7 +210,7 @@ export class GatewayExecutor {
    */
   async executeInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, plan: DispatchPlan, request: Req, ctx: InvocationContext): Promise<InputExecution<Res>> {
     try {
-      const candidates = eligibleCandidates(plan, [], ctx.snapshot, this.#deps.codecs, (codec) => op.wire(codec) !== undefined);
+      const candidates = eligibleCandidates(plan, [], ctx.snapshot, this.#deps.codecs, (codec) => op.backendWire(codec) !== undefined);
       const done = await this.#attempts(plan, ctx, candidates, { encode: encodeInput(op, request), read: (choice, codec) => readInput(op, choice, codec, request.inputs.length) });
       return done.ok ? { ok: true, response: done.success.response, headers: done.success.headers } : done;
     } catch (err) {
@@ -253,7 +256,7 @@ export class GatewayExecutor {
     if (health) {
       for (const c of candidates) {
         for (const m of c.members) {
-          const target = probeTargetFor(m.backend, this.#deps.codecs.get(m.backend.protocol)!);
+          const target = probeTargetFor(m.backend, this.#deps.codecs.backend(m.backend.protocol)!);
           if (target) health.ensureWatched(m.backend.id, target);
         }
       }

@@ -1,4 +1,4 @@
-import type { Codec } from "../protocol/codec.ts";
+import type { BackendCodec } from "../protocol/codec.ts";
 import type { NormalizedBackend } from "../snapshot/normalize.ts";
 import type { ProbeTarget } from "../traffic/health.ts";
 
@@ -7,9 +7,10 @@ import type { ProbeTarget } from "../traffic/health.ts";
  * the protocol's own headers and the backend's credential by secret NAME (the monitor reads the
  * value from its own bindings at probe time; storage never holds it).
  */
-export function probeTargetFor(backend: NormalizedBackend, codec: Codec): ProbeTarget | undefined {
+export function probeTargetFor(backend: NormalizedBackend, codec: BackendCodec): ProbeTarget | undefined {
   const hc = backend.healthCheck;
-  if (!hc) return undefined;
+  // A backend reached through a binding has no address to probe (its schema refuses a healthCheck).
+  if (!hc || backend.baseUrl === undefined) return undefined;
   return {
     url: `${backend.baseUrl}${hc.path}`,
     method: "GET",

@@ -7,7 +7,8 @@ import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import { checkEgress, type EgressPolicy, type EgressVerdict } from "../egress/egress-guard.ts";
 import { passedResponseHeaders } from "../egress/response-headers.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { Codec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import type { BackendCodec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import { isRecord } from "../protocol/fast-guard.ts";
 import { withoutFeatures } from "../protocol/features.ts";
 import type { InputOperation } from "../protocol/input-operation.ts";
 import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
@@ -18,6 +19,7 @@ import type { CredentialSource } from "./credentials.ts";
 import { evidenceFromStatus } from "./evidence.ts";
 import { readUpstreamErrorDetail, readUpstreamJson } from "./upstream-body.ts";
 import { errorFromUpstreamStatus, retryAfterSeconds } from "./upstream-error.ts";
+import { runThroughBinding, workersAiStatusFailure, type ModelBindings, type StatusFailure } from "./workers-ai-binding.ts";
 
 /** What one attempt needs from its surroundings. */
 export interface AttemptDeps {
@@ -39,6 +41,11 @@ export interface AttemptDeps {
    * before the allowlist changed, never reached the checks at config load and snapshot push.
    */
   readonly egress?: EgressPolicy | undefined;
+  /**
+   * The Worker's bindings that backends of a binding protocol (Workers AI) are reached through,
+   * by name (the composition root supplies its own). Without them such a backend is unreachable.
+   */
+  readonly bindings?: ModelBindings | undefined;
 }
 
 /** A successful chat attempt: the provider answered 2xx with a readable body or a stream. */
@@ -78,12 +85,21 @@ export type AttemptResult<S = AttemptSuccess> = { readonly ok: true; readonly su
  */
 export type AnswerReader<S> = (res: Response, attempt: AttemptScope, aborted: (err: unknown) => AttemptFailure | undefined) => Promise<AttemptResult<S>>;
 
-/** The request as this backend will receive it, built before anything is reserved for it. */
+/**
+ * The request as this backend will receive it, built before anything is reserved for it, and the
+ * transport that carries it: fetch to the backend's URL, or a call on a Worker binding.
+ */
 export interface PreparedAttempt {
-  readonly codec: Codec;
-  readonly url: string;
-  readonly headers: Headers;
-  readonly body: string;
+  readonly codec: BackendCodec;
+  /** Sends the request: resolves with the provider's answer; rejects when none came (the signal fired, the connection or binding failed). */
+  send(signal: AbortSignal): Promise<Response>;
+  /** What a non-2xx answer of this backend means. */
+  failure(status: number, retryAfter: number | undefined, detail: string): StatusFailure;
+}
+
+/** A non-2xx answer as HTTP and the backend's protocol define it. */
+function statusFailure(codec: BackendCodec, status: number, retryAfter: number | undefined, detail: string): StatusFailure {
+  return { error: errorFromUpstreamStatus(status, retryAfter, detail), evidence: evidenceFromStatus(status, codec.rejectedBeforeProcessing, retryAfter), outcome: "upstream_status" };
 }
 
 /**
@@ -123,7 +139,8 @@ function egressVerdict(baseUrl: string, policy: EgressPolicy): EgressVerdict {
 
 /**
  * Builds the provider request: its own headers (never a caller header, never a caller
- * credential), the credential read now by secret name, and the body in the backend's protocol.
+ * credential), the credential read now by secret name, and the body in the backend's protocol —
+ * or, for a backend reached through a binding, the binding looked up now by name and the inputs.
  * Nothing is sent, so a refusal here is known-zero; the attempt is ended and listed (it names a
  * configuration problem an operator must see).
  */
@@ -133,11 +150,29 @@ export function prepareAttempt(
   choice: Choice,
   attempt: AttemptScope,
   /** The operation's path and body in the backend's protocol; throws the encoder's refusal. */
-  encode: (codec: Codec, choice: Choice) => EncodedAttempt,
+  encode: (codec: BackendCodec, choice: Choice) => EncodedAttempt,
 ): PreparedAttempt | AttemptFailure {
   const { member } = choice;
   const backend = member.backend;
-  const codec = deps.codecs.get(backend.protocol)!;
+  const codec = deps.codecs.backend(backend.protocol)!;
+  if (backend.binding !== undefined) {
+    const binding = deps.bindings?.(backend.binding);
+    if (binding === undefined) {
+      const error = new GatewayError("internal_error", "The gateway is missing a model binding.", { cause: `binding ${backend.binding} is not bound to the Worker` });
+      // Nothing was sent: another backend may serve the request.
+      return failed(attempt, error, { class: "known_zero", reason: "not_attempted" }, "connect_failed");
+    }
+    return encoded(attempt, () => {
+      const inputs = encode(codec, choice).body;
+      // A binding protocol's codec encodes run()'s inputs object; anything else is the gateway's bug.
+      if (!isRecord(inputs)) throw new GatewayError("internal_error", "The gateway failed to encode the request for the model provider.", { cause: "the inputs are not an object" });
+      return {
+        codec,
+        send: (signal) => runThroughBinding(binding, member.model, inputs, signal),
+        failure: (status, retryAfter, detail) => workersAiStatusFailure(status, detail) ?? statusFailure(codec, status, retryAfter, detail),
+      };
+    });
+  }
   if (deps.egress) {
     const verdict = egressVerdict(backend.baseUrl, deps.egress);
     if (!verdict.ok) {
@@ -168,11 +203,26 @@ export function prepareAttempt(
     if (backend.credential.scheme === "bearer") headers.set("authorization", `Bearer ${secret}`);
     else headers.set("x-api-key", secret);
   }
+  return encoded(attempt, () => {
+    const { path, body: json, headers: own } = encode(codec, choice);
+    // A `headers` plugin's (allowlisted names only: egress/upstream-headers.ts); the decision's word wins over the backend's static headers.
+    if (own) for (const [k, v] of Object.entries(own)) headers.set(k, v);
+    const url = `${backend.baseUrl}${path}`;
+    const body = JSON.stringify(json);
+    return {
+      codec,
+      // Redirects are never followed: a 3xx is the provider's answer (an upstream error), so no
+      // provider can bounce a request, its credential included, to an address the guard refuses.
+      send: (signal) => deps.fetch(url, { method: "POST", headers, body, signal, redirect: "manual" }),
+      failure: (status, retryAfter, detail) => statusFailure(codec, status, retryAfter, detail),
+    };
+  });
+}
+
+/** The prepared attempt, or the encoder's refusal as the attempt's failure. */
+function encoded(attempt: AttemptScope, prepare: () => PreparedAttempt): PreparedAttempt | AttemptFailure {
   try {
-    const encoded = encode(codec, choice);
-    // A `headers` plugin's (allowlisted names only: config/plugin-schema.ts); the decision's word wins over the backend's static headers.
-    if (encoded.headers) for (const [k, v] of Object.entries(encoded.headers)) headers.set(k, v);
-    return { codec, url: `${backend.baseUrl}${encoded.path}`, headers, body: JSON.stringify(encoded.body) };
+    return prepare();
   } catch (err) {
     // The backend's protocol cannot express this request (an encoder refusal). `connect_failed`:
     // it never reached the backend, so its breaker hears nothing against it.
@@ -223,7 +273,7 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
     return failed(attempt, new GatewayError("upstream_unreachable", "The model provider could not be reached.", { cause: err }), { class: "unknown", reason: "network_error" }, "network_error");
   };
 
-  if (backend.connectCheck && deps.preconnect) {
+  if (backend.connectCheck && deps.preconnect && backend.baseUrl !== undefined) {
     const url = new URL(backend.baseUrl);
     const port = url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
     let opened: boolean;
@@ -245,9 +295,7 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
 
   let res: Response;
   try {
-    // Redirects are never followed: a 3xx is the provider's answer (an upstream error), so no
-    // provider can bounce a request, its credential included, to an address the guard refuses.
-    res = await deps.fetch(prepared.url, { method: "POST", headers: prepared.headers, body: prepared.body, signal, redirect: "manual" });
+    res = await prepared.send(signal);
   } catch (err) {
     return aborted(err);
   } finally {
@@ -259,7 +307,8 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
   if (!res.ok) {
     const detail = await readUpstreamErrorDetail(res);
     const after = retryAfterSeconds(res.headers.get("retry-after"), clock.now());
-    return failed(attempt, errorFromUpstreamStatus(res.status, after, detail), evidenceFromStatus(res.status, prepared.codec.rejectedBeforeProcessing, after), "upstream_status");
+    const f = prepared.failure(res.status, after, detail);
+    return failed(attempt, f.error, f.evidence, f.outcome);
   }
   return await read(res, attempt, (err) => (signal.aborted ? aborted(err) : undefined));
 }
@@ -273,7 +322,7 @@ export interface EncodedAttempt {
   readonly headers?: Readonly<Record<string, string>> | undefined;
 }
 
-export function encodeChat(request: NeutralRequest, headers?: Readonly<Record<string, string>>): (codec: Codec, choice: Choice) => EncodedAttempt {
+export function encodeChat(request: NeutralRequest, headers?: Readonly<Record<string, string>>): (codec: BackendCodec, choice: Choice) => EncodedAttempt {
   return (codec, choice) => ({
     path: codec.upstreamPath,
     body: codec.encodeRequest(withoutFeatures(request, new Set(choice.drop)), choice.member.model, { streamUsage: choice.member.backend.capabilities.includes("stream-usage") }),
@@ -282,16 +331,16 @@ export function encodeChat(request: NeutralRequest, headers?: Readonly<Record<st
 }
 
 /** The request of an input-only operation as its backend receives it (its protocol's wire for the operation). */
-export function encodeInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, request: Req): (codec: Codec, choice: Choice) => EncodedAttempt {
+export function encodeInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, request: Req): (codec: BackendCodec, choice: Choice) => EncodedAttempt {
   return (codec, choice) => {
-    const wire = op.wire(codec);
+    const wire = op.backendWire(codec);
     if (wire === undefined) throw new GatewayError("internal_error", `The backend's protocol has no ${op.id} wire.`);
     return { path: wire.upstreamPath, body: wire.encodeRequest(request, choice.member.model) };
   };
 }
 
 /** The request as a token-count backend receives it (its protocol's count wire). */
-export function encodeCount(request: NeutralRequest): (codec: Codec, choice: Choice) => EncodedAttempt {
+export function encodeCount(request: NeutralRequest): (codec: BackendCodec, choice: Choice) => EncodedAttempt {
   return (codec, choice) => {
     const wire = codec.countTokens;
     if (wire === undefined) throw new GatewayError("internal_error", "The backend's protocol has no token-count wire.");
@@ -300,7 +349,7 @@ export function encodeCount(request: NeutralRequest): (codec: Codec, choice: Cho
 }
 
 /** A token count: the provider's figure (the attempt has no usage: counting is not billed). */
-export function readCount(choice: Choice, codec: Codec): AnswerReader<CountSuccess> {
+export function readCount(choice: Choice, codec: BackendCodec): AnswerReader<CountSuccess> {
   const backend = choice.member.backend;
   return async (res, attempt, aborted) => {
     const json = await readJson(res, attempt, aborted);
@@ -318,7 +367,7 @@ export function readCount(choice: Choice, codec: Codec): AnswerReader<CountSucce
 }
 
 /** A chat answer: a stream handed on open, or a buffered body decoded once into a neutral response. */
-export function readChat(choice: Choice, stream: boolean, codec: Codec): AnswerReader<AttemptSuccess> {
+export function readChat(choice: Choice, stream: boolean, codec: BackendCodec): AnswerReader<AttemptSuccess> {
   const backend = choice.member.backend;
   return async (res, attempt, aborted) => {
     const a = attempt.record;
@@ -353,7 +402,7 @@ export function readChat(choice: Choice, stream: boolean, codec: Codec): AnswerR
  * An input-only operation's answer: one result per input, decoded once by the operation's wire;
  * its input tokens, when the provider reported them, are the attempt's usage (none: unknown).
  */
-export function readInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, choice: Choice, codec: Codec, inputs: number): AnswerReader<InputSuccess<Res>> {
+export function readInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, choice: Choice, codec: BackendCodec, inputs: number): AnswerReader<InputSuccess<Res>> {
   const backend = choice.member.backend;
   return async (res, attempt, aborted) => {
     const json = await readJson(res, attempt, aborted);
@@ -361,7 +410,7 @@ export function readInput<Req extends InputRequest, Res extends InputResponse>(o
     let response: Res;
     try {
       // The wire exists: the attempt's request was encoded with it.
-      response = op.wire(codec)!.decodeResponse(json.value, inputs);
+      response = op.backendWire(codec)!.decodeResponse(json.value, inputs);
     } catch (err) {
       return unreadable(attempt, err);
     }

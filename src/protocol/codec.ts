@@ -1,12 +1,20 @@
-import type { EmbeddingsCodec } from "./embeddings.ts";
+import type { BackendEmbeddingsWire, EmbeddingsCodec } from "./embeddings.ts";
 import type { RequestFeature } from "./features.ts";
-import type { ModerationsCodec } from "./moderations.ts";
+import type { BackendInputWire } from "./input-wire.ts";
+import type { ModerationsCodec, NeutralModerationRequest, NeutralModerationResponse } from "./moderations.ts";
 import type { NeutralEvent, NeutralRequest, NeutralResponse } from "./neutral.ts";
-import type { TokenCountCodec } from "./token-count.ts";
+import type { BackendTokenCountWire, TokenCountCodec } from "./token-count.ts";
 
 /** Wire protocols, for clients and backends alike. */
 export const PROTOCOL_IDS = ["openai-chat", "openai-responses", "anthropic-messages"] as const;
 export type ProtocolId = (typeof PROTOCOL_IDS)[number];
+
+/**
+ * Protocols a backend may speak: every wire protocol, and those only a backend speaks — reached
+ * through a runtime binding rather than a URL (Workers AI), so no client ever sends them.
+ */
+export const BACKEND_PROTOCOL_IDS = [...PROTOCOL_IDS, "workers-ai"] as const;
+export type BackendProtocolId = (typeof BACKEND_PROTOCOL_IDS)[number];
 
 /** What the gateway stamps on every response it writes, instead of the provider's identifiers. */
 export interface ResponseStamp {
@@ -40,13 +48,43 @@ export interface StreamDecoder {
 }
 
 /**
- * One wire protocol, both directions. The client side decodes requests and encodes responses; the
- * backend side encodes requests and decodes responses. Each direction runs exactly once per message.
+ * The backend side of a protocol: encode requests for the provider, decode its answers. Each
+ * direction runs exactly once per message.
  */
-export interface Codec {
-  readonly id: ProtocolId;
-  /** Backend side: the request features this protocol carries (see features.ts). */
+export interface BackendCodec {
+  readonly id: BackendProtocolId;
+  /** The request features this protocol carries (see features.ts). */
   readonly carries: ReadonlySet<RequestFeature>;
+  /** Path appended to the backend's base URL (unused by a protocol reached through a binding). */
+  readonly upstreamPath: string;
+  /**
+   * Statuses this protocol's providers send INSTEAD of starting work (rate limits, overload
+   * refusals), so a retry cannot bill twice. Conservative: when in doubt, leave it out.
+   */
+  readonly rejectedBeforeProcessing: ReadonlySet<number>;
+  /** Headers the protocol itself requires (e.g. `anthropic-version`); config may override. */
+  readonly upstreamHeaders?: Readonly<Record<string, string>> | undefined;
+  /** Neutral request → provider JSON body for the provider's own model id. */
+  encodeRequest(request: NeutralRequest, upstreamModel: string, options: UpstreamOptions): unknown;
+  /** Provider JSON body → neutral response; throws GatewayError(upstream_protocol_error). */
+  decodeResponse(body: unknown): NeutralResponse;
+  /** A stream decoder for one upstream stream. */
+  createStreamDecoder(): StreamDecoder;
+  /** The protocol's embeddings wire, when its providers serve embeddings (a backend must still declare `embeddings`). */
+  readonly embeddings?: BackendEmbeddingsWire | undefined;
+  /** The protocol's moderations wire, when its providers serve moderations (a backend must still declare `moderations`). */
+  readonly moderations?: BackendInputWire<NeutralModerationRequest, NeutralModerationResponse> | undefined;
+  /** The protocol's token-count wire, when its providers count tokens (any backend of the protocol is asked). */
+  readonly countTokens?: BackendTokenCountWire | undefined;
+}
+
+/**
+ * One wire protocol, both directions. The client side decodes requests and encodes responses; the
+ * backend side (see {@link BackendCodec}) encodes requests and decodes responses. Each direction
+ * runs exactly once per message.
+ */
+export interface Codec extends BackendCodec {
+  readonly id: ProtocolId;
   /** Client side: this protocol's own request field for a feature, for error messages. */
   paramName(feature: RequestFeature): string;
   /** Client side: body → neutral request; throws GatewayError (invalid_request with `param`). */
@@ -55,26 +93,11 @@ export interface Codec {
   encodeResponse(response: NeutralResponse, stamp: ResponseStamp): unknown;
   /** Client side: a stream encoder for one response. */
   createStreamEncoder(stamp: ResponseStamp, request: NeutralRequest): StreamEncoder;
-  /** Backend side: path appended to the backend's base URL. */
-  readonly upstreamPath: string;
-  /**
-   * Backend side: statuses this protocol's providers send INSTEAD of starting work (rate limits,
-   * overload refusals), so a retry cannot bill twice. Conservative: when in doubt, leave it out.
-   */
-  readonly rejectedBeforeProcessing: ReadonlySet<number>;
-  /** Backend side: headers the protocol itself requires (e.g. `anthropic-version`); config may override. */
-  readonly upstreamHeaders?: Readonly<Record<string, string>> | undefined;
-  /** Backend side: neutral request → provider JSON body for the provider's own model id. */
-  encodeRequest(request: NeutralRequest, upstreamModel: string, options: UpstreamOptions): unknown;
-  /** Backend side: provider JSON body → neutral response; throws GatewayError(upstream_protocol_error). */
-  decodeResponse(body: unknown): NeutralResponse;
-  /** Backend side: a stream decoder for one upstream stream. */
-  createStreamDecoder(): StreamDecoder;
-  /** The protocol's embeddings wire, when its providers serve embeddings (a backend must still declare `embeddings`). */
+  /** The protocol's embeddings wire, both directions, when its providers serve embeddings. */
   readonly embeddings?: EmbeddingsCodec | undefined;
-  /** The protocol's moderations wire, when its providers serve moderations (a backend must still declare `moderations`). */
+  /** The protocol's moderations wire, both directions. */
   readonly moderations?: ModerationsCodec | undefined;
-  /** The protocol's token-count wire, when its providers count tokens (any backend of the protocol is asked). */
+  /** The protocol's token-count wire, both directions. */
   readonly countTokens?: TokenCountCodec | undefined;
 }
 
@@ -84,16 +107,28 @@ export interface UpstreamOptions {
   readonly streamUsage: boolean;
 }
 
-/** Codecs by protocol id; a protocol without a codec cannot be named by a backend. */
+/**
+ * Codecs by protocol id; a protocol without a codec cannot be named by a backend. Client
+ * protocols are looked up with `get`, a backend's with `backend` (which also knows the protocols
+ * only a backend speaks).
+ */
 export class CodecRegistry {
   readonly #codecs: ReadonlyMap<ProtocolId, Codec>;
-  constructor(codecs: readonly Codec[]) {
+  readonly #backends: ReadonlyMap<BackendProtocolId, BackendCodec>;
+  constructor(codecs: readonly Codec[], backendOnly: readonly BackendCodec[] = []) {
     this.#codecs = new Map(codecs.map((c) => [c.id, c]));
+    this.#backends = new Map<BackendProtocolId, BackendCodec>([...codecs, ...backendOnly].map((c) => [c.id, c]));
   }
+  /** A client protocol's codec. */
   get(id: ProtocolId): Codec | undefined {
     return this.#codecs.get(id);
   }
-  ids(): ReadonlySet<ProtocolId> {
-    return new Set(this.#codecs.keys());
+  /** The codec a backend of this protocol is spoken to with. */
+  backend(id: BackendProtocolId): BackendCodec | undefined {
+    return this.#backends.get(id);
+  }
+  /** The protocols a backend may name. */
+  ids(): ReadonlySet<BackendProtocolId> {
+    return new Set(this.#backends.keys());
   }
 }

@@ -1,4 +1,4 @@
-import type { InputRequest, InputResponse, InputWire, OperationInput } from "./input-wire.ts";
+import type { BackendInputWire, InputRequest, InputResponse, InputWire, OperationInput } from "./input-wire.ts";
 
 /**
  * Embeddings in neutral form: what a client asked to embed and what a backend answered, whichever
@@ -44,3 +44,6 @@ export function cosine(a: Float32Array, b: Float32Array): number {
 
 /** An embeddings wire protocol (the gateway always asks backends for floats). */
 export type EmbeddingsCodec = InputWire<NeutralEmbeddingRequest, NeutralEmbeddingResponse>;
+
+/** The backend side of the embeddings wire (what a backend-only protocol such as Workers AI implements). */
+export type BackendEmbeddingsWire = BackendInputWire<NeutralEmbeddingRequest, NeutralEmbeddingResponse>;

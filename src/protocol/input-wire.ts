@@ -29,21 +29,28 @@ export interface InputStamp {
   readonly model: string;
 }
 
+/** The backend side of an input-only operation's wire: encode the request for the provider, decode its answer. */
+export interface BackendInputWire<Req extends InputRequest, Res extends InputResponse> {
+  /** Path appended to the backend's base URL (unused by a protocol reached through a binding). */
+  readonly upstreamPath: string;
+  /**
+   * Neutral request → provider body for the provider's own model id. Throws
+   * GatewayError(invalid_request) for what the wire cannot express.
+   */
+  encodeRequest(request: Req, upstreamModel: string): unknown;
+  /** Provider body → neutral response for `expected` inputs; throws GatewayError(upstream_protocol_error). */
+  decodeResponse(body: unknown, expected: number): Res;
+}
+
 /**
  * An input-only operation's wire protocol, both directions (client: decode the request, encode
  * the answer; backend: encode the request, decode the answer), each once per message.
  */
-export interface InputWire<Req extends InputRequest, Res extends InputResponse> {
-  /** Backend side: path appended to the backend's base URL. */
-  readonly upstreamPath: string;
+export interface InputWire<Req extends InputRequest, Res extends InputResponse> extends BackendInputWire<Req, Res> {
   /** Client side: body → neutral request; throws GatewayError (invalid_request with `param`). */
   decodeRequest(body: unknown): Req;
   /** Client side: neutral response → JSON body, written the way the request asked, under the stamp's public model name. */
   encodeResponse(response: Res, request: Req, stamp: InputStamp): unknown;
-  /** Backend side: neutral request → provider body for the provider's own model id. */
-  encodeRequest(request: Req, upstreamModel: string): unknown;
-  /** Backend side: provider body → neutral response for `expected` inputs; throws GatewayError(upstream_protocol_error). */
-  decodeResponse(body: unknown, expected: number): Res;
 }
 
 /** Upper bound on a request's input tokens: a token id each, and a token per UTF-8 byte of text. */

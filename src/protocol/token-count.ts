@@ -6,15 +6,19 @@ import type { NeutralRequest } from "./neutral.ts";
  * each once per message. The request is a chat request without its output cap: what is counted
  * is the input a message of the same conversation would send (messages, system, tools).
  */
-export interface TokenCountCodec {
-  /** Backend side: path appended to the backend's base URL. */
-  readonly upstreamPath: string;
+export interface TokenCountCodec extends BackendTokenCountWire {
   /** Client side: body → neutral request (no output cap needed); throws GatewayError (invalid_request with `param`). */
   decodeRequest(body: unknown): NeutralRequest;
   /** Client side: the count → JSON body. */
   encodeResponse(inputTokens: number): unknown;
-  /** Backend side: neutral request → provider body for the provider's own model id (only what the count reads). */
+}
+
+/** The backend side of a token-count wire: encode the request for the provider, decode its count. */
+export interface BackendTokenCountWire {
+  /** Path appended to the backend's base URL. */
+  readonly upstreamPath: string;
+  /** Neutral request → provider body for the provider's own model id (only what the count reads). */
   encodeRequest(request: NeutralRequest, upstreamModel: string): unknown;
-  /** Backend side: provider body → its input tokens; throws GatewayError(upstream_protocol_error). */
+  /** Provider body → its input tokens; throws GatewayError(upstream_protocol_error). */
   decodeResponse(body: unknown): number;
 }

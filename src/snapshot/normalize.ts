@@ -21,13 +21,11 @@ export interface SnapshotReason {
   readonly message: string;
 }
 
-/** A backend after normalization; `id` is deterministic, so equal content has equal ids everywhere. */
-export interface NormalizedBackend {
+/** What every backend has, however it is reached. */
+interface BackendBase {
   readonly id: string;
   readonly name: string;
   readonly protocol: BackendProtocol;
-  /** No trailing slash. */
-  readonly baseUrl: string;
   readonly credential?: { readonly secret: string; readonly scheme: "bearer" | "x-api-key" } | undefined;
   /** Sorted, unique. */
   readonly capabilities: readonly Capability[];
@@ -40,6 +38,25 @@ export interface NormalizedBackend {
   /** Send the attempt's `traceparent` to the provider. */
   readonly propagateTraceContext?: boolean | undefined;
 }
+
+/** A backend reached over HTTP at its base URL. */
+export interface HttpBackend extends BackendBase {
+  /** No trailing slash. */
+  readonly baseUrl: string;
+  readonly binding?: undefined;
+}
+
+/**
+ * A backend reached through a runtime binding of the Worker (Workers AI's `env.AI`): no URL, no
+ * credential, no headers of its own; the binding is looked up by name at attempt time.
+ */
+export interface BindingBackend extends BackendBase {
+  readonly binding: string;
+  readonly baseUrl?: undefined;
+}
+
+/** A backend after normalization; `id` is deterministic, so equal content has equal ids everywhere. */
+export type NormalizedBackend = HttpBackend | BindingBackend;
 
 export interface NormalizedMember {
   readonly backendId: string;
@@ -69,7 +86,7 @@ export interface SnapshotContext {
   readonly supportedProtocols: ReadonlySet<BackendProtocol>;
   /** Pools and capabilities the running publication needs. */
   readonly requirements: readonly PoolRequirement[];
-  /** The egress guard's policy (gateway.yaml `security.egress`): every base URL must pass it. */
+  /** The egress guard's policy (gateway.yaml `security.egress`): every base URL must pass it (a binding has none). */
   readonly egress: EgressPolicy;
 }
 
@@ -86,10 +103,11 @@ const byString = <T>(key: (t: T) => string) => (a: T, b: T) => {
 /**
  * Deterministic backend id: the same name, protocol and address always get the same id, on every
  * isolate and every revision, so per-backend state (load, breakers) follows the backend itself. A
- * changed address is a different physical backend and gets a new id.
+ * changed address is a different physical backend and gets a new id. A binding's address is its
+ * name, marked so no URL can spell it.
  */
-async function backendId(name: string, protocol: string, baseUrl: string): Promise<string> {
-  return `be_${(await sha256Hex(`${name}\n${protocol}\n${baseUrl}`)).slice(0, 16)}`;
+async function backendId(name: string, protocol: string, address: string): Promise<string> {
+  return `be_${(await sha256Hex(`${name}\n${protocol}\n${address}`)).slice(0, 16)}`;
 }
 
 /**
@@ -117,33 +135,42 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
       reasons.push({ code: "duplicate_name", path: `${path}.name`, message: `backend "${b.name}" is defined twice` });
       continue;
     }
-    const url = new URL(b.baseUrl);
-    // Credentials, scheme and address: the one egress check every outbound target passes.
-    const egress = checkEgress(url, ctx.egress);
-    if (!egress.ok) reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: egress.refusal.message });
-    if (url.search !== "" || url.hash !== "") {
-      reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: "a base URL has no query or fragment" });
-    }
     if (!ctx.supportedProtocols.has(b.protocol)) {
       reasons.push({ code: "unsupported_protocol", path: `${path}.protocol`, message: `protocol "${b.protocol}" is not supported by this build` });
     }
-    const baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
-    const nb: NormalizedBackend = {
-      id: await backendId(b.name, b.protocol, baseUrl),
+    const common = {
       name: b.name,
       protocol: b.protocol,
-      baseUrl,
-      credential: b.credential,
       capabilities: [...new Set(b.capabilities)].sort(),
-      headers: Object.fromEntries(Object.entries(b.headers).sort(([a], [c]) => (a < c ? -1 : 1))),
       // Only recorded when some are listed, so snapshots without them keep their digests.
       responseHeaders: b.responseHeaders.length > 0 ? [...new Set(b.responseHeaders)].sort() : undefined,
-      healthCheck: b.healthCheck,
-      // Only recorded when on, so snapshots without it keep their digests.
-      connectCheck: b.connectCheck ? true : undefined,
-      // Only recorded when on, so snapshots without it keep their digests.
-      propagateTraceContext: b.propagateTraceContext ? true : undefined,
     };
+    let nb: NormalizedBackend;
+    if (b.binding !== undefined) {
+      // The schema admits a binding only where it is the whole transport (no URL, credential or headers).
+      nb = { id: await backendId(b.name, b.protocol, `binding:${b.binding}`), ...common, binding: b.binding, headers: {} };
+    } else {
+      const url = new URL(b.baseUrl!);
+      // Credentials, scheme and address: the one egress check every outbound target passes.
+      const egress = checkEgress(url, ctx.egress);
+      if (!egress.ok) reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: egress.refusal.message });
+      if (url.search !== "" || url.hash !== "") {
+        reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: "a base URL has no query or fragment" });
+      }
+      const baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+      nb = {
+        id: await backendId(b.name, b.protocol, baseUrl),
+        ...common,
+        baseUrl,
+        credential: b.credential,
+        headers: Object.fromEntries(Object.entries(b.headers).sort(([a], [c]) => (a < c ? -1 : 1))),
+        healthCheck: b.healthCheck,
+        // Only recorded when on, so snapshots without it keep their digests.
+        connectCheck: b.connectCheck ? true : undefined,
+        // Only recorded when on, so snapshots without it keep their digests.
+        propagateTraceContext: b.propagateTraceContext ? true : undefined,
+      };
+    }
     byName.set(b.name, nb);
     backends.push(nb);
   }

@@ -1,4 +1,4 @@
-import type { ProtocolId } from "../protocol/codec.ts";
+import type { BackendProtocolId } from "../protocol/codec.ts";
 
 /**
  * The OpenTelemetry semantic conventions version Sluice's `gen_ai.*` metrics and span attributes
@@ -24,14 +24,18 @@ export const BUCKETS = {
   wait: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
 } as const;
 
-/** `gen_ai.provider.name` of a backend protocol (the conventions' well-known values). */
-export function providerName(protocol: ProtocolId | undefined): string {
+/**
+ * `gen_ai.provider.name` of a backend protocol (the conventions' well-known values; Workers AI has
+ * none among them, so it is `_OTHER` and told apart by the backend label).
+ */
+export function providerName(protocol: BackendProtocolId | undefined): string {
   switch (protocol) {
     case "openai-chat":
     case "openai-responses":
       return "openai";
     case "anthropic-messages":
       return "anthropic";
+    case "workers-ai":
     case undefined:
       return "_OTHER";
   }

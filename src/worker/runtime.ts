@@ -10,6 +10,7 @@ import { systemScheduler } from "../deps/scheduler.ts";
 import { canonicalDigest } from "../digest/canonical-digest.ts";
 import { createEngine, type Engine } from "../engine/engine.ts";
 import { GatewayExecutor } from "../invoker/executor.ts";
+import { isWorkersAiBinding } from "../invoker/workers-ai-binding.ts";
 import { budgetLedgerClient } from "../ledger/ledger-client.ts";
 import { LeasingLedgerClient } from "../ledger/leasing-ledger-client.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
@@ -339,7 +340,10 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
   return { snapshots, metrics: done, exporter };
 }
 
-/** The invoke phase's executor: backends reached through the egress guard, credentials read per attempt. */
+/**
+ * The invoke phase's executor: backends reached through the egress guard, credentials read per
+ * attempt, and binding-protocol backends (Workers AI) through the Worker's own bindings by name.
+ */
 function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock): GatewayExecutor {
   return new GatewayExecutor({
     codecs: builtinCodecs,
@@ -352,6 +356,10 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
     // Snapshots stored before the guard existed are checked again at each attempt.
     egress: gw.security.egress,
     preconnect: tcpPreconnect,
+    bindings: (name) => {
+      const binding = secrets[name];
+      return isWorkersAiBinding(binding) ? binding : undefined;
+    },
   });
 }
 

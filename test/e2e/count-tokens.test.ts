@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { freePort } from "../../local-stack/ports.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
-import { estimatePromptTokens } from "../../src/decide/request-facts.ts";
+import { estimatePromptTokens } from "../../src/protocol/prompt-estimate.ts";
 import { anthropicMessagesCodec } from "../../src/protocol/anthropic-messages/index.ts";
 import { ADMIN_TOKEN, allowingSimulators, bundledConfig, expectNothingLeft, type Simulator } from "./support/stack.ts";
 
