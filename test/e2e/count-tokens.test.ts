@@ -48,6 +48,8 @@ beforeAll(async () => {
   };
   const publication = bundledConfig("publication");
   publication.models = ["anthropic", "openai", "dead"].map((p) => ({ id: `m-${p}`, activeRevision: 1, revisions: [{ revision: 1, pool: `pool-${p}`, requires: ["chat"], price: PRICE }] }));
+  // Its own models and entrypoints only: the bundled signals name an embeddings entrypoint it has not.
+  publication.signals = [];
   publication.entrypoints = [
     { name: "via-anthropic", default: [["m-anthropic"]] },
     { name: "via-openai", default: [["m-openai"]] },

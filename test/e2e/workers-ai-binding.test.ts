@@ -12,7 +12,7 @@ import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
 import { startLoopbackServer, type LoopbackServer } from "./support/loopback-server.ts";
-import { ADMIN_TOKEN, bundledConfig, DEMO_KEY, expectNothingLeft } from "./support/stack.ts";
+import { ADMIN_TOKEN, allowingSimulators, bundledConfig, DEMO_KEY, expectNothingLeft } from "./support/stack.ts";
 
 const SMALL = "@cf/meta/llama-3.1-8b-instruct";
 const LARGE = "@cf/meta/llama-3.3-70b-instruct-fp8-fast";
@@ -62,14 +62,19 @@ beforeAll(async () => {
   service = await startLoopbackServer(workersAi);
   const backends = {
     version: 1,
-    backends: [{ name: "workers-ai", protocol: "workers-ai", binding: "AI", capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings"] }],
+    backends: [
+      { name: "workers-ai", protocol: "workers-ai", binding: "AI", capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings"] },
+      // Workers AI has no moderations: the bundled moderation model's pool is an HTTP backend these tests never call.
+      { name: "moderation", protocol: "openai-chat", baseUrl: `${service.origin}/v1`, capabilities: ["moderations"] },
+    ],
     pools: [
       { name: "sim-small", members: [{ backend: "workers-ai", model: SMALL }] },
       { name: "sim-large", members: [{ backend: "workers-ai", model: LARGE }] },
       { name: "sim-embed", members: [{ backend: "workers-ai", model: EMBED }] },
+      { name: "sim-moderate", members: [{ backend: "moderation", model: "moderate-upstream" }] },
     ],
   };
-  const gatewayConfig = bundledConfig("gateway");
+  const gatewayConfig = allowingSimulators(bundledConfig("gateway"), service.origin);
   gatewayConfig.breaker = { enabled: false };
   gateway = await startGateway({
     adminToken: ADMIN_TOKEN,

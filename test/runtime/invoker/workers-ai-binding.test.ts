@@ -39,15 +39,22 @@ function fakeAi(answer: (call: Call, n: number) => unknown) {
   return { binding, calls };
 }
 
-/** The bundled pools on one Workers AI backend reached through binding `AI`. */
+/**
+ * The bundled pools on one Workers AI backend reached through binding `AI` (moderations, which
+ * Workers AI does not serve, on an HTTP backend these tests never call).
+ */
 async function workersAiSnapshot(): Promise<PinnedSnapshot> {
   const src = {
     version: 1,
-    backends: [{ name: "workers-ai", protocol: "workers-ai", binding: "AI", capabilities: ["chat", "streaming", "stream-usage", "tools", "images", "json-schema", "embeddings"] }],
+    backends: [
+      { name: "workers-ai", protocol: "workers-ai", binding: "AI", capabilities: ["chat", "streaming", "stream-usage", "tools", "images", "json-schema", "embeddings"] },
+      { name: "moderation", protocol: "openai-chat", baseUrl: "http://127.0.0.1:9/v1", capabilities: ["moderations"] },
+    ],
     pools: [
       { name: "sim-small", members: [{ backend: "workers-ai", model: SMALL }] },
       { name: "sim-large", members: [{ backend: "workers-ai", model: LARGE }] },
       { name: "sim-embed", members: [{ backend: "workers-ai", model: EMBED }] },
+      { name: "sim-moderate", members: [{ backend: "moderation", model: "moderate-upstream" }] },
     ],
   };
   const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });

@@ -95,7 +95,7 @@ export async function snapshot(backends: { name: string; port: number; caps?: st
 /**
  * A snapshot whose pools (the bundled publication's) each have one member, on a backend of the
  * protocol given: `sim-small` (chat-small, the first tier of sluice-chat's default route) on port
- * 9101 with upstream model `claude-small-upstream`, `sim-large` (and `sim-embed`) on port 9102.
+ * 9101 with upstream model `claude-small-upstream`, `sim-large` (and `sim-embed`, `sim-moderate`) on port 9102.
  */
 export async function protocolSnapshot(protocols: Record<"sim-small" | "sim-large", "anthropic-messages" | "openai-chat">): Promise<PinnedSnapshot> {
   const backend = (name: string, protocol: string, port: number) => ({
@@ -103,7 +103,7 @@ export async function protocolSnapshot(protocols: Record<"sim-small" | "sim-larg
     protocol,
     baseUrl: `http://127.0.0.1:${port}/v1`,
     credential: { secret: "SIM_KEY", scheme: protocol === "anthropic-messages" ? "x-api-key" : "bearer" },
-    capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings"],
+    capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations"],
   });
   const src = {
     version: 1,
@@ -112,6 +112,7 @@ export async function protocolSnapshot(protocols: Record<"sim-small" | "sim-larg
       { name: "sim-small", members: [{ backend: "small", model: "claude-small-upstream" }] },
       { name: "sim-large", members: [{ backend: "large", model: "claude-large-upstream" }] },
       { name: "sim-embed", members: [{ backend: "large", model: "embed-upstream" }] },
+      { name: "sim-moderate", members: [{ backend: "large", model: "moderate-upstream" }] },
     ],
   };
   const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
