@@ -59,12 +59,6 @@ export const decisionSchema = z.strictObject({
    * with `signal_unavailable` (fail closed), for a decision that must not be passed by.
    */
   onUnknown: z.enum(["skip", "refuse"]).default("skip"),
-  /**
-   * The decision holds the whole answer before the client sees any of it: required by a
-   * `buffer_required` plugin on a streamed request (declared, so a stream never silently turns
-   * buffered).
-   */
-  buffers: z.boolean().default(false),
 });
 
 export type DecisionConfig = z.infer<typeof decisionSchema>;

@@ -13,8 +13,8 @@ import type { Subject } from "../signals/subject.ts";
  *   buffered answer passes through the same filters as one run of events), holding back at most
  *   a bounded number of events;
  * - `terminal_observer`: after the request's terminal, once; it cannot take back bytes sent.
- * (`buffer_required` plugins need the whole answer before the client sees any of it; a decision
- * that has one must declare it buffers.)
+ * (A fourth class, `buffer_required` — a check of the whole answer before the client sees any of
+ * it — has no plugin yet; see docs/routing.md.)
  */
 export type PluginClass = "request_safe" | "stream_event_safe" | "terminal_observer";
 

@@ -20,7 +20,6 @@ export interface CompiledDecision {
   /** Plugin names (publication.yaml `plugins:`), run after the entrypoint's own. */
   readonly plugins: readonly string[];
   readonly onUnknown: "skip" | "refuse";
-  readonly buffers: boolean;
 }
 
 /** A public model name clients send, with its decisions, tiers, retry bound and budget policy. */
@@ -134,11 +133,11 @@ function compileDecisions(ep: EntrypointConfig, signals: Map<string, CompiledSig
   const shapes = () => new Map([...signals].map(([n, s]) => [n, s.shape]));
   if (ep.routes.length > 0) {
     // Priority 0 each, in their order: first match wins, as routes always did.
-    return ep.routes.map((r) => ({ name: r.name, priority: 0, when: compileCondition(routeCondition(ep.name, r.name, r.when, signals), shapes(), r.name).condition, tiers: r.models, plugins: [], onUnknown: "skip" as const, buffers: false }));
+    return ep.routes.map((r) => ({ name: r.name, priority: 0, when: compileCondition(routeCondition(ep.name, r.name, r.when, signals), shapes(), r.name).condition, tiers: r.models, plugins: [], onUnknown: "skip" as const }));
   }
   const known = shapes();
   return byPriority(
-    ep.decisions.map((d) => ({ name: d.name, priority: d.priority, when: compileCondition(d.when, known, d.name).condition, tiers: d.models, plugins: d.plugins, onUnknown: d.onUnknown, buffers: d.buffers })),
+    ep.decisions.map((d) => ({ name: d.name, priority: d.priority, when: compileCondition(d.when, known, d.name).condition, tiers: d.models, plugins: d.plugins, onUnknown: d.onUnknown })),
   );
 }
 
