@@ -11,7 +11,8 @@ const sha = (k: string) => createHash("sha256").update(k).digest("hex");
 
 /** K worst cases fit the capped project exactly: bound of the input bytes + 8, plus max_tokens. */
 const K = 7;
-const CAP_PROMPT = "cap [[sim latency-ms=1500]]";
+// Slow enough that no admitted request settles (freeing its unused worst case) before all 64 have arrived, even on a busy machine.
+const CAP_PROMPT = "cap [[sim latency-ms=3000]]";
 const CAP_MAX_TOKENS = 50;
 const WORST = 8 + Buffer.byteLength(CAP_PROMPT) + CAP_MAX_TOKENS;
 

@@ -18,6 +18,24 @@ function sluice(args: readonly string[], env: Record<string, string | undefined>
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** Runs many `sluice` command lines at once (each is a Node start-up: one after another they take long on a busy machine). */
+function sluiceAll(runs: readonly (readonly [readonly string[], Record<string, string | undefined>?])[]): Promise<{ status: number | null; stdout: string; stderr: string }[]> {
+  return Promise.all(
+    runs.map(
+      ([args, env = {}]) =>
+        new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+          const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, SLUICE_ADMIN_TOKEN: TOKEN, ...env } });
+          let stdout = "";
+          let stderr = "";
+          child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+          child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+          child.on("error", reject);
+          child.on("close", (status) => resolve({ status, stdout, stderr }));
+        }),
+    ),
+  );
+}
+
 /** A running `sluice serve`: its process, its output so far, and a way to wait for its exit. */
 interface Served {
   readonly proc: ChildProcess;
@@ -134,22 +152,32 @@ describe("the sluice CLI against a real gateway", () => {
     expect(spawnSync(process.execPath, ["--no-experimental-strip-types", CLI, "no-such-command"], { cwd: ROOT }).status).toBe(2);
   });
 
-  it("answers usage errors with exit 2 and --help with 0 on every command", () => {
-    expect(sluice([]).status).toBe(2);
-    expect(sluice(["frobnicate"]).status).toBe(2);
-    const bad = sluice(["status", "--bogus"]);
-    expect(bad.status).toBe(2);
-    expect(bad.stderr).toContain("'--bogus'");
-    expect(sluice(["serve"]).stderr).toContain("--config DIR is required");
-    expect(sluice(["serve", "--config", configDir, "--public", "localhost"]).status).toBe(2);
-    expect(sluice(["drain", ...admin(), "--timeout", "soon"]).status).toBe(2);
-    expect(sluice(["budgets", "balance", ...admin()]).status).toBe(2);
-    expect(sluice(["backends", "show", ...admin()]).status).toBe(2);
-    for (const cmd of [["serve"], ["config"], ["status"], ["backends", "list"], ["routes", "list"], ["drain"], ["resume"], ["budgets", "balance"], ["version"]]) {
-      const h = sluice([...cmd, "--help"]);
-      expect(h.status, cmd.join(" ")).toBe(0);
-      expect(h.stdout, cmd.join(" ")).toMatch(/^Usage: sluice /);
-    }
+  it("answers usage errors with exit 2 and --help with 0 on every command", async () => {
+    const helps = [["serve"], ["config"], ["status"], ["backends", "list"], ["routes", "list"], ["drain"], ["resume"], ["budgets", "balance"], ["version"]];
+    const [none, unknown, bad, serve, badPublic, badTimeout, noTenant, noBackend, ...helped] = await sluiceAll([
+      [[]],
+      [["frobnicate"]],
+      [["status", "--bogus"]],
+      [["serve"]],
+      [["serve", "--config", configDir, "--public", "localhost"]],
+      [["drain", ...admin(), "--timeout", "soon"]],
+      [["budgets", "balance", ...admin()]],
+      [["backends", "show", ...admin()]],
+      ...helps.map((cmd) => [[...cmd, "--help"]] as const),
+    ]);
+    expect(none!.status).toBe(2);
+    expect(unknown!.status).toBe(2);
+    expect(bad!.status).toBe(2);
+    expect(bad!.stderr).toContain("'--bogus'");
+    expect(serve!.stderr).toContain("--config DIR is required");
+    expect(badPublic!.status).toBe(2);
+    expect(badTimeout!.status).toBe(2);
+    expect(noTenant!.status).toBe(2);
+    expect(noBackend!.status).toBe(2);
+    helps.forEach((cmd, i) => {
+      expect(helped[i]!.status, cmd.join(" ")).toBe(0);
+      expect(helped[i]!.stdout, cmd.join(" ")).toMatch(/^Usage: sluice /);
+    });
   });
 
   it("validates a config directory, naming file and path of every problem, and prints it redacted", () => {
@@ -227,14 +255,16 @@ describe("the sluice CLI against a real gateway", () => {
     const none = sluice(["status", ...admin()], { SLUICE_ADMIN_TOKEN: "" });
     expect(none.status).toBe(2);
     // Every admin command fails the same way, and a refused drain changes nothing.
-    for (const cmd of [["backends", "list"], ["routes", "list"], ["drain", "--timeout", "1s"], ["resume"], ["budgets", "balance", "demo"]]) {
-      const d = sluice([...cmd, "--admin", `http://127.0.0.1:${closed}`]);
+    const cmds = [["backends", "list"], ["routes", "list"], ["drain", "--timeout", "1s"], ["resume"], ["budgets", "balance", "demo"]];
+    const results = await sluiceAll(cmds.flatMap((cmd) => [[[...cmd, "--admin", `http://127.0.0.1:${closed}`]], [[...cmd, ...admin()], { SLUICE_ADMIN_TOKEN: "wrong-token" }]] as const));
+    cmds.forEach((cmd, i) => {
+      const d = results[2 * i]!;
       expect(d.status, cmd.join(" ")).toBe(1);
       expect(d.stderr, cmd.join(" ")).toContain("cannot reach the admin API");
-      const t = sluice([...cmd, ...admin()], { SLUICE_ADMIN_TOKEN: "wrong-token" });
+      const t = results[2 * i + 1]!;
       expect(t.status, cmd.join(" ")).toBe(1);
       expect(t.stderr, cmd.join(" ")).toContain("refused the token");
-    }
+    });
     expect((await fetch(`http://127.0.0.1:${publicPort}/ready`)).status).toBe(200);
     const unknown = sluice(["budgets", "balance", "no-such-tenant", ...admin()]);
     expect(unknown.status).toBe(1);
