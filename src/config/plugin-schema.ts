@@ -1,21 +1,9 @@
 import { z } from "zod";
 import { PII_DETECTORS } from "../signals/pii.ts";
+import { regexSource, scope } from "../signals/signal-schema.ts";
 import { upstreamHeaderRefusal } from "../egress/upstream-headers.ts";
 
 const id = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "ids are 1-64 lower-case letters, digits, '.', '_' or '-'");
-const scope = z.enum(["last_user", "user", "all"]);
-const regexSource = z.string().refine(
-  (source) => {
-    try {
-      new RegExp(source);
-      return true;
-    } catch {
-      return false;
-    }
-  },
-  { message: "not a valid regular expression" },
-);
-
 /**
  * What happens when the check itself fails (a detector throws): `closed` refuses the request
  * (`signal_unavailable`), `open` lets it through as it is. Either way the record says which.

@@ -5,7 +5,7 @@ import { endUserBudgetSchema, entrypointBudgetSchema, priceSchema, scopeLimitsSc
 import { toolPricesSchema } from "./tool-price-schema.ts";
 import { decisionSchema, tiersSchema } from "./decision-schema.ts";
 import { pluginSchema } from "./plugin-schema.ts";
-import { signalSchema } from "../signals/signal-schema.ts";
+import { regexSource, signalSchema } from "../signals/signal-schema.ts";
 import { requireAttributionSchema, taskLimitsSchema, tenantGovernanceSchema } from "./task-schema.ts";
 
 const id = z
@@ -18,18 +18,6 @@ const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be a lower-case hex S
 /** A capability a logical model revision needs from every backend that may serve it. */
 export const capabilitySchema = z.enum(["chat", "streaming", "tools", "images", "stream-usage", "json-schema", "embeddings", "moderations"]);
 export type Capability = z.infer<typeof capabilitySchema>;
-
-const regexSource = z.string().refine(
-  (source) => {
-    try {
-      new RegExp(source);
-      return true;
-    } catch {
-      return false;
-    }
-  },
-  { message: "not a valid regular expression" },
-);
 
 /**
  * Conditions on trusted inputs only; all given conditions must hold. The caller's own words count

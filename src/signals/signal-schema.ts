@@ -4,9 +4,11 @@ import { PII_DETECTORS } from "./pii.ts";
 const id = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "ids are 1-64 lower-case letters, digits, '.', '_' or '-'");
 /** An entrypoint name, as `entrypoints[].name` spells it. */
 const entrypointName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, "invalid entrypoint name");
-const scope = z.enum(["last_user", "user", "all"]);
+/** Which text of a request a signal or plugin reads (docs/routing.md, `in`). */
+export const scope = z.enum(["last_user", "user", "all"]);
 
-const regexSource = z.string().refine(
+/** A JavaScript regular expression's source, checked to compile. */
+export const regexSource = z.string().refine(
   (source) => {
     try {
       new RegExp(source);
