@@ -2,8 +2,9 @@ import type { AbortReason, RequestContext } from "../context/request-context.ts"
 import { requestTrace } from "../context/trace-context.ts";
 import { ChatTurn } from "../kinds/model/chat-turn.ts";
 import { EmbeddingsTurn } from "../kinds/model/embeddings-turn.ts";
+import { explainAnswer, type ExplainAnswer } from "../kinds/model/explain-answer.ts";
 import type { EmbeddingSubcall, Ingress, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
-import type { ModelCaller } from "../kinds/model/model-caller.ts";
+import type { ExplainOrigin, ModelCaller } from "../kinds/model/model-caller.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { SignalModels } from "../signals/signal-models.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
@@ -11,9 +12,15 @@ import type { EngineDeps } from "./engine-deps.ts";
 import { Runner } from "./runner.ts";
 import type { Action, EmbeddingResult, ModelExecutor, Session, SubcallResult } from "./session-api.ts";
 
-/** Where a session's request comes from: the HTTP adapter, or a request it runs inside. */
+/** An explain's mode: whom it asks about, and whether model-backed signals are computed. */
+export interface ExplainMode extends ExplainOrigin {
+  /** No gateway to call (the CLI's offline explain): model-backed signals are unknown (`offline`). */
+  readonly offline: boolean;
+}
+
+/** Where a session's request comes from: the HTTP adapter (or the admin API's explain), or a request it runs inside. */
 type Origin =
-  | { readonly ingress: Ingress }
+  | { readonly ingress: Ingress; readonly explain?: ExplainMode | undefined }
   | { readonly parent: RequestSession; readonly sub: SubcallRequest; readonly internal: boolean }
   | { readonly parent: RequestSession; readonly embed: EmbeddingSubcall };
 
@@ -29,6 +36,7 @@ export class RequestSession implements Session {
   readonly #runner: Runner<Reply>;
   readonly #turn: ChatTurn | EmbeddingsTurn;
   readonly #parent: RequestSession | undefined;
+  readonly #explain: ExplainMode | undefined;
   #snapshot: Promise<PinnedSnapshot> | undefined;
 
   constructor(deps: EngineDeps, from: Origin) {
@@ -36,6 +44,7 @@ export class RequestSession implements Session {
     const ingress = "ingress" in from ? from.ingress : undefined;
     const parent = "parent" in from ? from.parent : undefined;
     this.#parent = parent;
+    this.#explain = "ingress" in from ? from.explain : undefined;
     const parentCtx = parent === undefined ? undefined : parent.#runner.ctx;
     this.requestId = ingress?.requestId ?? deps.newRequestId();
     const pin = () => this.#pinSnapshot();
@@ -49,6 +58,7 @@ export class RequestSession implements Session {
         parent: parentCtx,
         trace: requestTrace(ingress?.traceParent, deps.tracing?.trustClient ?? false, parentCtx?.record.trace, deps.tracing?.sample ?? (() => false)),
         signalModels: this.#signalModels(),
+        explain: this.#explain === undefined ? undefined : { offline: this.#explain.offline },
       },
       (ctx) => (turn = this.#turnOf(ctx, from, pin)),
     );
@@ -78,8 +88,37 @@ export class RequestSession implements Session {
     return this.#runner.dispatch();
   }
 
+  /**
+   * An explain's whole life on the runner (explain mode): decided, its plugins reported, ended
+   * through the terminal; nothing reserved, admitted, sent or charged. Its signals' embeddings
+   * are sent (unbilled) unless it is offline.
+   *
+   * @throws GatewayError the request's refusal before decide (a bad body, an unknown caller or
+   *   model, a key without the grant): there is no decision to explain. A refusal at decide (a
+   *   fail-closed decision) or by a plugin is the answer's outcome.
+   */
+  async explain(): Promise<ExplainAnswer> {
+    const mode = this.#explain;
+    if (mode === undefined || !(this.#turn instanceof ChatTurn)) throw new Error("explain() on a session that is not a chat explain");
+    const turn = this.#turn;
+    const explained = await this.#runner.explain();
+    if (explained.refusal && !explained.decided && explained.phase !== "decide") throw explained.refusal;
+    // The candidates come from the snapshot the request would have pinned.
+    const snapshot = explained.decided ? await this.#pinSnapshot().catch(() => undefined) : undefined;
+    return explainAnswer({
+      publication: this.#deps.publication,
+      codecs: this.#deps.codecs,
+      record: this.#runner.ctx.record,
+      explained,
+      offline: mode.offline,
+      entrypoint: turn.entrypoint,
+      decided: turn.prepared ? turn.decided : undefined,
+      snapshot,
+    });
+  }
+
   #turnOf(ctx: RequestContext, from: Origin, pin: () => Promise<PinnedSnapshot>): ChatTurn | EmbeddingsTurn {
-    if ("ingress" in from) return from.ingress.operation === "embeddings" ? new EmbeddingsTurn(this.#deps, ctx, { ingress: from.ingress }, pin) : new ChatTurn(this.#deps, ctx, { ingress: from.ingress }, pin);
+    if ("ingress" in from) return from.ingress.operation === "embeddings" ? new EmbeddingsTurn(this.#deps, ctx, { ingress: from.ingress }, pin) : new ChatTurn(this.#deps, ctx, { ingress: from.ingress, explain: from.explain }, pin);
     const inherited = from.parent.#caller.inheritance(() => from.parent.#pinSnapshot(), "embed" in from || from.internal);
     return "embed" in from ? new EmbeddingsTurn(this.#deps, ctx, { inherited, sub: from.embed }, pin) : new ChatTurn(this.#deps, ctx, { inherited, sub: from.sub }, pin);
   }

@@ -15,6 +15,8 @@ import { ModelCaller, type Inherited, type ModelKindDeps } from "./model-caller.
 
 const NO_PLUGINS = { names: [], decision: undefined } as const;
 
+const UNBILLED: RequestCharges = { billing: undefined, budget: undefined, callBudget: undefined, injectedCap: undefined, task: undefined };
+
 /**
  * An embeddings request through the phases (the model kind's embeddings operation): `POST
  * /v1/embeddings` from the HTTP adapter, or the gateway's own embedding of a prompt for a
@@ -95,6 +97,12 @@ export class EmbeddingsTurn implements KindTurn<Reply> {
 
   async reserve(): Promise<void> {
     const caller = this.#caller;
+    // An explain's embedding is the operator's question, not the caller's traffic: nothing is
+    // reserved against the caller's budgets (docs/routing.md, "Explain and evaluate").
+    if (caller.explaining) {
+      this.#charges = UNBILLED;
+      return;
+    }
     const inputs = this.#request!.inputs;
     this.#charges = await prepareCharges(caller.deps.reserve, caller.deps.publication, this.#entrypoint!, caller.ctx, caller.principal!, () => embeddingSizing(inputs), caller.trusted, caller.callBudget, caller.taskBudget);
   }
