@@ -5,6 +5,8 @@
 import { CliError } from "./cli-error.ts";
 import { adminCommand, ADMIN_HELP } from "./commands/admin.ts";
 import { configCommand } from "./commands/config.ts";
+import { evalCommand } from "./commands/eval.ts";
+import { explainCommand } from "./commands/explain.ts";
 import { serveCommand } from "./commands/serve.ts";
 import { versionCommand } from "./commands/version.ts";
 
@@ -21,6 +23,10 @@ Commands:
   drain [--timeout 2m]          stop admitting, let requests in flight finish
   resume                        admit again after a drain
   budgets balance TENANT        where a tenant's budgets stand
+  explain (--key K | --tenant T) FILE
+                                how a request would be decided (offline, or --gateway URL)
+  eval --dataset FILE.jsonl (--key K | --tenant T)
+                                routing accuracy, confusion matrix and cost of a labelled set
   version                       package, workerd and compatibility date
 
 Run 'sluice <command> --help' for a command's options. Admin commands read the token from
@@ -44,6 +50,10 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await serveCommand(rest);
       case "config":
         return await configCommand(rest);
+      case "explain":
+        return await explainCommand(rest);
+      case "eval":
+        return await evalCommand(rest);
       case "version":
       case "--version":
         return versionCommand(rest);
