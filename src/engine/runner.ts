@@ -92,7 +92,6 @@ export interface RunStart {
   readonly explain?: { readonly offline: boolean } | undefined;
 }
 
-
 /** The first half's outcome: go on with {@link Runner.dispatch}, or the request already has its answer (and has ended). */
 export type Prepared<R> = { readonly kind: "dispatch" } | { readonly kind: "answered"; readonly reply: R };
 

@@ -136,6 +136,8 @@ export class RequestSession implements Session {
   /** A model-kind request that inherits from this one, on the same runner. */
   async #subcall(sub: SubcallRequest): Promise<SubcallResult> {
     if (!(this.#turn instanceof ChatTurn) || !this.#turn.prepared) throw new Error("a sub-call needs a prepared parent request");
+    // Only a signal's embedding runs inside an explain: it sends no generation.
+    if (this.#runner.ctx.record.explain === true) throw new Error("an explain makes no generation sub-call");
     const child = new RequestSession(this.#deps, { parent: this, sub, internal: false });
     const reply = await child.#run();
     switch (reply.kind) {
