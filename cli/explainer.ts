@@ -5,7 +5,6 @@ import { PROTOCOL_IDS, type ProtocolId } from "../src/protocol/codec.ts";
 import { adminTarget, ADMIN_TOKEN_ENV } from "./admin-client.ts";
 import { failure, usageError } from "./cli-error.ts";
 import { readConfigDir } from "./config-dir.ts";
-import { offlineEngine } from "./offline-engine.ts";
 
 /** One request to explain: its body as a client would send it, in its protocol, with the trusted headers it would carry. */
 export interface ExplainCase {
@@ -106,7 +105,8 @@ export async function explainerOf(flags: { readonly gateway?: string | undefined
     };
   }
   const valid = await readConfigDir(flags.config ?? "config");
-  const engine = await offlineEngine(valid);
+  // Only an offline run needs the engine in this process.
+  const engine = await (await import("./offline-engine.ts")).offlineEngine(valid);
   const trusted = new Set(valid.config.gateway.security.trustedHeaders.map((h) => h.toLowerCase()));
   return {
     where: `offline (config ${valid.dir})`,

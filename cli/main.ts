@@ -5,8 +5,6 @@
 import { CliError } from "./cli-error.ts";
 import { adminCommand, ADMIN_HELP } from "./commands/admin.ts";
 import { configCommand } from "./commands/config.ts";
-import { evalCommand } from "./commands/eval.ts";
-import { explainCommand } from "./commands/explain.ts";
 import { serveCommand } from "./commands/serve.ts";
 import { versionCommand } from "./commands/version.ts";
 
@@ -50,10 +48,11 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await serveCommand(rest);
       case "config":
         return await configCommand(rest);
+      // Loaded on demand: they bring the gateway's whole engine, which no other command needs.
       case "explain":
-        return await explainCommand(rest);
+        return await (await import("./commands/explain.ts")).explainCommand(rest);
       case "eval":
-        return await evalCommand(rest);
+        return await (await import("./commands/eval.ts")).evalCommand(rest);
       case "version":
       case "--version":
         return versionCommand(rest);
