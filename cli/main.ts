@@ -21,6 +21,10 @@ Commands:
   drain [--timeout 2m]          stop admitting, let requests in flight finish
   resume                        admit again after a drain
   budgets balance TENANT        where a tenant's budgets stand
+  explain (--key K | --tenant T) FILE
+                                how a request would be decided (offline, or --gateway URL)
+  eval --dataset FILE.jsonl (--key K | --tenant T)
+                                routing accuracy, confusion matrix and cost of a labelled set
   version                       package, workerd and compatibility date
 
 Run 'sluice <command> --help' for a command's options. Admin commands read the token from
@@ -44,6 +48,11 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await serveCommand(rest);
       case "config":
         return await configCommand(rest);
+      // Loaded on demand: they bring the gateway's whole engine, which no other command needs.
+      case "explain":
+        return await (await import("./commands/explain.ts")).explainCommand(rest);
+      case "eval":
+        return await (await import("./commands/eval.ts")).evalCommand(rest);
       case "version":
       case "--version":
         return versionCommand(rest);

@@ -53,6 +53,12 @@ export interface RequestRecord {
   /** Audit events the request caused beyond what its record says (approvals), in order (src/audit/). */
   events: AuditEvent[];
   /**
+   * An explain (`POST /admin/explain`: decided, never dispatched), or a sub-request made for one
+   * (a similarity signal's embedding, sent unbilled). Not the tenant's traffic: the call ledger
+   * and the audit trail skip it, and the access line says so.
+   */
+  explain?: boolean | undefined;
+  /**
    * Content kept for the content log, only when the entrypoint's policy sampled this request:
    * the prompt's text, and the completion's text as it is produced, each up to `maxChars`.
    */

@@ -7,7 +7,8 @@ import { McpTurn } from "../kinds/mcp/mcp-turn.ts";
 import type { Ingress } from "../kinds/model/model-api.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import { Runner } from "./runner.ts";
-import { RequestSession } from "./session.ts";
+import type { ExplainAnswer } from "../kinds/model/explain-answer.ts";
+import { RequestSession, type ExplainMode } from "./session.ts";
 import type { ListedModel, Session } from "./session-api.ts";
 
 /** An MCP request on the runner: the adapter runs it whole, or aborts it when the client goes. */
@@ -23,6 +24,11 @@ export interface Engine {
   begin(ingress: Ingress): Session;
   /** An MCP request (the MCP kind) on the same runner; undefined when no MCP server is configured. */
   beginMcp(ingress: McpIngress): McpSession | undefined;
+  /**
+   * Explains a chat request without dispatching it: the model kind on the one runner in explain
+   * mode, for the caller the operator names (`explain.as`). Its `apiKey` is ignored.
+   */
+  explain(ingress: Ingress, explain: ExplainMode): Promise<ExplainAnswer>;
   /** Authenticates a key and lists what it may call. @throws GatewayError on a bad key. */
   listModels(apiKey: string | undefined): Promise<ListedModel[]>;
 }
@@ -33,6 +39,7 @@ export function createEngine(deps: EngineDeps): Engine {
   return {
     publicationRevision: deps.publication.revision,
     begin: (ingress) => new RequestSession(deps, { ingress }),
+    explain: (ingress, explain) => new RequestSession(deps, { ingress: { ...ingress, apiKey: undefined, operation: "chat" }, explain }).explain(),
     beginMcp: (ingress) =>
       mcp && mcp.servers.size > 0
         ? new Runner(

@@ -8,7 +8,7 @@ import type { RequestTrace } from "../context/trace-context.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
-import type { KindTurn } from "../kinds/traffic-kind.ts";
+import type { Explained, KindTurn } from "../kinds/traffic-kind.ts";
 import type { PluginReport } from "../context/request-record.ts";
 import { compilePlugins } from "../plugins/compile-plugins.ts";
 import { byClass, type PluginFactory, type PluginsByClass, type RequestSafePlugin, type StreamEventPlugin, type TerminalObserverPlugin } from "../plugins/plugin.ts";
@@ -85,6 +85,11 @@ export interface RunStart {
   readonly parent?: RequestContext | undefined;
   /** Model calls the request's model-backed signals may make on its behalf (a model request's sub-calls). */
   readonly signalModels?: SignalModels | undefined;
+  /**
+   * Explain mode ({@link Runner.explain}): the request is decided and never dispatched.
+   * `offline`: its model-backed signals are not computed (unknown, `offline`).
+   */
+  readonly explain?: { readonly offline: boolean } | undefined;
 }
 
 /** The first half's outcome: go on with {@link Runner.dispatch}, or the request already has its answer (and has ended). */
@@ -119,6 +124,9 @@ export class Runner<R> {
   /** The request's own plugin instances (its entrypoint's and decision's), once decide has run. */
   #plugins: PluginsByClass = NO_PLUGINS;
   #prepared = false;
+  readonly #explain: { readonly offline: boolean } | undefined;
+  /** The error the request ended with, once it failed. */
+  #failure: GatewayError | undefined;
 
   constructor(deps: RunnerDeps, start: RunStart, turn: (ctx: RequestContext) => KindTurn<R>) {
     this.#deps = deps;
@@ -139,7 +147,11 @@ export class Runner<R> {
       trace: start.trace,
     });
     ctx.record.publicationRevision = deps.publication.revision;
-    for (const p of this.#extensions.terminalObservers) ctx.observe((view) => p.observe(view));
+    this.#explain = start.explain;
+    // An explain's sub-requests (its signals' embeddings) are part of the explain.
+    if (start.explain !== undefined || start.parent?.record.explain === true) ctx.record.explain = true;
+    // An explain is not traffic: nothing observes its end as a request's.
+    if (start.explain === undefined) for (const p of this.#extensions.terminalObservers) ctx.observe((view) => p.observe(view));
     this.ctx = ctx;
     this.#turn = turn(ctx);
   }
@@ -190,6 +202,7 @@ export class Runner<R> {
 
   /** request_safe plugins → reserve → admit → invoke → respond (settle runs as each attempt and the request end). */
   async dispatch(): Promise<R> {
+    if (this.#explain !== undefined) throw new Error("an explain is never dispatched");
     if (!this.#prepared) throw new Error("dispatch() before prepare() asked for it");
     this.#prepared = false;
     const { ctx } = this;
@@ -219,6 +232,31 @@ export class Runner<R> {
     }
   }
 
+  /**
+   * Explain mode: authenticate → decode → authorize → decide, then the `request_safe` plugins on
+   * the explain's own copy of the request, reporting what they would do (their changes are
+   * dropped, a refusal is the answer), then the terminal. Nothing is reserved, admitted, sent or
+   * charged; the record is marked an explain and its plugin reports stay out of it (an explain
+   * redacted nothing anyone sent).
+   */
+  async explain(): Promise<Explained> {
+    if (this.#explain === undefined) throw new Error("explain() on a request that is not an explain");
+    const plugins: PluginReport[] = [];
+    const prepared = await this.prepare();
+    let decided = false;
+    if (prepared.kind === "dispatch") {
+      this.#prepared = false;
+      decided = true;
+      try {
+        await this.#requestSafe((entry) => void plugins.push(entry), false);
+        this.ctx.finish({ kind: "completed" });
+      } catch (err) {
+        this.#fail(err);
+      }
+    }
+    return { decided, phase: this.ctx.record.phase, refusal: this.#failure, signals: this.#signals?.evaluated() ?? new Map(), plugins };
+  }
+
   /** Both halves, for a kind whose adapter has nothing to do between them. */
   async run(): Promise<R> {
     const prepared = await this.prepare();
@@ -235,6 +273,7 @@ export class Runner<R> {
     this.#signals ??= new SignalSet(extra.length === 0 ? declared : [...declared, ...extra], {
       input: () => ({ subject: this.#turn.subject(), principal: this.#principal, trustedHeaders: this.#turn.trusted(), models: this.#signalModels }),
       signal: ctx.signal,
+      offline: this.#explain?.offline,
       scheduler: this.#deps.scheduler,
       onFailure: (name, err) => this.#deps.log({ kind: "signal_failed", requestId: ctx.requestId, signal: name, error: String(err) }),
     });
@@ -258,12 +297,15 @@ export class Runner<R> {
         return f.instantiate(report);
       }),
     );
-    for (const p of plugins.observers) this.ctx.observe((view) => p.observe(view));
+    if (this.#explain === undefined) for (const p of plugins.observers) this.ctx.observe((view) => p.observe(view));
     return plugins;
   }
 
-  /** The `request_safe` plugins, after decide and before reserve, on what the kind lets them see. */
-  async #requestSafe(): Promise<void> {
+  /**
+   * The `request_safe` plugins, after decide and before reserve, on what the kind lets them see;
+   * their reports go to `report`, and their change becomes the request when `amend` (an explain's is dropped).
+   */
+  async #requestSafe(report: (entry: PluginReport) => void = (entry) => void this.ctx.record.plugins.push(entry), amend = true): Promise<void> {
     const own = this.#plugins.requestSafe;
     const plugins = own.length === 0 ? this.#extensions.requestSafe : [...this.#extensions.requestSafe, ...own];
     if (plugins.length === 0) return;
@@ -274,11 +316,11 @@ export class Runner<R> {
       principal: this.#principal!,
       signals: this.#signalsOf(),
       decision: this.#turn.plugins().decision,
-      report: (entry) => void this.ctx.record.plugins.push(entry),
+      report,
       signal: this.ctx.signal,
     });
     this.ctx.checkpoint();
-    if (changed !== subject) this.#turn.amend(changed);
+    if (amend && changed !== subject) this.#turn.amend(changed);
   }
 
   #early(e: { readonly kind: "respond" | "complete"; readonly reply: R }): R {
@@ -289,12 +331,13 @@ export class Runner<R> {
 
   /** The one failure path: what the client hears (the abort's error once aborted), logged, the request ended. */
   #fail(err: unknown): R {
-    const error = this.#failure(err);
+    const error = this.#failureOf(err);
+    this.#failure ??= error;
     this.ctx.finish({ kind: "failed", error });
     return this.#turn.failed(error, err);
   }
 
-  #failure(err: unknown): GatewayError {
+  #failureOf(err: unknown): GatewayError {
     // A client that left is a cancellation, logged apart so alerts on failures do not fire for
     // clients that hang up; a client's own mistake (4xx) is not logged at all.
     const log = this.#deps.log;

@@ -2,12 +2,13 @@ import type { AbortReason, RequestContext } from "../context/request-context.ts"
 import { requestTrace } from "../context/trace-context.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import { ChatTurn } from "../kinds/model/chat-turn.ts";
+import { explainAnswer, type ExplainAnswer } from "../kinds/model/explain-answer.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { SignalModels } from "../signals/signal-models.ts";
 import { CountTokensTurn } from "../kinds/model/count-tokens-turn.ts";
 import { InputTurn } from "../kinds/model/input-turn.ts";
 import type { Ingress, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
-import type { Inherited, ModelCaller } from "../kinds/model/model-caller.ts";
+import type { ExplainOrigin, Inherited, ModelCaller } from "../kinds/model/model-caller.ts";
 import type { KindTurn } from "../kinds/traffic-kind.ts";
 import { EMBEDDINGS, MODERATIONS, type InputOperation } from "../protocol/input-operation.ts";
 import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
@@ -23,9 +24,15 @@ interface ModelTurn extends KindTurn<Reply> {
   readonly decided: { readonly plan: DispatchPlan; readonly request: NeutralRequest | undefined };
 }
 
-/** Where a session's request comes from: the HTTP adapter, or a request it runs inside. */
+/** An explain's mode: whom it asks about, and whether model-backed signals are computed. */
+export interface ExplainMode extends ExplainOrigin {
+  /** No gateway to call (the CLI's offline explain): model-backed signals are unknown (`offline`). */
+  readonly offline: boolean;
+}
+
+/** Where a session's request comes from: the HTTP adapter (or the admin API's explain), or a request it runs inside. */
 type Origin =
-  | { readonly ingress: Ingress }
+  | { readonly ingress: Ingress; readonly explain?: ExplainMode | undefined }
   | { readonly parent: RequestSession; readonly sub: SubcallRequest; readonly internal: boolean }
   /** The gateway's own input-only call: its turn, made on the child's context with what it inherits. */
   | { readonly parent: RequestSession; readonly input: (ctx: RequestContext, inherited: Inherited, pin: () => Promise<PinnedSnapshot>) => ModelTurn };
@@ -42,6 +49,7 @@ export class RequestSession implements Session {
   readonly #runner: Runner<Reply>;
   readonly #turn: ModelTurn;
   readonly #parent: RequestSession | undefined;
+  readonly #explain: ExplainMode | undefined;
   #snapshot: Promise<PinnedSnapshot> | undefined;
 
   constructor(deps: EngineDeps, from: Origin) {
@@ -49,6 +57,7 @@ export class RequestSession implements Session {
     const ingress = "ingress" in from ? from.ingress : undefined;
     const parent = "parent" in from ? from.parent : undefined;
     this.#parent = parent;
+    this.#explain = "ingress" in from ? from.explain : undefined;
     const parentCtx = parent === undefined ? undefined : parent.#runner.ctx;
     this.requestId = ingress?.requestId ?? deps.newRequestId();
     const pin = () => this.#pinSnapshot();
@@ -63,6 +72,7 @@ export class RequestSession implements Session {
         trace: requestTrace(ingress?.traceParent, deps.tracing?.trustClient ?? false, parentCtx?.record.trace, deps.tracing?.sample ?? (() => false)),
         // A token count is free: it calls no model on its behalf, so its model-backed signals do not apply.
         signalModels: "ingress" in from && from.ingress.operation === "count_tokens" ? undefined : this.#signalModels(),
+        explain: this.#explain === undefined ? undefined : { offline: this.#explain.offline },
       },
       (ctx) => (turn = this.#turnOf(ctx, from, pin)),
     );
@@ -96,12 +106,41 @@ export class RequestSession implements Session {
     return this.#runner.dispatch();
   }
 
+  /**
+   * An explain's whole life on the runner (explain mode): decided, its plugins reported, ended
+   * through the terminal; nothing reserved, admitted, sent or charged. Its signals' embeddings
+   * are sent (unbilled) unless it is offline.
+   *
+   * @throws GatewayError the request's refusal before decide (a bad body, an unknown caller or
+   *   model, a key without the grant): there is no decision to explain. A refusal at decide (a
+   *   fail-closed decision) or by a plugin is the answer's outcome.
+   */
+  async explain(): Promise<ExplainAnswer> {
+    const mode = this.#explain;
+    if (mode === undefined || !(this.#turn instanceof ChatTurn)) throw new Error("explain() on a session that is not a chat explain");
+    const turn = this.#turn;
+    const explained = await this.#runner.explain();
+    if (explained.refusal && !explained.decided && explained.phase !== "decide") throw explained.refusal;
+    // The candidates come from the snapshot the request would have pinned.
+    const snapshot = explained.decided ? await this.#pinSnapshot().catch(() => undefined) : undefined;
+    return explainAnswer({
+      publication: this.#deps.publication,
+      codecs: this.#deps.codecs,
+      record: this.#runner.ctx.record,
+      explained,
+      offline: mode.offline,
+      entrypoint: turn.entrypoint,
+      decided: turn.prepared ? turn.decided : undefined,
+      snapshot,
+    });
+  }
+
   #turnOf(ctx: RequestContext, from: Origin, pin: () => Promise<PinnedSnapshot>): ModelTurn {
     if ("ingress" in from) {
       const origin = { ingress: from.ingress };
       switch (from.ingress.operation ?? "chat") {
         case "chat":
-          return new ChatTurn(this.#deps, ctx, origin, pin);
+          return new ChatTurn(this.#deps, ctx, { ingress: from.ingress, explain: from.explain }, pin);
         case "embeddings":
           return new InputTurn(EMBEDDINGS, this.#deps, ctx, origin, pin);
         case "moderations":
@@ -127,6 +166,8 @@ export class RequestSession implements Session {
   /** A model-kind request that inherits from this one, on the same runner. */
   async #subcall(sub: SubcallRequest): Promise<SubcallResult> {
     if (!(this.#turn instanceof ChatTurn) || !this.#turn.prepared) throw new Error("a sub-call needs a prepared parent request");
+    // Only a signal's embedding runs inside an explain: it sends no generation.
+    if (this.#runner.ctx.record.explain === true) throw new Error("an explain makes no generation sub-call");
     const child = new RequestSession(this.#deps, { parent: this, sub, internal: false });
     const reply = await child.#run();
     switch (reply.kind) {

@@ -11,6 +11,7 @@ import { metricsResponse } from "./metrics-endpoint.ts";
 import { discardUnreadBody, readBodyText } from "./limits.ts";
 import { registerApprovalRoutes } from "./admin-approvals.ts";
 import { registerBudgetRoutes } from "./admin-budgets.ts";
+import { registerExplainRoutes } from "./admin-explain.ts";
 import { isOutcomeRoute, registerTaskRoutes } from "./admin-tasks.ts";
 import { describeRoutes } from "./route-table.ts";
 import { mcpServerStatuses } from "./admin-mcp-health.ts";
@@ -195,6 +196,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
     return c.json(describeRoutes(rt.publication, await rt.snapshots.current()));
   });
 
+  registerExplainRoutes(app);
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
   registerApprovalRoutes(app, (env, tenant) => env.APPROVAL_DESK.getByName(tenant));
   registerTaskRoutes(app, (env, tenant) => env.TASK_LEDGER.getByName(tenant));

@@ -1,8 +1,9 @@
 import type { AdmissionLease } from "../admit/admission.ts";
+import type { Phase, PluginReport } from "../context/request-record.ts";
 import type { GatewayError } from "../errors/gateway-error.ts";
 import type { StreamEventChain } from "../plugins/stream-event-chain.ts";
 import type { Principal } from "../publication/principal.ts";
-import type { SignalSet } from "../signals/signal-set.ts";
+import type { SignalSet, SignalValue } from "../signals/signal-set.ts";
 import type { Subject } from "../signals/subject.ts";
 
 /** The kinds of traffic the runner runs (A2A joins them as a third). */
@@ -68,4 +69,22 @@ export interface KindTurn<R> {
   respond(events: StreamEventChain | undefined): Responded<R>;
   /** The reply to a failure; the runner has ended the request already. `thrown` is what was caught. */
   failed(error: GatewayError, thrown: unknown): R;
+}
+
+/**
+ * What an explain found: how far the request got, why it would be refused before anything is
+ * sent (if it would), the signals read, and what its `request_safe` plugins would do. Counts,
+ * names and scores only, never the content.
+ */
+export interface Explained {
+  /** Whether decide made a plan. */
+  readonly decided: boolean;
+  /** The phase the request reached. */
+  readonly phase: Phase | undefined;
+  /** The error the request would end with before reserve (a refusal, a fail-closed decision, a plugin's block); undefined: it would be dispatched. */
+  readonly refusal: GatewayError | undefined;
+  /** Every signal read, in the order it settled. */
+  readonly signals: ReadonlyMap<string, SignalValue>;
+  /** What the `request_safe` plugins did to the explain's own copy of the request (nothing is sent). */
+  readonly plugins: readonly PluginReport[];
 }

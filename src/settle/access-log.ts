@@ -30,6 +30,8 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           traceId: r.trace.traceId,
           spanId: r.trace.spanId,
           parentRequestId: r.parentRequestId,
+          // An explain (or a sub-request made for one): decided, never dispatched, never billed.
+          explain: r.explain === true ? true : undefined,
           publicationRevision: r.publicationRevision,
           tenant: r.tenant,
           key: r.key,

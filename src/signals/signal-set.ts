@@ -20,8 +20,11 @@ export type SignalDatum = SignalField | Readonly<Record<string, SignalField>>;
  * - `timeout`: a model-backed signal did not finish within `signalDeadlineMs` or the request's deadline;
  * - `not_applicable`: it has nothing to say about this request (no header, a language too short
  *   to tell, a tool call for a prompt signal). Not a failure: a condition on it is simply false.
+ * - `offline`: a model-backed signal an offline explain (`sluice explain --config`) does not
+ *   compute, having no gateway to call; a decision on it follows its `onUnknown`, as it would
+ *   with the backend unreachable.
  */
-export type UnknownReason = "failed" | "timeout" | "not_applicable";
+export type UnknownReason = "failed" | "timeout" | "not_applicable" | "offline";
 
 /** A signal as a decision reads it: a value, or unknown and why (never a guess). */
 export type SignalValue = { readonly state: "known"; readonly value: SignalDatum } | { readonly state: "unknown"; readonly reason: UnknownReason };
@@ -64,6 +67,8 @@ export interface SignalSetOptions {
   readonly signal: AbortSignal;
   readonly scheduler: Scheduler;
   readonly onFailure: (name: string, err: unknown) => void;
+  /** Model-backed signals are not computed: each settles as unknown (`offline`) when started. */
+  readonly offline?: boolean | undefined;
 }
 
 /**
@@ -136,6 +141,10 @@ export class SignalSet {
     for (const name of names) {
       const def = this.#def(name);
       if (def.cost !== "model") continue;
+      if (this.#options.offline === true) {
+        if (!this.#settled.has(name)) this.#settled.set(name, OFFLINE);
+        continue;
+      }
       let p = this.#pending.get(name);
       if (p === undefined && !this.#settled.has(name)) {
         p = this.#startModel(def, Math.max(0, deadlineAt - now));
@@ -215,3 +224,4 @@ export class SignalSet {
 const NOT_APPLICABLE: SignalValue = Object.freeze({ state: "unknown", reason: "not_applicable" });
 const FAILED: SignalValue = Object.freeze({ state: "unknown", reason: "failed" });
 const TIMEOUT: SignalValue = Object.freeze({ state: "unknown", reason: "timeout" });
+const OFFLINE: SignalValue = Object.freeze({ state: "unknown", reason: "offline" });

@@ -79,6 +79,8 @@ export function taskLedgerSink(deps: TaskLedgerSinkDeps): TaskLedgerSink {
       if (events.length > 0) enqueue(tenant, undefined, events, waitUntil);
     },
     finished(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[], waitUntil: (p: Promise<unknown>) => void) {
+      // An explain is an operator's question, not the tenant's call: no call record, no audit event.
+      if (r.explain === true) return;
       let call: LedgerCall | undefined;
       let events: AuditEvent[];
       try {

@@ -97,6 +97,8 @@ export class GatewayMetrics implements FinishedRequestReader {
 
   /** Records one finished request and its attempts. */
   finished(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[]): void {
+    // An explain is not a request of its entrypoint; the embeddings it made are counted as theirs.
+    if (r.explain === true && r.parentRequestId === undefined) return;
     const endedAt = r.endedAt ?? r.receivedAt;
     const entrypoint = r.entrypoint ?? "";
     const error = r.errorCode ?? "";

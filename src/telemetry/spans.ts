@@ -54,6 +54,8 @@ export function requestSpans(r: Readonly<RequestRecord>, attempts: readonly Read
       "error.type": r.errorCode,
       "sluice.request_id": r.requestId,
       "sluice.parent_request_id": r.parentRequestId,
+      // An explain (or its embedding): decided, never dispatched, never billed.
+      "sluice.explain": r.explain === true ? true : undefined,
       "sluice.call_id": r.callId,
       "sluice.tenant": r.tenant,
       "sluice.key": r.key,

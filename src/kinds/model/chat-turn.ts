@@ -17,7 +17,7 @@ import type { Subject } from "../../signals/subject.ts";
 import type { PinnedSnapshot } from "../../snapshot/pinned-snapshot.ts";
 import type { AdmissionKey, Early, KindTurn, Responded } from "../traffic-kind.ts";
 import type { Ingress, Reply, SubcallRequest } from "./model-api.ts";
-import { ModelCaller, type Inherited, type ModelKindDeps } from "./model-caller.ts";
+import { ModelCaller, type ExplainOrigin, type Inherited, type ModelKindDeps } from "./model-caller.ts";
 
 /**
  * A chat request through the phases (the model kind's chat operation): an API request from the
@@ -41,7 +41,7 @@ export class ChatTurn implements KindTurn<Reply> {
   /** The client protocol's names of the fields dropped under declared downgrades. */
   #downgraded: readonly string[] = [];
 
-  constructor(deps: ModelKindDeps, ctx: RequestContext, from: { readonly ingress: Ingress } | { readonly inherited: Inherited; readonly sub: SubcallRequest }, pin: () => Promise<PinnedSnapshot>) {
+  constructor(deps: ModelKindDeps, ctx: RequestContext, from: { readonly ingress: Ingress; readonly explain?: ExplainOrigin | undefined } | { readonly inherited: Inherited; readonly sub: SubcallRequest }, pin: () => Promise<PinnedSnapshot>) {
     this.#caller = new ModelCaller(deps, ctx, from, pin);
     this.#sub = "sub" in from ? from.sub : undefined;
   }
@@ -54,6 +54,11 @@ export class ChatTurn implements KindTurn<Reply> {
   /** Whether the decide phase made a plan (a sub-call needs a prepared parent). */
   get prepared(): boolean {
     return this.#plan !== undefined;
+  }
+
+  /** The entrypoint the request names, once authorized. */
+  get entrypoint(): CompiledEntrypoint | undefined {
+    return this.#entrypoint;
   }
 
   /** The plan and the request as decided (for the adapter's dispatch action). */

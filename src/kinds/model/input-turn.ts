@@ -17,6 +17,8 @@ import { ModelCaller, type Inherited, type ModelKindDeps } from "./model-caller.
 
 const NO_PLUGINS = { names: [], decision: undefined } as const;
 
+const UNBILLED: RequestCharges = { billing: undefined, budget: undefined, callBudget: undefined, injectedCap: undefined, task: undefined };
+
 /**
  * An input-only request through the phases (the model kind's embeddings and moderations
  * operations): `POST /v1/embeddings` or `POST /v1/moderations` from the HTTP adapter, or the
@@ -110,6 +112,12 @@ export class InputTurn<Req extends InputRequest, Res extends InputResponse> impl
 
   async reserve(): Promise<void> {
     const caller = this.#caller;
+    // An explain's embedding is the operator's question, not the caller's traffic: nothing is
+    // reserved against the caller's budgets (docs/routing.md, "Explain and evaluate").
+    if (caller.explaining) {
+      this.#charges = UNBILLED;
+      return;
+    }
     const inputs = this.#request!.inputs;
     this.#charges = await prepareCharges(caller.deps.reserve, caller.deps.publication, this.#entrypoint!, caller.ctx, caller.principal!, () => inputSizing(inputs), caller.trusted, caller.callBudget, caller.taskBudget);
   }

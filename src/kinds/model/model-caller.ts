@@ -1,4 +1,5 @@
 import type { AdmissionController, AdmissionLease } from "../../admit/admission.ts";
+import { assertedPrincipal, type AssertedCaller } from "../../auth/asserted-principal.ts";
 import { authenticate } from "../../auth/authenticate.ts";
 import { authorize } from "../../auth/authorize.ts";
 import type { CallBudget } from "../../call-budget/attempt-budget-client.ts";
@@ -48,6 +49,17 @@ export interface Inherited {
    * choice, so the caller's key needs no grant of it; it is charged to the caller all the same.
    */
   readonly internal?: boolean | undefined;
+  /**
+   * Made for an explain (its signal's embedding): the operator's question, not the caller's
+   * traffic, so it is sent without a reservation against the caller's budgets, and its content
+   * is never sampled.
+   */
+  readonly unbilled?: boolean | undefined;
+}
+
+/** An explain's ingress facts: whom the operator asks about, instead of a presented key. */
+export interface ExplainOrigin {
+  readonly as: AssertedCaller;
 }
 
 /**
@@ -62,23 +74,39 @@ export class ModelCaller {
   readonly inherited: Inherited | undefined;
   readonly trusted: ReadonlyMap<string, string>;
   readonly pin: () => Promise<PinnedSnapshot>;
+  /** An explain's: whom the operator asks about (the request is decided, never sent). */
+  readonly explain: ExplainOrigin | undefined;
   principal: Principal | undefined;
   call: CallBudget | undefined;
+  /** An explain for a tenant alone: no key, so no grant to check. */
+  #anyEntrypoint = false;
 
-  constructor(deps: ModelKindDeps, ctx: RequestContext, from: { readonly ingress: Ingress } | { readonly inherited: Inherited }, pin: () => Promise<PinnedSnapshot>) {
+  constructor(deps: ModelKindDeps, ctx: RequestContext, from: { readonly ingress: Ingress; readonly explain?: ExplainOrigin | undefined } | { readonly inherited: Inherited }, pin: () => Promise<PinnedSnapshot>) {
     this.deps = deps;
     this.ctx = ctx;
     this.ingress = "ingress" in from ? from.ingress : undefined;
+    this.explain = "ingress" in from ? from.explain : undefined;
     this.inherited = "inherited" in from ? from.inherited : undefined;
     this.trusted = this.ingress?.trustedHeaders ?? this.inherited?.trusted ?? new Map();
     this.pin = pin;
     ctx.record.protocol = this.ingress?.protocol;
   }
 
-  /** Phase 1: the parent's principal for a sub-call, else the presented key's. */
+  /** Phase 1: the parent's principal for a sub-call, the operator's assertion for an explain, else the presented key's. */
   async authenticate(): Promise<Principal> {
+    if (this.explain) {
+      const asserted = assertedPrincipal(this.deps.publication, this.explain.as);
+      this.#anyEntrypoint = asserted.anyEntrypoint;
+      this.principal = asserted.principal;
+      return asserted.principal;
+    }
     this.principal = this.inherited?.principal ?? (await authenticate(this.deps.publication, this.ingress?.apiKey));
     return this.principal;
+  }
+
+  /** An explain, or a sub-request made for one: never billed, never sampled. */
+  get explaining(): boolean {
+    return this.explain !== undefined || this.inherited?.unbilled === true;
   }
 
   /**
@@ -111,9 +139,10 @@ export class ModelCaller {
    * call is the gateway's own), recorded; and the request's content sampled when its policy says so.
    */
   authorize(model: string, operation: ModelOperation, prompt: () => string): CompiledEntrypoint {
-    const ep = authorize(this.deps.publication, this.principal!, model, operation, this.inherited?.internal === true);
+    const ep = authorize(this.deps.publication, this.principal!, model, operation, this.inherited?.internal === true || this.#anyEntrypoint);
     this.ctx.record.entrypoint = ep.name;
-    this.#sampleContent(ep, prompt);
+    // An explain keeps no content anywhere.
+    if (!this.explaining) this.#sampleContent(ep, prompt);
     return ep;
   }
 
@@ -162,7 +191,7 @@ export class ModelCaller {
 
   /** What a sub-call made on this request's behalf inherits from it. */
   inheritance(snapshot: () => Promise<PinnedSnapshot>, internal: boolean): Inherited {
-    return { principal: this.principal!, trusted: this.trusted, call: this.callBudget, snapshot, taskBudget: this.taskBudget, internal };
+    return { principal: this.principal!, trusted: this.trusted, call: this.callBudget, snapshot, taskBudget: this.taskBudget, internal, unbilled: this.explaining };
   }
 
   /** Phase 7's surroundings: the pinned snapshot, breakers, health, call budget, backend slots and charger. */
