@@ -1,8 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { CONFIG_FILES } from "../src/config/load-config.ts";
 import { gatewayConfigSchema } from "../src/config/gateway-schema.ts";
-import { ConfigValidationError, formatIssues, parseConfigText } from "../src/config/parse-file.ts";
+import { CONFIG_FILES, ConfigValidationError, formatIssues, parseConfigText } from "../src/config/parse-file.ts";
 import { failure, usageError } from "./cli-error.ts";
 import { localUrl } from "./address.ts";
 

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { CONFIG_FILES, loadConfig, type ConfigTexts, type LoadedConfig } from "../src/config/load-config.ts";
+import { loadConfig, type ConfigTexts, type LoadedConfig } from "../src/config/load-config.ts";
+import { CONFIG_FILES } from "../src/config/parse-file.ts";
 import { ConfigValidationError, formatIssues } from "../src/config/parse-file.ts";
 import { builtinCodecs } from "../src/protocol/registry.ts";
 import { compilePublication } from "../src/publication/compile-publication.ts";

@@ -4,9 +4,6 @@
  */
 import { CliError } from "./cli-error.ts";
 import { adminCommand, ADMIN_HELP } from "./commands/admin.ts";
-import { configCommand } from "./commands/config.ts";
-import { serveCommand } from "./commands/serve.ts";
-import { versionCommand } from "./commands/version.ts";
 
 const HELP = `Usage: sluice <command> [options]
 
@@ -45,9 +42,11 @@ export async function main(argv: readonly string[]): Promise<number> {
         process.stdout.write(HELP);
         return 0;
       case "serve":
-        return await serveCommand(rest);
+        // Each command loads what it needs when asked for: the config loader and its signal
+        // compilers (a language model among them) cost a short command most of its start-up.
+        return await (await import("./commands/serve.ts")).serveCommand(rest);
       case "config":
-        return await configCommand(rest);
+        return await (await import("./commands/config.ts")).configCommand(rest);
       // Loaded on demand: they bring the gateway's whole engine, which no other command needs.
       case "explain":
         return await (await import("./commands/explain.ts")).explainCommand(rest);
@@ -55,7 +54,7 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await (await import("./commands/eval.ts")).evalCommand(rest);
       case "version":
       case "--version":
-        return versionCommand(rest);
+        return (await import("./commands/version.ts")).versionCommand(rest);
       default:
         if (command in ADMIN_HELP) return await adminCommand(command, rest);
         process.stderr.write(`sluice: unknown command '${command}'\n\n${HELP}`);

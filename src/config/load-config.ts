@@ -3,7 +3,7 @@ import { publicationSchema, type PublicationConfig } from "./publication-schema.
 import { snapshotSourceSchema, type SnapshotSource } from "./backends-schema.ts";
 import { checkBudgets, unknownChargeTo } from "./check-budgets.ts";
 import { checkEgress } from "../egress/egress-guard.ts";
-import { ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
+import { CONFIG_FILES, ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
 import { TOOL_CALL_PLUGIN_KINDS } from "./plugin-schema.ts";
 import { compileSignal, type SignalShape } from "../signals/compile-signals.ts";
 import { compileCondition } from "../signals/conditions.ts";
@@ -21,12 +21,6 @@ export interface LoadedConfig {
   readonly publication: PublicationConfig;
   readonly backendsSeed: SnapshotSource;
 }
-
-export const CONFIG_FILES = {
-  gateway: "gateway.yaml",
-  publication: "publication.yaml",
-  backends: "backends.yaml",
-} as const;
 
 /**
  * Parses and validates all three files, collecting the issues of every file before failing, then

@@ -2,6 +2,13 @@ import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { formatPath } from "../errors/issue-path.ts";
 
+/** The three config files, by role. */
+export const CONFIG_FILES = {
+  gateway: "gateway.yaml",
+  publication: "publication.yaml",
+  backends: "backends.yaml",
+} as const;
+
 /** One problem found in a config file, precise enough to fix without guessing. */
 export interface ConfigIssue {
   readonly file: string;
