@@ -15,7 +15,11 @@
  *                              [--warmup 1] [--concurrency 32] [--no-access-log]
  *
  * Reports each run, the medians of workerd CPU per request, and per run the similarity path's CPU
- * minus the local path's (what the similarity decision adds) and the embedding request's. It checks
+ * minus the local path's (what the similarity decision adds) and the embedding request's. Before
+ * the gateway starts, it times in this process, with the gateway's code (`decide-work.ts`), the
+ * decide phase of the local decisions and of the public model's routes, and the similarity
+ * signal's own work with its embedding answered from memory: what the decision adds besides its
+ * embedding's sub-request. It checks
  * that every similarity request reached the simulator exactly twice (its embedding and its chat
  * call) and every other request once.
  *
@@ -27,7 +31,8 @@ import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { configureSimulator, exchange, runLoad, simJson, table } from "./load-runner.ts";
 import type { LoadResult } from "./load-spec.ts";
 import { clockTicksPerSecond, resolveWorkerPid } from "./proc.ts";
-import { embeddingsEntrypoint, LOCAL_DECISIONS_MODEL, OPEN_KEY, SIMILARITY_DECISIONS_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
+import { localDecideWork, similarityWork, type Work } from "./decide-work.ts";
+import { benchGatewayConfig, embeddingsEntrypoint, LOCAL_DECISIONS_MODEL, OPEN_KEY, PUBLIC_MODEL, SIMILARITY_DECISIONS_MODEL, SIMILARITY_SIGNAL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
 import { median } from "./stats.ts";
 import { EMBEDDINGS_WORKLOAD, gatewayPath, invalidBody, requestBody, requestHeaders, type Workload } from "./workload.ts";
 
@@ -76,6 +81,21 @@ async function main(): Promise<number> {
   const durationMs = numberFlag("duration", values.duration, 3, 0.5, 600, false) * 1000;
   const warmupMs = numberFlag("warmup", values.warmup, 1, 0, 60, false) * 1000;
   const concurrency = numberFlag("concurrency", values.concurrency, 32, 1, 1024, true);
+
+  // First, while nothing else of the bench runs: the decide phase's own work, in this process
+  // (the config's backend address is never called there).
+  const texts = benchGatewayConfig("http://127.0.0.1:9", true, undefined, false, true);
+  const us = (w: Work) => `median ${w.usPerRequest.toFixed(1)} µs per request (per batch ${w.perBatchUs.map((u) => u.toFixed(1)).join(", ")})`;
+  const routes = await localDecideWork(texts, PUBLIC_MODEL, requestBody(chat, PUBLIC_MODEL));
+  const local = await localDecideWork(texts, LOCAL_DECISIONS_MODEL, requestBody(chat, LOCAL_DECISIONS_MODEL));
+  const similar = await similarityWork(texts, SIMILARITY_SIGNAL, requestBody(chat, SIMILARITY_DECISIONS_MODEL));
+  const inProcess = [
+    "in this process, the gateway's code without its I/O:",
+    `  decide phase, ${PUBLIC_MODEL} (its routes as decisions; ${routes.decision}): ${us(routes)}`,
+    `  decide phase, ${LOCAL_DECISIONS_MODEL} (${local.decision}): ${us(local)}`,
+    `  the similarity signal's own work, its embedding answered from memory: ${us(similar)}; value ${JSON.stringify(similar.value)}`,
+  ].join("\n");
+  console.log(inProcess);
 
   buildBundle();
   const sim = await startBenchSimulator();
@@ -156,7 +176,7 @@ async function main(): Promise<number> {
     )}\n\n` +
       `similarity − local, CPU per request: median +${f(median(added))} ms (per round ${added.map(f).join(", ")})\n` +
       `similarity / local, CPU per request: median ×${median(ratio).toFixed(3)} (per round ${ratio.map((r) => r.toFixed(2)).join(", ")})\n` +
-      `(similarity − local) − a plain embeddings request: median ${f(median(beyond))} ms (per round ${beyond.map(f).join(", ")})`,
+      `(similarity − local) − a plain embeddings request: median ${f(median(beyond))} ms (per round ${beyond.map(f).join(", ")})\n\n${inProcess}`,
   );
   if (failures > 0) throw new BenchError(`${failures} runs had failed requests or the wrong number of upstream calls`);
   return 0;

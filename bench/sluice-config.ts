@@ -136,12 +136,33 @@ export const LOCAL_DECISIONS_MODEL = "bench-local";
 /** The same decisions, and two more on a similarity signal over the embeddings entrypoint: one embedding of the prompt per request. */
 export const SIMILARITY_DECISIONS_MODEL = "bench-similarity";
 
+/** The name of the similarity signal {@link SIMILARITY_DECISIONS_MODEL} decides on. */
+export const SIMILARITY_SIGNAL = "bench-topic";
+
+/**
+ * The similarity signal of {@link SIMILARITY_DECISIONS_MODEL}, as publication.yaml declares it,
+ * embedding with `model`: the shipped demo's kind of categories (code, support), which the bench
+ * prompt resembles little.
+ */
+export function similaritySignal(model: string): { name: string; kind: "similarity"; model: string; threshold: number; margin: number; categories: { name: string; utterances: string[] }[] } {
+  return {
+    name: SIMILARITY_SIGNAL,
+    kind: "similarity",
+    model,
+    threshold: 0.3,
+    margin: 0.05,
+    categories: [
+      { name: "code", utterances: ["fix this bug in my function", "why does my code throw an exception", "write a python script to parse a csv file", "review this pull request diff"] },
+      { name: "support", utterances: ["I was charged twice, I want a refund", "how do I change my payment method or invoice address", "cancel my subscription", "my account is locked and I cannot log in"] },
+    ],
+  };
+}
+
 /**
  * Adds {@link LOCAL_DECISIONS_MODEL} and {@link SIMILARITY_DECISIONS_MODEL} and the bench's own
  * signals to a publication that has decisions. Every decision picks the public model's default
  * tiers, so whichever holds, both send the same upstream call: what differs is how they decide.
- * The similarity signal embeds with the publication's first embeddings entrypoint; its utterances
- * are the shipped demo's kind (code, support), which the bench prompt resembles little.
+ * The similarity signal embeds with the publication's first embeddings entrypoint.
  */
 function withDecisionEntrypoints(pub: BenchPublication): void {
   const embed = firstEmbeddings(pub);
@@ -152,17 +173,7 @@ function withDecisionEntrypoints(pub: BenchPublication): void {
     ...((pub.signals as unknown[] | undefined) ?? []),
     { name: "bench-jailbreak", kind: "jailbreak" },
     { name: "bench-context", kind: "context" },
-    {
-      name: "bench-topic",
-      kind: "similarity",
-      model: embed.name,
-      threshold: 0.3,
-      margin: 0.05,
-      categories: [
-        { name: "code", utterances: ["fix this bug in my function", "why does my code throw an exception", "write a python script to parse a csv file", "review this pull request diff"] },
-        { name: "support", utterances: ["I was charged twice, I want a refund", "how do I change my payment method or invoice address", "cancel my subscription", "my account is locked and I cannot log in"] },
-      ],
-    },
+    similaritySignal(embed.name),
   ];
   const local = [
     { name: "jailbreak", priority: 100, when: { signal: "bench-jailbreak" }, models },
