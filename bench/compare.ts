@@ -7,7 +7,11 @@
  *
  *   npm run bench:compare -- [--base HEAD] [--workload buffered|streaming|mcp] [--tokens N] [--key open|budgeted]
  *                            [--runs 5] [--duration 3] [--warmup 1] [--concurrency 32]
- *                            [--base-no-access-log] [--no-access-log] [--streams N]
+ *                            [--base-no-access-log] [--no-access-log] [--streams N] [--simultaneous]
+ *
+ * With `--simultaneous` each run loads both sides at the same time instead (half the concurrency
+ * each, two load generators), so both see the same machine: on a box that other work keeps busy,
+ * the per-run ratio then moves far less than between consecutive runs.
  *
  * With `--streams N` it measures memory instead: per run and side, a fresh gateway takes N
  * concurrent streams at once (20 tokens 100 ms apart, as `npm run bench` does), and the resident
@@ -44,6 +48,7 @@ const USAGE = `Usage: npm run bench:compare -- [options]
   --base-no-access-log       the base side with observability.accessLog off
   --no-access-log            this side with observability.accessLog off
   --streams N                measure N concurrent streams on fresh processes instead of throughput
+  --simultaneous             load both sides at once in each run (concurrency split between them)
   --help                     show this text`;
 
 function git(args: readonly string[], cwd = ROOT): string {
@@ -87,6 +92,7 @@ async function main(): Promise<number> {
       "base-no-access-log": { type: "boolean" },
       "no-access-log": { type: "boolean" },
       streams: { type: "string" },
+      simultaneous: { type: "boolean" },
       help: { type: "boolean" },
     },
     USAGE,
@@ -120,27 +126,34 @@ async function main(): Promise<number> {
   const sides: { label: string; gw: Awaited<ReturnType<typeof start>> }[] = [];
   for (const o of sideOptions) sides.push({ label: o.label, gw: await start(o.name, o.bundleDir, o.compatibility, o.accessLog) });
   const ticks = clockTicksPerSecond();
+  const simultaneous = values.simultaneous === true;
+  if (simultaneous && concurrency < 2) throw new BenchError(`--simultaneous splits --concurrency between the sides: give at least 2\n${USAGE}`);
   const spec = (gw: (typeof sides)[number]["gw"]) => ({
     url: `${gw.publicUrl}${gatewayPath(workload)}`,
     headers: { authorization: `Bearer ${key.key}` },
     body: requestBody(workload, PUBLIC_MODEL),
     workload,
-    concurrency,
+    concurrency: simultaneous ? Math.ceil(concurrency / 2) : concurrency,
     warmupMs,
     durationMs,
     requestTimeoutMs: 30_000,
     cpuPids: { server: resolveWorkerPid(gw.process.pid ?? 0, "workerd") },
     clockTicksPerSecond: ticks,
   });
-  console.log(`${runs} alternating runs per side, ${workload.name}, ${key.name} key, ${concurrency} in flight, ${warmupMs / 1000} s warm-up + ${durationMs / 1000} s each\n`);
+  console.log(
+    simultaneous
+      ? `${runs} runs of both sides at once, ${workload.name}, ${key.name} key, ${Math.ceil(concurrency / 2)} in flight to each, ${warmupMs / 1000} s warm-up + ${durationMs / 1000} s each\n`
+      : `${runs} alternating runs per side, ${workload.name}, ${key.name} key, ${concurrency} in flight, ${warmupMs / 1000} s warm-up + ${durationMs / 1000} s each\n`,
+  );
   const cpu: number[][] = [[], []];
   const rps: number[][] = [[], []];
   let errors = 0;
   for (let i = 0; i < runs; i++) {
     // Alternate which side goes first, so neither always runs on the warmer machine.
     const order = i % 2 === 0 ? [0, 1] : [1, 0];
-    for (const s of order) {
-      const r = await runLoad(spec(sides[s]!.gw));
+    const together = simultaneous ? await Promise.all(order.map((s) => runLoad(spec(sides[s]!.gw)))) : undefined;
+    for (const [j, s] of order.entries()) {
+      const r = together?.[j] ?? (await runLoad(spec(sides[s]!.gw)));
       errors += r.errors + r.warmup.errors;
       const perReq = (r.cpuMs.server ?? Number.NaN) / Math.max(1, r.requests);
       cpu[s]!.push(perReq);

@@ -91,7 +91,7 @@ export function table(header: readonly string[], rows: readonly (readonly string
 
 /** Zero latency everywhere, so the simulator never waits and the proxies' own cost dominates; a chat workload's answer size. */
 export function configureSimulator(simUrl: string, w: Workload): Promise<unknown> {
-  return simJson(simUrl, "PUT", "/__sim/config", { ...(w.name === "mcp" ? {} : { tokens: w.tokens }), "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0 });
+  return simJson(simUrl, "PUT", "/__sim/config", { ...("tokens" in w ? { tokens: w.tokens } : {}), "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0 });
 }
 
 /** A JSON call to the simulator's control API (`/__sim/…`); any answer but 200 is a {@link BenchError}. */

@@ -2,7 +2,7 @@
  * `npm run bench:profile`: a CPU profile of Sluice's isolate under the bench's load, taken through
  * workerd's V8 inspector, summarised by function and by source file of the bundle.
  *
- *   npm run bench:profile -- [--key open|budgeted] [--workload buffered|streaming|mcp] [--concurrency 16]
+ *   npm run bench:profile -- [--key open|budgeted] [--workload buffered|streaming|mcp] [--model NAME] [--concurrency 16]
  *                            [--duration 10] [--interval-us 250] [--top 40] [--no-access-log] [--out FILE]
  *
  * The attached profiler slows the isolate down, so only proportions mean anything; the bench
@@ -17,12 +17,14 @@ import { freePort } from "../local-stack/ports.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { runLoad, table } from "./load-runner.ts";
 import { clockTicksPerSecond } from "./proc.ts";
-import { keyFlag, PUBLIC_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
+import { keyFlag, LOCAL_DECISIONS_MODEL, PUBLIC_MODEL, SIMILARITY_DECISIONS_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
 import { gatewayPath, requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
   --workload buffered|streaming|mcp   a chat completion, or an MCP tools/call (default buffered)
+  --model NAME               the public model a chat asks for (default ${PUBLIC_MODEL}); ${LOCAL_DECISIONS_MODEL} and
+                             ${SIMILARITY_DECISIONS_MODEL} are the decision entrypoints bench:decisions measures
   --concurrency N            requests in flight (default 16)
   --duration S               profiled seconds, after 2 s of unprofiled warm-up (default 10)
   --interval-us N            sampling interval (default 250)
@@ -179,6 +181,7 @@ async function main(): Promise<number> {
     {
       key: { type: "string" },
       workload: { type: "string" },
+      model: { type: "string" },
       concurrency: { type: "string" },
       duration: { type: "string" },
       "interval-us": { type: "string" },
@@ -191,6 +194,10 @@ async function main(): Promise<number> {
   );
   const workload = workloadFlag(values.workload, USAGE);
   const key = keyFlag(values.key, USAGE);
+  const model = values.model ?? PUBLIC_MODEL;
+  if (workload.name === "mcp" && values.model !== undefined) throw new BenchError(`--model names a chat model; an MCP call has none\n${USAGE}`);
+  // The decision entrypoints exist only in the bench's decisions config.
+  const decisions = model === LOCAL_DECISIONS_MODEL || model === SIMILARITY_DECISIONS_MODEL;
   const concurrency = numberFlag("concurrency", values.concurrency, 16, 1, 1024, true);
   const durationMs = numberFlag("duration", values.duration, 10, 1, 600, false) * 1000;
   const intervalUs = numberFlag("interval-us", values["interval-us"], 250, 50, 10_000, true);
@@ -200,19 +207,19 @@ async function main(): Promise<number> {
   console.log("starting the simulator and Sluice with the inspector open …");
   const sim = await startBenchSimulator();
   const inspectorPort = await freePort();
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: values["no-access-log"] !== true, inspectorPort, mcp: workload.name === "mcp" });
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: values["no-access-log"] !== true, inspectorPort, mcp: workload.name === "mcp", decisions });
   const fileOf = moduleMap(readFileSync(join(buildBundle(), "index.js"), "utf8"));
   const spec = {
     url: `${sluice.publicUrl}${gatewayPath(workload)}`,
     headers: { authorization: `Bearer ${key.key}` },
-    body: requestBody(workload, PUBLIC_MODEL),
+    body: requestBody(workload, model),
     workload,
     concurrency,
     requestTimeoutMs: 30_000,
     cpuPids: {},
     clockTicksPerSecond: clockTicksPerSecond(),
   };
-  console.log(`warming up (2 s, ${key.name} key, ${workload.name}, ${concurrency} in flight) …`);
+  console.log(`warming up (2 s, ${key.name} key, ${workload.name}${workload.name === "mcp" ? "" : ` to ${model}`}, ${concurrency} in flight) …`);
   await runLoad({ ...spec, warmupMs: 0, durationMs: 2000 });
 
   const inspector = await cdp(await inspectorTarget(inspectorPort));

@@ -411,7 +411,9 @@ function report(st: Stage, o: Options, s: Record<TargetName, TargetSummary>, r: 
   const what =
     w.name === "mcp"
       ? `tools/call of the simulator's echo tool (2026-07-28) at /mcp/${MCP_SERVER}, direct at the simulator's /mcp`
-      : `${w.stream ? "stream: true + include_usage, " : ""}${w.tokens} output tokens`;
+      : w.name === "embeddings"
+        ? "one embedding of the prompt"
+        : `${w.stream ? "stream: true + include_usage, " : ""}${w.tokens} output tokens`;
   const title = `${st.label}: ${what}, concurrency ${st.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`;
   return [
     title,

@@ -84,9 +84,11 @@ function withEchoTool(mcp: McpPublication | undefined): McpPublication {
  * asked, and the simulator's address added to the egress allowlist (a revision from before the
  * egress guard has no allowlist and needs none). With `mcp`, the simulator's MCP server and the
  * echo tool's policy and price: only then, since a revision from before the MCP gateway refuses
- * the keys.
+ * the keys. With `decisions` (this tree's publication only; `mcp` is then ignored), nothing is
+ * trimmed, and the entrypoints {@link LOCAL_DECISIONS_MODEL} and {@link SIMILARITY_DECISIONS_MODEL}
+ * and their signals are added.
  */
-export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false): { backends: string; publication: string; gateway: string } {
+export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false, decisions = false): { backends: string; publication: string; gateway: string } {
   const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
   const pointed = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
   if (pointed === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
@@ -98,6 +100,12 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   }
   gateway = allowingSimulator(gateway, simUrl);
   const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as BenchPublication;
+  if (decisions) {
+    // This tree only: everything shipped is kept, and the two decision entrypoints are added.
+    withDecisionEntrypoints(pub);
+    pub.tenants.push(openTenant());
+    return { backends: pointed, publication: stringifyYaml(pub), gateway };
+  }
   // The stages measure chat and MCP; a revision from before embeddings and moderations would
   // refuse the entrypoints serving them, their models, pools and capabilities, and one from
   // before decisions would refuse signals, plugins and the entrypoints that use them.
@@ -110,7 +118,7 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   delete pub.plugins;
   delete pub.signalDeadlineMs;
   pub.models = pub.models.filter((m) => !inputModels.has(m.id));
-  pub.tenants.push({ id: OPEN_TENANT, apiKeys: [{ id: OPEN_TENANT, sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] });
+  pub.tenants.push(openTenant());
   if (mcp) {
     gateway = withMcpServer(gateway, simUrl);
     pub.mcp = withEchoTool(pub.mcp);
@@ -118,10 +126,85 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   return { backends: backendsForSim, publication: stringifyYaml(pub), gateway };
 }
 
+/** The tenant without budgets whose key is {@link OPEN_KEY}. */
+function openTenant(): unknown {
+  return { id: OPEN_TENANT, apiKeys: [{ id: OPEN_TENANT, sha256: createHash("sha256").update(OPEN_KEY).digest("hex"), entrypoints: ["*"] }] };
+}
+
+/** An entrypoint whose decisions read only local signals (a jailbreak check, the prompt's size); the bench prompt meets none. */
+export const LOCAL_DECISIONS_MODEL = "bench-local";
+/** The same decisions, and two more on a similarity signal over the embeddings entrypoint: one embedding of the prompt per request. */
+export const SIMILARITY_DECISIONS_MODEL = "bench-similarity";
+
+/** The name of the similarity signal {@link SIMILARITY_DECISIONS_MODEL} decides on. */
+export const SIMILARITY_SIGNAL = "bench-topic";
+
+/**
+ * The similarity signal of {@link SIMILARITY_DECISIONS_MODEL}, as publication.yaml declares it,
+ * embedding with `model`: the shipped demo's kind of categories (code, support), which the bench
+ * prompt resembles little.
+ */
+export function similaritySignal(model: string): { name: string; kind: "similarity"; model: string; threshold: number; margin: number; categories: { name: string; utterances: string[] }[] } {
+  return {
+    name: SIMILARITY_SIGNAL,
+    kind: "similarity",
+    model,
+    threshold: 0.3,
+    margin: 0.05,
+    categories: [
+      { name: "code", utterances: ["fix this bug in my function", "why does my code throw an exception", "write a python script to parse a csv file", "review this pull request diff"] },
+      { name: "support", utterances: ["I was charged twice, I want a refund", "how do I change my payment method or invoice address", "cancel my subscription", "my account is locked and I cannot log in"] },
+    ],
+  };
+}
+
+/**
+ * Adds {@link LOCAL_DECISIONS_MODEL} and {@link SIMILARITY_DECISIONS_MODEL} and the bench's own
+ * signals to a publication that has decisions. Every decision picks the public model's default
+ * tiers, so whichever holds, both send the same upstream call: what differs is how they decide.
+ * The similarity signal embeds with the publication's first embeddings entrypoint.
+ */
+function withDecisionEntrypoints(pub: BenchPublication): void {
+  const embed = firstEmbeddings(pub);
+  const chat = pub.entrypoints.find((e) => e.name === PUBLIC_MODEL);
+  if (chat === undefined) throw new BenchError(`the shipped publication has no entrypoint ${PUBLIC_MODEL}`);
+  const models = chat.default;
+  pub.signals = [
+    ...((pub.signals as unknown[] | undefined) ?? []),
+    { name: "bench-jailbreak", kind: "jailbreak" },
+    { name: "bench-context", kind: "context" },
+    similaritySignal(embed.name),
+  ];
+  const local = [
+    { name: "jailbreak", priority: 100, when: { signal: "bench-jailbreak" }, models },
+    { name: "long-prompt", priority: 10, when: { signal: "bench-context", above: 4000 }, models },
+  ];
+  pub.entrypoints.push(
+    { name: LOCAL_DECISIONS_MODEL, description: "Bench: decisions over local signals only.", decisions: local, default: models },
+    {
+      name: SIMILARITY_DECISIONS_MODEL,
+      description: "Bench: the same, and decisions over a similarity signal.",
+      decisions: [...local, { name: "code", when: { signal: "bench-topic", is: "code" }, models }, { name: "support", when: { signal: "bench-topic", is: "support" }, models }],
+      default: models,
+    },
+  );
+}
+
+function firstEmbeddings(pub: BenchPublication): BenchPublication["entrypoints"][number] {
+  const embed = pub.entrypoints.find((e) => e.operation === "embeddings");
+  if (embed === undefined) throw new BenchError("the shipped publication has no embeddings entrypoint for a similarity signal");
+  return embed;
+}
+
+/** The embeddings entrypoint the bench's similarity signal embeds with (the shipped publication's first). */
+export function embeddingsEntrypoint(): string {
+  return firstEmbeddings(parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as BenchPublication).name;
+}
+
 /** The parts of the bundled publication the bench reads or trims. */
 interface BenchPublication {
   tenants: unknown[];
-  entrypoints: { operation?: string; default: string[][]; decisions?: unknown[]; plugins?: unknown[] }[];
+  entrypoints: { name: string; description?: string; operation?: string; default: string[][]; decisions?: unknown[]; plugins?: unknown[] }[];
   models: { id: string; revisions: { pool: string }[] }[];
   mcp?: McpPublication;
   signals?: unknown;
@@ -171,8 +254,8 @@ export function startBenchSimulator(args: readonly string[] = ["--history", "0"]
  * Sluice on workerd with {@link benchGatewayConfig} (the simulator's MCP server configured when
  * `mcp`), a random admin token (returned, for reading the books), registered for shutdown as `name`.
  */
-export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean; readonly mcp?: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
-  const { name, accessLog, mcp, ...options } = o;
+export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean; readonly mcp?: boolean; readonly decisions?: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
+  const { name, accessLog, mcp, decisions, ...options } = o;
   const adminToken = `bench-${randomBytes(12).toString("hex")}`;
-  return starting(() => startGateway({ ...options, adminToken, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir, mcp) }).then((g) => ({ ...g, name, adminToken })));
+  return starting(() => startGateway({ ...options, adminToken, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir, mcp, decisions) }).then((g) => ({ ...g, name, adminToken })));
 }

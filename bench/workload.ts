@@ -1,7 +1,7 @@
 /** What one request of each workload looks like, and what counts as a complete, correct answer. */
 import { ECHO_TOOL, MCP_PATH, MCP_VERSION } from "../simulator/mcp.ts";
 
-export type WorkloadName = "buffered" | "streaming" | "mcp";
+export type WorkloadName = "buffered" | "streaming" | "mcp" | "embeddings";
 
 /** A chat completion, buffered or streamed. */
 export interface ChatWorkload {
@@ -17,29 +17,38 @@ export interface McpWorkload {
   readonly stream: false;
 }
 
-export type Workload = ChatWorkload | McpWorkload;
+/** An embedding of the chat workload's prompt (`POST /v1/embeddings`): what a similarity signal asks for. */
+export interface EmbeddingsWorkload {
+  readonly name: "embeddings";
+  readonly stream: false;
+}
+
+export type Workload = ChatWorkload | McpWorkload | EmbeddingsWorkload;
 
 export const MCP_WORKLOAD: McpWorkload = { name: "mcp", stream: false };
+
+export const EMBEDDINGS_WORKLOAD: EmbeddingsWorkload = { name: "embeddings", stream: false };
 
 /** The name the simulator's MCP endpoint has in the bench's gateway config: Sluice serves it at `/mcp/<name>`. */
 export const MCP_SERVER = "sim";
 
 /** The prompt avoids the demo config's routing keywords, so Sluice takes its default route. */
-const PROMPT = "Hello from the benchmark. Please answer briefly.";
+export const PROMPT = "Hello from the benchmark. Please answer briefly.";
 
 /** What the echo tool is asked to say back: a short sentence, like a small tool argument. */
 const ECHO_TEXT = "Hello from the benchmark.";
 
 const CHAT_PATH = "/v1/chat/completions";
+const EMBEDDINGS_PATH = "/v1/embeddings";
 
 /** Where a request of `w` goes on a gateway (Sluice, or the null gateway, which serves the same paths). */
 export function gatewayPath(w: Workload): string {
-  return w.name === "mcp" ? `${MCP_PATH}/${MCP_SERVER}` : CHAT_PATH;
+  return w.name === "mcp" ? `${MCP_PATH}/${MCP_SERVER}` : w.name === "embeddings" ? EMBEDDINGS_PATH : CHAT_PATH;
 }
 
 /** Where a request of `w` goes on the simulator itself. */
 export function simulatorPath(w: Workload): string {
-  return w.name === "mcp" ? MCP_PATH : CHAT_PATH;
+  return w.name === "mcp" ? MCP_PATH : w.name === "embeddings" ? EMBEDDINGS_PATH : CHAT_PATH;
 }
 
 /** The JSON body of one request for `model` (which an MCP call does not name). */
@@ -56,6 +65,7 @@ export function requestBody(w: Workload, model: string): string {
       },
     });
   }
+  if (w.name === "embeddings") return JSON.stringify({ model, input: PROMPT });
   return JSON.stringify({
     model,
     messages: [{ role: "user", content: PROMPT }],
@@ -82,6 +92,7 @@ export function requestHeaders(w: Workload, base: Readonly<Record<string, string
  */
 export function invalidBody(w: Workload, text: string): string | undefined {
   if (w.name === "mcp") return invalidToolResult(text);
+  if (w.name === "embeddings") return invalidEmbedding(text);
   if (w.stream) {
     if (!text.trimEnd().endsWith("data: [DONE]")) return "incomplete stream (no [DONE])";
     if (!text.includes('"usage":{')) return "stream without usage chunk";
@@ -103,6 +114,16 @@ function invalidToolResult(text: string): string | undefined {
   if (json.jsonrpc !== "2.0" || json.result === undefined) return "body is not a JSON-RPC result";
   if (json.result.isError === true) return "tool result with isError";
   if (json.result.content?.[0]?.text !== ECHO_TEXT) return "tool result without the echoed text";
+  return undefined;
+}
+
+function invalidEmbedding(text: string): string | undefined {
+  const json = parsed<{ object?: unknown; data?: { embedding?: unknown }[] }>(text);
+  if (json === undefined) return "body is not JSON";
+  if (json.object !== "list") return "body is not an embedding list";
+  const vector = json.data?.[0]?.embedding;
+  // Base64 vectors are strings; the bench asks for floats.
+  if (!Array.isArray(vector) || vector.length === 0 || json.data!.length !== 1) return "not exactly one embedding";
   return undefined;
 }
 

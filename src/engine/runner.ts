@@ -17,7 +17,7 @@ import { StreamEventChain } from "../plugins/stream-event-chain.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
 import { memoizedModels, type SignalModels } from "../signals/signal-models.ts";
-import { SignalSet, type SignalDefinition } from "../signals/signal-set.ts";
+import { SignalSet, signalIndex, type SignalDefinition, type SignalIndex } from "../signals/signal-set.ts";
 
 /**
  * The runner's extension points, filled by the publication's signals and plugins (each list in
@@ -49,12 +49,22 @@ const NO_SIGNALS = (): SignalSet =>
     onFailure: () => {},
   }));
 
-/** Per publication: its signals' definitions, and its plugins compiled by name (built on first use). */
-const compiled = new WeakMap<CompiledPublication, { readonly signals: readonly SignalDefinition[]; readonly plugins: ReadonlyMap<string, PluginFactory> }>();
+/** What a publication's requests share: its signals' definitions (listed and indexed by name), and its plugins compiled by name. */
+interface CompiledExtensions {
+  readonly signals: readonly SignalDefinition[];
+  readonly signalIndex: SignalIndex;
+  readonly plugins: ReadonlyMap<string, PluginFactory>;
+}
 
-function compiledOf(publication: CompiledPublication): { readonly signals: readonly SignalDefinition[]; readonly plugins: ReadonlyMap<string, PluginFactory> } {
+/** Per publication, built on first use. */
+const compiled = new WeakMap<CompiledPublication, CompiledExtensions>();
+
+function compiledOf(publication: CompiledPublication): CompiledExtensions {
   let c = compiled.get(publication);
-  if (c === undefined) compiled.set(publication, (c = { signals: [...publication.signals.values()].map((s) => s.definition), plugins: compilePlugins(publication.source.plugins) }));
+  if (c === undefined) {
+    const signals = [...publication.signals.values()].map((s) => s.definition);
+    compiled.set(publication, (c = { signals, signalIndex: signalIndex(signals), plugins: compilePlugins(publication.source.plugins) }));
+  }
   return c;
 }
 /** What the runner itself uses, for every kind of traffic (built once per isolate). */
@@ -118,7 +128,7 @@ export class Runner<R> {
   readonly #turn: KindTurn<R>;
   readonly #subcall: boolean;
   readonly #signalModels: SignalModels | undefined;
-  readonly #compiled: { readonly signals: readonly SignalDefinition[]; readonly plugins: ReadonlyMap<string, PluginFactory> };
+  readonly #compiled: CompiledExtensions;
   #principal: Principal | undefined;
   #signals: SignalSet | undefined;
   /** The request's own plugin instances (its entrypoint's and decision's), once decide has run. */
@@ -270,7 +280,7 @@ export class Runner<R> {
     const extra = this.#extensions.signals;
     // Without signals there is nothing to compute or keep: every request shares one empty set.
     if (declared.length === 0 && extra.length === 0) return NO_SIGNALS();
-    this.#signals ??= new SignalSet(extra.length === 0 ? declared : [...declared, ...extra], {
+    this.#signals ??= new SignalSet(extra.length === 0 ? this.#compiled.signalIndex : [...declared, ...extra], {
       input: () => ({ subject: this.#turn.subject(), principal: this.#principal, trustedHeaders: this.#turn.trusted(), models: this.#signalModels }),
       signal: ctx.signal,
       offline: this.#explain?.offline,

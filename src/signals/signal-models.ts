@@ -28,21 +28,23 @@ export interface ModerationVerdict {
  * once per request, however many similarity signals read it (and, later, the cache).
  */
 export function memoizedModels(models: SignalModels): SignalModels {
-  const embeddings = new Map<string, Promise<Float32Array>>();
+  // Made on the first embedding: most requests embed nothing, and every request is wrapped.
+  let embeddings: Map<string, Promise<Float32Array>> | undefined;
   return {
     moderate: models.moderate,
     async embed(model, texts, signal) {
-      const missing = texts.filter((t) => !embeddings.has(`${model}\u0000${t}`));
+      const memo = (embeddings ??= new Map());
+      const missing = texts.filter((t) => !memo.has(`${model}\u0000${t}`));
       if (missing.length > 0) {
         const batch = models.embed(model, missing, signal);
         missing.forEach((t, i) => {
           const one = batch.then((vectors) => vectors[i]!);
           // A failed batch is not remembered: the next signal that asks tries again.
-          one.catch(() => embeddings.delete(`${model}\u0000${t}`));
-          embeddings.set(`${model}\u0000${t}`, one);
+          one.catch(() => memo.delete(`${model}\u0000${t}`));
+          memo.set(`${model}\u0000${t}`, one);
         });
       }
-      return Promise.all(texts.map((t) => embeddings.get(`${model}\u0000${t}`)!));
+      return Promise.all(texts.map((t) => memo.get(`${model}\u0000${t}`)!));
     },
   };
 }

@@ -71,6 +71,14 @@ export interface SignalSetOptions {
   readonly offline?: boolean | undefined;
 }
 
+/** Declared signals by name: what a {@link SignalSet} looks a name up in. */
+export type SignalIndex = ReadonlyMap<string, SignalDefinition>;
+
+/** The index of `defs` (later duplicates win), to share between the requests of a publication. */
+export function signalIndex(defs: readonly SignalDefinition[]): SignalIndex {
+  return new Map(defs.map((d) => [d.name, d]));
+}
+
 /**
  * One request's signals: each computed lazily, the first time the decide phase (or a plugin) asks
  * for it, and at most once — later asks share the first computation. A signal that throws is
@@ -88,8 +96,12 @@ export class SignalSet {
   readonly #pending = new Map<string, Promise<SignalValue>>();
   readonly #settled = new Map<string, SignalValue>();
 
-  constructor(defs: readonly SignalDefinition[], options: SignalSetOptions) {
-    this.#defs = new Map(defs.map((d) => [d.name, d]));
+  /**
+   * @param defs the declared signals, or an index of them built once with {@link signalIndex} (a
+   *   request of a publication then builds no map of its own).
+   */
+  constructor(defs: readonly SignalDefinition[] | SignalIndex, options: SignalSetOptions) {
+    this.#defs = Array.isArray(defs) ? signalIndex(defs) : (defs as SignalIndex);
     this.#options = options;
   }
 

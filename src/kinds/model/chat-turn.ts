@@ -102,7 +102,9 @@ export class ChatTurn implements KindTurn<Reply> {
 
   async decide(signals: SignalSet): Promise<Early<Reply> | undefined> {
     const { ctx, deps } = this.#caller;
-    const decided = await decideChat(deps.publication, this.#entrypoint!, this.#request!, this.#caller.decisionInput(), signals);
+    const deciding = decideChat(deps.publication, this.#entrypoint!, this.#request!, this.#caller.decisionInput(), signals);
+    // Local signals decide synchronously: awaiting a plain value would still cost a suspension.
+    const decided = deciding instanceof Promise ? await deciding : deciding;
     this.#plan = decided.plan;
     this.#decision = decided.decision?.name;
     this.#decisionPlugins = decided.decision?.plugins ?? [];
