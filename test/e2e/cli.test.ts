@@ -12,6 +12,9 @@ import { allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, type Simulato
 
 const TOKEN = "cli-e2e-admin-token";
 
+/** A test that runs many `sluice` commands: each is a Node start-up, seconds apiece on a busy machine. */
+const CLI_RUNS_TIMEOUT = 120_000;
+
 /**
  * fetch on a connection of its own. These tests leave the gateway idle for seconds at a time (a
  * CLI command runs, a gateway restarts), and a pooled keep-alive connection the server closed
@@ -202,7 +205,7 @@ describe("the sluice CLI against a real gateway", () => {
       expect(helped[i]!.status, cmd.join(" ")).toBe(0);
       expect(helped[i]!.stdout, cmd.join(" ")).toMatch(/^Usage: sluice /);
     });
-  });
+  }, CLI_RUNS_TIMEOUT);
 
   it("validates a config directory, naming file and path of every problem, and prints it redacted", () => {
     const ok = sluice(["config", "validate", "--config", configDir]);
@@ -232,7 +235,7 @@ describe("the sluice CLI against a real gateway", () => {
     const s = sluice(["serve", "--config", broken, "--public", "127.0.0.1:1", "--admin", "127.0.0.1:2"]);
     expect(s.status).toBe(1);
     expect(s.stderr).toContain("gateway.yaml: traffic.retryForever: unknown key");
-  });
+  }, CLI_RUNS_TIMEOUT);
 
   it("refuses to serve while a secret the config names is unset, naming it and where it is named", () => {
     const r = sluice(["serve", "--config", configDir, "--state", join(work, "unused"), "--public", "127.0.0.1:1", "--admin", "127.0.0.1:2", "--bundle", bundleDir, "--secret", "EXTRA_PROVIDER_KEY"], {
@@ -255,7 +258,7 @@ describe("the sluice CLI against a real gateway", () => {
     const r = sluice(["routes", "list", ...admin()]);
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^sluice-chat\s+\(default\)\s+1\s+chat-small\s+sim-small\s+sim-local:sim-small\s+yes$/m);
-  });
+  }, CLI_RUNS_TIMEOUT);
 
   it("finds the admin listener in gateway.yaml of --config when no --admin is given", () => {
     const g = bundledConfig("gateway");
@@ -293,7 +296,7 @@ describe("the sluice CLI against a real gateway", () => {
     const unknown = sluice(["budgets", "balance", "no-such-tenant", ...admin()]);
     expect(unknown.status).toBe(1);
     expect(unknown.stderr).toMatch(/GET \/budgets\/no-such-tenant\/balance failed: 404/);
-  });
+  }, CLI_RUNS_TIMEOUT);
 
   it("budgets balance shows what requests spent", async () => {
     const res = await chat("hello");
