@@ -11,5 +11,8 @@ export default defineConfig({
   ],
   test: {
     include: ["test/runtime/**/*.test.ts"],
+    // The property tests (hundreds of random splits and bodies per test) take well under a second
+    // on a quiet machine and more than vitest's default 5 s on a saturated one; a hung test still fails.
+    testTimeout: 30_000,
   },
 });
