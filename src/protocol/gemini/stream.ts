@@ -1,4 +1,5 @@
 import type { SseEvent, StreamDecoder } from "../codec.ts";
+import { isRecord } from "../fast-guard.ts";
 import type { NeutralEvent, StopReason, Usage } from "../neutral.ts";
 import { generateContentResponseSchema, stopFromFinish, toolCallOf, usageFromMetadata } from "./response.ts";
 
@@ -7,7 +8,8 @@ import { generateContentResponseSchema, stopFromFinish, toolCallOf, usageFromMet
  * chunks: text (and thought) parts arrive as deltas, a function call arrives whole in one part,
  * the last chunk carries the `finishReason`, and `usageMetadata` rides on chunks as a running
  * total (the last one is the answer's). There is no end marker: the stream is complete when a
- * chunk gave a finish reason (or the prompt was blocked) and the connection then closed.
+ * chunk gave a finish reason (or the prompt was blocked) and the connection then closed. An error
+ * after the stream began comes as Google's error envelope in a data chunk.
  */
 
 const unreadable: NeutralEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
@@ -34,6 +36,13 @@ export function createGeminiStreamDecoder(): StreamDecoder {
       } catch {
         failed = true;
         return [unreadable];
+      }
+      if (isRecord(json) && isRecord(json.error)) {
+        // Google's error envelope as a chunk: the provider ended the stream with an error. Its
+        // text is not forwarded; its status decides the wording only.
+        failed = true;
+        const overloaded = json.error.status === "UNAVAILABLE" || json.error.status === "RESOURCE_EXHAUSTED";
+        return [{ type: "error", code: "upstream_error", message: overloaded ? "The provider is overloaded and ended the stream." : "The provider reported an error mid-stream." }];
       }
       const parsed = generateContentResponseSchema.safeParse(json);
       if (!parsed.success) {

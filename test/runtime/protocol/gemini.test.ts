@@ -298,6 +298,11 @@ describe("gemini streams", () => {
     expect(decode([bytes(sse({ candidates: 3 }))])).toEqual([{ type: "error", code: "upstream_protocol_error", message: expect.any(String) }]);
   });
 
+  it("reports Google's error envelope in a chunk as the provider's mid-stream error, without its text", () => {
+    const events = decode([bytes(sse(chunk([{ text: "a" }]), { error: { code: 503, message: "secret-ish detail", status: "UNAVAILABLE" } }))]);
+    expect(events).toEqual([{ type: "start" }, { type: "text", text: "a" }, { type: "error", code: "upstream_error", message: "The provider is overloaded and ended the stream." }]);
+  });
+
   it("ends a blocked prompt and a safety stop as content_filter", () => {
     expect(decode([bytes(sse({ promptFeedback: { blockReason: "PROHIBITED_CONTENT" } }))])).toEqual([{ type: "start" }, { type: "stop", reason: "content_filter" }]);
     expect(decode([bytes(sse(chunk([{ text: "a" }]), chunk([], { finishReason: "SAFETY" })))]).slice(-1)).toEqual([{ type: "stop", reason: "content_filter" }]);
