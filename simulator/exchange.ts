@@ -141,7 +141,7 @@ async function answeredBeforeBody(
     const status = knobs.status ?? 500;
     const retryAfter = knobs.retryAfter ?? (status === 429 || status === 503 ? 1 : undefined);
     const headers = retryAfter === undefined ? undefined : { "retry-after": String(retryAfter) };
-    ex.error(envelope, simulatedError(status), "faulted", headers);
+    ex.error(envelope, { ...simulatedError(status), retryAfterSeconds: retryAfter }, "faulted", headers);
     return true;
   }
   if (fault === "reset-before-headers") {

@@ -9,12 +9,14 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Exchange, serveGeneration, serveJson } from "./exchange.ts";
 import { anthropicCountTokens, anthropicMessages, anthropicModelNotFound, renderAnthropicModel, renderAnthropicModelList } from "./formats/anthropic-messages.ts";
+import { geminiFormat, geminiRoute, vertexAuthError, type GeminiRoute } from "./formats/gemini.ts";
 import { openaiChat } from "./formats/openai-chat.ts";
 import { openaiEmbeddings } from "./formats/openai-embeddings.ts";
 import { openaiModerations } from "./formats/openai-moderations.ts";
 import { modelNotFound, renderModel, renderModelList } from "./formats/openai-models.ts";
 import { openaiResponses } from "./formats/openai-responses.ts";
 import { conversationHash } from "./generate.ts";
+import { GoogleTokens, TOKEN_PATH } from "./google-token.ts";
 import { BASE_KNOBS, KnobError, knobRejection, knobsForPath, knobsToSettings, resolveRequestKnobs, resolveSettings } from "./knobs.ts";
 import type { KnobSettings, Knobs } from "./knobs.ts";
 import { MCP_PATH, mcpUnauthorized, serveMcp } from "./mcp.ts";
@@ -62,6 +64,12 @@ export interface SimulatorOptions {
   readonly knobs?: KnobSettings;
   /** How many recent requests `GET /__sim/requests` can return; default 200. */
   readonly history?: number;
+  /**
+   * Google service accounts the fake token endpoint (`POST /token`) grants tokens to: client
+   * email → the account's public key (SPKI PEM). With any, Vertex routes require a token it issued
+   * (or `apiKey` as a bearer token).
+   */
+  readonly googleServiceAccounts?: Readonly<Record<string, string>>;
 }
 
 /** A running simulator. */
@@ -81,6 +89,7 @@ interface State {
   readonly recorder: Recorder;
   /** Requests seen per `times` key. */
   readonly attempts: Map<string, number>;
+  readonly google: GoogleTokens;
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
@@ -161,6 +170,35 @@ async function handleJson(state: State, ex: Exchange, endpoint: JsonEndpoint, bo
   await serveJson(ex, envelope, knobs, faultApplies(state, knobs, call.model, call.seed), (omitUsage) => call.render(omitUsage));
 }
 
+/**
+ * Who may call a Gemini route: the Gemini API takes the key in `x-goog-api-key` (or `?key=`);
+ * Vertex a bearer token the token endpoint issued and has not expired (or the instance key).
+ */
+function geminiAuthError(state: State, req: IncomingMessage, route: GeminiRoute, query: string): SimError | undefined {
+  if (route.mode === "gemini-api") {
+    if (state.apiKey === undefined) return undefined;
+    const header = req.headers["x-goog-api-key"];
+    const given = typeof header === "string" ? header : (new URLSearchParams(query).get("key") ?? undefined);
+    return given === state.apiKey ? undefined : geminiFormat(route, "").authError(given);
+  }
+  if (state.apiKey === undefined && !state.google.enabled) return undefined;
+  const auth = req.headers.authorization;
+  const token = auth !== undefined && /^bearer\s/i.test(auth) ? auth.slice(7).trim() : undefined;
+  if (token !== undefined && (token === state.apiKey || state.google.valid(token))) return undefined;
+  return vertexAuthError(token);
+}
+
+async function handleGemini(state: State, ex: Exchange, route: GeminiRoute, path: string, query: string, body: unknown, malformed: boolean): Promise<void> {
+  const format = geminiFormat(route, path);
+  ex.idHeader = format.requestIdHeader;
+  const denied = geminiAuthError(state, ex.req, route, query);
+  if (denied !== undefined) return ex.error(format, denied, "rejected");
+  if (route.stream && !route.sse) {
+    return ex.error(format, { status: 400, kind: "invalid_request", message: "The simulator serves streamGenerateContent with alt=sse only.", param: null, code: null }, "rejected");
+  }
+  return handleGeneration(state, ex, format, body, malformed);
+}
+
 /** Routes of the provider API and of MCP (everything outside `/__sim/` and `/health`). */
 async function handleApi(state: State, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void> {
   const raw = await readBody(req);
@@ -187,6 +225,12 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
     if (state.apiKey !== undefined && presentedKey(req) !== state.apiKey) return mcpUnauthorized(ex);
     return serveMcp(ex, body, malformed);
   }
+  if (req.method === "POST" && path === TOKEN_PATH) {
+    const answer = await state.google.grant(req, raw.toString("utf8"));
+    return ex.json(answer.status, JSON.stringify(answer.body), answer.status === 200 ? "completed" : "rejected");
+  }
+  const gemini = req.method === "POST" ? geminiRoute(path, query) : undefined;
+  if (gemini !== undefined) return handleGemini(state, ex, gemini, path, query, body, malformed);
   const route = req.method === "POST" ? FORMATS.get(path) : undefined;
   const endpoint = req.method === "POST" ? JSON_ENDPOINTS.get(path) : undefined;
   const format = route ?? (endpoint === undefined ? envelopeFor(req) : (endpoint.envelope ?? openaiChat));
@@ -240,6 +284,7 @@ async function handleControl(state: State, req: IncomingMessage, res: ServerResp
     case "POST /__sim/reset":
       state.recorder.reset();
       state.attempts.clear();
+      state.google.reset();
       return sendJson(res, 200, { reset: true });
     case "GET /__sim/config":
       return sendJson(res, 200, knobsToSettings(state.knobs));
@@ -261,6 +306,22 @@ async function handleControl(state: State, req: IncomingMessage, res: ServerResp
       }
       return sendJson(res, 200, knobsToSettings(state.knobs));
     }
+    case "PUT /__sim/google-token": {
+      let settings: unknown;
+      try {
+        settings = JSON.parse(raw === undefined || raw.length === 0 ? "{}" : raw.toString("utf8"));
+      } catch {
+        settings = undefined;
+      }
+      if (typeof settings !== "object" || settings === null || Array.isArray(settings)) return controlError(res, 400, "google-token body must be a JSON object");
+      try {
+        return sendJson(res, 200, state.google.configure(settings as Record<string, unknown>));
+      } catch (error) {
+        return controlError(res, 400, (error as Error).message);
+      }
+    }
+    case "GET /__sim/google-token":
+      return sendJson(res, 200, { ...state.google.knobs, granted: state.google.granted });
     default:
       return controlError(res, 404, `Unknown simulator endpoint: ${route}`);
   }
@@ -289,6 +350,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     knobs: startupKnobs,
     recorder: new Recorder(options.history ?? 200),
     attempts: new Map(),
+    google: new GoogleTokens(options.googleServiceAccounts),
   };
   const server: Server = createServer((req, res) => handle(state, req, res));
   const host = options.host ?? "127.0.0.1";

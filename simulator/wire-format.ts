@@ -127,6 +127,8 @@ export interface SimError {
   readonly message: string;
   readonly param: string | null;
   readonly code: string | null;
+  /** Seconds the client is asked to wait (the `retry-after` sent with it), for formats that say it in the body too. */
+  readonly retryAfterSeconds?: number | undefined;
 }
 
 /** A request refused by validation. */

@@ -13,7 +13,7 @@ export type ProtocolId = (typeof PROTOCOL_IDS)[number];
  * Protocols a backend may speak: every wire protocol, and those only a backend speaks — reached
  * through a runtime binding rather than a URL (Workers AI), so no client ever sends them.
  */
-export const BACKEND_PROTOCOL_IDS = [...PROTOCOL_IDS, "workers-ai"] as const;
+export const BACKEND_PROTOCOL_IDS = [...PROTOCOL_IDS, "workers-ai", "gemini"] as const;
 export type BackendProtocolId = (typeof BACKEND_PROTOCOL_IDS)[number];
 
 /** What the gateway stamps on every response it writes, instead of the provider's identifiers. */

@@ -35,6 +35,9 @@ export function providerName(protocol: BackendProtocolId | undefined): string {
       return "openai";
     case "anthropic-messages":
       return "anthropic";
+    case "gemini":
+      // One codec serves the Gemini API and Vertex AI: the conventions' value for either.
+      return "gcp.gen_ai";
     case "workers-ai":
     case undefined:
       return "_OTHER";
