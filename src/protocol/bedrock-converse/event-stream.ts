@@ -57,7 +57,7 @@ export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number 
   return (c ^ 0xffffffff) >>> 0;
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 const utf8Encoder = new TextEncoder();
 
 const malformed = (why: string): GatewayError => new GatewayError("upstream_protocol_error", `The provider's event stream was malformed: ${why}.`);
