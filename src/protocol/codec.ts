@@ -13,7 +13,7 @@ export type ProtocolId = (typeof PROTOCOL_IDS)[number];
  * Protocols a backend may speak: every wire protocol, and those only a backend speaks — reached
  * through a runtime binding rather than a URL (Workers AI), so no client ever sends them.
  */
-export const BACKEND_PROTOCOL_IDS = [...PROTOCOL_IDS, "workers-ai"] as const;
+export const BACKEND_PROTOCOL_IDS = [...PROTOCOL_IDS, "workers-ai", "bedrock-converse"] as const;
 export type BackendProtocolId = (typeof BACKEND_PROTOCOL_IDS)[number];
 
 /** What the gateway stamps on every response it writes, instead of the provider's identifiers. */
@@ -43,6 +43,12 @@ export interface StreamEncoder {
 /** Turns a provider's SSE events into neutral events; stateful, one per upstream stream. */
 export interface StreamDecoder {
   decode(event: SseEvent): readonly NeutralEvent[];
+  /**
+   * Present when the provider's stream is not SSE but a binary framing (Bedrock's event stream):
+   * the stream's raw bytes, in chunks cut anywhere, go here instead of through the SSE parser, and
+   * `decode` is never called.
+   */
+  readonly bytes?: ((chunk: Uint8Array) => readonly NeutralEvent[]) | undefined;
   /** Called at end of input; yields an error event when the stream did not end the protocol's way. */
   finish(): readonly NeutralEvent[];
 }

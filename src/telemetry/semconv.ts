@@ -35,6 +35,8 @@ export function providerName(protocol: BackendProtocolId | undefined): string {
       return "openai";
     case "anthropic-messages":
       return "anthropic";
+    case "bedrock-converse":
+      return "aws.bedrock";
     case "workers-ai":
     case undefined:
       return "_OTHER";
