@@ -64,6 +64,15 @@ export interface BackendCodec {
   /** Path appended to the backend's base URL (unused by a protocol reached through a binding). */
   readonly upstreamPath: string;
   /**
+   * The chat path for one request, when the protocol's path names the model or the operation
+   * (Bedrock: `/model/{id}/converse` or `/converse-stream`); `upstreamPath` otherwise.
+   */
+  readonly upstreamPathFor?: ((upstreamModel: string, stream: boolean) => string) | undefined;
+  /** The `accept` of a streamed request, when the stream is not SSE (Bedrock's event stream). */
+  readonly streamAccept?: string | undefined;
+  /** The request is signed with AWS SigV4 for this service (Bedrock: `bedrock`). */
+  readonly sigV4Service?: string | undefined;
+  /**
    * Statuses this protocol's providers send INSTEAD of starting work (rate limits, overload
    * refusals), so a retry cannot bill twice. Conservative: when in doubt, leave it out.
    */

@@ -1,7 +1,7 @@
 import type { BackendCodec } from "../codec.ts";
 import type { RequestFeature } from "../features.ts";
 import { encodeConverseRequest } from "./request.ts";
-import { decodeConverseResponse } from "./response.ts";
+import { conversePath, decodeConverseResponse } from "./response.ts";
 import { createConverseStreamDecoder } from "./stream.ts";
 
 /**
@@ -17,6 +17,9 @@ export const bedrockConverseCodec: BackendCodec = {
   carries: new Set<RequestFeature>(["stop_sequences", "tool_result_error", "json_schema", "reasoning_budget"]),
   // The path names the model and whether the answer streams (see conversePath).
   upstreamPath: "",
+  upstreamPathFor: conversePath,
+  streamAccept: "application/vnd.amazon.eventstream",
+  sigV4Service: "bedrock",
   // ThrottlingException (429), ModelNotReadyException (429) and ServiceUnavailableException (503)
   // are refusals before any work; a 500 may come after the model ran.
   rejectedBeforeProcessing: new Set([429, 503]),
