@@ -8,7 +8,7 @@ import type { Socket } from "node:net";
 import { generate, uniqueId } from "./generate.ts";
 import type { Knobs } from "./knobs.ts";
 import type { Outcome, Recorder } from "./stats.ts";
-import type { GenerationRequest, SimError, WireFormat } from "./wire-format.ts";
+import type { Frame, GenerationRequest, SimError, WireFormat } from "./wire-format.ts";
 import { errorKindForStatus } from "./wire-format.ts";
 
 /**
@@ -82,8 +82,8 @@ export class Exchange {
   }
 
   /** Sends `error` in `format`'s envelope. */
-  error(format: Pick<WireFormat, "renderError">, error: SimError, outcome: Outcome, extraHeaders?: Record<string, string>): void {
-    this.json(error.status, format.renderError(error, this.requestId), outcome, extraHeaders);
+  error(format: Pick<WireFormat, "renderError" | "errorHeaders">, error: SimError, outcome: Outcome, extraHeaders?: Record<string, string>): void {
+    this.json(error.status, format.renderError(error, this.requestId), outcome, { ...format.errorHeaders?.(error), ...extraHeaders });
   }
 
   /**
@@ -91,7 +91,7 @@ export class Exchange {
    * socket until the next tick, so an immediate destroy would drop them; ending the socket
    * flushes everything already written, then sends FIN.
    */
-  cut(data: string | Buffer, outcome: Outcome): void {
+  cut(data: Frame, outcome: Outcome): void {
     this.settle(outcome);
     const socket = this.req.socket;
     if (data.length > 0) this.res.write(data);
@@ -108,6 +108,12 @@ export class Exchange {
 }
 
 const SSE_HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" } as const;
+
+/** Frames joined into one write: text stays text, any binary frame makes it bytes. */
+function joinFrames(frames: readonly Frame[]): Frame {
+  if (frames.every((f) => typeof f === "string")) return frames.join("");
+  return Buffer.concat(frames.map((f) => (typeof f === "string" ? Buffer.from(f) : f)));
+}
 
 function simulatedError(status: number): SimError {
   const kind = errorKindForStatus(status);
@@ -129,7 +135,7 @@ function simulatedError(status: number): SimError {
  */
 async function answeredBeforeBody(
   ex: Exchange,
-  envelope: Pick<WireFormat, "renderError" | "heartbeat">,
+  envelope: Pick<WireFormat, "renderError" | "errorHeaders" | "heartbeat" | "streamContentType">,
   knobs: Knobs,
   faulty: boolean,
   stream: boolean,
@@ -170,7 +176,7 @@ function sendJsonBody(ex: Exchange, body: string, cut: boolean): void {
  */
 export async function serveJson(
   ex: Exchange,
-  envelope: Pick<WireFormat, "renderError" | "heartbeat">,
+  envelope: Pick<WireFormat, "renderError" | "errorHeaders" | "heartbeat" | "streamContentType">,
   knobs: Knobs,
   faulty: boolean,
   render: (omitUsage: boolean) => string,
@@ -205,18 +211,19 @@ export async function serveGeneration(
   const { head, pieces, tail } = script;
   const stopAt = cut || midStreamError ? Math.min(knobs.cutAfter, pieces.length) : -1;
   /** What replaces the rest of the stream at `stopAt`: a cut, or the in-stream error and a clean end. */
-  const stop = (sent: string): void => {
+  const stop = (sent: Frame): void => {
     if (cut) return ex.cut(sent, "cut");
     ex.settle("faulted");
-    ex.res.end(sent + script.error(simulatedError(knobs.status ?? 500), stopAt));
+    ex.res.end(joinFrames([sent, script.error(simulatedError(knobs.status ?? 500), stopAt)]));
   };
-  ex.res.writeHead(200, { ...SSE_HEADERS, [ex.idHeader]: ex.requestId });
+  const headers = format.streamContentType === undefined ? SSE_HEADERS : { "content-type": format.streamContentType };
+  ex.res.writeHead(200, { ...headers, [ex.idHeader]: ex.requestId });
 
   if (knobs.ttftMs === 0 && knobs.tokenIntervalMs === 0) {
     // Unpaced: one write, which is what keeps benchmarks cheap.
-    if (stopAt >= 0) return stop(head + pieces.slice(0, stopAt).join(""));
+    if (stopAt >= 0) return stop(joinFrames([head, ...pieces.slice(0, stopAt)]));
     ex.settle("completed");
-    ex.res.end(head + pieces.join("") + tail);
+    ex.res.end(joinFrames([head, ...pieces, tail]));
     return;
   }
 
@@ -239,9 +246,10 @@ export async function serveGeneration(
  * until the client leaves or `duration-ms` passes; then the connection is dropped without
  * a terminating frame.
  */
-async function heartbeat(ex: Exchange, format: Pick<WireFormat, "heartbeat">, stream: boolean, knobs: Knobs): Promise<void> {
+async function heartbeat(ex: Exchange, format: Pick<WireFormat, "heartbeat" | "streamContentType">, stream: boolean, knobs: Knobs): Promise<void> {
   ex.settle("faulted");
-  ex.res.writeHead(200, { ...(stream ? SSE_HEADERS : { "content-type": "application/json" }), [ex.idHeader]: ex.requestId });
+  const streamHeaders = format.streamContentType === undefined ? SSE_HEADERS : { "content-type": format.streamContentType };
+  ex.res.writeHead(200, { ...(stream ? streamHeaders : { "content-type": "application/json" }), [ex.idHeader]: ex.requestId });
   ex.res.flushHeaders();
   const end = Date.now() + knobs.durationMs;
   for (;;) {

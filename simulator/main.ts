@@ -2,7 +2,7 @@
  * CLI of the provider simulator.
  *
  *   node simulator/main.ts [--port 9901] [--host 127.0.0.1] [--api-key KEY]
- *                          [--models a,b] [--history 200] [--<knob> VALUE …]
+ *                          [--aws-key ID:SECRET] [--models a,b] [--history 200] [--<knob> VALUE …]
  *
  * Every knob (see knobs.ts) is also a flag setting its instance default. Once listening
  * it prints one JSON line to stdout, `{"event":"listening","url":"http://HOST:PORT"}`,
@@ -18,6 +18,7 @@ const USAGE = `Usage: node simulator/main.ts [options]
   --port N            TCP port (default ${DEFAULT_PORT}; 0 picks a free one)
   --host H            interface to bind (default 127.0.0.1)
   --api-key K         require "Authorization: Bearer K" or "x-api-key: K"
+  --aws-key ID:SECRET require Bedrock requests to be SigV4-signed with this access key
   --models a,b        ids listed by GET /v1/models
   --history N         requests kept for GET /__sim/requests (default 200)
   --<knob> V          instance default of a knob: ${KNOB_NAMES.join(", ")}
@@ -39,6 +40,7 @@ const options: NonNullable<ParseArgsConfig["options"]> = {
   port: { type: "string" },
   host: { type: "string" },
   "api-key": { type: "string" },
+  "aws-key": { type: "string" },
   models: { type: "string" },
   history: { type: "string" },
   help: { type: "boolean" },
@@ -71,12 +73,18 @@ const models = str("models")
   .map((m) => m.trim())
   .filter((m) => m !== "");
 
+const awsKey = str("aws-key");
+const colon = awsKey?.indexOf(":") ?? -1;
+if (awsKey !== undefined && colon <= 0) fail("--aws-key must be ACCESS_KEY_ID:SECRET_ACCESS_KEY");
+const aws = awsKey === undefined ? undefined : { accessKeyId: awsKey.slice(0, colon), secretAccessKey: awsKey.slice(colon + 1) };
+
 let simulator: Awaited<ReturnType<typeof startSimulator>>;
 try {
   simulator = await startSimulator({
     port: integer("port", str("port"), DEFAULT_PORT),
     host: str("host") ?? "127.0.0.1",
     apiKey: str("api-key"),
+    aws,
     models: models && models.length > 0 ? models : undefined,
     history: integer("history", str("history"), 200),
     knobs,

@@ -8,6 +8,7 @@ import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Exchange, serveGeneration, serveJson } from "./exchange.ts";
+import { bedrockConverse, bedrockRoute, verifySigV4, type SimAwsCredentials } from "./formats/bedrock-converse.ts";
 import { anthropicCountTokens, anthropicMessages, anthropicModelNotFound, renderAnthropicModel, renderAnthropicModelList } from "./formats/anthropic-messages.ts";
 import { geminiFormat, geminiRoute, vertexAuthError, type GeminiRoute } from "./formats/gemini.ts";
 import { openaiChat } from "./formats/openai-chat.ts";
@@ -70,6 +71,8 @@ export interface SimulatorOptions {
    * (or `apiKey` as a bearer token).
    */
   readonly googleServiceAccounts?: Readonly<Record<string, string>>;
+  /** When set, Bedrock routes need a valid SigV4 signature made with these credentials. */
+  readonly aws?: SimAwsCredentials;
 }
 
 /** A running simulator. */
@@ -83,6 +86,7 @@ export interface Simulator {
 
 interface State {
   readonly apiKey: string | undefined;
+  readonly aws: SimAwsCredentials | undefined;
   readonly models: readonly string[];
   readonly startupKnobs: Knobs;
   knobs: Knobs;
@@ -199,6 +203,17 @@ async function handleGemini(state: State, ex: Exchange, route: GeminiRoute, path
   return handleGeneration(state, ex, format, body, malformed);
 }
 
+/** Bedrock Converse: SigV4 instead of an API key, the model and operation from the path. */
+async function handleBedrock(state: State, ex: Exchange, raw: Buffer, body: unknown, malformed: boolean, route: { model: string; stream: boolean }): Promise<void> {
+  const format = bedrockConverse(route.model, route.stream);
+  ex.idHeader = format.requestIdHeader;
+  if (state.aws !== undefined) {
+    const refused = verifySigV4(ex.req.method ?? "POST", ex.req.url ?? "/", ex.req.headers, raw, state.aws, Date.now());
+    if (refused !== undefined) return ex.error(format, refused, "rejected");
+  }
+  return handleGeneration(state, ex, format, body, malformed);
+}
+
 /** Routes of the provider API and of MCP (everything outside `/__sim/` and `/health`). */
 async function handleApi(state: State, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void> {
   const raw = await readBody(req);
@@ -231,6 +246,8 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
   }
   const gemini = req.method === "POST" ? geminiRoute(path, query) : undefined;
   if (gemini !== undefined) return handleGemini(state, ex, gemini, path, query, body, malformed);
+  const bedrock = req.method === "POST" ? bedrockRoute(path) : undefined;
+  if (bedrock !== undefined) return handleBedrock(state, ex, raw, body, malformed, bedrock);
   const route = req.method === "POST" ? FORMATS.get(path) : undefined;
   const endpoint = req.method === "POST" ? JSON_ENDPOINTS.get(path) : undefined;
   const format = route ?? (endpoint === undefined ? envelopeFor(req) : (endpoint.envelope ?? openaiChat));
@@ -345,6 +362,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const startupKnobs = resolveSettings(BASE_KNOBS, options.knobs ?? {});
   const state: State = {
     apiKey: options.apiKey,
+    aws: options.aws,
     models: options.models ?? DEFAULT_MODELS,
     startupKnobs,
     knobs: startupKnobs,

@@ -141,19 +141,22 @@ export interface Rejected {
 export type ParseResult = { readonly ok: true; readonly request: GenerationRequest } | Rejected;
 
 /**
- * SSE frames of one streamed completion, already framed (`data: …\n\n`).
+ * Frames of one streamed completion, already framed (SSE's `data: …\n\n`, or binary messages).
  * The core sends `head` with the response headers, then `pieces` one by one with the
  * configured pacing (`ttft-ms` before the first, `token-interval-ms` between), then `tail`.
  * `cut-mid-stream` stops after some pieces and never sends the tail; `error-mid-stream`
  * sends `error(…, sent)` instead of the rest.
  */
 export interface StreamScript {
-  readonly head: string;
-  readonly pieces: readonly string[];
-  readonly tail: string;
+  readonly head: Frame;
+  readonly pieces: readonly Frame[];
+  readonly tail: Frame;
   /** The frames reporting `error` in-stream after `head` and the first `sent` pieces. */
-  error(error: SimError, sent: number): string;
+  error(error: SimError, sent: number): Frame;
 }
+
+/** Stream bytes: SSE text, or the bytes of a binary framing (Bedrock's event stream). */
+export type Frame = string | Uint8Array;
 
 /** One wire format: a route plus the translation in both directions. */
 export interface WireFormat {
@@ -165,6 +168,10 @@ export interface WireFormat {
   readonly requestIdHeader: string;
   /** One keep-alive frame for `heartbeat-only` (an SSE comment, Anthropic's `ping` event). */
   readonly heartbeat: string;
+  /** Content type of a stream, when not SSE (Bedrock: `application/vnd.amazon.eventstream`). */
+  readonly streamContentType?: string;
+  /** Headers that go with an error answer (Bedrock names the error in `x-amzn-errortype`). */
+  errorHeaders?(error: SimError): Record<string, string>;
   /** Checks made before the body is read, e.g. a required version header; after the API key. */
   checkHeaders?(headers: IncomingHttpHeaders): SimError | undefined;
   /** Validates a JSON-decoded body the way the real provider does. */

@@ -26,6 +26,19 @@ const credentialSchema = z.strictObject({
   scheme: z.enum(["bearer", "x-api-key"]).default("bearer"),
 });
 
+/** Protocols whose requests are signed with AWS SigV4 (a region and an AWS access key, by secret names). */
+const SIGV4_PROTOCOLS: ReadonlySet<BackendProtocol> = new Set(["bedrock-converse"]);
+
+const secretName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "secret names are upper-case env-style names");
+
+/** An AWS access key, as the names of the secrets holding its parts. */
+const awsCredentialSchema = z.strictObject({
+  accessKeyId: secretName,
+  secretAccessKey: secretName,
+  /** Temporary credentials only: the secret holding the session token. */
+  sessionToken: secretName.optional(),
+});
+
 const backendSchema = z
   .strictObject({
     name,
@@ -41,6 +54,13 @@ const backendSchema = z
       .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "a binding name is 1-64 letters, digits or '_', not starting with a digit")
       .optional(),
     credential: credentialSchema.optional(),
+    /** SigV4 protocols (`bedrock-converse`): the AWS region requests are signed for, e.g. `us-east-1`. */
+    region: z
+      .string()
+      .regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, "an AWS region such as us-east-1")
+      .optional(),
+    /** SigV4 protocols: the AWS access key the requests are signed with, by secret names. */
+    awsCredential: awsCredentialSchema.optional(),
     capabilities: z.array(capabilitySchema).min(1),
     /** Extra static headers for the provider (never secrets: use `credential`). */
     headers: z.record(z.string().regex(/^[a-z0-9-]+$/), z.string()).default({}),
@@ -103,6 +123,8 @@ function transportIssues(b: {
   readonly connectCheck: boolean;
   readonly propagateTraceContext: boolean;
   readonly healthCheck?: unknown;
+  readonly region?: string | undefined;
+  readonly awsCredential?: unknown;
 }): { key: string; message: string }[] {
   if (b.protocol === "gemini") {
     // The codec exists; the endpoint modes and Google credentials are not configurable yet.
@@ -112,10 +134,13 @@ function transportIssues(b: {
     const out: { key: string; message: string }[] = [];
     if (b.baseUrl === undefined) out.push({ key: "baseUrl", message: `protocol ${b.protocol} is reached over HTTP: the backend needs a baseUrl` });
     if (b.binding !== undefined) out.push({ key: "binding", message: `binding is for protocols reached through a Worker binding (workers-ai); protocol ${b.protocol} is reached at the backend's baseUrl` });
+    out.push(...signingIssues(b));
     return out;
   }
   const why = `protocol ${b.protocol} is reached through a Worker binding`;
   const out: { key: string; message: string }[] = [];
+  if (b.region !== undefined) out.push({ key: "region", message: `${why}: it is not signed for an AWS region` });
+  if (b.awsCredential !== undefined) out.push({ key: "awsCredential", message: `${why}, which carries the account's authorization: no credential is sent` });
   if (b.binding === undefined) out.push({ key: "binding", message: `${why}: name it (binding: AI) instead of a baseUrl` });
   if (b.baseUrl !== undefined) out.push({ key: "baseUrl", message: `${why}, not a URL: name the binding instead` });
   if (b.credential !== undefined) out.push({ key: "credential", message: `${why}, which carries the account's authorization: no credential is sent` });
@@ -147,3 +172,29 @@ export const snapshotSourceSchema = z.strictObject({
 });
 
 export type SnapshotSource = z.infer<typeof snapshotSourceSchema>;
+
+/**
+ * A SigV4 protocol's backend names its region and AWS access key, and nothing else carries its
+ * authorization (a bearer credential) or needs one (an unsigned health probe); any other
+ * protocol's backend names neither.
+ */
+function signingIssues(b: {
+  readonly protocol: BackendProtocol;
+  readonly credential?: unknown;
+  readonly healthCheck?: unknown;
+  readonly region?: string | undefined;
+  readonly awsCredential?: unknown;
+}): { key: string; message: string }[] {
+  const out: { key: string; message: string }[] = [];
+  if (!SIGV4_PROTOCOLS.has(b.protocol)) {
+    if (b.region !== undefined) out.push({ key: "region", message: `region is for protocols signed with AWS SigV4 (bedrock-converse), not ${b.protocol}` });
+    if (b.awsCredential !== undefined) out.push({ key: "awsCredential", message: `awsCredential is for protocols signed with AWS SigV4 (bedrock-converse); protocol ${b.protocol} takes a credential` });
+    return out;
+  }
+  const why = `protocol ${b.protocol} signs every request with AWS SigV4`;
+  if (b.region === undefined) out.push({ key: "region", message: `${why}: name the region (region: us-east-1)` });
+  if (b.awsCredential === undefined) out.push({ key: "awsCredential", message: `${why}: name the secrets of the access key (awsCredential: {accessKeyId, secretAccessKey})` });
+  if (b.credential !== undefined) out.push({ key: "credential", message: `${why}: its key goes in awsCredential, and no bearer or x-api-key credential is sent` });
+  if (b.healthCheck !== undefined) out.push({ key: "healthCheck", message: `${why}: it has no unsigned, non-billable path to probe` });
+  return out;
+}

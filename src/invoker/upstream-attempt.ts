@@ -20,6 +20,8 @@ import { evidenceFromStatus } from "./evidence.ts";
 import { readUpstreamErrorDetail, readUpstreamJson } from "./upstream-body.ts";
 import { errorFromUpstreamStatus, retryAfterSeconds } from "./upstream-error.ts";
 import { runThroughBinding, workersAiStatusFailure, type ModelBindings, type StatusFailure } from "./workers-ai-binding.ts";
+import { signSigV4, type AwsCredentials } from "./auth/aws-sigv4.ts";
+import { bedrockErrorType, bedrockStatusFailure } from "./bedrock-errors.ts";
 
 /** What one attempt needs from its surroundings. */
 export interface AttemptDeps {
@@ -93,8 +95,8 @@ export interface PreparedAttempt {
   readonly codec: BackendCodec;
   /** Sends the request: resolves with the provider's answer; rejects when none came (the signal fired, the connection or binding failed). */
   send(signal: AbortSignal): Promise<Response>;
-  /** What a non-2xx answer of this backend means. */
-  failure(status: number, retryAfter: number | undefined, detail: string): StatusFailure;
+  /** What a non-2xx answer of this backend means (its headers may name the error: Bedrock's `x-amzn-errortype`). */
+  failure(status: number, retryAfter: number | undefined, detail: string, headers: Headers): StatusFailure;
 }
 
 /** A non-2xx answer as HTTP and the backend's protocol define it. */
@@ -184,7 +186,7 @@ export function prepareAttempt(
   const headers = new Headers(codec.upstreamHeaders);
   for (const [k, v] of Object.entries(backend.headers)) headers.set(k, v);
   headers.set("content-type", "application/json");
-  headers.set("accept", plan.stream ? "text/event-stream" : "application/json");
+  headers.set("accept", plan.stream ? (codec.streamAccept ?? "text/event-stream") : "application/json");
   headers.set("accept-encoding", "identity");
   headers.set("user-agent", "sluice");
   if (backend.propagateTraceContext) {
@@ -203,12 +205,27 @@ export function prepareAttempt(
     if (backend.credential.scheme === "bearer") headers.set("authorization", `Bearer ${secret}`);
     else headers.set("x-api-key", secret);
   }
+  let aws: AwsCredentials | undefined;
+  if (codec.sigV4Service !== undefined) {
+    const names = backend.awsCredential;
+    const accessKeyId = names ? deps.credentials.get(names.accessKeyId) : undefined;
+    const secretAccessKey = names ? deps.credentials.get(names.secretAccessKey) : undefined;
+    const sessionToken = names?.sessionToken !== undefined ? deps.credentials.get(names.sessionToken) : undefined;
+    const missing = !names ? "no awsCredential" : !accessKeyId ? names.accessKeyId : !secretAccessKey ? names.secretAccessKey : names.sessionToken !== undefined && !sessionToken ? names.sessionToken : undefined;
+    if (missing !== undefined || backend.region === undefined) {
+      const error = new GatewayError("internal_error", "The gateway is missing a provider credential.", { cause: `secret ${missing ?? "region"} is not set` });
+      // Nothing was sent: another backend may serve the request.
+      return failed(attempt, error, { class: "known_zero", reason: "not_attempted" }, "connect_failed");
+    }
+    aws = { accessKeyId: accessKeyId!, secretAccessKey: secretAccessKey!, sessionToken };
+  }
   return encoded(attempt, () => {
     const { path, body: json, headers: own } = encode(codec, choice);
     // A `headers` plugin's (allowlisted names only: egress/upstream-headers.ts); the decision's word wins over the backend's static headers.
     if (own) for (const [k, v] of Object.entries(own)) headers.set(k, v);
     const url = `${backend.baseUrl}${path}`;
     const body = JSON.stringify(json);
+    if (aws !== undefined) return signedAttempt(deps, codec, url, headers, body, aws, backend.region!);
     return {
       codec,
       // Redirects are never followed: a 3xx is the provider's answer (an upstream error), so no
@@ -217,6 +234,35 @@ export function prepareAttempt(
       failure: (status, retryAfter, detail) => statusFailure(codec, status, retryAfter, detail),
     };
   });
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * Headers the runtime or a proxy on the way may set or rewrite: left out of the signature (as
+ * AWS's own SDKs leave them out), so a rewritten value cannot void it.
+ */
+const UNSIGNED_HEADERS: ReadonlySet<string> = new Set(["user-agent", "accept-encoding", "expect", "connection"]);
+
+/**
+ * A SigV4-signed attempt (Bedrock). Signing needs Web Crypto, which is asynchronous, so it happens
+ * in `send`, over exactly the bytes sent (the body after every plugin), at the gateway's clock.
+ */
+function signedAttempt(deps: AttemptDeps, codec: BackendCodec, url: string, headers: Headers, body: string, credentials: AwsCredentials, region: string): PreparedAttempt {
+  const bytes = utf8.encode(body);
+  return {
+    codec,
+    send: async (signal) => {
+      const toSign: Record<string, string> = {};
+      for (const [k, v] of headers) if (!UNSIGNED_HEADERS.has(k)) toSign[k] = v;
+      const signed = await signSigV4({ method: "POST", url, headers: toSign, body: bytes, credentials, region, service: codec.sigV4Service!, now: new Date(deps.clock.now()) });
+      const sent = new Headers(headers);
+      for (const [k, v] of Object.entries(signed)) sent.set(k, v);
+      return deps.fetch(url, { method: "POST", headers: sent, body: bytes, signal, redirect: "manual" });
+    },
+    failure: (status, retryAfter, detail, resHeaders) =>
+      bedrockStatusFailure(status, bedrockErrorType(resHeaders.get("x-amzn-errortype")), detail) ?? statusFailure(codec, status, retryAfter, detail),
+  };
 }
 
 /** The prepared attempt, or the encoder's refusal as the attempt's failure. */
@@ -307,7 +353,7 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
   if (!res.ok) {
     const detail = await readUpstreamErrorDetail(res);
     const after = retryAfterSeconds(res.headers.get("retry-after"), clock.now());
-    const f = prepared.failure(res.status, after, detail);
+    const f = prepared.failure(res.status, after, detail, res.headers);
     return failed(attempt, f.error, f.evidence, f.outcome);
   }
   return await read(res, attempt, (err) => (signal.aborted ? aborted(err) : undefined));
@@ -324,7 +370,7 @@ export interface EncodedAttempt {
 
 export function encodeChat(request: NeutralRequest, headers?: Readonly<Record<string, string>>): (codec: BackendCodec, choice: Choice) => EncodedAttempt {
   return (codec, choice) => ({
-    path: codec.upstreamPath,
+    path: codec.upstreamPathFor?.(choice.member.model, request.stream) ?? codec.upstreamPath,
     body: codec.encodeRequest(withoutFeatures(request, new Set(choice.drop)), choice.member.model, { streamUsage: choice.member.backend.capabilities.includes("stream-usage") }),
     headers,
   });
@@ -373,7 +419,7 @@ export function readChat(choice: Choice, stream: boolean, codec: BackendCodec): 
     const a = attempt.record;
     const contentType = res.headers.get("content-type") ?? "";
     if (stream) {
-      if (!contentType.includes("text/event-stream") || !res.body) {
+      if (!contentType.includes(codec.streamAccept ?? "text/event-stream") || !res.body) {
         res.body?.cancel().catch(() => {});
         return failed(attempt, new GatewayError("upstream_protocol_error", "The model provider did not answer with a stream."), { class: "unknown", reason: "protocol_error" }, "protocol_error");
       }

@@ -13,7 +13,7 @@ export type ProtocolId = (typeof PROTOCOL_IDS)[number];
  * Protocols a backend may speak: every wire protocol, and those only a backend speaks — reached
  * through a runtime binding rather than a URL (Workers AI), so no client ever sends them.
  */
-export const BACKEND_PROTOCOL_IDS = [...PROTOCOL_IDS, "workers-ai", "gemini"] as const;
+export const BACKEND_PROTOCOL_IDS = [...PROTOCOL_IDS, "workers-ai", "bedrock-converse", "gemini"] as const;
 export type BackendProtocolId = (typeof BACKEND_PROTOCOL_IDS)[number];
 
 /** What the gateway stamps on every response it writes, instead of the provider's identifiers. */
@@ -43,6 +43,12 @@ export interface StreamEncoder {
 /** Turns a provider's SSE events into neutral events; stateful, one per upstream stream. */
 export interface StreamDecoder {
   decode(event: SseEvent): readonly NeutralEvent[];
+  /**
+   * Present when the provider's stream is not SSE but a binary framing (Bedrock's event stream):
+   * the stream's raw bytes, in chunks cut anywhere, go here instead of through the SSE parser, and
+   * `decode` is never called.
+   */
+  readonly bytes?: ((chunk: Uint8Array) => readonly NeutralEvent[]) | undefined;
   /** Called at end of input; yields an error event when the stream did not end the protocol's way. */
   finish(): readonly NeutralEvent[];
 }
@@ -57,6 +63,15 @@ export interface BackendCodec {
   readonly carries: ReadonlySet<RequestFeature>;
   /** Path appended to the backend's base URL (unused by a protocol reached through a binding). */
   readonly upstreamPath: string;
+  /**
+   * The chat path for one request, when the protocol's path names the model or the operation
+   * (Bedrock: `/model/{id}/converse` or `/converse-stream`); `upstreamPath` otherwise.
+   */
+  readonly upstreamPathFor?: ((upstreamModel: string, stream: boolean) => string) | undefined;
+  /** The `accept` of a streamed request, when the stream is not SSE (Bedrock's event stream). */
+  readonly streamAccept?: string | undefined;
+  /** The request is signed with AWS SigV4 for this service (Bedrock: `bedrock`). */
+  readonly sigV4Service?: string | undefined;
   /**
    * Statuses this protocol's providers send INSTEAD of starting work (rate limits, overload
    * refusals), so a retry cannot bill twice. Conservative: when in doubt, leave it out.

@@ -66,8 +66,9 @@ function outcomeOf(code: StreamErrorCode): AttemptOutcome {
 }
 
 /**
- * The respond phase for a stream: provider SSE bytes → neutral events (decoded once) → the
- * request's `stream_event_safe` plugins → client SSE bytes (encoded last).
+ * The respond phase for a stream: provider SSE bytes (or a binary framing its decoder reads) →
+ * neutral events (decoded once) → the request's `stream_event_safe` plugins → client SSE bytes
+ * (encoded last).
  *
  * Pull-based, so nothing is read from the provider faster than the client takes it. A read error
  * (reset, abort, deadline) still ends the client's stream with its protocol's error event rather
@@ -335,7 +336,7 @@ class StreamPump {
   /** The provider's stream is over: complete, or ended by the error event it carried. */
   #endDone(controller: Controller): void {
     if (!this.#failed) {
-      this.#parser.feed(this.#textDecoder.decode());
+      if (this.#opts.decoder.bytes === undefined) this.#parser.feed(this.#textDecoder.decode());
       this.#emit(this.#opts.decoder.finish());
       // What plugins still hold is content of this attempt: it is counted before the attempt ends.
       if (this.#chain) this.#handle(this.#chain.end());
@@ -366,7 +367,11 @@ class StreamPump {
         return this.#endReadFailure(controller);
       }
       if (result.done) return this.#endDone(controller);
-      this.#parser.feed(this.#textDecoder.decode(result.value, STREAMING));
+      // A binary framing (Bedrock's event stream) is its decoder's to read; anything else is SSE text.
+      const binary = this.#opts.decoder.bytes;
+      if (binary !== undefined) {
+        if (!this.#failed) this.#emit(binary(result.value));
+      } else this.#parser.feed(this.#textDecoder.decode(result.value, STREAMING));
       const bytes = this.#take();
       if (this.#failed) {
         // A protocol error (or the provider's own error event) ends the stream now; the

@@ -44,6 +44,10 @@ export interface HttpBackend extends BackendBase {
   /** No trailing slash. */
   readonly baseUrl: string;
   readonly binding?: undefined;
+  /** SigV4 protocols (Bedrock): the region requests are signed for. */
+  readonly region?: string | undefined;
+  /** SigV4 protocols: the secret names of the AWS access key requests are signed with. */
+  readonly awsCredential?: { readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string | undefined } | undefined;
 }
 
 /**
@@ -169,6 +173,9 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
         connectCheck: b.connectCheck ? true : undefined,
         // Only recorded when on, so snapshots without it keep their digests.
         propagateTraceContext: b.propagateTraceContext ? true : undefined,
+        // Only SigV4 backends have them (so other snapshots keep their digests).
+        region: b.region,
+        awsCredential: b.awsCredential,
       };
     }
     byName.set(b.name, nb);

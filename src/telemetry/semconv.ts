@@ -35,6 +35,8 @@ export function providerName(protocol: BackendProtocolId | undefined): string {
       return "openai";
     case "anthropic-messages":
       return "anthropic";
+    case "bedrock-converse":
+      return "aws.bedrock";
     case "gemini":
       // One codec serves the Gemini API and Vertex AI: the conventions' value for either.
       return "gcp.gen_ai";

@@ -1,0 +1,122 @@
+/**
+ * A Bedrock backend end to end: the gateway on workerd speaks Converse and ConverseStream to the
+ * simulator, which verifies every SigV4 signature as AWS does (over the bytes received), answers in
+ * Bedrock's JSON and binary event stream, and throttles as Bedrock does. The official OpenAI and
+ * Anthropic clients call the gateway.
+ */
+import Anthropic from "@anthropic-ai/sdk";
+import OpenAI from "openai";
+import { stringify } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
+import { startSimulator, type Simulator } from "../../simulator/server.ts";
+import type { RecordedRequest } from "../../simulator/stats.ts";
+import { ADMIN_TOKEN, allowingSimulators, bundledConfig, DEMO_KEY, expectNothingLeft } from "./support/stack.ts";
+
+const SMALL = "anthropic.claude-3-5-haiku-20241022-v1:0";
+const LARGE = "meta.llama3-70b-instruct-v1:0";
+const AWS = { accessKeyId: "AKIAE2EBEDROCK000001", secretAccessKey: "e2e/bedrock+secret000000000000000000000" };
+
+let sim: Simulator;
+let gateway: RunningGateway;
+
+async function recorded(): Promise<RecordedRequest[]> {
+  return ((await (await fetch(`${sim.url}/__sim/requests`)).json()) as { requests: RecordedRequest[] }).requests;
+}
+
+beforeAll(async () => {
+  sim = await startSimulator({ host: "127.0.0.1", port: 0, aws: AWS });
+  const backends = {
+    version: 1,
+    backends: [
+      {
+        name: "bedrock",
+        protocol: "bedrock-converse",
+        baseUrl: sim.url,
+        region: "us-east-1",
+        awsCredential: { accessKeyId: "BEDROCK_KEY_ID", secretAccessKey: "BEDROCK_SECRET" },
+        capabilities: ["chat", "streaming", "stream-usage", "tools"],
+      },
+      // Converse has no embeddings or moderations: the bundled publication's pools for them are an OpenAI-style backend these tests never call.
+      { name: "openai-style", protocol: "openai-chat", baseUrl: `${sim.url}/v1`, capabilities: ["embeddings", "moderations"] },
+    ],
+    pools: [
+      { name: "sim-small", members: [{ backend: "bedrock", model: SMALL }] },
+      { name: "sim-large", members: [{ backend: "bedrock", model: LARGE }] },
+      { name: "sim-embed", members: [{ backend: "openai-style", model: "embed" }] },
+      { name: "sim-moderate", members: [{ backend: "openai-style", model: "moderate" }] },
+    ],
+  };
+  const gatewayConfig = allowingSimulators(bundledConfig("gateway"), sim.url);
+  gatewayConfig.breaker = { enabled: false };
+  gateway = await startGateway({
+    adminToken: ADMIN_TOKEN,
+    config: { backends: stringify(backends), gateway: stringify(gatewayConfig) },
+    secrets: { BEDROCK_KEY_ID: AWS.accessKeyId, BEDROCK_SECRET: AWS.secretAccessKey },
+  });
+});
+
+afterAll(async () => {
+  try {
+    if (gateway) await expectNothingLeft(gateway.adminUrl);
+  } finally {
+    await gateway?.stop();
+    await sim?.close();
+  }
+});
+
+const openai = () => new OpenAI({ apiKey: DEMO_KEY, baseURL: `${gateway.publicUrl}/v1`, maxRetries: 0 });
+
+describe("a Bedrock backend over Converse", () => {
+  it("answers a chat: signed Converse to the member's model (its id one encoded segment), text and usage back", async () => {
+    await fetch(`${sim.url}/__sim/reset`, { method: "POST" });
+    const r = await openai().chat.completions.create({ model: "sluice-chat", messages: [{ role: "system", content: "Be kind." }, { role: "user", content: "Hello [[sim tokens=4]]" }], max_tokens: 32 });
+    expect(r.choices[0]!.message.content!.split(" ").filter(Boolean)).toHaveLength(4);
+    expect(r.choices[0]!.finish_reason).toBe("stop");
+    expect(r.usage?.completion_tokens).toBe(4);
+    const [req] = await recorded();
+    expect(req!.path).toBe(`/model/${encodeURIComponent(SMALL)}/converse`);
+    expect(req!.headers["authorization"]).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIAE2EBEDROCK000001\/\d{8}\/us-east-1\/bedrock\/aws4_request, /);
+    expect(req!.body).toMatchObject({ system: [{ text: "Be kind." }], messages: [{ role: "user", content: [{ text: "Hello [[sim tokens=4]]" }] }], inferenceConfig: { maxTokens: 32 } });
+  });
+
+  it("streams ConverseStream's event stream to an OpenAI client, usage included", async () => {
+    const stream = await openai().chat.completions.create({ model: "sluice-chat", messages: [{ role: "user", content: "Stream [[sim tokens=5 cached-tokens=2]]" }], stream: true, stream_options: { include_usage: true } });
+    let text = "";
+    let usage: OpenAI.CompletionUsage | undefined;
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? "";
+      finish ??= chunk.choices[0]?.finish_reason;
+      usage ??= chunk.usage ?? undefined;
+    }
+    expect(text.split(" ").filter(Boolean)).toHaveLength(5);
+    expect(finish).toBe("stop");
+    expect(usage).toMatchObject({ completion_tokens: 5, prompt_tokens_details: { cached_tokens: 2 } });
+  });
+
+  it("streams a tool call to an Anthropic client", async () => {
+    const client = new Anthropic({ apiKey: DEMO_KEY, baseURL: gateway.publicUrl, maxRetries: 0 });
+    const message = await client.messages
+      .stream({
+        model: "sluice-chat",
+        max_tokens: 256,
+        messages: [{ role: "user", content: "Weather in Oslo? [[sim tool=get_weather]]" }],
+        tools: [{ name: "get_weather", input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } }],
+      })
+      .finalMessage();
+    expect(message.stop_reason).toBe("tool_use");
+    const call = message.content.find((b) => b.type === "tool_use");
+    expect(call).toMatchObject({ type: "tool_use", name: "get_weather", input: { city: expect.any(String) } });
+  });
+
+  it("takes a ThrottlingException as a refusal before any work and falls back to the next tier", async () => {
+    await fetch(`${sim.url}/__sim/reset`, { method: "POST" });
+    const { data, response } = await openai()
+      .chat.completions.create({ model: "sluice-chat", messages: [{ role: "user", content: "Hello [[sim status=429 times=1 key=throttle-once]]" }] })
+      .withResponse();
+    expect(data.choices[0]!.message.content).toBeTruthy();
+    expect((await recorded()).map((r) => r.path)).toEqual([`/model/${encodeURIComponent(SMALL)}/converse`, `/model/${encodeURIComponent(LARGE)}/converse`]);
+    expect(response.headers.get("x-sluice-attempts")!.split(",")).toHaveLength(2);
+  });
+});
