@@ -96,7 +96,8 @@ describe("the sluice CLI against a real gateway", () => {
     const proc = spawn(
       process.execPath,
       [CLI, "serve", "--config", configDir, "--state", stateDir, "--public", `127.0.0.1:${publicPort}`, "--admin", `127.0.0.1:${adminPort}`, "--bundle", bundleDir, "--drain-timeout", "10s", ...args],
-      { cwd: work, env: { ...process.env, SLUICE_ADMIN_TOKEN: TOKEN, SIMULATOR_API_KEY, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] },
+      // Its own process group, so that a forced stop takes the workerd it started along with it.
+      { cwd: work, env: { ...process.env, SLUICE_ADMIN_TOKEN: TOKEN, SIMULATOR_API_KEY, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     let out = "";
     proc.stdout!.on("data", (c: Buffer) => (out += c.toString()));
@@ -116,10 +117,19 @@ describe("the sluice CLI against a real gateway", () => {
     });
   }
 
+  /** Kills `sluice serve` and every process it started (its workerd); nothing when they are gone. */
+  function killGroup(s: Served): void {
+    try {
+      process.kill(-s.proc.pid!, "SIGKILL");
+    } catch {
+      // ESRCH: the group has already exited.
+    }
+  }
+
   async function stop(s: Served): Promise<number | null> {
     s.proc.kill("SIGTERM");
     // Bounded: a stop that hangs fails the test that waits for it, not the whole file's cleanup.
-    const killer = setTimeout(() => s.proc.kill("SIGKILL"), 40_000);
+    const killer = setTimeout(() => killGroup(s), 40_000);
     try {
       return await s.exit;
     } finally {
@@ -157,10 +167,15 @@ describe("the sluice CLI against a real gateway", () => {
   });
 
   afterAll(async () => {
-    if (served && served.proc.exitCode === null) await stop(served);
-    await sim?.stop();
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+    try {
+      if (served && served.proc.exitCode === null) await stop(served);
+    } finally {
+      // Whatever happened above (a test that timed out mid-drain included), no workerd outlives the file.
+      if (served) killGroup(served);
+      await sim?.stop();
+      if (work) rmSync(work, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   const admin = () => ["--admin", `http://127.0.0.1:${adminPort}`];
 
