@@ -47,7 +47,25 @@ export function adminTarget(flags: { admin?: string | undefined; config?: string
  * One admin API call; the JSON answer, or a failure that says what went wrong: unreachable,
  * refused token, or the API's own error (its code and message).
  */
-export async function adminCall<T>(target: AdminTarget, method: "GET" | "POST", path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
+/** An admin API answer: its status and JSON body, whatever the status. */
+export interface AdminAnswer {
+  readonly status: number;
+  readonly json: unknown;
+  /** The body as text (for a message when the JSON has none). */
+  readonly text: string;
+}
+
+/** The admin API's error envelope, when the body has one. */
+export function adminError(json: unknown): { readonly code?: string; readonly message?: string } | undefined {
+  return (json as { error?: { code?: string; message?: string } }).error;
+}
+
+/**
+ * One admin API request, answered with its status and JSON body; a 401 fails here (a refused token
+ * is never an answer a command can use).
+ * @throws CliError when the API is unreachable, its body is not JSON, or it refused the token.
+ */
+export async function adminRequest(target: AdminTarget, method: "GET" | "POST", path: string, body?: unknown, timeoutMs = 30_000): Promise<AdminAnswer> {
   const url = `${target.baseUrl}/admin${path}`;
   let res: Response;
   try {
@@ -68,10 +86,19 @@ export async function adminCall<T>(target: AdminTarget, method: "GET" | "POST", 
   } catch {
     throw failure(`the admin API at ${target.baseUrl} answered ${res.status} with a body that is not JSON`);
   }
-  if (!res.ok) {
-    const e = (json as { error?: { code?: string; message?: string } }).error;
-    if (res.status === 401) throw failure(`the admin API refused the token in ${ADMIN_TOKEN_ENV} (401 ${e?.code ?? ""}): ${e?.message ?? ""}`.trim());
-    throw failure(`${method} ${path} failed: ${res.status} ${e?.code ?? ""}: ${e?.message ?? text.slice(0, 200)}`);
+  if (res.status === 401) {
+    const e = adminError(json);
+    throw failure(`the admin API refused the token in ${ADMIN_TOKEN_ENV} (401 ${e?.code ?? ""}): ${e?.message ?? ""}`.trim());
+  }
+  return { status: res.status, json, text };
+}
+
+/** An admin API call whose answer must be a success. @throws CliError for any other answer. */
+export async function adminCall<T>(target: AdminTarget, method: "GET" | "POST", path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
+  const { status, json, text } = await adminRequest(target, method, path, body, timeoutMs);
+  if (status < 200 || status > 299) {
+    const e = adminError(json);
+    throw failure(`${method} ${path} failed: ${status} ${e?.code ?? ""}: ${e?.message ?? text.slice(0, 200)}`);
   }
   return json as T;
 }

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { GatewayError } from "../src/errors/gateway-error.ts";
 import type { ExplainAnswer } from "../src/kinds/model/explain-answer.ts";
 import { PROTOCOL_IDS, type ProtocolId } from "../src/protocol/codec.ts";
-import { adminTarget, ADMIN_TOKEN_ENV } from "./admin-client.ts";
+import { adminError, adminRequest, adminTarget } from "./admin-client.ts";
 import { failure, usageError } from "./cli-error.ts";
 import { readConfigDir } from "./config-dir.ts";
 
@@ -77,30 +77,12 @@ export async function explainerOf(flags: { readonly gateway?: string | undefined
       where: `gateway ${target.baseUrl}`,
       offline: false,
       async explain(c) {
-        let res: Response;
-        try {
-          res = await fetch(`${target.baseUrl}/admin/explain`, {
-            method: "POST",
-            headers: { authorization: `Bearer ${target.token}`, "content-type": "application/json" },
-            body: JSON.stringify({ request: c.request, protocol: c.protocol, key: as.key, tenant: as.tenant, headers: Object.keys(c.headers).length > 0 ? c.headers : undefined }),
-            signal: AbortSignal.timeout(60_000),
-          });
-        } catch (err) {
-          const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-          throw failure(`cannot reach the admin API at ${target.baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
-        }
-        const text = await res.text();
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          throw failure(`the admin API at ${target.baseUrl} answered ${res.status} with a body that is not JSON`);
-        }
-        if (res.ok) return { ok: true, answer: json as ExplainAnswer };
-        const e = (json as { error?: { code?: string; message?: string } }).error;
-        if (res.status === 401) throw failure(`the admin API refused the token in ${ADMIN_TOKEN_ENV} (401 ${e?.code ?? ""}): ${e?.message ?? ""}`.trim());
-        if (res.status === 404 && e?.code === "not_found") throw failure(`the gateway at ${target.baseUrl} has no /admin/explain (an older version?)`);
-        return { ok: false, code: e?.code ?? "unknown", status: res.status, message: e?.message ?? text.slice(0, 200) };
+        const body = { request: c.request, protocol: c.protocol, key: as.key, tenant: as.tenant, headers: Object.keys(c.headers).length > 0 ? c.headers : undefined };
+        const { status, json, text } = await adminRequest(target, "POST", "/explain", body, 60_000);
+        if (status >= 200 && status <= 299) return { ok: true, answer: json as ExplainAnswer };
+        const e = adminError(json);
+        if (status === 404 && e?.code === "not_found") throw failure(`the gateway at ${target.baseUrl} has no /admin/explain (an older version?)`);
+        return { ok: false, code: e?.code ?? "unknown", status, message: e?.message ?? text.slice(0, 200) };
       },
     };
   }

@@ -4,7 +4,7 @@ import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { PROTOCOL_IDS } from "../protocol/codec.ts";
 import { newRequestId, type GatewayRuntime } from "../worker/runtime.ts";
-import { jsonDepth, readBodyText } from "./limits.ts";
+import { readAdminJson } from "./admin-json.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 
@@ -25,22 +25,9 @@ const explainSchema = z.strictObject({
 async function readExplain(request: Request, rt: GatewayRuntime): Promise<z.infer<typeof explainSchema>> {
   const limits = rt.config.gateway.limits;
   // The client's request sits one level down, inside `request`.
-  const text = await readBodyText(request, { ...limits, maxBodyBytes: limits.maxBodyBytes + 4096 });
-  if (jsonDepth(text) > limits.maxJsonDepth + 1) throw new GatewayError("json_too_deep", `The request nests deeper than ${limits.maxJsonDepth} levels.`);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new GatewayError("invalid_json", "The body is not valid JSON.");
-  }
-  const parsed = explainSchema.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const path = echo(issue.path.join("."));
-    throw new GatewayError("invalid_request", `${path === "" ? "body" : `'${path}'`}: ${issue.message}`, { param: path === "" ? undefined : path });
-  }
-  if (parsed.data.key === undefined && parsed.data.tenant === undefined) throw new GatewayError("invalid_request", "Name the caller to explain for: 'key' (an API key id) or 'tenant'.", { param: "key" });
-  return parsed.data;
+  const body = await readAdminJson(request, explainSchema, limits.maxBodyBytes + 4096, limits.maxJsonDepth + 1);
+  if (body.key === undefined && body.tenant === undefined) throw new GatewayError("invalid_request", "Name the caller to explain for: 'key' (an API key id) or 'tenant'.", { param: "key" });
+  return body;
 }
 
 /**
