@@ -151,7 +151,7 @@ function realSleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** The record of an attempt about to be made on a choice. */
-function attemptRecord(plan: DispatchPlan, snapshot: PinnedSnapshot, choice: Choice, now: number): AttemptRecord {
+function attemptRecord(plan: DispatchPlan, snapshot: PinnedSnapshot, choice: Choice, now: number, codecs: CodecRegistry): AttemptRecord {
   const a: AttemptRecord = {
     id: newAttemptId(now),
     requestId: plan.requestId,
@@ -163,6 +163,7 @@ function attemptRecord(plan: DispatchPlan, snapshot: PinnedSnapshot, choice: Cho
     backendName: choice.member.backend.name,
     upstreamModel: choice.member.model,
     backendProtocol: choice.member.backend.protocol,
+    codecVersion: codecs.backend(choice.member.backend.protocol)?.version,
     spanId: newSpanId(),
     startedAt: now,
     outcome: "in_progress",
@@ -295,7 +296,7 @@ export class GatewayExecutor {
         continue;
       }
       const first = req.attempts.length === 0;
-      const record = attemptRecord(plan, ctx.snapshot, choice, clock.now());
+      const record = attemptRecord(plan, ctx.snapshot, choice, clock.now(), this.#deps.codecs);
       if (op.unbilled) record.unbilled = true;
       const attempt = req.openAttempt(record);
       if (gate) {

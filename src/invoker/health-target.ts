@@ -15,7 +15,8 @@ export function probeTargetFor(backend: NormalizedBackend, codec: BackendCodec):
     url: `${backend.baseUrl}${hc.path}`,
     method: "GET",
     headers: { ...codec.upstreamHeaders, ...backend.headers, "accept-encoding": "identity" },
-    ...(backend.credential ? { credential: { authorizationSecret: backend.credential.secret, scheme: backend.credential.scheme } } : {}),
+    // An entra credential's token is minted per request; its backends have no probe (the schema refuses one).
+    ...(backend.credential && "scheme" in backend.credential ? { credential: { authorizationSecret: backend.credential.secret, scheme: backend.credential.scheme } } : {}),
     timeoutMs: hc.timeoutMs,
     intervalMs: hc.intervalMs,
     jitterRatio: 0.2,

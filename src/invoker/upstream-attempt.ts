@@ -15,10 +15,13 @@ import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { Choice } from "./candidates.ts";
+import { azureOpenAiUrl } from "./azure-openai.ts";
+import { entraTokenSource } from "./auth/entra.ts";
+import { TokenCache } from "./auth/token-cache.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { evidenceFromStatus } from "./evidence.ts";
 import { readUpstreamErrorDetail, readUpstreamJson } from "./upstream-body.ts";
-import { errorFromUpstreamStatus, retryAfterSeconds } from "./upstream-error.ts";
+import { errorFromUpstreamStatus, retryAfterFromHeaders } from "./upstream-error.ts";
 import { runThroughBinding, workersAiStatusFailure, type ModelBindings, type StatusFailure } from "./workers-ai-binding.ts";
 
 /** What one attempt needs from its surroundings. */
@@ -46,7 +49,15 @@ export interface AttemptDeps {
    * by name (the composition root supplies its own). Without them such a backend is unreachable.
    */
   readonly bindings?: ModelBindings | undefined;
+  /**
+   * Access tokens minted for backends whose credential is an application (Entra ID), per
+   * isolate. Absent: the isolate's own cache.
+   */
+  readonly tokens?: TokenCache | undefined;
 }
+
+/** The isolate's token cache, for deps that bring none. */
+let isolateTokens: TokenCache | undefined;
 
 /** A successful chat attempt: the provider answered 2xx with a readable body or a stream. */
 export type AttemptSuccess = (
@@ -95,6 +106,11 @@ export interface PreparedAttempt {
   send(signal: AbortSignal): Promise<Response>;
   /** What a non-2xx answer of this backend means. */
   failure(status: number, retryAfter: number | undefined, detail: string): StatusFailure;
+  /**
+   * Obtains what the request is authorized with before it is sent (an access token minted or
+   * taken from the cache). Its failure is known-zero: nothing reached the provider.
+   */
+  authorize?(signal: AbortSignal): Promise<void>;
 }
 
 /** A non-2xx answer as HTTP and the backend's protocol define it. */
@@ -193,24 +209,31 @@ export function prepareAttempt(
     headers.set("traceparent", formatTraceparent(trace.traceId, attempt.record.spanId ?? trace.spanId, trace.sampled));
     if (trace.state !== undefined) headers.set("tracestate", trace.state);
   }
+  let authorize: PreparedAttempt["authorize"];
   if (backend.credential) {
-    const secret = deps.credentials.get(backend.credential.secret);
+    const credential = backend.credential;
+    const secret = deps.credentials.get(credential.secret);
     if (secret === undefined || secret === "") {
-      const error = new GatewayError("internal_error", "The gateway is missing a provider credential.", { cause: `secret ${backend.credential.secret} is not set` });
+      const error = new GatewayError("internal_error", "The gateway is missing a provider credential.", { cause: `secret ${credential.secret} is not set` });
       // Nothing was sent: another backend may serve the request.
       return failed(attempt, error, { class: "known_zero", reason: "not_attempted" }, "connect_failed");
     }
-    if (backend.credential.scheme === "bearer") headers.set("authorization", `Bearer ${secret}`);
-    else headers.set("x-api-key", secret);
+    if ("kind" in credential) {
+      const source = entraTokenSource(credential, secret, { fetch: deps.fetch, clock: deps.clock, egress: deps.egress });
+      const tokens = deps.tokens ?? (isolateTokens ??= new TokenCache({ clock: deps.clock }));
+      authorize = async (signal) => headers.set("authorization", `Bearer ${await tokens.token(source, signal)}`);
+    } else if (credential.scheme === "bearer") headers.set("authorization", `Bearer ${secret}`);
+    else headers.set(credential.scheme, secret);
   }
   return encoded(attempt, () => {
     const { path, body: json, headers: own } = encode(codec, choice);
     // A `headers` plugin's (allowlisted names only: egress/upstream-headers.ts); the decision's word wins over the backend's static headers.
     if (own) for (const [k, v] of Object.entries(own)) headers.set(k, v);
-    const url = `${backend.baseUrl}${path}`;
+    const url = backend.protocol === "azure-openai" ? azureOpenAiUrl(backend, member.model, path) : `${backend.baseUrl}${path}`;
     const body = JSON.stringify(json);
     return {
       codec,
+      authorize,
       // Redirects are never followed: a 3xx is the provider's answer (an upstream error), so no
       // provider can bounce a request, its credential included, to an address the guard refuses.
       send: (signal) => deps.fetch(url, { method: "POST", headers, body, signal, redirect: "manual" }),
@@ -273,6 +296,20 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
     return failed(attempt, new GatewayError("upstream_unreachable", "The model provider could not be reached.", { cause: err }), { class: "unknown", reason: "network_error" }, "network_error");
   };
 
+  if (prepared.authorize) {
+    try {
+      await prepared.authorize(signal);
+    } catch (err) {
+      if (request.abortReason !== undefined) {
+        clearFirstByte?.();
+        return aborted(err);
+      }
+      clearFirstByte?.();
+      // No token, so nothing was sent: the next candidate or tier may serve the request.
+      const error = err instanceof GatewayError ? err : new GatewayError("upstream_unreachable", "The model provider's token service could not be reached.", { cause: err });
+      return failed(attempt, error, { class: "known_zero", reason: "credential_unavailable" }, "connect_failed");
+    }
+  }
   if (backend.connectCheck && deps.preconnect && backend.baseUrl !== undefined) {
     const url = new URL(backend.baseUrl);
     const port = url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
@@ -306,7 +343,7 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
 
   if (!res.ok) {
     const detail = await readUpstreamErrorDetail(res);
-    const after = retryAfterSeconds(res.headers.get("retry-after"), clock.now());
+    const after = retryAfterFromHeaders(res.headers, clock.now());
     const f = prepared.failure(res.status, after, detail);
     return failed(attempt, f.error, f.evidence, f.outcome);
   }

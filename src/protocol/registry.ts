@@ -1,8 +1,9 @@
 import { anthropicMessagesCodec } from "./anthropic-messages/index.ts";
+import { azureOpenAiCodec } from "./azure-openai/index.ts";
 import { CodecRegistry } from "./codec.ts";
 import { openAiChatCodec } from "./openai-chat/index.ts";
 import { openAiResponsesCodec } from "./openai-responses/index.ts";
 import { workersAiCodec } from "./workers-ai/index.ts";
 
-/** The codecs this build serves: the wire protocols for clients and backends alike, and Workers AI for backends. */
-export const builtinCodecs = new CodecRegistry([openAiChatCodec, openAiResponsesCodec, anthropicMessagesCodec], [workersAiCodec]);
+/** The codecs this build serves: the wire protocols for clients and backends alike, and the protocols only backends speak (Workers AI, Azure OpenAI). */
+export const builtinCodecs = new CodecRegistry([openAiChatCodec, openAiResponsesCodec, anthropicMessagesCodec], [workersAiCodec, azureOpenAiCodec]);
