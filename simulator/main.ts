@@ -18,6 +18,7 @@ const USAGE = `Usage: node simulator/main.ts [options]
   --port N            TCP port (default ${DEFAULT_PORT}; 0 picks a free one)
   --host H            interface to bind (default 127.0.0.1)
   --api-key K         require "Authorization: Bearer K" or "x-api-key: K"
+  --entra-client I:S  the fake Entra ID token endpoint issues tokens only to client id I with secret S
   --models a,b        ids listed by GET /v1/models
   --history N         requests kept for GET /__sim/requests (default 200)
   --<knob> V          instance default of a knob: ${KNOB_NAMES.join(", ")}
@@ -39,6 +40,7 @@ const options: NonNullable<ParseArgsConfig["options"]> = {
   port: { type: "string" },
   host: { type: "string" },
   "api-key": { type: "string" },
+  "entra-client": { type: "string" },
   models: { type: "string" },
   history: { type: "string" },
   help: { type: "boolean" },
@@ -71,12 +73,18 @@ const models = str("models")
   .map((m) => m.trim())
   .filter((m) => m !== "");
 
+const entra = str("entra-client");
+const colon = entra?.indexOf(":") ?? -1;
+if (entra !== undefined && colon <= 0) fail("--entra-client must be CLIENT_ID:CLIENT_SECRET");
+const entraClient = entra === undefined ? undefined : { clientId: entra.slice(0, colon), clientSecret: entra.slice(colon + 1) };
+
 let simulator: Awaited<ReturnType<typeof startSimulator>>;
 try {
   simulator = await startSimulator({
     port: integer("port", str("port"), DEFAULT_PORT),
     host: str("host") ?? "127.0.0.1",
     apiKey: str("api-key"),
+    ...(entraClient !== undefined ? { entraClient } : {}),
     models: models && models.length > 0 ? models : undefined,
     history: integer("history", str("history"), 200),
     knobs,

@@ -307,7 +307,6 @@ async function handleControl(state: State, req: IncomingMessage, res: ServerResp
     case "POST /__sim/reset":
       state.recorder.reset();
       state.attempts.clear();
-      state.tokens.reset();
       return sendJson(res, 200, { reset: true });
     case "GET /__sim/config":
       return sendJson(res, 200, knobsToSettings(state.knobs));

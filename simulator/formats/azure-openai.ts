@@ -96,17 +96,17 @@ export function azureOpenaiChat(deployment: string): WireFormat {
 /** The envelope of Azure answers outside one deployment (a missing API version). */
 export const azureEnvelope: Pick<WireFormat, "renderError" | "authError" | "requestIdHeader"> = { renderError, authError, requestIdHeader: "apim-request-id" };
 
-/** Access tokens the fake token endpoint issued, with their expiry (epoch ms). */
+/**
+ * Access tokens the fake token endpoint issued, with their expiry (epoch ms). Kept across
+ * `POST /__sim/reset`, as an identity provider's tokens outlive a provider's request history.
+ */
 export class IssuedTokens {
   readonly #tokens = new Map<string, number>();
-  /** Tokens minted since start or the last reset. */
-  minted = 0;
 
   issue(expiresInSeconds: number): string {
     if (this.#tokens.size >= 10_000) this.#tokens.clear();
     const token = `sim-entra-${crypto.randomUUID()}`;
     this.#tokens.set(token, Date.now() + expiresInSeconds * 1000);
-    this.minted++;
     return token;
   }
 
@@ -114,11 +114,6 @@ export class IssuedTokens {
   valid(token: string): boolean {
     const at = this.#tokens.get(token);
     return at !== undefined && Date.now() < at;
-  }
-
-  reset(): void {
-    this.#tokens.clear();
-    this.minted = 0;
   }
 }
 

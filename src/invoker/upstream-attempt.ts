@@ -210,6 +210,8 @@ export function prepareAttempt(
     if (trace.state !== undefined) headers.set("tracestate", trace.state);
   }
   let authorize: PreparedAttempt["authorize"];
+  let sentToken: string | undefined;
+  let refused: (() => void) | undefined;
   if (backend.credential) {
     const credential = backend.credential;
     const secret = deps.credentials.get(credential.secret);
@@ -221,7 +223,14 @@ export function prepareAttempt(
     if ("kind" in credential) {
       const source = entraTokenSource(credential, secret, { fetch: deps.fetch, clock: deps.clock, egress: deps.egress });
       const tokens = deps.tokens ?? (isolateTokens ??= new TokenCache({ clock: deps.clock }));
-      authorize = async (signal) => headers.set("authorization", `Bearer ${await tokens.token(source, signal)}`);
+      authorize = async (signal) => {
+        sentToken = await tokens.token(source, signal);
+        headers.set("authorization", `Bearer ${sentToken}`);
+      };
+      // A 401 means the provider no longer takes this token (revoked early, say): the next request mints anew.
+      refused = () => {
+        if (sentToken !== undefined) tokens.invalidate(source, sentToken);
+      };
     } else if (credential.scheme === "bearer") headers.set("authorization", `Bearer ${secret}`);
     else headers.set(credential.scheme, secret);
   }
@@ -237,7 +246,10 @@ export function prepareAttempt(
       // Redirects are never followed: a 3xx is the provider's answer (an upstream error), so no
       // provider can bounce a request, its credential included, to an address the guard refuses.
       send: (signal) => deps.fetch(url, { method: "POST", headers, body, signal, redirect: "manual" }),
-      failure: (status, retryAfter, detail) => statusFailure(codec, status, retryAfter, detail),
+      failure: (status, retryAfter, detail) => {
+        if (status === 401) refused?.();
+        return statusFailure(codec, status, retryAfter, detail);
+      },
     };
   });
 }

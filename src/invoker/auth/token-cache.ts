@@ -97,6 +97,18 @@ export class TokenCache {
     }
   }
 
+  /**
+   * Forgets the source's token when it is `token` (the provider refused it: revoked, or its
+   * audience changed), so the next caller mints a new one. A newer token is kept.
+   */
+  invalidate(source: TokenSource, token: string): void {
+    const e = this.#entries.get(source.key);
+    if (e?.token?.token === token) {
+      e.token = undefined;
+      e.mintedAt = undefined;
+    }
+  }
+
   /** Counts since the isolate started. */
   stats(): TokenCacheStats {
     return { minted: this.#minted, failed: this.#failed };
