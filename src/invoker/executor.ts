@@ -8,6 +8,7 @@ import type { Rng } from "../deps/rng.ts";
 import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { BackendCodec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import type { TokenCache } from "./auth/token-cache.ts";
 import type { InputOperation } from "../protocol/input-operation.ts";
 import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
 import { requestFeatures, type RequestFeature } from "../protocol/features.ts";
@@ -121,6 +122,8 @@ export interface ExecutorDeps {
   readonly egress?: EgressPolicy | undefined;
   /** The Worker's bindings that binding-protocol backends are reached through (see upstream-attempt.ts). */
   readonly bindings?: ModelBindings | undefined;
+  /** The isolate's minted access tokens (Entra ID credentials; see invoker/auth/token-cache.ts). */
+  readonly tokens?: TokenCache | undefined;
 }
 
 /**

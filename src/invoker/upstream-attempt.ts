@@ -50,14 +50,14 @@ export interface AttemptDeps {
    */
   readonly bindings?: ModelBindings | undefined;
   /**
-   * Access tokens minted for backends whose credential is an application (Entra ID), per
-   * isolate. Absent: the isolate's own cache.
+   * Access tokens minted for backends whose credential is an application (Entra ID), one cache
+   * per isolate (the composition root's). Absent: a cache of this module's, per isolate too.
    */
   readonly tokens?: TokenCache | undefined;
 }
 
-/** The isolate's token cache, for deps that bring none. */
-let isolateTokens: TokenCache | undefined;
+/** The token cache for deps that bring none (tests that never name an Entra credential). */
+let fallbackTokens: TokenCache | undefined;
 
 /** A successful chat attempt: the provider answered 2xx with a readable body or a stream. */
 export type AttemptSuccess = (
@@ -222,7 +222,7 @@ export function prepareAttempt(
     }
     if ("kind" in credential) {
       const source = entraTokenSource(credential, secret, { fetch: deps.fetch, clock: deps.clock, egress: deps.egress });
-      const tokens = deps.tokens ?? (isolateTokens ??= new TokenCache({ clock: deps.clock }));
+      const tokens = deps.tokens ?? (fallbackTokens ??= new TokenCache({ clock: deps.clock }));
       authorize = async (signal) => {
         sentToken = await tokens.token(source, signal);
         headers.set("authorization", `Bearer ${sentToken}`);
