@@ -204,6 +204,14 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
     if (authError !== undefined) return ex.error(format, authError, "rejected");
     return handleGeneration(state, ex, format, body, malformed);
   }
+  if (req.method === "GET" && path === "/openai/models") {
+    // Azure's model list: the resource's models, behind the same key and API version.
+    ex.idHeader = azureEnvelope.requestIdHeader;
+    if (!new URLSearchParams(query).has("api-version")) return ex.error(azureEnvelope, { status: 404, kind: "not_found", message: "Resource not found", param: null, code: "404" }, "rejected");
+    const authError = azureAuthError(state, req);
+    if (authError !== undefined) return ex.error(azureEnvelope, authError, "rejected");
+    return ex.json(200, renderModelList(state.models), "completed");
+  }
   if (path === MCP_PATH) {
     if (state.apiKey !== undefined && presentedKey(req) !== state.apiKey) return mcpUnauthorized(ex);
     return serveMcp(ex, body, malformed);

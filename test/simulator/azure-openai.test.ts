@@ -97,6 +97,14 @@ describe("Azure OpenAI chat completions", () => {
     expect(JSON.stringify(tokenRequest)).not.toContain(CLIENT.clientSecret);
   });
 
+  it("lists the resource's models behind the key and the API version (what a health probe asks)", async () => {
+    const ok = await fetch(`${sim.url}/openai/models?api-version=${API_VERSION}`, { headers: { "api-key": KEY } });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as { data: unknown[] }).data.length).toBeGreaterThan(0);
+    expect((await fetch(`${sim.url}/openai/models?api-version=${API_VERSION}`, { headers: { "api-key": "wrong" } })).status).toBe(401);
+    expect((await fetch(`${sim.url}/openai/models`, { headers: { "api-key": KEY } })).status).toBe(404);
+  });
+
   it("refuses a wrong client secret as Entra does", async () => {
     const res = await entraToken("nope");
     expect(res.status).toBe(401);

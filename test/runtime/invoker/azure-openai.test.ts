@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import type { Reply } from "../../../src/kinds/model/model-api.ts";
 import { TokenCache } from "../../../src/invoker/auth/token-cache.ts";
+import { probeTargetFor } from "../../../src/invoker/health-target.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
 import { pinSnapshot, type PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
@@ -151,5 +152,15 @@ describe("Azure OpenAI backends", () => {
     expect(reply.kind).toBe("buffered");
     await h.settled();
     expect(h.attempts[0]).toMatchObject({ status: 429, evidence: { class: "known_zero", reason: "rejected_before_processing", retryAfterSeconds: 1.5 } });
+  });
+
+  it("probes an api-key deployment's resource at its model list, with the API version and the key by name", async () => {
+    const snapshot = await normalizeSnapshot(
+      { version: 1, backends: [{ name: "az", protocol: "azure-openai", baseUrl: HOST, apiVersion: "2024-10-21", credential: { secret: "AZURE_KEY", scheme: "api-key" }, capabilities: ["chat"], healthCheck: {} }], pools: [{ name: "p", members: [{ backend: "az", model: "d" }] }] },
+      { supportedProtocols: builtinCodecs.ids(), requirements: [], egress: LOOPBACK_EGRESS },
+    );
+    if (!snapshot.ok) throw new Error(JSON.stringify(snapshot.reasons));
+    const target = probeTargetFor(snapshot.snapshot.backends[0]!, builtinCodecs.backend("azure-openai")!);
+    expect(target).toMatchObject({ url: `${HOST}/openai/models?api-version=2024-10-21`, method: "GET", credential: { authorizationSecret: "AZURE_KEY", scheme: "api-key" } });
   });
 });
