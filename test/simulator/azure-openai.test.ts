@@ -24,9 +24,9 @@ const azure = (over: { apiKey?: string; azureADTokenProvider?: () => Promise<str
   new AzureOpenAI({ endpoint: sim.url, apiVersion: API_VERSION, deployment: "gpt-4o-prod", maxRetries: 0, timeout: 10_000, ...over });
 
 /** Mints a token from the fake Entra endpoint as an application would. */
-async function entraToken(secret = CLIENT.clientSecret): Promise<Response> {
+async function entraToken(secret = CLIENT.clientSecret, headers: Record<string, string> = {}): Promise<Response> {
   const form = new URLSearchParams({ grant_type: "client_credentials", client_id: CLIENT.clientId, client_secret: secret, scope: "https://cognitiveservices.azure.com/.default" });
-  return fetch(`${sim.url}/contoso/oauth2/v2.0/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: form });
+  return fetch(`${sim.url}/contoso/oauth2/v2.0/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: form });
 }
 
 describe("Azure OpenAI chat completions", () => {
@@ -103,6 +103,28 @@ describe("Azure OpenAI chat completions", () => {
     expect(((await ok.json()) as { data: unknown[] }).data.length).toBeGreaterThan(0);
     expect((await fetch(`${sim.url}/openai/models?api-version=${API_VERSION}`, { headers: { "api-key": "wrong" } })).status).toBe(401);
     expect((await fetch(`${sim.url}/openai/models`, { headers: { "api-key": KEY } })).status).toBe(404);
+  });
+
+  it("issues short-lived tokens and fails on request, through knobs scoped to its path", async () => {
+    const short = (await (await entraToken(CLIENT.clientSecret, { "x-sim-token-expires-in": "1" })).json()) as { access_token: string; expires_in: number };
+    expect(short.expires_in).toBe(1);
+    const client = azure({ azureADTokenProvider: async () => short.access_token });
+    expect((await client.chat.completions.create({ model: "x", messages: [{ role: "user", content: "Hi" }] })).choices).toHaveLength(1);
+    // Expired: the deployment refuses it (polled, never a fixed sleep).
+    for (let i = 0; i < 100; i++) {
+      const e = await client.chat.completions.create({ model: "x", messages: [{ role: "user", content: "Hi" }] }).catch((err: unknown) => err);
+      if (e instanceof APIError) {
+        expect(e.status).toBe(401);
+        break;
+      }
+      expect(i).toBeLessThan(99);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const down = await entraToken(CLIENT.clientSecret, { "x-sim-status": "503", "x-sim-only-path": "/contoso/oauth2/v2.0/token" });
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({ error: "temporarily_unavailable" });
+    // Without only-path naming it, a status knob is the chat's, not the token endpoint's.
+    expect((await entraToken(CLIENT.clientSecret, { "x-sim-status": "503" })).status).toBe(200);
   });
 
   it("refuses a wrong client secret as Entra does", async () => {
