@@ -145,8 +145,9 @@ async function answeredBeforeBody(
   const midStreamError = fault === "error-mid-stream" && stream;
   if (faulty && !midStreamError && (knobs.status !== undefined || fault === "error-mid-stream")) {
     const status = knobs.status ?? 500;
-    const retryAfter = knobs.retryAfter ?? (status === 429 || status === 503 ? 1 : undefined);
-    const headers = retryAfter === undefined ? undefined : { "retry-after": String(retryAfter) };
+    const ms = knobs.retryAfterMs;
+    const retryAfter = knobs.retryAfter ?? (ms !== undefined ? Math.ceil(ms / 1000) : status === 429 || status === 503 ? 1 : undefined);
+    const headers = retryAfter === undefined ? undefined : { "retry-after": String(retryAfter), ...(ms !== undefined ? { "retry-after-ms": String(ms) } : {}) };
     ex.error(envelope, { ...simulatedError(status), retryAfterSeconds: retryAfter }, "faulted", headers);
     return true;
   }

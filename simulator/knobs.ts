@@ -24,6 +24,8 @@ export const KNOB_NAMES = [
   "tokens",
   "status",
   "retry-after",
+  "retry-after-ms",
+  "token-expires-in",
   "fault",
   "cut-after",
   "heartbeat-ms",
@@ -54,6 +56,13 @@ export interface Knobs {
   readonly status: number | undefined;
   /** `retry-after` seconds; `undefined` means 1 on 429/503 and no header otherwise. */
   readonly retryAfter: number | undefined;
+  /**
+   * `retry-after-ms` milliseconds sent with a simulated error (as Azure OpenAI and OpenAI do), and
+   * `retry-after` rounded up from it unless that knob is set; `undefined` sends no such header.
+   */
+  readonly retryAfterMs: number | undefined;
+  /** `expires_in` seconds of the access tokens the fake Entra token endpoint issues. */
+  readonly tokenExpiresIn: number;
   readonly fault: Fault | undefined;
   readonly cutAfter: number;
   readonly heartbeatMs: number;
@@ -80,6 +89,8 @@ export const BASE_KNOBS: Knobs = {
   tokens: 12,
   status: undefined,
   retryAfter: undefined,
+  retryAfterMs: undefined,
+  tokenExpiresIn: 3599,
   fault: undefined,
   cutAfter: 3,
   heartbeatMs: 1000,
@@ -146,6 +157,12 @@ function applyKnob(target: Mutable<Partial<Knobs>>, name: string, raw: string): 
       return;
     case "retry-after":
       target.retryAfter = int(name, raw, 0);
+      return;
+    case "retry-after-ms":
+      target.retryAfterMs = int(name, raw, 0);
+      return;
+    case "token-expires-in":
+      target.tokenExpiresIn = int(name, raw, 1);
       return;
     case "fault":
       if (raw === "none") target.fault = undefined;

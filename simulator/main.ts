@@ -19,6 +19,7 @@ const USAGE = `Usage: node simulator/main.ts [options]
   --host H            interface to bind (default 127.0.0.1)
   --api-key K         require "Authorization: Bearer K" or "x-api-key: K"
   --aws-key ID:SECRET require Bedrock requests to be SigV4-signed with this access key
+  --entra-client I:S  the fake Entra ID token endpoint issues tokens only to client id I with secret S
   --models a,b        ids listed by GET /v1/models
   --history N         requests kept for GET /__sim/requests (default 200)
   --<knob> V          instance default of a knob: ${KNOB_NAMES.join(", ")}
@@ -41,6 +42,7 @@ const options: NonNullable<ParseArgsConfig["options"]> = {
   host: { type: "string" },
   "api-key": { type: "string" },
   "aws-key": { type: "string" },
+  "entra-client": { type: "string" },
   models: { type: "string" },
   history: { type: "string" },
   help: { type: "boolean" },
@@ -77,6 +79,10 @@ const awsKey = str("aws-key");
 const colon = awsKey?.indexOf(":") ?? -1;
 if (awsKey !== undefined && colon <= 0) fail("--aws-key must be ACCESS_KEY_ID:SECRET_ACCESS_KEY");
 const aws = awsKey === undefined ? undefined : { accessKeyId: awsKey.slice(0, colon), secretAccessKey: awsKey.slice(colon + 1) };
+const entra = str("entra-client");
+const entraColon = entra?.indexOf(":") ?? -1;
+if (entra !== undefined && entraColon <= 0) fail("--entra-client must be CLIENT_ID:CLIENT_SECRET");
+const entraClient = entra === undefined ? undefined : { clientId: entra.slice(0, entraColon), clientSecret: entra.slice(entraColon + 1) };
 
 let simulator: Awaited<ReturnType<typeof startSimulator>>;
 try {
@@ -85,6 +91,7 @@ try {
     host: str("host") ?? "127.0.0.1",
     apiKey: str("api-key"),
     aws,
+    ...(entraClient !== undefined ? { entraClient } : {}),
     models: models && models.length > 0 ? models : undefined,
     history: integer("history", str("history"), 200),
     knobs,

@@ -9,6 +9,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Exchange, serveGeneration, serveJson } from "./exchange.ts";
 import { bedrockConverse, bedrockRoute, verifySigV4, type SimAwsCredentials } from "./formats/bedrock-converse.ts";
+import { azureEnvelope, azureOpenaiChat, azureRoute, ENTRA_TOKEN_PATH, entraTokenAnswer, IssuedTokens, type EntraClient } from "./formats/azure-openai.ts";
 import { anthropicCountTokens, anthropicMessages, anthropicModelNotFound, renderAnthropicModel, renderAnthropicModelList } from "./formats/anthropic-messages.ts";
 import { geminiFormat, geminiRoute, vertexAuthError, type GeminiRoute } from "./formats/gemini.ts";
 import { openaiChat } from "./formats/openai-chat.ts";
@@ -73,6 +74,11 @@ export interface SimulatorOptions {
   readonly googleServiceAccounts?: Readonly<Record<string, string>>;
   /** When set, Bedrock routes need a valid SigV4 signature made with these credentials. */
   readonly aws?: SimAwsCredentials;
+  /**
+   * The application the fake Entra ID token endpoint accepts (client id and secret); any when
+   * unset. Azure OpenAI requests with `Authorization: Bearer` need a token it issued.
+   */
+  readonly entraClient?: EntraClient;
 }
 
 /** A running simulator. */
@@ -94,6 +100,9 @@ interface State {
   /** Requests seen per `times` key. */
   readonly attempts: Map<string, number>;
   readonly google: GoogleTokens;
+  readonly entraClient: EntraClient | undefined;
+  /** Access tokens the fake Entra token endpoint issued. */
+  readonly tokens: IssuedTokens;
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
@@ -234,8 +243,28 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
       malformed = true;
     }
   }
-  state.recorder.request(req.method ?? "", path, query, req.headers, body);
+  const tokenRequest = req.method === "POST" && ENTRA_TOKEN_PATH.test(path);
+  // The client secret stays out of the request history.
+  state.recorder.request(req.method ?? "", path, query, req.headers, tokenRequest ? redactedForm(raw) : body);
   const ex = new Exchange(req, res, state.recorder);
+  if (tokenRequest) return handleEntraToken(state, ex, path, raw);
+  const azure = req.method === "POST" ? azureRoute(path, query) : undefined;
+  if (azure !== undefined) {
+    ex.idHeader = azureEnvelope.requestIdHeader;
+    if ("error" in azure) return ex.error(azureEnvelope, azure.error, "rejected");
+    const format = azureOpenaiChat(azure.deployment);
+    const authError = azureAuthError(state, req);
+    if (authError !== undefined) return ex.error(format, authError, "rejected");
+    return handleGeneration(state, ex, format, body, malformed);
+  }
+  if (req.method === "GET" && path === "/openai/models") {
+    // Azure's model list: the resource's models, behind the same key and API version.
+    ex.idHeader = azureEnvelope.requestIdHeader;
+    if (!new URLSearchParams(query).has("api-version")) return ex.error(azureEnvelope, { status: 404, kind: "not_found", message: "Resource not found", param: null, code: "404" }, "rejected");
+    const authError = azureAuthError(state, req);
+    if (authError !== undefined) return ex.error(azureEnvelope, authError, "rejected");
+    return ex.json(200, renderModelList(state.models), "completed");
+  }
   if (path === MCP_PATH) {
     if (state.apiKey !== undefined && presentedKey(req) !== state.apiKey) return mcpUnauthorized(ex);
     return serveMcp(ex, body, malformed);
@@ -281,6 +310,52 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
     code: null,
   };
   ex.error(format, notFound, "rejected");
+}
+
+/**
+ * Azure's check of a deployment request: a bearer token must be one the fake Entra endpoint
+ * issued and still valid; otherwise the `api-key` header must match the configured key (any,
+ * when none is configured).
+ */
+function azureAuthError(state: State, req: IncomingMessage): SimError | undefined {
+  const auth = req.headers.authorization;
+  if (auth !== undefined && /^bearer\s/i.test(auth)) {
+    if (state.tokens.valid(auth.slice(7).trim())) return undefined;
+    return { status: 401, kind: "authentication", message: "Unauthorized. Access token is missing, invalid, audience is incorrect (https://cognitiveservices.azure.com), or have expired.", param: null, code: "401" };
+  }
+  if (state.apiKey === undefined || req.headers["api-key"] === state.apiKey) return undefined;
+  return azureOpenaiChat("").authError(undefined);
+}
+
+/** A token request's form as recorded: every field but the client secret. */
+function redactedForm(raw: Buffer): Record<string, string> {
+  const form = Object.fromEntries(new URLSearchParams(raw.toString("utf8")));
+  if ("client_secret" in form) form["client_secret"] = "[redacted]";
+  return form;
+}
+
+/**
+ * The fake Entra ID token endpoint. The status and fault knobs apply to it only when `only-path`
+ * names its path, so a chat's fault never fails the token mint that precedes it.
+ */
+async function handleEntraToken(state: State, ex: Exchange, path: string, raw: Buffer): Promise<void> {
+  let knobs: Knobs;
+  try {
+    knobs = resolveRequestKnobs(state.knobs, "", ex.req.headers);
+  } catch (error) {
+    if (!(error instanceof KnobError)) throw error;
+    return ex.json(400, JSON.stringify({ error: "invalid_request", error_description: error.message }), "rejected");
+  }
+  if (knobs.onlyPath === path) {
+    if (knobs.latencyMs > 0 && !(await ex.sleep(knobs.latencyMs))) return;
+    if (faultApplies(state, knobs, undefined, 0)) {
+      if (knobs.fault === "reset-before-headers") return ex.reset("faulted");
+      const status = knobs.status ?? 503;
+      return ex.json(status, JSON.stringify({ error: "temporarily_unavailable", error_description: "AADSTS50196: The server is temporarily unavailable (simulated)." }), "faulted");
+    }
+  }
+  const answer = entraTokenAnswer(new URLSearchParams(raw.toString("utf8")), state.entraClient, state.tokens, knobs.tokenExpiresIn);
+  ex.json(answer.status, JSON.stringify(answer.body), answer.status === 200 ? "completed" : "rejected");
 }
 
 /** `/health` and `/__sim/*`: never recorded, never authenticated. */
@@ -369,6 +444,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     recorder: new Recorder(options.history ?? 200),
     attempts: new Map(),
     google: new GoogleTokens(options.googleServiceAccounts),
+    entraClient: options.entraClient,
+    tokens: new IssuedTokens(),
   };
   const server: Server = createServer((req, res) => handle(state, req, res));
   const host = options.host ?? "127.0.0.1";

@@ -117,7 +117,7 @@ export async function adminCommand(command: string, argv: readonly string[]): Pr
           `snapshot revision ${a.revision} (${a.digest})`,
           table(
             ["NAME", "PROTOCOL", "BASE URL", "CREDENTIAL", "CAPABILITIES", "POOLS"],
-            a.snapshot.backends.map((b) => [b.name, b.protocol, b.baseUrl, b.credential ? `${b.credential.secret} (${b.credential.scheme})` : null, b.capabilities, poolsOf(b.id)]),
+            a.snapshot.backends.map((b) => [b.name, b.protocol, b.baseUrl, b.credential ? `${b.credential.secret} (${"kind" in b.credential ? b.credential.kind : b.credential.scheme})` : null, b.capabilities, poolsOf(b.id)]),
           ),
         ].join("\n"),
       );

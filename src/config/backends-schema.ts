@@ -19,17 +19,51 @@ export function isBindingProtocol(protocol: BackendProtocol): protocol is Exclud
   return BINDING_PROTOCOLS.has(protocol);
 }
 
-/** A provider credential is only ever a reference to a secret or env binding by name. */
-const credentialSchema = z.strictObject({
-  secret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "secret names are upper-case env-style names"),
-  /** How the provider expects it: `Authorization: Bearer` (OpenAI style) or `x-api-key` (Anthropic). */
-  scheme: z.enum(["bearer", "x-api-key"]).default("bearer"),
+const secretName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "secret names are upper-case env-style names");
+
+/** A provider credential sent as it is stored: a reference to a secret or env binding by name. */
+const staticCredentialSchema = z.strictObject({
+  secret: secretName,
+  /**
+   * How the provider expects it: `Authorization: Bearer` (OpenAI style), `x-api-key` (Anthropic)
+   * or `api-key` (Azure OpenAI's key header).
+   */
+  scheme: z.enum(["bearer", "x-api-key", "api-key"]).default("bearer"),
 });
+
+/**
+ * A Microsoft Entra ID application (client credentials grant): the gateway mints an access token
+ * with the client secret, sends it as `Authorization: Bearer`, and caches it per isolate until
+ * shortly before it expires. Only the secret's name is configured.
+ */
+const entraCredentialSchema = z.strictObject({
+  kind: z.literal("entra"),
+  /** The directory (tenant) id or domain the application is registered in. */
+  tenantId: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.-]{0,127}$/, "a tenant id is a GUID or a domain"),
+  /** The application (client) id. */
+  clientId: z.string().min(1).max(128),
+  /** The name of the secret holding the application's client secret. */
+  secret: secretName,
+  /** The token endpoint; default `https://login.microsoftonline.com/{tenantId}/oauth2/v2.0/token` (sovereign clouds have their own). */
+  tokenUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** The scope asked for; default `https://cognitiveservices.azure.com/.default` (Azure OpenAI). */
+  scope: z.string().min(1).max(512).default("https://cognitiveservices.azure.com/.default"),
+});
+
+/** A provider credential: a secret sent as is, or an application that mints tokens. Never the value itself. */
+const credentialSchema = z.union([staticCredentialSchema, entraCredentialSchema]);
+export type BackendCredential = z.infer<typeof credentialSchema>;
+
+/** An entra credential's token endpoint: its own, or Microsoft's global one for the tenant (sovereign clouds configure `tokenUrl`). */
+export function entraTokenUrl(c: { readonly tenantId: string; readonly tokenUrl?: string | undefined }): string {
+  return c.tokenUrl ?? `https://login.microsoftonline.com/${encodeURIComponent(c.tenantId)}/oauth2/v2.0/token`;
+}
+
+/** Protocols whose backends need an API version on each request (`apiVersion`). */
+const VERSIONED_PROTOCOLS: ReadonlySet<BackendProtocol> = new Set(["azure-openai"]);
 
 /** Protocols whose requests are signed with AWS SigV4 (a region and an AWS access key, by secret names). */
 const SIGV4_PROTOCOLS: ReadonlySet<BackendProtocol> = new Set(["bedrock-converse"]);
-
-const secretName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "secret names are upper-case env-style names");
 
 /** An AWS access key, as the names of the secrets holding its parts. */
 const awsCredentialSchema = z.strictObject({
@@ -54,6 +88,14 @@ const backendSchema = z
       .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "a binding name is 1-64 letters, digits or '_', not starting with a digit")
       .optional(),
     credential: credentialSchema.optional(),
+    /**
+     * Azure OpenAI: the data-plane API version sent as `?api-version=` on each request
+     * (`2024-10-21`, `2025-04-01-preview`). Required there, refused for other protocols.
+     */
+    apiVersion: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, "an API version is a date, optionally with -preview (2024-10-21)")
+      .optional(),
     /** SigV4 protocols (`bedrock-converse`): the AWS region requests are signed for, e.g. `us-east-1`. */
     region: z
       .string()
@@ -118,7 +160,8 @@ function transportIssues(b: {
   readonly protocol: BackendProtocol;
   readonly baseUrl?: string | undefined;
   readonly binding?: string | undefined;
-  readonly credential?: unknown;
+  readonly credential?: BackendCredential | undefined;
+  readonly apiVersion?: string | undefined;
   readonly headers: Readonly<Record<string, string>>;
   readonly connectCheck: boolean;
   readonly propagateTraceContext: boolean;
@@ -135,6 +178,10 @@ function transportIssues(b: {
     if (b.baseUrl === undefined) out.push({ key: "baseUrl", message: `protocol ${b.protocol} is reached over HTTP: the backend needs a baseUrl` });
     if (b.binding !== undefined) out.push({ key: "binding", message: `binding is for protocols reached through a Worker binding (workers-ai); protocol ${b.protocol} is reached at the backend's baseUrl` });
     out.push(...signingIssues(b));
+    if (VERSIONED_PROTOCOLS.has(b.protocol) && b.apiVersion === undefined) out.push({ key: "apiVersion", message: `protocol ${b.protocol} names an API version on every request: set apiVersion (2024-10-21, say)` });
+    if (!VERSIONED_PROTOCOLS.has(b.protocol) && b.apiVersion !== undefined) out.push({ key: "apiVersion", message: `apiVersion is for azure-openai backends; protocol ${b.protocol} has no API version parameter` });
+    // A probe sends the stored credential as is; it has no token of its own to mint.
+    if (b.credential !== undefined && "kind" in b.credential && b.healthCheck !== undefined) out.push({ key: "healthCheck", message: "active health probes send a stored secret; an entra credential's token is minted per request, so probe this backend passively" });
     return out;
   }
   const why = `protocol ${b.protocol} is reached through a Worker binding`;
@@ -143,6 +190,7 @@ function transportIssues(b: {
   if (b.awsCredential !== undefined) out.push({ key: "awsCredential", message: `${why}, which carries the account's authorization: no credential is sent` });
   if (b.binding === undefined) out.push({ key: "binding", message: `${why}: name it (binding: AI) instead of a baseUrl` });
   if (b.baseUrl !== undefined) out.push({ key: "baseUrl", message: `${why}, not a URL: name the binding instead` });
+  if (b.apiVersion !== undefined) out.push({ key: "apiVersion", message: `${why}: it has no API version parameter` });
   if (b.credential !== undefined) out.push({ key: "credential", message: `${why}, which carries the account's authorization: no credential is sent` });
   if (Object.keys(b.headers).length > 0) out.push({ key: "headers", message: `${why}: it sends no HTTP headers of the backend's` });
   if (b.connectCheck) out.push({ key: "connectCheck", message: `${why}: there is no connection of the gateway's own to check` });

@@ -37,6 +37,8 @@ export interface AttemptRecord {
   readonly upstreamModel: string;
   /** The backend's wire protocol (which provider family answered, for telemetry). */
   readonly backendProtocol?: BackendProtocolId | undefined;
+  /** The version of the codec that spoke the backend's protocol (it read the usage). */
+  readonly codecVersion?: string | undefined;
   /** The attempt's span in the request's trace (what a provider sees as parent when it propagates). */
   readonly spanId?: string | undefined;
   readonly startedAt: number;
@@ -121,14 +123,28 @@ export type EvidenceReason =
   | "client_cancelled"
   | "protocol_error"
   | "stream_cut"
-  | "not_attempted";
+  | "not_attempted"
+  /** The backend's credential could not be had (an access token could not be minted): nothing was sent. */
+  | "credential_unavailable";
 
 export interface Evidence {
   readonly class: EvidenceClass;
   readonly reason: EvidenceReason;
   readonly status?: number | undefined;
-  /** Seconds the backend asked to wait (`retry-after`), when it said. */
+  /** Seconds the backend asked to wait (`retry-after`, or `retry-after-ms` to the millisecond), when it said. */
   readonly retryAfterSeconds?: number | undefined;
+}
+
+/**
+ * Where an attempt's usage came from, as records name it: the provider reported it, the gateway
+ * estimated it, or it is unknown (none was read).
+ */
+export type UsageSourceLabel = "reported" | "estimated" | "unknown";
+
+/** The attempt's usage source for records (an unbilled attempt's missing usage is none owed, still not reported). */
+export function usageSourceOf(a: Readonly<AttemptRecord>): UsageSourceLabel {
+  if (a.usage === undefined) return "unknown";
+  return a.usage.source === "provider" ? "reported" : "estimated";
 }
 
 /** How many proposed tool calls an attempt record keeps (a model's output is not bounded by anything else here). */

@@ -8,6 +8,7 @@ import type { Rng } from "../deps/rng.ts";
 import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { BackendCodec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import type { TokenCache } from "./auth/token-cache.ts";
 import type { InputOperation } from "../protocol/input-operation.ts";
 import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
 import { requestFeatures, type RequestFeature } from "../protocol/features.ts";
@@ -121,6 +122,8 @@ export interface ExecutorDeps {
   readonly egress?: EgressPolicy | undefined;
   /** The Worker's bindings that binding-protocol backends are reached through (see upstream-attempt.ts). */
   readonly bindings?: ModelBindings | undefined;
+  /** The isolate's minted access tokens (Entra ID credentials; see invoker/auth/token-cache.ts). */
+  readonly tokens?: TokenCache | undefined;
 }
 
 /**
@@ -151,7 +154,7 @@ function realSleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /** The record of an attempt about to be made on a choice. */
-function attemptRecord(plan: DispatchPlan, snapshot: PinnedSnapshot, choice: Choice, now: number): AttemptRecord {
+function attemptRecord(plan: DispatchPlan, snapshot: PinnedSnapshot, choice: Choice, now: number, codecs: CodecRegistry): AttemptRecord {
   const a: AttemptRecord = {
     id: newAttemptId(now),
     requestId: plan.requestId,
@@ -163,6 +166,7 @@ function attemptRecord(plan: DispatchPlan, snapshot: PinnedSnapshot, choice: Cho
     backendName: choice.member.backend.name,
     upstreamModel: choice.member.model,
     backendProtocol: choice.member.backend.protocol,
+    codecVersion: codecs.backend(choice.member.backend.protocol)?.version,
     spanId: newSpanId(),
     startedAt: now,
     outcome: "in_progress",
@@ -295,7 +299,7 @@ export class GatewayExecutor {
         continue;
       }
       const first = req.attempts.length === 0;
-      const record = attemptRecord(plan, ctx.snapshot, choice, clock.now());
+      const record = attemptRecord(plan, ctx.snapshot, choice, clock.now(), this.#deps.codecs);
       if (op.unbilled) record.unbilled = true;
       const attempt = req.openAttempt(record);
       if (gate) {

@@ -12,10 +12,12 @@ export function probeTargetFor(backend: NormalizedBackend, codec: BackendCodec):
   // A backend reached through a binding has no address to probe (its schema refuses a healthCheck).
   if (!hc || backend.baseUrl === undefined) return undefined;
   return {
-    url: `${backend.baseUrl}${hc.path}`,
+    // Azure OpenAI's non-billable paths sit under `/openai` and need the API version too (the default `/models` lists the resource's models).
+    url: backend.protocol === "azure-openai" ? `${backend.baseUrl}/openai${hc.path}?api-version=${encodeURIComponent(backend.apiVersion ?? "")}` : `${backend.baseUrl}${hc.path}`,
     method: "GET",
     headers: { ...codec.upstreamHeaders, ...backend.headers, "accept-encoding": "identity" },
-    ...(backend.credential ? { credential: { authorizationSecret: backend.credential.secret, scheme: backend.credential.scheme } } : {}),
+    // An entra credential's token is minted per request; its backends have no probe (the schema refuses one).
+    ...(backend.credential && "scheme" in backend.credential ? { credential: { authorizationSecret: backend.credential.secret, scheme: backend.credential.scheme } } : {}),
     timeoutMs: hc.timeoutMs,
     intervalMs: hc.intervalMs,
     jitterRatio: 0.2,

@@ -13,14 +13,17 @@ import { withoutFeatures } from "../protocol/features.ts";
 import type { InputOperation } from "../protocol/input-operation.ts";
 import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
+import type { BackendProtocol } from "../config/backends-schema.ts";
 import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { Choice } from "./candidates.ts";
+import { azureOpenAiUrl } from "./azure-openai.ts";
+import type { TokenCache } from "./auth/token-cache.ts";
+import { backendAuthorization } from "./backend-authorization.ts";
 import type { CredentialSource } from "./credentials.ts";
 import { evidenceFromStatus } from "./evidence.ts";
 import { readUpstreamErrorDetail, readUpstreamJson } from "./upstream-body.ts";
-import { errorFromUpstreamStatus, retryAfterSeconds } from "./upstream-error.ts";
+import { errorFromUpstreamStatus, retryAfterFromHeaders } from "./upstream-error.ts";
 import { runThroughBinding, workersAiStatusFailure, type ModelBindings, type StatusFailure } from "./workers-ai-binding.ts";
-import { signSigV4, type AwsCredentials } from "./auth/aws-sigv4.ts";
 import { bedrockErrorType, bedrockStatusFailure } from "./bedrock-errors.ts";
 
 /** What one attempt needs from its surroundings. */
@@ -48,6 +51,11 @@ export interface AttemptDeps {
    * by name (the composition root supplies its own). Without them such a backend is unreachable.
    */
   readonly bindings?: ModelBindings | undefined;
+  /**
+   * Access tokens minted for backends whose credential is an application (Entra ID), one cache
+   * per isolate (the composition root's). Absent: a cache of this module's, per isolate too.
+   */
+  readonly tokens?: TokenCache | undefined;
 }
 
 /** A successful chat attempt: the provider answered 2xx with a readable body or a stream. */
@@ -97,6 +105,11 @@ export interface PreparedAttempt {
   send(signal: AbortSignal): Promise<Response>;
   /** What a non-2xx answer of this backend means (its headers may name the error: Bedrock's `x-amzn-errortype`). */
   failure(status: number, retryAfter: number | undefined, detail: string, headers: Headers): StatusFailure;
+  /**
+   * Obtains what the request is authorized with before it is sent (an access token minted or
+   * taken from the cache). Its failure is known-zero: nothing reached the provider.
+   */
+  authorize?(signal: AbortSignal): Promise<void>;
 }
 
 /** A non-2xx answer as HTTP and the backend's protocol define it. */
@@ -195,74 +208,43 @@ export function prepareAttempt(
     headers.set("traceparent", formatTraceparent(trace.traceId, attempt.record.spanId ?? trace.spanId, trace.sampled));
     if (trace.state !== undefined) headers.set("tracestate", trace.state);
   }
-  if (backend.credential) {
-    const secret = deps.credentials.get(backend.credential.secret);
-    if (secret === undefined || secret === "") {
-      const error = new GatewayError("internal_error", "The gateway is missing a provider credential.", { cause: `secret ${backend.credential.secret} is not set` });
-      // Nothing was sent: another backend may serve the request.
-      return failed(attempt, error, { class: "known_zero", reason: "not_attempted" }, "connect_failed");
-    }
-    if (backend.credential.scheme === "bearer") headers.set("authorization", `Bearer ${secret}`);
-    else headers.set("x-api-key", secret);
+  const auth = backendAuthorization(deps, backend, codec);
+  if (!auth.ok) {
+    const error = new GatewayError("internal_error", "The gateway is missing a provider credential.", { cause: `secret ${auth.missing} is not set` });
+    // Nothing was sent: another backend may serve the request.
+    return failed(attempt, error, { class: "known_zero", reason: "not_attempted" }, "connect_failed");
   }
-  let aws: AwsCredentials | undefined;
-  if (codec.sigV4Service !== undefined) {
-    const names = backend.awsCredential;
-    const accessKeyId = names ? deps.credentials.get(names.accessKeyId) : undefined;
-    const secretAccessKey = names ? deps.credentials.get(names.secretAccessKey) : undefined;
-    const sessionToken = names?.sessionToken !== undefined ? deps.credentials.get(names.sessionToken) : undefined;
-    const missing = !names ? "no awsCredential" : !accessKeyId ? names.accessKeyId : !secretAccessKey ? names.secretAccessKey : names.sessionToken !== undefined && !sessionToken ? names.sessionToken : undefined;
-    if (missing !== undefined || backend.region === undefined) {
-      const error = new GatewayError("internal_error", "The gateway is missing a provider credential.", { cause: `secret ${missing ?? "region"} is not set` });
-      // Nothing was sent: another backend may serve the request.
-      return failed(attempt, error, { class: "known_zero", reason: "not_attempted" }, "connect_failed");
-    }
-    aws = { accessKeyId: accessKeyId!, secretAccessKey: secretAccessKey!, sessionToken };
-  }
+  for (const [k, v] of Object.entries(auth.headers)) headers.set(k, v);
+  const { authorizer } = auth;
   return encoded(attempt, () => {
     const { path, body: json, headers: own } = encode(codec, choice);
     // A `headers` plugin's (allowlisted names only: egress/upstream-headers.ts); the decision's word wins over the backend's static headers.
     if (own) for (const [k, v] of Object.entries(own)) headers.set(k, v);
-    const url = `${backend.baseUrl}${path}`;
+    const url = backend.protocol === "azure-openai" ? azureOpenAiUrl(backend, member.model, path) : `${backend.baseUrl}${path}`;
+    // Serialised once: a signature covers exactly this text (sent as UTF-8), and a retry sends it again.
     const body = JSON.stringify(json);
-    if (aws !== undefined) return signedAttempt(deps, codec, url, headers, body, aws, backend.region!);
     return {
       codec,
+      authorize: authorizer && ((signal) => authorizer.authorize({ url, headers, body }, signal)),
       // Redirects are never followed: a 3xx is the provider's answer (an upstream error), so no
       // provider can bounce a request, its credential included, to an address the guard refuses.
       send: (signal) => deps.fetch(url, { method: "POST", headers, body, signal, redirect: "manual" }),
-      failure: (status, retryAfter, detail) => statusFailure(codec, status, retryAfter, detail),
+      failure: (status, retryAfter, detail, resHeaders) => {
+        if (status === 401) authorizer?.refused?.();
+        return providerStatusFailure(backend.protocol, status, detail, resHeaders) ?? statusFailure(codec, status, retryAfter, detail);
+      },
     };
   });
 }
 
-const utf8 = new TextEncoder();
-
-/**
- * Headers the runtime or a proxy on the way may set or rewrite: left out of the signature (as
- * AWS's own SDKs leave them out), so a rewritten value cannot void it.
- */
-const UNSIGNED_HEADERS: ReadonlySet<string> = new Set(["user-agent", "accept-encoding", "expect", "connection"]);
-
-/**
- * A SigV4-signed attempt (Bedrock). Signing needs Web Crypto, which is asynchronous, so it happens
- * in `send`, over exactly the bytes sent (the body after every plugin), at the gateway's clock.
- */
-function signedAttempt(deps: AttemptDeps, codec: BackendCodec, url: string, headers: Headers, body: string, credentials: AwsCredentials, region: string): PreparedAttempt {
-  const bytes = utf8.encode(body);
-  return {
-    codec,
-    send: async (signal) => {
-      const toSign: Record<string, string> = {};
-      for (const [k, v] of headers) if (!UNSIGNED_HEADERS.has(k)) toSign[k] = v;
-      const signed = await signSigV4({ method: "POST", url, headers: toSign, body: bytes, credentials, region, service: codec.sigV4Service!, now: new Date(deps.clock.now()) });
-      const sent = new Headers(headers);
-      for (const [k, v] of Object.entries(signed)) sent.set(k, v);
-      return deps.fetch(url, { method: "POST", headers: sent, body: bytes, signal, redirect: "manual" });
-    },
-    failure: (status, retryAfter, detail, resHeaders) =>
-      bedrockStatusFailure(status, bedrockErrorType(resHeaders.get("x-amzn-errortype")), detail) ?? statusFailure(codec, status, retryAfter, detail),
-  };
+/** What a protocol's own error names say a non-2xx answer means, where they say more than its status. */
+function providerStatusFailure(protocol: BackendProtocol, status: number, detail: string, headers: Headers): StatusFailure | undefined {
+  switch (protocol) {
+    case "bedrock-converse":
+      return bedrockStatusFailure(status, bedrockErrorType(headers.get("x-amzn-errortype")), detail);
+    default:
+      return undefined;
+  }
 }
 
 /** The prepared attempt, or the encoder's refusal as the attempt's failure. */
@@ -319,6 +301,20 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
     return failed(attempt, new GatewayError("upstream_unreachable", "The model provider could not be reached.", { cause: err }), { class: "unknown", reason: "network_error" }, "network_error");
   };
 
+  if (prepared.authorize) {
+    try {
+      await prepared.authorize(signal);
+    } catch (err) {
+      if (request.abortReason !== undefined) {
+        clearFirstByte?.();
+        return aborted(err);
+      }
+      clearFirstByte?.();
+      // No token, so nothing was sent: the next candidate or tier may serve the request.
+      const error = err instanceof GatewayError ? err : new GatewayError("upstream_unreachable", "The model provider's token service could not be reached.", { cause: err });
+      return failed(attempt, error, { class: "known_zero", reason: "credential_unavailable" }, "connect_failed");
+    }
+  }
   if (backend.connectCheck && deps.preconnect && backend.baseUrl !== undefined) {
     const url = new URL(backend.baseUrl);
     const port = url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
@@ -352,7 +348,7 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
 
   if (!res.ok) {
     const detail = await readUpstreamErrorDetail(res);
-    const after = retryAfterSeconds(res.headers.get("retry-after"), clock.now());
+    const after = retryAfterFromHeaders(res.headers, clock.now());
     const f = prepared.failure(res.status, after, detail, res.headers);
     return failed(attempt, f.error, f.evidence, f.outcome);
   }

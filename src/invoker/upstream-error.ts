@@ -10,6 +10,16 @@ export function retryAfterSeconds(header: string | null, now: number): number | 
 }
 
 /**
+ * The wait a provider asked for, in seconds: `retry-after-ms` (Azure OpenAI and OpenAI send it,
+ * finer than whole seconds) when present and valid, else `retry-after`. Bounded like it.
+ */
+export function retryAfterFromHeaders(headers: Headers, now: number): number | undefined {
+  const ms = Number(headers.get("retry-after-ms") ?? Number.NaN);
+  if (Number.isFinite(ms) && ms >= 0) return Math.min(3600, ms / 1000);
+  return retryAfterSeconds(headers.get("retry-after"), now);
+}
+
+/**
  * Maps a provider's error status to the gateway's error. The provider's own message is kept as the
  * internal cause only: it can name provider model ids and accounts, which stay off public responses.
  */
@@ -17,13 +27,14 @@ export function errorFromUpstreamStatus(status: number, retryAfter: number | und
   const cause = { status, detail: detail.slice(0, 2000) };
   if (status === 429) {
     return new GatewayError("upstream_rate_limited", "The model provider is rate limiting requests. Retry later.", {
-      retryAfterSeconds: retryAfter ?? 1,
+      // The client's `retry-after` is whole seconds; the provider may have said milliseconds.
+      retryAfterSeconds: retryAfter === undefined ? 1 : Math.ceil(retryAfter),
       cause,
     });
   }
   if (status === 503 || status === 529) {
     return new GatewayError("upstream_overloaded", "The model provider is overloaded. Retry later.", {
-      retryAfterSeconds: retryAfter,
+      retryAfterSeconds: retryAfter === undefined ? undefined : Math.ceil(retryAfter),
       cause,
     });
   }

@@ -11,9 +11,10 @@ export type ProtocolId = (typeof PROTOCOL_IDS)[number];
 
 /**
  * Protocols a backend may speak: every wire protocol, and those only a backend speaks — reached
- * through a runtime binding rather than a URL (Workers AI), so no client ever sends them.
+ * through a runtime binding rather than a URL (Workers AI), or a provider's own variant of a wire
+ * protocol (Azure OpenAI) — so no client ever sends them.
  */
-export const BACKEND_PROTOCOL_IDS = [...PROTOCOL_IDS, "workers-ai", "bedrock-converse", "gemini"] as const;
+export const BACKEND_PROTOCOL_IDS = [...PROTOCOL_IDS, "workers-ai", "azure-openai", "bedrock-converse", "gemini"] as const;
 export type BackendProtocolId = (typeof BACKEND_PROTOCOL_IDS)[number];
 
 /** What the gateway stamps on every response it writes, instead of the provider's identifiers. */
@@ -59,6 +60,11 @@ export interface StreamDecoder {
  */
 export interface BackendCodec {
   readonly id: BackendProtocolId;
+  /**
+   * The codec's version, recorded with each attempt it served (access line, call ledger), so a
+   * usage figure can be traced to the code that read it. Raised when the codec's wire changes.
+   */
+  readonly version: string;
   /** The request features this protocol carries (see features.ts). */
   readonly carries: ReadonlySet<RequestFeature>;
   /** Path appended to the backend's base URL (unused by a protocol reached through a binding). */

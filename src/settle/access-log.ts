@@ -1,4 +1,4 @@
-import type { AttemptRecord } from "../context/attempt-record.ts";
+import { usageSourceOf, type AttemptRecord } from "../context/attempt-record.ts";
 import type { RequestContent, RequestRecord } from "../context/request-record.ts";
 
 /** Reads one finished request with its attempts (the shape `assembledSink` hands its readers). */
@@ -66,6 +66,9 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
             modelRevision: a.modelRevision,
             pool: a.pool,
             backend: a.backendName,
+            // Which protocol and codec version read the answer, and whether its usage was reported.
+            protocol: a.backendProtocol,
+            codecVersion: a.codecVersion,
             status: a.status,
             outcome: a.outcome,
             evidence: a.evidence ? { class: a.evidence.class, reason: a.evidence.reason } : undefined,
@@ -76,6 +79,7 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
             ttftMs: a.firstContentAt === undefined ? undefined : a.firstContentAt - a.startedAt,
             durationMs: a.endedAt === undefined ? undefined : a.endedAt - a.startedAt,
             usage: a.usage ?? (a.unbilled ? "none" : "unknown"),
+            usageSource: usageSourceOf(a),
             downgraded: a.downgraded,
           })),
         }),

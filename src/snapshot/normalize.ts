@@ -3,7 +3,7 @@ import type { PoolRequirement } from "../publication/compile-publication.ts";
 import { canonicalDigest, sha256Hex } from "../digest/canonical-digest.ts";
 import { formatPath } from "../errors/issue-path.ts";
 import type { SelectorKind } from "../traffic/selector.ts";
-import { snapshotSourceSchema, type BackendProtocol } from "../config/backends-schema.ts";
+import { entraTokenUrl, snapshotSourceSchema, type BackendCredential, type BackendProtocol } from "../config/backends-schema.ts";
 import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
 
 /** Why a snapshot candidate was refused; safe to return to the admin caller. */
@@ -26,7 +26,8 @@ interface BackendBase {
   readonly id: string;
   readonly name: string;
   readonly protocol: BackendProtocol;
-  readonly credential?: { readonly secret: string; readonly scheme: "bearer" | "x-api-key" } | undefined;
+  /** A secret by name, sent as is, or an application whose tokens are minted per isolate (`kind: entra`). */
+  readonly credential?: BackendCredential | undefined;
   /** Sorted, unique. */
   readonly capabilities: readonly Capability[];
   readonly headers: Readonly<Record<string, string>>;
@@ -44,6 +45,8 @@ export interface HttpBackend extends BackendBase {
   /** No trailing slash. */
   readonly baseUrl: string;
   readonly binding?: undefined;
+  /** Azure OpenAI: the `api-version` sent with each request. */
+  readonly apiVersion?: string | undefined;
   /** SigV4 protocols (Bedrock): the region requests are signed for. */
   readonly region?: string | undefined;
   /** SigV4 protocols: the secret names of the AWS access key requests are signed with. */
@@ -158,6 +161,11 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
       // Credentials, scheme and address: the one egress check every outbound target passes.
       const egress = checkEgress(url, ctx.egress);
       if (!egress.ok) reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: egress.refusal.message });
+      if (b.credential !== undefined && "kind" in b.credential) {
+        // The token endpoint receives the client secret: it passes the same guard as the backend.
+        const token = checkEgress(entraTokenUrl(b.credential), ctx.egress);
+        if (!token.ok) reasons.push({ code: "url_not_allowed", path: `${path}.credential.tokenUrl`, message: token.refusal.message });
+      }
       if (url.search !== "" || url.hash !== "") {
         reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: "a base URL has no query or fragment" });
       }
@@ -167,6 +175,8 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
         ...common,
         baseUrl,
         credential: b.credential,
+        // Only recorded when set (Azure OpenAI), so other snapshots keep their digests.
+        ...(b.apiVersion !== undefined ? { apiVersion: b.apiVersion } : {}),
         headers: Object.fromEntries(Object.entries(b.headers).sort(([a], [c]) => (a < c ? -1 : 1))),
         healthCheck: b.healthCheck,
         // Only recorded when on, so snapshots without it keep their digests.

@@ -1,4 +1,4 @@
-import type { AttemptRecord } from "../context/attempt-record.ts";
+import { usageSourceOf, type AttemptRecord, type UsageSourceLabel } from "../context/attempt-record.ts";
 import type { RequestRecord } from "../context/request-record.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
 import type { Workload } from "../attribution/workload.ts";
@@ -12,6 +12,10 @@ export interface CallAttempt {
   readonly backend?: string | undefined;
   readonly outcome: string;
   readonly usage: UsageStatus;
+  /** A model attempt: its backend's protocol, the codec version that read the answer, and where its usage came from. */
+  readonly protocol?: string | undefined;
+  readonly codecVersion?: string | undefined;
+  readonly usageSource?: UsageSourceLabel | undefined;
   /** What the settlement booked for it (integer micro-units); 0 when nothing or an unknown amount was booked. */
   readonly costMicros: number;
 }
@@ -123,7 +127,16 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
     };
   }
   const sent = attempts.filter((a) => a.outcome !== "not_sent");
-  const list: CallAttempt[] = sent.map((a) => ({ attemptId: a.id, backend: a.backendName, outcome: a.outcome, usage: modelUsage(a), costMicros: a.charge?.costMicros ?? 0 }));
+  const list: CallAttempt[] = sent.map((a) => ({
+    attemptId: a.id,
+    backend: a.backendName,
+    protocol: a.backendProtocol,
+    codecVersion: a.codecVersion,
+    outcome: a.outcome,
+    usage: modelUsage(a),
+    usageSource: usageSourceOf(a),
+    costMicros: a.charge?.costMicros ?? 0,
+  }));
   // A later attempt of another model is a fallback; of the same model (another backend or the same), a retry.
   let fallbacks = 0;
   for (let i = 1; i < sent.length; i++) if (sent[i]!.logicalModel !== sent[i - 1]!.logicalModel) fallbacks++;

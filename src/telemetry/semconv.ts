@@ -35,6 +35,8 @@ export function providerName(protocol: BackendProtocolId | undefined): string {
       return "openai";
     case "anthropic-messages":
       return "anthropic";
+    case "azure-openai":
+      return "azure.ai.openai";
     case "bedrock-converse":
       return "aws.bedrock";
     case "gemini":

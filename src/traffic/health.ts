@@ -21,10 +21,11 @@ export type HealthStatus = "unknown" | "healthy" | "unhealthy";
  * `authorizationSecret` from its own `env` at probe time, so storage only ever holds the name.
  * - `bearer`: `Authorization: Bearer <secret>`
  * - `x-api-key`: `x-api-key: <secret>`
+ * - `api-key`: `api-key: <secret>` (Azure OpenAI)
  */
 export interface ProbeCredential {
   readonly authorizationSecret: string;
-  readonly scheme: "bearer" | "x-api-key";
+  readonly scheme: "bearer" | "x-api-key" | "api-key";
 }
 
 /** What to probe and how often, as the caller passes it (from the gateway's config). */
@@ -102,7 +103,7 @@ export function resolveProbeTarget(input: ProbeTarget): ResolvedProbeTarget {
     if (typeof c.authorizationSecret !== "string" || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(c.authorizationSecret)) {
       bad.push(`credential.authorizationSecret must be a secret name, got ${String(c.authorizationSecret)}`);
     }
-    if (c.scheme !== "bearer" && c.scheme !== "x-api-key") bad.push(`credential.scheme must be "bearer" or "x-api-key", got ${String(c.scheme)}`);
+    if (c.scheme !== "bearer" && c.scheme !== "x-api-key" && c.scheme !== "api-key") bad.push(`credential.scheme must be "bearer", "x-api-key" or "api-key", got ${String(c.scheme)}`);
     credential = Object.freeze({ authorizationSecret: c.authorizationSecret, scheme: c.scheme });
   }
   const positive = (k: "timeoutMs" | "intervalMs") => {
@@ -161,7 +162,7 @@ export function credentialHeaders(
   if (c === undefined) return { headers: {} };
   const value = secret(c.authorizationSecret);
   if (typeof value !== "string" || value === "") return { missing: c.authorizationSecret };
-  return { headers: c.scheme === "bearer" ? { authorization: `Bearer ${value}` } : { "x-api-key": value } };
+  return { headers: c.scheme === "bearer" ? { authorization: `Bearer ${value}` } : { [c.scheme]: value } };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import { systemRng } from "../deps/rng.ts";
 import { systemScheduler } from "../deps/scheduler.ts";
 import { canonicalDigest } from "../digest/canonical-digest.ts";
 import { createEngine, type Engine } from "../engine/engine.ts";
+import { TokenCache } from "../invoker/auth/token-cache.ts";
 import { GatewayExecutor } from "../invoker/executor.ts";
 import { isWorkersAiBinding } from "../invoker/workers-ai-binding.ts";
 import { budgetLedgerClient } from "../ledger/ledger-client.ts";
@@ -356,6 +357,8 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
     // Snapshots stored before the guard existed are checked again at each attempt.
     egress: gw.security.egress,
     preconnect: tcpPreconnect,
+    // One per isolate: concurrent requests share a mint, and a token serves until shortly before it expires.
+    tokens: new TokenCache({ clock }),
     bindings: (name) => {
       const binding = secrets[name];
       return isWorkersAiBinding(binding) ? binding : undefined;

@@ -118,6 +118,18 @@ function acceptedKeys(schema: unknown, blocks: ReadonlySet<unknown> = new Set())
       out.set(path, { required, ...(dflt === undefined ? {} : { default: dflt }), ...(el.values ? { values: el.values } : {}) });
       return;
     }
+    if (def.type === "union" && (def.options as unknown[]).every((o) => defOf(unwrap(o).core).type === "object")) {
+      // A union of objects (a backend's credential: a key, or an application): the keys of every
+      // shape, each required only when every shape requires it (as an object's keys, whatever the
+      // union's own optionality).
+      const shapes = (def.options as unknown[]).map((o) => acceptedKeys(o, blocks));
+      for (const name of new Set(shapes.flatMap((m) => [...m.keys()]))) {
+        const facts = shapes.flatMap((m) => (m.has(name) ? [m.get(name)!] : []));
+        const merged = { ...facts[0]!, ...facts.find((f) => f.default !== undefined) };
+        out.set(`${path}.${name}`, { ...merged, required: facts.length === shapes.length && facts.every((f) => f.required) });
+      }
+      return;
+    }
     if (!LEAVES.has(def.type)) throw new Error(`${path}: no rule for a zod ${def.type}; teach acceptedKeys() about it`);
     out.set(path, leaf(core, required, dflt));
   };

@@ -7,7 +7,7 @@ import { backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/
 
 /**
  * Canary values for every secret a request touches — the provider credential, the admin token,
- * a caller's API key — and for a prompt, pushed through success, failure, stream cut, admin and
+ * a caller's API key, an Entra ID client secret and the tokens minted with it — and for a prompt, pushed through success, failure, stream cut, admin and
  * config-error paths. None may appear in any log line, span, metric, error body or response
  * header.
  */
@@ -125,6 +125,69 @@ describe("leak scan: secrets and prompts never reach logs, spans, metrics, error
     }
     const metrics = await (await fetch(`${gateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${CANARY.admin}` } })).text();
     for (const value of [...Object.values(CANARY), CALLER_NAME]) expect(metrics.includes(value)).toBe(false);
+  }, 60_000);
+
+  it("an Entra ID client secret and the tokens minted with it reach no log line, error or response", async () => {
+    const entraSecret = `canary-entra-secret-${tag()}`;
+    const azureSim = await startSimulatorProcess({ apiKey: CANARY.provider, args: ["--entra-client", `gateway-app:${entraSecret}`] });
+    const entra = (clientId: string) => ({ kind: "entra", tenantId: "contoso", clientId, secret: "CANARY_ENTRA_SECRET", tokenUrl: `${azureSim.url}/contoso/oauth2/v2.0/token` });
+    const caps = ["chat", "streaming", "stream-usage", "tools"];
+    const backends = {
+      version: 1,
+      backends: [
+        // The small tier's application is not the one the token endpoint knows: its mint is refused.
+        { name: "azure-refused", protocol: "azure-openai", baseUrl: azureSim.url, apiVersion: "2024-10-21", credential: entra("another-app"), capabilities: caps },
+        { name: "azure-entra", protocol: "azure-openai", baseUrl: azureSim.url, apiVersion: "2024-10-21", credential: entra("gateway-app"), capabilities: caps },
+        { name: "other", protocol: "openai-chat", baseUrl: `${azureSim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["embeddings", "moderations"] },
+      ],
+      pools: [
+        { name: "sim-small", members: [{ backend: "azure-refused", model: "small-deployment" }] },
+        { name: "sim-large", members: [{ backend: "azure-entra", model: "large-deployment" }] },
+        { name: "sim-embed", members: [{ backend: "other", model: "sim-embed" }] },
+        { name: "sim-moderate", members: [{ backend: "other", model: "sim-moderate" }] },
+      ],
+    };
+    const g = bundledConfig("gateway");
+    g.security.egress = { allow: ["127.0.0.1"] };
+    g.breaker = { enabled: false };
+    const azureGateway = await startGateway({
+      adminToken: CANARY.admin,
+      secretNames: ["CANARY_ENTRA_SECRET"],
+      secrets: { SIMULATOR_API_KEY: CANARY.provider, CANARY_ENTRA_SECRET: entraSecret },
+      config: { gateway: stringify(g), backends: stringify(backends) },
+    });
+    const responses: string[] = [];
+    try {
+      for (const [content, extra] of [
+        ["hello", {}],
+        ["stream", { stream: true, stream_options: { include_usage: true } }],
+        ["cut [[sim fault=cut-mid-stream]]", { stream: true }],
+        ["down [[sim status=503]]", {}],
+      ] as const) {
+        const res = await fetch(`${azureGateway.publicUrl}/v1/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content }], ...extra }),
+        });
+        responses.push(`${res.status} ${JSON.stringify([...res.headers])}\n${await res.text()}`);
+      }
+      expect(responses[0]).toMatch(/^200 /);
+      // The tokens the gateway was issued, as the deployment saw them.
+      const seen = ((await (await fetch(`${azureSim.url}/__sim/requests?limit=50`)).json()) as { requests: { path: string; headers: Record<string, string> }[] }).requests;
+      const tokens = [...new Set(seen.flatMap((r) => (r.headers.authorization?.startsWith("Bearer sim-entra-") ? [r.headers.authorization.slice(7)] : [])))];
+      expect(tokens.length).toBeGreaterThan(0);
+      // The scan is real: the refused mint and its fallback are on the access line.
+      const output = azureGateway.output();
+      expect(output).toContain('"reason":"credential_unavailable"');
+      const metrics = await (await fetch(`${azureGateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${CANARY.admin}` } })).text();
+      for (const [surface, text] of Object.entries({ "gateway output": output, responses: responses.join("\n"), metrics })) {
+        expect(text.includes(entraSecret), `the Entra client secret in ${surface}`).toBe(false);
+        for (const token of tokens) expect(text.includes(token), `a minted token in ${surface}`).toBe(false);
+      }
+    } finally {
+      await azureGateway.stop();
+      await azureSim.stop();
+    }
   }, 60_000);
 
   it("an entrypoint's content policy logs sampled content, redacted and cut, and nothing else changes", async () => {

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { Clock } from "../../deps/clock.ts";
 import { checkEgress, type EgressPolicy } from "../../egress/egress-guard.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
+import type { TokenSource } from "./token-cache.ts";
 
 /*
  * A Google service account's access token, minted the way Google's OAuth 2.0 server-to-server
@@ -12,16 +13,6 @@ import { GatewayError } from "../../errors/gateway-error.ts";
  * jose does the signing on Web Crypto (it runs on workerd as on Node). Caching and refreshing the
  * token is the shared token cache's work, not this file's.
  */
-
-/**
- * Something that mints a credential on demand: the shared per-isolate token cache calls `mint`
- * when it holds no fresh token under `key`. (Mirrors the cache's interface; the two are one.)
- */
-export interface TokenSource {
-  /** Identifies the credential (never contains a secret): the cache's key. */
-  readonly key: string;
-  mint(signal: AbortSignal): Promise<{ readonly token: string; readonly expiresAt: number }>;
-}
 
 /** The scope Vertex AI and the Gemini API accept for a service account's token. */
 export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";

@@ -53,6 +53,7 @@ function paramName(feature: RequestFeature): string {
 /** Anthropic Messages (`POST /v1/messages`), both as client and as backend protocol. */
 export const anthropicMessagesCodec: Codec = {
   id: "anthropic-messages",
+  version: "1",
   carries: new Set<RequestFeature>([
     "top_k",
     "reasoning_effort",

@@ -10,6 +10,7 @@ import { createConverseStreamDecoder } from "./stream.ts";
  */
 export const bedrockConverseCodec: BackendCodec = {
   id: "bedrock-converse",
+  version: "1",
   // inferenceConfig has stop sequences, toolResult a status, outputConfig a JSON schema, and
   // Claude's thinking rides in additionalModelRequestFields. Converse has no seed, penalties, top-k
   // (only per model), JSON mode without a schema, parallel-call switch or metadata for the model;

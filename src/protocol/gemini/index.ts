@@ -10,6 +10,7 @@ import { createGeminiStreamDecoder } from "./stream.ts";
  */
 export const geminiCodec: BackendCodec = {
   id: "gemini",
+  version: "1",
   // generationConfig's own fields (topK, seed, the penalties, temperature up to 2, stopSequences,
   // JSON output with or without a schema, thinkingLevel and thinkingBudget) and a function
   // response's `error` key. Parallel tool calls, metadata, verbosity, service tiers, speed and

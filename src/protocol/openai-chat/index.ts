@@ -49,6 +49,7 @@ function paramName(feature: RequestFeature): string {
 /** OpenAI Chat Completions (`POST /v1/chat/completions`), both as client and as backend protocol. */
 export const openAiChatCodec: Codec = {
   id: "openai-chat",
+  version: "1",
   carries: new Set<RequestFeature>([
     "reasoning_effort",
     "json_object",

@@ -54,6 +54,7 @@ function paramName(feature: RequestFeature): string {
  */
 export const openAiResponsesCodec: Codec = {
   id: "openai-responses",
+  version: "1",
   carries: new Set<RequestFeature>([
     "reasoning_effort",
     "json_object",

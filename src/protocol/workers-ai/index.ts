@@ -12,6 +12,7 @@ import { createWorkersAiStreamDecoder } from "./stream.ts";
  */
 export const workersAiCodec: BackendCodec = {
   id: "workers-ai",
+  version: "1",
   // The text generation inputs' own fields; the rest (stop sequences, reasoning controls, service
   // tiers, parallel tool calls, metadata) have none, so such a request goes elsewhere or is refused.
   carries: new Set<RequestFeature>(["top_k", "seed", "presence_penalty", "frequency_penalty", "temperature_above_1", "json_object", "json_schema"]),

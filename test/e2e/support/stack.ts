@@ -149,8 +149,8 @@ export async function expectNothingLeft(adminUrl: string): Promise<void> {
   await expectBooksClosed(adminUrl);
 }
 
-/** The three wire formats a backend may speak. */
-export const BACKEND_PROTOCOLS = ["openai-chat", "openai-responses", "anthropic-messages"] as const;
+/** The protocols a backend may speak over HTTP (the simulator serves each). */
+export const BACKEND_PROTOCOLS = ["openai-chat", "openai-responses", "anthropic-messages", "azure-openai"] as const;
 export type BackendProtocol = (typeof BACKEND_PROTOCOLS)[number];
 
 /**
@@ -164,8 +164,9 @@ export function perProtocolConfig(simUrl: string, caps: readonly string[], price
     backends: BACKEND_PROTOCOLS.map((p) => ({
       name: `sim-${p}`,
       protocol: p,
-      baseUrl: `${simUrl}/v1`,
-      credential: { secret: "SIMULATOR_API_KEY", scheme: p === "anthropic-messages" ? "x-api-key" : "bearer" },
+      // Azure's addresses are the resource's endpoint, its deployment paths and an API version.
+      ...(p === "azure-openai" ? { baseUrl: simUrl, apiVersion: "2024-10-21" } : { baseUrl: `${simUrl}/v1` }),
+      credential: { secret: "SIMULATOR_API_KEY", scheme: p === "anthropic-messages" ? "x-api-key" : p === "azure-openai" ? "api-key" : "bearer" },
       capabilities: caps,
     })),
     pools: BACKEND_PROTOCOLS.map((p) => ({ name: `pool-${p}`, members: [{ backend: `sim-${p}`, model: "sim-small" }] })),

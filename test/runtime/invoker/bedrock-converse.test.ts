@@ -60,7 +60,7 @@ function harness(answer: (sent: Sent, n: number) => Response, smallSecret?: stri
     executor: {
       credentials: { get: (name) => SECRETS[name] },
       fetch: async (input, init) => {
-        const s = { url: String(input), headers: new Headers(init?.headers), body: init?.body as Uint8Array };
+        const s = { url: String(input), headers: new Headers(init?.headers), body: new TextEncoder().encode(String(init?.body)) };
         sent.push(s);
         return answer(s, sent.length);
       },

@@ -80,6 +80,8 @@ const refused = attempt("att_a", {
   evidence: { class: "known_zero", reason: "rejected_before_processing", status: 429, retryAfterSeconds: 2 },
 });
 const answered = attempt("att_b", {
+  backendProtocol: "azure-openai",
+  codecVersion: "1",
   startedAt: T0 + 200,
   headersAt: T0 + 260,
   firstContentAt: T0 + 310,
@@ -145,6 +147,7 @@ describe("accessLog: the request line", () => {
         headersMs: 30,
         durationMs: 40,
         usage: "unknown",
+        usageSource: "unknown",
       },
       {
         attemptId: "att_b",
@@ -154,6 +157,8 @@ describe("accessLog: the request line", () => {
         modelRevision: 2,
         pool: "sim-large",
         backend: "sim-local",
+        protocol: "azure-openai",
+        codecVersion: "1",
         status: 200,
         outcome: "success",
         evidence: { class: "success", reason: "ok" },
@@ -163,6 +168,7 @@ describe("accessLog: the request line", () => {
         ttftMs: 110,
         durationMs: 1_000,
         usage: { inputTokens: 12, outputTokens: 30, source: "provider" },
+        usageSource: "reported",
         downgraded: ["top_k"],
       },
     ]);

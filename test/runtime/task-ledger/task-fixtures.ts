@@ -41,6 +41,8 @@ export function attempt(over: Partial<AttemptRecord> & { id: string; requestId: 
     backendId: "b1",
     backendName: "sim",
     upstreamModel: "m",
+    backendProtocol: "openai-chat",
+    codecVersion: "1",
     startedAt: 1_000,
     endedAt: 1_400,
     outcome: "success",

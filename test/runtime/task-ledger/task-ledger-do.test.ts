@@ -33,7 +33,7 @@ describe("TaskLedger store on real SQLite", () => {
     expect((await stub.task("store-tenant", "parent", "k1"))!.task).toMatchObject({ calls: 2, children: [] });
     const drill = (await stub.task("store-tenant", "parent"))!;
     expect(drill.calls.map((c) => c.callId)).toEqual(["r1", "r2"]);
-    expect(drill.calls[0]!.attempts).toEqual([{ attemptId: "att_r1", backend: "sim", outcome: "success", usage: "known", costMicros: 300 }]);
+    expect(drill.calls[0]!.attempts).toEqual([{ attemptId: "att_r1", backend: "sim", protocol: "openai-chat", codecVersion: "1", outcome: "success", usage: "known", usageSource: "reported", costMicros: 300 }]);
     expect(await stub.audit({ taskId: "child", limit: 10 })).toEqual([denied]);
     expect(await stub.audit({ type: "decision.allowed", limit: 10 })).toEqual([]);
     expect(await stub.audit({ type: "decision.denied", limit: 10 })).toEqual([denied]);

@@ -17,15 +17,15 @@ describe("call records", () => {
     const call = callOf(r, [failed, ok])!;
     expect(call).toMatchObject({ callId: "req_1", kind: "model", target: "gpt", key: "k1", sessionId: "s1", turnId: "t1", costMicros: 300, retries: 1, fallbacks: 0 });
     expect(call.attempts).toEqual([
-      { attemptId: "att_1", backend: "sim", outcome: "upstream_status", usage: "none", costMicros: 0 },
-      { attemptId: "att_2", backend: "sim", outcome: "success", usage: "known", costMicros: 300 },
+      { attemptId: "att_1", backend: "sim", protocol: "openai-chat", codecVersion: "1", outcome: "upstream_status", usage: "none", usageSource: "unknown", costMicros: 0 },
+      { attemptId: "att_2", backend: "sim", protocol: "openai-chat", codecVersion: "1", outcome: "success", usage: "known", usageSource: "reported", costMicros: 300 },
     ]);
   });
 
   it("records a token count's unbilled attempt as using nothing, at no cost", () => {
     const r = modelRecord({ requestId: "req_count" });
     const call = callOf(r, [attempt({ id: "att_c", requestId: "req_count", usage: undefined, charge: undefined, unbilled: true, evidence: { class: "success", reason: "ok" } })])!;
-    expect(call.attempts).toEqual([{ attemptId: "att_c", backend: "sim", outcome: "success", usage: "none", costMicros: 0 }]);
+    expect(call.attempts).toEqual([{ attemptId: "att_c", backend: "sim", protocol: "openai-chat", codecVersion: "1", outcome: "success", usage: "none", usageSource: "unknown", costMicros: 0 }]);
     expect(call.costMicros).toBe(0);
   });
 

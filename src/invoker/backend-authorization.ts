@@ -1,0 +1,56 @@
+import type { Clock } from "../deps/clock.ts";
+import type { EgressPolicy } from "../egress/egress-guard.ts";
+import type { BackendCodec } from "../protocol/codec.ts";
+import type { HttpBackend } from "../snapshot/normalize.ts";
+import { bearerTokenAuthorizer, sigV4Authorizer, type Authorizer } from "./auth/authorizer.ts";
+import { entraTokenSource } from "./auth/entra.ts";
+import { TokenCache } from "./auth/token-cache.ts";
+import type { CredentialSource } from "./credentials.ts";
+
+/** What reading a backend's credentials needs. */
+export interface AuthorizationDeps {
+  readonly credentials: CredentialSource;
+  readonly fetch: typeof fetch;
+  readonly clock: Clock;
+  readonly egress?: EgressPolicy | undefined;
+  /** The isolate's token cache (the composition root's); absent, one of this module's. */
+  readonly tokens?: TokenCache | undefined;
+}
+
+/** How a backend's requests are authorized: headers set now, and maybe an authorizer run just before sending. */
+export type BackendAuthorization =
+  | { readonly ok: true; readonly headers: Readonly<Record<string, string>>; readonly authorizer?: Authorizer | undefined }
+  /** A secret the configuration names is not set: `missing` is its name (never a value). */
+  | { readonly ok: false; readonly missing: string };
+
+/** The token cache for deps that bring none (tests that never name a minted credential). */
+let fallbackTokens: TokenCache | undefined;
+
+/**
+ * Reads the backend's credentials by secret name, now: a static secret becomes its header, an
+ * application credential an authorizer that mints through the isolate's token cache, and a SigV4
+ * protocol's access key a signer. Never a caller's credential.
+ */
+export function backendAuthorization(deps: AuthorizationDeps, backend: HttpBackend, codec: BackendCodec): BackendAuthorization {
+  if (codec.sigV4Service !== undefined) {
+    const names = backend.awsCredential;
+    if (names === undefined) return { ok: false, missing: "awsCredential" };
+    const accessKeyId = deps.credentials.get(names.accessKeyId);
+    if (!accessKeyId) return { ok: false, missing: names.accessKeyId };
+    const secretAccessKey = deps.credentials.get(names.secretAccessKey);
+    if (!secretAccessKey) return { ok: false, missing: names.secretAccessKey };
+    const sessionToken = names.sessionToken !== undefined ? deps.credentials.get(names.sessionToken) : undefined;
+    if (names.sessionToken !== undefined && !sessionToken) return { ok: false, missing: names.sessionToken };
+    if (backend.region === undefined) return { ok: false, missing: "region" };
+    return { ok: true, headers: {}, authorizer: sigV4Authorizer({ accessKeyId, secretAccessKey, sessionToken }, backend.region, codec.sigV4Service, deps.clock) };
+  }
+  const credential = backend.credential;
+  if (credential === undefined) return { ok: true, headers: {} };
+  const secret = deps.credentials.get(credential.secret);
+  if (secret === undefined || secret === "") return { ok: false, missing: credential.secret };
+  if ("kind" in credential) {
+    const source = entraTokenSource(credential, secret, deps);
+    return { ok: true, headers: {}, authorizer: bearerTokenAuthorizer(source, deps.tokens ?? (fallbackTokens ??= new TokenCache({ clock: deps.clock }))) };
+  }
+  return { ok: true, headers: credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { [credential.scheme]: secret } };
+}
