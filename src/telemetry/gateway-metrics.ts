@@ -33,6 +33,8 @@ export interface GaugeSources {
   readonly breakers: () => readonly (readonly [string, "closed" | "open" | "half_open"])[];
   /** Health statuses this isolate has cached, by backend name. */
   readonly health: () => readonly (readonly [string, "unknown" | "healthy" | "unhealthy"])[];
+  /** Provider access tokens (Entra ID, Google) this isolate minted, and mints that failed. */
+  readonly credentialMints?: (() => { readonly minted: number; readonly failed: number }) | undefined;
 }
 
 const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ["gateway_error", "success", "upstream_status", "connect_failed", "network_error", "timeout", "client_cancelled", "stream_cut", "protocol_error"];
@@ -93,6 +95,7 @@ export class GatewayMetrics implements FinishedRequestReader {
     registerIsolateGauges(registry, gauges);
     registerBackendStateGauges(registry, gauges, l.backend);
     registerAdmissionTotals(registry, gauges);
+    registerCredentialMints(registry, gauges);
   }
 
   /** Records one finished request and its attempts. */
@@ -418,6 +421,27 @@ function registerAdmissionTotals(registry: MetricRegistry, gauges: GaugeSources)
       set(["admitted"], a.admitted);
       set(["waited"], a.waited);
       for (const [reason, n] of Object.entries(a.refused)) set([`refused_${reason}`], n);
+    },
+  });
+}
+
+/**
+ * Token mints are the token cache's own counts, read at each scrape. A failed mint sent nothing to
+ * the provider (its attempt is known-zero `credential_unavailable`); this says how often.
+ */
+function registerCredentialMints(registry: MetricRegistry, gauges: GaugeSources): void {
+  const read = gauges.credentialMints;
+  if (read === undefined) return;
+  registry.gauge({
+    name: "sluice.credential.mints",
+    promName: "sluice_credential_mints",
+    unit: "{token}",
+    help: "Since the isolate started: provider access tokens minted (Entra ID, Google service accounts), and mints that failed.",
+    labels: [L("sluice.result", oneOf(["minted", "failed"]))],
+    read: (set) => {
+      const m = read();
+      set(["minted"], m.minted);
+      set(["failed"], m.failed);
     },
   });
 }

@@ -162,7 +162,9 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     maxQueue: gw.admission.maxQueue,
     maxQueuePerTenant: gw.admission.maxQueuePerTenant,
   });
-  const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission });
+  // One per isolate: concurrent requests share a mint, and a token serves until shortly before it expires.
+  const tokens = new TokenCache({ clock });
+  const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens });
   const { mcp, mcpOAuth } = await mcpOf(env, config, secrets, clock);
   const taskLedger = taskLedgerSink({
     ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
@@ -182,7 +184,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     drain,
     admission,
     snapshot: () => snapshots.current(),
-    invoker: invokerOf(gw, secrets, clock),
+    invoker: invokerOf(gw, secrets, clock, tokens),
     mcp,
     reserve: { ledger, callBudgets, tasks, log: logError },
     settle: settleStep({ ledger, log: logError, onSettlement: (o) => metrics.settlement(o) }),
@@ -279,6 +281,7 @@ interface MetricSources {
   readonly health: HealthCache | undefined;
   readonly drain: DrainController;
   readonly admission: AdmissionController;
+  readonly tokens: TokenCache;
 }
 
 /** The snapshot cache, the metrics over the isolate's state (labels from configuration only), and the OTLP exporter when configured. */
@@ -320,6 +323,7 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
       },
       breakers: () => byBackendName(src.breakers?.cachedStates() ?? []),
       health: () => byBackendName(src.health?.cachedStatuses() ?? []),
+      credentialMints: () => src.tokens.stats(),
     },
   );
   const done = metrics;
@@ -345,7 +349,7 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
  * The invoke phase's executor: backends reached through the egress guard, credentials read per
  * attempt, and binding-protocol backends (Workers AI) through the Worker's own bindings by name.
  */
-function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock): GatewayExecutor {
+function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock, tokens: TokenCache): GatewayExecutor {
   return new GatewayExecutor({
     codecs: builtinCodecs,
     credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
@@ -357,8 +361,7 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
     // Snapshots stored before the guard existed are checked again at each attempt.
     egress: gw.security.egress,
     preconnect: tcpPreconnect,
-    // One per isolate: concurrent requests share a mint, and a token serves until shortly before it expires.
-    tokens: new TokenCache({ clock }),
+    tokens,
     bindings: (name) => {
       const binding = secrets[name];
       return isWorkersAiBinding(binding) ? binding : undefined;

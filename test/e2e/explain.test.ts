@@ -96,7 +96,8 @@ describe("POST /admin/explain", () => {
   });
 });
 
-describe("sluice explain", () => {
+// Each test runs the CLI (a Node start-up per call), which a loaded machine slows several times over.
+describe("sluice explain", { timeout: 120_000 }, () => {
   it("offline: the same decide code, model-backed signals unknown (offline), nothing called", async () => {
     const file = join(work, "code.json");
     writeFileSync(file, JSON.stringify(auto("fix this bug in my function")));
@@ -134,7 +135,7 @@ describe("sluice explain", () => {
   });
 });
 
-describe("sluice eval", () => {
+describe("sluice eval", { timeout: 120_000 }, () => {
   /** sluice-chat decides on local signals only (keywords, a trusted header, prompt tokens): offline and gateway must agree. */
   const chat = (content: string) => ({ model: "sluice-chat", messages: [{ role: "user", content }] });
   const lines = [

@@ -19,6 +19,7 @@ const gauges = {
   ledger: () => ({ leases: 1, attemptsOpen: 0, settlementsQueued: 4 }),
   breakers: () => [["sim-local", "open"]] as const,
   health: () => [["sim-local", "healthy"]] as const,
+  credentialMints: () => ({ minted: 3, failed: 1 }),
 };
 
 const instrument = (m: GatewayMetrics, name: string) => m.registry.read().find((i) => i.name === name)!;
@@ -50,6 +51,8 @@ describe("gateway metrics", () => {
     expect(text).toContain('sluice_breaker_state{sluice_backend="sim-local",sluice_state="open"} 1');
     expect(text).toContain('sluice_breaker_state{sluice_backend="sim-local",sluice_state="closed"} 0');
     expect(text).toContain('sluice_backend_health{sluice_backend="sim-local",sluice_health="healthy"} 1');
+    expect(text).toContain('sluice_credential_mints{sluice_result="minted"} 3');
+    expect(text).toContain('sluice_credential_mints{sluice_result="failed"} 1');
   });
 
   it("tells retries from fallbacks, and counts an attempt that may have run without usage as unknown usage", () => {
