@@ -110,8 +110,9 @@ async function inspectorTarget(port: number): Promise<string> {
 function moduleMap(bundle: string): (line: number) => string {
   const starts: { line: number; file: string }[] = [];
   bundle.split("\n").forEach((text, i) => {
-    const m = /^\/\/ ((?:src|durable-objects|node_modules)\/\S+\.(?:ts|js|mjs|cjs))$/.exec(text);
-    if (m) starts.push({ line: i, file: m[1]! });
+    // A package may be marked as `../x/node_modules/…` (a worktree whose node_modules is a link): cut to `node_modules/`.
+    const m = /^\/\/ (?:\S*?\/)?((?:src|durable-objects|node_modules)\/\S+\.(?:ts|js|mjs|cjs))$/.exec(text);
+    if (m) starts.push({ line: i, file: m[1]!.includes("node_modules/") ? m[1]!.slice(m[1]!.lastIndexOf("node_modules/")) : m[1]! });
   });
   return (line) => {
     let lo = 0;
