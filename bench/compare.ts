@@ -5,7 +5,7 @@
  * the ratio B/A per pair. The workload is a chat completion (buffered or streamed) or an MCP
  * `tools/call` through `/mcp/<server>` to the simulator's MCP server.
  *
- *   npm run bench:compare -- [--base HEAD] [--workload buffered|streaming|mcp] [--tokens N] [--key open|budgeted]
+ *   npm run bench:compare -- [--base HEAD] [--workload buffered|streaming|mcp] [--tokens N] [--key open|budgeted] [--model NAME]
  *                            [--runs 5] [--duration 3] [--warmup 1] [--concurrency 32]
  *                            [--base-no-access-log] [--no-access-log] [--streams N] [--simultaneous]
  *
@@ -31,7 +31,7 @@ import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { configureSimulator, runLoad, simJson, table } from "./load-runner.ts";
 import { concurrentStreams } from "./memory.ts";
 import { clockTicksPerSecond, resolveWorkerPid } from "./proc.ts";
-import { keyFlag, OPEN_KEY, PUBLIC_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
+import { BEDROCK_MODEL, keyFlag, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
 import { median } from "./stats.ts";
 import { gatewayPath, requestBody } from "./workload.ts";
 
@@ -41,6 +41,9 @@ const USAGE = `Usage: npm run bench:compare -- [options]
                              mcp needs a base that has the MCP gateway)
   --tokens N                 output tokens per chat answer (default: 16 buffered, 32 streaming)
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
+  --model NAME               the public model a chat asks for (default ${PUBLIC_MODEL}); ${SSE_MODEL} and ${BEDROCK_MODEL}
+                             are one model over OpenAI Chat and over Bedrock ConverseStream (needs a base
+                             that has the bedrock-converse protocol)
   --runs N                   alternating runs of each side (default 5)
   --duration S               measured seconds per run (default 3)
   --warmup S                 discarded warm-up seconds before each run (default 1)
@@ -85,6 +88,7 @@ async function main(): Promise<number> {
       workload: { type: "string" },
       tokens: { type: "string" },
       key: { type: "string" },
+      model: { type: "string" },
       runs: { type: "string" },
       duration: { type: "string" },
       warmup: { type: "string" },
@@ -100,6 +104,11 @@ async function main(): Promise<number> {
   const base = values.base ?? "HEAD";
   const workload = workloadFlag(values.workload, USAGE, values.tokens === undefined ? undefined : numberFlag("tokens", values.tokens, 0, 1, 4096, true));
   const key = keyFlag(values.key, USAGE);
+  const model = values.model ?? PUBLIC_MODEL;
+  if (![PUBLIC_MODEL, SSE_MODEL, BEDROCK_MODEL].includes(model)) throw new BenchError(`--model must be ${PUBLIC_MODEL}, ${SSE_MODEL} or ${BEDROCK_MODEL}\n${USAGE}`);
+  if (workload.name === "mcp" && values.model !== undefined) throw new BenchError(`--model names a chat model; an MCP call has none\n${USAGE}`);
+  // The protocol entrypoints exist only in the bench's Bedrock config, with the simulator checking signatures.
+  const bedrock = model !== PUBLIC_MODEL;
   const runs = numberFlag("runs", values.runs, 5, 1, 100, true);
   const durationMs = numberFlag("duration", values.duration, 3, 0.5, 600, false) * 1000;
   const warmupMs = numberFlag("warmup", values.warmup, 1, 0, 60, false) * 1000;
@@ -111,12 +120,12 @@ async function main(): Promise<number> {
   register({ name: "base worktree", stop: async () => baseBundle.remove() });
   const headBundle = buildBundle();
 
-  const sim = await startBenchSimulator();
+  const sim = await startBenchSimulator(["--history", "0", ...(bedrock ? SIMULATOR_AWS_ARGS : [])]);
   const start = (name: string, bundleDir: string, compatibility: ReturnType<typeof compatibilitySettings>, accessLog: boolean) =>
     // Another revision's gateway.yaml may predate the egress allowlist this renderer reads; both
     // sides only ever talk to the loopback simulator, so both get workerd's local network.
     // Only the MCP workload configures MCP: a revision from before the MCP gateway refuses it.
-    startBenchGateway(sim.url, { name, accessLog, bundleDir, compatibility, networkAllow: ["public", "local"], mcp: workload.name === "mcp" });
+    startBenchGateway(sim.url, { name, accessLog, bundleDir, compatibility, networkAllow: ["public", "local"], mcp: workload.name === "mcp", bedrock });
   const sideOptions = [
     { label: `A ${base}`, name: "Sluice (base)", bundleDir: baseBundle.dir, compatibility: baseBundle.compatibility, accessLog: values["base-no-access-log"] !== true },
     { label: "B this tree", name: "Sluice (this tree)", bundleDir: headBundle, compatibility: compatibilitySettings(), accessLog: values["no-access-log"] !== true },
@@ -131,7 +140,7 @@ async function main(): Promise<number> {
   const spec = (gw: (typeof sides)[number]["gw"]) => ({
     url: `${gw.publicUrl}${gatewayPath(workload)}`,
     headers: { authorization: `Bearer ${key.key}` },
-    body: requestBody(workload, PUBLIC_MODEL),
+    body: requestBody(workload, model),
     workload,
     concurrency: simultaneous ? Math.ceil(concurrency / 2) : concurrency,
     warmupMs,

@@ -2,8 +2,8 @@
  * `npm run bench:profile`: a CPU profile of Sluice's isolate under the bench's load, taken through
  * workerd's V8 inspector, summarised by function and by source file of the bundle.
  *
- *   npm run bench:profile -- [--key open|budgeted] [--workload buffered|streaming|mcp] [--model NAME] [--concurrency 16]
- *                            [--duration 10] [--interval-us 250] [--top 40] [--no-access-log] [--out FILE]
+ *   npm run bench:profile -- [--key open|budgeted] [--workload buffered|streaming|mcp] [--model NAME] [--tokens N]
+ *                            [--concurrency 16] [--duration 10] [--interval-us 250] [--top 40] [--no-access-log] [--out FILE]
  *
  * The attached profiler slows the isolate down, so only proportions mean anything; the bench
  * (`npm run bench`) is what measures. The raw profile is written as a `.cpuprofile` file that
@@ -15,16 +15,30 @@ import { dirname, join } from "node:path";
 import { buildBundle } from "../local-stack/build.ts";
 import { freePort } from "../local-stack/ports.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
-import { runLoad, table } from "./load-runner.ts";
+import { configureSimulator, runLoad, table } from "./load-runner.ts";
 import { clockTicksPerSecond } from "./proc.ts";
-import { keyFlag, LOCAL_DECISIONS_MODEL, PUBLIC_MODEL, SIMILARITY_DECISIONS_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
+import {
+  BEDROCK_MODEL,
+  keyFlag,
+  LOCAL_DECISIONS_MODEL,
+  PUBLIC_MODEL,
+  SIMILARITY_DECISIONS_MODEL,
+  SIMULATOR_AWS_ARGS,
+  SSE_MODEL,
+  startBenchGateway,
+  startBenchSimulator,
+  workloadFlag,
+} from "./sluice-config.ts";
 import { gatewayPath, requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
   --workload buffered|streaming|mcp   a chat completion, or an MCP tools/call (default buffered)
   --model NAME               the public model a chat asks for (default ${PUBLIC_MODEL}); ${LOCAL_DECISIONS_MODEL} and
-                             ${SIMILARITY_DECISIONS_MODEL} are the decision entrypoints bench:decisions measures
+                             ${SIMILARITY_DECISIONS_MODEL} are the decision entrypoints bench:decisions measures;
+                             ${SSE_MODEL} and ${BEDROCK_MODEL} the same model over OpenAI Chat and over Bedrock
+                             ConverseStream (SigV4-signed), which the bedrock-streaming stage compares
+  --tokens N                 output tokens of a chat answer (default: the bench's, 16 buffered, 32 streaming)
   --concurrency N            requests in flight (default 16)
   --duration S               profiled seconds, after 2 s of unprofiled warm-up (default 10)
   --interval-us N            sampling interval (default 250)
@@ -96,8 +110,9 @@ async function inspectorTarget(port: number): Promise<string> {
 function moduleMap(bundle: string): (line: number) => string {
   const starts: { line: number; file: string }[] = [];
   bundle.split("\n").forEach((text, i) => {
-    const m = /^\/\/ ((?:src|durable-objects|node_modules)\/\S+\.(?:ts|js|mjs|cjs))$/.exec(text);
-    if (m) starts.push({ line: i, file: m[1]! });
+    // A package may be marked as `../x/node_modules/…` (a worktree whose node_modules is a link): cut to `node_modules/`.
+    const m = /^\/\/ (?:\S*?\/)?((?:src|durable-objects|node_modules)\/\S+\.(?:ts|js|mjs|cjs))$/.exec(text);
+    if (m) starts.push({ line: i, file: m[1]!.includes("node_modules/") ? m[1]!.slice(m[1]!.lastIndexOf("node_modules/")) : m[1]! });
   });
   return (line) => {
     let lo = 0;
@@ -182,6 +197,7 @@ async function main(): Promise<number> {
       key: { type: "string" },
       workload: { type: "string" },
       model: { type: "string" },
+      tokens: { type: "string" },
       concurrency: { type: "string" },
       duration: { type: "string" },
       "interval-us": { type: "string" },
@@ -192,12 +208,15 @@ async function main(): Promise<number> {
     },
     USAGE,
   );
-  const workload = workloadFlag(values.workload, USAGE);
+  const tokens = values.tokens === undefined ? undefined : numberFlag("tokens", values.tokens, 0, 1, 4096, true);
+  const workload = workloadFlag(values.workload, USAGE, tokens);
   const key = keyFlag(values.key, USAGE);
   const model = values.model ?? PUBLIC_MODEL;
   if (workload.name === "mcp" && values.model !== undefined) throw new BenchError(`--model names a chat model; an MCP call has none\n${USAGE}`);
   // The decision entrypoints exist only in the bench's decisions config.
   const decisions = model === LOCAL_DECISIONS_MODEL || model === SIMILARITY_DECISIONS_MODEL;
+  // And the protocol entrypoints only in its Bedrock config, with the simulator checking signatures.
+  const bedrock = model === SSE_MODEL || model === BEDROCK_MODEL;
   const concurrency = numberFlag("concurrency", values.concurrency, 16, 1, 1024, true);
   const durationMs = numberFlag("duration", values.duration, 10, 1, 600, false) * 1000;
   const intervalUs = numberFlag("interval-us", values["interval-us"], 250, 50, 10_000, true);
@@ -205,9 +224,11 @@ async function main(): Promise<number> {
   const out = values.out ?? join(tmpdir(), "sluice-bench", `profile-${key.name}-${workload.name}-${new Date().toISOString().replace(/[:.]/g, "-")}.cpuprofile`);
 
   console.log("starting the simulator and Sluice with the inspector open …");
-  const sim = await startBenchSimulator();
+  const sim = await startBenchSimulator(["--history", "0", ...(bedrock ? SIMULATOR_AWS_ARGS : [])]);
+  // The answer's size and zero latency, as the bench sets them.
+  await configureSimulator(sim.url, workload);
   const inspectorPort = await freePort();
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: values["no-access-log"] !== true, inspectorPort, mcp: workload.name === "mcp", decisions });
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: values["no-access-log"] !== true, inspectorPort, mcp: workload.name === "mcp", decisions, bedrock });
   const fileOf = moduleMap(readFileSync(join(buildBundle(), "index.js"), "utf8"));
   const spec = {
     url: `${sluice.publicUrl}${gatewayPath(workload)}`,

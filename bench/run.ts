@@ -1,11 +1,12 @@
 /**
  * `npm run bench`: Sluice against the provider simulator directly and against a null gateway on the
  * same runtime, under the same closed-loop load: chat completions, and MCP tool calls to the
- * simulator's MCP server. See docs/performance.md.
+ * simulator's MCP server; and Sluice streaming from an OpenAI Chat backend (SSE) against a Bedrock
+ * ConverseStream one (binary event stream). See docs/performance.md.
  *
  *   npm run bench -- [--duration 5] [--warmup 1] [--concurrency 32] [--runs 3] [--quick]
- *                    [--buffered-tokens 16] [--stream-tokens 32] [--no-access-log] [--out FILE]
- *                    [--stages buffered,streaming,unloaded,mcp]
+ *                    [--buffered-tokens 16] [--stream-tokens 32] [--long-stream-tokens 256]
+ *                    [--no-access-log] [--out FILE] [--stages buffered,streaming,unloaded,mcp,bedrock-streaming]
  *
  * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
  * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
@@ -18,10 +19,11 @@ import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { configureSimulator, exchange, runLoad, simJson, table } from "./load-runner.ts";
 import type { LoadResult } from "./load-spec.ts";
 import { startNullGateway } from "./null-gateway.ts";
-import { BACKEND_MODEL, DEMO_KEY, DEMO_TENANT, ECHO_PRICE_MICROS, OPEN_KEY, PUBLIC_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
+import { BACKEND_MODEL, BEDROCK_MODEL, DEMO_KEY, DEMO_TENANT, ECHO_PRICE_MICROS, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
 import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
 import { median } from "./stats.ts";
 import { concurrentStreams, soak, type SoakResult, type StreamsResult } from "./memory.ts";
+import { countEventStreamFrames, countSseEvents, type UpstreamCount } from "./upstream-events.ts";
 import { gatewayPath, invalidBody, MCP_SERVER, MCP_WORKLOAD, requestBody, requestHeaders, simulatorPath, type ChatWorkload, type Workload } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench -- [options]
@@ -32,9 +34,12 @@ const USAGE = `Usage: npm run bench -- [options]
   --quick               smoke test: 1 run of 1 s after 0.3 s warm-up (explicit flags still win)
   --buffered-tokens N   output tokens of the buffered workload (default 16)
   --stream-tokens N     output tokens of the streaming workload (default 32)
+  --long-stream-tokens N  the bedrock-streaming stage's second answer size, for the cost of one more
+                        event; 0 measures --stream-tokens only (default 256)
   --no-access-log       run Sluice with observability.accessLog off (default: as shipped, on)
   --stages LIST         load stages to run, of buffered, streaming, unloaded (buffered, one in
-                        flight) and mcp (MCP tools/call) (default: all four)
+                        flight), mcp (MCP tools/call) and bedrock-streaming (Sluice streaming from an
+                        OpenAI Chat backend against a Bedrock ConverseStream one) (default: all five)
   --streams N           concurrent streams of the memory stage, 0 to skip (default 1000)
   --soak S              seconds of the soak stage (steady mixed load on Sluice), 0 to skip (default 180)
   --out FILE            where the JSON results go (default: the OS temp directory)
@@ -52,6 +57,7 @@ interface Options {
   readonly runs: number;
   readonly bufferedTokens: number;
   readonly streamTokens: number;
+  readonly longStreamTokens: number;
   readonly accessLog: boolean;
   readonly out: string;
   readonly quick: boolean;
@@ -60,8 +66,8 @@ interface Options {
   readonly stages: readonly StageId[];
 }
 
-type StageId = "buffered" | "streaming" | "unloaded" | "mcp";
-const STAGE_IDS: readonly StageId[] = ["buffered", "streaming", "unloaded", "mcp"];
+type StageId = "buffered" | "streaming" | "unloaded" | "mcp" | "bedrock-streaming";
+const STAGE_IDS: readonly StageId[] = ["buffered", "streaming", "unloaded", "mcp", "bedrock-streaming"];
 
 function stagesFlag(text: string | undefined): StageId[] {
   if (text === undefined) return [...STAGE_IDS];
@@ -81,6 +87,7 @@ function parseOptions(): Options {
       quick: { type: "boolean" },
       "buffered-tokens": { type: "string" },
       "stream-tokens": { type: "string" },
+      "long-stream-tokens": { type: "string" },
       "no-access-log": { type: "boolean" },
       streams: { type: "string" },
       soak: { type: "string" },
@@ -99,6 +106,7 @@ function parseOptions(): Options {
     runs: numberFlag("runs", values.runs, quick ? 1 : 3, 1, 21, true),
     bufferedTokens: numberFlag("buffered-tokens", values["buffered-tokens"], 16, 1, 4096, true),
     streamTokens: numberFlag("stream-tokens", values["stream-tokens"], 32, 1, 4096, true),
+    longStreamTokens: numberFlag("long-stream-tokens", values["long-stream-tokens"], 256, 0, 4096, true),
     accessLog: values["no-access-log"] !== true,
     out: values.out ?? join(tmpdir(), "sluice-bench", `results-${stamp}.json`),
     quick,
@@ -114,8 +122,9 @@ function parseOptions(): Options {
 type TargetName = "direct" | "null" | "sluice" | "sluice-open";
 const TARGETS: readonly TargetName[] = ["direct", "null", "sluice", "sluice-open"];
 
-interface Target {
-  readonly name: TargetName;
+/** Something a load runs against: a gateway's (or the simulator's) endpoint for a workload. */
+interface Endpoint {
+  readonly name: string;
   readonly description: string;
   /** The endpoint a workload's requests go to. */
   readonly url: (w: Workload) => string;
@@ -127,21 +136,40 @@ interface Target {
   readonly output: () => string;
 }
 
+interface Target extends Endpoint {
+  readonly name: TargetName;
+}
+
 interface Stack {
   readonly simUrl: string;
   readonly simPid: number;
   readonly targets: readonly Target[];
   /** Sluice's admin API, where the books are read. */
   readonly admin: { readonly url: string; readonly token: string };
+  /** Sluice (open key) streaming from an OpenAI Chat backend and from a Bedrock one: the bedrock-streaming stage's. */
+  readonly protocols: readonly ProtocolTarget[];
 }
 
 async function startStack(o: Options): Promise<Stack> {
+  const bedrock = o.stages.includes("bedrock-streaming");
   console.log("starting the provider simulator …");
-  const sim = await startBenchSimulator();
+  // With the Bedrock stage, the simulator verifies every Bedrock request's SigV4 signature.
+  const sim = await startBenchSimulator(["--history", "0", ...(bedrock ? SIMULATOR_AWS_ARGS : [])]);
   const simPid = sim.process.pid ?? 0;
 
   console.log("building the gateway bundle (when stale) and starting Sluice on workerd …");
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp") });
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp"), bedrock });
+  const sluicePid = resolveWorkerPid(sluice.process.pid ?? 0, "workerd");
+  const viaSluice = (name: ProtocolName, model: string, description: string): ProtocolTarget => ({
+    name,
+    description,
+    url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
+    headers: { authorization: `Bearer ${OPEN_KEY}` },
+    model,
+    serverPid: sluicePid,
+    alive: () => sluice.alive() && sim.alive(),
+    output: sluice.output,
+  });
 
   console.log("starting the null gateway on workerd …");
   const nul = await startNullGateway({ upstreamUrl: `${sim.url}/v1`, upstreamKey: SIMULATOR_API_KEY, upstreamModel: BACKEND_MODEL, upstreamMcpUrl: `${sim.url}${simulatorPath(MCP_WORKLOAD)}` });
@@ -150,6 +178,12 @@ async function startStack(o: Options): Promise<Stack> {
     simUrl: sim.url,
     simPid,
     admin: { url: sluice.adminUrl, token: sluice.adminToken },
+    protocols: bedrock
+      ? [
+          viaSluice("sse", SSE_MODEL, "client → Sluice (open key) → simulator over OpenAI Chat: an SSE stream"),
+          viaSluice("bedrock", BEDROCK_MODEL, "client → Sluice (open key) → simulator over Bedrock ConverseStream: SigV4-signed, a binary event stream"),
+        ]
+      : [],
     targets: [
       {
         name: "direct",
@@ -249,7 +283,7 @@ async function checkToolCharges(stack: Stack, before: Money, runs: readonly RunR
 // Running load
 
 /** One request per target, checked like the load generator checks them, so a broken target fails fast and readably. */
-async function preflight(t: Target, w: Workload): Promise<void> {
+async function preflight(t: Endpoint, w: Workload): Promise<void> {
   let status: number;
   let text: string;
   try {
@@ -274,7 +308,7 @@ interface RunRecord {
   readonly upstreamRequests: number;
 }
 
-async function oneRun(stack: Stack, t: Target, w: Workload, o: Options, run: number, concurrency: number): Promise<RunRecord> {
+async function oneRun(stack: Stack, t: Endpoint, w: Workload, o: Options, run: number, concurrency: number): Promise<RunRecord> {
   const before = await simStats(stack.simUrl);
   const result = await runLoad({
     url: t.url(w),
@@ -314,6 +348,26 @@ function upstreamMismatch(r: RunRecord): number {
 
 function runErrors(r: RunRecord): number {
   return r.result.errors + r.result.warmup.errors + Object.values(r.upstreamAnomalies).reduce((a, b) => a + b, 0) + upstreamMismatch(r);
+}
+
+/** Prints one run's line, and adds its errors (with what the simulator saw) to `problems`. */
+function logRun(label: string, target: string, rec: RunRecord, o: Options, problems: string[]): void {
+  const res = rec.result;
+  const errors = runErrors(rec);
+  console.log(
+    `${label.padEnd(9)} run ${rec.run}/${o.runs} ${target.padEnd(11)} ${f(res.rps, 0).padStart(6)} req/s  ` +
+      `p50 ${f(res.latencyMs.p50, 2)} ms  p99 ${f(res.latencyMs.p99, 2)} ms  ` +
+      `server CPU ${f(rec.serverCpuMsPerReq, 3)} ms/req  other load ${f(res.otherBusyCores, 2)}  ${errors > 0 ? `ERRORS ${errors}` : "0 errors"}`,
+  );
+  if (errors === 0) return;
+  const detail = [
+    ...Object.entries(res.errorKinds).map(([k, n]) => `${n} × ${k}`),
+    ...Object.entries(res.warmup.errorKinds).map(([k, n]) => `${n} × ${k} during warm-up`),
+    ...Object.entries(rec.upstreamAnomalies).map(([k, n]) => `${n} × simulator outcome '${k}'`),
+    ...(upstreamMismatch(rec) > 0 ? [`the simulator saw ${rec.upstreamRequests} requests for ${res.requests + res.warmup.requests} client requests`] : []),
+  ];
+  const samples = [...res.errorSamples, ...res.warmup.errorSamples];
+  problems.push(`${label} run ${rec.run} ${target}: ${detail.join(", ")}${samples.length ? `\n    e.g. ${samples.join("\n    e.g. ")}` : ""}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -490,6 +544,129 @@ async function soakStage(stack: Stack, o: Options, streaming: ChatWorkload, prob
 }
 
 // ---------------------------------------------------------------------------------------------
+// Bedrock streaming: the binary event stream against SSE
+
+type ProtocolName = "sse" | "bedrock";
+
+/** Sluice (open key) streaming from one backend protocol. */
+interface ProtocolTarget extends Endpoint {
+  readonly name: ProtocolName;
+}
+
+/** One backend protocol at one answer size: its runs, medians, and upstream events per answer. */
+interface ProtocolCell {
+  readonly tokens: number;
+  readonly protocol: ProtocolName;
+  readonly upstream: UpstreamCount;
+  readonly runs: RunRecord[];
+  readonly median: TargetSummary;
+  /** Median over runs of workerd CPU per request / upstream events per answer, µs. */
+  readonly cpuUsPerEvent: number;
+}
+
+interface ProtocolStageResult {
+  readonly cells: readonly ProtocolCell[];
+  /** Per answer size: Bedrock over SSE, medians of the per-run ratios (each run's pair measured back to back). */
+  readonly ratios: readonly { readonly tokens: number; readonly cpuPerEvent: number; readonly cpuPerRequest: number; readonly throughput: number }[];
+  /** Per protocol: workerd CPU per extra event between the two sizes, µs (medians of the runs' CPU per request). */
+  readonly marginalUsPerEvent?: Readonly<Record<ProtocolName, number>>;
+}
+
+/**
+ * The bedrock-streaming stage: Sluice serves the same OpenAI Chat stream to the client (the
+ * streaming workload, same tokens) from an OpenAI Chat backend and from a Bedrock ConverseStream
+ * one, on the same workerd process, the two measured back to back in each run (which goes first
+ * alternates). Upstream events per answer are counted once per size ({@link countSseEvents},
+ * {@link countEventStreamFrames}). CPU per event is workerd's CPU per request over them: all of
+ * the request's cost, the Bedrock request's SigV4 signing included. With two sizes, the
+ * difference between them isolates what one more event costs.
+ */
+async function protocolStage(stack: Stack, o: Options, problems: string[]): Promise<{ report: string; result: ProtocolStageResult }> {
+  const sizes = [...new Set([o.streamTokens, ...(o.longStreamTokens > 0 ? [o.longStreamTokens] : [])])];
+  const workloads = sizes.map((tokens): ChatWorkload => ({ name: "streaming", stream: true, tokens }));
+  const upstream = new Map<string, UpstreamCount>();
+  for (const w of workloads) {
+    await configureSimulator(stack.simUrl, w);
+    upstream.set(`${w.tokens} sse`, await countSseEvents(stack.simUrl));
+    upstream.set(`${w.tokens} bedrock`, await countEventStreamFrames(stack.simUrl));
+    for (const t of stack.protocols) await preflight(t, w);
+  }
+  const runs = new Map<string, RunRecord[]>();
+  for (let run = 1; run <= o.runs; run++) {
+    for (const w of workloads) {
+      await configureSimulator(stack.simUrl, w);
+      // Which protocol goes first alternates, so neither always runs on the other's heels.
+      const order = run % 2 === 1 ? stack.protocols : [...stack.protocols].reverse();
+      for (const t of order) {
+        const rec = await oneRun(stack, t, w, o, run, o.concurrency);
+        const key = `${w.tokens} ${t.name}`;
+        runs.set(key, [...(runs.get(key) ?? []), rec]);
+        logRun(`bedrock ${w.tokens}`, t.name, rec, o, problems);
+      }
+    }
+  }
+  const cells: ProtocolCell[] = sizes.flatMap((tokens) =>
+    stack.protocols.map((t) => {
+      const key = `${tokens} ${t.name}`;
+      const rs = runs.get(key)!;
+      const up = upstream.get(key)!;
+      return { tokens, protocol: t.name, upstream: up, runs: rs, median: summarize(rs), cpuUsPerEvent: median(rs.map((r) => (1000 * r.serverCpuMsPerReq) / up.events)) };
+    }),
+  );
+  const cell = (tokens: number, p: ProtocolName) => cells.find((c) => c.tokens === tokens && c.protocol === p)!;
+  const ratios = sizes.map((tokens) => {
+    const sse = cell(tokens, "sse");
+    const bed = cell(tokens, "bedrock");
+    const paired = (m: (r: RunRecord, up: UpstreamCount) => number) => median(bed.runs.map((r, i) => m(r, bed.upstream) / m(sse.runs[i]!, sse.upstream)));
+    return {
+      tokens,
+      cpuPerEvent: paired((r, up) => r.serverCpuMsPerReq / up.events),
+      cpuPerRequest: paired((r) => r.serverCpuMsPerReq),
+      throughput: paired((r) => r.result.rps),
+    };
+  });
+  const marginal = (p: ProtocolName): number => {
+    const short = cell(sizes[0]!, p);
+    const long = cell(sizes[1]!, p);
+    return (1000 * (long.median.serverCpuMsPerReq - short.median.serverCpuMsPerReq)) / (long.upstream.events - short.upstream.events);
+  };
+  const marginalUsPerEvent = sizes.length === 2 ? { sse: marginal("sse"), bedrock: marginal("bedrock") } : undefined;
+
+  const rows = cells.map((c) => [
+    String(c.tokens),
+    c.protocol === "sse" ? "openai-chat (SSE)" : "bedrock-converse (event stream)",
+    String(c.upstream.events),
+    String(c.upstream.bytes),
+    f(c.median.rps, 0),
+    f(c.median.p50Ms, 2),
+    f(c.median.p99Ms, 2),
+    f(c.median.ttfbP50Ms, 2),
+    f(c.median.serverCpuMsPerReq, 3),
+    f(c.cpuUsPerEvent, 1),
+    f(c.median.simCpuMsPerReq, 3),
+    f(c.median.otherBusyCores, 2),
+    c.median.errors > 0 ? `${c.median.errors} !!` : "0",
+  ]);
+  const lines = [
+    `bedrock-streaming: Sluice (open key) streaming to an OpenAI Chat client, stream: true + include_usage, from each backend protocol; concurrency ${o.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`,
+    table(["tokens", "backend", "upstream events", "bytes", "req/s", "p50 ms", "p99 ms", "TTFB p50 ms", "workerd CPU ms/req", "µs/event", "sim CPU ms/req", "other load", "errors"], rows, 2),
+    ...ratios.map(
+      (r) => `${String(r.tokens).padStart(4)} tokens, bedrock vs sse (median of per-run ratios): CPU/event ×${f(r.cpuPerEvent, 2)}, CPU/request ×${f(r.cpuPerRequest, 2)}, throughput ×${f(r.throughput, 2)}`,
+    ),
+    ...(marginalUsPerEvent
+      ? [
+          `one more event (${sizes[1]} vs ${sizes[0]} tokens): sse ${f(marginalUsPerEvent.sse, 1)} µs, bedrock ${f(marginalUsPerEvent.bedrock, 1)} µs of workerd CPU, ×${f(marginalUsPerEvent.bedrock / marginalUsPerEvent.sse, 2)}`,
+        ]
+      : []),
+    "upstream events: counted in one answer from the simulator per size and protocol (SSE events with [DONE]; event-stream frames);",
+    "µs/event: workerd CPU per request / upstream events, so it carries the whole request (the Bedrock SigV4 signing included).",
+    "The simulator's CPU per answer differs by protocol too (it frames and checksums the event stream, and verifies each signature),",
+    "and on a small machine it can bound the Bedrock side's throughput: compare workerd CPU, not req/s.",
+  ];
+  return { report: lines.join("\n"), result: { cells, ratios, ...(marginalUsPerEvent ? { marginalUsPerEvent } : {}) } };
+}
+
+// ---------------------------------------------------------------------------------------------
 // Main
 
 const TICKS = clockTicksPerSecond();
@@ -508,6 +685,8 @@ async function main(): Promise<number> {
       { id: "mcp", label: "mcp", workload: MCP_WORKLOAD, concurrency: o.concurrency },
     ] satisfies Stage[]
   ).filter((st) => o.stages.includes(st.id));
+  // bedrock-streaming runs on its own targets (Sluice's two backend protocols), after these.
+  const protocolsStage = o.stages.includes("bedrock-streaming");
   const workloads = [...new Set(stages.map((st) => st.workload))];
   const stack = await startStack(o);
 
@@ -516,7 +695,8 @@ async function main(): Promise<number> {
     for (const t of stack.targets) await preflight(t, w);
   }
   console.log(
-    `all targets answer; ${stages.length} stages × ${o.runs} runs × ${stack.targets.length} targets, ` +
+    `all targets answer; ${stages.length} stages × ${o.runs} runs × ${stack.targets.length} targets` +
+      `${protocolsStage ? ` and the bedrock-streaming stage (${o.runs} runs × 2 protocols × ${o.longStreamTokens > 0 && o.longStreamTokens !== o.streamTokens ? 2 : 1} sizes)` : ""}, ` +
       `${o.warmupMs / 1000} s warm-up + ${o.durationMs / 1000} s each, concurrency ${o.concurrency}` +
       `${o.accessLog ? "" : ", Sluice access log off"}\n`,
   );
@@ -536,24 +716,7 @@ async function main(): Promise<number> {
       for (const t of stack.targets) {
         const rec = await oneRun(stack, t, w, o, run, st.concurrency);
         runs[t.name].push(rec);
-        const res = rec.result;
-        const errors = runErrors(rec);
-        console.log(
-          `${st.label.padEnd(9)} run ${run}/${o.runs} ${t.name.padEnd(11)} ${f(res.rps, 0).padStart(6)} req/s  ` +
-            `p50 ${f(res.latencyMs.p50, 2)} ms  p99 ${f(res.latencyMs.p99, 2)} ms  ` +
-            `server CPU ${f(rec.serverCpuMsPerReq, 3)} ms/req  other load ${f(res.otherBusyCores, 2)}  ${errors > 0 ? `ERRORS ${errors}` : "0 errors"}`,
-        );
-        if (errors > 0) {
-          const detail = [
-            ...Object.entries(res.errorKinds).map(([k, n]) => `${n} × ${k}`),
-            ...Object.entries(res.warmup.errorKinds).map(([k, n]) => `${n} × ${k} during warm-up`),
-            ...Object.entries(rec.upstreamAnomalies).map(([k, n]) => `${n} × simulator outcome '${k}'`),
-            ...(upstreamMismatch(rec) > 0
-              ? [`the simulator saw ${rec.upstreamRequests} requests for ${res.requests + res.warmup.requests} client requests`]
-              : []),
-          ];
-          problems.push(`${st.label} run ${run} ${t.name}: ${detail.join(", ")}${[...res.errorSamples, ...res.warmup.errorSamples].length ? `\n    e.g. ${[...res.errorSamples, ...res.warmup.errorSamples].join("\n    e.g. ")}` : ""}`);
-        }
+        logRun(st.label, t.name, rec, o, problems);
       }
     }
     const med = { direct: summarize(runs.direct), null: summarize(runs.null), sluice: summarize(runs.sluice), "sluice-open": summarize(runs["sluice-open"]) };
@@ -562,6 +725,9 @@ async function main(): Promise<number> {
     const books = booksBefore === undefined ? [] : [await checkToolCharges(stack, booksBefore, runs.sluice, problems)];
     reports.push([report(st, o, med, rat), ...books].join("\n"));
   }
+
+  const protocols = protocolsStage ? await protocolStage(stack, o, problems) : undefined;
+  if (protocols) reports.push(protocols.report);
 
   const soaked = await soakStage(stack, o, streaming, problems);
   reports.push(...soaked.reports);
@@ -572,7 +738,10 @@ async function main(): Promise<number> {
       "sim CPU = the simulator's; other load = CPUs busy with anything outside the bench's processes.\n" +
       "Absolute figures depend on the machine; compare the ratios.",
   );
-  const busiest = Math.max(...Object.values(results).flatMap((r) => Object.values(r.median).map((t) => t.otherBusyCores)));
+  const busiest = Math.max(
+    ...Object.values(results).flatMap((r) => Object.values(r.median).map((t) => t.otherBusyCores)),
+    ...(protocols?.result.cells.map((c) => c.median.otherBusyCores) ?? []),
+  );
   if (busiest > 0.25) console.log(`note: up to ${f(busiest, 2)} CPUs were busy with other work during the runs; expect noisy figures.`);
 
   const json = {
@@ -581,6 +750,7 @@ async function main(): Promise<number> {
     options: { ...o, out: undefined },
     targets: stack.targets.map((t) => ({ name: t.name, description: t.description })),
     workloads: results,
+    bedrockStreaming: protocols?.result,
     streams: streamed.streams,
     soak: soaked.soak,
     problems,

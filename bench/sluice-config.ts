@@ -52,6 +52,55 @@ export function allowingSimulator(gatewayYaml: string, simUrl: string): string {
   return stringifyYaml(g);
 }
 
+/**
+ * The AWS access key the simulator verifies SigV4 signatures with when the Bedrock entrypoints are
+ * configured, and the gateway signs with (read from the secrets {@link BEDROCK_SECRETS} names).
+ * Bench-only values: nothing here reaches AWS.
+ */
+export const BENCH_AWS = { accessKeyId: "AKIABENCHBEDROCK0001", secretAccessKey: "bench/bedrock+secret0000000000000000000" } as const;
+
+/** The secret names the Bedrock backend's `awsCredential` points at, with their values. */
+const BEDROCK_SECRETS: Readonly<Record<string, string>> = { BENCH_AWS_KEY_ID: BENCH_AWS.accessKeyId, BENCH_AWS_SECRET: BENCH_AWS.secretAccessKey };
+
+/** Simulator flags that make it verify every Bedrock request's signature against {@link BENCH_AWS}. */
+export const SIMULATOR_AWS_ARGS: readonly string[] = ["--aws-key", `${BENCH_AWS.accessKeyId}:${BENCH_AWS.secretAccessKey}`];
+
+/** An entrypoint whose one model the simulator serves over OpenAI Chat (SSE streams). */
+export const SSE_MODEL = "bench-sse";
+/** The same entrypoint, its model served over Bedrock ConverseStream (binary event stream, SigV4-signed). */
+export const BEDROCK_MODEL = "bench-bedrock";
+/** The Bedrock model id the gateway asks the simulator for (one encoded path segment, as real ids are). */
+export const BEDROCK_MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0";
+/** The region the Bedrock backend signs for. */
+export const BEDROCK_REGION = "us-east-1";
+
+/**
+ * Adds a `bedrock-converse` backend on the simulator (signed for {@link BEDROCK_REGION} with the
+ * key of {@link BEDROCK_SECRETS}), its pool and model, and the entrypoints {@link SSE_MODEL} and
+ * {@link BEDROCK_MODEL}: alike but for the model (one tier, no routes, the same capabilities and
+ * price), so that what differs between them is the backend protocol alone. Returns the backends text.
+ */
+function withBedrock(backendsYaml: string, pub: BenchPublication, simUrl: string): string {
+  const b = parseYaml(backendsYaml) as { backends: unknown[]; pools: unknown[] };
+  b.backends.push({
+    name: "sim-bedrock",
+    protocol: "bedrock-converse",
+    baseUrl: simUrl,
+    region: BEDROCK_REGION,
+    awsCredential: { accessKeyId: "BENCH_AWS_KEY_ID", secretAccessKey: "BENCH_AWS_SECRET" },
+    capabilities: ["chat", "streaming", "stream-usage", "tools"],
+  });
+  b.pools.push({ name: "sim-bedrock", selector: "p2c", members: [{ backend: "sim-bedrock", model: BEDROCK_MODEL_ID }] });
+  const small = pub.models.find((m) => m.id === "chat-small");
+  if (small === undefined) throw new BenchError("the shipped publication has no model chat-small to mirror for the Bedrock entrypoint");
+  pub.models.push({ ...small, id: "chat-bedrock", revisions: small.revisions.map((r) => ({ ...r, pool: "sim-bedrock" })) });
+  pub.entrypoints.push(
+    { name: SSE_MODEL, description: "Bench: chat-small over OpenAI Chat, one tier.", default: [["chat-small"]] },
+    { name: BEDROCK_MODEL, description: "Bench: the same model over Bedrock ConverseStream, one tier.", default: [["chat-bedrock"]] },
+  );
+  return stringifyYaml(b);
+}
+
 /** The secret `startGateway` binds the simulator's API key under: the MCP server's credential too. */
 const SIMULATOR_SECRET = "SIMULATOR_API_KEY";
 
@@ -86,9 +135,10 @@ function withEchoTool(mcp: McpPublication | undefined): McpPublication {
  * echo tool's policy and price: only then, since a revision from before the MCP gateway refuses
  * the keys. With `decisions` (this tree's publication only; `mcp` is then ignored), nothing is
  * trimmed, and the entrypoints {@link LOCAL_DECISIONS_MODEL} and {@link SIMILARITY_DECISIONS_MODEL}
- * and their signals are added.
+ * and their signals are added. With `bedrock` (this tree only), a Bedrock backend and the
+ * entrypoints {@link SSE_MODEL} and {@link BEDROCK_MODEL} (see {@link withBedrock}).
  */
-export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false, decisions = false): { backends: string; publication: string; gateway: string } {
+export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false, decisions = false, bedrock = false): { backends: string; publication: string; gateway: string } {
   const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
   const pointed = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
   if (pointed === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
@@ -123,7 +173,8 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
     gateway = withMcpServer(gateway, simUrl);
     pub.mcp = withEchoTool(pub.mcp);
   }
-  return { backends: backendsForSim, publication: stringifyYaml(pub), gateway };
+  const backendsOut = bedrock ? withBedrock(backendsForSim, pub, simUrl) : backendsForSim;
+  return { backends: backendsOut, publication: stringifyYaml(pub), gateway };
 }
 
 /** The tenant without budgets whose key is {@link OPEN_KEY}. */
@@ -252,10 +303,12 @@ export function startBenchSimulator(args: readonly string[] = ["--history", "0"]
 
 /**
  * Sluice on workerd with {@link benchGatewayConfig} (the simulator's MCP server configured when
- * `mcp`), a random admin token (returned, for reading the books), registered for shutdown as `name`.
+ * `mcp`, the Bedrock entrypoints and their secrets when `bedrock`), a random admin token (returned,
+ * for reading the books), registered for shutdown as `name`.
  */
-export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean; readonly mcp?: boolean; readonly decisions?: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
-  const { name, accessLog, mcp, decisions, ...options } = o;
+export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean; readonly mcp?: boolean; readonly decisions?: boolean; readonly bedrock?: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
+  const { name, accessLog, mcp, decisions, bedrock, ...options } = o;
   const adminToken = `bench-${randomBytes(12).toString("hex")}`;
-  return starting(() => startGateway({ ...options, adminToken, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir, mcp, decisions) }).then((g) => ({ ...g, name, adminToken })));
+  const secrets = bedrock ? { ...options.secrets, ...BEDROCK_SECRETS } : options.secrets;
+  return starting(() => startGateway({ ...options, secrets, adminToken, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir, mcp, decisions, bedrock) }).then((g) => ({ ...g, name, adminToken })));
 }

@@ -60,6 +60,24 @@ export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 const utf8Encoder = new TextEncoder();
 
+/**
+ * `bytes[start, end)` as a string. Header names and string values are short ASCII in practice
+ * (`:event-type`, `contentBlockDelta`, …), three of each per message, so they are built here in
+ * JavaScript: a call into the runtime's decoder per string (after a copy for each value) made
+ * header reading the largest single cost of streaming from Bedrock. A longer string, or one with
+ * a byte of 0x80 or above, takes the strict UTF-8 decoder.
+ */
+function decodeString(bytes: Uint8Array, start: number, end: number): string {
+  if (end - start > 64) return utf8.decode(bytes.subarray(start, end));
+  let s = "";
+  for (let i = start; i < end; i++) {
+    const b = bytes[i]!;
+    if (b >= 0x80) return utf8.decode(bytes.subarray(start, end));
+    s += String.fromCharCode(b);
+  }
+  return s;
+}
+
 const malformed = (why: string): GatewayError => new GatewayError("upstream_protocol_error", `The provider's event stream was malformed: ${why}.`);
 
 /** Headers of one message, `bytes[start, end)`. */
@@ -74,7 +92,7 @@ function readHeaders(bytes: Uint8Array, view: DataView, start: number, end: numb
     const nameLength = bytes[p]!;
     p += 1;
     need(nameLength + 1);
-    const name = utf8.decode(bytes.subarray(p, p + nameLength));
+    const name = decodeString(bytes, p, p + nameLength);
     p += nameLength;
     const type = bytes[p]!;
     p += 1;
@@ -111,8 +129,8 @@ function readHeaders(bytes: Uint8Array, view: DataView, start: number, end: numb
         const length = view.getUint16(p);
         p += 2;
         need(length);
-        const raw = bytes.slice(p, p + length);
-        value = type === 6 ? { type: "binary", value: raw } : { type: "string", value: utf8.decode(raw) };
+        // Only a binary value is copied out: a string is decoded from the bytes in place.
+        value = type === 6 ? { type: "binary", value: bytes.slice(p, p + length) } : { type: "string", value: decodeString(bytes, p, p + length) };
         p += length;
         break;
       }

@@ -119,6 +119,21 @@ describe("the event stream decoder", () => {
     expect(dec.decode(m!.payload)).toBe("{}");
   });
 
+  it("reads string header names and values of any length and script exactly as UTF-8", () => {
+    const headers = {
+      ":event-type": "contentBlockDelta",
+      "ünïcode-name": "value",
+      ascii64: "a".repeat(64),
+      ascii65: "b".repeat(65),
+      long: "x".repeat(300),
+      late: `${"c".repeat(10)}→✓`,
+      empty: "",
+    };
+    const [m] = new EventStreamDecoder().push(encodeEventStreamMessage(headers, enc.encode("{}")));
+    expect(Object.fromEntries([...m!.headers].map(([k, v]) => [k, v.value]))).toEqual(headers);
+    expect([...m!.headers.values()].every((v) => v.type === "string")).toBe(true);
+  });
+
   it("decodes the same messages whichever byte the stream is cut at, once or at every byte", () => {
     const bytes = recording();
     const whole = plain(new EventStreamDecoder().push(bytes));
