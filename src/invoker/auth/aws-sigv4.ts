@@ -45,6 +45,36 @@ async function hmac(key: ArrayBuffer | Uint8Array, data: string): Promise<ArrayB
   return crypto.subtle.sign("HMAC", k, encoder.encode(data));
 }
 
+/**
+ * Signing keys by secret, day, region and service. A key is four chained HMACs (each a key import
+ * and a sign) and stays the same all day, so it is derived once, not per request: that was most of
+ * a signature's cost. Bounded: past `MAX_SIGNING_KEYS` it starts over (a rotated secret or a new
+ * day makes new entries; old ones are never used again).
+ */
+const signingKeys = new Map<string, Promise<CryptoKey>>();
+const MAX_SIGNING_KEYS = 64;
+
+function signingKey(secret: string, day: string, region: string, service: string): Promise<CryptoKey> {
+  const id = `${day}\n${region}\n${service}\n${secret}`;
+  let key = signingKeys.get(id);
+  if (key === undefined) {
+    if (signingKeys.size >= MAX_SIGNING_KEYS) signingKeys.clear();
+    key = deriveSigningKey(secret, day, region, service);
+    signingKeys.set(id, key);
+    // A failed derivation is not remembered.
+    key.catch(() => signingKeys.delete(id));
+  }
+  return key;
+}
+
+async function deriveSigningKey(secret: string, day: string, region: string, service: string): Promise<CryptoKey> {
+  const kDate = await hmac(encoder.encode(`AWS4${secret}`), day);
+  const kRegion = await hmac(kDate, region);
+  const kService = await hmac(kRegion, service);
+  const kSigning = await hmac(kService, "aws4_request");
+  return crypto.subtle.importKey("raw", kSigning, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+}
+
 /** RFC 3986 encoding, as SigV4 wants it: everything but unreserved characters, uppercase hex. */
 function uriEncode(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
@@ -106,11 +136,8 @@ export async function signSigV4(req: SigV4Request): Promise<Record<string, strin
   const scope = `${day}/${req.region}/${req.service}/aws4_request`;
   const toSign = `AWS4-HMAC-SHA256\n${date}\n${scope}\n${await sha256Hex(canonical)}`;
 
-  const kDate = await hmac(encoder.encode(`AWS4${req.credentials.secretAccessKey}`), day);
-  const kRegion = await hmac(kDate, req.region);
-  const kService = await hmac(kRegion, req.service);
-  const kSigning = await hmac(kService, "aws4_request");
-  const signature = hex(await hmac(kSigning, toSign));
+  const kSigning = await signingKey(req.credentials.secretAccessKey, day, req.region, req.service);
+  const signature = hex(await crypto.subtle.sign("HMAC", kSigning, encoder.encode(toSign)));
 
   added.authorization = `AWS4-HMAC-SHA256 Credential=${req.credentials.accessKeyId}/${scope}, SignedHeaders=${signedHeaders}, Signature=${signature}`;
   return added;

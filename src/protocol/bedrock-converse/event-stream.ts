@@ -68,14 +68,23 @@ const utf8Encoder = new TextEncoder();
  * a byte of 0x80 or above, takes the strict UTF-8 decoder.
  */
 function decodeString(bytes: Uint8Array, start: number, end: number): string {
-  if (end - start > 64) return utf8.decode(bytes.subarray(start, end));
+  if (end - start > 64) return strictUtf8(bytes, start, end);
   let s = "";
   for (let i = start; i < end; i++) {
     const b = bytes[i]!;
-    if (b >= 0x80) return utf8.decode(bytes.subarray(start, end));
+    if (b >= 0x80) return strictUtf8(bytes, start, end);
     s += String.fromCharCode(b);
   }
   return s;
+}
+
+/** The strict decoder's answer; bytes that are not UTF-8 are the provider's malformed stream, not the gateway's fault. */
+function strictUtf8(bytes: Uint8Array, start: number, end: number): string {
+  try {
+    return utf8.decode(bytes.subarray(start, end));
+  } catch {
+    throw malformed("a header is not UTF-8");
+  }
 }
 
 const malformed = (why: string): GatewayError => new GatewayError("upstream_protocol_error", `The provider's event stream was malformed: ${why}.`);

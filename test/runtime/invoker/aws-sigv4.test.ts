@@ -31,6 +31,16 @@ describe("SigV4 against AWS's signing test suite", () => {
     expect(signatureOf(h.authorization)).toBe("5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b");
   });
 
+  it("derives the day's signing key per secret: a rotated secret signs differently, and the first signs as before", async () => {
+    const rotated = await sign({ method: "POST", credentials: { ...SUITE.credentials, secretAccessKey: "rotated-secret" } });
+    expect(signatureOf(rotated.authorization)).not.toBe("5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b");
+    expect(signatureOf((await sign({ method: "POST" })).authorization)).toBe("5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b");
+    // Another day, another key: the vector's request a day later signs differently.
+    const nextDay = await sign({ method: "POST", now: new Date("2015-08-31T12:36:00Z") });
+    expect(nextDay.authorization).toContain("AKIDEXAMPLE/20150831/us-east-1/service/aws4_request");
+    expect(signatureOf(nextDay.authorization)).not.toBe("5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b");
+  });
+
   it("get-vanilla-query-order-key-case (the query sorted)", async () => {
     const h = await sign({ url: "https://example.amazonaws.com/?Param2=value2&Param1=value1" });
     expect(signatureOf(h.authorization)).toBe("b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500");

@@ -195,4 +195,26 @@ describe("the event stream decoder", () => {
     mv.setUint32(total - 4, crc32(m, 0, total - 4));
     expect(failure(() => new EventStreamDecoder().push(m)).message).toMatch(/unknown header type 42/);
   });
+
+  it("refuses a header name or string value that is not UTF-8 as the provider's malformed stream, short or long", () => {
+    /** One framed message whose only header is `name` (a string value `value`), checksums right. */
+    const framed = (name: number[], value: number[]) => {
+      const h = [name.length, ...name, 7, value.length >> 8, value.length & 0xff, ...value];
+      const total = 12 + h.length + 4;
+      const m = new Uint8Array(total);
+      const mv = new DataView(m.buffer);
+      mv.setUint32(0, total);
+      mv.setUint32(4, h.length);
+      mv.setUint32(8, crc32(m, 0, 8));
+      m.set(h, 12);
+      mv.setUint32(total - 4, crc32(m, 0, total - 4));
+      return m;
+    };
+    const ok = [...enc.encode(":event-type")];
+    for (const m of [framed([0x61, 0xff], [0x61]), framed(ok, [0xc3]), framed(ok, [...Array(70).fill(0x61), 0xed, 0xa0, 0x80])]) {
+      const err = failure(() => new EventStreamDecoder().push(m));
+      expect(err.code).toBe("upstream_protocol_error");
+      expect(err.message).toMatch(/not UTF-8/);
+    }
+  });
 });
