@@ -6,7 +6,6 @@ import type { DispatchPlan } from "../../decide/dispatch-plan.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { Execution } from "../../invoker/executor.ts";
 import type { StreamEventChain } from "../../plugins/stream-event-chain.ts";
-import { textOf } from "../../protocol/content-parts.ts";
 import type { NeutralRequest } from "../../protocol/neutral.ts";
 import type { CompiledEntrypoint } from "../../publication/compile-publication.ts";
 import type { Principal } from "../../publication/principal.ts";
@@ -88,7 +87,7 @@ export class ChatTurn implements KindTurn<Reply> {
 
   async authorize(): Promise<Early<Reply> | undefined> {
     const request = this.#request!;
-    this.#entrypoint = this.#caller.authorize(request.model, "chat", () => request.messages.map((m) => `${m.role}: ${textOf(m.content)}`).join("\n"));
+    this.#entrypoint = this.#caller.authorizeChat(request);
     return undefined;
   }
 

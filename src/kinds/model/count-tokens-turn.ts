@@ -5,7 +5,6 @@ import { decideChat } from "../../decide/decide.ts";
 import type { DispatchPlan } from "../../decide/dispatch-plan.ts";
 import { estimatePromptTokens } from "../../protocol/prompt-estimate.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
-import { textOf } from "../../protocol/content-parts.ts";
 import type { NeutralRequest } from "../../protocol/neutral.ts";
 import type { TokenCountCodec } from "../../protocol/token-count.ts";
 import type { CompiledEntrypoint } from "../../publication/compile-publication.ts";
@@ -69,7 +68,7 @@ export class CountTokensTurn implements KindTurn<Reply> {
   async authorize(): Promise<Early<Reply> | undefined> {
     const request = this.#request!;
     // A count is of a chat: the entrypoint must serve chat, and the key be granted it.
-    this.#entrypoint = this.#caller.authorize(request.model, "chat", () => request.messages.map((m) => `${m.role}: ${textOf(m.content)}`).join("\n"));
+    this.#entrypoint = this.#caller.authorizeChat(request);
     return undefined;
   }
 

@@ -9,6 +9,8 @@ import type { Clock } from "../../deps/clock.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { GatewayExecutor, InvocationContext } from "../../invoker/executor.ts";
 import type { CodecRegistry, ResponseStamp } from "../../protocol/codec.ts";
+import { textOf } from "../../protocol/content-parts.ts";
+import type { NeutralRequest } from "../../protocol/neutral.ts";
 import type { DecisionInput } from "../../decide/decide.ts";
 import type { CompiledEntrypoint, CompiledPublication, ModelOperation } from "../../publication/compile-publication.ts";
 import type { Principal } from "../../publication/principal.ts";
@@ -144,6 +146,14 @@ export class ModelCaller {
     // An explain keeps no content anywhere.
     if (!this.explaining) this.#sampleContent(ep, prompt);
     return ep;
+  }
+
+  /**
+   * Authorizes a chat, or what is judged as one (a token count is of a chat): the entrypoint must
+   * serve chat and the key be granted it; the conversation is what the content log samples.
+   */
+  authorizeChat(request: NeutralRequest): CompiledEntrypoint {
+    return this.authorize(request.model, "chat", () => request.messages.map((m) => `${m.role}: ${textOf(m.content)}`).join("\n"));
   }
 
   /** What the decide phase reads besides the request: ids, times, the client's protocol, trusted headers, deadlines. */
