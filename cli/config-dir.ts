@@ -68,7 +68,7 @@ export interface NamedSecret {
 /**
  * Every secret the config refers to by name: the admin token's, the approvers' token and the
  * approval state secret, the OTLP collector headers', and
- * each seed backend's credential. A snapshot pushed later may name others; `serve --secret NAME` binds those too.
+ * each seed backend's credential (a SigV4 backend's access key parts). A snapshot pushed later may name others; `serve --secret NAME` binds those too.
  */
 export function secretsNamed(config: LoadedConfig): NamedSecret[] {
   const out = new Map<string, NamedSecret>();
@@ -89,6 +89,13 @@ export function secretsNamed(config: LoadedConfig): NamedSecret[] {
   });
   config.backendsSeed.backends.forEach((b, i) => {
     if (b.credential) add(b.credential.secret, `${CONFIG_FILES.backends}: backends[${i}].credential.secret (${b.name})`);
+    // A SigV4 backend's access key is its credential: without these bound it could never sign.
+    const aws = b.awsCredential;
+    if (aws) {
+      add(aws.accessKeyId, `${CONFIG_FILES.backends}: backends[${i}].awsCredential.accessKeyId (${b.name})`);
+      add(aws.secretAccessKey, `${CONFIG_FILES.backends}: backends[${i}].awsCredential.secretAccessKey (${b.name})`);
+      if (aws.sessionToken) add(aws.sessionToken, `${CONFIG_FILES.backends}: backends[${i}].awsCredential.sessionToken (${b.name})`);
+    }
   });
   return [...out.values()];
 }

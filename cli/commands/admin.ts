@@ -117,7 +117,7 @@ export async function adminCommand(command: string, argv: readonly string[]): Pr
           `snapshot revision ${a.revision} (${a.digest})`,
           table(
             ["NAME", "PROTOCOL", "BASE URL", "CREDENTIAL", "CAPABILITIES", "POOLS"],
-            a.snapshot.backends.map((b) => [b.name, b.protocol, b.baseUrl, b.credential ? `${b.credential.secret} (${"kind" in b.credential ? b.credential.kind : b.credential.scheme})` : null, b.capabilities, poolsOf(b.id)]),
+            a.snapshot.backends.map((b) => [b.name, b.protocol, b.baseUrl, credentialColumn(b), b.capabilities, poolsOf(b.id)]),
           ),
         ].join("\n"),
       );
@@ -169,4 +169,11 @@ export async function adminCommand(command: string, argv: readonly string[]): Pr
     default:
       throw usageError(`unknown command '${command}'`);
   }
+}
+
+/** The secret names a backend's credential reads (never a value), and how they are used. */
+function credentialColumn(b: ActiveSnapshot["snapshot"]["backends"][number]): string | null {
+  if (b.credential) return `${b.credential.secret} (${"kind" in b.credential ? b.credential.kind : b.credential.scheme})`;
+  if ("awsCredential" in b && b.awsCredential) return `${b.awsCredential.accessKeyId}, ${b.awsCredential.secretAccessKey} (sigv4 ${b.region ?? ""})`;
+  return null;
 }

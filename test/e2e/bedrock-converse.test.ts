@@ -5,10 +5,14 @@
  * Anthropic clients call the gateway.
  */
 import Anthropic from "@anthropic-ai/sdk";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { secretsNamed } from "../../cli/config-dir.ts";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
+import { loadConfig } from "../../src/config/load-config.ts";
 import { startSimulator, type Simulator } from "../../simulator/server.ts";
 import type { RecordedRequest } from "../../simulator/stats.ts";
 import { ADMIN_TOKEN, allowingSimulators, bundledConfig, DEMO_KEY, expectNothingLeft } from "./support/stack.ts";
@@ -19,6 +23,7 @@ const AWS = { accessKeyId: "AKIAE2EBEDROCK000001", secretAccessKey: "e2e/bedrock
 
 let sim: Simulator;
 let gateway: RunningGateway;
+let texts: { backends: string; gateway: string; publication: string };
 
 async function recorded(): Promise<RecordedRequest[]> {
   return ((await (await fetch(`${sim.url}/__sim/requests`)).json()) as { requests: RecordedRequest[] }).requests;
@@ -49,9 +54,10 @@ beforeAll(async () => {
   };
   const gatewayConfig = allowingSimulators(bundledConfig("gateway"), sim.url);
   gatewayConfig.breaker = { enabled: false };
+  texts = { backends: stringify(backends), gateway: stringify(gatewayConfig), publication: stringify(bundledConfig("publication")) };
   gateway = await startGateway({
     adminToken: ADMIN_TOKEN,
-    config: { backends: stringify(backends), gateway: stringify(gatewayConfig) },
+    config: { backends: texts.backends, gateway: texts.gateway },
     secrets: { BEDROCK_KEY_ID: AWS.accessKeyId, BEDROCK_SECRET: AWS.secretAccessKey },
   });
 });
@@ -68,6 +74,24 @@ afterAll(async () => {
 const openai = () => new OpenAI({ apiKey: DEMO_KEY, baseURL: `${gateway.publicUrl}/v1`, maxRetries: 0 });
 
 describe("a Bedrock backend over Converse", () => {
+  it("is among what `sluice serve` binds and requires: the access key's secrets, by the names the backend gives", () => {
+    const named = secretsNamed(loadConfig(texts));
+    expect(named.filter((n) => n.name.startsWith("BEDROCK_"))).toEqual([
+      { name: "BEDROCK_KEY_ID", namedBy: "backends.yaml: backends[0].awsCredential.accessKeyId (bedrock)" },
+      { name: "BEDROCK_SECRET", namedBy: "backends.yaml: backends[0].awsCredential.secretAccessKey (bedrock)" },
+    ]);
+  });
+
+  it("`sluice backends list` names the access key's secrets and the region, never their values", { timeout: 120_000 }, () => {
+    const cli = fileURLToPath(new URL("../../bin/sluice.js", import.meta.url));
+    const r = spawnSync(process.execPath, [cli, "backends", "list", "--admin", gateway.adminUrl], { encoding: "utf8", env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN }, timeout: 100_000 });
+    expect(r.status).toBe(0);
+    const row = r.stdout.split("\n").find((l) => l.startsWith("bedrock "));
+    expect(row).toContain("BEDROCK_KEY_ID, BEDROCK_SECRET (sigv4 us-east-1)");
+    expect(r.stdout).not.toContain(AWS.secretAccessKey);
+    expect(r.stdout).not.toContain(AWS.accessKeyId);
+  });
+
   it("answers a chat: signed Converse to the member's model (its id one encoded segment), text and usage back", async () => {
     await fetch(`${sim.url}/__sim/reset`, { method: "POST" });
     const r = await openai().chat.completions.create({ model: "sluice-chat", messages: [{ role: "system", content: "Be kind." }, { role: "user", content: "Hello [[sim tokens=4]]" }], max_tokens: 32 });
