@@ -41,7 +41,7 @@ export interface ProbeTarget {
   readonly mcp?: { readonly era: "stateful" | "stateless" };
   /**
    * Plain headers (e.g. a version header). Credential headers (`authorization`, `x-api-key`,
-   * `api-key`, `proxy-authorization`, `cookie`) are refused here: a credential goes in `credential`,
+   * `api-key`, `x-goog-api-key`, `proxy-authorization`, `cookie`) are refused here: a credential goes in `credential`,
    * by secret name.
    */
   readonly headers: Readonly<Record<string, string>>;
