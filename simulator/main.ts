@@ -2,13 +2,16 @@
  * CLI of the provider simulator.
  *
  *   node simulator/main.ts [--port 9901] [--host 127.0.0.1] [--api-key KEY]
- *                          [--aws-key ID:SECRET] [--models a,b] [--history 200] [--<knob> VALUE …]
+ *                          [--aws-key ID:SECRET] [--entra-client ID:SECRET]
+ *                          [--google-service-account KEY_FILE …] [--models a,b] [--history 200] [--<knob> VALUE …]
  *
  * Every knob (see knobs.ts) is also a flag setting its instance default. Once listening
  * it prints one JSON line to stdout, `{"event":"listening","url":"http://HOST:PORT"}`,
  * and nothing else; SIGTERM/SIGINT close the server and the process exits 0.
  */
 
+import { createPublicKey } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { ParseArgsConfig } from "node:util";
 import { KNOB_NAMES } from "./knobs.ts";
@@ -20,6 +23,9 @@ const USAGE = `Usage: node simulator/main.ts [options]
   --api-key K         require "Authorization: Bearer K" or "x-api-key: K"
   --aws-key ID:SECRET require Bedrock requests to be SigV4-signed with this access key
   --entra-client I:S  the fake Entra ID token endpoint issues tokens only to client id I with secret S
+  --google-service-account F
+                      the fake Google token endpoint grants tokens to the service account of key
+                      file F (its JSON; repeatable); Vertex routes then need a token it issued
   --models a,b        ids listed by GET /v1/models
   --history N         requests kept for GET /__sim/requests (default 200)
   --<knob> V          instance default of a knob: ${KNOB_NAMES.join(", ")}
@@ -43,6 +49,7 @@ const options: NonNullable<ParseArgsConfig["options"]> = {
   "api-key": { type: "string" },
   "aws-key": { type: "string" },
   "entra-client": { type: "string" },
+  "google-service-account": { type: "string", multiple: true },
   models: { type: "string" },
   history: { type: "string" },
   help: { type: "boolean" },
@@ -84,6 +91,25 @@ const entraColon = entra?.indexOf(":") ?? -1;
 if (entra !== undefined && entraColon <= 0) fail("--entra-client must be CLIENT_ID:CLIENT_SECRET");
 const entraClient = entra === undefined ? undefined : { clientId: entra.slice(0, entraColon), clientSecret: entra.slice(entraColon + 1) };
 
+/** Each key file's account: its email and the public half of its key (the endpoint verifies with it). */
+const googleServiceAccounts: Record<string, string> = {};
+const keyFiles = values["google-service-account"];
+for (const file of Array.isArray(keyFiles) ? keyFiles : []) {
+  if (typeof file !== "string") continue;
+  let account: { client_email?: unknown; private_key?: unknown };
+  try {
+    account = JSON.parse(readFileSync(file, "utf8")) as typeof account;
+  } catch (error) {
+    fail(`--google-service-account ${file}: not a readable JSON key file (${(error as Error).message})`);
+  }
+  if (typeof account.client_email !== "string" || typeof account.private_key !== "string") fail(`--google-service-account ${file}: a key file has client_email and private_key`);
+  try {
+    googleServiceAccounts[account.client_email] = createPublicKey(account.private_key).export({ type: "spki", format: "pem" }).toString();
+  } catch {
+    fail(`--google-service-account ${file}: private_key is not a PEM private key`);
+  }
+}
+
 let simulator: Awaited<ReturnType<typeof startSimulator>>;
 try {
   simulator = await startSimulator({
@@ -92,6 +118,7 @@ try {
     apiKey: str("api-key"),
     aws,
     ...(entraClient !== undefined ? { entraClient } : {}),
+    googleServiceAccounts,
     models: models && models.length > 0 ? models : undefined,
     history: integer("history", str("history"), 200),
     knobs,

@@ -11,7 +11,7 @@ import { Exchange, serveGeneration, serveJson } from "./exchange.ts";
 import { bedrockConverse, bedrockRoute, verifySigV4, type SimAwsCredentials } from "./formats/bedrock-converse.ts";
 import { azureEnvelope, azureOpenaiChat, azureRoute, ENTRA_TOKEN_PATH, entraTokenAnswer, IssuedTokens, type EntraClient } from "./formats/azure-openai.ts";
 import { anthropicCountTokens, anthropicMessages, anthropicModelNotFound, renderAnthropicModel, renderAnthropicModelList } from "./formats/anthropic-messages.ts";
-import { geminiFormat, geminiRoute, vertexAuthError, type GeminiRoute } from "./formats/gemini.ts";
+import { geminiFormat, geminiRoute, renderGeminiModelList, vertexAuthError, type GeminiRoute } from "./formats/gemini.ts";
 import { openaiChat } from "./formats/openai-chat.ts";
 import { openaiEmbeddings } from "./formats/openai-embeddings.ts";
 import { openaiModerations } from "./formats/openai-moderations.ts";
@@ -184,11 +184,15 @@ async function handleJson(state: State, ex: Exchange, endpoint: JsonEndpoint, bo
 }
 
 /**
- * Who may call a Gemini route: the Gemini API takes the key in `x-goog-api-key` (or `?key=`);
+ * Who may call a Gemini route: the Gemini API takes the key in `x-goog-api-key` (or `?key=`) or a
+ * bearer token the token endpoint issued;
  * Vertex a bearer token the token endpoint issued and has not expired (or the instance key).
  */
 function geminiAuthError(state: State, req: IncomingMessage, route: GeminiRoute, query: string): SimError | undefined {
   if (route.mode === "gemini-api") {
+    // A service account's token is accepted too, as the Gemini API accepts OAuth tokens.
+    const auth = req.headers.authorization;
+    if (auth !== undefined && /^bearer\s/i.test(auth) && state.google.valid(auth.slice(7).trim())) return undefined;
     if (state.apiKey === undefined) return undefined;
     const header = req.headers["x-goog-api-key"];
     const given = typeof header === "string" ? header : (new URLSearchParams(query).get("key") ?? undefined);
@@ -243,11 +247,11 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
       malformed = true;
     }
   }
-  const tokenRequest = req.method === "POST" && ENTRA_TOKEN_PATH.test(path);
-  // The client secret stays out of the request history.
+  const tokenRequest = req.method === "POST" && (ENTRA_TOKEN_PATH.test(path) || path === TOKEN_PATH);
+  // The client secret and the signed assertion stay out of the request history.
   state.recorder.request(req.method ?? "", path, query, req.headers, tokenRequest ? redactedForm(raw) : body);
   const ex = new Exchange(req, res, state.recorder);
-  if (tokenRequest) return handleEntraToken(state, ex, path, raw);
+  if (tokenRequest && path !== TOKEN_PATH) return handleEntraToken(state, ex, path, raw);
   const azure = req.method === "POST" ? azureRoute(path, query) : undefined;
   if (azure !== undefined) {
     ex.idHeader = azureEnvelope.requestIdHeader;
@@ -272,6 +276,15 @@ async function handleApi(state: State, req: IncomingMessage, res: ServerResponse
   if (req.method === "POST" && path === TOKEN_PATH) {
     const answer = await state.google.grant(req, raw.toString("utf8"));
     return ex.json(answer.status, JSON.stringify(answer.body), answer.status === 200 ? "completed" : "rejected");
+  }
+  if (req.method === "GET" && path === "/v1beta/models") {
+    // The Gemini API's model list: behind the same key, non-billable (what a health probe asks).
+    const route: GeminiRoute = { mode: "gemini-api", model: "", stream: false, sse: false };
+    const format = geminiFormat(route, path);
+    ex.idHeader = format.requestIdHeader;
+    const denied = geminiAuthError(state, req, route, query);
+    if (denied !== undefined) return ex.error(format, denied, "rejected");
+    return ex.json(200, renderGeminiModelList(state.models), "completed");
   }
   const gemini = req.method === "POST" ? geminiRoute(path, query) : undefined;
   if (gemini !== undefined) return handleGemini(state, ex, gemini, path, query, body, malformed);
@@ -327,10 +340,11 @@ function azureAuthError(state: State, req: IncomingMessage): SimError | undefine
   return azureOpenaiChat("").authError(undefined);
 }
 
-/** A token request's form as recorded: every field but the client secret. */
+/** A token request's form as recorded: every field but the client secret and the assertion. */
 function redactedForm(raw: Buffer): Record<string, string> {
   const form = Object.fromEntries(new URLSearchParams(raw.toString("utf8")));
   if ("client_secret" in form) form["client_secret"] = "[redacted]";
+  if ("assertion" in form) form["assertion"] = "[redacted]";
   return form;
 }
 

@@ -258,6 +258,10 @@ function renderStream(completion: Completion): StreamScript {
 
 function errorEnvelope(error: SimError): Json {
   const details: Json[] = [];
+  // An invalid key is a 400 like a bad request; Google says which in ErrorInfo's reason.
+  if (error.code === "API_KEY_INVALID") {
+    details.push({ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: error.code, domain: "googleapis.com", metadata: { service: "generativelanguage.googleapis.com" } });
+  }
   if (error.kind === "rate_limit" || error.kind === "overloaded") {
     details.push({ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: `${error.retryAfterSeconds ?? 1}s` });
   }
@@ -283,6 +287,11 @@ export function vertexAuthError(given: string | undefined): SimError {
   return given === undefined
     ? { status: 401, kind: "authentication", message: "Request is missing required authentication credential. Expected OAuth 2 access token.", param: null, code: null }
     : { status: 401, kind: "authentication", message: "Request had invalid authentication credentials. Expected OAuth 2 access token.", param: null, code: null };
+}
+
+/** The Gemini API's model list (`GET /v1beta/models`): each id as a `models/…` resource that generates content. */
+export function renderGeminiModelList(models: readonly string[]): string {
+  return JSON.stringify({ models: models.map((id) => ({ name: `models/${id}`, displayName: id, supportedGenerationMethods: ["generateContent", "countTokens"] })) });
 }
 
 /** The Gemini wire for one route at `path` (its model and streaming switch come from the URL). */

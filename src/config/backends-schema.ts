@@ -25,10 +25,10 @@ const secretName = z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "secret names are uppe
 const staticCredentialSchema = z.strictObject({
   secret: secretName,
   /**
-   * How the provider expects it: `Authorization: Bearer` (OpenAI style), `x-api-key` (Anthropic)
-   * or `api-key` (Azure OpenAI's key header).
+   * How the provider expects it: `Authorization: Bearer` (OpenAI style), `x-api-key` (Anthropic),
+   * `api-key` (Azure OpenAI's key header) or `x-goog-api-key` (the Gemini API's).
    */
-  scheme: z.enum(["bearer", "x-api-key", "api-key"]).default("bearer"),
+  scheme: z.enum(["bearer", "x-api-key", "api-key", "x-goog-api-key"]).default("bearer"),
 });
 
 /**
@@ -50,9 +50,33 @@ const entraCredentialSchema = z.strictObject({
   scope: z.string().min(1).max(512).default("https://cognitiveservices.azure.com/.default"),
 });
 
-/** A provider credential: a secret sent as is, or an application that mints tokens. Never the value itself. */
-const credentialSchema = z.union([staticCredentialSchema, entraCredentialSchema]);
+/** The scope a Google service account's token is asked for by default: Vertex AI and the Gemini API accept it. */
+export const GOOGLE_CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
+
+/**
+ * A Google service account (Gemini backends): the secret holds the account's key file (its JSON);
+ * the gateway signs a JWT assertion with the key, exchanges it at the token URI for an access
+ * token, sends it as `Authorization: Bearer`, and caches it per isolate until shortly before it
+ * expires. Only the secret's name is configured.
+ */
+const googleServiceAccountCredentialSchema = z.strictObject({
+  kind: z.literal("google-service-account"),
+  /** The name of the secret holding the service account's key file (JSON). */
+  secret: secretName,
+  /** The token endpoint; default the key file's `token_uri` (Google's is `https://oauth2.googleapis.com/token`). */
+  tokenUrl: z.url({ protocol: /^https?$/ }).optional(),
+  /** The scope asked for; default `https://www.googleapis.com/auth/cloud-platform`. */
+  scope: z.string().min(1).max(512).default(GOOGLE_CLOUD_PLATFORM_SCOPE),
+});
+
+/** A provider credential: a secret sent as is, or an application or account that mints tokens. Never the value itself. */
+const credentialSchema = z.union([staticCredentialSchema, entraCredentialSchema, googleServiceAccountCredentialSchema]);
 export type BackendCredential = z.infer<typeof credentialSchema>;
+
+/** A credential whose access tokens the gateway mints (an Entra ID application, a Google service account), not a key sent as is. */
+export function isMintedCredential(c: BackendCredential): c is Exclude<BackendCredential, { readonly scheme: unknown }> {
+  return "kind" in c;
+}
 
 /** An entra credential's token endpoint: its own, or Microsoft's global one for the tenant (sovereign clouds configure `tokenUrl`). */
 export function entraTokenUrl(c: { readonly tenantId: string; readonly tokenUrl?: string | undefined }): string {
@@ -103,6 +127,16 @@ const backendSchema = z
       .optional(),
     /** SigV4 protocols: the AWS access key the requests are signed with, by secret names. */
     awsCredential: awsCredentialSchema.optional(),
+    /** Gemini backends on Vertex AI: the Google Cloud project (its id or number). Absent: the Gemini API. */
+    project: z
+      .string()
+      .regex(/^(?:[a-z][a-z0-9-]{4,28}[a-z0-9]|\d{1,20})$/, "a Google Cloud project id (6-30 lower-case letters, digits or '-') or number")
+      .optional(),
+    /** Gemini backends on Vertex AI: the location the model is served from (`us-central1`, `global`). */
+    location: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{1,62}$/, "a Google Cloud location such as us-central1 or global")
+      .optional(),
     capabilities: z.array(capabilitySchema).min(1),
     /** Extra static headers for the provider (never secrets: use `credential`). */
     headers: z.record(z.string().regex(/^[a-z0-9-]+$/), z.string()).default({}),
@@ -168,11 +202,9 @@ function transportIssues(b: {
   readonly healthCheck?: unknown;
   readonly region?: string | undefined;
   readonly awsCredential?: unknown;
+  readonly project?: string | undefined;
+  readonly location?: string | undefined;
 }): { key: string; message: string }[] {
-  if (b.protocol === "gemini") {
-    // The codec exists; the endpoint modes and Google credentials are not configurable yet.
-    return [{ key: "protocol", message: "protocol gemini cannot be configured yet: its endpoint modes and credentials are not wired" }];
-  }
   if (!isBindingProtocol(b.protocol)) {
     const out: { key: string; message: string }[] = [];
     if (b.baseUrl === undefined) out.push({ key: "baseUrl", message: `protocol ${b.protocol} is reached over HTTP: the backend needs a baseUrl` });
@@ -180,14 +212,17 @@ function transportIssues(b: {
     out.push(...signingIssues(b));
     if (VERSIONED_PROTOCOLS.has(b.protocol) && b.apiVersion === undefined) out.push({ key: "apiVersion", message: `protocol ${b.protocol} names an API version on every request: set apiVersion (2024-10-21, say)` });
     if (!VERSIONED_PROTOCOLS.has(b.protocol) && b.apiVersion !== undefined) out.push({ key: "apiVersion", message: `apiVersion is for azure-openai backends; protocol ${b.protocol} has no API version parameter` });
+    out.push(...googleIssues(b));
     // A probe sends the stored credential as is; it has no token of its own to mint.
-    if (b.credential !== undefined && "kind" in b.credential && b.healthCheck !== undefined) out.push({ key: "healthCheck", message: "active health probes send a stored secret; an entra credential's token is minted per request, so probe this backend passively" });
+    if (b.credential !== undefined && isMintedCredential(b.credential) && b.healthCheck !== undefined) out.push({ key: "healthCheck", message: `active health probes send a stored secret; a ${b.credential.kind} credential's token is minted per request, so probe this backend passively` });
     return out;
   }
   const why = `protocol ${b.protocol} is reached through a Worker binding`;
   const out: { key: string; message: string }[] = [];
   if (b.region !== undefined) out.push({ key: "region", message: `${why}: it is not signed for an AWS region` });
   if (b.awsCredential !== undefined) out.push({ key: "awsCredential", message: `${why}, which carries the account's authorization: no credential is sent` });
+  if (b.project !== undefined) out.push({ key: "project", message: `${why}: project is for gemini backends on Vertex AI` });
+  if (b.location !== undefined) out.push({ key: "location", message: `${why}: location is for gemini backends on Vertex AI` });
   if (b.binding === undefined) out.push({ key: "binding", message: `${why}: name it (binding: AI) instead of a baseUrl` });
   if (b.baseUrl !== undefined) out.push({ key: "baseUrl", message: `${why}, not a URL: name the binding instead` });
   if (b.apiVersion !== undefined) out.push({ key: "apiVersion", message: `${why}: it has no API version parameter` });
@@ -244,5 +279,53 @@ function signingIssues(b: {
   if (b.awsCredential === undefined) out.push({ key: "awsCredential", message: `${why}: name the secrets of the access key (awsCredential: {accessKeyId, secretAccessKey})` });
   if (b.credential !== undefined) out.push({ key: "credential", message: `${why}: its key goes in awsCredential, and no bearer or x-api-key credential is sent` });
   if (b.healthCheck !== undefined) out.push({ key: "healthCheck", message: `${why}: it has no unsigned, non-billable path to probe` });
+  return out;
+}
+
+/** The Gemini API's host: it names no project; Vertex AI's hosts end in `aiplatform.googleapis.com`. */
+const GEMINI_API_HOST = "generativelanguage.googleapis.com";
+const VERTEX_HOST = /^(?:([a-z0-9-]+)-)?aiplatform\.googleapis\.com$/;
+
+/**
+ * A gemini backend is the Gemini API (no project) or Vertex AI (a project and a location), and
+ * takes the credential its endpoint does: an API key in `x-goog-api-key` on the Gemini API, a
+ * service account on either. Other protocols name no project, location or Google credential.
+ * Google's own hosts are checked against the mode they serve, so a Vertex address without a
+ * project (or the reverse) is refused here, not by a 404 on every request.
+ */
+function googleIssues(b: {
+  readonly protocol: BackendProtocol;
+  readonly baseUrl?: string | undefined;
+  readonly credential?: BackendCredential | undefined;
+  readonly project?: string | undefined;
+  readonly location?: string | undefined;
+}): { key: string; message: string }[] {
+  const out: { key: string; message: string }[] = [];
+  const kind = b.credential !== undefined && isMintedCredential(b.credential) ? b.credential.kind : undefined;
+  if (b.protocol !== "gemini") {
+    if (b.project !== undefined) out.push({ key: "project", message: `project is for gemini backends on Vertex AI, not ${b.protocol}` });
+    if (b.location !== undefined) out.push({ key: "location", message: `location is for gemini backends on Vertex AI, not ${b.protocol}` });
+    if (kind === "google-service-account") out.push({ key: "credential", message: `a google-service-account credential is for gemini backends, not ${b.protocol}` });
+    return out;
+  }
+  const vertex = b.project !== undefined || b.location !== undefined;
+  if (b.project !== undefined && b.location === undefined) out.push({ key: "location", message: "a gemini backend on Vertex AI names its location with its project (location: us-central1, or global)" });
+  if (b.location !== undefined && b.project === undefined) out.push({ key: "project", message: "a gemini backend on Vertex AI names its project with its location (project: my-project)" });
+  const credential = b.credential;
+  if (credential !== undefined) {
+    if (kind === "entra") out.push({ key: "credential", message: "a gemini backend takes an API key (scheme: x-goog-api-key) or a Google service account (kind: google-service-account), not an entra application" });
+    else if (kind === undefined && "scheme" in credential) {
+      if (vertex) out.push({ key: "credential", message: "a gemini backend on Vertex AI is called with a service account's token (kind: google-service-account); API keys (Vertex AI express mode) are not supported" });
+      else if (credential.scheme !== "x-goog-api-key") out.push({ key: "credential", message: `the Gemini API takes its key in x-goog-api-key (scheme: x-goog-api-key), not ${credential.scheme}` });
+    }
+  }
+  if (b.baseUrl !== undefined && URL.canParse(b.baseUrl)) {
+    const url = new URL(b.baseUrl);
+    if (/\/v1(?:beta\d*)?\/*$/.test(url.pathname)) out.push({ key: "baseUrl", message: "a gemini backend's paths start with the API version (/v1beta/models/… or /v1/projects/…): give the base URL without it" });
+    const host = VERTEX_HOST.exec(url.hostname);
+    if (url.hostname === GEMINI_API_HOST && vertex) out.push({ key: "project", message: `${GEMINI_API_HOST} is the Gemini API, which names no project or location: remove them, or point baseUrl at Vertex AI` });
+    if (host !== null && !vertex) out.push({ key: "project", message: `${url.hostname} is Vertex AI: name the project and location (project: my-project, location: ${host[1] ?? "global"})` });
+    if (host !== null && host[1] !== undefined && b.location !== undefined && b.location !== host[1]) out.push({ key: "location", message: `${url.hostname} serves location ${host[1]}, not ${b.location}` });
+  }
   return out;
 }

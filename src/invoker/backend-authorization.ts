@@ -4,6 +4,7 @@ import type { BackendCodec } from "../protocol/codec.ts";
 import type { HttpBackend } from "../snapshot/normalize.ts";
 import { bearerTokenAuthorizer, sigV4Authorizer, type Authorizer } from "./auth/authorizer.ts";
 import { entraTokenSource } from "./auth/entra.ts";
+import { googleServiceAccountTokenSource } from "./auth/google-service-account.ts";
 import { TokenCache } from "./auth/token-cache.ts";
 import type { CredentialSource } from "./credentials.ts";
 
@@ -28,7 +29,7 @@ let fallbackTokens: TokenCache | undefined;
 
 /**
  * Reads the backend's credentials by secret name, now: a static secret becomes its header, an
- * application credential an authorizer that mints through the isolate's token cache, and a SigV4
+ * application or service-account credential an authorizer that mints through the isolate's token cache, and a SigV4
  * protocol's access key a signer. Never a caller's credential.
  */
 export function backendAuthorization(deps: AuthorizationDeps, backend: HttpBackend, codec: BackendCodec): BackendAuthorization {
@@ -49,7 +50,10 @@ export function backendAuthorization(deps: AuthorizationDeps, backend: HttpBacke
   const secret = deps.credentials.get(credential.secret);
   if (secret === undefined || secret === "") return { ok: false, missing: credential.secret };
   if ("kind" in credential) {
-    const source = entraTokenSource(credential, secret, deps);
+    const source =
+      credential.kind === "entra"
+        ? entraTokenSource(credential, secret, deps)
+        : googleServiceAccountTokenSource({ credentials: secret, scope: credential.scope, tokenUri: credential.tokenUrl, fetch: deps.fetch, clock: deps.clock, egress: deps.egress });
     return { ok: true, headers: {}, authorizer: bearerTokenAuthorizer(source, deps.tokens ?? (fallbackTokens ??= new TokenCache({ clock: deps.clock }))) };
   }
   return { ok: true, headers: credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { [credential.scheme]: secret } };

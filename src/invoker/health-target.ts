@@ -1,4 +1,5 @@
 import type { BackendCodec } from "../protocol/codec.ts";
+import { geminiProbeUrl } from "./gemini.ts";
 import type { NormalizedBackend } from "../snapshot/normalize.ts";
 import type { ProbeTarget } from "../traffic/health.ts";
 
@@ -13,10 +14,16 @@ export function probeTargetFor(backend: NormalizedBackend, codec: BackendCodec):
   if (!hc || backend.baseUrl === undefined) return undefined;
   return {
     // Azure OpenAI's non-billable paths sit under `/openai` and need the API version too (the default `/models` lists the resource's models).
-    url: backend.protocol === "azure-openai" ? `${backend.baseUrl}/openai${hc.path}?api-version=${encodeURIComponent(backend.apiVersion ?? "")}` : `${backend.baseUrl}${hc.path}`,
+    // The Gemini API's sit under its version (`/v1beta/models` lists the models the key may call).
+    url:
+      backend.protocol === "azure-openai"
+        ? `${backend.baseUrl}/openai${hc.path}?api-version=${encodeURIComponent(backend.apiVersion ?? "")}`
+        : backend.protocol === "gemini"
+          ? geminiProbeUrl(backend, hc.path)
+          : `${backend.baseUrl}${hc.path}`,
     method: "GET",
     headers: { ...codec.upstreamHeaders, ...backend.headers, "accept-encoding": "identity" },
-    // An entra credential's token is minted per request; its backends have no probe (the schema refuses one).
+    // A minted credential's token (entra, google-service-account) is minted per request; its backends have no probe (the schema refuses one).
     ...(backend.credential && "scheme" in backend.credential ? { credential: { authorizationSecret: backend.credential.secret, scheme: backend.credential.scheme } } : {}),
     timeoutMs: hc.timeoutMs,
     intervalMs: hc.intervalMs,

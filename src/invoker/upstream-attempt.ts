@@ -25,6 +25,8 @@ import { readUpstreamErrorDetail, readUpstreamJson } from "./upstream-body.ts";
 import { errorFromUpstreamStatus, retryAfterFromHeaders } from "./upstream-error.ts";
 import { runThroughBinding, workersAiStatusFailure, type ModelBindings, type StatusFailure } from "./workers-ai-binding.ts";
 import { bedrockErrorType, bedrockStatusFailure } from "./bedrock-errors.ts";
+import { geminiStatusFailure, geminiUrl } from "./gemini.ts";
+import { readGoogleError } from "../protocol/gemini/endpoint.ts";
 
 /** What one attempt needs from its surroundings. */
 export interface AttemptDeps {
@@ -220,7 +222,8 @@ export function prepareAttempt(
     const { path, body: json, headers: own } = encode(codec, choice);
     // A `headers` plugin's (allowlisted names only: egress/upstream-headers.ts); the decision's word wins over the backend's static headers.
     if (own) for (const [k, v] of Object.entries(own)) headers.set(k, v);
-    const url = backend.protocol === "azure-openai" ? azureOpenAiUrl(backend, member.model, path) : `${backend.baseUrl}${path}`;
+    const url =
+      backend.protocol === "azure-openai" ? azureOpenAiUrl(backend, member.model, path) : backend.protocol === "gemini" ? geminiUrl(backend, member.model, plan.stream) : `${backend.baseUrl}${path}`;
     // Serialised once: a signature covers exactly this text (sent as UTF-8), and a retry sends it again.
     const body = JSON.stringify(json);
     return {
@@ -231,7 +234,7 @@ export function prepareAttempt(
       send: (signal) => deps.fetch(url, { method: "POST", headers, body, signal, redirect: "manual" }),
       failure: (status, retryAfter, detail, resHeaders) => {
         if (status === 401) authorizer?.refused?.();
-        return providerStatusFailure(backend.protocol, status, detail, resHeaders) ?? statusFailure(codec, status, retryAfter, detail);
+        return providerStatusFailure(backend.protocol, status, detail, resHeaders) ?? statusFailure(codec, status, retryAfter ?? providerRetryAfter(backend.protocol, detail), detail);
       },
     };
   });
@@ -242,9 +245,16 @@ function providerStatusFailure(protocol: BackendProtocol, status: number, detail
   switch (protocol) {
     case "bedrock-converse":
       return bedrockStatusFailure(status, bedrockErrorType(headers.get("x-amzn-errortype")), detail);
+    case "gemini":
+      return geminiStatusFailure(status, readGoogleError(detail), detail);
     default:
       return undefined;
   }
+}
+
+/** The wait a protocol's error body asks for, when its headers named none (Google's `RetryInfo`). */
+function providerRetryAfter(protocol: BackendProtocol, detail: string): number | undefined {
+  return protocol === "gemini" ? readGoogleError(detail).retryDelaySeconds : undefined;
 }
 
 /** The prepared attempt, or the encoder's refusal as the attempt's failure. */

@@ -3,7 +3,7 @@ import type { PoolRequirement } from "../publication/compile-publication.ts";
 import { canonicalDigest, sha256Hex } from "../digest/canonical-digest.ts";
 import { formatPath } from "../errors/issue-path.ts";
 import type { SelectorKind } from "../traffic/selector.ts";
-import { entraTokenUrl, snapshotSourceSchema, type BackendCredential, type BackendProtocol } from "../config/backends-schema.ts";
+import { entraTokenUrl, isMintedCredential, snapshotSourceSchema, type BackendCredential, type BackendProtocol } from "../config/backends-schema.ts";
 import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
 
 /** Why a snapshot candidate was refused; safe to return to the admin caller. */
@@ -26,7 +26,7 @@ interface BackendBase {
   readonly id: string;
   readonly name: string;
   readonly protocol: BackendProtocol;
-  /** A secret by name, sent as is, or an application whose tokens are minted per isolate (`kind: entra`). */
+  /** A secret by name, sent as is, or an application or account whose tokens are minted per isolate (`kind: entra`, `kind: google-service-account`). */
   readonly credential?: BackendCredential | undefined;
   /** Sorted, unique. */
   readonly capabilities: readonly Capability[];
@@ -51,6 +51,10 @@ export interface HttpBackend extends BackendBase {
   readonly region?: string | undefined;
   /** SigV4 protocols: the secret names of the AWS access key requests are signed with. */
   readonly awsCredential?: { readonly accessKeyId: string; readonly secretAccessKey: string; readonly sessionToken?: string | undefined } | undefined;
+  /** Gemini on Vertex AI: the Google Cloud project (absent: the Gemini API). */
+  readonly project?: string | undefined;
+  /** Gemini on Vertex AI: the location the model is served from. */
+  readonly location?: string | undefined;
 }
 
 /**
@@ -161,17 +165,22 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
       // Credentials, scheme and address: the one egress check every outbound target passes.
       const egress = checkEgress(url, ctx.egress);
       if (!egress.ok) reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: egress.refusal.message });
-      if (b.credential !== undefined && "kind" in b.credential) {
-        // The token endpoint receives the client secret: it passes the same guard as the backend.
-        const token = checkEgress(entraTokenUrl(b.credential), ctx.egress);
-        if (!token.ok) reasons.push({ code: "url_not_allowed", path: `${path}.credential.tokenUrl`, message: token.refusal.message });
+      if (b.credential !== undefined && isMintedCredential(b.credential)) {
+        // The token endpoint receives the client secret (or a signed assertion): it passes the same
+        // guard as the backend. A service account's own token_uri is in its key file, a secret
+        // read only at mint time, which checks it then.
+        const tokenUrl = b.credential.kind === "entra" ? entraTokenUrl(b.credential) : b.credential.tokenUrl;
+        const token = tokenUrl === undefined ? undefined : checkEgress(tokenUrl, ctx.egress);
+        if (token !== undefined && !token.ok) reasons.push({ code: "url_not_allowed", path: `${path}.credential.tokenUrl`, message: token.refusal.message });
       }
       if (url.search !== "" || url.hash !== "") {
         reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: "a base URL has no query or fragment" });
       }
       const baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+      // A Vertex AI project and location are part of the address: another project is another backend.
+      const vertex = b.project !== undefined ? ` vertex:${b.project}/${b.location ?? ""}` : "";
       nb = {
-        id: await backendId(b.name, b.protocol, baseUrl),
+        id: await backendId(b.name, b.protocol, `${baseUrl}${vertex}`),
         ...common,
         baseUrl,
         credential: b.credential,
@@ -186,6 +195,8 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
         // Only SigV4 backends have them (so other snapshots keep their digests).
         region: b.region,
         awsCredential: b.awsCredential,
+        // Only Gemini backends on Vertex AI have them (so other snapshots keep their digests).
+        ...(b.project !== undefined ? { project: b.project, location: b.location } : {}),
       };
     }
     byName.set(b.name, nb);

@@ -22,10 +22,11 @@ export type HealthStatus = "unknown" | "healthy" | "unhealthy";
  * - `bearer`: `Authorization: Bearer <secret>`
  * - `x-api-key`: `x-api-key: <secret>`
  * - `api-key`: `api-key: <secret>` (Azure OpenAI)
+ * - `x-goog-api-key`: `x-goog-api-key: <secret>` (the Gemini API)
  */
 export interface ProbeCredential {
   readonly authorizationSecret: string;
-  readonly scheme: "bearer" | "x-api-key" | "api-key";
+  readonly scheme: "bearer" | "x-api-key" | "api-key" | "x-goog-api-key";
 }
 
 /** What to probe and how often, as the caller passes it (from the gateway's config). */
@@ -40,7 +41,7 @@ export interface ProbeTarget {
   readonly mcp?: { readonly era: "stateful" | "stateless" };
   /**
    * Plain headers (e.g. a version header). Credential headers (`authorization`, `x-api-key`,
-   * `api-key`, `proxy-authorization`, `cookie`) are refused here: a credential goes in `credential`,
+   * `api-key`, `x-goog-api-key`, `proxy-authorization`, `cookie`) are refused here: a credential goes in `credential`,
    * by secret name.
    */
   readonly headers: Readonly<Record<string, string>>;
@@ -66,7 +67,7 @@ export interface ResolvedProbeTarget extends ProbeTarget {
 export const DEFAULT_UNHEALTHY_AFTER = 3;
 export const DEFAULT_HEALTHY_AFTER = 2;
 
-const CREDENTIAL_HEADERS = new Set(["authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"]);
+const CREDENTIAL_HEADERS = new Set(["authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie"]);
 
 /**
  * Defaults applied and validated; the result is a fresh frozen object holding only known fields.
@@ -103,7 +104,7 @@ export function resolveProbeTarget(input: ProbeTarget): ResolvedProbeTarget {
     if (typeof c.authorizationSecret !== "string" || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(c.authorizationSecret)) {
       bad.push(`credential.authorizationSecret must be a secret name, got ${String(c.authorizationSecret)}`);
     }
-    if (c.scheme !== "bearer" && c.scheme !== "x-api-key" && c.scheme !== "api-key") bad.push(`credential.scheme must be "bearer", "x-api-key" or "api-key", got ${String(c.scheme)}`);
+    if (c.scheme !== "bearer" && c.scheme !== "x-api-key" && c.scheme !== "api-key" && c.scheme !== "x-goog-api-key") bad.push(`credential.scheme must be "bearer", "x-api-key", "api-key" or "x-goog-api-key", got ${String(c.scheme)}`);
     credential = Object.freeze({ authorizationSecret: c.authorizationSecret, scheme: c.scheme });
   }
   const positive = (k: "timeoutMs" | "intervalMs") => {

@@ -34,7 +34,7 @@ const examples = FILES.flatMap(backendExamples);
 describe("backend examples in the docs", () => {
   it("show every HTTP provider protocol at least once", () => {
     const shown = new Set(examples.flatMap((e) => (e.source.backends as { protocol?: string }[]).map((b) => b.protocol)));
-    for (const p of ["azure-openai", "bedrock-converse"] as const) {
+    for (const p of ["azure-openai", "bedrock-converse", "gemini"] as const) {
       expect(BACKEND_PROTOCOL_IDS).toContain(p);
       expect(shown, `an example backend speaks ${p}`).toContain(p);
     }

@@ -3,11 +3,13 @@ import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, type RunningGateway } from "../../local-stack/stack.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./support/otlp-receiver.ts";
+import { keyFingerprint, testServiceAccount } from "./support/service-account.ts";
 import { backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
 /**
  * Canary values for every secret a request touches — the provider credential, the admin token,
- * a caller's API key, an Entra ID client secret and the tokens minted with it — and for a prompt, pushed through success, failure, stream cut, admin and
+ * a caller's API key, an Entra ID client secret and the tokens minted with it, a Google service
+ * account's private key, the tokens minted with it and a Gemini API key — and for a prompt, pushed through success, failure, stream cut, admin and
  * config-error paths. None may appear in any log line, span, metric, error body or response
  * header.
  */
@@ -187,6 +189,86 @@ describe("leak scan: secrets and prompts never reach logs, spans, metrics, error
     } finally {
       await azureGateway.stop();
       await azureSim.stop();
+    }
+  }, 60_000);
+
+  it("a Google service account's private key, the tokens minted with it and a Gemini API key reach no log line, error or response", async () => {
+    const account = testServiceAccount("canary-gateway@canary.iam.gserviceaccount.com");
+    const stranger = testServiceAccount("canary-stranger@canary.iam.gserviceaccount.com");
+    const geminiKey = `canary-gemini-key-${tag()}`;
+    // Only the first account is known to the token endpoint: the second one's mint is refused.
+    const googleSim = await startSimulatorProcess({ apiKey: geminiKey, args: ["--google-service-account", account.path] });
+    const vertex = (name: string, secret: string) => ({ name, protocol: "gemini", baseUrl: googleSim.url, project: "canary-project", location: "us-central1", credential: { kind: "google-service-account", secret }, capabilities: ["chat", "streaming", "stream-usage", "tools"] });
+    const backends = {
+      version: 1,
+      backends: [
+        vertex("vertex-refused", "CANARY_STRANGER_JSON"),
+        vertex("vertex-sa", "CANARY_SERVICE_ACCOUNT_JSON"),
+        { name: "gemini-key", protocol: "gemini", baseUrl: googleSim.url, credential: { secret: "CANARY_GEMINI_KEY", scheme: "x-goog-api-key" }, capabilities: ["chat", "streaming", "stream-usage", "tools"] },
+        { name: "other", protocol: "openai-chat", baseUrl: `${googleSim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["embeddings", "moderations"] },
+      ],
+      pools: [
+        // The small tier tries the refused account, then the Gemini API with the key.
+        { name: "sim-small", selector: "round-robin", members: [{ backend: "vertex-refused", model: "gemini-2.5-flash" }, { backend: "gemini-key", model: "gemini-2.5-flash" }] },
+        { name: "sim-large", members: [{ backend: "vertex-sa", model: "gemini-2.5-pro" }] },
+        { name: "sim-embed", members: [{ backend: "other", model: "sim-embed" }] },
+        { name: "sim-moderate", members: [{ backend: "other", model: "sim-moderate" }] },
+      ],
+    };
+    const g = bundledConfig("gateway");
+    g.security.egress = { allow: ["127.0.0.1"] };
+    g.breaker = { enabled: false };
+    const googleGateway = await startGateway({
+      adminToken: CANARY.admin,
+      secretNames: ["CANARY_SERVICE_ACCOUNT_JSON", "CANARY_STRANGER_JSON", "CANARY_GEMINI_KEY"],
+      secrets: {
+        SIMULATOR_API_KEY: CANARY.provider,
+        CANARY_SERVICE_ACCOUNT_JSON: account.keyFile(`${googleSim.url}/token`),
+        CANARY_STRANGER_JSON: stranger.keyFile(`${googleSim.url}/token`),
+        CANARY_GEMINI_KEY: geminiKey,
+      },
+      config: { gateway: stringify(g), backends: stringify(backends) },
+    });
+    const responses: string[] = [];
+    try {
+      for (const [model, content, extra] of [
+        ["sluice-chat", "hello", {}],
+        ["sluice-chat", "again", {}],
+        ["sluice-large", "hello", {}],
+        ["sluice-large", "stream", { stream: true, stream_options: { include_usage: true } }],
+        ["sluice-large", "cut [[sim fault=cut-mid-stream]]", { stream: true }],
+        ["sluice-large", "down [[sim status=503]]", {}],
+        ["sluice-chat", "busy [[sim status=429]]", {}],
+      ] as const) {
+        const res = await fetch(`${googleGateway.publicUrl}/v1/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json" },
+          body: JSON.stringify({ model, messages: [{ role: "user", content }], ...extra }),
+        });
+        responses.push(`${res.status} ${JSON.stringify([...res.headers])}\n${await res.text()}`);
+      }
+      expect(responses[0]).toMatch(/^200 /);
+      // The tokens the gateway was issued, as Vertex saw them.
+      const seen = ((await (await fetch(`${googleSim.url}/__sim/requests?limit=50`)).json()) as { requests: { path: string; headers: Record<string, string> }[] }).requests;
+      const tokens = [...new Set(seen.flatMap((r) => (r.headers.authorization?.startsWith("Bearer ya29.sim-") ? [r.headers.authorization.slice(7)] : [])))];
+      expect(tokens.length).toBeGreaterThan(0);
+      expect(seen.some((r) => r.headers["x-goog-api-key"] === geminiKey)).toBe(true);
+      // The scan is real: the refused mint is on the access line.
+      const output = googleGateway.output();
+      expect(output).toContain('"reason":"credential_unavailable"');
+      const metrics = await (await fetch(`${googleGateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${CANARY.admin}` } })).text();
+      for (const [surface, text] of Object.entries({ "gateway output": output, responses: responses.join("\n"), metrics })) {
+        expect(text.includes(keyFingerprint(account.privateKey)), `the service account's private key in ${surface}`).toBe(false);
+        expect(text.includes(keyFingerprint(stranger.privateKey)), `the refused account's private key in ${surface}`).toBe(false);
+        expect(text.includes("PRIVATE KEY"), `a PEM key in ${surface}`).toBe(false);
+        expect(text.includes(geminiKey), `the Gemini API key in ${surface}`).toBe(false);
+        for (const token of tokens) expect(text.includes(token), `a minted token in ${surface}`).toBe(false);
+      }
+    } finally {
+      await googleGateway.stop();
+      await googleSim.stop();
+      account.remove();
+      stranger.remove();
     }
   }, 60_000);
 

@@ -6,7 +6,12 @@
 import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { once } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { exportPKCS8, generateKeyPair } from "jose";
+import { googleServiceAccountTokenSource } from "../../src/invoker/auth/google-service-account.ts";
 import { afterEach, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import { nodeBinary, user } from "./helpers.ts";
@@ -72,6 +77,34 @@ describe("simulator CLI", { timeout: 30_000 }, () => {
     const [code] = (await exited) as [number | null];
     expect(code).toBe(0);
     await reader?.cancel().catch(() => {});
+  });
+
+  it("grants Google tokens to the service account of a key file given with --google-service-account", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sim-sa-"));
+    try {
+      const keys = await generateKeyPair("RS256", { extractable: true });
+      const account = { type: "service_account", client_email: "cli@sim.iam.gserviceaccount.com", private_key: await exportPKCS8(keys.privateKey) };
+      const file = join(dir, "key.json");
+      writeFileSync(file, JSON.stringify(account));
+      const { url } = await spawnSimulator(["--google-service-account", file]);
+      const mint = (over: Record<string, unknown>) =>
+        googleServiceAccountTokenSource({ credentials: JSON.stringify({ ...account, token_uri: `${url}/token`, ...over }), fetch, clock: { now: () => Date.now() } }).mint(new AbortController().signal);
+      const { token } = await mint({});
+      const vertex = (bearer: string) =>
+        fetch(`${url}/v1/projects/p/locations/l/publishers/google/models/m:generateContent`, { method: "POST", headers: { authorization: `Bearer ${bearer}` }, body: JSON.stringify({ contents: [{ parts: [{ text: "x" }] }] }) });
+      expect((await vertex(token)).status).toBe(200);
+      // With an account configured, Vertex needs a token the endpoint issued; another account gets none.
+      expect((await vertex("ya29.forged")).status).toBe(401);
+      await expect(mint({ client_email: "other@sim.iam.gserviceaccount.com" })).rejects.toMatchObject({ code: "upstream_error" });
+      // A file that is not a key file stops the CLI with exit code 2.
+      writeFileSync(file, "{}");
+      const child = spawn(nodeBinary(), [MAIN, "--port", "0", "--google-service-account", file], { stdio: "pipe" });
+      children.push(child);
+      const [code] = (await once(child, "exit")) as [number | null];
+      expect(code).toBe(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("rejects an unknown flag and an invalid knob with exit code 2", async () => {

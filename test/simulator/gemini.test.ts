@@ -119,6 +119,18 @@ describe("gemini api through @google/genai", () => {
     );
     expect(wrong?.status).toBe(400);
     expect(wrong?.message).toContain("API key not valid");
+    // Google names an invalid key in ErrorInfo's reason, the field a client reads instead of the message.
+    const body = JSON.parse(wrong!.message) as { error: { status: string; details: { "@type": string; reason?: string }[] } };
+    expect(body.error.status).toBe("INVALID_ARGUMENT");
+    expect(body.error.details).toContainEqual(expect.objectContaining({ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "API_KEY_INVALID" }));
+  });
+
+  it("lists its models at GET /v1beta/models behind the key, as Google's client reads them", async () => {
+    const names = [];
+    for await (const m of await gemini().models.list()) names.push(m.name);
+    expect(names.length).toBeGreaterThan(0);
+    expect(names.every((n) => n?.startsWith("models/"))).toBe(true);
+    expect((await fetch(`${sim.url}/v1beta/models`, { headers: { "x-goog-api-key": "nope" } })).status).toBe(400);
   });
 });
 
@@ -137,6 +149,19 @@ describe("vertex ai through @google/genai and the fake token endpoint", () => {
     const paths = (await requests(sim, 3)).map((q) => q.path);
     expect(paths).toContain("/v1/projects/sim-project/locations/europe-west4/publishers/google/models/gemini-2.5-pro:generateContent");
     expect(paths).toContain("/v1/projects/sim-project/locations/europe-west4/publishers/google/models/gemini-2.5-pro:streamGenerateContent");
+  });
+
+  it("answers the Gemini API with a service account's token too, and keeps the assertion out of its history", async () => {
+    await reset(sim);
+    const minted = await source().mint(new AbortController().signal);
+    const res = await fetch(`${sim.url}/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${minted.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "x" }] }] }),
+    });
+    expect(res.status).toBe(200);
+    const grant = (await requests(sim, 5)).find((q) => q.path === "/token")!;
+    expect(grant.body).toEqual({ grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion: "[redacted]" });
   });
 
   it("refuses Vertex calls without a token it issued", async () => {
@@ -158,7 +183,7 @@ describe("vertex ai through @google/genai and the fake token endpoint", () => {
         (e: unknown) => e,
       );
       expect(err).toBeInstanceOf(GatewayError);
-      expect((err as GatewayError).cause).toEqual({ status: 400, error: "invalid_grant" });
+      expect((err as GatewayError).cause).toEqual({ tokenEndpoint: `${sim.url}/token`, status: 400, error: "invalid_grant" });
     }
   });
 
@@ -169,7 +194,8 @@ describe("vertex ai through @google/genai and the fake token endpoint", () => {
       () => undefined,
       (e: unknown) => e as GatewayError,
     );
-    expect(down?.cause).toEqual({ status: 503, error: "internal_failure" });
+    expect(down?.code).toBe("upstream_unreachable");
+    expect(down?.cause).toEqual({ tokenEndpoint: `${sim.url}/token`, status: 503, error: "internal_failure" });
     expect((await put({ "expires-in": 1 })).status).toBe(200);
     const short = await source().mint(new AbortController().signal);
     expect(short.expiresAt - Date.now()).toBeLessThanOrEqual(1000);

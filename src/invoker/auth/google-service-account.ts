@@ -1,8 +1,10 @@
 import { importPKCS8, SignJWT } from "jose";
 import { z } from "zod";
 import type { Clock } from "../../deps/clock.ts";
+import { GOOGLE_CLOUD_PLATFORM_SCOPE } from "../../config/backends-schema.ts";
 import { checkEgress, type EgressPolicy } from "../../egress/egress-guard.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
+import { decodeUtf8Strict, readBounded } from "../../io/bounded-read.ts";
 import type { TokenSource } from "./token-cache.ts";
 
 /*
@@ -15,7 +17,10 @@ import type { TokenSource } from "./token-cache.ts";
  */
 
 /** The scope Vertex AI and the Gemini API accept for a service account's token. */
-export const CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform";
+export const CLOUD_PLATFORM_SCOPE = GOOGLE_CLOUD_PLATFORM_SCOPE;
+
+/** A token answer larger than this is refused: real ones are a few KiB. */
+const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
 
 const DEFAULT_TOKEN_URI = "https://oauth2.googleapis.com/token";
 
@@ -73,7 +78,8 @@ export function googleServiceAccountTokenSource(options: GoogleServiceAccountOpt
   let key: Promise<CryptoKey> | undefined;
 
   return {
-    key: `google-service-account:${account?.client_email ?? "unreadable"}:${scope}:${tokenUri}`,
+    // The key id (not secret) tells a rotated key from the old one, so a new key mints anew.
+    key: `google-service-account:${account?.client_email ?? "unreadable"}:${account?.private_key_id ?? ""}:${scope}:${tokenUri}`,
     async mint(signal: AbortSignal) {
       if (account === undefined) {
         const field = parsed.error?.issues[0]?.path.join(".") || "the key file";
@@ -104,6 +110,7 @@ export function googleServiceAccountTokenSource(options: GoogleServiceAccountOpt
       const body = new URLSearchParams({ grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion });
       let res: Response;
       try {
+        // Never redirected: the assertion goes only to the address the guard checked.
         res = await options.fetch(tokenUri, {
           method: "POST",
           headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
@@ -113,22 +120,38 @@ export function googleServiceAccountTokenSource(options: GoogleServiceAccountOpt
         });
       } catch (err) {
         if (signal.aborted) throw err;
-        throw new GatewayError("upstream_unreachable", "The provider's token endpoint could not be reached.", { cause: "token endpoint unreachable" });
+        throw new GatewayError("upstream_unreachable", "The provider's token endpoint could not be reached.", { cause: { tokenEndpoint: endpoint(tokenUri), error: err instanceof Error ? err.name : "unknown" } });
       }
-      let answer: unknown;
-      try {
-        answer = await res.json();
-      } catch {
-        answer = undefined;
-      }
-      if (!res.ok) {
+      const answer = await readJson(res);
+      if (res.status !== 200) {
         // Only OAuth's error code is kept: the description may echo the assertion's claims.
-        const code = typeof answer === "object" && answer !== null && typeof (answer as { error?: unknown }).error === "string" ? (answer as { error: string }).error : "unreadable";
-        throw new GatewayError("upstream_error", "The provider's token endpoint refused the gateway's credential.", { cause: { status: res.status, error: code.slice(0, 64) } });
+        const error = typeof answer?.["error"] === "string" ? answer["error"].slice(0, 64) : "unreadable";
+        const cause = { tokenEndpoint: endpoint(tokenUri), status: res.status, error };
+        if (res.status >= 500 || res.status === 429) throw new GatewayError("upstream_unreachable", "The provider's token endpoint is unavailable.", { cause });
+        throw new GatewayError("upstream_error", "The provider's token endpoint refused the gateway's credential.", { cause });
       }
       const token = tokenResponseSchema.safeParse(answer);
       if (!token.success) throw new GatewayError("upstream_protocol_error", "The provider's token endpoint returned an unreadable answer.", { cause: "no access_token and expires_in" });
       return { token: token.data.access_token, expiresAt: options.clock.now() + token.data.expires_in * 1000 };
     },
   };
+}
+
+/** The token answer as a JSON object, or undefined (never thrown: the status decides). */
+async function readJson(res: Response): Promise<Record<string, unknown> | undefined> {
+  if (!res.body) return undefined;
+  try {
+    const read = await readBounded(res.body, { maxBytes: MAX_TOKEN_RESPONSE_BYTES });
+    if (read.overflowed) return undefined;
+    const v: unknown = JSON.parse(decodeUtf8Strict(read.bytes));
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The token endpoint's origin and path, for causes (never a query). */
+function endpoint(url: string): string {
+  const u = new URL(url);
+  return `${u.origin}${u.pathname}`;
 }

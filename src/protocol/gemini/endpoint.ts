@@ -16,12 +16,14 @@ export function geminiPath(endpoint: GeminiEndpoint, model: string, stream: bool
   return `/v1/projects/${encodeURIComponent(endpoint.project)}/locations/${encodeURIComponent(endpoint.location)}/publishers/google/models/${m}:${method}`;
 }
 
-/** What a Google error body says: its canonical status and the `RetryInfo` delay, when present. */
+/** What a Google error body says: its canonical status, the `RetryInfo` delay and the `ErrorInfo` reasons, when present. */
 export interface GoogleError {
   /** `RESOURCE_EXHAUSTED`, `UNAVAILABLE`, `INVALID_ARGUMENT`, `PERMISSION_DENIED`… */
   readonly status?: string | undefined;
   /** Whole seconds from `google.rpc.RetryInfo.retryDelay` (a Duration such as `"17s"` or `"0.5s"`). */
   readonly retryDelaySeconds?: number | undefined;
+  /** `google.rpc.ErrorInfo.reason` of each detail that has one (`API_KEY_INVALID`…), in order. */
+  readonly reasons?: readonly string[] | undefined;
 }
 
 const RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo";
@@ -42,11 +44,15 @@ export function readGoogleError(text: string): GoogleError {
   const error = typeof body === "object" && body !== null ? (body as { error?: unknown }).error : undefined;
   if (typeof error !== "object" || error === null) return {};
   const e = error as { status?: unknown; details?: unknown };
-  const out: { status?: string; retryDelaySeconds?: number } = {};
+  const out: { status?: string; retryDelaySeconds?: number; reasons?: string[] } = {};
   if (typeof e.status === "string") out.status = e.status;
   if (Array.isArray(e.details)) {
     for (const d of e.details) {
-      if (typeof d !== "object" || d === null || (d as Record<string, unknown>)["@type"] !== RETRY_INFO) continue;
+      if (typeof d !== "object" || d === null) continue;
+      // ErrorInfo is the detail with a `reason` (some front ends leave its `@type` out).
+      const reason = (d as { reason?: unknown }).reason;
+      if (typeof reason === "string" && reason.length <= 128) (out.reasons ??= []).push(reason);
+      if ((d as Record<string, unknown>)["@type"] !== RETRY_INFO) continue;
       const delay = (d as { retryDelay?: unknown }).retryDelay;
       const m = typeof delay === "string" ? /^(\d+(?:\.\d+)?)s$/.exec(delay) : null;
       if (m) out.retryDelaySeconds = Math.min(3600, Math.ceil(Number(m[1])));

@@ -64,7 +64,7 @@ describe("google service-account tokens", () => {
     });
     expect(payload).toEqual({ scope: CLOUD_PLATFORM_SCOPE, iss: "gw@p.iam.gserviceaccount.com", aud: TOKEN_URI, iat: clock.now() / 1000, exp: clock.now() / 1000 + 3600 });
     // The key names the account and where its token comes from, never a secret.
-    expect(source.key).toBe(`google-service-account:gw@p.iam.gserviceaccount.com:${CLOUD_PLATFORM_SCOPE}:${TOKEN_URI}`);
+    expect(source.key).toBe(`google-service-account:gw@p.iam.gserviceaccount.com:kid-1:${CLOUD_PLATFORM_SCOPE}:${TOKEN_URI}`);
     expect(source.key).not.toContain("PRIVATE");
   });
 
@@ -111,7 +111,11 @@ describe("google service-account tokens", () => {
       googleServiceAccountTokenSource({ credentials: account(), tokenUri: TOKEN_URI, fetch: fakeFetch(() => json({ error: "invalid_grant", error_description: "Invalid JWT Signature: secret-ish" }, 400), []), clock }).mint(new AbortController().signal),
     );
     expect(refused.code).toBe("upstream_error");
-    expect(refused.cause).toEqual({ status: 400, error: "invalid_grant" });
+    expect(refused.cause).toEqual({ tokenEndpoint: TOKEN_URI, status: 400, error: "invalid_grant" });
+    // A token endpoint that is down is unavailable, not a refusal of the credential.
+    const unavailable = await failure(googleServiceAccountTokenSource({ credentials: account(), tokenUri: TOKEN_URI, fetch: fakeFetch(() => json({ error: "internal_failure" }, 503), []), clock }).mint(new AbortController().signal));
+    expect(unavailable.code).toBe("upstream_unreachable");
+    expect(unavailable.cause).toEqual({ tokenEndpoint: TOKEN_URI, status: 503, error: "internal_failure" });
     const unreadable = await failure(googleServiceAccountTokenSource({ credentials: account(), tokenUri: TOKEN_URI, fetch: fakeFetch(() => json({ access_token: "t" }), []), clock }).mint(new AbortController().signal));
     expect(unreadable.code).toBe("upstream_protocol_error");
     const down = googleServiceAccountTokenSource({

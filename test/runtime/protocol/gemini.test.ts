@@ -332,5 +332,9 @@ describe("gemini endpoints and errors", () => {
     expect(readGoogleError(JSON.stringify({ error: { code: 503, status: "UNAVAILABLE" } }))).toEqual({ status: "UNAVAILABLE" });
     expect(readGoogleError("upstream connect error")).toEqual({});
     expect(readGoogleError(JSON.stringify({ error: { details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "99999s" }] } }))).toEqual({ retryDelaySeconds: 3600 });
+    // An invalid key: ErrorInfo's reason, with or without its @type; the message is never read.
+    const invalidKey = { error: { code: 400, message: "API key not valid.", status: "INVALID_ARGUMENT", details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "API_KEY_INVALID", domain: "googleapis.com" }, { "@type": "type.googleapis.com/google.rpc.LocalizedMessage", locale: "en-US", message: "x" }] } };
+    expect(readGoogleError(JSON.stringify(invalidKey))).toEqual({ status: "INVALID_ARGUMENT", reasons: ["API_KEY_INVALID"] });
+    expect(readGoogleError(JSON.stringify({ error: { code: 400, status: "INVALID_ARGUMENT", details: [{ reason: "API_KEY_INVALID" }] } }))).toEqual({ status: "INVALID_ARGUMENT", reasons: ["API_KEY_INVALID"] });
   });
 });
