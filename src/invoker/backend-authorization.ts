@@ -5,7 +5,7 @@ import type { HttpBackend } from "../snapshot/normalize.ts";
 import { bearerTokenAuthorizer, sigV4Authorizer, type Authorizer } from "./auth/authorizer.ts";
 import { entraTokenSource } from "./auth/entra.ts";
 import { googleServiceAccountTokenSource } from "./auth/google-service-account.ts";
-import { TokenCache } from "./auth/token-cache.ts";
+import { TokenCache, type TokenSource } from "./auth/token-cache.ts";
 import type { CredentialSource } from "./credentials.ts";
 
 /** What reading a backend's credentials needs. */
@@ -50,11 +50,34 @@ export function backendAuthorization(deps: AuthorizationDeps, backend: HttpBacke
   const secret = deps.credentials.get(credential.secret);
   if (secret === undefined || secret === "") return { ok: false, missing: credential.secret };
   if ("kind" in credential) {
-    const source =
+    return { ok: true, headers: {}, authorizer: bearerTokenAuthorizer(tokenSource(deps, backend, credential, secret), deps.tokens ?? (fallbackTokens ??= new TokenCache({ clock: deps.clock }))) };
+  }
+  return { ok: true, headers: credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { [credential.scheme]: secret } };
+}
+
+type MintedCredential = Extract<NonNullable<HttpBackend["credential"]>, { readonly kind: string }>;
+
+/**
+ * Token sources by deps, then by backend, credential and secret. Building one parses the
+ * credential (a service account's key file is JSON of a few KiB, checked by a schema) and is the
+ * same for every request until the snapshot or the secret changes, so it is built once. Bounded:
+ * past `MAX_SOURCES` a deps' map starts over.
+ */
+const sources = new WeakMap<AuthorizationDeps, Map<string, TokenSource>>();
+const MAX_SOURCES = 256;
+
+function tokenSource(deps: AuthorizationDeps, backend: HttpBackend, credential: MintedCredential, secret: string): TokenSource {
+  let known = sources.get(deps);
+  if (known === undefined) sources.set(deps, (known = new Map()));
+  const key = `${backend.id}\n${JSON.stringify(credential)}\n${secret}`;
+  let source = known.get(key);
+  if (source === undefined) {
+    if (known.size >= MAX_SOURCES) known.clear();
+    source =
       credential.kind === "entra"
         ? entraTokenSource(credential, secret, deps)
         : googleServiceAccountTokenSource({ credentials: secret, scope: credential.scope, tokenUri: credential.tokenUrl, fetch: deps.fetch, clock: deps.clock, egress: deps.egress });
-    return { ok: true, headers: {}, authorizer: bearerTokenAuthorizer(source, deps.tokens ?? (fallbackTokens ??= new TokenCache({ clock: deps.clock }))) };
+    known.set(key, source);
   }
-  return { ok: true, headers: credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { [credential.scheme]: secret } };
+  return source;
 }
