@@ -115,6 +115,12 @@ function joinFrames(frames: readonly Frame[]): Frame {
   return Buffer.concat(frames.map((f) => (typeof f === "string" ? Buffer.from(f) : f)));
 }
 
+/** The first `n` bytes of a frame, never all of it: a cut inside the frame, whatever its framing. */
+function framePrefix(frame: Frame, n: number): Uint8Array {
+  const bytes = typeof frame === "string" ? Buffer.from(frame) : frame;
+  return bytes.subarray(0, Math.min(n, bytes.length - 1));
+}
+
 function simulatedError(status: number): SimError {
   const kind = errorKindForStatus(status);
   const message =
@@ -213,7 +219,7 @@ export async function serveGeneration(
   const stopAt = cut || midStreamError ? Math.min(knobs.cutAfter, pieces.length) : -1;
   /** What replaces the rest of the stream at `stopAt`: a cut, or the in-stream error and a clean end. */
   const stop = (sent: Frame): void => {
-    if (cut) return ex.cut(sent, "cut");
+    if (cut) return ex.cut(knobs.cutBytes > 0 ? joinFrames([sent, framePrefix(pieces[stopAt] ?? tail, knobs.cutBytes)]) : sent, "cut");
     ex.settle("faulted");
     ex.res.end(joinFrames([sent, script.error(simulatedError(knobs.status ?? 500), stopAt)]));
   };

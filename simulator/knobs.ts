@@ -28,6 +28,7 @@ export const KNOB_NAMES = [
   "token-expires-in",
   "fault",
   "cut-after",
+  "cut-bytes",
   "heartbeat-ms",
   "duration-ms",
   "cached-tokens",
@@ -65,6 +66,8 @@ export interface Knobs {
   readonly tokenExpiresIn: number;
   readonly fault: Fault | undefined;
   readonly cutAfter: number;
+  /** `cut-mid-stream`: bytes of the next frame sent before the cut (never all of it); 0 cuts between frames. */
+  readonly cutBytes: number;
   readonly heartbeatMs: number;
   readonly durationMs: number;
   readonly cachedTokens: number;
@@ -93,6 +96,7 @@ export const BASE_KNOBS: Knobs = {
   tokenExpiresIn: 3599,
   fault: undefined,
   cutAfter: 3,
+  cutBytes: 0,
   heartbeatMs: 1000,
   durationMs: 30_000,
   cachedTokens: 0,
@@ -171,6 +175,9 @@ function applyKnob(target: Mutable<Partial<Knobs>>, name: string, raw: string): 
       return;
     case "cut-after":
       target.cutAfter = int(name, raw, 0);
+      return;
+    case "cut-bytes":
+      target.cutBytes = int(name, raw, 0);
       return;
     case "heartbeat-ms":
       target.heartbeatMs = int(name, raw, 1);

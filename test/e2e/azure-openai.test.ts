@@ -21,6 +21,9 @@ let gateway: RunningGateway;
 
 const simRequests = async (limit = 50): Promise<any[]> => ((await (await fetch(`${sim.url}/__sim/requests?limit=${limit}`)).json()) as { requests: any[] }).requests;
 const resetSim = () => fetch(`${sim.url}/__sim/reset`, { method: "POST" });
+const configureSim = (config: Record<string, unknown>) => fetch(`${sim.url}/__sim/config`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(config) });
+/** An Entra ID credential of the simulator's application at a tenant of its own: each tenant's token endpoint address is its own token cache entry. */
+const entraAt = (tenant: string) => ({ kind: "entra", tenantId: tenant, clientId: CLIENT_ID, secret: "AZURE_CLIENT_SECRET", tokenUrl: `${sim.url}/${tenant}/oauth2/v2.0/token` });
 const admin = async (path: string): Promise<any> => (await fetch(`${gateway.adminUrl}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json();
 const attemptIds = (res: { headers: Headers }) => (res.headers.get("x-sluice-attempts") ?? "").split(", ").filter((s) => s !== "");
 
@@ -64,6 +67,9 @@ beforeAll(async () => {
         credential: { kind: "entra", tenantId: "contoso", clientId: CLIENT_ID, secret: "AZURE_CLIENT_SECRET", tokenUrl: `${sim.url}/contoso/oauth2/v2.0/token` },
         capabilities,
       },
+      // Fresh token cache entries for the refresh and the endpoint-down tests.
+      { name: "azure-short", protocol: "azure-openai", baseUrl: sim.url, apiVersion: API_VERSION, credential: entraAt("fabrikam"), capabilities },
+      { name: "azure-mint-down", protocol: "azure-openai", baseUrl: sim.url, apiVersion: API_VERSION, credential: entraAt("northwind"), capabilities },
       // The bundled publication's embeddings and moderation pools, never called here.
       { name: "other", protocol: "openai-chat", baseUrl: `${sim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["embeddings", "moderations"] },
     ],
@@ -72,11 +78,24 @@ beforeAll(async () => {
       { name: "sim-large", members: [{ backend: "azure-entra", model: "gpt-4o-prod" }] },
       { name: "sim-embed", members: [{ backend: "other", model: "sim-embed" }] },
       { name: "sim-moderate", members: [{ backend: "other", model: "sim-moderate" }] },
+      { name: "short", members: [{ backend: "azure-short", model: "gpt-4o-short" }] },
+      { name: "mint-down", members: [{ backend: "azure-mint-down", model: "gpt-4o-down" }] },
     ],
   };
+  const publication = bundledConfig("publication");
+  const price = publication.models[0].revisions[0].price;
+  publication.models.push(
+    { id: "chat-short", activeRevision: 1, revisions: [{ revision: 1, pool: "short", requires: ["chat"], price }] },
+    { id: "chat-mint-down", activeRevision: 1, revisions: [{ revision: 1, pool: "mint-down", requires: ["chat"], price }] },
+  );
+  publication.entrypoints.push(
+    { name: "short-lived", default: [["chat-short"]] },
+    // The key deployment (chat-small) is the next tier when no token can be had.
+    { name: "mint-down-first", default: [["chat-mint-down"], ["chat-small"]], retry: { maxAttempts: 3 } },
+  );
   const gw = allowingSimulators(bundledConfig("gateway"), sim.url);
   gw.breaker = { enabled: false };
-  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: { AZURE_CLIENT_SECRET: CLIENT_SECRET }, config: { backends: stringify(backends), gateway: stringify(gw) } });
+  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: { AZURE_CLIENT_SECRET: CLIENT_SECRET }, config: { backends: stringify(backends), gateway: stringify(gw), publication: stringify(publication) } });
 });
 
 afterAll(async () => {
@@ -174,5 +193,61 @@ describe("an Azure OpenAI backend", () => {
     const [first, second] = attemptIds(response);
     expect((await settled(first!)).state).toBe("released");
     expect((await settled(second!)).state).toBe("settled");
+  });
+
+  it("replaces a short-lived Entra ID token before it expires: no request carries an expired one", async () => {
+    await resetSim();
+    // Tokens live 2 s; the cache replaces one at most half its lifetime before it expires.
+    await configureSim({ "token-expires-in": 2 });
+    try {
+      const started = Date.now();
+      const mintsSeen = async () => (await simRequests(200)).filter((r) => r.path === "/fabrikam/oauth2/v2.0/token");
+      // Ask until the gateway has minted the replacement (polled: the event is the second mint).
+      while ((await mintsSeen()).length < 2) {
+        if (Date.now() - started > 10_000) throw new Error("no replacement token was minted");
+        const a = await openai().chat.completions.create({ model: "short-lived", messages: [{ role: "user", content: `Hello ${Date.now()}` }] });
+        expect(a.choices[0]!.message.content).toMatch(/\S/);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const seen = await simRequests(200);
+      const mints = seen.filter((r) => r.path === "/fabrikam/oauth2/v2.0/token");
+      const chats = seen.filter((r) => r.path === "/openai/deployments/gpt-4o-short/chat/completions");
+      expect(mints).toHaveLength(2);
+      // The replacement came after half the first token's life and before its end.
+      expect(mints[1].at - mints[0].at).toBeGreaterThanOrEqual(900);
+      expect(mints[1].at - mints[0].at).toBeLessThan(2000);
+      const tokens = [...new Set(chats.map((c) => c.headers.authorization as string))];
+      expect(tokens).toHaveLength(2);
+      const [first, second] = tokens;
+      // Every use of the first token came before it expired, every use after the second mint was the new token.
+      for (const c of chats) {
+        if (c.headers.authorization === first) expect(c.at).toBeLessThan(mints[0].at + 2000);
+        if (c.seq > mints[1].seq) expect(c.headers.authorization).toBe(second);
+      }
+    } finally {
+      await configureSim({});
+    }
+  });
+
+  it("a token endpoint that is down is known-zero: nothing reaches its deployment, and the next tier answers", async () => {
+    await resetSim();
+    await configureSim({ status: 503, "only-path": "/northwind/oauth2/v2.0/token" });
+    try {
+      const { data, response } = await openai().chat.completions.create({ model: "mint-down-first", messages: [{ role: "user", content: "Hello" }] }).withResponse();
+      expect(data.choices[0]!.message.content).toMatch(/\S/);
+      const seen = await simRequests();
+      expect(seen.map((r) => r.path)).toEqual(["/northwind/oauth2/v2.0/token", "/openai/deployments/gpt-4o-mini-prod/chat/completions"]);
+      const line = await accessLine(response.headers.get("x-request-id")!);
+      expect(line.attempts.map((a: any) => [a.backend, a.outcome, a.evidence.class, a.evidence.reason ?? null])).toEqual([
+        ["azure-mint-down", "connect_failed", "known_zero", "credential_unavailable"],
+        ["azure-key", "success", "success", expect.anything()],
+      ]);
+      // The attempt that sent nothing holds nothing: released, the served one settled.
+      const [first, second] = attemptIds(response);
+      expect((await settled(first!)).state).toBe("released");
+      expect((await settled(second!)).state).toBe("settled");
+    } finally {
+      await configureSim({});
+    }
   });
 });

@@ -20,6 +20,9 @@ import { ADMIN_TOKEN, allowingSimulators, bundledConfig, DEMO_KEY, expectNothing
 const SMALL = "anthropic.claude-3-5-haiku-20241022-v1:0";
 const LARGE = "meta.llama3-70b-instruct-v1:0";
 const AWS = { accessKeyId: "AKIAE2EBEDROCK000001", secretAccessKey: "e2e/bedrock+secret000000000000000000000" };
+/** The same access key id with a secret that is not its own: every signature made with it is wrong. */
+const WRONG_SECRET = "e2e/bedrock+not-the-secret0000000000000";
+const EMAIL = "ada.lovelace@example.org";
 
 let sim: Simulator;
 let gateway: RunningGateway;
@@ -42,6 +45,14 @@ beforeAll(async () => {
         awsCredential: { accessKeyId: "BEDROCK_KEY_ID", secretAccessKey: "BEDROCK_SECRET" },
         capabilities: ["chat", "streaming", "stream-usage", "tools"],
       },
+      {
+        name: "bedrock-wrong-secret",
+        protocol: "bedrock-converse",
+        baseUrl: sim.url,
+        region: "us-east-1",
+        awsCredential: { accessKeyId: "BEDROCK_KEY_ID", secretAccessKey: "BEDROCK_WRONG_SECRET" },
+        capabilities: ["chat", "streaming", "stream-usage", "tools"],
+      },
       // Converse has no embeddings or moderations: the bundled publication's pools for them are an OpenAI-style backend these tests never call.
       { name: "openai-style", protocol: "openai-chat", baseUrl: `${sim.url}/v1`, capabilities: ["embeddings", "moderations"] },
     ],
@@ -50,15 +61,23 @@ beforeAll(async () => {
       { name: "sim-large", members: [{ backend: "bedrock", model: LARGE }] },
       { name: "sim-embed", members: [{ backend: "openai-style", model: "embed" }] },
       { name: "sim-moderate", members: [{ backend: "openai-style", model: "moderate" }] },
+      { name: "wrong-secret", members: [{ backend: "bedrock-wrong-secret", model: SMALL }] },
     ],
   };
+  const publication = bundledConfig("publication");
+  publication.models.push({ id: "chat-wrong-secret", activeRevision: 1, revisions: [{ revision: 1, pool: "wrong-secret", requires: ["chat"], price: publication.models[0].revisions[0].price }] });
+  publication.entrypoints.push(
+    // A healthy second tier and attempts to spare: a refused credential must still not be retried.
+    { name: "wrong-secret-first", default: [["chat-wrong-secret"], ["chat-large"]], retry: { maxAttempts: 3 } },
+    { name: "redacted", plugins: ["redact-pii"], default: [["chat-small"]] },
+  );
   const gatewayConfig = allowingSimulators(bundledConfig("gateway"), sim.url);
   gatewayConfig.breaker = { enabled: false };
-  texts = { backends: stringify(backends), gateway: stringify(gatewayConfig), publication: stringify(bundledConfig("publication")) };
+  texts = { backends: stringify(backends), gateway: stringify(gatewayConfig), publication: stringify(publication) };
   gateway = await startGateway({
     adminToken: ADMIN_TOKEN,
-    config: { backends: texts.backends, gateway: texts.gateway },
-    secrets: { BEDROCK_KEY_ID: AWS.accessKeyId, BEDROCK_SECRET: AWS.secretAccessKey },
+    config: { backends: texts.backends, gateway: texts.gateway, publication: texts.publication },
+    secrets: { BEDROCK_KEY_ID: AWS.accessKeyId, BEDROCK_SECRET: AWS.secretAccessKey, BEDROCK_WRONG_SECRET: WRONG_SECRET },
   });
 });
 
@@ -73,12 +92,27 @@ afterAll(async () => {
 
 const openai = () => new OpenAI({ apiKey: DEMO_KEY, baseURL: `${gateway.publicUrl}/v1`, maxRetries: 0 });
 
+/** The access line of a request, once written. */
+async function accessLine(requestId: string): Promise<any> {
+  const end = Date.now() + 5000;
+  for (;;) {
+    const line = gateway
+      .output()
+      .split("\n")
+      .find((l) => l.startsWith('{"kind":"request"') && l.includes(`"requestId":"${requestId}"`));
+    if (line !== undefined) return JSON.parse(line);
+    if (Date.now() > end) throw new Error(`no access line for ${requestId}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 describe("a Bedrock backend over Converse", () => {
   it("is among what `sluice serve` binds and requires: the access key's secrets, by the names the backend gives", () => {
     const named = secretsNamed(loadConfig(texts));
     expect(named.filter((n) => n.name.startsWith("BEDROCK_"))).toEqual([
       { name: "BEDROCK_KEY_ID", namedBy: "backends.yaml: backends[0].awsCredential.accessKeyId (bedrock)" },
       { name: "BEDROCK_SECRET", namedBy: "backends.yaml: backends[0].awsCredential.secretAccessKey (bedrock)" },
+      { name: "BEDROCK_WRONG_SECRET", namedBy: "backends.yaml: backends[1].awsCredential.secretAccessKey (bedrock-wrong-secret)" },
     ]);
   });
 
@@ -142,5 +176,49 @@ describe("a Bedrock backend over Converse", () => {
     expect(data.choices[0]!.message.content).toBeTruthy();
     expect((await recorded()).map((r) => r.path)).toEqual([`/model/${encodeURIComponent(SMALL)}/converse`, `/model/${encodeURIComponent(LARGE)}/converse`]);
     expect(response.headers.get("x-sluice-attempts")!.split(",")).toHaveLength(2);
+  });
+
+  it("a wrong secret: the simulator's InvalidSignatureException is the gateway's credential error (502), never the caller's, and never retried", async () => {
+    await fetch(`${sim.url}/__sim/reset`, { method: "POST" });
+    const res = await fetch(`${gateway.publicUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "wrong-secret-first", messages: [{ role: "user", content: "Hello" }] }),
+    });
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { error: { code: string; type: string; message: string } };
+    expect(body.error.code).toBe("upstream_error");
+    expect(body.error.type).not.toBe("invalid_request_error");
+    expect(body.error.message).toContain("the gateway's credentials");
+    // One attempt, signed with the right key id (so the signature, not the key, was refused), and no other tier tried.
+    const seen = await recorded();
+    expect(seen.map((r) => r.path)).toEqual([`/model/${encodeURIComponent(SMALL)}/converse`]);
+    expect(seen[0]!.headers["authorization"]).toContain(`Credential=${AWS.accessKeyId}/`);
+    expect(((await (await fetch(`${sim.url}/__sim/stats`)).json()) as any).outcomes).toMatchObject({ rejected: 1 });
+    expect(res.headers.get("x-sluice-attempts")!.split(",")).toHaveLength(1);
+    const line = await accessLine(res.headers.get("x-request-id")!);
+    expect(line.attempts).toEqual([expect.objectContaining({ backend: "bedrock-wrong-secret", status: 403, evidence: expect.objectContaining({ class: "client_error" }) })]);
+  });
+
+  it("signs the body it actually sends: a redacting plugin's prompt reaches Bedrock with a signature the simulator verified, buffered and streamed", async () => {
+    for (const stream of [false, true]) {
+      await fetch(`${sim.url}/__sim/reset`, { method: "POST" });
+      const prompt = `Forward this to ${EMAIL} please [[sim echo-chars=4]]`;
+      let text = "";
+      if (stream) {
+        for await (const chunk of await openai().chat.completions.create({ model: "redacted", stream: true, messages: [{ role: "user", content: prompt }] })) text += chunk.choices[0]?.delta.content ?? "";
+      } else {
+        text = (await openai().chat.completions.create({ model: "redacted", messages: [{ role: "user", content: prompt }] })).choices[0]!.message.content!;
+      }
+      // The simulator verified the signature over the bytes it received (it refuses any other), and echoed them.
+      const [req] = await recorded();
+      expect(req!.path).toBe(`/model/${encodeURIComponent(SMALL)}/${stream ? "converse-stream" : "converse"}`);
+      const sent = JSON.stringify(req!.body);
+      expect(sent).toContain("[EMAIL_1]");
+      expect(sent).not.toContain(EMAIL);
+      expect(((await (await fetch(`${sim.url}/__sim/stats`)).json()) as any).outcomes).toEqual(expect.objectContaining({ completed: 1 }));
+      // The caller reads its own value back.
+      expect(text).toBe(`Forward this to ${EMAIL} please`);
+    }
   });
 });

@@ -2,12 +2,14 @@ import Anthropic from "@anthropic-ai/sdk";
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
-import { ADMIN_TOKEN, allowingSimulators, BACKEND_PROTOCOLS, bundledConfig, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
+import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
+import { ADMIN_TOKEN, allowingSimulators, BACKEND_PROTOCOLS, bundledConfig, expectNothingLeft, perProtocolConfig, PROTOCOL_SECRETS, startProtocolSimulator, type Simulator } from "./support/stack.ts";
 
 const BACKENDS = BACKEND_PROTOCOLS;
 const KEYS = { cap: "sk-e2e-cap", open: "sk-e2e-open", rate: "sk-e2e-rate", prepaid: "sk-e2e-prepaid", bulk: "sk-e2e-bulk" } as const;
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");
+/** One capped project and key per backend protocol, so each race starts from an empty window. */
+const capKey = (backend: string) => `sk-e2e-cap-${backend}`;
 
 /** K worst cases fit the capped project exactly: bound of the input bytes + 8, plus max_tokens. */
 const K = 7;
@@ -20,19 +22,32 @@ let sim: Simulator;
 let gateway: RunningGateway;
 
 beforeAll(async () => {
-  sim = await startSimulatorProcess({ apiKey: SIMULATOR_API_KEY });
-  const { backends, publication: pub } = perProtocolConfig(sim.url, ["chat", "streaming", "stream-usage", "tools"], { version: "e2e-1", currency: "USD", inputPerMTok: 3, outputPerMTok: 15 }, { retry: { maxAttempts: 3 } });
+  sim = await startProtocolSimulator();
+  const { backends, publication: pub } = perProtocolConfig(
+    sim.url,
+    ["chat", "streaming", "stream-usage", "tools"],
+    { version: "e2e-1", currency: "USD", inputPerMTok: 3, outputPerMTok: 15, cachedInputPerMTok: 1 },
+    { retry: { maxAttempts: 3 } },
+  );
   pub.tenants = [
     {
       id: "acme",
       limits: { money: { limit: 100, currency: "USD", period: "30d" } },
       teams: [
-        { id: "research", projects: [{ id: "capped", limits: { tokens: { limit: K * WORST, window: "1h" } } }, { id: "open" }] },
+        {
+          id: "research",
+          projects: [
+            { id: "capped", limits: { tokens: { limit: K * WORST, window: "1h" } } },
+            ...BACKENDS.map((b) => ({ id: `capped-${b}`, limits: { tokens: { limit: K * WORST, window: "1h" } } })),
+            { id: "open" },
+          ],
+        },
         { id: "ops", limits: { money: { limit: 50, currency: "USD", period: "1d" } } },
       ],
       endUsers: { header: "x-sluice-end-user", limits: { money: { limit: 0.1, currency: "USD", period: "1d" } } },
       apiKeys: [
         { id: "cap", sha256: sha(KEYS.cap), entrypoints: ["*"], chargeTo: "research/capped" },
+        ...BACKENDS.map((b) => ({ id: `cap-${b}`, sha256: sha(capKey(b)), entrypoints: ["*"], chargeTo: `research/capped-${b}` })),
         { id: "open", sha256: sha(KEYS.open), entrypoints: ["*"], chargeTo: "research/open", exposeBudget: true },
         { id: "rate", sha256: sha(KEYS.rate), entrypoints: ["*"], chargeTo: "ops", limits: { requests: { perMinute: 1, burst: 2 } } },
         { id: "prepaid", sha256: sha(KEYS.prepaid), entrypoints: ["*"], chargeTo: "ops", limits: { balance: { currency: "USD" } } },
@@ -48,7 +63,7 @@ beforeAll(async () => {
   });
   const gw = allowingSimulators(bundledConfig("gateway"), sim.url);
   gw.breaker = { enabled: false };
-  gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
+  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: PROTOCOL_SECRETS, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
 });
 
 afterAll(async () => {
@@ -83,10 +98,13 @@ async function settledRecord(id: string): Promise<any> {
 }
 
 describe("strict budgets through the HTTP API", () => {
-  it(`admits exactly ${K} of 64 concurrent requests whose worst cases fit ${K} times, and spend stays under the limit`, async () => {
+  it.each(BACKENDS)(`admits exactly ${K} of 64 concurrent requests to the %s backend whose worst cases fit ${K} times, and spend stays under the limit`, async (backend) => {
+    const scope = `project:research/capped-${backend}`;
+    const stats = async () => ((await (await fetch(`${sim.url}/__sim/stats`)).json()) as { total: number }).total;
+    const servedBefore = await stats();
     const startedAt = Date.now();
     const answers = await Promise.all(
-      Array.from({ length: 64 }, () => chat(KEYS.cap, { max_tokens: CAP_MAX_TOKENS, messages: [{ role: "user", content: CAP_PROMPT }] })),
+      Array.from({ length: 64 }, () => chat(capKey(backend), { model: `via-${backend}`, max_tokens: CAP_MAX_TOKENS, messages: [{ role: "user", content: CAP_PROMPT }] })),
     );
     const ok = answers.filter((r) => r.status === 200);
     const refused = answers.filter((r) => r.status !== 200);
@@ -97,14 +115,14 @@ describe("strict budgets through the HTTP API", () => {
       expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
       const body = (await r.json()) as any;
       expect(body.error.type).toBe("rate_limit_error");
-      expect(body.error.details[0]).toMatchObject({ scope: "project:research/capped", metric: "tokens", reason: "token_limit_exceeded" });
-      expect(body.error.message).toContain("project:research/capped");
+      expect(body.error.details[0]).toMatchObject({ scope, metric: "tokens", reason: "token_limit_exceeded" });
+      expect(body.error.message).toContain(scope);
     }
     const used = (await Promise.all(ok.map(async (r) => ((await r.json()) as any).usage.total_tokens as number))).reduce((a, b) => a + b, 0);
     // Refused requests never reached the provider: it saw exactly the admitted ones.
-    expect(((await (await fetch(`${sim.url}/__sim/stats`)).json()) as any).total).toBe(K);
+    expect((await stats()) - servedBefore).toBe(K);
     for (const r of ok) expect((await settledRecord(attemptIds(r)[0]!)).state).toBe("settled");
-    const { balances } = await admin("/admin/budgets/acme/balance?scope=project:research/capped");
+    const { balances } = await admin(`/admin/budgets/acme/balance?scope=${scope}`);
     // The balance shows the current hour's window. A run that crosses the hour booked its spend in
     // the window before (each charge stays in the window it was admitted in): the new one is empty.
     const rolledOver = balances[0].tokens.windowStart > startedAt;
@@ -126,18 +144,21 @@ describe("strict budgets through the HTTP API", () => {
     expect(balances[0].tokens.spent + balances[0].tokens.held).toBeLessThanOrEqual(8 * WORST);
   });
 
-  it.each(BACKENDS)("settles a stream from a %s backend at the usage it reported, with the price version", async (backend) => {
-    const res = await chat(KEYS.open, { model: `via-${backend}`, stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "stream please" }] });
+  it.each(BACKENDS)("settles a stream from a %s backend at the usage it reported, cached input included, with the price version", async (backend) => {
+    const CACHED = 5;
+    const res = await chat(KEYS.open, { model: `via-${backend}`, stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: `stream please [[sim cached-tokens=${CACHED}]]` }] });
     expect(res.status).toBe(200);
     const text = await res.text();
     const usageLine = text.split("\n").filter((l) => l.startsWith("data: {") && l.includes('"usage":{')).at(-1)!;
     const usage = JSON.parse(usageLine.slice("data: ".length)).usage;
+    // The provider's cached figure, whatever its wire called it, reaches the client as Chat's.
+    expect(usage.prompt_tokens_details?.cached_tokens).toBe(CACHED);
     const rec = await settledRecord(attemptIds(res)[0]!);
     expect(rec.state).toBe("settled");
     expect(rec.settlement.actual.tokens).toBe(usage.total_tokens);
-    expect(rec.settlement.usage).toMatchObject({ inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens });
-    // 3 USD/MTok input, 15 USD/MTok output, rounded up to whole micro-dollars.
-    expect(rec.settlement.actual.micros).toBe(usage.prompt_tokens * 3 + usage.completion_tokens * 15);
+    expect(rec.settlement.usage).toMatchObject({ inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens, cachedInputTokens: CACHED });
+    // 3 USD/MTok uncached input, 1 cached, 15 output: each token a whole number of micro-dollars.
+    expect(rec.settlement.actual.micros).toBe((usage.prompt_tokens - CACHED) * 3 + CACHED * 1 + usage.completion_tokens * 15);
     expect(rec.meta).toMatchObject({ model: `m-${backend}@1`, priceVersion: "e2e-1" });
   });
 

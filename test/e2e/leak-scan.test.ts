@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, type RunningGateway } from "../../local-stack/stack.ts";
+import { startSimulator } from "../../simulator/server.ts";
 import { startOtlpReceiver, type OtlpReceiver } from "./support/otlp-receiver.ts";
 import { keyFingerprint, testServiceAccount } from "./support/service-account.ts";
 import { backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
@@ -9,7 +10,8 @@ import { backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/
 /**
  * Canary values for every secret a request touches — the provider credential, the admin token,
  * a caller's API key, an Entra ID client secret and the tokens minted with it, a Google service
- * account's private key, the tokens minted with it and a Gemini API key — and for a prompt, pushed through success, failure, stream cut, admin and
+ * account's private key, the tokens minted with it and a Gemini API key, an AWS secret access key
+ * and session token — and for a prompt, pushed through success, failure, stream cut, admin and
  * config-error paths. None may appear in any log line, span, metric, error body or response
  * header.
  */
@@ -269,6 +271,91 @@ describe("leak scan: secrets and prompts never reach logs, spans, metrics, error
       await googleSim.stop();
       account.remove();
       stranger.remove();
+    }
+  }, 60_000);
+
+  it("an AWS secret access key and session token reach no log line, error, response or metric", async () => {
+    const aws = { accessKeyId: `AKIA${tag().toUpperCase().slice(0, 16)}`, secretAccessKey: `canary-aws-secret-${tag()}`, sessionToken: `canary-aws-session-${tag()}` };
+    const wrongSecret = `canary-aws-wrong-secret-${tag()}`;
+    const bedrockSim = await startSimulator({ host: "127.0.0.1", port: 0, aws });
+    const caps = ["chat", "streaming", "stream-usage", "tools"];
+    const bedrock = (name: string, secretAccessKey: string) => ({
+      name,
+      protocol: "bedrock-converse",
+      baseUrl: bedrockSim.url,
+      region: "eu-west-1",
+      awsCredential: { accessKeyId: "CANARY_AWS_KEY_ID", secretAccessKey, sessionToken: "CANARY_AWS_SESSION" },
+      capabilities: caps,
+    });
+    const backends = {
+      version: 1,
+      backends: [
+        bedrock("bedrock", "CANARY_AWS_SECRET"),
+        // Signs with a secret that is not the key's: the simulator refuses every signature.
+        bedrock("bedrock-wrong", "CANARY_AWS_WRONG_SECRET"),
+        { name: "other", protocol: "openai-chat", baseUrl: `${bedrockSim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["embeddings", "moderations"] },
+      ],
+      pools: [
+        { name: "sim-small", members: [{ backend: "bedrock", model: "anthropic.claude-3-5-haiku-20241022-v1:0" }] },
+        { name: "sim-large", members: [{ backend: "bedrock", model: "meta.llama3-70b-instruct-v1:0" }] },
+        { name: "sim-embed", members: [{ backend: "other", model: "sim-embed" }] },
+        { name: "sim-moderate", members: [{ backend: "other", model: "sim-moderate" }] },
+        { name: "wrong", members: [{ backend: "bedrock-wrong", model: "anthropic.claude-3-5-haiku-20241022-v1:0" }] },
+      ],
+    };
+    const p = bundledConfig("publication");
+    p.models.push({ id: "chat-wrong", activeRevision: 1, revisions: [{ revision: 1, pool: "wrong", requires: ["chat"], price: p.models[0].revisions[0].price }] });
+    p.entrypoints.push({ name: "wrong-secret", default: [["chat-wrong"]] });
+    const g = bundledConfig("gateway");
+    g.security.egress = { allow: ["127.0.0.1"] };
+    g.breaker = { enabled: false };
+    const awsGateway = await startGateway({
+      adminToken: CANARY.admin,
+      secretNames: ["CANARY_AWS_KEY_ID", "CANARY_AWS_SECRET", "CANARY_AWS_SESSION", "CANARY_AWS_WRONG_SECRET"],
+      secrets: { SIMULATOR_API_KEY: CANARY.provider, CANARY_AWS_KEY_ID: aws.accessKeyId, CANARY_AWS_SECRET: aws.secretAccessKey, CANARY_AWS_SESSION: aws.sessionToken, CANARY_AWS_WRONG_SECRET: wrongSecret },
+      config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backends) },
+    });
+    const responses: string[] = [];
+    try {
+      const statuses: number[] = [];
+      for (const [content, extra] of [
+        ["hello", {}],
+        ["stream", { stream: true, stream_options: { include_usage: true } }],
+        ["cut [[sim fault=cut-mid-stream]]", { stream: true }],
+        ["cut inside [[sim fault=cut-mid-stream cut-bytes=40]]", { stream: true }],
+        ["throttled [[sim status=429 retry-after=0]]", {}],
+        ["unavailable [[sim status=503 retry-after=0 times=1]]", {}],
+        ["refused [[sim status=400]]", {}],
+        ["wrong", { model: "wrong-secret" }],
+      ] as const) {
+        const res = await fetch(`${awsGateway.publicUrl}/v1/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content }], ...extra }),
+        });
+        statuses.push(res.status);
+        responses.push(`${res.status} ${JSON.stringify([...res.headers])}\n${await res.text()}`);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 429, 200, 400, 502]);
+      for (const path of ["/status", "/config", "/snapshot", "/routes"]) {
+        const res = await fetch(`${awsGateway.adminUrl}/admin${path}`, { headers: { authorization: `Bearer ${CANARY.admin}` } });
+        expect(res.status, path).toBe(200);
+        responses.push(await res.text());
+      }
+      // The scan is real: the provider saw requests signed with this key and carrying the session token.
+      const seen = ((await (await fetch(`${bedrockSim.url}/__sim/requests?limit=50`)).json()) as { requests: { headers: Record<string, string> }[] }).requests;
+      expect(seen.some((r) => r.headers["x-amz-security-token"] === aws.sessionToken && r.headers.authorization?.includes(`Credential=${aws.accessKeyId}/`))).toBe(true);
+      const output = awsGateway.output();
+      expect(output).toContain('"protocol":"bedrock-converse"');
+      const metrics = await (await fetch(`${awsGateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${CANARY.admin}` } })).text();
+      for (const [surface, text] of Object.entries({ "gateway output": output, "responses and admin answers": responses.join("\n"), metrics })) {
+        expect(text.includes(aws.secretAccessKey), `the AWS secret access key in ${surface}`).toBe(false);
+        expect(text.includes(wrongSecret), `a wrong AWS secret in ${surface}`).toBe(false);
+        expect(text.includes(aws.sessionToken), `the AWS session token in ${surface}`).toBe(false);
+      }
+    } finally {
+      await awsGateway.stop();
+      await bedrockSim.close();
     }
   }, 60_000);
 

@@ -4,7 +4,7 @@ import { stringify } from "yaml";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { slowly, startCountingToolServer } from "./support/counting-tool-server.ts";
 import type { LoopbackServer } from "./support/loopback-server.ts";
-import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, expectNothingLeft, perProtocolConfig, type Simulator } from "./support/stack.ts";
+import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, expectNothingLeft, perProtocolConfig, PROTOCOL_SECRETS, startProtocolSimulator, type Simulator } from "./support/stack.ts";
 
 const KEYS = { agent: "sk-e2e-agent", sibling: "sk-e2e-sibling", strict: "sk-e2e-strict", rival: "sk-e2e-rival" } as const;
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");
@@ -19,7 +19,7 @@ let sim: Simulator;
 let gateway: RunningGateway;
 
 beforeAll(async () => {
-  sim = await startSimulatorProcess({ apiKey: SIMULATOR_API_KEY });
+  sim = await startProtocolSimulator();
   const { backends, publication: pub } = perProtocolConfig(sim.url, ["chat", "streaming", "stream-usage", "tools"], { version: "e2e-1", currency: "USD", inputPerMTok: 3, outputPerMTok: 15 });
   pub.tenants = [
     {
@@ -37,7 +37,7 @@ beforeAll(async () => {
   ];
   const gw = allowingSimulators(bundledConfig("gateway"), sim.url);
   gw.breaker = { enabled: false };
-  gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
+  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: PROTOCOL_SECRETS, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
 });
 
 afterAll(async () => {

@@ -135,6 +135,19 @@ describe("connection faults", () => {
     expect((await stats(sim)).outcomes.cut).toBe(1);
   });
 
+  it("cut-bytes puts the cut inside the next frame, paced or not", async () => {
+    for (const pacing of ["", " token-interval-ms=1 ttft-ms=1"]) {
+      await reset(sim);
+      const res = await rawPost(`${sim.url}/v1/chat/completions`, { model: "m", stream: true, messages: user(`x [[sim fault=cut-mid-stream cut-after=2 cut-bytes=9${pacing}]]`) });
+      expect(res.complete).toBe(false);
+      // The role frame, two whole content frames, then the first 9 bytes of the third.
+      const frames = res.text.split("\n\n");
+      expect(frames.slice(0, -1)).toHaveLength(3);
+      expect(frames.at(-1)).toBe('data: {"i');
+      expect((await stats(sim)).outcomes.cut).toBe(1);
+    }
+  });
+
   it("cut-mid-stream on a buffered request drops the body half-way", async () => {
     const error = await caught(openai.chat.completions.create({ model: "m", messages: user("x [[sim fault=cut-mid-stream]]") }));
     expect(error).toBeInstanceOf(Error);

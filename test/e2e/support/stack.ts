@@ -150,25 +150,65 @@ export async function expectNothingLeft(adminUrl: string): Promise<void> {
 }
 
 /** The protocols a backend may speak over HTTP (the simulator serves each). */
-export const BACKEND_PROTOCOLS = ["openai-chat", "openai-responses", "anthropic-messages", "azure-openai"] as const;
+export const BACKEND_PROTOCOLS = ["openai-chat", "openai-responses", "anthropic-messages", "azure-openai", "bedrock-converse"] as const;
 export type BackendProtocol = (typeof BACKEND_PROTOCOLS)[number];
+
+/** The AWS access key the protocol simulator verifies Bedrock signatures with (a test key, not a secret). */
+export const SIM_AWS = { accessKeyId: "AKIAE2ESIMULATOR0001", secretAccessKey: "e2e/simulator+secret0000000000000000000" } as const;
+
+/**
+ * The secrets a gateway serving {@link perProtocolConfig}'s backends needs besides the simulator's
+ * API key: the AWS access key its Bedrock backend signs with, by the names the config gives.
+ */
+export const PROTOCOL_SECRETS: Readonly<Record<string, string>> = { SIM_AWS_KEY_ID: SIM_AWS.accessKeyId, SIM_AWS_SECRET: SIM_AWS.secretAccessKey };
+
+/** A simulator that checks every backend protocol's credentials: the API key, and SigV4 signatures made with {@link SIM_AWS}. */
+export function startProtocolSimulator(args: readonly string[] = []): Promise<Simulator> {
+  return startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--aws-key", `${SIM_AWS.accessKeyId}:${SIM_AWS.secretAccessKey}`, ...args] });
+}
+
+/** One backend of each protocol at the simulator, named `name`, for the pool members' models. */
+export function protocolBackend(p: BackendProtocol, simUrl: string, caps: readonly string[], name = `sim-${p}`): Record<string, unknown> {
+  const common = { name, protocol: p, capabilities: caps };
+  switch (p) {
+    // Azure's addresses are the resource's endpoint, its deployment paths and an API version.
+    case "azure-openai":
+      return { ...common, baseUrl: simUrl, apiVersion: "2024-10-21", credential: { secret: "SIMULATOR_API_KEY", scheme: "api-key" } };
+    // Bedrock's runtime endpoint and region; every request SigV4-signed with the key the secrets name.
+    case "bedrock-converse":
+      return { ...common, baseUrl: simUrl, region: "us-east-1", awsCredential: { accessKeyId: "SIM_AWS_KEY_ID", secretAccessKey: "SIM_AWS_SECRET" } };
+    case "anthropic-messages":
+      return { ...common, baseUrl: `${simUrl}/v1`, credential: { secret: "SIMULATOR_API_KEY", scheme: "x-api-key" } };
+    default:
+      return { ...common, baseUrl: `${simUrl}/v1`, credential: { secret: "SIMULATOR_API_KEY", scheme: "bearer" } };
+  }
+}
+
+/**
+ * The model a simulator request asked for, whatever its wire: the body's `model` (OpenAI,
+ * Anthropic), the deployment (Azure) or the path's model id (Bedrock); undefined for a request
+ * that generates nothing (a token mint, a model list).
+ */
+export function upstreamModel(req: { path: string; body: any }): string | undefined {
+  const azure = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(req.path);
+  if (azure) return decodeURIComponent(azure[1]!);
+  const bedrock = /^\/model\/([^/]+)\/converse(?:-stream)?$/.exec(req.path);
+  if (bedrock) return decodeURIComponent(bedrock[1]!);
+  if (["/v1/chat/completions", "/v1/responses", "/v1/messages"].includes(req.path)) return req.body?.model;
+  return undefined;
+}
 
 /**
  * A backends source with one simulator backend per wire format (`sim-<protocol>`), each alone in
  * its pool `pool-<protocol>`, and a publication whose model `m-<protocol>` (priced with `price`)
  * serves entrypoint `via-<protocol>`: for tests that run one request shape against every format.
+ * The simulator must check (or ignore) the AWS key of {@link SIM_AWS}, and the gateway hold
+ * {@link PROTOCOL_SECRETS}.
  */
 export function perProtocolConfig(simUrl: string, caps: readonly string[], price: Record<string, unknown>, entrypoint: Record<string, unknown> = {}): { backends: any; publication: any } {
   const backends = {
     version: 1,
-    backends: BACKEND_PROTOCOLS.map((p) => ({
-      name: `sim-${p}`,
-      protocol: p,
-      // Azure's addresses are the resource's endpoint, its deployment paths and an API version.
-      ...(p === "azure-openai" ? { baseUrl: simUrl, apiVersion: "2024-10-21" } : { baseUrl: `${simUrl}/v1` }),
-      credential: { secret: "SIMULATOR_API_KEY", scheme: p === "anthropic-messages" ? "x-api-key" : p === "azure-openai" ? "api-key" : "bearer" },
-      capabilities: caps,
-    })),
+    backends: BACKEND_PROTOCOLS.map((p) => protocolBackend(p, simUrl, caps)),
     pools: BACKEND_PROTOCOLS.map((p) => ({ name: `pool-${p}`, members: [{ backend: `sim-${p}`, model: "sim-small" }] })),
   };
   const publication = bundledConfig("publication");
