@@ -1,5 +1,5 @@
 import { createParser, type EventSourceParser } from "eventsource-parser";
-import { noteProposedToolCall, type AttemptOutcome, type AttemptRecord } from "../context/attempt-record.ts";
+import { noteProposedToolCall, type AttemptOutcome, type AttemptRecord, type EvidenceReason } from "../context/attempt-record.ts";
 import { ABORT_CODES, abortError, type AttemptScope, type RequestContext } from "../context/request-context.ts";
 import { CONTENT_MARGIN, type RequestContent } from "../context/request-record.ts";
 import type { Clock } from "../deps/clock.ts";
@@ -62,6 +62,18 @@ function outcomeOf(code: StreamErrorCode): AttemptOutcome {
     case "gateway_draining":
     case "client_closed":
       return "client_cancelled";
+  }
+}
+
+/** Why a stream that had begun failed, as evidence; none for an answer that ended well or a cancel. */
+function evidenceAfterStart(outcome: AttemptOutcome): EvidenceReason | undefined {
+  switch (outcome) {
+    case "stream_cut":
+    case "timeout":
+    case "protocol_error":
+      return outcome;
+    default:
+      return undefined;
   }
 }
 
@@ -246,6 +258,12 @@ class StreamPump {
 
   /** Ends the attempt and the request with how the stream went. */
   #settle(outcome: AttemptOutcome, code?: StreamErrorCode): void {
+    const after = evidenceAfterStart(outcome);
+    if (after !== undefined && !this.#attempt.ended) {
+      // The headers said success; the answer then failed part-way, and the provider may have done
+      // all of the work: the records keep unknown, and why.
+      this.#attempt.record.evidence = { class: "unknown", reason: after, status: this.#attempt.record.evidence?.status };
+    }
     this.#attempt.finish(outcome, code);
     this.request.finish(code === undefined ? { kind: "completed" } : { kind: "failed", error: new GatewayError(code, "The stream ended with an error.") });
   }

@@ -247,6 +247,8 @@ describe("createClientStream: failures", () => {
   it("ends a stream without [DONE] with an error event, no [DONE], outcome stream_cut", async () => {
     const up = upstreamOf(completeChunks.slice(0, 6)); // through the finish chunk, but no [DONE]
     const h = pipeline(up.stream);
+    // As the invoker leaves it when the headers arrive.
+    h.attempt.evidence = { class: "success", reason: "ok", status: 200 };
     const text = await readAll(h.client);
     const events = parseClientSse(text);
     expect(text).not.toContain("[DONE]");
@@ -254,6 +256,8 @@ describe("createClientStream: failures", () => {
     expect(events.filter((e) => e.kind === "json" && "error" in e.value)).toHaveLength(1);
     expect(h.sink.finished).toHaveLength(1);
     expect(h.sink.finished[0]).toMatchObject({ outcome: "stream_cut", errorCode: "upstream_stream_cut", stopReason: "end_turn" });
+    // The answer began and was cut: the provider may have done all of the work.
+    expect(h.sink.finished[0]!.evidence).toEqual({ class: "unknown", reason: "stream_cut", status: 200 });
     // Not a success: the lease is released without a latency sample.
     expect(h.releases).toEqual([undefined]);
   });
