@@ -11,7 +11,9 @@ const sha = (k: string) => createHash("sha256").update(k).digest("hex");
 
 /** K worst cases fit one task's tokens cap exactly: bound of the input bytes + 8, plus max_tokens. */
 const K = 5;
-const PROMPT = "step [[sim latency-ms=1000]]";
+// Slow enough that all 40 racing calls are admitted or refused before the first settles (a settled
+// call frees what its actual usage did not spend); at 1 s a saturated machine let a sixth in.
+const PROMPT = "step [[sim latency-ms=3000]]";
 const MAX_TOKENS = 40;
 const WORST = 8 + Buffer.byteLength(PROMPT) + MAX_TOKENS;
 
