@@ -3,8 +3,10 @@
  * grant, whose assertion must be RS256-signed by a service account the simulator knows (its
  * public key given at start), issued by that account's email, addressed to this endpoint and
  * valid for at most an hour. It answers `{ access_token, expires_in, token_type }`, and Vertex
- * routes accept the tokens it issued until they expire. Knobs (`PUT /__sim/google-token`): fail
- * every grant with a status, or issue short-lived tokens.
+ * routes accept the tokens it issued until they expire or are revoked (`DELETE /__sim/google-token`;
+ * `POST /__sim/reset` keeps them, as it keeps Entra's, so a gateway's cached token outlives a test's
+ * reset). Knobs (`PUT /__sim/google-token`): fail every grant with a status, or issue short-lived
+ * tokens.
  */
 
 import { decodeJwt, importSPKI, jwtVerify } from "jose";
@@ -67,10 +69,17 @@ export class GoogleTokens {
     return this.knobs;
   }
 
+  /** Back to the default knobs and no grants counted; issued tokens stay valid. */
   reset(): void {
     this.knobs = DEFAULT_KNOBS;
-    this.#issued.clear();
     this.granted = 0;
+  }
+
+  /** Forgets every token issued (as if revoked): Vertex refuses them from now on. Returns how many. */
+  revoke(): number {
+    const n = this.#issued.size;
+    this.#issued.clear();
+    return n;
   }
 
   /** Answers one token request (`body`: the form-encoded body's text). */

@@ -428,6 +428,8 @@ async function handleControl(state: State, req: IncomingMessage, res: ServerResp
     }
     case "GET /__sim/google-token":
       return sendJson(res, 200, { ...state.google.knobs, granted: state.google.granted });
+    case "DELETE /__sim/google-token":
+      return sendJson(res, 200, { revoked: state.google.revoke() });
     default:
       return controlError(res, 404, `Unknown simulator endpoint: ${route}`);
   }

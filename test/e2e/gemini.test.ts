@@ -28,6 +28,7 @@ let account: TestServiceAccount;
 const simRequests = async (limit = 50): Promise<any[]> => ((await (await fetch(`${sim.url}/__sim/requests?limit=${limit}`)).json()) as { requests: any[] }).requests;
 const resetSim = () => fetch(`${sim.url}/__sim/reset`, { method: "POST" });
 const googleToken = (knobs: Record<string, unknown>) => fetch(`${sim.url}/__sim/google-token`, { method: "PUT", body: JSON.stringify(knobs) });
+const revokeTokens = () => fetch(`${sim.url}/__sim/google-token`, { method: "DELETE" });
 const admin = async (path: string): Promise<any> => (await fetch(`${gateway.adminUrl}${path}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json();
 const attemptIds = (res: { headers: Headers }) => (res.headers.get("x-sluice-attempts") ?? "").split(", ").filter((s) => s !== "");
 
@@ -195,8 +196,9 @@ describe("Google's refusals", () => {
   });
 
   it("a token Vertex no longer takes is dropped after its 401; with the token endpoint down, the next attempt is known-zero and the Gemini API answers", async () => {
-    // The simulator forgets the tokens it issued (a revoked token) and its token endpoint fails.
+    // The simulator revokes the tokens it issued and its token endpoint fails.
     await resetSim();
+    expect((await revokeTokens()).status).toBe(200);
     expect((await googleToken({ status: 503 })).status).toBe(200);
     try {
       // "code" routes to the large model first, then the small one.

@@ -10,11 +10,12 @@ import {
   bundledConfig,
   DEMO_KEY,
   expectNothingLeft,
+  generationCount,
   perProtocolConfig,
-  PROTOCOL_SECRETS,
+  SIM_VERTEX,
   startProtocolSimulator,
   upstreamModel,
-  type Simulator,
+  type ProtocolSimulator,
 } from "./support/stack.ts";
 import type { RunningGateway } from "../../local-stack/stack.ts";
 
@@ -22,7 +23,7 @@ const BACKENDS = BACKEND_PROTOCOLS;
 type Backend = (typeof BACKENDS)[number];
 const entry = (b: Backend) => `via-${b}`;
 
-let sim: Simulator;
+let sim: ProtocolSimulator;
 let gateway: RunningGateway;
 let openai: OpenAI;
 let anthropic: Anthropic;
@@ -39,7 +40,7 @@ beforeAll(async () => {
   // Breakers off: the fault tests below must not trip one and change later answers.
   const gw = allowingSimulators(bundledConfig("gateway"), sim.url);
   gw.breaker = { enabled: false };
-  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: PROTOCOL_SECRETS, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
+  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: sim.secrets, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
   openai = new OpenAI({ apiKey: DEMO_KEY, baseURL: `${gateway.publicUrl}/v1`, maxRetries: 0 });
   anthropic = new Anthropic({ apiKey: DEMO_KEY, baseURL: gateway.publicUrl, maxRetries: 0 });
 });
@@ -53,12 +54,21 @@ afterAll(async () => {
 
 const weather = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
 const prompt = "Tell me something";
-/** A 1×1 PNG, as the data URL every backend takes, and the web address Bedrock cannot. */
+/** A 1×1 PNG, as the data URL every backend takes, and the web address Bedrock and Gemini cannot. */
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 const PNG_URL = `data:image/png;base64,${PNG}`;
 const WEB_IMAGE = "https://images.example.com/cat.png";
-/** Backends that take images only as bytes: a web address is refused with a 400 naming the message. */
-const BYTES_ONLY_IMAGES: ReadonlySet<Backend> = new Set(["bedrock-converse"]);
+/**
+ * Backends that take images only as bytes: a web address is refused with a 400 naming the
+ * message. Bedrock has no URL source; Gemini's `fileData` takes only files uploaded to Google (or
+ * Cloud Storage on Vertex), and the gateway fetches nothing for a client.
+ */
+const BYTES_ONLY_IMAGES: ReadonlySet<Backend> = new Set(["bedrock-converse", "gemini"]);
+/** The PNG as the wires whose image part is not the client's own shape carry it. */
+const IMAGE_PART: Partial<Record<Backend, unknown>> = {
+  "bedrock-converse": { image: { format: "png", source: { bytes: PNG } } },
+  gemini: { inlineData: { mimeType: "image/png", data: PNG } },
+};
 
 const collect = async <T>(it: AsyncIterable<T>): Promise<T[]> => {
   const out: T[] = [];
@@ -71,7 +81,6 @@ async function lastUpstream(): Promise<any> {
   const { requests } = (await (await fetch(`${sim.url}/__sim/requests?limit=20`)).json()) as { requests: any[] };
   return requests.filter((r) => upstreamModel(r) !== undefined).at(-1);
 }
-const upstreamCount = async (): Promise<number> => ((await (await fetch(`${sim.url}/__sim/stats`)).json()) as { total: number }).total;
 
 /**
  * Every Chat chunk of one answer: one id, the chunk object, the public model name; the role
@@ -257,7 +266,7 @@ describe.each(BACKENDS.map((b) => ({ backend: b })))("backend speaking $backend"
     expect(chat.choices[0]!.message.content).toMatch(/\S/);
     const seen = JSON.stringify((await lastUpstream()).body);
     expect(seen).toContain(PNG);
-    if (backend === "bedrock-converse") expect(seen).toContain(JSON.stringify({ image: { format: "png", source: { bytes: PNG } } }));
+    if (IMAGE_PART[backend] !== undefined) expect(seen).toContain(JSON.stringify(IMAGE_PART[backend]));
     // An image part counts 85 prompt tokens in the simulator, whichever wire carried it.
     const textOnly = await openai.chat.completions.create({ model, messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }] }] });
     expect(chat.usage!.prompt_tokens - textOnly.usage!.prompt_tokens).toBe(85);
@@ -282,7 +291,7 @@ describe.each(BACKENDS.map((b) => ({ backend: b })))("backend speaking $backend"
 
   if (BYTES_ONLY_IMAGES.has(backend)) {
     it("an image at a web address is refused from every client with a 400 naming the message, and nothing is sent", async () => {
-      const before = await upstreamCount();
+      const before = await generationCount(sim);
       const errors = [
         await openai.chat.completions.create({ model, messages: [{ role: "user", content: [{ type: "text", text: "What is this?" }, { type: "image_url", image_url: { url: WEB_IMAGE } }] }] }).catch((e: unknown) => e),
         await openai.responses.create({ model, store: false, input: [{ role: "user", content: [{ type: "input_text", text: "What is this?" }, { type: "input_image", image_url: WEB_IMAGE, detail: "auto" }] }] }).catch((e: unknown) => e),
@@ -298,7 +307,7 @@ describe.each(BACKENDS.map((b) => ({ backend: b })))("backend speaking $backend"
         expect(e.message).toContain("base64 data URLs");
       }
       expect((errors[0] as InstanceType<typeof OpenAI.BadRequestError>).param).toBe("messages[0]");
-      expect(await upstreamCount()).toBe(before);
+      expect(await generationCount(sim)).toBe(before);
     });
   } else {
     it("an image at a web address reaches the backend by reference", async () => {
@@ -321,6 +330,18 @@ describe.each(BACKENDS.map((b) => ({ backend: b })))("backend speaking $backend"
     await expect(drain(await openai.chat.completions.create({ model, stream: true, messages: [{ role: "user", content: cut }] }))).rejects.toThrow();
     await expect(drain(await openai.responses.create({ model, stream: true, store: false, input: cut }))).rejects.toThrow();
     await expect(anthropic.messages.stream({ model, max_tokens: 64, messages: [{ role: "user", content: cut }] }).finalMessage()).rejects.toThrow();
+  });
+});
+
+describe("the Vertex backend's credential across the matrix", () => {
+  it("every call above carried a bearer token the gateway minted from the service account, minted once", async () => {
+    const { granted } = (await (await fetch(`${sim.url}/__sim/google-token`)).json()) as { granted: number };
+    expect(granted).toBe(1);
+    const { requests } = (await (await fetch(`${sim.url}/__sim/requests`)).json()) as { requests: { path: string; headers: Record<string, string>; body: unknown }[] };
+    const vertex = requests.filter((r) => r.path.startsWith(`/v1/projects/${SIM_VERTEX.project}/locations/${SIM_VERTEX.location}/`));
+    expect(vertex.length).toBeGreaterThan(0);
+    expect(new Set(vertex.map((r) => r.headers.authorization)).size).toBe(1);
+    expect(vertex[0]!.headers.authorization).toMatch(/^Bearer ya29\.sim-/);
   });
 });
 

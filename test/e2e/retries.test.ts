@@ -2,9 +2,9 @@
  * The fault matrix, once per backend protocol: each row is one upstream fault the simulator
  * injects, and what the gateway must make of it — how many upstream attempts (the simulator
  * counts every one), what the client gets, and the evidence each attempt is recorded with.
- * Retries and fallback happen only on known-zero evidence; a provider's own refusals (a 429, and
- * Bedrock's ServiceUnavailableException) are known-zero, a 503 elsewhere, a reset, a cut stream
- * and a slow first byte are not. Each backend's entrypoint has two tiers (its `sim-small`, then
+ * Retries and fallback happen only on known-zero evidence; a provider's own refusals (a 429,
+ * Bedrock's ServiceUnavailableException and Google's UNAVAILABLE) are known-zero, a 503 elsewhere,
+ * a reset, a cut stream and a slow first byte are not. Each backend's entrypoint has two tiers (its `sim-small`, then
  * its `sim-large`) and up to 3 attempts.
  */
 import { stringify } from "yaml";
@@ -18,16 +18,16 @@ import {
   DEMO_KEY,
   expectNothingLeft,
   perProtocolConfig,
-  PROTOCOL_SECRETS,
   startProtocolSimulator,
   upstreamModel,
   type BackendProtocol,
-  type Simulator,
+  type ProtocolSimulator,
 } from "./support/stack.ts";
 
 /**
  * Whether the protocol's 503 is a refusal before any work. Bedrock's ServiceUnavailableException
- * is (docs/protocols/bedrock-converse.md); elsewhere a 503 may follow accepted work.
+ * and Google's UNAVAILABLE are (docs/protocols/bedrock-converse.md, gemini.md); elsewhere a 503
+ * may follow accepted work.
  */
 const OVERLOAD_IS_REFUSAL: Readonly<Record<BackendProtocol, boolean>> = {
   "openai-chat": false,
@@ -35,12 +35,13 @@ const OVERLOAD_IS_REFUSAL: Readonly<Record<BackendProtocol, boolean>> = {
   "anthropic-messages": false,
   "azure-openai": false,
   "bedrock-converse": true,
+  gemini: true,
 };
 /** Protocols whose providers send `retry-after-ms` (OpenAI and Azure OpenAI), which the gateway honours to the millisecond. */
 const SENDS_RETRY_AFTER_MS: ReadonlySet<BackendProtocol> = new Set(["openai-chat", "openai-responses", "azure-openai"]);
 const FIRST_BYTE_TIMEOUT_MS = 400;
 
-let sim: Simulator;
+let sim: ProtocolSimulator;
 let gateway: RunningGateway;
 
 beforeAll(async () => {
@@ -56,7 +57,7 @@ beforeAll(async () => {
   // Exact attempt counts: no breaker may open and change a later row.
   gw.breaker = { enabled: false };
   gw.traffic = { ...gw.traffic, firstByteTimeoutMs: FIRST_BYTE_TIMEOUT_MS };
-  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: PROTOCOL_SECRETS, config: { backends: stringify(backends), publication: stringify(publication), gateway: stringify(gw) } });
+  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: sim.secrets, config: { backends: stringify(backends), publication: stringify(publication), gateway: stringify(gw) } });
 });
 afterAll(async () => {
   try {

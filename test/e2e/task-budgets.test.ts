@@ -4,7 +4,7 @@ import { stringify } from "yaml";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { slowly, startCountingToolServer } from "./support/counting-tool-server.ts";
 import type { LoopbackServer } from "./support/loopback-server.ts";
-import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, expectNothingLeft, perProtocolConfig, PROTOCOL_SECRETS, startProtocolSimulator, type Simulator } from "./support/stack.ts";
+import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, expectNothingLeft, perProtocolConfig, startProtocolSimulator, type ProtocolSimulator, type Simulator } from "./support/stack.ts";
 
 const KEYS = { agent: "sk-e2e-agent", sibling: "sk-e2e-sibling", strict: "sk-e2e-strict", rival: "sk-e2e-rival" } as const;
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");
@@ -17,7 +17,7 @@ const PROMPT = "step [[sim latency-ms=3000]]";
 const MAX_TOKENS = 40;
 const WORST = 8 + Buffer.byteLength(PROMPT) + MAX_TOKENS;
 
-let sim: Simulator;
+let sim: ProtocolSimulator;
 let gateway: RunningGateway;
 
 beforeAll(async () => {
@@ -39,7 +39,7 @@ beforeAll(async () => {
   ];
   const gw = allowingSimulators(bundledConfig("gateway"), sim.url);
   gw.breaker = { enabled: false };
-  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: PROTOCOL_SECRETS, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
+  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: sim.secrets, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
 });
 
 afterAll(async () => {

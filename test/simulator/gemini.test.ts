@@ -175,6 +175,22 @@ describe("vertex ai through @google/genai and the fake token endpoint", () => {
     }
   });
 
+  it("keeps issued tokens across a reset, as Entra's, and refuses them once revoked", async () => {
+    const minted = await source().mint(new AbortController().signal);
+    const ask = () =>
+      vertex(minted.token)
+        .models.generateContent({ model: "gemini-2.5-pro", contents: "x" })
+        .then(
+          () => 200,
+          (e: unknown) => (e as ApiError).status,
+        );
+    await reset(sim);
+    expect(await ask()).toBe(200);
+    const revoked = await fetch(`${sim.url}/__sim/google-token`, { method: "DELETE" });
+    expect(((await revoked.json()) as { revoked: number }).revoked).toBeGreaterThanOrEqual(1);
+    expect(await ask()).toBe(401);
+  });
+
   it("refuses an assertion signed by another key, or for an unknown account", async () => {
     const other = await generateKeyPair("RS256", { extractable: true });
     for (const over of [{ private_key: await exportPKCS8(other.privateKey) }, { client_email: "stranger@x.iam.gserviceaccount.com" }]) {

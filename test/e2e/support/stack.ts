@@ -4,6 +4,7 @@ import OpenAI from "openai";
 import { parse, stringify } from "yaml";
 import { ROOT } from "../../../local-stack/build.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type Child, type RunningGateway } from "../../../local-stack/stack.ts";
+import { testServiceAccount } from "./service-account.ts";
 
 export const DEMO_KEY = "sk-sluice-demo";
 export const LIMITED_KEY = "sk-sluice-limited";
@@ -150,21 +151,51 @@ export async function expectNothingLeft(adminUrl: string): Promise<void> {
 }
 
 /** The protocols a backend may speak over HTTP (the simulator serves each). */
-export const BACKEND_PROTOCOLS = ["openai-chat", "openai-responses", "anthropic-messages", "azure-openai", "bedrock-converse"] as const;
+export const BACKEND_PROTOCOLS = ["openai-chat", "openai-responses", "anthropic-messages", "azure-openai", "bedrock-converse", "gemini"] as const;
 export type BackendProtocol = (typeof BACKEND_PROTOCOLS)[number];
 
 /** The AWS access key the protocol simulator verifies Bedrock signatures with (a test key, not a secret). */
 export const SIM_AWS = { accessKeyId: "AKIAE2ESIMULATOR0001", secretAccessKey: "e2e/simulator+secret0000000000000000000" } as const;
 
-/**
- * The secrets a gateway serving {@link perProtocolConfig}'s backends needs besides the simulator's
- * API key: the AWS access key its Bedrock backend signs with, by the names the config gives.
- */
-export const PROTOCOL_SECRETS: Readonly<Record<string, string>> = { SIM_AWS_KEY_ID: SIM_AWS.accessKeyId, SIM_AWS_SECRET: SIM_AWS.secretAccessKey };
+/** The Vertex AI project and location of {@link protocolBackend}'s gemini backend. */
+export const SIM_VERTEX = { project: "sluice-e2e", location: "europe-west4" } as const;
 
-/** A simulator that checks every backend protocol's credentials: the API key, and SigV4 signatures made with {@link SIM_AWS}. */
-export function startProtocolSimulator(args: readonly string[] = []): Promise<Simulator> {
-  return startSimulatorProcess({ apiKey: SIMULATOR_API_KEY, args: ["--aws-key", `${SIM_AWS.accessKeyId}:${SIM_AWS.secretAccessKey}`, ...args] });
+/**
+ * A simulator that checks every backend protocol's credentials, and the secrets a gateway serving
+ * {@link perProtocolConfig}'s backends at it needs besides the simulator's API key, by the names
+ * the config gives: the AWS access key its Bedrock backend signs with, and the key file of the
+ * service account its Vertex backend mints tokens for (naming this simulator's token endpoint).
+ */
+export type ProtocolSimulator = Simulator & { readonly secrets: Readonly<Record<string, string>> };
+
+/**
+ * Starts a {@link ProtocolSimulator}: it takes the API key, SigV4 signatures made with
+ * {@link SIM_AWS}, and bearer tokens its Google token endpoint minted for a service account made
+ * for it (whose key file is removed when it stops).
+ */
+export async function startProtocolSimulator(args: readonly string[] = []): Promise<ProtocolSimulator> {
+  const account = testServiceAccount("sluice-gateway@sluice-e2e.iam.gserviceaccount.com");
+  try {
+    const sim = await startSimulatorProcess({
+      apiKey: SIMULATOR_API_KEY,
+      args: ["--aws-key", `${SIM_AWS.accessKeyId}:${SIM_AWS.secretAccessKey}`, "--google-service-account", account.path, ...args],
+    });
+    const secrets = { SIM_AWS_KEY_ID: SIM_AWS.accessKeyId, SIM_AWS_SECRET: SIM_AWS.secretAccessKey, SIM_GOOGLE_SERVICE_ACCOUNT: account.keyFile(`${sim.url}/token`) };
+    return {
+      ...sim,
+      secrets,
+      async stop() {
+        try {
+          await sim.stop();
+        } finally {
+          account.remove();
+        }
+      },
+    };
+  } catch (err) {
+    account.remove();
+    throw err;
+  }
 }
 
 /** One backend of each protocol at the simulator, named `name`, for the pool members' models. */
@@ -177,6 +208,9 @@ export function protocolBackend(p: BackendProtocol, simUrl: string, caps: readon
     // Bedrock's runtime endpoint and region; every request SigV4-signed with the key the secrets name.
     case "bedrock-converse":
       return { ...common, baseUrl: simUrl, region: "us-east-1", awsCredential: { accessKeyId: "SIM_AWS_KEY_ID", secretAccessKey: "SIM_AWS_SECRET" } };
+    // Vertex AI (a project and a location), with bearer tokens the gateway mints from the service account's key file.
+    case "gemini":
+      return { ...common, baseUrl: simUrl, ...SIM_VERTEX, credential: { kind: "google-service-account", secret: "SIM_GOOGLE_SERVICE_ACCOUNT" } };
     case "anthropic-messages":
       return { ...common, baseUrl: `${simUrl}/v1`, credential: { secret: "SIMULATOR_API_KEY", scheme: "x-api-key" } };
     default:
@@ -186,24 +220,34 @@ export function protocolBackend(p: BackendProtocol, simUrl: string, caps: readon
 
 /**
  * The model a simulator request asked for, whatever its wire: the body's `model` (OpenAI,
- * Anthropic), the deployment (Azure) or the path's model id (Bedrock); undefined for a request
- * that generates nothing (a token mint, a model list).
+ * Anthropic), the deployment (Azure) or the path's model id (Bedrock, the Gemini API, Vertex AI);
+ * undefined for a request that generates nothing (a token mint, a model list).
  */
 export function upstreamModel(req: { path: string; body: any }): string | undefined {
-  const azure = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(req.path);
-  if (azure) return decodeURIComponent(azure[1]!);
-  const bedrock = /^\/model\/([^/]+)\/converse(?:-stream)?$/.exec(req.path);
-  if (bedrock) return decodeURIComponent(bedrock[1]!);
+  const inPath =
+    /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(req.path) ??
+    /^\/model\/([^/]+)\/converse(?:-stream)?$/.exec(req.path) ??
+    /^\/v1beta\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/.exec(req.path) ??
+    /^\/v1(?:beta1)?\/projects\/[^/]+\/locations\/[^/]+\/publishers\/google\/models\/([^/:]+):(?:generateContent|streamGenerateContent)$/.exec(req.path);
+  if (inPath) return decodeURIComponent(inPath[1]!);
   if (["/v1/chat/completions", "/v1/responses", "/v1/messages"].includes(req.path)) return req.body?.model;
   return undefined;
+}
+
+/**
+ * How many generation requests the simulator has received since its start or last reset: its
+ * request count less the token mints among them (a minted credential's first use mints one).
+ */
+export async function generationCount(sim: Simulator): Promise<number> {
+  const stats = (await (await fetch(`${sim.url}/__sim/stats`)).json()) as { total: number; paths: Record<string, number> };
+  return stats.total - (stats.paths["/token"] ?? 0);
 }
 
 /**
  * A backends source with one simulator backend per wire format (`sim-<protocol>`), each alone in
  * its pool `pool-<protocol>`, and a publication whose model `m-<protocol>` (priced with `price`)
  * serves entrypoint `via-<protocol>`: for tests that run one request shape against every format.
- * The simulator must check (or ignore) the AWS key of {@link SIM_AWS}, and the gateway hold
- * {@link PROTOCOL_SECRETS}.
+ * The simulator is a {@link ProtocolSimulator}, and the gateway holds its `secrets`.
  */
 export function perProtocolConfig(simUrl: string, caps: readonly string[], price: Record<string, unknown>, entrypoint: Record<string, unknown> = {}): { backends: any; publication: any } {
   const backends = {
