@@ -1,9 +1,11 @@
 import Anthropic from "@anthropic-ai/sdk";
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freshFetch } from "./support/raw-http.ts";
 import { stringify } from "yaml";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
 import { ADMIN_TOKEN, allowingSimulators, BACKEND_PROTOCOLS, bundledConfig, expectNothingLeft, generationCount, perProtocolConfig, startProtocolSimulator, type ProtocolSimulator } from "./support/stack.ts";
+
 
 const BACKENDS = BACKEND_PROTOCOLS;
 const KEYS = { cap: "sk-e2e-cap", open: "sk-e2e-open", rate: "sk-e2e-rate", prepaid: "sk-e2e-prepaid", bulk: "sk-e2e-bulk" } as const;
@@ -74,8 +76,9 @@ afterAll(async () => {
   }
 });
 
+// Bursts of concurrent calls seconds apart: each takes a fresh connection (see freshFetch).
 const chat = (key: string, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-  fetch(`${gateway.publicUrl}/v1/chat/completions`, {
+  freshFetch(`${gateway.publicUrl}/v1/chat/completions`, {
     method: "POST",
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...headers },
     body: JSON.stringify({ model: "via-openai-chat", ...body }),

@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -8,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildBundle, ROOT } from "../../local-stack/build.ts";
 import { freePort } from "../../local-stack/ports.ts";
 import { startSimulatorProcess, SIMULATOR_API_KEY } from "../../local-stack/stack.ts";
+import { freshFetch } from "./support/raw-http.ts";
 import { allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
 const TOKEN = "cli-e2e-admin-token";
@@ -15,28 +15,8 @@ const TOKEN = "cli-e2e-admin-token";
 /** A test that runs many `sluice` commands: each is a Node start-up, seconds apiece on a busy machine. */
 const CLI_RUNS_TIMEOUT = 120_000;
 
-/**
- * fetch on a connection of its own. These tests leave the gateway idle for seconds at a time (a
- * CLI command runs, a gateway restarts), and a pooled keep-alive connection the server closed
- * meanwhile fails the next request with "other side closed" when it is reused.
- */
-function fetch(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Response> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: init.method ?? "GET", headers: init.headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("error", reject);
-      res.on("end", () => {
-        const headers = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
-        const status = res.statusCode ?? 0;
-        resolve(new Response(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers }));
-      });
-    });
-    req.on("error", reject);
-    req.end(init.body);
-  });
-}
+/** These tests leave the gateway idle for seconds at a time (a CLI command runs, a gateway restarts): each request takes a fresh connection. */
+const fetch = freshFetch;
 const CLI = join(ROOT, "bin", "sluice.js");
 
 /** Runs the `sluice` command (through its bin launcher) to completion. */

@@ -1,10 +1,14 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freshFetch } from "./support/raw-http.ts";
 import { stringify } from "yaml";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { slowly, startCountingToolServer } from "./support/counting-tool-server.ts";
 import type { LoopbackServer } from "./support/loopback-server.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, expectNothingLeft, perProtocolConfig, startProtocolSimulator, type ProtocolSimulator, type Simulator } from "./support/stack.ts";
+
+// Bursts of concurrent calls seconds apart: each takes a fresh connection (see freshFetch).
+const fetch = freshFetch;
 
 const KEYS = { agent: "sk-e2e-agent", sibling: "sk-e2e-sibling", strict: "sk-e2e-strict", rival: "sk-e2e-rival" } as const;
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");

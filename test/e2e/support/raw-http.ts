@@ -58,3 +58,27 @@ export async function rawExchange(url: string, head: string, wire: Buffer): Prom
     sock.write(wire);
   });
 }
+
+/**
+ * fetch on a connection of its own, the whole answer read. A pooled keep-alive connection that sat
+ * idle for about five seconds is closed by workerd just as a loaded client may reuse it, failing
+ * the request with "other side closed" before the gateway saw it; tests that leave the gateway
+ * idle between bursts (a race of 64 calls, a CLI command) take a fresh connection each time.
+ */
+export function freshFetch(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: init.method ?? "GET", headers: init.headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("error", reject);
+      res.on("end", () => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
+        const status = res.statusCode ?? 0;
+        resolve(new Response(status === 204 || status === 304 ? null : Buffer.concat(chunks), { status, headers }));
+      });
+    });
+    req.on("error", reject);
+    req.end(init.body);
+  });
+}
