@@ -116,8 +116,27 @@ export interface RunningGateway extends Child {
   readonly workDir: string;
 }
 
-/** Builds the bundle and runs it on plain `workerd serve` with a public and an admin socket. */
+/** workerd could not bind a port that was free when it was picked. */
+class PortTakenError extends Error {}
+
+/**
+ * Builds the bundle and runs it on plain `workerd serve` with a public and an admin socket. Ports
+ * it picks itself are free when picked, but another process may bind one before workerd does: then
+ * it starts again on new ones (twice at most).
+ */
 export async function startGateway(o: GatewayOptions): Promise<RunningGateway> {
+  const picked = o.publicPort === undefined && o.adminPort === undefined && o.metricsPort === undefined && o.inspectorPort === undefined;
+  for (let tries = 1; ; tries++) {
+    try {
+      return await startGatewayOnce(o);
+    } catch (err) {
+      if (picked && tries < 3 && err instanceof PortTakenError) continue;
+      throw err;
+    }
+  }
+}
+
+async function startGatewayOnce(o: GatewayOptions): Promise<RunningGateway> {
   const bundleDir = o.bundleDir ?? buildBundle();
   const workDir = mkdtempSync(join(tmpdir(), "sluice-"));
   const stateDir = o.stateDir ?? join(workDir, "state");
@@ -162,7 +181,9 @@ export async function startGateway(o: GatewayOptions): Promise<RunningGateway> {
     await waitForHttp(`${publicUrl}/ready`, 30_000, child.alive);
   } catch (err) {
     await child.stop();
-    throw new Error(`gateway did not become ready: ${String(err)}\n${child.output()}`);
+    const output = child.output();
+    if (output.includes("Address already in use")) throw new PortTakenError(`gateway could not bind its ports: ${output}`);
+    throw new Error(`gateway did not become ready: ${String(err)}\n${output}`);
   }
   return {
     ...child,

@@ -15,8 +15,9 @@ const capKey = (backend: string) => `sk-e2e-cap-${backend}`;
 
 /** K worst cases fit the capped project exactly: bound of the input bytes + 8, plus max_tokens. */
 const K = 7;
-// Slow enough that no admitted request settles (freeing its unused worst case) before all 64 have arrived, even on a busy machine.
-const CAP_PROMPT = "cap [[sim latency-ms=3000]]";
+// Slow enough that every racing call is judged before the first admitted one settles (a settled
+// call frees what its usage did not spend): at 3 s a loaded machine once admitted 10, not 7.
+const CAP_PROMPT = "cap [[sim latency-ms=8000]]";
 const CAP_MAX_TOKENS = 50;
 const WORST = 8 + Buffer.byteLength(CAP_PROMPT) + CAP_MAX_TOKENS;
 
