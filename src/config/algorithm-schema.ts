@@ -42,8 +42,9 @@ export const cascadeSchema = z.strictObject({
 
 /**
  * A panel: the decision's tiers are its members, asked in parallel (`bounds.maxParallel` at a
- * time); once `quorum` answered, the arbiter synthesizes the final answer from them with the
- * published `prompt`.
+ * time); once `quorum` answered, the members still running are stopped and the arbiter writes the
+ * final answer from the quorum's answers with the published `prompt` (`{{question}}` and
+ * `{{answers}}` filled in).
  */
 export const panelSchema = z.strictObject({
   kind: z.literal("panel"),
@@ -57,3 +58,4 @@ export const algorithmSchema = z.discriminatedUnion("kind", [cascadeSchema, pane
 
 export type AlgorithmConfig = z.infer<typeof algorithmSchema>;
 export type CascadeConfig = z.infer<typeof cascadeSchema>;
+export type PanelConfig = z.infer<typeof panelSchema>;

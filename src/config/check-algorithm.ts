@@ -7,7 +7,8 @@ type LogicalModelConfig = PublicationConfig["models"][number];
  * Load-time checks of a decision's algorithm: what the engine cannot run is refused when the
  * publication loads, never at request time. A cascade needs its tiers; one scored by log-probabilities
  * needs every model of it to require `logprobs` (else no backend could give a score); `verify`
- * needs a verifier that serves chat. A panel is refused: this release's engine does not run it.
+ * needs a verifier that serves chat. A panel needs a quorum its members can reach, room in
+ * `maxCalls` for the quorum and the arbiter, and an arbiter prompt with a place for the answers.
  */
 export function checkAlgorithm(d: DecisionConfig, models: ReadonlyMap<string, LogicalModelConfig>, path: string): { readonly path: string; readonly message: string }[] {
   const a = d.algorithm;
@@ -44,9 +45,16 @@ export function checkAlgorithm(d: DecisionConfig, models: ReadonlyMap<string, Lo
       if (steps > 0 && a.bounds.maxCalls < 1) issues.push({ path: `${path}.algorithm.bounds.maxCalls`, message: "a cascade needs at least one call" });
       break;
     }
-    case "panel":
-      issues.push({ path: `${path}.algorithm.kind`, message: "panel is not runnable by this gateway yet (its engine runs cascade only): remove the algorithm or use kind: cascade" });
+    case "panel": {
+      const members = d.models?.length ?? 0;
+      if (members > 0 && a.quorum > members) issues.push({ path: `${path}.algorithm.quorum`, message: `a quorum of ${a.quorum} from ${members} members (the decision's tiers) is never reached` });
+      if (a.bounds.maxCalls < a.quorum + 1) issues.push({ path: `${path}.algorithm.bounds.maxCalls`, message: `a panel makes at least quorum + 1 calls (its members and the arbiter): maxCalls must be at least ${a.quorum + 1}` });
+      if (!a.arbiter.prompt.includes("{{answers}}")) issues.push({ path: `${path}.algorithm.arbiter.prompt`, message: "the arbiter's prompt must hold {{answers}}, where the members' answers go" });
+      const requires = activeRequires(a.arbiter.model);
+      if (requires === undefined) issues.push({ path: `${path}.algorithm.arbiter.model`, message: `unknown model "${a.arbiter.model}"` });
+      else if (!requires.includes("chat")) issues.push({ path: `${path}.algorithm.arbiter.model`, message: `model "${a.arbiter.model}" does not require "chat"` });
       break;
+    }
   }
   return issues;
 }

@@ -77,7 +77,7 @@ export interface LooperRecord {
   readonly algorithm: "cascade" | "panel";
   /** Sub-calls made (verifier calls included). */
   steps: number;
-  /** The tier (its models, `+`-joined) whose answer was accepted; undefined when none was. */
+  /** The tier (its models, `+`-joined) whose answer was accepted (a panel's: its arbiter); undefined when none was. */
   accepted: string | undefined;
   /** The bound that ended the run, when one did. */
   bound?: string | undefined;
@@ -89,7 +89,8 @@ export interface LooperCall {
   readonly requestId: string;
   /** The step's tier (its models, `+`-joined), or the verifier's model. */
   readonly model: string;
-  readonly role: "candidate" | "verifier";
+  /** A cascade's `candidate` and `verifier`; a panel's `member` and `arbiter`. */
+  readonly role: "candidate" | "verifier" | "member" | "arbiter";
   /** The step's confidence score; undefined when it had none (no log-probabilities, a failed verifier). */
   score?: number | undefined;
   accepted: boolean;

@@ -77,10 +77,13 @@ export class BoundedSteps {
   /**
    * One step, within the bounds.
    *
+   * `cancel` lets the algorithm stop a step it no longer needs (a panel's straggler): the step
+   * then ends as cancelled, and its result says so.
+   *
    * @throws GatewayError looper_bound_exceeded naming the bound the step would break (nothing sent),
    *   or `maxTimeMs` when the time bound stopped it while it ran.
    */
-  async call(step: StepRequest): Promise<StepResult> {
+  async call(step: StepRequest, cancel?: AbortSignal): Promise<StepResult> {
     const b = this.#bounds;
     if (this.#deps.depth > b.maxDepth) this.#refuse("maxDepth", `the request is ${this.#deps.depth} deep, above ${b.maxDepth}`);
     if (this.#calls >= b.maxCalls) this.#refuse("maxCalls", `${this.#calls} sub-calls made, at most ${b.maxCalls}`);
@@ -99,12 +102,20 @@ export class BoundedSteps {
     this.#tokens += worst.tokens;
     this.#micros += worst.micros;
     const stop = new AbortController();
-    const cancel = this.#deps.scheduler.schedule(left, () => stop.abort());
+    let timedOut = false;
+    const unschedule = this.#deps.scheduler.schedule(left, () => {
+      timedOut = true;
+      stop.abort();
+    });
+    const cancelled = () => stop.abort();
+    if (cancel?.aborted) cancelled();
+    cancel?.addEventListener("abort", cancelled, { once: true });
     let result: StepResult;
     try {
       result = await this.#port({ tier: step.tier, request: { ...step.request, maxOutputTokens: cap } }, stop.signal);
     } finally {
-      cancel();
+      unschedule();
+      cancel?.removeEventListener("abort", cancelled);
       this.#inFlight--;
     }
     const usage = result.ok ? result.response.usage : undefined;
@@ -113,7 +124,7 @@ export class BoundedSteps {
       this.#tokens += actual.tokens - worst.tokens;
       this.#micros += actual.micros - worst.micros;
     }
-    if (stop.signal.aborted) this.#refuse("maxTimeMs", `${b.maxTimeMs} ms passed while a sub-call ran`);
+    if (timedOut) this.#refuse("maxTimeMs", `${b.maxTimeMs} ms passed while a sub-call ran`);
     return result;
   }
 

@@ -8,6 +8,9 @@ import { avgLogprob, fillPrompt, logprobMargin, verifierScore } from "./scores.t
 /** Alternatives asked for per token when a cascade scores by margin (the best one is all it reads). */
 const MARGIN_ALTERNATIVES = 2;
 
+/** A verifier answers one small JSON object: its output cap keeps its worst case small. */
+const VERIFIER_MAX_TOKENS = 64;
+
 /** The answer an algorithm settled on, and the tier that gave it. */
 export interface LooperAnswer {
   readonly response: NeutralResponse;
@@ -56,7 +59,7 @@ async function score(config: CascadeConfig, response: NeutralResponse, question:
     case "verify": {
       const verifier = config.verifier!;
       const prompt = fillPrompt(verifier.prompt, { question, answer: response.text });
-      const result = await steps.call({ tier: [verifier.model], request: { messages: [{ role: "user", content: [{ type: "text", text: prompt }] }] } });
+      const result = await steps.call({ tier: [verifier.model], request: { messages: [{ role: "user", content: [{ type: "text", text: prompt }] }], maxOutputTokens: VERIFIER_MAX_TOKENS } });
       const s = result.ok ? verifierScore(result.response.text) : undefined;
       record.calls.push({ requestId: result.requestId, model: verifier.model, role: "verifier", score: s, accepted: false, errorCode: result.ok ? undefined : result.error.code });
       record.steps = steps.calls;

@@ -8,6 +8,7 @@ import type { CompiledPublication } from "../publication/compile-publication.ts"
 import type { Price } from "../publication/prices.ts";
 import { BoundedSteps, type StepPort } from "./bounded-steps.ts";
 import { runCascade } from "./cascade.ts";
+import { runPanel } from "./panel.ts";
 
 /** What a model request's invoke phase hands a Looper run. */
 export interface LooperDeps {
@@ -67,9 +68,10 @@ export async function runLooper(algorithm: AlgorithmConfig, plan: DispatchPlan, 
         const answer = await runCascade(algorithm, tiers, asked, steps, record);
         return { response: answer.response, header: looperHeader(record) };
       }
-      case "panel":
-        // Refused when the publication loads (src/config/check-algorithm.ts); reaching here is a bug.
-        throw new Error("panel is not runnable by this gateway");
+      case "panel": {
+        const answer = await runPanel(algorithm, tiers, asked, steps, record, algorithm.bounds.maxParallel);
+        return { response: answer.response, header: looperHeader(record) };
+      }
     }
   } finally {
     record.steps = steps.calls;

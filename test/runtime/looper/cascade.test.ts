@@ -3,6 +3,8 @@ import { chat, engineHarness } from "../support/engine-harness.ts";
 import { snapshot } from "../support/executor-harness.ts";
 import { bundled, textsWith } from "../support/fixtures.ts";
 import type { Reply } from "../../../src/kinds/model/model-api.ts";
+import { loadConfig } from "../../../src/config/load-config.ts";
+import { parse } from "yaml";
 
 const CAPS = ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations", "logprobs"];
 
@@ -203,5 +205,43 @@ describe("Looper cascade", () => {
     const headed = h.engine.begin(h.ingress(chat("x", { max_tokens: 50 }), { trustedHeaders: new Map([["x-sluice-looper", "off"], ["x-sluice-tier", "premium"]]) }));
     expect((await headed.prepare()).kind).toBe("dispatch");
     expect((await headed.dispatch()).meta.looper).toBe("cascade; steps=2; accepted=chat-large");
+  });
+
+  it("scores by a verifier's JSON score: a low score escalates, and the verifier call is a bounded step too", async () => {
+    const snap = await snapshot([{ name: "a", port: 9001, caps: CAPS }]);
+    const pub = parse(cascadeTexts({}, "verify", 0.7).publication);
+    const algorithm = pub.entrypoints.find((e: { name: string }) => e.name === "sluice-chat").decisions[0].algorithm;
+    algorithm.verifier = { model: "chat-large", prompt: "Q: {{question}}\nA: {{answer}}\nReply with JSON {\"score\": 0..1}." };
+    const h = engineHarness({
+      texts: textsWith({ publication: pub }),
+      snapshot: async () => snap,
+      respond: (s) => {
+        const last = JSON.stringify(s.body.messages.at(-1).content);
+        if (last.includes("Reply with JSON")) return answer('{"score": 0.2}', -1);
+        return s.body.model.startsWith("sim-small") ? answer("small answer", -1) : answer("large answer", -1);
+      },
+    });
+    const { reply, requestId } = await run(h, chat("hard question", { max_tokens: 50 }));
+    expect(reply.meta.looper).toBe("cascade; steps=3; accepted=chat-large");
+    // A verifier needs no log-probabilities: none were asked for.
+    expect(h.seen.map((s) => s.body.logprobs)).toEqual([undefined, undefined, undefined]);
+    expect(JSON.stringify(h.seen[1]!.body.messages)).toContain("small answer");
+    await h.settled();
+    expect(h.requests.find((r) => r.requestId === requestId)!.looper!.calls.map((c) => [c.role, c.model, c.score, c.accepted])).toEqual([
+      ["candidate", "chat-small", 0.2, false],
+      ["verifier", "chat-large", 0.2, false],
+      ["candidate", "chat-large", undefined, true],
+    ]);
+  });
+
+  it("is refused at load when it cannot run: log-probabilities from a model that does not require them, verify without a verifier, no models", () => {
+    const pub = parse(cascadeTexts().publication);
+    pub.models.find((m: { id: string }) => m.id === "chat-large").revisions[0].requires = ["chat", "streaming", "stream-usage", "tools"];
+    expect(() => loadConfig(textsWith({ publication: pub }))).toThrow(/model "chat-large" does not require "logprobs"/);
+    const verify = parse(cascadeTexts({}, "verify", 0.5).publication);
+    expect(() => loadConfig(textsWith({ publication: verify }))).toThrow(/score: verify needs a verifier/);
+    const bare = parse(cascadeTexts().publication);
+    delete bare.entrypoints.find((e: { name: string }) => e.name === "sluice-chat").decisions[0].models;
+    expect(() => loadConfig(textsWith({ publication: bare }))).toThrow(/give the decision models:/);
   });
 });
