@@ -86,7 +86,7 @@ export interface LooperRecord {
 
 /** One sub-call of a Looper run. */
 export interface LooperCall {
-  readonly requestId: string;
+  requestId: string;
   /** The step's tier (its models, `+`-joined), or the verifier's model. */
   readonly model: string;
   /** A cascade's `candidate` and `verifier`; a panel's `member` and `arbiter`. */
@@ -94,7 +94,8 @@ export interface LooperCall {
   /** The step's confidence score; undefined when it had none (no log-probabilities, a failed verifier). */
   score?: number | undefined;
   accepted: boolean;
-  readonly errorCode?: ErrorCode | undefined;
+  /** The step's error; undefined while it runs and when it answered. */
+  errorCode?: ErrorCode | undefined;
 }
 
 /**

@@ -19,9 +19,11 @@ export type StepResult =
 
 /**
  * How the engine makes one sub-call: the session's ModelExecutor, bound to the parent request.
- * `signal` stops the sub-call (the run's time bound): it then ends as cancelled.
+ * `signal` stops the sub-call (the run's time bound): it then ends as cancelled. `started` hears
+ * the sub-call's request id as soon as it exists, so a run that ends while the step still runs
+ * (its parent's deadline, a disconnect) lists it.
  */
-export type StepPort = (step: StepRequest, signal: AbortSignal) => Promise<StepResult>;
+export type StepPort = (step: StepRequest, signal: AbortSignal, started: (requestId: string) => void) => Promise<StepResult>;
 
 /** The bound a refusal names (the config's own key). */
 export type BoundName = keyof LooperBounds;
@@ -78,12 +80,13 @@ export class BoundedSteps {
    * One step, within the bounds.
    *
    * `cancel` lets the algorithm stop a step it no longer needs (a panel's straggler): the step
-   * then ends as cancelled, and its result says so.
+   * then ends as cancelled, and its result says so. `started` hears the step's request id when
+   * its sub-call begins.
    *
    * @throws GatewayError looper_bound_exceeded naming the bound the step would break (nothing sent),
    *   or `maxTimeMs` when the time bound stopped it while it ran.
    */
-  async call(step: StepRequest, cancel?: AbortSignal): Promise<StepResult> {
+  async call(step: StepRequest, cancel?: AbortSignal, started: (requestId: string) => void = () => {}): Promise<StepResult> {
     const b = this.#bounds;
     if (this.#deps.depth > b.maxDepth) this.#refuse("maxDepth", `the request is ${this.#deps.depth} deep, above ${b.maxDepth}`);
     if (this.#calls >= b.maxCalls) this.#refuse("maxCalls", `${this.#calls} sub-calls made, at most ${b.maxCalls}`);
@@ -112,7 +115,7 @@ export class BoundedSteps {
     cancel?.addEventListener("abort", cancelled, { once: true });
     let result: StepResult;
     try {
-      result = await this.#port({ tier: step.tier, request: { ...step.request, maxOutputTokens: cap } }, stop.signal);
+      result = await this.#port({ tier: step.tier, request: { ...step.request, maxOutputTokens: cap } }, stop.signal, started);
     } finally {
       unschedule();
       cancel?.removeEventListener("abort", cancelled);

@@ -3,6 +3,7 @@ import type { LooperRecord } from "../context/request-record.ts";
 import { textOf } from "../protocol/content-parts.ts";
 import type { NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 import type { BoundedSteps, StepRequest } from "./bounded-steps.ts";
+import { recordedStep } from "./recorded-step.ts";
 import { avgLogprob, fillPrompt, logprobMargin, verifierScore } from "./scores.ts";
 
 /** Alternatives asked for per token when a cascade scores by margin (the best one is all it reads). */
@@ -32,10 +33,7 @@ export async function runCascade(config: CascadeConfig, tiers: readonly (readonl
     const tier = tiers[i]!;
     const last = i === tiers.length - 1;
     const step: StepRequest = { tier, request: logprobs === undefined ? request : { ...request, logprobs } };
-    const result = await steps.call(step);
-    const call = { requestId: result.requestId, model: tierName(tier), role: "candidate" as const, score: undefined as number | undefined, accepted: false, errorCode: result.ok ? undefined : result.error.code };
-    record.calls.push(call);
-    record.steps = steps.calls;
+    const { result, call } = await recordedStep(steps, record, step, { model: tierName(tier), role: "candidate" });
     if (!result.ok) throw result.error;
     // The last step is accepted as it is: there is nothing dearer to ask, so it is not scored.
     if (!last) call.score = await score(config, result.response, question, steps, record);
@@ -59,11 +57,9 @@ async function score(config: CascadeConfig, response: NeutralResponse, question:
     case "verify": {
       const verifier = config.verifier!;
       const prompt = fillPrompt(verifier.prompt, { question, answer: response.text });
-      const result = await steps.call({ tier: [verifier.model], request: { messages: [{ role: "user", content: [{ type: "text", text: prompt }] }], maxOutputTokens: VERIFIER_MAX_TOKENS } });
-      const s = result.ok ? verifierScore(result.response.text) : undefined;
-      record.calls.push({ requestId: result.requestId, model: verifier.model, role: "verifier", score: s, accepted: false, errorCode: result.ok ? undefined : result.error.code });
-      record.steps = steps.calls;
-      return s;
+      const { result, call } = await recordedStep(steps, record, { tier: [verifier.model], request: { messages: [{ role: "user", content: [{ type: "text", text: prompt }] }], maxOutputTokens: VERIFIER_MAX_TOKENS } }, { model: verifier.model, role: "verifier" });
+      call.score = result.ok ? verifierScore(result.response.text) : undefined;
+      return call.score;
     }
   }
 }

@@ -5,6 +5,7 @@ import { textOf } from "../protocol/content-parts.ts";
 import type { NeutralMessage, NeutralRequest, NeutralResponse } from "../protocol/neutral.ts";
 import type { BoundedSteps, StepResult } from "./bounded-steps.ts";
 import type { LooperAnswer } from "./cascade.ts";
+import { recordedStep } from "./recorded-step.ts";
 import { fillPrompt } from "./scores.ts";
 
 const tierName = (tier: readonly string[]) => tier.join("+");
@@ -27,17 +28,15 @@ export async function runPanel(config: PanelConfig, tiers: readonly (readonly st
   let next = 0;
   const member = async (tier: readonly string[]): Promise<void> => {
     let result: StepResult;
+    let call: LooperCall;
     try {
-      result = await steps.call({ tier, request }, stragglers.signal);
+      ({ result, call } = await recordedStep(steps, record, { tier, request }, { model: tierName(tier), role: "member" }, stragglers.signal));
     } catch (err) {
       // A bound refused the member (nothing was sent): the run fails with it once the others stop.
       boundError ??= err;
       stragglers.abort();
       return;
     }
-    const call: LooperCall = { requestId: result.requestId, model: tierName(tier), role: "member", accepted: false, errorCode: result.ok ? undefined : result.error.code };
-    record.calls.push(call);
-    record.steps = steps.calls;
     if (!result.ok) {
       failed++;
       lastError = result.error;
@@ -74,11 +73,9 @@ export async function runPanel(config: PanelConfig, tiers: readonly (readonly st
   // The arbiter keeps the request's instructions; the conversation it judges is in its prompt.
   const system = request.messages.filter((m): m is NeutralMessage => m.role === "system" || m.role === "developer");
   const prompt = fillPrompt(config.arbiter.prompt.replaceAll("{{answers}}", listed), { question, answer: listed });
-  const arbiter = await steps.call({ tier: [config.arbiter.model], request: { ...request, tools: undefined, toolChoice: undefined, messages: [...system, { role: "user", content: [{ type: "text", text: prompt }] }] } });
-  const call: LooperCall = { requestId: arbiter.requestId, model: config.arbiter.model, role: "arbiter", accepted: arbiter.ok, errorCode: arbiter.ok ? undefined : arbiter.error.code };
-  record.calls.push(call);
-  record.steps = steps.calls;
+  const { result: arbiter, call } = await recordedStep(steps, record, { tier: [config.arbiter.model], request: { ...request, tools: undefined, toolChoice: undefined, messages: [...system, { role: "user", content: [{ type: "text", text: prompt }] }] } }, { model: config.arbiter.model, role: "arbiter" });
   if (!arbiter.ok) throw arbiter.error;
+  call.accepted = true;
   record.accepted = config.arbiter.model;
   return { response: arbiter.response, accepted: config.arbiter.model };
 }
