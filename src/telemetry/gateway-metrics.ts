@@ -114,8 +114,8 @@ export class GatewayMetrics implements FinishedRequestReader {
     const looper = r.looper;
     if (looper) {
       for (const c of looper.calls) this.#looperSteps.add([entrypoint, looper.algorithm, c.role]);
-      // A cascade escalated each time a scored candidate fell short and the next tier was asked.
-      const escalations = looper.calls.filter((c) => c.role === "candidate" && !c.accepted && c.errorCode === undefined).length;
+      // A cascade escalated each time a candidate fell short and the next tier was asked.
+      const escalations = Math.max(0, looper.calls.filter((c) => c.role === "candidate").length - 1);
       if (escalations > 0) this.#looperEscalations.add([entrypoint, looper.algorithm], escalations);
     }
     const mcp = r.mcp;

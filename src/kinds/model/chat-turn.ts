@@ -212,6 +212,8 @@ export class ChatTurn implements KindTurn<Reply> {
       // protocol, complete in memory, so the request ends here like a buffered one.
       const response = events ? events.filterResponse(execution.response) : execution.response;
       const body = replayStream(response, codec.createStreamEncoder(this.#caller.stamp(this.#plan!.entrypoint), this.#request!));
+      const content = ctx.record.content;
+      if (content) content.completion = response.text.slice(0, content.maxChars + CONTENT_MARGIN);
       return { reply: { kind: "stream", body, meta }, streaming: false };
     }
     const answer = respond(execution, codec, this.#caller.stamp(this.#plan!.entrypoint), this.#request!, deps, events);
