@@ -6,9 +6,9 @@
  */
 
 import { randomBytes } from "node:crypto";
-import type { Knobs } from "./knobs.ts";
+import { qualityFor, type Knobs } from "./knobs.ts";
 import { buildArguments } from "./tool-arguments.ts";
-import type { Completion, GenerationRequest, NeutralMessage, ToolCall, ToolSpec } from "./wire-format.ts";
+import type { Completion, GenerationRequest, NeutralMessage, TokenLogprob, ToolCall, ToolSpec } from "./wire-format.ts";
 
 /** Prompt tokens added once per request, like the reply priming of real tokenizers. */
 export const PROMPT_BASE_TOKENS = 3;
@@ -204,6 +204,24 @@ function chooseTool(request: GenerationRequest, knobs: Knobs): { name: string; s
   return { name, spec: request.tools.find((t) => t.name === name) };
 }
 
+/** A probability's natural log, kept finite (a quality of 0 is a very unsure model, not -Infinity). */
+const ln = (p: number) => Math.log(Math.max(p, 1e-9));
+
+/**
+ * The log-probabilities a model of this quality shows: every emitted token has probability
+ * `quality`; the alternatives share the rest, halving (the first has (1 - quality) / 2, the next a
+ * quarter, …). So the mean log-probability is ln(quality) and the margin to the best alternative
+ * ln(quality) - ln((1 - quality) / 2): a test sets the score it wants with one knob.
+ */
+export function tokenLogprobs(tokens: readonly string[], quality: number, alternatives: number): TokenLogprob[] {
+  return tokens.map((token) => {
+    const chosen = { token, logprob: ln(quality) };
+    const others = Array.from({ length: alternatives }, (_, k) => ({ token: `${token.trim() || "_"}~${k + 1}`, logprob: ln((1 - quality) / 2 ** (k + 1)) }));
+    const top = alternatives === 0 ? [] : [chosen, ...others].sort((a, b) => b.logprob - a.logprob).slice(0, alternatives);
+    return { token, logprob: chosen.logprob, top };
+  });
+}
+
 /**
  * Produces the completion for a validated request.
  *
@@ -264,6 +282,7 @@ export function generate(request: GenerationRequest, knobs: Knobs, seed: number,
     uid: uniqueId(),
     created: Math.floor(Date.now() / 1000),
     model: request.model,
+    logprobs: request.logprobs === undefined || toolCall !== undefined ? undefined : tokenLogprobs(tokens, qualityFor(knobs.quality, request.model), request.logprobs),
     tokens,
     toolCall,
     finish,

@@ -39,6 +39,7 @@ export const KNOB_NAMES = [
   "only-model",
   "only-path",
   "echo-chars",
+  "quality",
 ] as const;
 
 /** A knob name. */
@@ -82,7 +83,26 @@ export interface Knobs {
   readonly onlyPath: string | undefined;
   /** Above 0: the answer repeats the last user message, in pieces of this many characters (one token each). */
   readonly echoChars: number;
+  /**
+   * How sure the model is of its answer, 0–1: the probability of each token it emits, shown as
+   * log-probabilities when the request asks for them. `default` for every model, `byModel` per model.
+   */
+  readonly quality: Quality;
 }
+
+/** The `quality` knob: one probability for every model, and overrides per model (by the name requested). */
+export interface Quality {
+  readonly default: number;
+  readonly byModel: Readonly<Record<string, number>>;
+}
+
+/** Each emitted token's probability for a request naming `model`. */
+export function qualityFor(quality: Quality, model: string): number {
+  return quality.byModel[model] ?? quality.default;
+}
+
+/** Each token's probability when the `quality` knob is not set: a fairly sure model. */
+const BASE_KNOBS_QUALITY = 0.9;
 
 /** Knob values with nothing overridden. */
 export const BASE_KNOBS: Knobs = {
@@ -107,6 +127,7 @@ export const BASE_KNOBS: Knobs = {
   onlyModel: undefined,
   onlyPath: undefined,
   echoChars: 0,
+  quality: { default: BASE_KNOBS_QUALITY, byModel: {} },
 };
 
 /** A knob name or value that cannot be used; reported as a 400. */
@@ -130,6 +151,28 @@ function int(name: string, raw: string, min: number): number {
   if (value < min || value > MAX_INT) throw new KnobError(`knob '${name}' must be between ${min} and ${MAX_INT}, got ${raw}`);
   return value;
 }
+
+function probability(name: string, raw: string): number {
+  if (!/^(0(\.\d{1,6})?|1(\.0{1,6})?)$/.test(raw)) throw new KnobError(`knob '${name}' must be a probability between 0 and 1, got '${raw}'`);
+  return Number(raw);
+}
+
+/** `0.4` (every model) or `model-a:0.2,model-b:0.95` (per model; a bare number among them sets the rest). */
+function quality(name: string, raw: string): Quality {
+  let fallback = BASE_KNOBS_QUALITY;
+  const byModel: Record<string, number> = {};
+  for (const part of raw.split(",")) {
+    const at = part.lastIndexOf(":");
+    if (at < 0) fallback = probability(name, part);
+    else {
+      const model = part.slice(0, at);
+      if (model === "" || /\s/.test(model)) throw new KnobError(`knob '${name}' names no model in '${part}'`);
+      byModel[model] = probability(name, part.slice(at + 1));
+    }
+  }
+  return { default: fallback, byModel };
+}
+
 
 function word(name: string, raw: string): string {
   if (raw === "" || /\s/.test(raw)) throw new KnobError(`knob '${name}' must be a non-empty word, got '${raw}'`);
@@ -199,6 +242,9 @@ function applyKnob(target: Mutable<Partial<Knobs>>, name: string, raw: string): 
       return;
     case "echo-chars":
       target.echoChars = int(name, raw, 0);
+      return;
+    case "quality":
+      target.quality = quality(name, raw);
       return;
     case "key":
       target.key = word(name, raw);

@@ -55,6 +55,8 @@ export interface GenerationRequest {
   readonly reasoningText?: boolean;
   /** Format-private data from `parse` for rendering, e.g. the parameters a Response echoes. */
   readonly echo?: unknown;
+  /** Token log-probabilities asked for, with this many alternatives each (OpenAI Chat `logprobs` + `top_logprobs`). */
+  readonly logprobs?: number | undefined;
 }
 
 /**
@@ -105,6 +107,15 @@ export interface Completion {
   readonly reasoning: readonly string[];
   /** `undefined` when the `omit-usage` fault asks for usage to be left out. */
   readonly usage: Usage | undefined;
+  /** Each text token's log-probability and its alternatives, when the request asked for them. */
+  readonly logprobs?: readonly TokenLogprob[] | undefined;
+}
+
+/** One emitted token's log-probability and the most likely tokens at its place, most likely first. */
+export interface TokenLogprob {
+  readonly token: string;
+  readonly logprob: number;
+  readonly top: readonly { readonly token: string; readonly logprob: number }[];
 }
 
 /** Error class of a failure, format-neutral; each format maps it to its error `type`. */

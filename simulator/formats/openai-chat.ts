@@ -145,6 +145,12 @@ function parse(body: unknown): ParseResult {
 
   const stream = body["stream"];
   if (stream !== undefined && stream !== null && typeof stream !== "boolean") return wrongType("stream", "a boolean", stream);
+  const logprobs = body["logprobs"];
+  if (logprobs !== undefined && logprobs !== null && typeof logprobs !== "boolean") return wrongType("logprobs", "a boolean", logprobs);
+  const topLogprobs = parseInteger(body, "top_logprobs", 0);
+  if (isResult(topLogprobs)) return topLogprobs;
+  if (topLogprobs !== undefined && topLogprobs > 20) return invalid(`Invalid 'top_logprobs': integer above maximum value. Expected a value <= 20, but got ${topLogprobs} instead.`, "top_logprobs", "integer_above_max_value");
+  if (topLogprobs !== undefined && logprobs !== true) return invalid("Using top_logprobs requires logprobs to be set to true.", "top_logprobs", null);
   const streamOptions = body["stream_options"];
   if (streamOptions !== undefined && streamOptions !== null) {
     if (stream !== true) {
@@ -162,6 +168,7 @@ function parse(body: unknown): ParseResult {
     stream: stream === true,
     streamUsage: isObject(streamOptions) && streamOptions["include_usage"] === true,
     directiveText: lastUserText(messages),
+    logprobs: logprobs === true ? (topLogprobs ?? 0) : undefined,
   };
   return { ok: true, request };
 }
@@ -181,6 +188,16 @@ function usageJson(usage: Usage): Json {
   };
 }
 
+/** A buffered choice's `logprobs`: null unless the request asked (`logprobs: true`). */
+function logprobsJson(completion: Completion): unknown {
+  if (completion.logprobs === undefined) return null;
+  const bytes = (token: string) => [...new TextEncoder().encode(token)];
+  return {
+    content: completion.logprobs.map((t) => ({ token: t.token, logprob: t.logprob, bytes: bytes(t.token), top_logprobs: t.top.map((a) => ({ token: a.token, logprob: a.logprob, bytes: bytes(a.token) })) })),
+    refusal: null,
+  };
+}
+
 function renderBuffered(completion: Completion): string {
   const call = completion.toolCall;
   const message = call
@@ -197,7 +214,7 @@ function renderBuffered(completion: Completion): string {
     object: "chat.completion",
     created: completion.created,
     model: completion.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: FINISH[completion.finish] }],
+    choices: [{ index: 0, message, logprobs: logprobsJson(completion), finish_reason: FINISH[completion.finish] }],
   };
   if (completion.usage) body["usage"] = usageJson(completion.usage);
   body["service_tier"] = "default";

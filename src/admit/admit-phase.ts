@@ -27,8 +27,8 @@ export async function admitRequest(
   ctx: RequestContext,
   admission: AdmissionController,
   drain: DrainController | undefined,
-  who: { readonly tenant: string; readonly model: string },
-): Promise<AdmissionLease> {
+  who: { readonly tenant: string; readonly model: string } | undefined,
+): Promise<AdmissionLease | undefined> {
   if (drain) {
     const ticket = drain.track();
     // A draining isolate refuses exactly as a drain cancels: the same code and retry-after.
@@ -37,6 +37,8 @@ export async function admitRequest(
     ctx.watchDrain(ticket);
   }
   ctx.checkpoint();
+  // Work admitted piece by piece (a Looper run's sub-calls) takes the drain ticket only.
+  if (who === undefined) return undefined;
   const admitted = await admission.admit(who, { deadlineAt: ctx.deadlineAt, signal: ctx.signal });
   if (!admitted.ok) {
     ctx.checkpoint();

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { algorithmSchema } from "./algorithm-schema.ts";
 import type { ConditionConfig } from "../signals/conditions.ts";
 
 const id = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "ids are 1-64 lower-case letters, digits, '.', '_' or '-'");
@@ -53,6 +54,11 @@ export const decisionSchema = z.strictObject({
   models: tiersSchema.optional(),
   /** Named plugins (publication.yaml `plugins:`) that run after the entrypoint's own, in order. */
   plugins: z.array(id).default([]),
+  /**
+   * A Looper algorithm over the decision's `models:` (required with it): the engine answers the
+   * request from several bounded sub-calls instead of one (docs/looper.md).
+   */
+  algorithm: algorithmSchema.optional(),
   /**
    * When a signal the condition needs is unknown (it failed, or was late): `skip` treats the
    * decision as not holding (fail open) and goes on to the next; `refuse` answers the request

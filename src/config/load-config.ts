@@ -7,6 +7,7 @@ import { CONFIG_FILES, ConfigValidationError, duplicates, parseConfigText, type 
 import { TOOL_CALL_PLUGIN_KINDS } from "./plugin-schema.ts";
 import { compileSignal, type SignalShape } from "../signals/compile-signals.ts";
 import { compileCondition } from "../signals/conditions.ts";
+import { checkAlgorithm } from "./check-algorithm.ts";
 
 /** The three config texts, as bundled or as overridden by the deployment. */
 export interface ConfigTexts {
@@ -237,6 +238,7 @@ export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig)
     checkTiers(ep.default, `entrypoints[${ei}].default`);
     ep.decisions.forEach((d, di) => {
       if (d.models) checkTiers(d.models, `entrypoints[${ei}].decisions[${di}].models`);
+      issues.push(...checkAlgorithm(d, models, `entrypoints[${ei}].decisions[${di}]`).map((i) => ({ file, ...i })));
     });
     ep.routes.forEach((r, ri) => {
       checkTiers(r.models, `entrypoints[${ei}].routes[${ri}].models`);

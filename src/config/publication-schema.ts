@@ -16,7 +16,7 @@ const publicName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, "inv
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be a lower-case hex SHA-256 digest of the key");
 
 /** A capability a logical model revision needs from every backend that may serve it. */
-export const capabilitySchema = z.enum(["chat", "streaming", "tools", "images", "stream-usage", "json-schema", "embeddings", "moderations"]);
+export const capabilitySchema = z.enum(["chat", "streaming", "tools", "images", "stream-usage", "json-schema", "embeddings", "moderations", "logprobs"]);
 export type Capability = z.infer<typeof capabilitySchema>;
 
 /**

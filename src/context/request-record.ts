@@ -65,6 +65,37 @@ export interface RequestRecord {
   content: RequestContent | undefined;
   /** For a token count (`POST /v1/messages/count_tokens`): the figure answered and where it came from. */
   tokenCount?: TokenCountRecord | undefined;
+  /** For a request its decision answered with a Looper algorithm: the run, step by step. */
+  looper?: LooperRecord | undefined;
+}
+
+/**
+ * A Looper run as the access line and the call ledger show it: the algorithm, the sub-calls it
+ * made (each its own request, recorded under this one), and which answer it accepted.
+ */
+export interface LooperRecord {
+  readonly algorithm: "cascade" | "panel";
+  /** Sub-calls made (verifier calls included). */
+  steps: number;
+  /** The tier (its models, `+`-joined) whose answer was accepted (a panel's: its arbiter); undefined when none was. */
+  accepted: string | undefined;
+  /** The bound that ended the run, when one did. */
+  bound?: string | undefined;
+  readonly calls: LooperCall[];
+}
+
+/** One sub-call of a Looper run. */
+export interface LooperCall {
+  requestId: string;
+  /** The step's tier (its models, `+`-joined), or the verifier's model. */
+  readonly model: string;
+  /** A cascade's `candidate` and `verifier`; a panel's `member` and `arbiter`. */
+  readonly role: "candidate" | "verifier" | "member" | "arbiter";
+  /** The step's confidence score; undefined when it had none (no log-probabilities, a failed verifier). */
+  score?: number | undefined;
+  accepted: boolean;
+  /** The step's error; undefined while it runs and when it answered. */
+  errorCode?: ErrorCode | undefined;
 }
 
 /**

@@ -102,6 +102,39 @@ function decided(publication: CompiledPublication, ep: CompiledEntrypoint, reque
 
 const NONE = { decision: undefined, skipped: [] } as const;
 
+/**
+ * The decide phase of a Looper step (a sub-call the engine makes for its parent's algorithm): the
+ * tier the algorithm chose, planned as it is — no decision rules, no second semantic choice. The
+ * route is the parent's decision, for the record.
+ *
+ * @throws GatewayError deadline_exceeded when the deadline passed; internal_error when the plan fails its check.
+ */
+export function decideTier(publication: CompiledPublication, ep: CompiledEntrypoint, request: NeutralRequest, input: DecisionInput, tier: readonly string[], route: string): Decided {
+  const deadlineAt = deadlineOf(input);
+  if (deadlineAt <= input.now) throw new GatewayError("deadline_exceeded", "The request deadline passed.");
+  const needs = requestCapabilities(request);
+  const planned = tier.flatMap((id) => {
+    const m = publication.models.get(id);
+    return m ? [plannedModel(id, m, needs)] : [];
+  });
+  const plan = checkedPlan(
+    {
+      requestId: input.requestId,
+      publicationRevision: publication.revision,
+      entrypoint: ep.name,
+      route,
+      tiers: planned.length > 0 ? [planned] : [],
+      retry: { maxAttempts: ep.maxAttempts },
+      deadlineAt,
+      affinityKey: ep.affinityHeader === undefined ? undefined : input.trustedHeaders.get(ep.affinityHeader),
+      clientProtocol: input.clientProtocol,
+      stream: false,
+    },
+    input.clock(),
+  );
+  return { plan, decision: undefined, record: { name: route, signals: {}, skipped: [] } };
+}
+
 /** The request's one deadline: the gateway's bound from receipt, or the caller's if earlier. */
 function deadlineOf(input: DecisionInput): number {
   return Math.min(input.receivedAt + input.requestDeadlineMs, input.callerDeadlineAt ?? Number.POSITIVE_INFINITY);
@@ -114,6 +147,7 @@ export function requestCapabilities(req: NeutralRequest): Capability[] {
   if ((req.tools?.length ?? 0) > 0) caps.push("tools");
   if (req.messages.some((m) => m.content.some((p) => p.type === "image"))) caps.push("images");
   if (req.responseFormat?.type === "json_schema") caps.push("json-schema");
+  if (req.logprobs !== undefined) caps.push("logprobs");
   return caps;
 }
 

@@ -17,6 +17,7 @@ import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { EngineDeps } from "./engine-deps.ts";
 import { Runner } from "./runner.ts";
 import type { Action, InputResult, ModelExecutor, Session, SubcallResult } from "./session-api.ts";
+import type { StepRequest, StepResult } from "../looper/bounded-steps.ts";
 
 /** A model-kind turn, whatever its operation: its hooks, who it is for, and what it decided. */
 interface ModelTurn extends KindTurn<Reply> {
@@ -140,7 +141,7 @@ export class RequestSession implements Session {
       const origin = { ingress: from.ingress };
       switch (from.ingress.operation ?? "chat") {
         case "chat":
-          return new ChatTurn(this.#deps, ctx, { ingress: from.ingress, explain: from.explain }, pin);
+          return new ChatTurn(this.#deps, ctx, { ingress: from.ingress, explain: from.explain }, pin, { port: (step, signal, started) => this.#step(step, signal, started), scheduler: this.#deps.scheduler });
         case "embeddings":
           return new InputTurn(EMBEDDINGS, this.#deps, ctx, origin, pin);
         case "moderations":
@@ -163,13 +164,32 @@ export class RequestSession implements Session {
     return this.#snapshot;
   }
 
+  /**
+   * A Looper step: a sub-call to the tier the algorithm chose, on the request's own entrypoint (the
+   * key was granted it when the request was authorized), made by the engine and never a listener.
+   */
+  async #step(step: StepRequest, signal: AbortSignal, started: (requestId: string) => void): Promise<StepResult> {
+    const r = await this.#subcall({ model: this.#turn.decided.plan.entrypoint, request: step.request, tier: step.tier, signal }, started);
+    return r.ok ? { ok: true, requestId: r.requestId, response: r.response } : { ok: false, requestId: r.requestId, error: r.error };
+  }
+
   /** A model-kind request that inherits from this one, on the same runner. */
-  async #subcall(sub: SubcallRequest): Promise<SubcallResult> {
+  async #subcall(sub: SubcallRequest, started?: (requestId: string) => void): Promise<SubcallResult> {
     if (!(this.#turn instanceof ChatTurn) || !this.#turn.prepared) throw new Error("a sub-call needs a prepared parent request");
     // Only a signal's embedding runs inside an explain: it sends no generation.
     if (this.#runner.ctx.record.explain === true) throw new Error("an explain makes no generation sub-call");
     const child = new RequestSession(this.#deps, { parent: this, sub, internal: false });
-    const reply = await child.#run();
+    started?.(child.requestId);
+    // The caller stopped waiting for it (a Looper run's time bound): to the sub-call, its parent has ended.
+    const stop = () => child.abort("parent_ended");
+    if (sub.signal?.aborted) stop();
+    sub.signal?.addEventListener("abort", stop, { once: true });
+    let reply: Reply;
+    try {
+      reply = await child.#run();
+    } finally {
+      sub.signal?.removeEventListener("abort", stop);
+    }
     switch (reply.kind) {
       case "buffered":
         return { ok: true, requestId: child.requestId, response: reply.response!, attempts: reply.meta.attempts };

@@ -74,6 +74,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "upstream_protocol_error":
     case "upstream_stream_cut":
     case "internal_error":
+    case "looper_bound_exceeded":
       return { openai: "server_error", anthropic: "api_error" };
   }
 }

@@ -60,6 +60,7 @@ export const ERROR_CODES = [
   "attribution_required",
   "content_blocked",
   "signal_unavailable",
+  "looper_bound_exceeded",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -169,6 +170,9 @@ function factsOf(code: ErrorCode): CodeFacts {
       return { status: 502, source: "upstream", retryable: true };
     case "internal_error":
       return { status: 500, source: "internal", retryable: false };
+    case "looper_bound_exceeded":
+      // The operator's bound on one algorithm run was reached: the same request would reach it again.
+      return { status: 503, source: "internal", retryable: false };
   }
 }
 

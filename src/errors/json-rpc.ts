@@ -62,6 +62,7 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "balance_exhausted":
     case "budget_unavailable":
     case "signal_unavailable":
+    case "looper_bound_exceeded":
     case "deadline_exceeded":
     case "client_closed":
     case "upstream_error":

@@ -56,6 +56,7 @@ function metaHeaders(idHeader: Record<string, string>, meta: ReplyMeta | undefin
   if (meta.injectedMaxOutputTokens !== undefined) h["x-sluice-max-output-tokens"] = `${meta.injectedMaxOutputTokens}; injected`;
   if (meta.callId !== undefined) h["x-sluice-call-id"] = meta.callId;
   if (meta.decision !== undefined) h["x-sluice-decision"] = meta.decision;
+  if (meta.looper !== undefined) h["x-sluice-looper"] = meta.looper;
   if (meta.budgetUnchecked) h["x-sluice-budget"] = "unchecked";
   // A token count says whether the model's backend counted it or the gateway estimated it.
   if (meta.tokenCount !== undefined) h["x-sluice-token-count"] = meta.tokenCount;

@@ -61,10 +61,14 @@ export interface KindTurn<R> {
   amend(subject: Subject): void;
   /** Phase 5: what the request may spend, reserved or prepared before anything is sent. */
   reserve(): Promise<void>;
-  /** Phase 6 is the runner's own (drain ticket, admission lease): the lease's key. */
-  admission(): AdmissionKey;
-  /** Phase 7: the upstream calls, on the admission lease the request holds. */
-  invoke(lease: AdmissionLease): Promise<void>;
+  /**
+   * Phase 6 is the runner's own (drain ticket, admission lease): the lease's key. Undefined: the
+   * request's own work is its sub-calls (a Looper run), each admitted on its own; it takes the
+   * drain ticket only.
+   */
+  admission(): AdmissionKey | undefined;
+  /** Phase 7: the upstream calls, on the admission lease the request holds (none: see {@link admission}). */
+  invoke(lease: AdmissionLease | undefined): Promise<void>;
   /** Phase 8: the answer, for the client (`events`: the request's `stream_event_safe` plugins). */
   respond(events: StreamEventChain | undefined): Responded<R>;
   /** The reply to a failure; the runner has ended the request already. `thrown` is what was caught. */

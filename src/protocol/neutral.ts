@@ -148,6 +148,20 @@ export interface NeutralRequest {
   readonly stream: boolean;
   /** Whether the client asked to receive usage in the stream (OpenAI `stream_options.include_usage`). */
   readonly streamUsage: boolean;
+  /**
+   * Token log-probabilities to ask the backend for, with this many alternatives per token
+   * (OpenAI `logprobs` + `top_logprobs`). Set only by the gateway's own looper steps (a client
+   * protocol's decoder never sets it), and sent only by encoders whose wire has the field.
+   */
+  readonly logprobs?: number | undefined;
+}
+
+/** One output token's log-probability and its most likely alternatives (OpenAI `logprobs.content[]`). */
+export interface TokenLogprob {
+  readonly token: string;
+  readonly logprob: number;
+  /** The most likely tokens at this position, the chosen one usually among them, most likely first. */
+  readonly top: readonly { readonly token: string; readonly logprob: number }[];
 }
 
 /** Where a usage figure came from: the provider said so, or the gateway estimated it. */
@@ -182,6 +196,8 @@ export interface NeutralResponse {
   readonly stopSequence?: string | undefined;
   /** Undefined when the provider reported none: unknown, never zero. */
   readonly usage: Usage | undefined;
+  /** The output tokens' log-probabilities, when they were asked for and the backend returned them. */
+  readonly logprobs?: readonly TokenLogprob[] | undefined;
 }
 
 /** Neutral stream events; a stream ends with `stop` then optional `usage`, or with `error`. */

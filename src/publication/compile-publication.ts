@@ -1,5 +1,6 @@
 import type { Capability, EntrypointConfig, PublicationConfig, RouteCondition } from "../config/publication-schema.ts";
 import type { RequestFeature } from "../protocol/features.ts";
+import type { AlgorithmConfig } from "../config/algorithm-schema.ts";
 import type { InputOperationId } from "../protocol/input-operation.ts";
 import { compileSignal, compileSignals, type CompiledSignal } from "../signals/compile-signals.ts";
 import { compileCondition, type CompiledCondition, type ConditionConfig } from "../signals/conditions.ts";
@@ -20,6 +21,8 @@ export interface CompiledDecision {
   /** Plugin names (publication.yaml `plugins:`), run after the entrypoint's own. */
   readonly plugins: readonly string[];
   readonly onUnknown: "skip" | "refuse";
+  /** A Looper algorithm over the tiers (docs/looper.md); undefined: one dispatch of the tiers. */
+  readonly algorithm: AlgorithmConfig | undefined;
 }
 
 /** A public model name clients send, with its decisions, tiers, retry bound and budget policy. */
@@ -133,11 +136,11 @@ function compileDecisions(ep: EntrypointConfig, signals: Map<string, CompiledSig
   const shapes = () => new Map([...signals].map(([n, s]) => [n, s.shape]));
   if (ep.routes.length > 0) {
     // Priority 0 each, in their order: first match wins, as routes always did.
-    return ep.routes.map((r) => ({ name: r.name, priority: 0, when: compileCondition(routeCondition(ep.name, r.name, r.when, signals), shapes(), r.name).condition, tiers: r.models, plugins: [], onUnknown: "skip" as const }));
+    return ep.routes.map((r) => ({ name: r.name, priority: 0, when: compileCondition(routeCondition(ep.name, r.name, r.when, signals), shapes(), r.name).condition, tiers: r.models, plugins: [], onUnknown: "skip" as const, algorithm: undefined }));
   }
   const known = shapes();
   return byPriority(
-    ep.decisions.map((d) => ({ name: d.name, priority: d.priority, when: compileCondition(d.when, known, d.name).condition, tiers: d.models, plugins: d.plugins, onUnknown: d.onUnknown })),
+    ep.decisions.map((d) => ({ name: d.name, priority: d.priority, when: compileCondition(d.when, known, d.name).condition, tiers: d.models, plugins: d.plugins, onUnknown: d.onUnknown, algorithm: d.algorithm })),
   );
 }
 

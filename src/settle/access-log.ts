@@ -56,6 +56,8 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           mcp: r.mcp,
           // A token count: the figure answered, reported or estimated, and why an estimate.
           tokenCount: r.tokenCount,
+          // A Looper run: the algorithm, its sub-calls (each its own line, under this request) and the answer accepted.
+          looper: r.looper,
           attribution: r.attribution,
           workload: r.workload,
           attempts: sent.map((a) => ({

@@ -1,5 +1,5 @@
 import { usageSourceOf, type AttemptRecord, type UsageSourceLabel } from "../context/attempt-record.ts";
-import type { RequestRecord } from "../context/request-record.ts";
+import type { LooperRecord, RequestRecord } from "../context/request-record.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
 import type { Workload } from "../attribution/workload.ts";
 
@@ -41,6 +41,10 @@ export interface CallRecord {
   readonly attempts: readonly CallAttempt[];
   /** The decision that routed a model call (`default` when none held); the access line has its evidence. */
   readonly decision?: string | undefined;
+  /** The request this call was made inside (a Looper step), when it was. */
+  readonly parentCallId?: string | undefined;
+  /** A Looper run's steps (each also a call of its own, with its cost): model, score, accepted. */
+  readonly looper?: LooperRecord | undefined;
 }
 
 /**
@@ -144,6 +148,8 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
     ...common,
     kind: "model",
     ...(r.decision ? { decision: r.decision.name } : {}),
+    ...(r.parentRequestId !== undefined ? { parentCallId: r.parentRequestId } : {}),
+    ...(r.looper ? { looper: r.looper } : {}),
     target: sent.at(-1)?.logicalModel ?? r.route ?? "?",
     costMicros: sum(list.map((a) => a.costMicros)),
     currency: sent.find((a) => a.charge?.currency !== undefined)?.charge?.currency,

@@ -313,5 +313,7 @@ export function publicCall(c: LedgerCall): CallRecord {
     costMicros: c.costMicros,
     attempts: c.attempts,
     ...(c.decision !== undefined ? { decision: c.decision } : {}),
+    ...(c.parentCallId !== undefined ? { parentCallId: c.parentCallId } : {}),
+    ...(c.looper !== undefined ? { looper: c.looper } : {}),
   };
 }

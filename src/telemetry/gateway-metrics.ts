@@ -65,6 +65,8 @@ export class GatewayMetrics implements FinishedRequestReader {
   readonly #mcpDuration: Histogram;
   readonly #overruns: Counter;
   readonly #cost: Counter;
+  readonly #looperSteps: Counter;
+  readonly #looperEscalations: Counter;
 
   // Instruments are registered family by family, in the order they are exposed.
   constructor(d: MetricDomains, gauges: GaugeSources, registry = new MetricRegistry()) {
@@ -83,6 +85,9 @@ export class GatewayMetrics implements FinishedRequestReader {
     this.#retries = attempt.retries;
     this.#fallbacks = attempt.fallbacks;
     this.#unknownUsage = attempt.unknownUsage;
+    const looper = looperInstruments(registry, l);
+    this.#looperSteps = looper.steps;
+    this.#looperEscalations = looper.escalations;
     const ops = operationsInstruments(registry);
     this.#snapshotChanges = ops.snapshotChanges;
     this.#snapshotRefreshFailures = ops.snapshotRefreshFailures;
@@ -106,6 +111,13 @@ export class GatewayMetrics implements FinishedRequestReader {
     const entrypoint = r.entrypoint ?? "";
     const error = r.errorCode ?? "";
     this.#requests.add([entrypoint, r.protocol ?? "", r.outcome ?? "error", error, r.route ?? "", r.tenant ?? ""]);
+    const looper = r.looper;
+    if (looper) {
+      for (const c of looper.calls) this.#looperSteps.add([entrypoint, looper.algorithm, c.role]);
+      // A cascade escalated each time a candidate fell short and the next tier was asked.
+      const escalations = Math.max(0, looper.calls.filter((c) => c.role === "candidate").length - 1);
+      if (escalations > 0) this.#looperEscalations.add([entrypoint, looper.algorithm], escalations);
+    }
     const mcp = r.mcp;
     // Tool names come from upstream lists and callers: only a call the policy let through counts its tool.
     if (mcp) this.#mcpDuration.observe([mcp.method, mcp.server ?? "", mcp.decision?.allowed ? (mcp.target ?? "") : "", error || (mcp.toolError ? "tool_error" : "")], (endedAt - r.receivedAt) / 1000);
@@ -300,6 +312,27 @@ function attemptInstruments(
     labels: [L("sluice.backend", backend), L("sluice.model", model)],
   });
   return { clientDuration, tokenUsage, tokens, attempts, retries, fallbacks, unknownUsage };
+}
+
+/** Looper runs: the sub-calls their algorithms made, and a cascade's escalations. */
+function looperInstruments(registry: MetricRegistry, l: SharedLabels): { steps: Counter; escalations: Counter } {
+  const { entrypoint } = l;
+  const algorithm = L("sluice.looper.algorithm", oneOf(["cascade", "panel"]));
+  const steps = registry.counter({
+    name: "sluice.looper.steps",
+    promName: "sluice_looper_steps_total",
+    unit: "{call}",
+    help: "Sub-calls Looper algorithms made, by role: a cascade's candidate or verifier, a panel's member or arbiter.",
+    labels: [L("sluice.entrypoint", entrypoint), algorithm, L("sluice.looper.role", oneOf(["candidate", "verifier", "member", "arbiter"]))],
+  });
+  const escalations = registry.counter({
+    name: "sluice.looper.escalations",
+    promName: "sluice_looper_escalations_total",
+    unit: "{step}",
+    help: "Cascade steps whose answer scored below the threshold, so the next tier was asked.",
+    labels: [L("sluice.entrypoint", entrypoint), algorithm],
+  });
+  return { steps, escalations };
 }
 
 /** The gateway's own machinery: snapshot proposals and refreshes, and telemetry it had to drop. */

@@ -94,6 +94,7 @@ const LAYERS = [
   "invoker",
   "respond",
   "settle",
+  "looper",
   "kinds",
   "engine",
   "worker",

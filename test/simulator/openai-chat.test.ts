@@ -312,3 +312,34 @@ describe("request validation", () => {
     expect(((await res.json()) as { error: { message: string } }).error.message).toBe("Invalid URL (POST /v1/nothing-here)");
   });
 });
+
+describe("log-probabilities and the quality knob", () => {
+  it("answers logprobs per token at the quality asked, per model and per prompt, with top alternatives", async () => {
+    const messages = user("How sure are you? [[sim quality=sim-small:0.2,sim-large:0.95 tokens=4]]");
+    const small = await openai.chat.completions.create({ model: "sim-small", messages, logprobs: true, top_logprobs: 2 });
+    const large = await openai.chat.completions.create({ model: "sim-large", messages, logprobs: true, top_logprobs: 2 });
+    const other = await openai.chat.completions.create({ model: "sim-other", messages, logprobs: true });
+    const content = (r: OpenAI.Chat.Completions.ChatCompletion) => r.choices[0]!.logprobs!.content!;
+    expect(content(small)).toHaveLength(4);
+    expect(content(small).map((t) => t.token).join("")).toBe(small.choices[0]!.message.content);
+    for (const t of content(small)) expect(t.logprob).toBeCloseTo(Math.log(0.2), 9);
+    for (const t of content(large)) expect(t.logprob).toBeCloseTo(Math.log(0.95), 9);
+    // A model the knob does not name keeps the default quality (0.9); no alternatives unless asked.
+    for (const t of content(other)) {
+      expect(t.logprob).toBeCloseTo(Math.log(0.9), 9);
+      expect(t.top_logprobs).toEqual([]);
+    }
+    // The best alternative has half of what the chosen token leaves: an unsure model's may outrank it.
+    const [first] = content(small);
+    expect(first!.top_logprobs.map((a) => a.logprob)).toEqual([Math.log(0.4), Math.log(0.2)]);
+    expect(content(large)[0]!.top_logprobs[0]!.token).toBe(content(large)[0]!.token);
+    // Not asked: no logprobs.
+    const plain = await openai.chat.completions.create({ model: "sim-small", messages });
+    expect(plain.choices[0]!.logprobs).toBeNull();
+  });
+
+  it("refuses top_logprobs without logprobs, and a bad quality, as 400s", async () => {
+    await expect(openai.chat.completions.create({ model: "m", messages: user("x"), top_logprobs: 2 })).rejects.toMatchObject({ status: 400, param: "top_logprobs" });
+    await expect(openai.chat.completions.create({ model: "m", messages: user("x [[sim quality=1.5]]") })).rejects.toMatchObject({ status: 400, code: "invalid_sim_knob" });
+  });
+});

@@ -1,11 +1,16 @@
 import type { AdmissionLease } from "../../admit/admission.ts";
 import type { RequestContext } from "../../context/request-context.ts";
 import { CONTENT_MARGIN } from "../../context/request-record.ts";
-import { decideChat } from "../../decide/decide.ts";
+import { decideChat, decideTier } from "../../decide/decide.ts";
+import type { AlgorithmConfig } from "../../config/algorithm-schema.ts";
 import type { DispatchPlan } from "../../decide/dispatch-plan.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { Execution } from "../../invoker/executor.ts";
 import type { StreamEventChain } from "../../plugins/stream-event-chain.ts";
+import { looperHeader, runLooper, type LooperOutcome } from "../../looper/run-looper.ts";
+import type { StepPort } from "../../looper/bounded-steps.ts";
+import type { Scheduler } from "../../deps/scheduler.ts";
+import { replayStream } from "../../respond/replay-stream.ts";
 import type { NeutralRequest } from "../../protocol/neutral.ts";
 import type { CompiledEntrypoint } from "../../publication/compile-publication.ts";
 import type { Principal } from "../../publication/principal.ts";
@@ -39,10 +44,22 @@ export class ChatTurn implements KindTurn<Reply> {
   #execution: Extract<Execution, { ok: true }> | undefined;
   /** The client protocol's names of the fields dropped under declared downgrades. */
   #downgraded: readonly string[] = [];
+  /** The decision's Looper algorithm, when it has one (a client's request only: a step runs none). */
+  #algorithm: AlgorithmConfig | undefined;
+  /** How the engine makes this request's sub-calls (its session's ModelExecutor), and its timers. */
+  readonly #steps: { readonly port: StepPort; readonly scheduler: Scheduler } | undefined;
+  #looper: LooperOutcome | undefined;
 
-  constructor(deps: ModelKindDeps, ctx: RequestContext, from: { readonly ingress: Ingress; readonly explain?: ExplainOrigin | undefined } | { readonly inherited: Inherited; readonly sub: SubcallRequest }, pin: () => Promise<PinnedSnapshot>) {
+  constructor(
+    deps: ModelKindDeps,
+    ctx: RequestContext,
+    from: { readonly ingress: Ingress; readonly explain?: ExplainOrigin | undefined } | { readonly inherited: Inherited; readonly sub: SubcallRequest },
+    pin: () => Promise<PinnedSnapshot>,
+    steps?: { readonly port: StepPort; readonly scheduler: Scheduler },
+  ) {
     this.#caller = new ModelCaller(deps, ctx, from, pin);
     this.#sub = "sub" in from ? from.sub : undefined;
+    this.#steps = steps;
   }
 
   /** Who the request is for: what sub-calls made on its behalf inherit. */
@@ -101,12 +118,23 @@ export class ChatTurn implements KindTurn<Reply> {
 
   async decide(signals: SignalSet): Promise<Early<Reply> | undefined> {
     const { ctx, deps } = this.#caller;
+    const tier = this.#sub?.tier;
+    if (tier !== undefined) {
+      // A Looper step: its parent's decision chose; the step plans the tier it was given.
+      const stepped = decideTier(deps.publication, this.#entrypoint!, this.#request!, this.#caller.decisionInput(), tier, ctx.parent?.record.route ?? "default");
+      this.#plan = stepped.plan;
+      ctx.record.route = stepped.plan.route;
+      ctx.record.decision = stepped.record;
+      ctx.setDeadline(stepped.plan.deadlineAt);
+      return undefined;
+    }
     const deciding = decideChat(deps.publication, this.#entrypoint!, this.#request!, this.#caller.decisionInput(), signals);
     // Local signals decide synchronously: awaiting a plain value would still cost a suspension.
     const decided = deciding instanceof Promise ? await deciding : deciding;
     this.#plan = decided.plan;
     this.#decision = decided.decision?.name;
     this.#decisionPlugins = decided.decision?.plugins ?? [];
+    this.#algorithm = this.#sub === undefined ? decided.decision?.algorithm : undefined;
     ctx.record.route = decided.plan.route;
     ctx.record.decision = decided.record;
     ctx.setDeadline(decided.plan.deadlineAt);
@@ -114,6 +142,8 @@ export class ChatTurn implements KindTurn<Reply> {
   }
 
   plugins(): { readonly names: readonly string[]; readonly decision: string | undefined } {
+    // A Looper step runs no request plugins: its parent's ran once, on the request it was made from.
+    if (this.#sub?.tier !== undefined) return { names: [], decision: undefined };
     const own = this.#entrypoint?.plugins ?? [];
     return { names: this.#decisionPlugins.length === 0 ? own : [...own, ...this.#decisionPlugins], decision: this.#decision };
   }
@@ -145,12 +175,26 @@ export class ChatTurn implements KindTurn<Reply> {
     );
   }
 
-  admission(): AdmissionKey {
+  admission(): AdmissionKey | undefined {
+    // An algorithm's work is its sub-calls, each admitted on its own: holding a lease for the
+    // parent too would let parents fill every slot while their steps wait behind them.
+    if (this.#algorithm !== undefined) return undefined;
     return { tenant: this.#caller.principal!.tenantId, model: this.#plan!.entrypoint };
   }
 
-  async invoke(lease: AdmissionLease): Promise<void> {
+  async invoke(lease: AdmissionLease | undefined): Promise<void> {
     const caller = this.#caller;
+    if (this.#algorithm !== undefined) {
+      this.#looper = await runLooper(this.#algorithm, this.#plan!, this.#request!, {
+        ctx: caller.ctx,
+        publication: caller.deps.publication,
+        scheduler: this.#steps!.scheduler,
+        steps: this.#steps!.port,
+      });
+      this.#execution = { ok: true, kind: "buffered", response: this.#looper.response, downgraded: [], headers: {} };
+      return;
+    }
+    if (lease === undefined) throw new Error("unreachable: a request without an algorithm holds an admission lease");
     const execution = await caller.deps.invoker.execute(this.#plan!, this.#request!, { ...(await caller.invocation(this.#charges!, lease)), upstreamHeaders: this.#upstreamHeaders });
     if (!execution.ok) throw execution.error;
     this.#execution = execution;
@@ -161,8 +205,18 @@ export class ChatTurn implements KindTurn<Reply> {
     const execution = this.#execution!;
     const codec = ingress ? deps.codecs.get(ingress.protocol)! : undefined;
     this.#downgraded = execution.downgraded.map((f) => codec?.paramName(f) ?? f);
+    const looper = this.#looper;
+    const meta = { ...this.#caller.replyMeta(this.#charges, this.#downgraded, execution.headers), decision: this.#plan!.route, looper: looper?.header };
+    if (looper !== undefined && codec !== undefined && this.#request!.stream && execution.kind === "buffered") {
+      // The steps were buffered; a streaming client gets the accepted answer as a stream in its own
+      // protocol, complete in memory, so the request ends here like a buffered one.
+      const response = events ? events.filterResponse(execution.response) : execution.response;
+      const body = replayStream(response, codec.createStreamEncoder(this.#caller.stamp(this.#plan!.entrypoint), this.#request!));
+      const content = ctx.record.content;
+      if (content) content.completion = response.text.slice(0, content.maxChars + CONTENT_MARGIN);
+      return { reply: { kind: "stream", body, meta }, streaming: false };
+    }
     const answer = respond(execution, codec, this.#caller.stamp(this.#plan!.entrypoint), this.#request!, deps, events);
-    const meta = { ...this.#caller.replyMeta(this.#charges, this.#downgraded, execution.headers), decision: this.#plan!.route };
     if (answer.kind === "stream") return { reply: { kind: "stream", body: answer.body, meta }, streaming: true };
     const content = ctx.record.content;
     if (content) content.completion = answer.response.text.slice(0, content.maxChars + CONTENT_MARGIN);
@@ -170,6 +224,6 @@ export class ChatTurn implements KindTurn<Reply> {
   }
 
   failed(error: GatewayError): Reply {
-    return { kind: "error", error, meta: { ...this.#caller.replyMeta(this.#charges, this.#downgraded), decision: this.#plan?.route } };
+    return { kind: "error", error, meta: { ...this.#caller.replyMeta(this.#charges, this.#downgraded), decision: this.#plan?.route, looper: this.#caller.ctx.record.looper === undefined ? undefined : looperHeader(this.#caller.ctx.record.looper) } };
   }
 }

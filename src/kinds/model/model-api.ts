@@ -70,6 +70,8 @@ export interface ReplyMeta {
   readonly upstreamHeaders: Readonly<Record<string, string>>;
   /** A token count's figure: `reported` by the model's backend, or `estimated` by the gateway. */
   readonly tokenCount?: "reported" | "estimated" | undefined;
+  /** A Looper run's summary (`cascade; steps=2; accepted=<tier>`), when the decision ran one. */
+  readonly looper?: string | undefined;
 }
 
 /** The answer, ready for the adapter to write. */
@@ -107,4 +109,11 @@ export interface SubcallRequest {
   /** The public model name (entrypoint) to call; the parent's key must be granted it. */
   readonly model: string;
   readonly request: Omit<NeutralRequest, "model" | "stream" | "streamUsage">;
+  /**
+   * A Looper step's tier (the engine's own sub-calls only): planned as it is, with no decision
+   * rules — the parent's decision already chose — and none of the entrypoint's or decision's plugins.
+   */
+  readonly tier?: readonly string[] | undefined;
+  /** Stops the sub-call (a Looper run's time bound): it ends as cancelled. */
+  readonly signal?: AbortSignal | undefined;
 }

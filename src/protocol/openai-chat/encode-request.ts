@@ -58,6 +58,10 @@ export function encodeChatRequest(req: NeutralRequest, upstreamModel: string, op
   if (req.presencePenalty !== undefined) body.presence_penalty = req.presencePenalty;
   if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
   if (req.seed !== undefined) body.seed = req.seed;
+  if (req.logprobs !== undefined) {
+    body.logprobs = true;
+    body.top_logprobs = req.logprobs;
+  }
   if (req.stop !== undefined) body.stop = req.stop;
   if (req.tools !== undefined) {
     body.tools = req.tools.map((t) => ({

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { ResponseStamp } from "../codec.ts";
 import { everyItem, isCount, isNullishString, isOptCount, isOptString, isRecord } from "../fast-guard.ts";
-import type { NeutralResponse, StopReason, Usage } from "../neutral.ts";
+import type { NeutralResponse, StopReason, TokenLogprob, Usage } from "../neutral.ts";
 
 /** OpenAI `finish_reason` ↔ neutral stop reason. "stop" covers both a natural end and a stop sequence. */
 export function stopFromFinish(reason: string | null | undefined): StopReason {
@@ -160,7 +160,28 @@ export function chatResponseToNeutral(r: ChatWireResponse): NeutralResponse {
     toolCalls: (choice.message.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
     stopReason: stopFromFinish(choice.finish_reason),
     usage: r.usage ? usageFromWire(r.usage) : undefined,
+    logprobs: logprobsOf(choice.logprobs),
   };
+}
+
+const tokenLogprobSchema = z.looseObject({
+  token: z.string(),
+  logprob: z.number(),
+  top_logprobs: z.array(z.looseObject({ token: z.string(), logprob: z.number() })).optional(),
+});
+const logprobsSchema = z.looseObject({ content: z.array(tokenLogprobSchema).nullable().optional() });
+
+/**
+ * A choice's `logprobs.content`, read only when it has the documented shape: a provider that
+ * returns none (or something else there) leaves the answer without log-probabilities, which a
+ * looper's confidence score reads as unknown, never as a confident answer.
+ */
+function logprobsOf(raw: unknown): TokenLogprob[] | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  const parsed = logprobsSchema.safeParse(raw);
+  const content = parsed.success ? parsed.data.content : undefined;
+  if (!content) return undefined;
+  return content.map((t) => ({ token: t.token, logprob: t.logprob, top: (t.top_logprobs ?? []).map((a) => ({ token: a.token, logprob: a.logprob })) }));
 }
 
 /** Neutral response → OpenAI Chat Completions body, stamped with the gateway's id and public model. */

@@ -88,7 +88,7 @@ function set(p: Probe, scheduler: Scheduler = manualScheduler(), signal = new Ab
 function decision(p: Probe, name: string, when: ConditionConfig, over: Partial<CompiledDecision> = {}): CompiledDecision {
   const { condition, problems } = compileCondition(when, p.shapes, name);
   expect(problems).toEqual([]);
-  return { name, priority: 0, when: condition, tiers: undefined, plugins: [], onUnknown: "skip", ...over };
+  return { name, priority: 0, when: condition, tiers: undefined, plugins: [], onUnknown: "skip", algorithm: undefined, ...over };
 }
 
 const deadline = { at: Number.POSITIVE_INFINITY, now: () => 0 };

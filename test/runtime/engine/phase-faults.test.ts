@@ -13,6 +13,7 @@ import type { BreakerClient } from "../../../src/traffic/breaker-client.ts";
 import { BreakerCache } from "../../../src/traffic/breaker-cache.ts";
 import type { BreakerSnapshot } from "../../../src/traffic/breaker.ts";
 import { chat, engineHarness } from "../support/engine-harness.ts";
+import { bundled, textsWith } from "../support/fixtures.ts";
 import { snapshot } from "../support/executor-harness.ts";
 import type { McpSession } from "../../../src/engine/engine.ts";
 import { fakeServer, mcpHarness, resultOf } from "../support/mcp-harness.ts";
@@ -447,6 +448,147 @@ describe("an MCP request stopped at any phase boundary or hook releases everythi
         const sent = r.docs.calls.some((c) => c.method === "tools/call");
         if (!sent) expect(r.approval).toMatchObject({ state: "approved" });
         else expect(r.approval).toMatchObject({ state: "executed", execution: fault === "drain" ? "succeeded" : "unknown" });
+      });
+    }
+  }
+});
+
+/**
+ * A Looper run's sub-calls: the cascade's first step answers unsure, and its second step is
+ * stopped at each of its own boundaries — its reservation, the provider's headers, its buffered
+ * body, or while it waits in the admission queue — by each fault. The parent and every step end
+ * once, and nothing either took is left.
+ */
+type StepPoint = "step-reserve" | "step-queued" | "step-headers" | "step-body";
+const STEP_POINTS: readonly StepPoint[] = ["step-reserve", "step-queued", "step-headers", "step-body"];
+
+function cascadeTexts() {
+  const pub = bundled("publication");
+  for (const m of pub.models) if (m.id === "chat-small" || m.id === "chat-large") m.revisions[0].requires = [...m.revisions[0].requires, "logprobs"];
+  const ep = pub.entrypoints.find((e: { name: string }) => e.name === "sluice-chat");
+  delete ep.routes;
+  ep.decisions = [
+    {
+      name: "cascade",
+      when: { signal: "prompt-tokens", above: 0 },
+      models: [["chat-small"], ["chat-large"]],
+      algorithm: { kind: "cascade", score: "avg_logprob", threshold: -0.5, bounds: { maxCalls: 3, maxParallel: 1, maxDepth: 1, maxTokens: 100_000, maxCostMicros: 1_000_000, maxTimeMs: 600_000 } },
+    },
+  ];
+  return textsWith({ publication: pub });
+}
+
+async function stepScenario(point: StepPoint, fault: Fault) {
+  let session: Session | undefined;
+  let hits = 0;
+  let steps = 0;
+  let unblock: (() => void) | undefined;
+  let blocked = false;
+  const hit = async (at: StepPoint): Promise<void> => {
+    if (at !== point) return;
+    hits++;
+    switch (fault) {
+      case "throw":
+        throw new Error(`injected at ${at}`);
+      case "client":
+        session!.abort("client_disconnected");
+        return;
+      case "deadline":
+        h.timers.advance(h.config.gateway.traffic.requestDeadlineMs + 1);
+        return;
+      case "drain":
+        await h.drain.drain(0);
+        return;
+    }
+  };
+  const breakers = probingBreakers();
+  const snap = await snapshot([{ name: "a", port: 9001, caps: ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations", "logprobs"] }]);
+  const unsure = { content: [{ token: "Hi", logprob: -3, top_logprobs: [] }] };
+  let reserves = 0;
+  const h = engineHarness({
+    texts: cascadeTexts(),
+    snapshot: async () => snap,
+    breakers,
+    admission: { limits: { global: 1 }, maxQueue: 4, maxQueuePerTenant: 4 },
+    drainWait: async () => {},
+    beforeReserve: () => (++reserves === 2 ? hit("step-reserve") : undefined),
+    respond: async () => {
+      const step = ++steps;
+      if (step === 1) {
+        // The blocker takes the only slot as the first step ends: the second step queues.
+        // It queues behind this step's lease and takes it when this step ends.
+        if (point === "step-queued") {
+          void h.admission.admit({ tenant: "demo", model: "blocker" }, { deadlineAt: Infinity }).then((lease) => {
+            if (!lease.ok) throw new Error("the blocker was not admitted");
+            blocked = true;
+            unblock = () => lease.lease.release();
+          });
+        }
+        return Response.json({ id: "x", choices: [{ index: 0, message: { role: "assistant", content: "Hi" }, logprobs: unsure, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } });
+      }
+      await hit("step-headers");
+      const body = JSON.stringify({ id: "y", choices: [{ index: 0, message: { role: "assistant", content: "Hello" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 } });
+      return new Response(
+        new ReadableStream<Uint8Array>({
+          async pull(c) {
+            await hit("step-body");
+            c.enqueue(enc.encode(body));
+            c.close();
+          },
+        }),
+        { headers: { "content-type": "application/json" } },
+      );
+    },
+  });
+  const warm: Promise<unknown>[] = [];
+  breakers.forRequest((p) => void warm.push(p)).admission([...snap.backends.keys()][0]!);
+  await Promise.all(warm);
+  session = h.engine.begin(h.ingress(chat("hello", { max_tokens: 50 })));
+  expect((await session.prepare()).kind).toBe("dispatch");
+  const replying = session.dispatch();
+  if (point === "step-queued") {
+    // Polls, yielding to the event loop, until the first step ended, the blocker holds the slot and the second step waits.
+    for (let i = 0; i < 200 && !(blocked && h.admission.stats().queued.total === 1); i++) await new Promise((r) => setTimeout(r, 0));
+    expect([blocked, h.admission.stats().queued.total]).toEqual([true, 1]);
+    await hit("step-queued");
+    unblock!();
+  }
+  const reply = await replying;
+  unblock?.();
+  await h.settled();
+  return { h, breakers, hits, reply, parentId: session.requestId };
+}
+
+describe("a Looper run stopped inside a sub-call releases everything the run and its steps took, once", () => {
+  for (const point of STEP_POINTS) {
+    for (const fault of FAULTS) {
+      if (fault === "throw" && point === "step-queued") continue;
+      it(`${fault} at ${point}`, async () => {
+        const r = await stepScenario(point, fault);
+        expect(r.hits, "the fault was injected").toBeGreaterThanOrEqual(1);
+        expectNothingHeld(r as unknown as Awaited<ReturnType<typeof scenario>>);
+        expect(r.reply.kind).toBe("error");
+        const parent = r.h.requests.find((x) => x.requestId === r.parentId)!;
+        const steps = r.h.requests.filter((x) => x.parentRequestId === r.parentId);
+        // Each step has one record, and the run lists each step it started.
+        expect(new Set(steps.map((s) => s.requestId)).size).toBe(steps.length);
+        expect(parent.looper!.calls.map((c) => c.requestId)).toEqual(steps.map((s) => s.requestId));
+        expect(steps[0]).toMatchObject({ outcome: "success" });
+        switch (fault) {
+          case "client":
+            expect(parent).toMatchObject({ outcome: "cancelled", errorCode: "client_closed" });
+            expect(steps[1]).toMatchObject({ outcome: "cancelled" });
+            break;
+          case "deadline":
+            expect(parent.errorCode).toBe("deadline_exceeded");
+            break;
+          case "drain":
+            expect(parent.errorCode).toBe("gateway_draining");
+            break;
+          case "throw":
+            expect(parent.outcome).toBe("error");
+            break;
+        }
       });
     }
   }

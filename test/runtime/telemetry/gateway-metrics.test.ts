@@ -95,4 +95,23 @@ describe("gateway metrics", () => {
     const requests = instrument(m, "sluice.requests") as Counter;
     expect(Object.fromEntries([...requests.all()].map((s) => [s.values[5], s.state]))).toEqual({ demo: 2, other: 2 });
   });
+
+  it("counts a Looper run's steps by role and a cascade's escalations", () => {
+    const m = new GatewayMetrics(domains, gauges);
+    const looper = {
+      algorithm: "cascade" as const,
+      steps: 3,
+      accepted: "chat-large",
+      calls: [
+        { requestId: "req_1", model: "chat-small", role: "candidate" as const, score: 0.2, accepted: false },
+        { requestId: "req_2", model: "chat-large", role: "verifier" as const, score: 0.2, accepted: false },
+        { requestId: "req_3", model: "chat-large", role: "candidate" as const, accepted: true },
+      ],
+    };
+    m.finished(requestRecord({ looper }), []);
+    const text = prometheusText(m.registry);
+    expect(text).toContain('sluice_looper_steps_total{sluice_entrypoint="sluice-chat",sluice_looper_algorithm="cascade",sluice_looper_role="candidate"} 2');
+    expect(text).toContain('sluice_looper_steps_total{sluice_entrypoint="sluice-chat",sluice_looper_algorithm="cascade",sluice_looper_role="verifier"} 1');
+    expect(text).toContain('sluice_looper_escalations_total{sluice_entrypoint="sluice-chat",sluice_looper_algorithm="cascade"} 1');
+  });
 });
