@@ -10,7 +10,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
-import { ADMIN_TOKEN, allowingSimulators, bundledConfig, expectNothingLeft, protocolBackend, PROTOCOL_SECRETS, startProtocolSimulator, type Simulator } from "./support/stack.ts";
+import { ADMIN_TOKEN, allowingSimulators, bundledConfig, expectNothingLeft, protocolBackend, startProtocolSimulator, type ProtocolSimulator } from "./support/stack.ts";
 
 const KEY = "sk-e2e-looper";
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");
@@ -23,7 +23,7 @@ const WORST = 8 + Buffer.byteLength(TASK_PROMPT) + TASK_MAX_TOKENS;
 /** Unsure small and mid models, a sure large one: a cascade asks all three. */
 const UNSURE = "[[sim quality=sim-small:0.2,sim-mid:0.3,sim-large:0.95]]";
 
-let sim: Simulator;
+let sim: ProtocolSimulator;
 let gateway: RunningGateway;
 let openai: OpenAI;
 let anthropic: Anthropic;
@@ -70,7 +70,7 @@ beforeAll(async () => {
   ];
   const gw = allowingSimulators(bundledConfig("gateway"), sim.url);
   gw.breaker = { enabled: false };
-  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: PROTOCOL_SECRETS, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
+  gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: sim.secrets, config: { backends: stringify(backends), publication: stringify(pub), gateway: stringify(gw) } });
   openai = new OpenAI({ apiKey: KEY, baseURL: `${gateway.publicUrl}/v1`, maxRetries: 0 });
   anthropic = new Anthropic({ apiKey: KEY, baseURL: gateway.publicUrl, maxRetries: 0 });
 });
