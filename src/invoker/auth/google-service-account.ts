@@ -4,7 +4,7 @@ import type { Clock } from "../../deps/clock.ts";
 import { GOOGLE_CLOUD_PLATFORM_SCOPE } from "../../config/backends-schema.ts";
 import { checkEgress, type EgressPolicy } from "../../egress/egress-guard.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
-import { decodeUtf8Strict, readBounded } from "../../io/bounded-read.ts";
+import { requestToken } from "./oauth-token-request.ts";
 import type { TokenSource } from "./token-cache.ts";
 
 /*
@@ -19,9 +19,6 @@ import type { TokenSource } from "./token-cache.ts";
 /** The scope Vertex AI and the Gemini API accept for a service account's token. */
 export const CLOUD_PLATFORM_SCOPE = GOOGLE_CLOUD_PLATFORM_SCOPE;
 
-/** A token answer larger than this is refused: real ones are a few KiB. */
-const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
-
 const DEFAULT_TOKEN_URI = "https://oauth2.googleapis.com/token";
 
 /** The fields of a service-account key file (`type: service_account`) the flow reads. */
@@ -31,11 +28,6 @@ const serviceAccountSchema = z.looseObject({
   private_key: z.string().min(1),
   private_key_id: z.string().optional(),
   token_uri: z.url({ protocol: /^https?$/ }).optional(),
-});
-
-const tokenResponseSchema = z.looseObject({
-  access_token: z.string().min(1),
-  expires_in: z.number().positive(),
 });
 
 /** What a Google service-account token source needs. */
@@ -108,50 +100,7 @@ export function googleServiceAccountTokenSource(options: GoogleServiceAccountOpt
         .setExpirationTime(now + ASSERTION_SECONDS)
         .sign(signing);
       const body = new URLSearchParams({ grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion });
-      let res: Response;
-      try {
-        // Never redirected: the assertion goes only to the address the guard checked.
-        res = await options.fetch(tokenUri, {
-          method: "POST",
-          headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
-          body: body.toString(),
-          signal,
-          redirect: "manual",
-        });
-      } catch (err) {
-        if (signal.aborted) throw err;
-        throw new GatewayError("upstream_unreachable", "The provider's token endpoint could not be reached.", { cause: { tokenEndpoint: endpoint(tokenUri), error: err instanceof Error ? err.name : "unknown" } });
-      }
-      const answer = await readJson(res);
-      if (res.status !== 200) {
-        // Only OAuth's error code is kept: the description may echo the assertion's claims.
-        const error = typeof answer?.["error"] === "string" ? answer["error"].slice(0, 64) : "unreadable";
-        const cause = { tokenEndpoint: endpoint(tokenUri), status: res.status, error };
-        if (res.status >= 500 || res.status === 429) throw new GatewayError("upstream_unreachable", "The provider's token endpoint is unavailable.", { cause });
-        throw new GatewayError("upstream_error", "The provider's token endpoint refused the gateway's credential.", { cause });
-      }
-      const token = tokenResponseSchema.safeParse(answer);
-      if (!token.success) throw new GatewayError("upstream_protocol_error", "The provider's token endpoint returned an unreadable answer.", { cause: "no access_token and expires_in" });
-      return { token: token.data.access_token, expiresAt: options.clock.now() + token.data.expires_in * 1000 };
+      return requestToken(options.fetch, tokenUri, body, signal, options.clock);
     },
   };
-}
-
-/** The token answer as a JSON object, or undefined (never thrown: the status decides). */
-async function readJson(res: Response): Promise<Record<string, unknown> | undefined> {
-  if (!res.body) return undefined;
-  try {
-    const read = await readBounded(res.body, { maxBytes: MAX_TOKEN_RESPONSE_BYTES });
-    if (read.overflowed) return undefined;
-    const v: unknown = JSON.parse(decodeUtf8Strict(read.bytes));
-    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** The token endpoint's origin and path, for causes (never a query). */
-function endpoint(url: string): string {
-  const u = new URL(url);
-  return `${u.origin}${u.pathname}`;
 }
