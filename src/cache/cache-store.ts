@@ -1,4 +1,5 @@
-import { lexicallyAgree, type LexicalSignature } from "./lexical-gate.ts";
+import type { LexicalSignature } from "./lexical-gate.ts";
+import { semanticMatch, unitVector } from "./semantic-match.ts";
 
 /** The SQL part of a Durable Object's storage the store uses (vectors are bound as ArrayBuffers). */
 export interface CacheSql {
@@ -83,23 +84,6 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS rc_principal ON rc_entries (project, key_id);
 `;
 
-/** A unit-length copy (a zero vector stays zero), so a stored vector's score is one dot product. */
-export function unitVector(v: Float32Array): Float32Array {
-  let n = 0;
-  for (let i = 0; i < v.length; i++) n += v[i]! * v[i]!;
-  const out = new Float32Array(v.length);
-  if (n === 0) return out;
-  const inv = 1 / Math.sqrt(n);
-  for (let i = 0; i < v.length; i++) out[i] = v[i]! * inv;
-  return out;
-}
-
-function dot(a: Float32Array, b: Float32Array): number {
-  let s = 0;
-  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
-  return s;
-}
-
 function blobOf(v: Float32Array): ArrayBuffer {
   const copy = new Float32Array(v);
   return copy.buffer;
@@ -142,7 +126,7 @@ export class ResponseCacheStore {
     }
     const s = q.semantic;
     if (s === undefined) return undefined;
-    const query = unitVector(s.vector);
+    const query = { unit: unitVector(s.vector), signature: s.signature };
     const rows = this.#sql
       .exec(
         "SELECT id, terms, vector FROM rc_entries WHERE scope_key = ? AND expires_at > ? AND vector IS NOT NULL ORDER BY used_seq DESC LIMIT ?",
@@ -151,19 +135,17 @@ export class ResponseCacheStore {
         this.#limits.maxScan,
       )
       .toArray();
-    const scored: { id: number; similarity: number; terms: string }[] = [];
+    let best: { id: number; similarity: number } | undefined;
     for (const r of rows) {
-      const v = vectorOf(r.vector);
-      if (v === undefined || v.length !== query.length) continue;
-      const similarity = dot(query, v);
-      if (similarity >= s.threshold) scored.push({ id: Number(r.id), similarity, terms: String(r.terms) });
+      const unit = vectorOf(r.vector);
+      if (unit === undefined) continue;
+      const m = semanticMatch(query, { unit, signature: { terms: JSON.parse(String(r.terms)) as string[] } }, s.threshold);
+      if (m.accepted && (best === undefined || m.similarity! > best.similarity)) best = { id: Number(r.id), similarity: m.similarity! };
     }
-    scored.sort((a, b) => b.similarity - a.similarity);
-    for (const c of scored) {
-      if (!lexicallyAgree(s.signature, { terms: JSON.parse(c.terms) as string[] })) continue;
-      const row = this.#sql.exec("SELECT response, stored_at FROM rc_entries WHERE id = ?", c.id).toArray()[0]!;
-      this.#touch(c.id);
-      return { response: String(row.response), match: "semantic", similarity: Math.round(c.similarity * 1e4) / 1e4, ageMs: now - Number(row.stored_at) };
+    if (best !== undefined) {
+      const row = this.#sql.exec("SELECT response, stored_at FROM rc_entries WHERE id = ?", best.id).toArray()[0]!;
+      this.#touch(best.id);
+      return { response: String(row.response), match: "semantic", similarity: Math.round(best.similarity * 1e4) / 1e4, ageMs: now - Number(row.stored_at) };
     }
     return undefined;
   }

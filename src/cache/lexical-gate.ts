@@ -21,7 +21,7 @@ const FILLERS: ReadonlySet<string> = new Set([
   "is", "are", "was", "were", "be", "been", "being", "am",
   "do", "does", "did",
   "can", "could", "would", "should", "will", "shall", "may", "might", "must",
-  "please", "kindly", "hi", "hello", "hey", "thanks", "thank", "just", "really", "actually", "basically",
+  "you", "please", "kindly", "hi", "hello", "hey", "thanks", "thank", "just", "really", "actually", "basically",
 ]);
 
 /** The words a negation is spelt with, mapped to one term so "never" and "not ever" still differ from none. */
