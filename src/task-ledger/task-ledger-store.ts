@@ -313,5 +313,6 @@ export function publicCall(c: LedgerCall): CallRecord {
     costMicros: c.costMicros,
     attempts: c.attempts,
     ...(c.decision !== undefined ? { decision: c.decision } : {}),
+    ...(c.cache !== undefined ? { cache: c.cache } : {}),
   };
 }

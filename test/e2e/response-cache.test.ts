@@ -112,6 +112,30 @@ describe("the response cache", () => {
     expect(line.outcome).toBe("success");
   });
 
+  it("puts a hit in the call ledger with no attempt and no cost, and counts it in the metrics", async () => {
+    const prompt = "What is the support email address?";
+    const task = { "x-sluice-task-id": "task-cache-e2e" };
+    await ask("cached", prompt, { headers: task });
+    await untilHit("cached", prompt, { headers: task });
+    const calls = await vi.waitFor(
+      async () => {
+        const body = (await (await stack.admin("/admin/tasks/task-cache-e2e?tenant=demo")).json()) as any;
+        const hits = (body.calls ?? []).filter((c: any) => c.cache !== undefined);
+        expect(hits.length).toBeGreaterThan(0);
+        return body.calls as any[];
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    const hit = calls.find((c) => c.cache !== undefined);
+    expect(hit).toMatchObject({ kind: "model", outcome: "success", costMicros: 0, attempts: [], cache: { hit: "exact", similarity: 1 } });
+    expect(hit.cache.ageMs).toBeGreaterThanOrEqual(0);
+    // The miss that stored it was charged for its generation.
+    expect(calls.find((c) => c.cache === undefined && c.target === "chat-small").costMicros).toBeGreaterThan(0);
+    const metrics = await (await stack.admin("/admin/metrics")).text();
+    expect(metrics).toMatch(/sluice_cache_lookups_total\{[^}]*sluice_cache_outcome="hit_exact"[^}]*\} [1-9]/);
+    expect(metrics).toMatch(/sluice_cache_lookups_total\{[^}]*sluice_cache_outcome="miss"[^}]*\} [1-9]/);
+  });
+
   it("serves a paraphrase above the threshold and misses one below it or a near-miss", async () => {
     const original = await ask("cached", "Transfer $100 to Alice's savings account");
     await untilHit("cached", "Transfer $100 to Alice's savings account");
