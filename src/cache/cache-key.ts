@@ -11,9 +11,11 @@ export interface CacheKeyParts {
   readonly tenant: string;
   readonly entrypoint: string;
   readonly decision: string;
-  /** The logical model and its published revision: a new revision never serves an older one's answers. */
-  readonly model: string;
-  readonly modelRevision: string;
+  /**
+   * The plan's logical models with their published revisions, tier by tier (`chat-small@3|chat-large@1`):
+   * a new revision never serves an older one's answers.
+   */
+  readonly models: string;
   /** Digests (`sha256:…`) of the system prompt and of the tool declarations; "" when there are none. */
   readonly systemDigest: string;
   readonly toolsDigest: string;
@@ -54,8 +56,7 @@ export async function cachePartition(parts: CacheKeyParts): Promise<CachePartiti
     tenant: parts.tenant,
     entrypoint: parts.entrypoint,
     decision: parts.decision,
-    model: parts.model,
-    modelRevision: parts.modelRevision,
+    models: parts.models,
     system: parts.systemDigest,
     tools: parts.toolsDigest,
     responseFormat: parts.responseFormat,

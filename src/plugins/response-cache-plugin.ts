@@ -10,7 +10,6 @@ type CacheConfig = Extract<PluginConfig, { kind: "cache" }>;
 
 /** A miss that may be stored once its answer is known. */
 interface Pending {
-  readonly tenant: string;
   readonly partition: CachePartition;
   readonly promptDigest: string;
   readonly signature: LexicalSignature;
@@ -65,8 +64,7 @@ export function responseCachePlugin(c: CacheConfig, deps: PluginDeps): PluginFac
           tenant: input.principal.tenantId,
           entrypoint: facts.entrypoint,
           decision: input.decision ?? "default",
-          model: facts.models,
-          modelRevision: "",
+          models: facts.models,
           systemDigest: key.systemDigest,
           toolsDigest: key.toolsDigest,
           responseFormat: key.responseFormat,
@@ -105,7 +103,7 @@ export function responseCachePlugin(c: CacheConfig, deps: PluginDeps): PluginFac
           }
           input.report({ plugin: name, action: "cache_miss", detail: c.mode });
         } else skip("no-cache");
-        if (facts.cache.store) pending = { tenant: partition.tenant, partition, promptDigest: digest, signature, vector, temperature: request.temperature };
+        if (facts.cache.store) pending = { partition, promptDigest: digest, signature, vector, temperature: request.temperature };
         return undefined;
       };
       const record: StreamEventFilter = {
@@ -175,7 +173,7 @@ export function responseCachePlugin(c: CacheConfig, deps: PluginDeps): PluginFac
             if (why !== undefined) return;
             view.waitUntil(
               deps
-                .cacheOf(p.tenant)
+                .cacheOf(p.partition.tenant)
                 .put({ scope: p.partition, promptDigest: p.promptDigest, signature: p.signature, vector: p.vector, response: body, ttlMs: c.ttlMs, maxEntries: c.maxEntries })
                 .catch((err: unknown) => log({ kind: "cache_store_failed", plugin: name, error: String(err) })),
             );
