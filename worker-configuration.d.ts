@@ -11,11 +11,12 @@ interface __BaseEnv_Env {
 	APPROVAL_DESK: DurableObjectNamespace<import("./src/index").ApprovalDesk>;
 	TASK_BINDING: DurableObjectNamespace<import("./src/index").TaskBinding>;
 	TASK_LEDGER: DurableObjectNamespace<import("./src/index").TaskLedger>;
+	RESPONSE_CACHE: DurableObjectNamespace<import("./src/index").ResponseCache>;
 }
 declare namespace Cloudflare {
 	interface GlobalProps {
 		mainModule: typeof import("./src/index");
-		durableNamespaces: "BackendSnapshotController" | "CircuitBreaker" | "AttemptBudget" | "HealthMonitor" | "BudgetLedger" | "TaskBinding" | "TaskLedger" | "ApprovalDesk";
+		durableNamespaces: "BackendSnapshotController" | "CircuitBreaker" | "AttemptBudget" | "HealthMonitor" | "BudgetLedger" | "TaskBinding" | "TaskLedger" | "ApprovalDesk" | "ResponseCache";
 	}
 	interface Env extends __BaseEnv_Env {}
 }

@@ -63,6 +63,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
     `(name = "APPROVAL_DESK", durableObjectNamespace = "ApprovalDesk")`,
     `(name = "TASK_BINDING", durableObjectNamespace = "TaskBinding")`,
     `(name = "TASK_LEDGER", durableObjectNamespace = "TaskLedger")`,
+    `(name = "RESPONSE_CACHE", durableObjectNamespace = "ResponseCache")`,
   ];
   const files = o.configFiles ?? {};
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
@@ -106,6 +107,7 @@ const sluice :Workerd.Worker = (
     (className = "ApprovalDesk", uniqueKey = "sluice-approval-desk", enableSql = true),
     (className = "TaskBinding", uniqueKey = "sluice-task-binding", enableSql = true),
     (className = "TaskLedger", uniqueKey = "sluice-task-ledger", enableSql = true),
+    (className = "ResponseCache", uniqueKey = "sluice-response-cache", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "state"),
   globalOutbound = "internet",

@@ -42,3 +42,4 @@ export { BudgetLedger } from "../durable-objects/budget-ledger.ts";
 export { ApprovalDesk } from "../durable-objects/approval-desk.ts";
 export { TaskBinding } from "../durable-objects/task-binding.ts";
 export { TaskLedger } from "../durable-objects/task-ledger.ts";
+export { ResponseCache } from "../durable-objects/response-cache.ts";

@@ -146,6 +146,16 @@ export function checkRouting(gateway: GatewayConfig, pub: PublicationConfig): Co
     }
   });
 
+  pub.plugins.forEach((p, i) => {
+    if (p.kind !== "cache") return;
+    if (p.model !== undefined) {
+      const ep = entrypoints.get(p.model);
+      if (!ep) issues.push({ file, path: `plugins[${i}].model`, message: `unknown entrypoint "${p.model}"` });
+      else if (ep.operation !== "embeddings") issues.push({ file, path: `plugins[${i}].model`, message: `entrypoint "${p.model}" serves ${ep.operation}; a semantic cache needs one with operation: embeddings` });
+    }
+    if (p.knowledgeVersionHeader !== undefined && !trusted.has(p.knowledgeVersionHeader)) issues.push({ file, path: `plugins[${i}].knowledgeVersionHeader`, message: `header "${p.knowledgeVersionHeader}" is not in gateway.yaml security.trustedHeaders` });
+  });
+
   const plugins = new Map(pub.plugins.map((p) => [p.name, p]));
   const checkPlugins = (names: readonly string[], path: string, only?: readonly string[]) =>
     names.forEach((name, i) => {

@@ -76,8 +76,35 @@ const outputPiiPlugin = z.strictObject({
   onError: onError.default("closed"),
 });
 
+/**
+ * The response cache (docs/cache.md): a request it has answered before is answered from the
+ * tenant's partition without a provider attempt. `exact` matches the last user turn's text;
+ * `semantic` its embedding by `model` (an embeddings entrypoint; the similarity signals' embedding
+ * of the same text is reused) at `threshold`, and a lexical second gate.
+ */
+const cachePlugin = z
+  .strictObject({
+    ...common,
+    kind: z.literal("cache"),
+    mode: z.enum(["exact", "semantic"]),
+    model: id.optional(),
+    threshold: z.number().gt(0).max(1).default(0.85),
+    ttlMs: z.number().int().min(1_000).max(30 * 86_400_000).default(3_600_000),
+    maxEntries: z.number().int().min(1).max(1_000).default(100),
+    scope: z.enum(["project", "key"]).default("project"),
+    /** Answers to requests sampled above this temperature are not stored (nor served). */
+    maxTemperature: z.number().min(0).max(2).default(0.3),
+    /** The version of the knowledge answers draw on: a new value stops every older answer from matching. */
+    knowledgeVersion: z.string().max(128).default(""),
+    /** A trusted header whose value, when present, is part of the knowledge version. */
+    knowledgeVersionHeader: z.string().regex(/^[a-z0-9-]+$/, "a lower-case header name").optional(),
+    /** Answers larger than this (UTF-8 bytes of the stored form) are not stored. */
+    maxResponseBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
+  })
+  .refine((c) => (c.mode === "semantic") === (c.model !== undefined), { message: "a semantic cache names its embeddings entrypoint (model); an exact cache names none", path: ["model"] });
+
 /** A named plugin of the publication (publication.yaml `plugins:`); entrypoints, decisions and MCP refer to it by name. */
-export const pluginSchema = z.discriminatedUnion("kind", [piiPlugin, jailbreakPlugin, blockPlugin, systemPromptPlugin, headersPlugin, outputPiiPlugin]);
+export const pluginSchema = z.discriminatedUnion("kind", [piiPlugin, jailbreakPlugin, blockPlugin, systemPromptPlugin, headersPlugin, outputPiiPlugin, cachePlugin]);
 
 export type PluginConfig = z.infer<typeof pluginSchema>;
 export type PluginKind = PluginConfig["kind"];

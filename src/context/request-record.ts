@@ -129,11 +129,18 @@ export interface PluginReport {
    * - `allowed`: matches found and let through on purpose (`counts`);
    * - `changed`: the request changed otherwise (a system prompt, headers);
    * - `masked`: values masked in the answer (`counts`);
-   * - `failed_open` / `failed_closed`: the check itself failed, and the request went on / was refused.
+   * - `failed_open` / `failed_closed`: the check itself failed, and the request went on / was refused;
+   * - `cache_hit`: answered from the response cache (`detail`: `exact` or `semantic`, with
+   *   `similarity` and the entry's `ageMs`), no provider attempt; `cache_miss`: looked up, not
+   *   found; `cache_skipped`: not looked up (`detail` says why: `bypass`, `temperature`, …).
    */
-  readonly action: "redacted" | "blocked" | "allowed" | "changed" | "masked" | "failed_open" | "failed_closed";
+  readonly action: "redacted" | "blocked" | "allowed" | "changed" | "masked" | "failed_open" | "failed_closed" | "cache_hit" | "cache_miss" | "cache_skipped";
   readonly counts?: Readonly<Record<string, number>> | undefined;
   readonly detail?: string | undefined;
+  /** A cache hit's cosine (1 for an exact match). */
+  readonly similarity?: number | undefined;
+  /** A cache hit's entry age (ms since it was stored). */
+  readonly ageMs?: number | undefined;
 }
 
 /** The MCP part of a request's record: the audit of one MCP call. */

@@ -11,7 +11,7 @@ import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import type { Explained, KindTurn } from "../kinds/traffic-kind.ts";
 import type { PluginReport } from "../context/request-record.ts";
 import { compilePlugins } from "../plugins/compile-plugins.ts";
-import { byClass, type PluginFactory, type PluginsByClass, type RequestSafePlugin, type StreamEventPlugin, type TerminalObserverPlugin } from "../plugins/plugin.ts";
+import { byClass, type ImmediateAnswer, type PluginDeps, type PluginFactory, type PluginsByClass, type RequestSafePlugin, type StreamEventPlugin, type TerminalObserverPlugin } from "../plugins/plugin.ts";
 import { applyRequestSafe } from "../plugins/request-safe.ts";
 import { StreamEventChain } from "../plugins/stream-event-chain.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
@@ -59,11 +59,11 @@ interface CompiledExtensions {
 /** Per publication, built on first use. */
 const compiled = new WeakMap<CompiledPublication, CompiledExtensions>();
 
-function compiledOf(publication: CompiledPublication): CompiledExtensions {
+function compiledOf(publication: CompiledPublication, deps: PluginDeps): CompiledExtensions {
   let c = compiled.get(publication);
   if (c === undefined) {
     const signals = [...publication.signals.values()].map((s) => s.definition);
-    compiled.set(publication, (c = { signals, signalIndex: signalIndex(signals), plugins: compilePlugins(publication.source.plugins) }));
+    compiled.set(publication, (c = { signals, signalIndex: signalIndex(signals), plugins: compilePlugins(publication.source.plugins, deps) }));
   }
   return c;
 }
@@ -81,6 +81,8 @@ export interface RunnerDeps {
   readonly publication: CompiledPublication;
   /** Signals and plugins; absent: none. */
   readonly extensions?: Extensions | undefined;
+  /** The tenant's response cache partition, for cache plugins (see `PluginDeps`); absent: they neither serve nor store. */
+  readonly cacheOf?: PluginDeps["cacheOf"];
   /** Internal failures (a hook that threw something not a GatewayError), cancellations, failed signals: for logs. */
   readonly log: (event: Readonly<Record<string, unknown>>) => void;
 }
@@ -143,7 +145,7 @@ export class Runner<R> {
     this.#extensions = deps.extensions ?? NO_EXTENSIONS;
     this.#subcall = start.parent !== undefined;
     this.#signalModels = start.signalModels === undefined ? undefined : memoizedModels(start.signalModels);
-    this.#compiled = compiledOf(deps.publication);
+    this.#compiled = compiledOf(deps.publication, { cacheOf: deps.cacheOf, log: deps.log });
     const ctx = new RequestContext({
       requestId: start.requestId,
       receivedAt: start.receivedAt,
@@ -219,7 +221,16 @@ export class Runner<R> {
     const turn = this.#turn;
     let streaming = false;
     try {
-      await this.#requestSafe();
+      const answered = await this.#requestSafe();
+      if (answered !== undefined) {
+        // Answered by a plugin (a cache hit): no reserve, admit or invoke, so nothing is charged or sent.
+        if (turn.answer === undefined) throw new Error(`a plugin answered a ${turn.kind} request, which cannot be answered that way`);
+        ctx.enter("respond");
+        const out = turn.answer(answered.response, this.#streamEvents());
+        streaming = out.streaming;
+        if (!streaming) ctx.finish({ kind: "completed" });
+        return out.reply;
+      }
       ctx.enter("reserve");
       await turn.reserve();
       ctx.enter("admit");
@@ -229,8 +240,7 @@ export class Runner<R> {
       await turn.invoke(lease);
       ctx.checkpoint();
       ctx.enter("respond");
-      const streamEvent = this.#plugins.streamEvent.length === 0 ? this.#extensions.streamEvent : byClass([...this.#extensions.streamEvent, ...this.#plugins.streamEvent]).streamEvent;
-      const out = turn.respond(streamEvent.length > 0 ? new StreamEventChain(streamEvent) : undefined);
+      const out = turn.respond(this.#streamEvents());
       streaming = out.streaming;
       if (!streaming) ctx.finish({ kind: "completed" });
       return out.reply;
@@ -265,6 +275,12 @@ export class Runner<R> {
       }
     }
     return { decided, phase: this.ctx.record.phase, refusal: this.#failure, signals: this.#signals?.evaluated() ?? new Map(), plugins };
+  }
+
+  /** The answer's `stream_event_safe` plugins (the runtime's, then the request's own) as one chain; undefined when there are none. */
+  #streamEvents(): StreamEventChain | undefined {
+    const streamEvent = this.#plugins.streamEvent.length === 0 ? this.#extensions.streamEvent : byClass([...this.#extensions.streamEvent, ...this.#plugins.streamEvent]).streamEvent;
+    return streamEvent.length > 0 ? new StreamEventChain(streamEvent) : undefined;
   }
 
   /** Both halves, for a kind whose adapter has nothing to do between them. */
@@ -313,14 +329,15 @@ export class Runner<R> {
 
   /**
    * The `request_safe` plugins, after decide and before reserve, on what the kind lets them see;
-   * their reports go to `report`, and their change becomes the request when `amend` (an explain's is dropped).
+   * their reports go to `report`, and their change becomes the request when `amend` (an explain's
+   * is dropped). An answer a plugin gave is returned (an explain only reports it).
    */
-  async #requestSafe(report: (entry: PluginReport) => void = (entry) => void this.ctx.record.plugins.push(entry), amend = true): Promise<void> {
+  async #requestSafe(report: (entry: PluginReport) => void = (entry) => void this.ctx.record.plugins.push(entry), amend = true): Promise<ImmediateAnswer | undefined> {
     const own = this.#plugins.requestSafe;
     const plugins = own.length === 0 ? this.#extensions.requestSafe : [...this.#extensions.requestSafe, ...own];
-    if (plugins.length === 0) return;
+    if (plugins.length === 0) return undefined;
     const subject = this.#turn.subject();
-    if (subject === undefined) return;
+    if (subject === undefined) return undefined;
     const changed = await applyRequestSafe(plugins, {
       subject,
       principal: this.#principal!,
@@ -328,9 +345,14 @@ export class Runner<R> {
       decision: this.#turn.plugins().decision,
       report,
       signal: this.ctx.signal,
+      facts: this.#turn.facts?.(),
+      models: this.#signalModels,
+      explain: this.#explain !== undefined,
     });
     this.ctx.checkpoint();
+    if (changed.kind === "answer") return amend ? changed : undefined;
     if (amend && changed !== subject) this.#turn.amend(changed);
+    return undefined;
   }
 
   #early(e: { readonly kind: "respond" | "complete"; readonly reply: R }): R {

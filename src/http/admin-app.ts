@@ -11,6 +11,7 @@ import { metricsResponse } from "./metrics-endpoint.ts";
 import { discardUnreadBody, readBodyText } from "./limits.ts";
 import { registerApprovalRoutes } from "./admin-approvals.ts";
 import { registerBudgetRoutes } from "./admin-budgets.ts";
+import { registerCacheRoutes } from "./admin-cache.ts";
 import { registerExplainRoutes } from "./admin-explain.ts";
 import { isOutcomeRoute, registerTaskRoutes } from "./admin-tasks.ts";
 import { describeRoutes } from "./route-table.ts";
@@ -200,6 +201,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
   registerApprovalRoutes(app, (env, tenant) => env.APPROVAL_DESK.getByName(tenant));
   registerTaskRoutes(app, (env, tenant) => env.TASK_LEDGER.getByName(tenant));
+  registerCacheRoutes(app, (env, tenant) => env.RESPONSE_CACHE.getByName(tenant));
   registerConsoleRoutes(app);
 
   // Refusals drop the unread body first (bounded), so an uploading client reads them.

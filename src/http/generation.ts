@@ -1,5 +1,6 @@
 import { attributionOf } from "../attribution/attribution.ts";
 import { workloadOf } from "../attribution/workload.ts";
+import { cacheDirectives } from "../cache/cache-policy.ts";
 import { TASK_BUDGET_HEADER } from "../reserve/task-scope.ts";
 import { parseCallBudget } from "../call-budget/attempt-budget-client.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
@@ -60,6 +61,7 @@ function metaHeaders(idHeader: Record<string, string>, meta: ReplyMeta | undefin
   if (meta.budgetUnchecked) h["x-sluice-budget"] = "unchecked";
   // A token count says whether the model's backend counted it or the gateway estimated it.
   if (meta.tokenCount !== undefined) h["x-sluice-token-count"] = meta.tokenCount;
+  if (meta.cache !== undefined) h["x-sluice-cache"] = meta.cache;
   if (meta.task && meta.task.length > 0) {
     h["x-sluice-task-spent"] = meta.task.map((t) => `${t.metric}=${t.spent}`).join(", ");
     h["x-sluice-task-remaining"] = meta.task.map((t) => `${t.metric}=${t.remaining}`).join(", ");
@@ -98,6 +100,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     attribution: attributionOf(request.headers),
     workload: workloadOf(request.headers, rt.config.gateway.governance.workload),
     taskBudget: request.headers.get(TASK_BUDGET_HEADER) ?? undefined,
+    cacheDirectives: cacheDirectives(request.headers),
     waitUntil: input.waitUntil,
     // Parsed always; the engine continues it only when policy trusts it, and links it otherwise.
     traceParent: parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate")),

@@ -1,7 +1,9 @@
 import type { AdmissionLease } from "../admit/admission.ts";
 import type { Phase, PluginReport } from "../context/request-record.ts";
 import type { GatewayError } from "../errors/gateway-error.ts";
+import type { RequestFacts } from "../plugins/plugin.ts";
 import type { StreamEventChain } from "../plugins/stream-event-chain.ts";
+import type { NeutralResponse } from "../protocol/neutral.ts";
 import type { Principal } from "../publication/principal.ts";
 import type { SignalSet, SignalValue } from "../signals/signal-set.ts";
 import type { Subject } from "../signals/subject.ts";
@@ -71,6 +73,14 @@ export interface KindTurn<R> {
   invoke(lease: AdmissionLease | undefined): Promise<void>;
   /** Phase 8: the answer, for the client (`events`: the request's `stream_event_safe` plugins). */
   respond(events: StreamEventChain | undefined): Responded<R>;
+  /** After decide: what plugins may key on beyond the subject (a model request's); absent or undefined for others. */
+  facts?(): RequestFacts | undefined;
+  /**
+   * Phase 8 for a request a `request_safe` plugin answered (a cache hit): the answer for the
+   * client, through `events`, with nothing reserved, admitted or sent. Absent: the kind's
+   * requests are never answered that way (a plugin that tries is a bug).
+   */
+  answer?(response: NeutralResponse, events: StreamEventChain | undefined): Responded<R>;
   /** The reply to a failure; the runner has ended the request already. `thrown` is what was caught. */
   failed(error: GatewayError, thrown: unknown): R;
 }

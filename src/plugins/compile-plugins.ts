@@ -6,7 +6,8 @@ import type { Subject } from "../signals/subject.ts";
 import { subjectText } from "../signals/subject-text.ts";
 import { maskRewrite } from "./output-pii.ts";
 import { PiiVault, redactSubject, restoreRewrite } from "./pii-redaction.ts";
-import type { Plugin, PluginFactory, RequestSafeInput, StreamEventFilter } from "./plugin.ts";
+import type { Plugin, PluginDeps, PluginFactory, RequestSafeInput, StreamEventFilter } from "./plugin.ts";
+import { responseCachePlugin } from "./response-cache-plugin.ts";
 import type { PluginConfig } from "../config/plugin-schema.ts";
 import { textFilter } from "./text-filter.ts";
 
@@ -14,8 +15,8 @@ import { textFilter } from "./text-filter.ts";
 const TEXT_HOLD_BACK = 1;
 
 /** Compiles the publication's plugins (validated at load) by name. */
-export function compilePlugins(configs: readonly PluginConfig[]): ReadonlyMap<string, PluginFactory> {
-  return new Map(configs.map((c) => [c.name, compilePlugin(c)]));
+export function compilePlugins(configs: readonly PluginConfig[], deps: PluginDeps = {}): ReadonlyMap<string, PluginFactory> {
+  return new Map(configs.map((c) => [c.name, compilePlugin(c, deps)]));
 }
 
 /**
@@ -39,7 +40,7 @@ const countsText = (counts: Readonly<Record<string, number | undefined>>) =>
     .map(([d, n]) => `${d} ×${n}`)
     .join(", ");
 
-function compilePlugin(c: PluginConfig): PluginFactory {
+function compilePlugin(c: PluginConfig, deps: PluginDeps): PluginFactory {
   const name = c.name;
   switch (c.kind) {
     case "pii": {
@@ -114,6 +115,8 @@ function compilePlugin(c: PluginConfig): PluginFactory {
         input.report({ plugin: name, action: "changed", detail: `headers ${Object.keys(c.set).join(",")}` });
         return { ...s, headers: { ...s.headers, ...c.set } };
       });
+    case "cache":
+      return responseCachePlugin(c, deps);
     case "output_pii": {
       const detectors = new Set<PiiDetector>(c.detectors);
       return {

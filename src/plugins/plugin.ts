@@ -1,7 +1,10 @@
 import type { TerminalView } from "../context/request-context.ts";
 import type { PluginReport } from "../context/request-record.ts";
 import type { Principal } from "../publication/principal.ts";
-import type { NeutralEvent } from "../protocol/neutral.ts";
+import type { CacheDirectives } from "../cache/cache-policy.ts";
+import type { ResponseCacheRpc } from "../cache/response-cache-service.ts";
+import type { NeutralEvent, NeutralResponse } from "../protocol/neutral.ts";
+import type { SignalModels } from "../signals/signal-models.ts";
 import type { SignalSet } from "../signals/signal-set.ts";
 import type { Subject } from "../signals/subject.ts";
 
@@ -18,6 +21,30 @@ import type { Subject } from "../signals/subject.ts";
  */
 export type PluginClass = "request_safe" | "stream_event_safe" | "terminal_observer";
 
+/**
+ * What a model request's kind tells plugins beyond the subject, once decide has run: what a
+ * plugin keys on that the subject does not carry (a response cache's key).
+ */
+export interface RequestFacts {
+  readonly entrypoint: string;
+  /** The plan's logical models with their published revisions, tier by tier (`a@3,b@1|c@2`). */
+  readonly models: string;
+  /** Only the headers the bootstrap config marks trusted, lower-case names. */
+  readonly trustedHeaders: ReadonlyMap<string, string>;
+  /** What the client's headers allow a response cache to do. */
+  readonly cache: CacheDirectives;
+}
+
+/**
+ * What a `request_safe` plugin may hand back instead of a subject: the request's answer (a
+ * response cache's hit). The request is answered with it in the client's protocol, through the
+ * `stream_event_safe` plugins, and nothing is reserved, admitted or sent.
+ */
+export interface ImmediateAnswer {
+  readonly kind: "answer";
+  readonly response: NeutralResponse;
+}
+
 /** What a `request_safe` plugin is given. */
 export interface RequestSafeInput {
   readonly subject: Subject;
@@ -30,17 +57,24 @@ export interface RequestSafeInput {
   readonly report: (entry: PluginReport) => void;
   /** Aborted when the request ends. */
   readonly signal: AbortSignal;
+  /** The model request's facts (see {@link RequestFacts}); undefined for other kinds. */
+  readonly facts?: RequestFacts | undefined;
+  /** The request's model calls (the signals' own, so an embedding they made is reused); undefined without any. */
+  readonly models?: SignalModels | undefined;
+  /** True in an explain: the plugin reports what it would do and may not start work that outlives it. */
+  readonly explain?: boolean | undefined;
 }
 
 /**
  * Runs before anything is reserved or sent. Returns a changed subject of the same kind (the kind
- * sends that instead), or undefined to leave it as it is; refuses the request by throwing a
- * `GatewayError` (`content_blocked` for a policy refusal). Any other throw is the gateway's fault.
+ * sends that instead), undefined to leave it as it is, or the request's answer (a model request
+ * only); refuses the request by throwing a `GatewayError` (`content_blocked` for a policy
+ * refusal). Any other throw is the gateway's fault.
  */
 export interface RequestSafePlugin {
   readonly name: string;
   readonly class: "request_safe";
-  apply(input: RequestSafeInput): Subject | undefined | Promise<Subject | undefined>;
+  apply(input: RequestSafeInput): Subject | ImmediateAnswer | undefined | Promise<Subject | ImmediateAnswer | undefined>;
 }
 
 /**
@@ -91,6 +125,17 @@ export interface PluginFactory {
   readonly name: string;
   /** `report` records what a hook did outside `request_safe` (a stream filter's masking counts). */
   instantiate(report: (entry: PluginReport) => void): readonly Plugin[];
+}
+
+/** What compiled plugins may use of the runtime (one per isolate). */
+export interface PluginDeps {
+  /**
+   * The tenant's response cache partition (its ResponseCache object, by tenant id). Absent: a
+   * cache plugin neither serves nor stores, and says so in its report.
+   */
+  readonly cacheOf?: ((tenant: string) => Pick<ResponseCacheRpc, "lookup" | "put">) | undefined;
+  /** For failures a plugin absorbs (a cache that could not be read or written): logs. */
+  readonly log?: ((event: Readonly<Record<string, unknown>>) => void) | undefined;
 }
 
 /** The most events any `stream_event_safe` plugin may declare it holds back. */

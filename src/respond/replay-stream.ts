@@ -21,7 +21,7 @@ export function responseEvents(response: NeutralResponse): NeutralEvent[] {
 /**
  * A complete answer as the client's SSE stream, encoded by its protocol's own stream encoder (so
  * a streaming client cannot tell it from a provider's stream): for answers the gateway holds whole
- * before the client hears anything, such as a Looper run's accepted step.
+ * before the client hears anything, such as a Looper run's accepted step or a cache hit.
  */
 export function replayStream(response: NeutralResponse, encoder: StreamEncoder): ReadableStream<Uint8Array> {
   let text = "";

@@ -45,6 +45,8 @@ export interface CallRecord {
   readonly parentCallId?: string | undefined;
   /** A Looper run's steps (each also a call of its own, with its cost): model, score, accepted. */
   readonly looper?: LooperRecord | undefined;
+  /** A model call answered from the response cache: how it matched, the cosine (1 when exact) and the entry's age; it has no attempts. */
+  readonly cache?: { readonly hit: "exact" | "semantic"; readonly similarity: number; readonly ageMs: number } | undefined;
 }
 
 /**
@@ -144,12 +146,14 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
   // A later attempt of another model is a fallback; of the same model (another backend or the same), a retry.
   let fallbacks = 0;
   for (let i = 1; i < sent.length; i++) if (sent[i]!.logicalModel !== sent[i - 1]!.logicalModel) fallbacks++;
+  const hit = r.plugins.find((p) => p.action === "cache_hit");
   return {
     ...common,
     kind: "model",
     ...(r.decision ? { decision: r.decision.name } : {}),
     ...(r.parentRequestId !== undefined ? { parentCallId: r.parentRequestId } : {}),
     ...(r.looper ? { looper: r.looper } : {}),
+    ...(hit ? { cache: { hit: hit.detail === "semantic" ? ("semantic" as const) : ("exact" as const), similarity: hit.similarity ?? 1, ageMs: hit.ageMs ?? 0 } } : {}),
     target: sent.at(-1)?.logicalModel ?? r.route ?? "?",
     costMicros: sum(list.map((a) => a.costMicros)),
     currency: sent.find((a) => a.charge?.currency !== undefined)?.charge?.currency,

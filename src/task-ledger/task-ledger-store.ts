@@ -315,5 +315,6 @@ export function publicCall(c: LedgerCall): CallRecord {
     ...(c.decision !== undefined ? { decision: c.decision } : {}),
     ...(c.parentCallId !== undefined ? { parentCallId: c.parentCallId } : {}),
     ...(c.looper !== undefined ? { looper: c.looper } : {}),
+    ...(c.cache !== undefined ? { cache: c.cache } : {}),
   };
 }

@@ -58,6 +58,7 @@ export class GatewayMetrics implements FinishedRequestReader {
   readonly #retries: Counter;
   readonly #fallbacks: Counter;
   readonly #unknownUsage: Counter;
+  readonly #cacheLookups: Counter;
   readonly #snapshotChanges: Counter;
   readonly #snapshotRefreshFailures: Counter;
   readonly #spansDropped: Counter;
@@ -88,6 +89,13 @@ export class GatewayMetrics implements FinishedRequestReader {
     const looper = looperInstruments(registry, l);
     this.#looperSteps = looper.steps;
     this.#looperEscalations = looper.escalations;
+    this.#cacheLookups = registry.counter({
+      name: "sluice.cache.lookups",
+      promName: "sluice_cache_lookups_total",
+      unit: "{request}",
+      help: "Requests a response cache plugin ran for, by entrypoint and outcome: hit_exact and hit_semantic (answered with no provider attempt), miss, skipped (not looked up).",
+      labels: [L("sluice.entrypoint", l.entrypoint), L("sluice.cache.outcome", oneOf(["hit_exact", "hit_semantic", "miss", "skipped"]))],
+    });
     const ops = operationsInstruments(registry);
     this.#snapshotChanges = ops.snapshotChanges;
     this.#snapshotRefreshFailures = ops.snapshotRefreshFailures;
@@ -117,6 +125,11 @@ export class GatewayMetrics implements FinishedRequestReader {
       // A cascade escalated each time a candidate fell short and the next tier was asked.
       const escalations = Math.max(0, looper.calls.filter((c) => c.role === "candidate").length - 1);
       if (escalations > 0) this.#looperEscalations.add([entrypoint, looper.algorithm], escalations);
+    }
+    for (const p of r.plugins) {
+      if (p.action === "cache_hit") this.#cacheLookups.add([entrypoint, p.detail === "semantic" ? "hit_semantic" : "hit_exact"]);
+      else if (p.action === "cache_miss") this.#cacheLookups.add([entrypoint, "miss"]);
+      else if (p.action === "cache_skipped") this.#cacheLookups.add([entrypoint, "skipped"]);
     }
     const mcp = r.mcp;
     // Tool names come from upstream lists and callers: only a call the policy let through counts its tool.

@@ -198,6 +198,8 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     },
     onUndoError: (err, what) => logError({ kind: "release_failed", resource: what, error: String(err) }),
     log: logError,
+    // Each tenant's response cache is its own object: a lookup can only ever reach that tenant's entries.
+    cacheOf: (tenant) => env.RESPONSE_CACHE.getByName(tenant),
   });
   return {
     config,

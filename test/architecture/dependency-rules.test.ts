@@ -73,6 +73,7 @@ const LAYERS = [
   "traffic",
   "protocol",
   "signals",
+  "cache",
   "attribution",
   "audit",
   "mcp",

@@ -11,7 +11,8 @@ import { looperHeader, runLooper, type LooperOutcome } from "../../looper/run-lo
 import type { StepPort } from "../../looper/bounded-steps.ts";
 import type { Scheduler } from "../../deps/scheduler.ts";
 import { replayStream } from "../../respond/replay-stream.ts";
-import type { NeutralRequest } from "../../protocol/neutral.ts";
+import type { NeutralRequest, NeutralResponse } from "../../protocol/neutral.ts";
+import type { RequestFacts } from "../../plugins/plugin.ts";
 import type { CompiledEntrypoint } from "../../publication/compile-publication.ts";
 import type { Principal } from "../../publication/principal.ts";
 import { chatSizing, prepareCharges, type RequestCharges } from "../../reserve/reserve-phase.ts";
@@ -221,6 +222,31 @@ export class ChatTurn implements KindTurn<Reply> {
     const content = ctx.record.content;
     if (content) content.completion = answer.response.text.slice(0, content.maxChars + CONTENT_MARGIN);
     return { reply: { kind: "buffered", response: answer.response, body: answer.body, meta }, streaming: false };
+  }
+
+  facts(): RequestFacts | undefined {
+    const plan = this.#plan;
+    if (plan === undefined) return undefined;
+    return {
+      entrypoint: plan.entrypoint,
+      models: plan.tiers.map((tier) => tier.map((m) => `${m.logicalModel}@${m.revision}`).join(",")).join("|"),
+      trustedHeaders: this.#caller.trusted,
+      // A sub-call has no client headers: the cache does what its plugin says.
+      cache: this.#caller.ingress?.cacheDirectives ?? { lookup: true, store: true },
+    };
+  }
+
+  answer(response: NeutralResponse, events: StreamEventChain | undefined): Responded<Reply> {
+    const { deps, ctx, ingress } = this.#caller;
+    const codec = ingress ? deps.codecs.get(ingress.protocol)! : undefined;
+    const stamp = this.#caller.stamp(this.#plan!.entrypoint);
+    const answer = events ? events.filterResponse(response) : response;
+    const meta = { ...this.#caller.replyMeta(undefined, []), decision: this.#plan!.route, cache: "hit" as const };
+    const content = ctx.record.content;
+    if (content) content.completion = answer.text.slice(0, content.maxChars + CONTENT_MARGIN);
+    // The whole stream is in hand: the request ends here, not with the client's read of it.
+    if (this.#request!.stream && codec) return { reply: { kind: "stream", body: replayStream(answer, codec.createStreamEncoder(stamp, this.#request!)), meta }, streaming: false };
+    return { reply: { kind: "buffered", response: answer, body: codec ? codec.encodeResponse(answer, stamp) : answer, meta }, streaming: false };
   }
 
   failed(error: GatewayError): Reply {

@@ -109,6 +109,12 @@ function would(r: PluginReport): string {
       return "its check failed: would pass the request on unchecked";
     case "failed_closed":
       return "its check failed: would refuse the request (signal_unavailable)";
+    case "cache_hit":
+      return `would answer from the response cache${detail}`;
+    case "cache_miss":
+      return "would look the request up in the response cache and miss";
+    case "cache_skipped":
+      return `would not use the response cache${detail}`;
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Attribution } from "../../attribution/attribution.ts";
+import type { CacheDirectives } from "../../cache/cache-policy.ts";
 import type { Workload } from "../../attribution/workload.ts";
 import type { CallBudget } from "../../call-budget/attempt-budget-client.ts";
 import type { TraceParent } from "../../context/trace-context.ts";
@@ -42,6 +43,8 @@ export interface Ingress {
   readonly workload?: Workload | undefined;
   /** The caller's per-request task cap (`x-sluice-task-budget`), as sent. */
   readonly taskBudget?: string | undefined;
+  /** What the client's headers allow the response cache (`x-sluice-cache`, `Cache-Control`); absent: everything. */
+  readonly cacheDirectives?: CacheDirectives | undefined;
 }
 
 /** What the client is told besides the answer, whatever the answer is. */
@@ -72,6 +75,8 @@ export interface ReplyMeta {
   readonly tokenCount?: "reported" | "estimated" | undefined;
   /** A Looper run's summary (`cascade; steps=2; accepted=<tier>`), when the decision ran one. */
   readonly looper?: string | undefined;
+  /** The answer came from the response cache: no provider attempt was made. */
+  readonly cache?: "hit" | undefined;
 }
 
 /** The answer, ready for the adapter to write. */

@@ -39,7 +39,7 @@ async function run(name: string, compiled: ReturnType<typeof plugins>, subject: 
   let sent = subject;
   let error: unknown;
   try {
-    for (const p of hooks.requestSafe) sent = (await p.apply(input(sent, reports))) ?? sent;
+    for (const p of hooks.requestSafe) sent = ((await p.apply(input(sent, reports))) as Subject | undefined) ?? sent;
   } catch (err) {
     error = err;
   }
@@ -167,7 +167,7 @@ describe("output_pii", () => {
     // Configured restore-first: the chain still runs the restore last.
     const hooks = byClass([...both.get("redact")!.instantiate((r) => void reports.push(r)), ...both.get("mask")!.instantiate((r) => void reports.push(r))]);
     const sent = await hooks.requestSafe[0]!.apply(input({ kind: "model", request: request(`I am ${EMAIL}`) }, reports));
-    expect(textOf(sent!)).toContain("[EMAIL_1]");
+    expect(textOf(sent as Subject)).toContain("[EMAIL_1]");
     expect(hooks.streamEvent.map((p) => p.name)).toEqual(["mask", "redact"]);
     const out = stream(new StreamEventChain(hooks.streamEvent), [{ type: "text", text: "Hello [EMAIL_1], your colleague is grace@example.org." }]);
     expect(texts(out)).toBe(`Hello ${EMAIL}, your colleague is [EMAIL].`);
