@@ -23,6 +23,7 @@ import { BACKEND_MODEL, BEDROCK_MODEL, DEMO_KEY, DEMO_TENANT, ECHO_PRICE_MICROS,
 import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
 import { median } from "./stats.ts";
 import { concurrentStreams, soak, type SoakResult, type StreamsResult } from "./memory.ts";
+import { cellKey, protocolStageReport, protocolStageResult, type ProtocolName, type ProtocolStageResult } from "./bedrock-streaming.ts";
 import { countEventStreamFrames, countSseEvents, type UpstreamCount } from "./upstream-events.ts";
 import { gatewayPath, invalidBody, MCP_SERVER, MCP_WORKLOAD, requestBody, requestHeaders, simulatorPath, type ChatWorkload, type Workload } from "./workload.ts";
 
@@ -546,30 +547,9 @@ async function soakStage(stack: Stack, o: Options, streaming: ChatWorkload, prob
 // ---------------------------------------------------------------------------------------------
 // Bedrock streaming: the binary event stream against SSE
 
-type ProtocolName = "sse" | "bedrock";
-
 /** Sluice (open key) streaming from one backend protocol. */
 interface ProtocolTarget extends Endpoint {
   readonly name: ProtocolName;
-}
-
-/** One backend protocol at one answer size: its runs, medians, and upstream events per answer. */
-interface ProtocolCell {
-  readonly tokens: number;
-  readonly protocol: ProtocolName;
-  readonly upstream: UpstreamCount;
-  readonly runs: RunRecord[];
-  readonly median: TargetSummary;
-  /** Median over runs of workerd CPU per request / upstream events per answer, µs. */
-  readonly cpuUsPerEvent: number;
-}
-
-interface ProtocolStageResult {
-  readonly cells: readonly ProtocolCell[];
-  /** Per answer size: Bedrock over SSE, medians of the per-run ratios (each run's pair measured back to back). */
-  readonly ratios: readonly { readonly tokens: number; readonly cpuPerEvent: number; readonly cpuPerRequest: number; readonly throughput: number }[];
-  /** Per protocol: workerd CPU per extra event between the two sizes, µs (medians of the runs' CPU per request). */
-  readonly marginalUsPerEvent?: Readonly<Record<ProtocolName, number>>;
 }
 
 /**
@@ -581,14 +561,14 @@ interface ProtocolStageResult {
  * the request's cost, the Bedrock request's SigV4 signing included. With two sizes, the
  * difference between them isolates what one more event costs.
  */
-async function protocolStage(stack: Stack, o: Options, problems: string[]): Promise<{ report: string; result: ProtocolStageResult }> {
+async function protocolStage(stack: Stack, o: Options, problems: string[]): Promise<{ report: string; result: ProtocolStageResult<RunRecord, TargetSummary> }> {
   const sizes = [...new Set([o.streamTokens, ...(o.longStreamTokens > 0 ? [o.longStreamTokens] : [])])];
   const workloads = sizes.map((tokens): ChatWorkload => ({ name: "streaming", stream: true, tokens }));
   const upstream = new Map<string, UpstreamCount>();
   for (const w of workloads) {
     await configureSimulator(stack.simUrl, w);
-    upstream.set(`${w.tokens} sse`, await countSseEvents(stack.simUrl));
-    upstream.set(`${w.tokens} bedrock`, await countEventStreamFrames(stack.simUrl));
+    upstream.set(cellKey(w.tokens, "sse"), await countSseEvents(stack.simUrl));
+    upstream.set(cellKey(w.tokens, "bedrock"), await countEventStreamFrames(stack.simUrl));
     for (const t of stack.protocols) await preflight(t, w);
   }
   const runs = new Map<string, RunRecord[]>();
@@ -599,71 +579,14 @@ async function protocolStage(stack: Stack, o: Options, problems: string[]): Prom
       const order = run % 2 === 1 ? stack.protocols : [...stack.protocols].reverse();
       for (const t of order) {
         const rec = await oneRun(stack, t, w, o, run, o.concurrency);
-        const key = `${w.tokens} ${t.name}`;
+        const key = cellKey(w.tokens, t.name);
         runs.set(key, [...(runs.get(key) ?? []), rec]);
         logRun(`bedrock ${w.tokens}`, t.name, rec, o, problems);
       }
     }
   }
-  const cells: ProtocolCell[] = sizes.flatMap((tokens) =>
-    stack.protocols.map((t) => {
-      const key = `${tokens} ${t.name}`;
-      const rs = runs.get(key)!;
-      const up = upstream.get(key)!;
-      return { tokens, protocol: t.name, upstream: up, runs: rs, median: summarize(rs), cpuUsPerEvent: median(rs.map((r) => (1000 * r.serverCpuMsPerReq) / up.events)) };
-    }),
-  );
-  const cell = (tokens: number, p: ProtocolName) => cells.find((c) => c.tokens === tokens && c.protocol === p)!;
-  const ratios = sizes.map((tokens) => {
-    const sse = cell(tokens, "sse");
-    const bed = cell(tokens, "bedrock");
-    const paired = (m: (r: RunRecord, up: UpstreamCount) => number) => median(bed.runs.map((r, i) => m(r, bed.upstream) / m(sse.runs[i]!, sse.upstream)));
-    return {
-      tokens,
-      cpuPerEvent: paired((r, up) => r.serverCpuMsPerReq / up.events),
-      cpuPerRequest: paired((r) => r.serverCpuMsPerReq),
-      throughput: paired((r) => r.result.rps),
-    };
-  });
-  const marginal = (p: ProtocolName): number => {
-    const short = cell(sizes[0]!, p);
-    const long = cell(sizes[1]!, p);
-    return (1000 * (long.median.serverCpuMsPerReq - short.median.serverCpuMsPerReq)) / (long.upstream.events - short.upstream.events);
-  };
-  const marginalUsPerEvent = sizes.length === 2 ? { sse: marginal("sse"), bedrock: marginal("bedrock") } : undefined;
-
-  const rows = cells.map((c) => [
-    String(c.tokens),
-    c.protocol === "sse" ? "openai-chat (SSE)" : "bedrock-converse (event stream)",
-    String(c.upstream.events),
-    String(c.upstream.bytes),
-    f(c.median.rps, 0),
-    f(c.median.p50Ms, 2),
-    f(c.median.p99Ms, 2),
-    f(c.median.ttfbP50Ms, 2),
-    f(c.median.serverCpuMsPerReq, 3),
-    f(c.cpuUsPerEvent, 1),
-    f(c.median.simCpuMsPerReq, 3),
-    f(c.median.otherBusyCores, 2),
-    c.median.errors > 0 ? `${c.median.errors} !!` : "0",
-  ]);
-  const lines = [
-    `bedrock-streaming: Sluice (open key) streaming to an OpenAI Chat client, stream: true + include_usage, from each backend protocol; concurrency ${o.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`,
-    table(["tokens", "backend", "upstream events", "bytes", "req/s", "p50 ms", "p99 ms", "TTFB p50 ms", "workerd CPU ms/req", "µs/event", "sim CPU ms/req", "other load", "errors"], rows, 2),
-    ...ratios.map(
-      (r) => `${String(r.tokens).padStart(4)} tokens, bedrock vs sse (median of per-run ratios): CPU/event ×${f(r.cpuPerEvent, 2)}, CPU/request ×${f(r.cpuPerRequest, 2)}, throughput ×${f(r.throughput, 2)}`,
-    ),
-    ...(marginalUsPerEvent
-      ? [
-          `one more event (${sizes[1]} vs ${sizes[0]} tokens): sse ${f(marginalUsPerEvent.sse, 1)} µs, bedrock ${f(marginalUsPerEvent.bedrock, 1)} µs of workerd CPU, ×${f(marginalUsPerEvent.bedrock / marginalUsPerEvent.sse, 2)}`,
-        ]
-      : []),
-    "upstream events: counted in one answer from the simulator per size and protocol (SSE events with [DONE]; event-stream frames);",
-    "µs/event: workerd CPU per request / upstream events, so it carries the whole request (the Bedrock SigV4 signing included).",
-    "The simulator's CPU per answer differs by protocol too (it frames and checksums the event stream, and verifies each signature),",
-    "and on a small machine it can bound the Bedrock side's throughput: compare workerd CPU, not req/s.",
-  ];
-  return { report: lines.join("\n"), result: { cells, ratios, ...(marginalUsPerEvent ? { marginalUsPerEvent } : {}) } };
+  const result = protocolStageResult(sizes, stack.protocols.map((t) => t.name), runs, upstream, summarize);
+  return { report: protocolStageReport(result, sizes, o), result };
 }
 
 // ---------------------------------------------------------------------------------------------
