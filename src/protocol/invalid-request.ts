@@ -32,3 +32,27 @@ export function invalidRequestFromZod(error: z.ZodError): GatewayError {
     param: param || undefined,
   });
 }
+
+/** A client error naming the message at `index`: how an encoder refuses what the backend cannot carry. */
+export function invalidMessage(index: number, why: string): GatewayError {
+  return new GatewayError("invalid_request", `Invalid value for 'messages[${index}]': ${why}`, { param: `messages[${index}]` });
+}
+
+/**
+ * A tool call's arguments as the JSON object Anthropic, Converse and Gemini require (`{}` when
+ * empty). Anything else is refused naming the message and the call; `requiredBy` says who needs
+ * the object ("Anthropic", "this model's backend").
+ */
+export function toolArgumentsObject(call: { readonly id: string; readonly arguments: string }, index: number, requiredBy: string): Record<string, unknown> {
+  if (call.arguments.trim() === "") return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(call.arguments);
+  } catch {
+    value = undefined;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw invalidMessage(index, `the arguments of tool call '${echo(call.id)}' are not a JSON object, which ${requiredBy} requires.`);
+  }
+  return value as Record<string, unknown>;
+}

@@ -1,7 +1,8 @@
 import { echo } from "../../errors/echo.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { UpstreamOptions } from "../codec.ts";
-import type { CacheControl, ContentPart, NeutralMessage, NeutralRequest, ToolCall } from "../neutral.ts";
+import { invalidMessage, toolArgumentsObject } from "../invalid-request.ts";
+import type { CacheControl, ContentPart, NeutralMessage, NeutralRequest } from "../neutral.ts";
 import { redactedData } from "./thinking.ts";
 
 /**
@@ -14,16 +15,13 @@ type Block = Record<string, unknown>;
 
 const withCache = (block: Block, cc: CacheControl | undefined): Block => (cc ? { ...block, cache_control: cc } : block);
 
-function invalid(index: number, why: string): GatewayError {
-  return new GatewayError("invalid_request", `Invalid value for 'messages[${index}]': ${why}`, { param: `messages[${index}]` });
-}
 
 /** An image URL → Anthropic image source: base64 data URLs inline, http(s) URLs by reference. */
 function imageBlock(url: string, cc: CacheControl | undefined, index: number): Block {
   const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
   if (data) return withCache({ type: "image", source: { type: "base64", media_type: data[1], data: data[2] } }, cc);
   if (/^https?:\/\//i.test(url)) return withCache({ type: "image", source: { type: "url", url } }, cc);
-  throw invalid(index, "images must be https URLs or base64 data URLs.");
+  throw invalidMessage(index, "images must be https URLs or base64 data URLs.");
 }
 
 /**
@@ -39,7 +37,7 @@ function blocks(parts: readonly ContentPart[], index: number, images: boolean): 
         if (p.text !== "") out.push(withCache({ type: "text", text: p.text }, p.cacheControl));
         break;
       case "image":
-        if (!images) throw invalid(index, "images are only allowed in user and tool messages.");
+        if (!images) throw invalidMessage(index, "images are only allowed in user and tool messages.");
         // `detail` has no Anthropic equivalent and is dropped.
         out.push(imageBlock(p.url, p.cacheControl, index));
         break;
@@ -56,20 +54,6 @@ function content(bs: Block[]): string | Block[] {
   return only && only.type === "text" && only.cache_control === undefined ? (only.text as string) : bs;
 }
 
-/** Tool call arguments → the `input` object Anthropic requires. */
-function toolInput(call: ToolCall, index: number): Record<string, unknown> {
-  if (call.arguments.trim() === "") return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(call.arguments);
-  } catch {
-    value = undefined;
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw invalid(index, `the arguments of tool call '${echo(call.id)}' are not a JSON object, which Anthropic requires.`);
-  }
-  return value as Record<string, unknown>;
-}
 
 /**
  * Assistant content: signed reasoning becomes thinking (or redacted_thinking) blocks; reasoning
@@ -87,7 +71,7 @@ function assistantBlocks(m: Extract<NeutralMessage, { role: "assistant" }>, inde
     const data = redactedData(p.signature);
     out.push(data === undefined ? { type: "thinking", thinking: p.text, signature: p.signature } : { type: "redacted_thinking", data });
   }
-  for (const c of m.toolCalls ?? []) out.push({ type: "tool_use", id: c.id, name: c.name, input: toolInput(c, index) });
+  for (const c of m.toolCalls ?? []) out.push({ type: "tool_use", id: c.id, name: c.name, input: toolArgumentsObject(c, index, "Anthropic") });
   return out;
 }
 

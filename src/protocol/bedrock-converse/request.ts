@@ -2,7 +2,8 @@ import { echo } from "../../errors/echo.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import { redactedData } from "../anthropic-messages/thinking.ts";
 import type { UpstreamOptions } from "../codec.ts";
-import type { CacheControl, ContentPart, NeutralMessage, NeutralRequest, ToolCall } from "../neutral.ts";
+import { invalidMessage, toolArgumentsObject } from "../invalid-request.ts";
+import type { CacheControl, ContentPart, NeutralMessage, NeutralRequest } from "../neutral.ts";
 
 /*
  * The Converse request body (the model id is in the path, not the body): `system` text blocks,
@@ -24,18 +25,15 @@ export const THINKING_ANSWER_TOKENS = 4096;
 /** The image formats Converse takes, by media type. */
 const IMAGE_FORMATS: Readonly<Record<string, string>> = { "image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif", "image/webp": "webp" };
 
-function invalid(index: number, why: string): GatewayError {
-  return new GatewayError("invalid_request", `Invalid value for 'messages[${index}]': ${why}`, { param: `messages[${index}]` });
-}
 
 const cachePoint = (cc: CacheControl | undefined): Block[] => (cc ? [{ cachePoint: { type: "default" } }] : []);
 
 /** A data URL → a Converse image block. Converse takes bytes (or S3 objects), never a web URL. */
 function imageBlock(url: string, index: number): Block {
   const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-  if (!data) throw invalid(index, "images must be base64 data URLs for this model's backend (it cannot fetch URLs).");
+  if (!data) throw invalidMessage(index, "images must be base64 data URLs for this model's backend (it cannot fetch URLs).");
   const format = IMAGE_FORMATS[data[1]!.toLowerCase()];
-  if (format === undefined) throw invalid(index, `image type '${echo(data[1]!)}' is not supported by this model's backend (png, jpeg, gif or webp).`);
+  if (format === undefined) throw invalidMessage(index, `image type '${echo(data[1]!)}' is not supported by this model's backend (png, jpeg, gif or webp).`);
   return { image: { format, source: { bytes: data[2] } } };
 }
 
@@ -46,27 +44,13 @@ function blocks(parts: readonly ContentPart[], index: number, images: boolean): 
     if (p.type === "text") {
       if (p.text !== "") out.push({ text: p.text }, ...cachePoint(p.cacheControl));
     } else if (p.type === "image") {
-      if (!images) throw invalid(index, "images are only allowed in user and tool messages.");
+      if (!images) throw invalidMessage(index, "images are only allowed in user and tool messages.");
       out.push(imageBlock(p.url, index), ...cachePoint(p.cacheControl));
     }
   }
   return out;
 }
 
-/** Tool call arguments → the `input` object Converse requires. */
-function toolInput(call: ToolCall, index: number): Record<string, unknown> {
-  if (call.arguments.trim() === "") return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(call.arguments);
-  } catch {
-    value = undefined;
-  }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw invalid(index, `the arguments of tool call '${echo(call.id)}' are not a JSON object, which this model's backend requires.`);
-  }
-  return value as Record<string, unknown>;
-}
 
 /**
  * Assistant turns: signed reasoning replayed as `reasoningContent` (a redacted block as its
@@ -83,7 +67,7 @@ function assistantBlocks(m: Extract<NeutralMessage, { role: "assistant" }>, inde
     const data = redactedData(p.signature);
     out.push({ reasoningContent: data === undefined ? { reasoningText: { text: p.text, signature: p.signature } } : { redactedContent: data } });
   }
-  for (const c of m.toolCalls ?? []) out.push({ toolUse: { toolUseId: c.id, name: c.name, input: toolInput(c, index) } });
+  for (const c of m.toolCalls ?? []) out.push({ toolUse: { toolUseId: c.id, name: c.name, input: toolArgumentsObject(c, index, "this model's backend") } });
   return out;
 }
 

@@ -1,6 +1,7 @@
 import { echo } from "../../errors/echo.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import type { UpstreamOptions } from "../codec.ts";
+import { invalidMessage, toolArgumentsObject } from "../invalid-request.ts";
 import type { ContentPart, NeutralMessage, NeutralRequest } from "../neutral.ts";
 import { signatureOfCallId } from "./tool-call-id.ts";
 
@@ -27,9 +28,6 @@ export const SKIP_SIGNATURE = "skip_thought_signature_validator";
 /** Gemini 3 models validate the signatures of replayed function calls; earlier ones ignore them. */
 const validatesSignatures = (model: string): boolean => /^(?:.*\/)?gemini-3/.test(model);
 
-function invalid(index: number, why: string): GatewayError {
-  return new GatewayError("invalid_request", `Invalid value for 'messages[${index}]': ${why}`, { param: `messages[${index}]` });
-}
 
 function refuse(message: string, param?: string): GatewayError {
   return new GatewayError("invalid_request", message, param === undefined ? undefined : { param });
@@ -42,7 +40,7 @@ function refuse(message: string, param?: string): GatewayError {
  */
 function imagePart(url: string, index: number): Part {
   const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-  if (!data) throw invalid(index, "images must be base64 data URLs for this model's backend.");
+  if (!data) throw invalidMessage(index, "images must be base64 data URLs for this model's backend.");
   return { inlineData: { mimeType: data[1], data: data[2] } };
 }
 
@@ -57,18 +55,6 @@ function userParts(parts: readonly ContentPart[], index: number): Part[] {
   return out;
 }
 
-/** Tool call arguments → the `args` object Gemini requires. */
-function callArgs(args: string, index: number): Record<string, unknown> {
-  if (args.trim() === "") return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(args);
-  } catch {
-    throw invalid(index, "tool call arguments must be a JSON object.");
-  }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw invalid(index, "tool call arguments must be a JSON object.");
-  return parsed as Record<string, unknown>;
-}
 
 /**
  * An assistant turn → a `model` content. Replayed reasoning text is left out: Gemini reads nothing
@@ -79,10 +65,10 @@ function modelContent(m: Extract<NeutralMessage, { role: "assistant" }>, index: 
   for (const p of m.content) {
     if (p.type === "text") {
       if (p.text !== "") parts.push({ text: p.text });
-    } else if (p.type === "image") throw invalid(index, "images are only allowed in user messages.");
+    } else if (p.type === "image") throw invalidMessage(index, "images are only allowed in user messages.");
   }
   for (const c of m.toolCalls ?? []) {
-    const part: Part = { functionCall: { name: c.name, args: callArgs(c.arguments, index) } };
+    const part: Part = { functionCall: { name: c.name, args: toolArgumentsObject(c, index, "Gemini") } };
     const signature = signatureOfCallId(c.id) ?? (validatesSignatures(model) ? SKIP_SIGNATURE : undefined);
     if (signature !== undefined) part.thoughtSignature = signature;
     parts.push(part);
@@ -97,10 +83,10 @@ function modelContent(m: Extract<NeutralMessage, { role: "assistant" }>, index: 
  */
 function functionResponse(m: Extract<NeutralMessage, { role: "tool" }>, index: number, names: ReadonlyMap<string, string>): Part {
   const name = names.get(m.toolCallId);
-  if (name === undefined) throw invalid(index, `no earlier tool call has the id '${echo(m.toolCallId)}'.`);
+  if (name === undefined) throw invalidMessage(index, `no earlier tool call has the id '${echo(m.toolCallId)}'.`);
   let text = "";
   for (const p of m.content) {
-    if (p.type === "image") throw invalid(index, "images in tool results are not supported by this model's backend.");
+    if (p.type === "image") throw invalidMessage(index, "images in tool results are not supported by this model's backend.");
     if (p.type === "text") text += p.text;
   }
   return { functionResponse: { name, response: m.isError === true ? { error: text } : { output: text } } };
@@ -122,7 +108,7 @@ function conversation(messages: readonly NeutralMessage[], model: string): { sys
       case "developer":
         // Gemini has one system instruction: every system and developer message joins it, in order.
         for (const p of m.content) {
-          if (p.type === "image") throw invalid(i, "images are only allowed in user messages.");
+          if (p.type === "image") throw invalidMessage(i, "images are only allowed in user messages.");
           if (p.type === "text" && p.text !== "") system.push({ text: p.text });
         }
         break;
