@@ -24,6 +24,14 @@ export const looperBoundsSchema = z.strictObject({
 export type LooperBounds = z.infer<typeof looperBoundsSchema>;
 
 /**
+ * Plugins (publication.yaml `plugins:`, by name) that run on every sub-call of the run, around that
+ * one model call: a step's `request_safe` plugins on the request the step sends, its
+ * `stream_event_safe` plugins on the step's answer. The decision's own `plugins` still run once, on
+ * the client's request and the final answer.
+ */
+const perModelCall = z.array(modelId).max(16).default([]);
+
+/**
  * A cascade: the decision's tiers are its steps, cheapest first. Each step's answer is scored and
  * accepted at `threshold` or above, else the next step runs; the last step's answer is accepted as
  * it is. `avg_logprob`: the mean log-probability of the answer's tokens (at most 0); `margin`: the
@@ -38,6 +46,7 @@ export const cascadeSchema = z.strictObject({
   /** `verify` only: the verifier model and its prompt (with `{{question}}` and `{{answer}}`). */
   verifier: z.strictObject({ model: modelId, prompt: z.string().min(1).max(8192) }).optional(),
   bounds: looperBoundsSchema,
+  perModelCall,
 });
 
 /**
@@ -51,6 +60,7 @@ export const panelSchema = z.strictObject({
   quorum: z.number().int().min(1).max(16),
   arbiter: z.strictObject({ model: modelId, prompt: z.string().min(1).max(8192) }),
   bounds: looperBoundsSchema,
+  perModelCall,
 });
 
 /** A decision's algorithm (`algorithm:` beside `models:`). */

@@ -4,7 +4,7 @@ import { snapshotSourceSchema, type SnapshotSource } from "./backends-schema.ts"
 import { checkBudgets, unknownChargeTo } from "./check-budgets.ts";
 import { checkEgress } from "../egress/egress-guard.ts";
 import { CONFIG_FILES, ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
-import { TOOL_CALL_PLUGIN_KINDS } from "./plugin-schema.ts";
+import { PER_MODEL_CALL_PLUGIN_KINDS, TOOL_CALL_PLUGIN_KINDS } from "./plugin-schema.ts";
 import { compileSignal, type SignalShape } from "../signals/compile-signals.ts";
 import { compileCondition } from "../signals/conditions.ts";
 import { checkAlgorithm } from "./check-algorithm.ts";
@@ -157,11 +157,11 @@ export function checkRouting(gateway: GatewayConfig, pub: PublicationConfig): Co
   });
 
   const plugins = new Map(pub.plugins.map((p) => [p.name, p]));
-  const checkPlugins = (names: readonly string[], path: string, only?: readonly string[]) =>
+  const checkPlugins = (names: readonly string[], path: string, only?: { readonly kinds: readonly string[]; readonly where: string }) =>
     names.forEach((name, i) => {
       const p = plugins.get(name);
       if (!p) issues.push({ file, path: `${path}[${i}]`, message: `unknown plugin "${name}" (publication.yaml plugins)` });
-      else if (only && !only.includes(p.kind)) issues.push({ file, path: `${path}[${i}]`, message: `plugin "${name}" is a ${p.kind} plugin; a tool call's arguments take only ${only.join(", ")}` });
+      else if (only && !only.kinds.includes(p.kind)) issues.push({ file, path: `${path}[${i}]`, message: `plugin "${name}" is a ${p.kind} plugin; ${only.where} take only ${only.kinds.join(", ")}` });
     });
 
   pub.entrypoints.forEach((ep, ei) => {
@@ -178,9 +178,10 @@ export function checkRouting(gateway: GatewayConfig, pub: PublicationConfig): Co
       if (d.name === "default") issues.push({ file, path: `${path}.name`, message: `"default" names the entrypoint's default tiers; choose another name` });
       issues.push(...compileCondition(d.when, shapes, `${path}.when`).problems.map((p) => ({ file, ...p })));
       checkPlugins(d.plugins, `${path}.plugins`);
+      if (d.algorithm) checkPlugins(d.algorithm.perModelCall, `${path}.algorithm.perModelCall`, { kinds: PER_MODEL_CALL_PLUGIN_KINDS, where: "an algorithm's sub-calls" });
     });
   });
-  checkPlugins(pub.mcp?.plugins ?? [], "mcp.plugins", TOOL_CALL_PLUGIN_KINDS);
+  checkPlugins(pub.mcp?.plugins ?? [], "mcp.plugins", { kinds: TOOL_CALL_PLUGIN_KINDS, where: "a tool call's arguments" });
   return issues;
 }
 

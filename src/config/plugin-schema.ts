@@ -111,3 +111,10 @@ export type PluginKind = PluginConfig["kind"];
 
 /** Plugin kinds that apply to an MCP tool call's arguments (the others are about prompts and answers). */
 export const TOOL_CALL_PLUGIN_KINDS: readonly PluginKind[] = ["pii", "jailbreak", "block"];
+
+/**
+ * The plugins a Looper algorithm may run on each of its sub-calls (`algorithm.perModelCall`): not
+ * `cache` (a step's answer is not the answer the decision's cache keys) and not `block` (it would
+ * refuse every step; a decision that must not be served refuses once, with its own plugins).
+ */
+export const PER_MODEL_CALL_PLUGIN_KINDS: readonly PluginKind[] = ["pii", "jailbreak", "system_prompt", "headers", "output_pii"];

@@ -169,7 +169,7 @@ export class RequestSession implements Session {
    * key was granted it when the request was authorized), made by the engine and never a listener.
    */
   async #step(step: StepRequest, signal: AbortSignal, started: (requestId: string) => void): Promise<StepResult> {
-    const r = await this.#subcall({ model: this.#turn.decided.plan.entrypoint, request: step.request, tier: step.tier, signal }, started);
+    const r = await this.#subcall({ model: this.#turn.decided.plan.entrypoint, request: step.request, tier: step.tier, plugins: step.plugins, signal }, started);
     return r.ok ? { ok: true, requestId: r.requestId, response: r.response } : { ok: false, requestId: r.requestId, error: r.error };
   }
 

@@ -10,6 +10,8 @@ export interface StepRequest {
   /** The tier's logical models (the executor may fall back within it, as for any request). */
   readonly tier: readonly string[];
   readonly request: Omit<NeutralRequest, "model" | "stream" | "streamUsage">;
+  /** The algorithm's `perModelCall` plugins, run on this sub-call alone (the engine sets them, not the algorithm). */
+  readonly plugins?: readonly string[] | undefined;
 }
 
 /** A step's outcome, as the sub-call ended. */

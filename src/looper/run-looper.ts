@@ -59,7 +59,10 @@ export async function runLooper(algorithm: AlgorithmConfig, plan: DispatchPlan, 
     }
     return dearest;
   };
-  const steps = new BoundedSteps(algorithm.bounds, { now: () => deps.ctx.clock.now(), scheduler: deps.scheduler, price, depth: depthOf(deps.ctx) }, deps.steps);
+  // Every step runs the decision's per-model-call plugins; an algorithm can neither skip nor add one.
+  const perModelCall = algorithm.perModelCall;
+  const port: StepPort = perModelCall.length === 0 ? deps.steps : (step, signal, started) => deps.steps({ ...step, plugins: perModelCall }, signal, started);
+  const steps = new BoundedSteps(algorithm.bounds, { now: () => deps.ctx.clock.now(), scheduler: deps.scheduler, price, depth: depthOf(deps.ctx) }, port);
   const { model: _model, stream: _stream, streamUsage: _streamUsage, ...asked } = request;
   const tiers = plan.tiers.map((t) => t.map((m) => m.logicalModel));
   try {

@@ -143,8 +143,9 @@ export class ChatTurn implements KindTurn<Reply> {
   }
 
   plugins(): { readonly names: readonly string[]; readonly decision: string | undefined } {
-    // A Looper step runs no request plugins: its parent's ran once, on the request it was made from.
-    if (this.#sub?.tier !== undefined) return { names: [], decision: undefined };
+    // A Looper step runs only its algorithm's per-model-call plugins: the entrypoint's and the
+    // decision's ran once, on the request the steps are made from.
+    if (this.#sub?.tier !== undefined) return { names: this.#sub.plugins ?? [], decision: undefined };
     const own = this.#entrypoint?.plugins ?? [];
     return { names: this.#decisionPlugins.length === 0 ? own : [...own, ...this.#decisionPlugins], decision: this.#decision };
   }

@@ -119,6 +119,8 @@ export interface SubcallRequest {
    * rules — the parent's decision already chose — and none of the entrypoint's or decision's plugins.
    */
   readonly tier?: readonly string[] | undefined;
+  /** A Looper step's own plugins (its algorithm's `perModelCall`), by name; with `tier` only. */
+  readonly plugins?: readonly string[] | undefined;
   /** Stops the sub-call (a Looper run's time bound): it ends as cancelled. */
   readonly signal?: AbortSignal | undefined;
 }

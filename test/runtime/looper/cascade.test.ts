@@ -244,4 +244,46 @@ describe("Looper cascade", () => {
     delete bare.entrypoints.find((e: { name: string }) => e.name === "sluice-chat").decisions[0].models;
     expect(() => loadConfig(textsWith({ publication: bare }))).toThrow(/give the decision models:/);
   });
+
+  it("runs its per-model-call plugins on every step, and the decision's own plugins once, on the client's request", async () => {
+    const pub = parse(cascadeTexts().publication);
+    pub.plugins.push(
+      { name: "outer-voice", kind: "system_prompt", mode: "prepend", text: "OUTER VOICE" },
+      { name: "step-voice", kind: "system_prompt", mode: "append", text: "STEP VOICE" },
+      { name: "step-header", kind: "headers", set: { "x-step": "yes" } },
+      { name: "step-mask", kind: "output_pii", detectors: ["email"] },
+    );
+    const decision = pub.entrypoints.find((e: { name: string }) => e.name === "sluice-chat").decisions[0];
+    decision.plugins = ["outer-voice"];
+    decision.algorithm.perModelCall = ["step-voice", "step-header", "step-mask"];
+    const snap = await snapshot([{ name: "a", port: 9001, caps: CAPS }]);
+    // The cheap step's answer holds an address: its step's output_pii masks it before the algorithm sees it.
+    const respond = (s: { body: { model: string } }) => (s.body.model.startsWith("sim-small") ? answer("write to ada@example.org", -2) : answer("large answer", -0.1));
+    const h = engineHarness({ texts: textsWith({ publication: pub }), snapshot: async () => snap, respond });
+    const { reply, requestId } = await run(h, chat("hello", { max_tokens: 50 }));
+    expect(reply.meta.looper).toBe("cascade; steps=2; accepted=chat-large");
+    const systems = h.seen.map((s) => (s.body.messages as { role: string; content: string }[]).filter((m) => m.role === "system").map((m) => m.content));
+    // Each step: the outer prompt once (inherited from the client's request), its own once.
+    expect(systems).toEqual([
+      ["OUTER VOICE", "STEP VOICE"],
+      ["OUTER VOICE", "STEP VOICE"],
+    ]);
+    expect(h.seen.map((s) => s.headers.get("x-step"))).toEqual(["yes", "yes"]);
+    await h.settled();
+    const subs = h.requests.filter((r) => r.parentRequestId === requestId);
+    expect(subs.map((r) => r.plugins.filter((p) => p.plugin === "step-mask").length > 0)).toEqual([true, false]);
+    const parent = h.requests.find((r) => r.requestId === requestId)!;
+    expect(parent.plugins.map((p) => p.plugin)).not.toContain("step-voice");
+    expect(parent.plugins.map((p) => p.plugin)).toContain("outer-voice");
+  });
+
+  it("refuses at load per-model-call plugins that cannot run per step, or that do not exist", () => {
+    const pub = parse(cascadeTexts().publication);
+    pub.plugins.push({ name: "no", kind: "block" });
+    const decision = pub.entrypoints.find((e: { name: string }) => e.name === "sluice-chat").decisions[0];
+    decision.algorithm.perModelCall = ["no"];
+    expect(() => loadConfig(textsWith({ publication: pub }))).toThrow(/algorithm\.perModelCall\[0\]: plugin "no" is a block plugin; an algorithm's sub-calls take only/);
+    decision.algorithm.perModelCall = ["missing"];
+    expect(() => loadConfig(textsWith({ publication: pub }))).toThrow(/unknown plugin "missing"/);
+  });
 });
