@@ -3,7 +3,7 @@ import { notStoredReason } from "../cache/cache-policy.ts";
 import { lexicalSignature, type LexicalSignature } from "../cache/lexical-gate.ts";
 import { requestKey } from "../cache/request-key.ts";
 import type { PluginConfig } from "../config/plugin-schema.ts";
-import type { NeutralResponse, StopReason } from "../protocol/neutral.ts";
+import type { NeutralResponse, StopReason, Usage } from "../protocol/neutral.ts";
 import type { ImmediateAnswer, Plugin, PluginDeps, PluginFactory, RequestSafeInput, StreamEventFilter } from "./plugin.ts";
 
 type CacheConfig = Extract<PluginConfig, { kind: "cache" }>;
@@ -23,6 +23,8 @@ interface Assembled {
   reasoning: { text: string; signature?: string | undefined }[];
   toolCalls: boolean;
   stop: { reason: StopReason; stopSequence?: string | undefined } | undefined;
+  /** As the answer reported it (a Looper run's: its accepted step's); an upstream attempt's own wins. */
+  usage: Usage | undefined;
   failed: boolean;
 }
 
@@ -108,7 +110,7 @@ export function responseCachePlugin(c: CacheConfig, deps: PluginDeps): PluginFac
       };
       const record: StreamEventFilter = {
         event(ev) {
-          const a = (assembled ??= { text: "", reasoning: [], toolCalls: false, stop: undefined, failed: false });
+          const a = (assembled ??= { text: "", reasoning: [], toolCalls: false, stop: undefined, usage: undefined, failed: false });
           switch (ev.type) {
             case "text":
               a.text += ev.text;
@@ -126,6 +128,9 @@ export function responseCachePlugin(c: CacheConfig, deps: PluginDeps): PluginFac
               break;
             case "stop":
               a.stop = { reason: ev.reason, stopSequence: ev.stopSequence };
+              break;
+            case "usage":
+              a.usage = ev.usage;
               break;
             case "error":
               a.failed = true;
@@ -148,7 +153,11 @@ export function responseCachePlugin(c: CacheConfig, deps: PluginDeps): PluginFac
             const a = assembled;
             if (p === undefined || a === undefined || deps.cacheOf === undefined) return;
             const last = view.attempts.at(-1);
-            const usage = last?.usage;
+            // A Looper run sends nothing itself: its answer is its accepted step's, each step a
+            // buffered sub-call that succeeded (a run that accepted none ended in an error).
+            const looper = view.record.looper;
+            const answered = looper === undefined ? last?.outcome === "success" : looper.accepted !== undefined;
+            const usage = looper === undefined ? last?.usage : a.usage;
             const response: NeutralResponse = {
               text: a.text,
               reasoning: a.reasoning.length === 0 ? undefined : a.reasoning,
@@ -162,7 +171,7 @@ export function responseCachePlugin(c: CacheConfig, deps: PluginDeps): PluginFac
               directives: { lookup: true, store: true },
               temperature: p.temperature,
               maxTemperature: c.maxTemperature,
-              succeeded: view.record.outcome === "success" && last?.outcome === "success" && !a.failed,
+              succeeded: view.record.outcome === "success" && answered && !a.failed,
               toolCalls: a.toolCalls,
               refusal: a.stop?.reason === "content_filter",
               complete: a.stop !== undefined && COMPLETE.has(a.stop.reason),
@@ -170,7 +179,11 @@ export function responseCachePlugin(c: CacheConfig, deps: PluginDeps): PluginFac
               bytes: new TextEncoder().encode(body).byteLength,
               maxBytes: c.maxResponseBytes,
             });
-            if (why !== undefined) return;
+            if (why !== undefined) {
+              // The record is already written: the reason goes to the log, so an operator can see why a prompt keeps missing.
+              if (why !== "directive") log({ kind: "cache_not_stored", plugin: name, requestId: view.record.requestId, reason: why });
+              return;
+            }
             view.waitUntil(
               deps
                 .cacheOf(p.partition.tenant)

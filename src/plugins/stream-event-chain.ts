@@ -78,6 +78,8 @@ export class StreamEventChain {
     if (response.text !== "") events.push({ type: "text", text: response.text });
     response.toolCalls.forEach((c, index) => events.push({ type: "tool_call_start", index, id: c.id, name: c.name }, { type: "tool_call_args", index, delta: c.arguments }));
     events.push({ type: "stop", reason: response.stopReason, stopSequence: response.stopSequence });
+    // As a stream ends: a filter that records the answer (the cache) sees its usage alike.
+    if (response.usage !== undefined) events.push({ type: "usage", usage: response.usage });
     const out: NeutralEvent[] = [];
     for (const e of events) out.push(...chain.push(e));
     out.push(...chain.end());

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { stringify } from "yaml";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
 import { ADMIN_TOKEN, allowingSimulators, bundledConfig, expectNothingLeft, protocolBackend, startProtocolSimulator, type ProtocolSimulator } from "./support/stack.ts";
@@ -59,7 +59,13 @@ beforeAll(async () => {
         },
       ],
     },
+    {
+      name: "looper-cached",
+      default: [["large"]],
+      decisions: [{ name: "cascade", when: always, models: [["small"], ["large"]], plugins: ["answers"], algorithm: { kind: "cascade", score: "avg_logprob", threshold: -0.5, bounds: BOUNDS } }],
+    },
   ];
+  pub.plugins = [...(pub.plugins ?? []), { name: "answers", kind: "cache", mode: "exact" }];
   pub.tenants = [
     {
       id: "acme",
@@ -105,6 +111,22 @@ describe("a cascade through the public listener", () => {
       ["sim-mid", true, undefined],
       ["sim-large", true, undefined],
     ]);
+  });
+
+  it("is cached like any answer: the run's accepted answer is stored, and a repeat is served with no step at all", async () => {
+    const prompt = `What causes the seasons? ${UNSURE}`;
+    const ask = (headers?: Record<string, string>) => openai.chat.completions.create({ model: "looper-cached", max_tokens: 40, messages: [{ role: "user", content: prompt }] }, { headers }).withResponse();
+    const first = await ask();
+    expect(first.response.headers.get("x-sluice-looper")).toBe("cascade; steps=2; accepted=large");
+    expect(first.response.headers.get("x-sluice-cache")).toBeNull();
+    // The store runs after the first answer is sent: ask (storing nothing) until it is there.
+    await vi.waitFor(async () => expect((await ask({ "cache-control": "no-store" })).response.headers.get("x-sluice-cache")).toBe("hit"), { timeout: 10_000, interval: 50 });
+    const before = await served();
+    const hit = await ask();
+    expect(hit.response.headers.get("x-sluice-cache")).toBe("hit");
+    expect(hit.response.headers.get("x-sluice-looper")).toBeNull();
+    expect(hit.data.choices[0]!.message.content).toBe(first.data.choices[0]!.message.content);
+    expect(await served()).toBe(before);
   });
 
   it("stops at the threshold when the cheap model is sure", async () => {

@@ -8,7 +8,7 @@ import type { CacheEntry, CacheHit, CacheLookup } from "../../../src/cache/cache
 import { pluginSchema } from "../../../src/config/plugin-schema.ts";
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
 import type { TerminalView } from "../../../src/context/request-context.ts";
-import type { PluginReport, RequestRecord } from "../../../src/context/request-record.ts";
+import type { LooperRecord, PluginReport, RequestRecord } from "../../../src/context/request-record.ts";
 import { compilePlugins } from "../../../src/plugins/compile-plugins.ts";
 import { byClass, type RequestFacts } from "../../../src/plugins/plugin.ts";
 import { StreamEventChain } from "../../../src/plugins/stream-event-chain.ts";
@@ -37,10 +37,11 @@ const request = (text: string, extra: Partial<NeutralRequest> = {}): NeutralRequ
 const facts = (cache = { lookup: true, store: true }): RequestFacts => ({ entrypoint: "ep", models: "chat@1", trustedHeaders: new Map(), cache });
 
 /** One request through the plugin: lookup, the answer's events through its filter, then the terminal. */
-async function run(o: { config?: Record<string, unknown>; request?: NeutralRequest; facts?: RequestFacts; events?: NeutralEvent[]; usage?: Usage | undefined; outcome?: "success" | "error"; hit?: CacheHit; models?: boolean }) {
+async function run(o: { config?: Record<string, unknown>; request?: NeutralRequest; facts?: RequestFacts; events?: NeutralEvent[]; usage?: Usage | undefined; outcome?: "success" | "error"; hit?: CacheHit; models?: boolean; looper?: LooperRecord }) {
   const cache = fakeCache(o.hit);
   const config = pluginSchema.parse({ name: "c", kind: "cache", mode: "exact", ...o.config });
-  const factory = compilePlugins([config], { cacheOf: cache.cacheOf }).get("c")!;
+  const logged: Readonly<Record<string, unknown>>[] = [];
+  const factory = compilePlugins([config], { cacheOf: cache.cacheOf, log: (e) => void logged.push(e) }).get("c")!;
   const reports: PluginReport[] = [];
   const hooks = byClass(factory.instantiate((r) => void reports.push(r)));
   const subject: Subject = { kind: "model", request: o.request ?? request("What is the refund policy?") };
@@ -58,10 +59,11 @@ async function run(o: { config?: Record<string, unknown>; request?: NeutralReque
   for (const ev of o.events ?? [{ type: "start" }, { type: "text", text: "Thirty days." }, { type: "stop", reason: "end_turn" }]) chain.push(ev);
   chain.end();
   const attempt = { outcome: o.outcome ?? "success", usage: "usage" in o ? o.usage : USAGE } as unknown as AttemptRecord;
-  const view: TerminalView = { record: { outcome: o.outcome ?? "success" } as RequestRecord, attempts: [attempt], waitUntil: (p) => void cache.pending.push(p) };
+  // A Looper run's request sends nothing itself: its answer comes from its steps.
+  const view: TerminalView = { record: { requestId: "req-1", outcome: o.outcome ?? "success", looper: o.looper } as RequestRecord, attempts: o.looper ? [] : [attempt], waitUntil: (p) => void cache.pending.push(p) };
   for (const obs of hooks.observers) obs.observe(view);
   await Promise.all(cache.pending);
-  return { answer, reports, ...cache, embedded };
+  return { answer, reports, ...cache, embedded, logged };
 }
 
 describe("the response cache plugin", () => {
@@ -142,5 +144,28 @@ describe("the response cache plugin", () => {
     for (const v of variants) expect((await run({ request: v })).lookups[0]!.scopeKey).not.toBe(base);
     // Transport hints and caller metadata do not change the answer: same key.
     expect((await run({ request: request("What is the refund policy?", { user: "u1", metadata: { a: "b" }, stream: false }) })).lookups[0]!.scopeKey).toBe(base);
+  });
+
+  it("stores a Looper run's accepted answer with its step's usage, never a run that accepted none, and logs why it did not store", async () => {
+    const accepted: LooperRecord = { algorithm: "cascade", steps: 2, accepted: "chat-large", calls: [] };
+    // A Looper answer reaches the plugin as a buffered answer through the chain, usage after stop.
+    const events: NeutralEvent[] = [{ type: "start" }, { type: "text", text: "Thirty days." }, { type: "stop", reason: "end_turn" }, { type: "usage", usage: USAGE }];
+    const stored = await run({ looper: accepted, events });
+    expect(stored.puts).toHaveLength(1);
+    expect(JSON.parse(stored.puts[0]!.response)).toEqual({ text: "Thirty days.", toolCalls: [], stopReason: "end_turn", usage: USAGE });
+    const none = await run({ looper: { ...accepted, accepted: undefined, bound: "maxCalls" }, events });
+    expect(none.puts).toHaveLength(0);
+    expect(none.logged).toEqual([{ kind: "cache_not_stored", plugin: "c", requestId: "req-1", reason: "error" }]);
+    const estimated = await run({ looper: accepted, events: [...events.slice(0, 3), { type: "usage", usage: { ...USAGE, source: "estimated" } }] });
+    expect(estimated.puts).toHaveLength(0);
+    expect(estimated.logged).toEqual([{ kind: "cache_not_stored", plugin: "c", requestId: "req-1", reason: "unknown_usage" }]);
+  });
+
+  it("sees a buffered answer's usage through the chain, after its stop, as a stream would carry it", () => {
+    const seen: NeutralEvent[] = [];
+    const chain = new StreamEventChain([{ name: "spy", class: "stream_event_safe", maxHoldBack: 0, open: () => ({ event: (ev) => (seen.push(ev), [ev]), end: () => [] }) }]);
+    const out = chain.filterResponse({ text: "hi", toolCalls: [], stopReason: "end_turn", usage: USAGE });
+    expect(seen.slice(-2)).toEqual([{ type: "stop", reason: "end_turn", stopSequence: undefined }, { type: "usage", usage: USAGE }]);
+    expect(out.usage).toEqual(USAGE);
   });
 });
