@@ -1,5 +1,5 @@
 /** The contract between the orchestrator (`run.ts`) and the load generator child (`load.ts`). */
-import type { Workload } from "./workload.ts";
+import type { ExpectedHeader, Workload } from "./workload.ts";
 
 export interface LoadSpec {
   /** Full URL of the workload's endpoint (chat completions, or an MCP server's). */
@@ -8,6 +8,8 @@ export interface LoadSpec {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
   readonly workload: Workload;
+  /** A response header every answer must carry with exactly this value (or must not carry); anything else is an error. */
+  readonly expectHeader?: ExpectedHeader;
   readonly concurrency: number;
   readonly warmupMs: number;
   readonly durationMs: number;

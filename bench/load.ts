@@ -12,7 +12,7 @@ import { performance } from "node:perf_hooks";
 import type { LatencySummary, LoadResult, LoadSpec } from "./load-spec.ts";
 import { cpuTicks, machineBusyTicks } from "./proc.ts";
 import { Samples, percentile } from "./stats.ts";
-import { invalidBody, requestHeaders } from "./workload.ts";
+import { invalidBody, requestHeaders, unexpectedHeader } from "./workload.ts";
 
 /** Hard cap on requests per phase, on top of the time bound. */
 const MAX_REQUESTS_PER_PHASE = 5_000_000;
@@ -70,6 +70,8 @@ function once(): Promise<Outcome> {
           if (status < 200 || status > 299) return settle(`http ${status}`, `http ${status}: ${text.slice(0, 300)}`);
           const invalid = invalidBody(spec.workload, text);
           if (invalid !== undefined) return settle(invalid, `${invalid}: …${text.slice(-300)}`);
+          const header = spec.expectHeader === undefined ? undefined : unexpectedHeader(spec.expectHeader, res.headers[spec.expectHeader.name]);
+          if (header !== undefined) return settle(header);
           settle();
         });
       },

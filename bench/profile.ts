@@ -15,10 +15,12 @@ import { dirname, join } from "node:path";
 import { buildBundle } from "../local-stack/build.ts";
 import { freePort } from "../local-stack/ports.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
-import { configureSimulator, runLoad, table } from "./load-runner.ts";
+import { configureSimulator, runLoad, simJson, table } from "./load-runner.ts";
 import { clockTicksPerSecond } from "./proc.ts";
 import {
   BEDROCK_MODEL,
+  CACHE_MODEL,
+  CASCADE_MODEL,
   keyFlag,
   LOCAL_DECISIONS_MODEL,
   PUBLIC_MODEL,
@@ -29,6 +31,7 @@ import {
   startBenchSimulator,
   workloadFlag,
 } from "./sluice-config.ts";
+import { CASCADE_QUALITY } from "./cascade-stage.ts";
 import { gatewayPath, requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
@@ -37,7 +40,9 @@ const USAGE = `Usage: npm run bench:profile -- [options]
   --model NAME               the public model a chat asks for (default ${PUBLIC_MODEL}); ${LOCAL_DECISIONS_MODEL} and
                              ${SIMILARITY_DECISIONS_MODEL} are the decision entrypoints bench:decisions measures;
                              ${SSE_MODEL} and ${BEDROCK_MODEL} the same model over OpenAI Chat and over Bedrock
-                             ConverseStream (SigV4-signed), which the bedrock-streaming stage compares
+                             ConverseStream (SigV4-signed), which the bedrock-streaming stage compares;
+                             ${CACHE_MODEL} (answered from the cache after its first request) and ${CASCADE_MODEL}
+                             (a two-step cascade), the cache and cascade stages'
   --tokens N                 output tokens of a chat answer (default: the bench's, 16 buffered, 32 streaming)
   --concurrency N            requests in flight (default 16)
   --duration S               profiled seconds, after 2 s of unprofiled warm-up (default 10)
@@ -217,6 +222,8 @@ async function main(): Promise<number> {
   const decisions = model === LOCAL_DECISIONS_MODEL || model === SIMILARITY_DECISIONS_MODEL;
   // And the protocol entrypoints only in its Bedrock config, with the simulator checking signatures.
   const bedrock = model === SSE_MODEL || model === BEDROCK_MODEL;
+  // And the cache and cascade entrypoints only in its looper config.
+  const looper = model === CACHE_MODEL || model === CASCADE_MODEL;
   const concurrency = numberFlag("concurrency", values.concurrency, 16, 1, 1024, true);
   const durationMs = numberFlag("duration", values.duration, 10, 1, 600, false) * 1000;
   const intervalUs = numberFlag("interval-us", values["interval-us"], 250, 50, 10_000, true);
@@ -227,8 +234,10 @@ async function main(): Promise<number> {
   const sim = await startBenchSimulator(["--history", "0", ...(bedrock ? SIMULATOR_AWS_ARGS : [])]);
   // The answer's size and zero latency, as the bench sets them.
   await configureSimulator(sim.url, workload);
+  // Every model unsure, as the cascade stage sets it: each cascade takes two steps.
+  if (model === CASCADE_MODEL) await simJson(sim.url, "PUT", "/__sim/config", { ...("tokens" in workload ? { tokens: workload.tokens } : {}), "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0, quality: CASCADE_QUALITY });
   const inspectorPort = await freePort();
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: values["no-access-log"] !== true, inspectorPort, mcp: workload.name === "mcp", decisions, bedrock });
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: values["no-access-log"] !== true, inspectorPort, mcp: workload.name === "mcp", decisions, bedrock, looper });
   const fileOf = moduleMap(readFileSync(join(buildBundle(), "index.js"), "utf8"));
   const spec = {
     url: `${sluice.publicUrl}${gatewayPath(workload)}`,

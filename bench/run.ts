@@ -1,12 +1,13 @@
 /**
  * `npm run bench`: Sluice against the provider simulator directly and against a null gateway on the
  * same runtime, under the same closed-loop load: chat completions, and MCP tool calls to the
- * simulator's MCP server; and Sluice streaming from an OpenAI Chat backend (SSE) against a Bedrock
- * ConverseStream one (binary event stream). See docs/performance.md.
+ * simulator's MCP server; Sluice streaming from an OpenAI Chat backend (SSE) against a Bedrock
+ * ConverseStream one (binary event stream); a response-cache hit against a buffered miss; and a
+ * cascade step against a buffered request. See docs/performance.md.
  *
  *   npm run bench -- [--duration 5] [--warmup 1] [--concurrency 32] [--runs 3] [--quick]
  *                    [--buffered-tokens 16] [--stream-tokens 32] [--long-stream-tokens 256]
- *                    [--no-access-log] [--out FILE] [--stages buffered,streaming,unloaded,mcp,bedrock-streaming]
+ *                    [--no-access-log] [--out FILE] [--stages buffered,streaming,unloaded,mcp,bedrock-streaming,cache,cascade]
  *
  * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
  * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
@@ -17,15 +18,17 @@ import { dirname, join } from "node:path";
 import { SIMULATOR_API_KEY } from "../local-stack/stack.ts";
 import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { configureSimulator, exchange, runLoad, simJson, table } from "./load-runner.ts";
-import type { LoadResult } from "./load-spec.ts";
 import { startNullGateway } from "./null-gateway.ts";
 import { BACKEND_MODEL, BEDROCK_MODEL, DEMO_KEY, DEMO_TENANT, ECHO_PRICE_MICROS, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
+import { logRun, summarize, type RunRecord, type TargetSummary } from "./run-records.ts";
+import { CACHE_CELLS, cacheStageReport, cacheStageResult, fillCache, type CacheStageResult, type CellSpec } from "./cache-stage.ts";
+import { CASCADE_CELLS, CASCADE_QUALITY, cascadeStageReport, cascadeStageResult, type CascadeStageResult } from "./cascade-stage.ts";
+import { cellName, type KeyName } from "./paired-stage.ts";
 import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
-import { median } from "./stats.ts";
 import { concurrentStreams, soak, type SoakResult, type StreamsResult } from "./memory.ts";
 import { cellKey, protocolStageReport, protocolStageResult, type ProtocolName, type ProtocolStageResult } from "./bedrock-streaming.ts";
 import { countEventStreamFrames, countSseEvents, type UpstreamCount } from "./upstream-events.ts";
-import { gatewayPath, invalidBody, MCP_SERVER, MCP_WORKLOAD, requestBody, requestHeaders, simulatorPath, type ChatWorkload, type Workload } from "./workload.ts";
+import { gatewayPath, invalidBody, MCP_SERVER, MCP_WORKLOAD, requestBody, requestHeaders, simulatorPath, unexpectedHeader, type ChatWorkload, type ExpectedHeader, type Workload } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench -- [options]
   --duration S          measured seconds per run (default 5)
@@ -39,8 +42,10 @@ const USAGE = `Usage: npm run bench -- [options]
                         event; 0 measures --stream-tokens only (default 256)
   --no-access-log       run Sluice with observability.accessLog off (default: as shipped, on)
   --stages LIST         load stages to run, of buffered, streaming, unloaded (buffered, one in
-                        flight), mcp (MCP tools/call) and bedrock-streaming (Sluice streaming from an
-                        OpenAI Chat backend against a Bedrock ConverseStream one) (default: all five)
+                        flight), mcp (MCP tools/call), bedrock-streaming (Sluice streaming from an
+                        OpenAI Chat backend against a Bedrock ConverseStream one), cache (a cache hit
+                        against a buffered miss) and cascade (a two-step cascade against a buffered
+                        request) (default: all seven)
   --streams N           concurrent streams of the memory stage, 0 to skip (default 1000)
   --soak S              seconds of the soak stage (steady mixed load on Sluice), 0 to skip (default 180)
   --out FILE            where the JSON results go (default: the OS temp directory)
@@ -67,8 +72,8 @@ interface Options {
   readonly stages: readonly StageId[];
 }
 
-type StageId = "buffered" | "streaming" | "unloaded" | "mcp" | "bedrock-streaming";
-const STAGE_IDS: readonly StageId[] = ["buffered", "streaming", "unloaded", "mcp", "bedrock-streaming"];
+type StageId = "buffered" | "streaming" | "unloaded" | "mcp" | "bedrock-streaming" | "cache" | "cascade";
+const STAGE_IDS: readonly StageId[] = ["buffered", "streaming", "unloaded", "mcp", "bedrock-streaming", "cache", "cascade"];
 
 function stagesFlag(text: string | undefined): StageId[] {
   if (text === undefined) return [...STAGE_IDS];
@@ -135,6 +140,10 @@ interface Endpoint {
   readonly serverPid: number;
   readonly alive: () => boolean;
   readonly output: () => string;
+  /** A header every answer must carry with a given value (or must not carry). */
+  readonly expectHeader?: ExpectedHeader;
+  /** Requests each client request makes to the simulator (default 1). */
+  readonly upstreamPerRequest?: number;
 }
 
 interface Target extends Endpoint {
@@ -149,6 +158,8 @@ interface Stack {
   readonly admin: { readonly url: string; readonly token: string };
   /** Sluice (open key) streaming from an OpenAI Chat backend and from a Bedrock one: the bedrock-streaming stage's. */
   readonly protocols: readonly ProtocolTarget[];
+  /** A cell of the cache or cascade stage: Sluice, with either key, asked one kind of request. */
+  readonly cell: (spec: CellSpec, key: KeyName) => Endpoint;
 }
 
 async function startStack(o: Options): Promise<Stack> {
@@ -159,7 +170,8 @@ async function startStack(o: Options): Promise<Stack> {
   const simPid = sim.process.pid ?? 0;
 
   console.log("building the gateway bundle (when stale) and starting Sluice on workerd …");
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp"), bedrock });
+  const looper = o.stages.includes("cache") || o.stages.includes("cascade");
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp"), bedrock, looper });
   const sluicePid = resolveWorkerPid(sluice.process.pid ?? 0, "workerd");
   const viaSluice = (name: ProtocolName, model: string, description: string): ProtocolTarget => ({
     name,
@@ -179,6 +191,13 @@ async function startStack(o: Options): Promise<Stack> {
     simUrl: sim.url,
     simPid,
     admin: { url: sluice.adminUrl, token: sluice.adminToken },
+    cell: (spec, key) => ({
+      ...viaSluice("sse", spec.model, `client → Sluice (${key} key) → ${spec.model}: ${spec.kind}`),
+      name: cellName(spec.kind, key),
+      headers: { authorization: `Bearer ${key === "open" ? OPEN_KEY : DEMO_KEY}`, ...spec.headers },
+      expectHeader: spec.expectHeader,
+      upstreamPerRequest: spec.upstreamPerRequest,
+    }),
     protocols: bedrock
       ? [
           viaSluice("sse", SSE_MODEL, "client → Sluice (open key) → simulator over OpenAI Chat: an SSE stream"),
@@ -287,26 +306,14 @@ async function checkToolCharges(stack: Stack, before: Money, runs: readonly RunR
 async function preflight(t: Endpoint, w: Workload): Promise<void> {
   let status: number;
   let text: string;
+  let headers: Awaited<ReturnType<typeof exchange>>["headers"];
   try {
-    ({ status, text } = await exchange(t.url(w), "POST", requestHeaders(w, t.headers), requestBody(w, t.model), REQUEST_TIMEOUT_MS));
+    ({ status, text, headers } = await exchange(t.url(w), "POST", requestHeaders(w, t.headers), requestBody(w, t.model), REQUEST_TIMEOUT_MS));
   } catch (err) {
     throw new BenchError(`${t.name}: the ${w.name} check request failed: ${String(err)}\n${t.output()}`);
   }
-  const problem = status < 200 || status > 299 ? `HTTP ${status}` : invalidBody(w, text);
+  const problem = status < 200 || status > 299 ? `HTTP ${status}` : (invalidBody(w, text) ?? (t.expectHeader && unexpectedHeader(t.expectHeader, headers[t.expectHeader.name])));
   if (problem !== undefined) throw new BenchError(`${t.name}: the ${w.name} check request got ${problem}:\n${text.slice(0, 2000)}\n${t.output()}`);
-}
-
-interface RunRecord {
-  readonly run: number;
-  readonly result: LoadResult;
-  /** Server (workerd, or the simulator for `direct`) CPU per measured request, ms. */
-  readonly serverCpuMsPerReq: number;
-  readonly simCpuMsPerReq: number;
-  readonly clientCpuMsPerReq: number;
-  /** Simulator outcomes other than `completed` during the run (warm-up included), by kind. */
-  readonly upstreamAnomalies: Readonly<Record<string, number>>;
-  /** Requests the simulator saw during the run (warm-up included). */
-  readonly upstreamRequests: number;
 }
 
 async function oneRun(stack: Stack, t: Endpoint, w: Workload, o: Options, run: number, concurrency: number): Promise<RunRecord> {
@@ -316,6 +323,7 @@ async function oneRun(stack: Stack, t: Endpoint, w: Workload, o: Options, run: n
     headers: t.headers,
     body: requestBody(w, t.model),
     workload: w,
+    ...(t.expectHeader ? { expectHeader: t.expectHeader } : {}),
     concurrency,
     warmupMs: o.warmupMs,
     durationMs: o.durationMs,
@@ -339,70 +347,12 @@ async function oneRun(stack: Stack, t: Endpoint, w: Workload, o: Options, run: n
     clientCpuMsPerReq: per(result.clientCpuMs),
     upstreamAnomalies: anomalies,
     upstreamRequests: after.total - before.total,
+    upstreamPerRequest: t.upstreamPerRequest ?? 1,
   };
-}
-
-/** Client requests that did not reach the simulator exactly once (a retry, or a request never sent upstream). */
-function upstreamMismatch(r: RunRecord): number {
-  return Math.abs(r.upstreamRequests - (r.result.requests + r.result.warmup.requests));
-}
-
-function runErrors(r: RunRecord): number {
-  return r.result.errors + r.result.warmup.errors + Object.values(r.upstreamAnomalies).reduce((a, b) => a + b, 0) + upstreamMismatch(r);
-}
-
-/** Prints one run's line, and adds its errors (with what the simulator saw) to `problems`. */
-function logRun(label: string, target: string, rec: RunRecord, o: Options, problems: string[]): void {
-  const res = rec.result;
-  const errors = runErrors(rec);
-  console.log(
-    `${label.padEnd(9)} run ${rec.run}/${o.runs} ${target.padEnd(11)} ${f(res.rps, 0).padStart(6)} req/s  ` +
-      `p50 ${f(res.latencyMs.p50, 2)} ms  p99 ${f(res.latencyMs.p99, 2)} ms  ` +
-      `server CPU ${f(rec.serverCpuMsPerReq, 3)} ms/req  other load ${f(res.otherBusyCores, 2)}  ${errors > 0 ? `ERRORS ${errors}` : "0 errors"}`,
-  );
-  if (errors === 0) return;
-  const detail = [
-    ...Object.entries(res.errorKinds).map(([k, n]) => `${n} × ${k}`),
-    ...Object.entries(res.warmup.errorKinds).map(([k, n]) => `${n} × ${k} during warm-up`),
-    ...Object.entries(rec.upstreamAnomalies).map(([k, n]) => `${n} × simulator outcome '${k}'`),
-    ...(upstreamMismatch(rec) > 0 ? [`the simulator saw ${rec.upstreamRequests} requests for ${res.requests + res.warmup.requests} client requests`] : []),
-  ];
-  const samples = [...res.errorSamples, ...res.warmup.errorSamples];
-  problems.push(`${label} run ${rec.run} ${target}: ${detail.join(", ")}${samples.length ? `\n    e.g. ${samples.join("\n    e.g. ")}` : ""}`);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Summaries and the report
-
-interface TargetSummary {
-  readonly rps: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly ttfbP50Ms: number;
-  readonly serverCpuMsPerReq: number;
-  readonly simCpuMsPerReq: number;
-  readonly clientCpuMsPerReq: number;
-  /** CPUs busy with work outside the bench's processes during the window (noise indicator). */
-  readonly otherBusyCores: number;
-  readonly requests: number;
-  readonly errors: number;
-}
-
-function summarize(runs: readonly RunRecord[]): TargetSummary {
-  const m = (f: (r: RunRecord) => number) => median(runs.map(f));
-  return {
-    rps: m((r) => r.result.rps),
-    p50Ms: m((r) => r.result.latencyMs.p50),
-    p99Ms: m((r) => r.result.latencyMs.p99),
-    ttfbP50Ms: m((r) => r.result.ttfbMs.p50),
-    serverCpuMsPerReq: m((r) => r.serverCpuMsPerReq),
-    simCpuMsPerReq: m((r) => r.simCpuMsPerReq),
-    clientCpuMsPerReq: m((r) => r.clientCpuMsPerReq),
-    otherBusyCores: m((r) => r.result.otherBusyCores),
-    requests: runs.reduce((a, r) => a + r.result.requests, 0),
-    errors: runs.reduce((a, r) => a + runErrors(r), 0),
-  };
-}
+// The report
 
 interface Ratios {
   readonly throughputVsDirect: number;
@@ -581,12 +531,39 @@ async function protocolStage(stack: Stack, o: Options, problems: string[]): Prom
         const rec = await oneRun(stack, t, w, o, run, o.concurrency);
         const key = cellKey(w.tokens, t.name);
         runs.set(key, [...(runs.get(key) ?? []), rec]);
-        logRun(`bedrock ${w.tokens}`, t.name, rec, o, problems);
+        logRun(`bedrock ${w.tokens}`, t.name, rec, o.runs, problems);
       }
     }
   }
   const result = protocolStageResult(sizes, stack.protocols.map((t) => t.name), runs, upstream, summarize);
   return { report: protocolStageReport(result, sizes, o), result };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cache and cascade: two kinds of request per key, interleaved
+
+const KEYS: readonly KeyName[] = ["budgeted", "open"];
+
+/**
+ * Measures each key × kind cell of the cache or cascade stage (see cache-stage.ts and
+ * cascade-stage.ts) with the buffered workload, in interleaved runs whose order alternates. A
+ * cell whose answers come from the cache has them stored first.
+ */
+async function pairedStage(stack: Stack, o: Options, label: string, specs: readonly CellSpec[], w: ChatWorkload, problems: string[]): Promise<Map<string, RunRecord[]>> {
+  const cells = KEYS.flatMap((key) => specs.map((spec) => ({ spec, t: stack.cell(spec, key) })));
+  for (const { spec, t } of cells) {
+    if (spec.stored) await fillCache(t.url(w), requestHeaders(w, t.headers), requestBody(w, t.model), REQUEST_TIMEOUT_MS);
+    await preflight(t, w);
+  }
+  const runs = new Map<string, RunRecord[]>();
+  for (let run = 1; run <= o.runs; run++) {
+    for (const { t } of run % 2 === 1 ? cells : [...cells].reverse()) {
+      const rec = await oneRun(stack, t, w, o, run, o.concurrency);
+      runs.set(t.name, [...(runs.get(t.name) ?? []), rec]);
+      logRun(label, t.name, rec, o.runs, problems);
+    }
+  }
+  return runs;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -639,7 +616,7 @@ async function main(): Promise<number> {
       for (const t of stack.targets) {
         const rec = await oneRun(stack, t, w, o, run, st.concurrency);
         runs[t.name].push(rec);
-        logRun(st.label, t.name, rec, o, problems);
+        logRun(st.label, t.name, rec, o.runs, problems);
       }
     }
     const med = { direct: summarize(runs.direct), null: summarize(runs.null), sluice: summarize(runs.sluice), "sluice-open": summarize(runs["sluice-open"]) };
@@ -651,6 +628,20 @@ async function main(): Promise<number> {
 
   const protocols = protocolsStage ? await protocolStage(stack, o, problems) : undefined;
   if (protocols) reports.push(protocols.report);
+
+  let cache: CacheStageResult<RunRecord, TargetSummary> | undefined;
+  if (o.stages.includes("cache")) {
+    await configureSimulator(stack.simUrl, buffered);
+    cache = cacheStageResult(KEYS, await pairedStage(stack, o, "cache", CACHE_CELLS, buffered, problems), summarize);
+    reports.push(cacheStageReport(cache, o));
+  }
+  let cascade: CascadeStageResult<RunRecord, TargetSummary> | undefined;
+  if (o.stages.includes("cascade")) {
+    // Every model unsure: the first step always escalates, the second is accepted as it is.
+    await simJson(stack.simUrl, "PUT", "/__sim/config", { tokens: buffered.tokens, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0, quality: CASCADE_QUALITY });
+    cascade = cascadeStageResult(KEYS, await pairedStage(stack, o, "cascade", CASCADE_CELLS, buffered, problems), summarize);
+    reports.push(cascadeStageReport(cascade, o));
+  }
 
   const soaked = await soakStage(stack, o, streaming, problems);
   reports.push(...soaked.reports);
@@ -664,6 +655,7 @@ async function main(): Promise<number> {
   const busiest = Math.max(
     ...Object.values(results).flatMap((r) => Object.values(r.median).map((t) => t.otherBusyCores)),
     ...(protocols?.result.cells.map((c) => c.median.otherBusyCores) ?? []),
+    ...[...(cache ?? []), ...(cascade ?? [])].flatMap((p) => [p.a.median.otherBusyCores, p.b.median.otherBusyCores]),
   );
   if (busiest > 0.25) console.log(`note: up to ${f(busiest, 2)} CPUs were busy with other work during the runs; expect noisy figures.`);
 
@@ -674,6 +666,8 @@ async function main(): Promise<number> {
     targets: stack.targets.map((t) => ({ name: t.name, description: t.description })),
     workloads: results,
     bedrockStreaming: protocols?.result,
+    cache,
+    cascade,
     streams: streamed.streams,
     soak: soaked.soak,
     problems,

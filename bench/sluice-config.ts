@@ -101,6 +101,49 @@ function withBedrock(backendsYaml: string, pub: BenchPublication, simUrl: string
   return stringifyYaml(b);
 }
 
+/** An entrypoint whose one decision (it always holds) has an exact-mode `cache` plugin over chat-small. */
+export const CACHE_MODEL = "bench-cache";
+/** An entrypoint whose one decision (it always holds) runs a two-step `avg_logprob` cascade. */
+export const CASCADE_MODEL = "bench-cascade";
+/** The cascade's tiers, cheapest first: chat-small's and chat-large's pools and prices, requiring `logprobs`. */
+export const CASCADE_TIERS = ["cascade-small", "cascade-large"] as const;
+/** The cascade's acceptance threshold: a mean log-probability of ln 0.6 or better. */
+export const CASCADE_THRESHOLD = -0.5;
+
+/**
+ * Adds the cache and cascade stages' entrypoints to a trimmed publication: {@link CACHE_MODEL}
+ * (chat-small behind an exact-mode cache, the shipped defaults otherwise) and {@link CASCADE_MODEL}
+ * (a cascade over {@link CASCADE_TIERS} scored by `avg_logprob`), each as one decision on a local
+ * `context` signal that always holds, so no embedding is made. The simulator backend gains the
+ * `logprobs` capability the cascade's models require. Returns the backends text.
+ */
+function withCacheAndCascade(backendsYaml: string, pub: BenchPublication): string {
+  const b = parseYaml(backendsYaml) as { backends: { name: string; capabilities: string[] }[] };
+  for (const backend of b.backends) if (backend.name === "sim-local" && !backend.capabilities.includes("logprobs")) backend.capabilities.push("logprobs");
+  const mirror = (from: string, id: string) => {
+    const m = pub.models.find((x) => x.id === from);
+    if (m === undefined) throw new BenchError(`the shipped publication has no model ${from} to mirror for the cascade`);
+    pub.models.push({ ...m, id, revisions: m.revisions.map((r) => ({ ...r, requires: ["chat", "logprobs"] })) });
+  };
+  mirror("chat-small", CASCADE_TIERS[0]);
+  mirror("chat-large", CASCADE_TIERS[1]);
+  pub.signals = [{ name: "bench-context", kind: "context" }];
+  pub.plugins = [{ name: "bench-cache", kind: "cache", mode: "exact" }];
+  const always = { signal: "bench-context", above: 0 };
+  // Room for both steps of the bench's short answers; the open key's requests carry no output cap, so the step's is what maxTokens leaves.
+  const bounds = { maxCalls: 2, maxParallel: 1, maxDepth: 1, maxTokens: 4096, maxCostMicros: 1_000_000, maxTimeMs: 30_000 };
+  pub.entrypoints.push(
+    { name: CACHE_MODEL, description: "Bench: chat-small behind an exact-mode response cache.", decisions: [{ name: "cached", when: always, models: [["chat-small"]], plugins: ["bench-cache"] }], default: [["chat-small"]] },
+    {
+      name: CASCADE_MODEL,
+      description: "Bench: a two-step cascade scored by the mean log-probability.",
+      decisions: [{ name: "cascade", when: always, models: CASCADE_TIERS.map((t) => [t]), algorithm: { kind: "cascade", score: "avg_logprob", threshold: CASCADE_THRESHOLD, bounds } }],
+      default: [[CASCADE_TIERS[1]]],
+    },
+  );
+  return stringifyYaml(b);
+}
+
 /** The secret `startGateway` binds the simulator's API key under: the MCP server's credential too. */
 const SIMULATOR_SECRET = "SIMULATOR_API_KEY";
 
@@ -136,9 +179,11 @@ function withEchoTool(mcp: McpPublication | undefined): McpPublication {
  * the keys. With `decisions` (this tree's publication only; `mcp` is then ignored), nothing is
  * trimmed, and the entrypoints {@link LOCAL_DECISIONS_MODEL} and {@link SIMILARITY_DECISIONS_MODEL}
  * and their signals are added. With `bedrock` (this tree only), a Bedrock backend and the
- * entrypoints {@link SSE_MODEL} and {@link BEDROCK_MODEL} (see {@link withBedrock}).
+ * entrypoints {@link SSE_MODEL} and {@link BEDROCK_MODEL} (see {@link withBedrock}). With `looper`
+ * (this tree only), the entrypoints {@link CACHE_MODEL} and {@link CASCADE_MODEL} (see
+ * {@link withCacheAndCascade}).
  */
-export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false, decisions = false, bedrock = false): { backends: string; publication: string; gateway: string } {
+export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false, decisions = false, bedrock = false, looper = false): { backends: string; publication: string; gateway: string } {
   const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
   const pointed = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
   if (pointed === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
@@ -173,7 +218,8 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
     gateway = withMcpServer(gateway, simUrl);
     pub.mcp = withEchoTool(pub.mcp);
   }
-  const backendsOut = bedrock ? withBedrock(backendsForSim, pub, simUrl) : backendsForSim;
+  const withProtocols = bedrock ? withBedrock(backendsForSim, pub, simUrl) : backendsForSim;
+  const backendsOut = looper ? withCacheAndCascade(withProtocols, pub) : withProtocols;
   return { backends: backendsOut, publication: stringifyYaml(pub), gateway };
 }
 
@@ -256,7 +302,7 @@ export function embeddingsEntrypoint(): string {
 interface BenchPublication {
   tenants: unknown[];
   entrypoints: { name: string; description?: string; operation?: string; default: string[][]; decisions?: unknown[]; plugins?: unknown[] }[];
-  models: { id: string; revisions: { pool: string }[] }[];
+  models: { id: string; revisions: { pool: string; requires?: string[] }[] }[];
   mcp?: McpPublication;
   signals?: unknown;
   plugins?: unknown;
@@ -303,12 +349,13 @@ export function startBenchSimulator(args: readonly string[] = ["--history", "0"]
 
 /**
  * Sluice on workerd with {@link benchGatewayConfig} (the simulator's MCP server configured when
- * `mcp`, the Bedrock entrypoints and their secrets when `bedrock`), a random admin token (returned,
+ * `mcp`, the Bedrock entrypoints and their secrets when `bedrock`, the cache and cascade
+ * entrypoints when `looper`), a random admin token (returned,
  * for reading the books), registered for shutdown as `name`.
  */
-export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean; readonly mcp?: boolean; readonly decisions?: boolean; readonly bedrock?: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
-  const { name, accessLog, mcp, decisions, bedrock, ...options } = o;
+export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean; readonly mcp?: boolean; readonly decisions?: boolean; readonly bedrock?: boolean; readonly looper?: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
+  const { name, accessLog, mcp, decisions, bedrock, looper, ...options } = o;
   const adminToken = `bench-${randomBytes(12).toString("hex")}`;
   const secrets = bedrock ? { ...options.secrets, ...BEDROCK_SECRETS } : options.secrets;
-  return starting(() => startGateway({ ...options, secrets, adminToken, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir, mcp, decisions, bedrock) }).then((g) => ({ ...g, name, adminToken })));
+  return starting(() => startGateway({ ...options, secrets, adminToken, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir, mcp, decisions, bedrock, looper) }).then((g) => ({ ...g, name, adminToken })));
 }

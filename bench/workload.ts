@@ -127,6 +127,20 @@ function invalidEmbedding(text: string): string | undefined {
   return undefined;
 }
 
+/** A response header an answer must carry with exactly `value`, or (`value: null`) must not carry. */
+export interface ExpectedHeader {
+  /** Lower case, as Node reports it. */
+  readonly name: string;
+  readonly value: string | null;
+}
+
+/** Why an answer's header `expect.name` (as Node reports it) is not what was expected, or `undefined` when it is. */
+export function unexpectedHeader(expect: ExpectedHeader, actual: string | string[] | undefined): string | undefined {
+  const got = Array.isArray(actual) ? actual.join(", ") : actual;
+  if (got === (expect.value ?? undefined)) return undefined;
+  return `${expect.name}: ${got ?? "(absent)"}, want ${expect.value ?? "(absent)"}`;
+}
+
 /** `text` parsed as JSON of the shape the caller reads, or `undefined` when it is not JSON. */
 function parsed<T>(text: string): T | undefined {
   try {

@@ -60,6 +60,13 @@ export interface CacheStoreLimits {
 /** The bounds a tenant's object runs with unless told otherwise (docs/cache.md explains the sizes). */
 export const DEFAULT_STORE_LIMITS: CacheStoreLimits = { maxTenantEntries: 10_000, maxScan: 1_000 };
 
+/**
+ * Hits whose recency is held in memory, at most; the lookup that reaches it writes them all. A hit
+ * writes nothing before that (or before the next store, purge or sweep, which write them first):
+ * one write per hit was a commit per hit, which cost more than the rest of serving it.
+ */
+export const PENDING_TOUCHES = 256;
+
 /** Expired rows removed per sweep, so no alarm run holds the object long. */
 export const SWEEP_BATCH = 500;
 
@@ -104,10 +111,16 @@ function vectorOf(blob: unknown): Float32Array | undefined {
  * Exact lookups are one indexed read; a semantic lookup compares the prompt's unit vector with the
  * scope key's live entries (at most its `maxEntries`) and serves the most similar one that reaches
  * the threshold and passes the lexical gate. Callers run each method in one transaction.
+ *
+ * A hit's recency is held in memory, in the order of the hits, and written with the next write
+ * (see {@link PENDING_TOUCHES}); if the object is evicted first, the entries served since look
+ * older than they are, which only moves them up the eviction order.
  */
 export class ResponseCacheStore {
   readonly #sql: CacheSql;
   readonly #limits: CacheStoreLimits;
+  /** Ids of the entries hit since the last write, least recent first. */
+  readonly #touched = new Set<number>();
 
   constructor(storage: { readonly sql: CacheSql }, limits: CacheStoreLimits = DEFAULT_STORE_LIMITS) {
     this.#sql = storage.sql;
@@ -156,6 +169,8 @@ export class ResponseCacheStore {
    * its bound, least recently used first. True when this call stored it.
    */
   put(e: CacheEntry, now: number): boolean {
+    // The trims below go by recency: the hits' must be in the rows first.
+    this.#writeTouches();
     // A live duplicate wins; an expired one is replaced.
     this.#sql.exec("DELETE FROM rc_entries WHERE scope_key = ? AND prompt_digest = ? AND expires_at <= ?", e.scope.scopeKey, e.promptDigest, now);
     const stored = this.#sql
@@ -186,6 +201,7 @@ export class ResponseCacheStore {
 
   /** Deletes the tenant's entries, or one project's, or one key's; the number deleted. */
   purge(scope: PurgeScope): number {
+    this.#writeTouches();
     const where: string[] = [];
     const args: string[] = [];
     if (scope.project !== undefined) {
@@ -202,6 +218,7 @@ export class ResponseCacheStore {
 
   /** Removes up to {@link SWEEP_BATCH} expired entries; `more` when a full batch went. */
   sweep(now: number): { removed: number; more: boolean } {
+    this.#writeTouches();
     const rows = this.#sql
       .exec("DELETE FROM rc_entries WHERE id IN (SELECT id FROM rc_entries WHERE expires_at <= ? ORDER BY expires_at LIMIT ?) RETURNING id", now, SWEEP_BATCH)
       .toArray();
@@ -223,12 +240,28 @@ export class ResponseCacheStore {
     return Number(r?.n ?? 0);
   }
 
+  /** Hits whose recency is not in the rows yet. */
+  get pendingTouches(): number {
+    return this.#touched.size;
+  }
+
   #nextSeq(): number {
     const r = this.#sql.exec("SELECT MAX(used_seq) AS s FROM rc_entries").toArray()[0];
     return Number(r?.s ?? 0) + 1;
   }
 
   #touch(id: number): void {
-    this.#sql.exec("UPDATE rc_entries SET used_seq = ? WHERE id = ?", this.#nextSeq(), id);
+    // Deleted and re-added: a later hit is the more recent.
+    this.#touched.delete(id);
+    this.#touched.add(id);
+    if (this.#touched.size >= PENDING_TOUCHES) this.#writeTouches();
+  }
+
+  /** The pending hits become the most recently used, in the order they were hit. */
+  #writeTouches(): void {
+    if (this.#touched.size === 0) return;
+    let seq = this.#nextSeq();
+    for (const id of this.#touched) this.#sql.exec("UPDATE rc_entries SET used_seq = ? WHERE id = ?", seq++, id);
+    this.#touched.clear();
   }
 }

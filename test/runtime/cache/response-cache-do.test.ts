@@ -2,7 +2,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it, vi } from "vitest";
 import type { ResponseCache } from "../../../durable-objects/response-cache.ts";
 import { cachePartition, promptDigest, type CacheKeyParts } from "../../../src/cache/cache-key.ts";
-import { ResponseCacheStore, SWEEP_BATCH, type CacheEntry, type EntryScope } from "../../../src/cache/cache-store.ts";
+import { PENDING_TOUCHES, ResponseCacheStore, SWEEP_BATCH, type CacheEntry, type EntryScope } from "../../../src/cache/cache-store.ts";
 import { lexicalSignature } from "../../../src/cache/lexical-gate.ts";
 
 const parts = (over: Partial<CacheKeyParts> = {}): CacheKeyParts => ({
@@ -108,6 +108,37 @@ describe("ResponseCache object", () => {
       expect(store.count()).toBe(5);
       expect(store.lookup(await lookup(p.scopeKey, "three"), 2600)).toBeUndefined();
       expect(store.lookup(await lookup(q.scopeKey, "c"), 2600)?.response).toBe("c");
+    });
+  });
+
+  it("writes a hit's recency with the next write, not one write per hit", async () => {
+    const c = env.RESPONSE_CACHE.getByName("recency");
+    await runInDurableObject(c, async (_o: ResponseCache, state) => {
+      const store = new ResponseCacheStore(state.storage);
+      const p = await cachePartition(parts({ tenant: "recency" }));
+      const seqOf = (response: string) => Number(state.storage.sql.exec("SELECT used_seq FROM rc_entries WHERE response = ?", response).toArray()[0]!.used_seq);
+      for (const w of ["old", "new"]) store.put(await entry(p, w, w, { maxEntries: 2 }), 100);
+      const stored = seqOf("old");
+      expect(store.lookup(await lookup(p.scopeKey, "old"), 200)?.response).toBe("old");
+      expect(store.lookup(await lookup(p.scopeKey, "old"), 201)?.response).toBe("old");
+      // Held in memory: the row is as stored.
+      expect(store.pendingTouches).toBe(1);
+      expect(seqOf("old")).toBe(stored);
+      // The next store writes it before it trims, so the hit entry survives and the unused one goes.
+      store.put(await entry(p, "newest", "newest", { maxEntries: 2 }), 300);
+      expect(store.pendingTouches).toBe(0);
+      expect(seqOf("old")).toBeGreaterThan(stored);
+      expect(store.lookup(await lookup(p.scopeKey, "new"), 400)).toBeUndefined();
+      expect(store.lookup(await lookup(p.scopeKey, "old"), 400)?.response).toBe("old");
+      // At most PENDING_TOUCHES hits wait: the lookup reaching it writes them all.
+      const many = await Promise.all(Array.from({ length: PENDING_TOUCHES }, (_, i) => entry(p, `many ${i}`, `m${i}`, { maxEntries: PENDING_TOUCHES + 2 })));
+      for (const e of many) store.put(e, 500);
+      for (let i = 0; i < PENDING_TOUCHES - 1; i++) store.lookup(await lookup(p.scopeKey, `many ${i}`), 600);
+      expect(store.pendingTouches).toBe(PENDING_TOUCHES - 1);
+      const before = seqOf("m0");
+      store.lookup(await lookup(p.scopeKey, `many ${PENDING_TOUCHES - 1}`), 600);
+      expect(store.pendingTouches).toBe(0);
+      expect(seqOf("m0")).toBeGreaterThan(before);
     });
   });
 
