@@ -7,6 +7,11 @@ export interface LoadSpec {
   /** The target's own headers (its credential); the workload's are added to them. */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
+  /**
+   * When set, each request's body has this marker replaced by a number no other request of the run
+   * sends: every prompt is new (a response cache misses on each, and stores each).
+   */
+  readonly uniqueMarker?: string;
   readonly workload: Workload;
   /** A response header every answer must carry with exactly this value (or must not carry); anything else is an error. */
   readonly expectHeader?: ExpectedHeader;

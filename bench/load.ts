@@ -29,7 +29,15 @@ const spec = JSON.parse(process.argv[2] ?? "") as LoadSpec;
 const bodyBytes = Buffer.from(spec.body);
 const target = new URL(spec.url);
 const agent = new Agent({ keepAlive: true, maxSockets: spec.concurrency, maxFreeSockets: spec.concurrency });
-const headers = { ...requestHeaders(spec.workload, spec.headers), "content-length": String(bodyBytes.length) };
+const baseHeaders = requestHeaders(spec.workload, spec.headers);
+const headers = { ...baseHeaders, "content-length": String(bodyBytes.length) };
+let sent = 0;
+/** The next request's body and headers: the same each time, or with a fresh number in place of the marker. */
+const nextRequest = (): { body: Buffer; headers: Record<string, string> } => {
+  if (spec.uniqueMarker === undefined) return { body: bodyBytes, headers };
+  const body = Buffer.from(spec.body.replace(spec.uniqueMarker, `${process.pid}.${++sent}`));
+  return { body, headers: { ...baseHeaders, "content-length": String(body.length) } };
+};
 
 // A stuck target must not keep this process alive past its budget.
 const watchdog = setTimeout(
@@ -52,8 +60,9 @@ function once(): Promise<Outcome> {
       const now = performance.now();
       resolve({ error, detail, latencyMs: now - start, ttfbMs: ttfb < 0 ? now - start : ttfb });
     };
+    const next = nextRequest();
     const req = request(
-      { host: target.hostname, port: target.port, path: target.pathname, method: "POST", agent, headers },
+      { host: target.hostname, port: target.port, path: target.pathname, method: "POST", agent, headers: next.headers },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => {
@@ -78,7 +87,7 @@ function once(): Promise<Outcome> {
     );
     req.setTimeout(spec.requestTimeoutMs, () => req.destroy(new Error("request timeout")));
     req.on("error", (err: NodeJS.ErrnoException) => settle(err.code ?? err.message));
-    req.end(bodyBytes);
+    req.end(next.body);
   });
 }
 

@@ -21,7 +21,7 @@ import { configureSimulator, exchange, runLoad, simJson, table } from "./load-ru
 import { startNullGateway } from "./null-gateway.ts";
 import { BACKEND_MODEL, BEDROCK_MODEL, DEMO_KEY, DEMO_TENANT, ECHO_PRICE_MICROS, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
 import { logRun, summarize, type RunRecord, type TargetSummary } from "./run-records.ts";
-import { CACHE_CELLS, cacheStageReport, cacheStageResult, fillCache, type CacheStageResult, type CellSpec } from "./cache-stage.ts";
+import { CACHE_CELLS, cacheStageReport, cacheStageResult, fillCache, UNIQUE_MARKER, uniquePrompt, type CacheStageResult, type CellSpec } from "./cache-stage.ts";
 import { CASCADE_CELLS, CASCADE_QUALITY, cascadeStageReport, cascadeStageResult, type CascadeStageResult } from "./cascade-stage.ts";
 import { cellName, type KeyName } from "./paired-stage.ts";
 import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
@@ -144,6 +144,8 @@ interface Endpoint {
   readonly expectHeader?: ExpectedHeader;
   /** Requests each client request makes to the simulator (default 1). */
   readonly upstreamPerRequest?: number;
+  /** Every request asks a new prompt (the cache stage's miss): the body carries this marker. */
+  readonly uniqueMarker?: string;
 }
 
 interface Target extends Endpoint {
@@ -197,6 +199,7 @@ async function startStack(o: Options): Promise<Stack> {
       headers: { authorization: `Bearer ${key === "open" ? OPEN_KEY : DEMO_KEY}`, ...spec.headers },
       expectHeader: spec.expectHeader,
       upstreamPerRequest: spec.upstreamPerRequest,
+      ...(spec.unique ? { uniqueMarker: UNIQUE_MARKER } : {}),
     }),
     protocols: bedrock
       ? [
@@ -302,13 +305,16 @@ async function checkToolCharges(stack: Stack, before: Money, runs: readonly RunR
 // ---------------------------------------------------------------------------------------------
 // Running load
 
+/** A target's request body for `w`; with a marker for the load generator to make each prompt new, when the target asks for that. */
+const bodyOf = (t: Endpoint, w: Workload): string => (t.uniqueMarker === undefined ? requestBody(w, t.model) : uniquePrompt(requestBody(w, t.model)));
+
 /** One request per target, checked like the load generator checks them, so a broken target fails fast and readably. */
 async function preflight(t: Endpoint, w: Workload): Promise<void> {
   let status: number;
   let text: string;
   let headers: Awaited<ReturnType<typeof exchange>>["headers"];
   try {
-    ({ status, text, headers } = await exchange(t.url(w), "POST", requestHeaders(w, t.headers), requestBody(w, t.model), REQUEST_TIMEOUT_MS));
+    ({ status, text, headers } = await exchange(t.url(w), "POST", requestHeaders(w, t.headers), bodyOf(t, w).replace(UNIQUE_MARKER, "preflight"), REQUEST_TIMEOUT_MS));
   } catch (err) {
     throw new BenchError(`${t.name}: the ${w.name} check request failed: ${String(err)}\n${t.output()}`);
   }
@@ -321,7 +327,8 @@ async function oneRun(stack: Stack, t: Endpoint, w: Workload, o: Options, run: n
   const result = await runLoad({
     url: t.url(w),
     headers: t.headers,
-    body: requestBody(w, t.model),
+    body: bodyOf(t, w),
+    ...(t.uniqueMarker ? { uniqueMarker: t.uniqueMarker } : {}),
     workload: w,
     ...(t.expectHeader ? { expectHeader: t.expectHeader } : {}),
     concurrency,
@@ -655,7 +662,7 @@ async function main(): Promise<number> {
   const busiest = Math.max(
     ...Object.values(results).flatMap((r) => Object.values(r.median).map((t) => t.otherBusyCores)),
     ...(protocols?.result.cells.map((c) => c.median.otherBusyCores) ?? []),
-    ...[...(cache ?? []), ...(cascade ?? [])].flatMap((p) => [p.a.median.otherBusyCores, p.b.median.otherBusyCores]),
+    ...[...(cache?.miss ?? []), ...(cache?.bypass ?? []), ...(cascade ?? [])].flatMap((p) => [p.a.median.otherBusyCores, p.b.median.otherBusyCores]),
   );
   if (busiest > 0.25) console.log(`note: up to ${f(busiest, 2)} CPUs were busy with other work during the runs; expect noisy figures.`);
 
