@@ -164,24 +164,42 @@ export function chatResponseToNeutral(r: ChatWireResponse): NeutralResponse {
   };
 }
 
-const tokenLogprobSchema = z.looseObject({
-  token: z.string(),
-  logprob: z.number(),
-  top_logprobs: z.array(z.looseObject({ token: z.string(), logprob: z.number() })).optional(),
-});
-const logprobsSchema = z.looseObject({ content: z.array(tokenLogprobSchema).nullable().optional() });
+/** A token and its log-probability as the wire has them, or undefined when either is the wrong type. */
+function tokenOf(raw: unknown): { token: string; logprob: number } | undefined {
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const { token, logprob } = raw as { token?: unknown; logprob?: unknown };
+  return typeof token === "string" && typeof logprob === "number" ? { token, logprob } : undefined;
+}
 
 /**
  * A choice's `logprobs.content`, read only when it has the documented shape: a provider that
  * returns none (or something else there) leaves the answer without log-probabilities, which a
- * looper's confidence score reads as unknown, never as a confident answer.
+ * looper's confidence score reads as unknown, never as a confident answer. Read by hand rather
+ * than through a schema: it runs on every token of every Looper step, and a schema's parse and
+ * copy cost more there than the rest of the body's decode.
  */
 function logprobsOf(raw: unknown): TokenLogprob[] | undefined {
-  if (raw === undefined || raw === null) return undefined;
-  const parsed = logprobsSchema.safeParse(raw);
-  const content = parsed.success ? parsed.data.content : undefined;
-  if (!content) return undefined;
-  return content.map((t) => ({ token: t.token, logprob: t.logprob, top: (t.top_logprobs ?? []).map((a) => ({ token: a.token, logprob: a.logprob })) }));
+  if (typeof raw !== "object" || raw === null) return undefined;
+  const content = (raw as { content?: unknown }).content;
+  if (!Array.isArray(content)) return undefined;
+  const out: TokenLogprob[] = new Array(content.length);
+  for (let i = 0; i < content.length; i++) {
+    const item: unknown = content[i];
+    const t = tokenOf(item);
+    if (t === undefined) return undefined;
+    const alternatives = (item as { top_logprobs?: unknown }).top_logprobs;
+    const top: { token: string; logprob: number }[] = [];
+    if (alternatives !== undefined) {
+      if (!Array.isArray(alternatives)) return undefined;
+      for (const a of alternatives) {
+        const alt = tokenOf(a);
+        if (alt === undefined) return undefined;
+        top.push(alt);
+      }
+    }
+    out[i] = { token: t.token, logprob: t.logprob, top };
+  }
+  return out;
 }
 
 /** Neutral response → OpenAI Chat Completions body, stamped with the gateway's id and public model. */

@@ -30,6 +30,18 @@ const decode = (body: unknown) => openAiChatCodec.decodeResponse(body);
 const encode = (res: NeutralResponse) => openAiChatCodec.encodeResponse(res, stamp) as Record<string, unknown>;
 
 describe("openai-chat decodeResponse", () => {
+  it("reads logprobs.content when it has the documented shape, and leaves an answer without any otherwise", () => {
+    const withLogprobs = (logprobs: unknown) => decode(providerBody({ ...textChoice("a b"), logprobs })).logprobs;
+    expect(withLogprobs({ content: [{ token: "a", logprob: -0.5, bytes: [97], top_logprobs: [{ token: "a", logprob: -0.5 }, { token: "c", logprob: -1.5 }] }, { token: "b", logprob: -0.25 }] })).toEqual([
+      { token: "a", logprob: -0.5, top: [{ token: "a", logprob: -0.5 }, { token: "c", logprob: -1.5 }] },
+      { token: "b", logprob: -0.25, top: [] },
+    ]);
+    // Anything else is no log-probabilities at all (a confidence score then reads unknown), never a partial list.
+    for (const bad of [null, "x", { content: null }, { content: [{ token: "a", logprob: "-0.5" }] }, { content: [{ token: "a", logprob: -1, top_logprobs: null }] }, { content: [{ token: "a", logprob: -1, top_logprobs: [{ token: 1, logprob: 0 }] }] }]) {
+      expect(withLogprobs(bad)).toBeUndefined();
+    }
+  });
+
   it("decodes a plain text answer with usage", () => {
     expect(decode(providerBody(textChoice("Hello there.")))).toEqual({
       providerId: "chatcmpl-PROVIDER-abc",
