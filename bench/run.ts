@@ -564,7 +564,10 @@ async function pairedStage(stack: Stack, o: Options, label: string, specs: reado
   }
   const runs = new Map<string, RunRecord[]>();
   for (let run = 1; run <= o.runs; run++) {
-    for (const { t } of run % 2 === 1 ? cells : [...cells].reverse()) {
+    for (const { spec, t } of run % 2 === 1 ? cells : [...cells].reverse()) {
+      // A miss cell's new prompts may have evicted the stored answer (the partition keeps its most
+      // recently used entries): store it again, outside the measured window.
+      if (spec.stored && run > 1) await fillCache(t.url(w), requestHeaders(w, t.headers), requestBody(w, t.model), REQUEST_TIMEOUT_MS);
       const rec = await oneRun(stack, t, w, o, run, o.concurrency);
       runs.set(t.name, [...(runs.get(t.name) ?? []), rec]);
       logRun(label, t.name, rec, o.runs, problems);
