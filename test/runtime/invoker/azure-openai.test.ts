@@ -35,7 +35,7 @@ async function azureSnapshot(): Promise<PinnedSnapshot> {
       { name: "sim-moderate", members: [{ backend: "other", model: "m" }] },
     ],
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision: 1, digest: r.digest, snapshot: r.snapshot });
 }
@@ -157,7 +157,7 @@ describe("Azure OpenAI backends", () => {
   it("probes an api-key deployment's resource at its model list, with the API version and the key by name", async () => {
     const snapshot = await normalizeSnapshot(
       { version: 1, backends: [{ name: "az", protocol: "azure-openai", baseUrl: HOST, apiVersion: "2024-10-21", credential: { secret: "AZURE_KEY", scheme: "api-key" }, capabilities: ["chat"], healthCheck: {} }], pools: [{ name: "p", members: [{ backend: "az", model: "d" }] }] },
-      { supportedProtocols: builtinCodecs.ids(), requirements: [], egress: LOOPBACK_EGRESS },
+      { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: [], egress: LOOPBACK_EGRESS },
     );
     if (!snapshot.ok) throw new Error(JSON.stringify(snapshot.reasons));
     const target = probeTargetFor(snapshot.snapshot.backends[0]!, builtinCodecs.backend("azure-openai")!);

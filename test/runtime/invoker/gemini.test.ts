@@ -47,7 +47,7 @@ async function geminiSnapshot(): Promise<PinnedSnapshot> {
       { name: "sim-moderate", members: [{ backend: "other", model: "m" }] },
     ],
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision: 1, digest: r.digest, snapshot: r.snapshot });
 }
@@ -252,7 +252,7 @@ describe("Gemini backends", () => {
   it("probes a Gemini API backend at its model list with the key by name", async () => {
     const snapshot = await normalizeSnapshot(
       { version: 1, backends: [{ name: "g", protocol: "gemini", baseUrl: HOST, credential: { secret: "GEMINI_KEY", scheme: "x-goog-api-key" }, capabilities: ["chat"], healthCheck: {} }], pools: [{ name: "p", members: [{ backend: "g", model: "gemini-2.5-flash" }] }] },
-      { supportedProtocols: builtinCodecs.ids(), requirements: [], egress: LOOPBACK_EGRESS },
+      { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: [], egress: LOOPBACK_EGRESS },
     );
     if (!snapshot.ok) throw new Error(JSON.stringify(snapshot.reasons));
     const target = probeTargetFor(snapshot.snapshot.backends[0]!, builtinCodecs.backend("gemini")!);

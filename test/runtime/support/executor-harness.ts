@@ -87,7 +87,7 @@ export async function snapshot(backends: { name: string; port: number; caps?: st
       members: backends.map((b) => ({ backend: b.name, model: `${name}-upstream`, weight: b.weight ?? 1 })),
     })),
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision, digest: r.digest, snapshot: r.snapshot });
 }
@@ -115,7 +115,7 @@ export async function protocolSnapshot(protocols: Record<"sim-small" | "sim-larg
       { name: "sim-moderate", members: [{ backend: "large", model: "moderate-upstream" }] },
     ],
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision: 1, digest: r.digest, snapshot: r.snapshot });
 }
