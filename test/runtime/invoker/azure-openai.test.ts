@@ -26,13 +26,16 @@ async function azureSnapshot(): Promise<PinnedSnapshot> {
     backends: [
       { name: "azure-key", protocol: "azure-openai", baseUrl: HOST, apiVersion: "2024-10-21", credential: { secret: "AZURE_KEY", scheme: "api-key" }, capabilities: caps },
       { name: "azure-entra", protocol: "azure-openai", baseUrl: `${HOST}/`, apiVersion: "2025-04-01-preview", credential: { kind: "entra", tenantId: "tenant-1", clientId: "app", secret: "AZURE_CLIENT_SECRET", tokenUrl: TOKEN_URL }, capabilities: caps },
-      { name: "other", protocol: "openai-chat", baseUrl: `${HOST}/v1`, capabilities: ["embeddings", "moderations"] },
+      { name: "other", protocol: "openai-chat", baseUrl: `${HOST}/v1`, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
     ],
     pools: [
       { name: "sim-small", members: [{ backend: "azure-entra", model: "gpt-4o-mini-prod" }] },
       { name: "sim-large", members: [{ backend: "azure-key", model: "gpt-4o-prod" }] },
       { name: "sim-embed", members: [{ backend: "other", model: "e" }] },
       { name: "sim-moderate", members: [{ backend: "other", model: "m" }] },
+      // The bundled cascade's pools, whose models require logprobs: never called here.
+      { name: "sim-small-scored", members: [{ backend: "other", model: "s" }] },
+      { name: "sim-large-scored", members: [{ backend: "other", model: "l" }] },
     ],
   };
   const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
