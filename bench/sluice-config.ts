@@ -203,11 +203,13 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   }
   // The stages measure chat and MCP; a revision from before embeddings and moderations would
   // refuse the entrypoints serving them, their models, pools and capabilities, and one from
-  // before decisions would refuse signals, plugins and the entrypoints that use them.
+  // before decisions would refuse signals, plugins and the entrypoints that use them; one from
+  // before the Looper the `logprobs` capability and the cascade's models, which require it.
   const inputOnly = pub.entrypoints.filter((e) => e.operation !== undefined && e.operation !== "chat");
-  const inputModels = new Set(inputOnly.flatMap((e) => e.default.flat()));
+  const scoredModels = pub.models.filter((m) => m.revisions.some((r) => r.requires?.includes("logprobs"))).map((m) => m.id);
+  const inputModels = new Set([...inputOnly.flatMap((e) => e.default.flat()), ...scoredModels]);
   const inputPools = new Set(pub.models.filter((m) => inputModels.has(m.id)).flatMap((m) => m.revisions.map((r) => r.pool)));
-  const backendsForSim = withoutInputOperations(pointed, new Set(inputOnly.map((e) => e.operation!)), inputPools);
+  const backendsForSim = withoutInputOperations(pointed, new Set([...inputOnly.map((e) => e.operation!), "logprobs"]), inputPools);
   pub.entrypoints = pub.entrypoints.filter((e) => !inputOnly.includes(e) && e.decisions === undefined && e.plugins === undefined);
   delete pub.signals;
   delete pub.plugins;

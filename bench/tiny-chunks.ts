@@ -99,12 +99,14 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const sim = await startSimulatorProcess({ apiKey: SIMULATOR_API_KEY });
 const backends = `version: 1
 backends:
-  - { name: sim-local, protocol: openai-chat, baseUrl: "${sim.url}/v1", credential: { secret: SIMULATOR_API_KEY, scheme: bearer }, capabilities: [chat, streaming, stream-usage, tools, images, json-schema, embeddings, moderations] }
+  - { name: sim-local, protocol: openai-chat, baseUrl: "${sim.url}/v1", credential: { secret: SIMULATOR_API_KEY, scheme: bearer }, capabilities: [chat, streaming, stream-usage, tools, images, json-schema, embeddings, moderations, logprobs] }
 pools:
   - { name: sim-small, selector: p2c, members: [{ backend: sim-local, model: sim-small }] }
   - { name: sim-large, selector: p2c, members: [{ backend: sim-local, model: sim-large }] }
   - { name: sim-embed, selector: p2c, members: [{ backend: sim-local, model: sim-embed }] }
   - { name: sim-moderate, selector: p2c, members: [{ backend: sim-local, model: sim-moderate }] }
+  - { name: sim-small-scored, selector: p2c, members: [{ backend: sim-local, model: sim-small }] }
+  - { name: sim-large-scored, selector: p2c, members: [{ backend: sim-local, model: sim-large }] }
 `;
 const gateway = allowingSimulator(readFileSync(join(ROOT, "config", "gateway.yaml"), "utf8"), sim.url);
 const gw = await startGateway({ adminToken: "bench-admin-token", config: { backends, gateway }, echo: process.env.ECHO === "1" }).catch(async (e) => {

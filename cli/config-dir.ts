@@ -51,7 +51,7 @@ export async function readConfigDir(dirArg: string): Promise<ValidConfigDir> {
     throw err;
   }
   const seed = await normalizeSnapshot(config.backendsSeed, {
-    supportedProtocols: builtinCodecs.ids(),
+    supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(),
     requirements: compilePublication(config.publication).poolRequirements,
     egress: config.gateway.security.egress,
   });

@@ -29,7 +29,7 @@ const nowhere = (what: string) => () => {
 export async function offlineEngine(valid: ValidConfigDir): Promise<Engine> {
   const { config } = valid;
   const publication = compilePublication(config.publication);
-  const seed = await normalizeSnapshot(config.backendsSeed, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: config.gateway.security.egress });
+  const seed = await normalizeSnapshot(config.backendsSeed, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: config.gateway.security.egress });
   if (!seed.ok) throw new Error("the seed snapshot was validated already");
   const snapshot = pinSnapshot({ revision: 0, digest: seed.digest, snapshot: seed.snapshot });
   const clock = systemClock;

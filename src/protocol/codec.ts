@@ -67,6 +67,12 @@ export interface BackendCodec {
   readonly version: string;
   /** The request features this protocol carries (see features.ts). */
   readonly carries: ReadonlySet<RequestFeature>;
+  /**
+   * The protocol asks for per-token log-probabilities (a neutral request's `logprobs`) and reads
+   * them back into the answer: only a backend of such a protocol may declare the `logprobs`
+   * capability, which a cascade's log-probability scores read.
+   */
+  readonly logprobs: boolean;
   /** Path appended to the backend's base URL (unused by a protocol reached through a binding). */
   readonly upstreamPath: string;
   /**
@@ -151,5 +157,9 @@ export class CodecRegistry {
   /** The protocols a backend may name. */
   ids(): ReadonlySet<BackendProtocolId> {
     return new Set(this.#backends.keys());
+  }
+  /** The protocols whose backends may declare the `logprobs` capability (see {@link BackendCodec.logprobs}). */
+  logprobsIds(): ReadonlySet<BackendProtocolId> {
+    return new Set([...this.#backends.values()].filter((c) => c.logprobs).map((c) => c.id));
   }
 }

@@ -14,6 +14,7 @@ export interface SnapshotReason {
     | "unknown_backend"
     | "duplicate_member"
     | "unsupported_protocol"
+    | "capability_not_carried"
     | "url_not_allowed"
     | "missing_pool"
     | "capability_missing";
@@ -95,6 +96,8 @@ export interface NormalizedSnapshot {
 export interface SnapshotContext {
   /** Backend protocols this build can speak (registered codecs). */
   readonly supportedProtocols: ReadonlySet<BackendProtocol>;
+  /** Backend protocols whose codec asks for and reads log-probabilities: only their backends may declare `logprobs`. */
+  readonly logprobsProtocols: ReadonlySet<BackendProtocol>;
   /** Pools and capabilities the running publication needs. */
   readonly requirements: readonly PoolRequirement[];
   /** The egress guard's policy (gateway.yaml `security.egress`): every base URL must pass it (a binding has none). */
@@ -148,6 +151,15 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
     }
     if (!ctx.supportedProtocols.has(b.protocol)) {
       reasons.push({ code: "unsupported_protocol", path: `${path}.protocol`, message: `protocol "${b.protocol}" is not supported by this build` });
+    } else if (b.capabilities.includes("logprobs") && !ctx.logprobsProtocols.has(b.protocol)) {
+      // Declared but not carried, it would pass the capability check and then answer every
+      // cascade step without a score: the cascade would escalate every time.
+      const carriers = [...ctx.logprobsProtocols].sort().join(", ");
+      reasons.push({
+        code: "capability_not_carried",
+        path: `${path}.capabilities`,
+        message: `backend "${b.name}" declares logprobs, but protocol ${b.protocol} carries no log-probabilities${carriers === "" ? "" : ` (only ${carriers} do)`}: remove logprobs from its capabilities`,
+      });
     }
     const common = {
       name: b.name,

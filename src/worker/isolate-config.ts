@@ -41,7 +41,7 @@ export function isolateConfig(env: Env): IsolateConfig {
 
 /** What every snapshot candidate is checked against in this build and publication. */
 export function snapshotContext(config: IsolateConfig): SnapshotContext {
-  return { supportedProtocols: builtinCodecs.ids(), requirements: config.compiled.poolRequirements, egress: config.gateway.security.egress };
+  return { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: config.compiled.poolRequirements, egress: config.gateway.security.egress };
 }
 
 /** The bundled backends.yaml and its context: what the snapshot controller activates on first use. */

@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { BACKEND_PROTOCOL_IDS } from "../../src/protocol/codec.ts";
+import { builtinCodecs } from "../../src/protocol/registry.ts";
 import { normalizeSnapshot } from "../../src/snapshot/normalize.ts";
 
 const FILES = ["README.md", "docs/configuration.md"];
@@ -46,7 +47,7 @@ describe("backend examples in the docs", () => {
     const pools = e.source.pools ?? [{ name: "example", members: [{ backend: backends[0]!.name, model: "m" }] }];
     const result = await normalizeSnapshot(
       { version: 1, backends, pools },
-      { supportedProtocols: new Set(BACKEND_PROTOCOL_IDS), requirements: [], egress: { allow: [] } },
+      { supportedProtocols: new Set(BACKEND_PROTOCOL_IDS), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: [], egress: { allow: [] } },
     );
     expect(result.ok ? [] : result.reasons).toEqual([]);
   });

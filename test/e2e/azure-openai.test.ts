@@ -70,14 +70,16 @@ beforeAll(async () => {
       // Fresh token cache entries for the refresh and the endpoint-down tests.
       { name: "azure-short", protocol: "azure-openai", baseUrl: sim.url, apiVersion: API_VERSION, credential: entraAt("fabrikam"), capabilities },
       { name: "azure-mint-down", protocol: "azure-openai", baseUrl: sim.url, apiVersion: API_VERSION, credential: entraAt("northwind"), capabilities },
-      // The bundled publication's embeddings and moderation pools, never called here.
-      { name: "other", protocol: "openai-chat", baseUrl: `${sim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["embeddings", "moderations"] },
+      // The bundled publication's embeddings, moderation and cascade (logprobs) pools, never called here.
+      { name: "other", protocol: "openai-chat", baseUrl: `${sim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
     ],
     pools: [
       { name: "sim-small", members: [{ backend: "azure-key", model: "gpt-4o-mini-prod" }] },
       { name: "sim-large", members: [{ backend: "azure-entra", model: "gpt-4o-prod" }] },
       { name: "sim-embed", members: [{ backend: "other", model: "sim-embed" }] },
       { name: "sim-moderate", members: [{ backend: "other", model: "sim-moderate" }] },
+      { name: "sim-small-scored", members: [{ backend: "other", model: "sim-small" }] },
+      { name: "sim-large-scored", members: [{ backend: "other", model: "sim-large" }] },
       { name: "short", members: [{ backend: "azure-short", model: "gpt-4o-short" }] },
       { name: "mint-down", members: [{ backend: "azure-mint-down", model: "gpt-4o-down" }] },
     ],

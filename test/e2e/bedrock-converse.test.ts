@@ -53,14 +53,16 @@ beforeAll(async () => {
         awsCredential: { accessKeyId: "BEDROCK_KEY_ID", secretAccessKey: "BEDROCK_WRONG_SECRET" },
         capabilities: ["chat", "streaming", "stream-usage", "tools"],
       },
-      // Converse has no embeddings or moderations: the bundled publication's pools for them are an OpenAI-style backend these tests never call.
-      { name: "openai-style", protocol: "openai-chat", baseUrl: `${sim.url}/v1`, capabilities: ["embeddings", "moderations"] },
+      // Converse has no embeddings, moderations or log-probabilities: the bundled publication's pools for them (the cascade's too) are an OpenAI-style backend these tests never call.
+      { name: "openai-style", protocol: "openai-chat", baseUrl: `${sim.url}/v1`, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
     ],
     pools: [
       { name: "sim-small", members: [{ backend: "bedrock", model: SMALL }] },
       { name: "sim-large", members: [{ backend: "bedrock", model: LARGE }] },
       { name: "sim-embed", members: [{ backend: "openai-style", model: "embed" }] },
       { name: "sim-moderate", members: [{ backend: "openai-style", model: "moderate" }] },
+      { name: "sim-small-scored", members: [{ backend: "openai-style", model: "sim-small" }] },
+      { name: "sim-large-scored", members: [{ backend: "openai-style", model: "sim-large" }] },
       { name: "wrong-secret", members: [{ backend: "bedrock-wrong-secret", model: SMALL }] },
     ],
   };

@@ -74,7 +74,7 @@ describe("OpenAI Chat Completions through Sluice, with the official openai clien
 
   it("lists only the models the key may use", async () => {
     const all = await stack.client.models.list();
-    expect(all.data.map((m) => m.id).sort()).toEqual(["sluice-auto", "sluice-chat", "sluice-embed", "sluice-large", "sluice-moderation"]);
+    expect(all.data.map((m) => m.id).sort()).toEqual(["sluice-auto", "sluice-cascade", "sluice-chat", "sluice-embed", "sluice-faq", "sluice-large", "sluice-moderation"]);
     const limited = new OpenAI({ apiKey: LIMITED_KEY, baseURL: `${stack.gateway.publicUrl}/v1`, maxRetries: 0 });
     expect((await limited.models.list()).data.map((m) => m.id)).toEqual(["sluice-chat"]);
   });

@@ -48,8 +48,9 @@ beforeAll(async () => {
   };
   const publication = bundledConfig("publication");
   publication.models = ["anthropic", "openai", "dead"].map((p) => ({ id: `m-${p}`, activeRevision: 1, revisions: [{ revision: 1, pool: `pool-${p}`, requires: ["chat"], price: PRICE }] }));
-  // Its own models and entrypoints only: the bundled signals name an embeddings entrypoint it has not.
+  // Its own models and entrypoints only: the bundled signals and semantic cache name an embeddings entrypoint it has not.
   publication.signals = [];
+  publication.plugins = publication.plugins.filter((p: { model?: string }) => p.model === undefined);
   publication.entrypoints = [
     { name: "via-anthropic", default: [["m-anthropic"]] },
     { name: "via-openai", default: [["m-openai"]] },

@@ -67,14 +67,16 @@ beforeAll(async () => {
       { name: "gemini-key", protocol: "gemini", baseUrl: sim.url, credential: { secret: "GEMINI_API_KEY", scheme: "x-goog-api-key" }, capabilities },
       // The key file names its token URI (the simulator's), as Google's name theirs.
       { name: "vertex-sa", protocol: "gemini", baseUrl: sim.url, project: PROJECT, location: LOCATION, credential: { kind: "google-service-account", secret: "GOOGLE_SERVICE_ACCOUNT_JSON" }, capabilities },
-      // The bundled publication's embeddings and moderation pools, never called here.
-      { name: "other", protocol: "openai-chat", baseUrl: `${sim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["embeddings", "moderations"] },
+      // The bundled publication's embeddings, moderation and cascade (logprobs) pools, never called here.
+      { name: "other", protocol: "openai-chat", baseUrl: `${sim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
     ],
     pools: [
       { name: "sim-small", members: [{ backend: "gemini-key", model: SMALL }] },
       { name: "sim-large", members: [{ backend: "vertex-sa", model: LARGE }] },
       { name: "sim-embed", members: [{ backend: "other", model: "sim-embed" }] },
       { name: "sim-moderate", members: [{ backend: "other", model: "sim-moderate" }] },
+      { name: "sim-small-scored", members: [{ backend: "other", model: "sim-small" }] },
+      { name: "sim-large-scored", members: [{ backend: "other", model: "sim-large" }] },
     ],
   };
   const gw = allowingSimulators(bundledConfig("gateway"), sim.url);

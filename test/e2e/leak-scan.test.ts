@@ -142,13 +142,15 @@ describe("leak scan: secrets and prompts never reach logs, spans, metrics, error
         // The small tier's application is not the one the token endpoint knows: its mint is refused.
         { name: "azure-refused", protocol: "azure-openai", baseUrl: azureSim.url, apiVersion: "2024-10-21", credential: entra("another-app"), capabilities: caps },
         { name: "azure-entra", protocol: "azure-openai", baseUrl: azureSim.url, apiVersion: "2024-10-21", credential: entra("gateway-app"), capabilities: caps },
-        { name: "other", protocol: "openai-chat", baseUrl: `${azureSim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["embeddings", "moderations"] },
+        { name: "other", protocol: "openai-chat", baseUrl: `${azureSim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
       ],
       pools: [
         { name: "sim-small", members: [{ backend: "azure-refused", model: "small-deployment" }] },
         { name: "sim-large", members: [{ backend: "azure-entra", model: "large-deployment" }] },
         { name: "sim-embed", members: [{ backend: "other", model: "sim-embed" }] },
         { name: "sim-moderate", members: [{ backend: "other", model: "sim-moderate" }] },
+        { name: "sim-small-scored", members: [{ backend: "other", model: "sim-small" }] },
+        { name: "sim-large-scored", members: [{ backend: "other", model: "sim-large" }] },
       ],
     };
     const g = bundledConfig("gateway");
@@ -207,7 +209,7 @@ describe("leak scan: secrets and prompts never reach logs, spans, metrics, error
         vertex("vertex-refused", "CANARY_STRANGER_JSON"),
         vertex("vertex-sa", "CANARY_SERVICE_ACCOUNT_JSON"),
         { name: "gemini-key", protocol: "gemini", baseUrl: googleSim.url, credential: { secret: "CANARY_GEMINI_KEY", scheme: "x-goog-api-key" }, capabilities: ["chat", "streaming", "stream-usage", "tools"] },
-        { name: "other", protocol: "openai-chat", baseUrl: `${googleSim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["embeddings", "moderations"] },
+        { name: "other", protocol: "openai-chat", baseUrl: `${googleSim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
       ],
       pools: [
         // The small tier tries the refused account, then the Gemini API with the key.
@@ -215,6 +217,8 @@ describe("leak scan: secrets and prompts never reach logs, spans, metrics, error
         { name: "sim-large", members: [{ backend: "vertex-sa", model: "gemini-2.5-pro" }] },
         { name: "sim-embed", members: [{ backend: "other", model: "sim-embed" }] },
         { name: "sim-moderate", members: [{ backend: "other", model: "sim-moderate" }] },
+        { name: "sim-small-scored", members: [{ backend: "other", model: "sim-small" }] },
+        { name: "sim-large-scored", members: [{ backend: "other", model: "sim-large" }] },
       ],
     };
     const g = bundledConfig("gateway");
@@ -293,13 +297,15 @@ describe("leak scan: secrets and prompts never reach logs, spans, metrics, error
         bedrock("bedrock", "CANARY_AWS_SECRET"),
         // Signs with a secret that is not the key's: the simulator refuses every signature.
         bedrock("bedrock-wrong", "CANARY_AWS_WRONG_SECRET"),
-        { name: "other", protocol: "openai-chat", baseUrl: `${bedrockSim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["embeddings", "moderations"] },
+        { name: "other", protocol: "openai-chat", baseUrl: `${bedrockSim.url}/v1`, credential: { secret: "SIMULATOR_API_KEY" }, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
       ],
       pools: [
         { name: "sim-small", members: [{ backend: "bedrock", model: "anthropic.claude-3-5-haiku-20241022-v1:0" }] },
         { name: "sim-large", members: [{ backend: "bedrock", model: "meta.llama3-70b-instruct-v1:0" }] },
         { name: "sim-embed", members: [{ backend: "other", model: "sim-embed" }] },
         { name: "sim-moderate", members: [{ backend: "other", model: "sim-moderate" }] },
+        { name: "sim-small-scored", members: [{ backend: "other", model: "sim-small" }] },
+        { name: "sim-large-scored", members: [{ backend: "other", model: "sim-large" }] },
         { name: "wrong", members: [{ backend: "bedrock-wrong", model: "anthropic.claude-3-5-haiku-20241022-v1:0" }] },
       ],
     };

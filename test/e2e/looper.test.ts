@@ -40,6 +40,8 @@ beforeAll(async () => {
   const pub = bundledConfig("publication");
   pub.models = tiers.map((t) => ({ id: t, activeRevision: 1, revisions: [{ revision: 1, pool: `pool-${t}`, requires: ["chat", "logprobs"], price: PRICE }] }));
   pub.signals = [{ name: "prompt-tokens", kind: "context" }];
+  // The bundled semantic cache names the bundled embeddings entrypoint, which this publication has not.
+  pub.plugins = pub.plugins.filter((p: { model?: string }) => p.model === undefined);
   const always = { signal: "prompt-tokens", above: 0 };
   pub.entrypoints = [
     {

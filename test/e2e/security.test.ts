@@ -94,7 +94,7 @@ function chatAnswer(body: any): Answer {
   };
 }
 
-const CAPS = ["chat", "streaming", "stream-usage", "tools", "images", "json-schema", "embeddings", "moderations"];
+const CAPS = ["chat", "streaming", "stream-usage", "tools", "images", "json-schema", "embeddings", "moderations", "logprobs"];
 
 const chat = (gw: RunningGateway, model: string, extra: Record<string, string> = {}, stream = false) =>
   fetch(`${gw.publicUrl}/v1/chat/completions`, {
@@ -125,6 +125,8 @@ describe("a gateway between fake providers", () => {
         { name: "sim-large", members: [{ backend: "redir", model: "large-upstream" }] },
         { name: "sim-embed", members: [{ backend: "prov", model: "embed-upstream" }] },
         { name: "sim-moderate", members: [{ backend: "prov", model: "moderate-upstream" }] },
+        { name: "sim-small-scored", members: [{ backend: "prov", model: "sim-small" }] },
+        { name: "sim-large-scored", members: [{ backend: "prov", model: "sim-large" }] },
       ],
     };
     // x-sluice-tier is not trusted here, so no route may read it.

@@ -64,14 +64,16 @@ beforeAll(async () => {
     version: 1,
     backends: [
       { name: "workers-ai", protocol: "workers-ai", binding: "AI", capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings"] },
-      // Workers AI has no moderations: the bundled moderation model's pool is an HTTP backend these tests never call.
-      { name: "moderation", protocol: "openai-chat", baseUrl: `${service.origin}/v1`, capabilities: ["moderations"] },
+      // Workers AI has no moderations or log-probabilities: the bundled moderation model's pool and the cascade's are an HTTP backend these tests never call.
+      { name: "moderation", protocol: "openai-chat", baseUrl: `${service.origin}/v1`, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "moderations"] },
     ],
     pools: [
       { name: "sim-small", members: [{ backend: "workers-ai", model: SMALL }] },
       { name: "sim-large", members: [{ backend: "workers-ai", model: LARGE }] },
       { name: "sim-embed", members: [{ backend: "workers-ai", model: EMBED }] },
       { name: "sim-moderate", members: [{ backend: "moderation", model: "moderate-upstream" }] },
+      { name: "sim-small-scored", members: [{ backend: "moderation", model: "sim-small" }] },
+      { name: "sim-large-scored", members: [{ backend: "moderation", model: "sim-large" }] },
     ],
   };
   const gatewayConfig = allowingSimulators(bundledConfig("gateway"), service.origin);

@@ -66,6 +66,8 @@ export const anthropicMessagesCodec: Codec = {
     "speed",
     "inference_geo",
   ]),
+  // The Messages API has no log-probabilities, asked for or returned.
+  logprobs: false,
   // The Messages API refuses requests without a version; a backend's own `headers` may override it.
   upstreamHeaders: { "anthropic-version": "2023-06-01" },
   paramName,

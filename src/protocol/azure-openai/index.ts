@@ -27,6 +27,8 @@ export const azureOpenAiCodec: BackendCodec = {
   id: "azure-openai",
   version: AZURE_OPENAI_CODEC_VERSION,
   carries,
+  // The Chat wire: its `logprobs` + `top_logprobs`, and `choices[].logprobs.content` back.
+  logprobs: true,
   // After the deployment's path; the invoker builds the rest of the address (invoker/azure-openai.ts).
   upstreamPath: "/chat/completions",
   // 429 is Azure's quota refusal (tokens or requests per minute of the deployment), sent instead

@@ -16,6 +16,8 @@ export const bedrockConverseCodec: BackendCodec = {
   // (only per model), JSON mode without a schema, parallel-call switch or metadata for the model;
   // temperature above 1 is refused by most of its models.
   carries: new Set<RequestFeature>(["stop_sequences", "tool_result_error", "json_schema", "reasoning_budget"]),
+  // Converse has no field that asks for log-probabilities, and its answers hold none.
+  logprobs: false,
   // The path names the model and whether the answer streams (see conversePath).
   upstreamPath: "",
   upstreamPathFor: conversePath,

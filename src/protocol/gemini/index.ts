@@ -28,6 +28,9 @@ export const geminiCodec: BackendCodec = {
     "reasoning_budget",
     "tool_result_error",
   ]),
+  // generationConfig's responseLogprobs and candidates' logprobsResult exist, but this codec
+  // neither asks for nor reads them yet.
+  logprobs: false,
   // The path names the model and the method, and depends on the endpoint mode: see endpoint.ts.
   upstreamPath: "",
   // RESOURCE_EXHAUSTED (429: quota or rate) and UNAVAILABLE (503: overloaded) refuse the request

@@ -64,6 +64,8 @@ export const openAiChatCodec: Codec = {
     "verbosity",
     "openai_service_tier",
   ]),
+  // `logprobs` + `top_logprobs` out, `choices[].logprobs.content` back.
+  logprobs: true,
   paramName,
   decodeRequest: decodeChatRequest,
   encodeResponse: encodeChatResponse,

@@ -65,6 +65,9 @@ export const openAiResponsesCodec: Codec = {
     "verbosity",
     "openai_service_tier",
   ]),
+  // `top_logprobs` and the output text's `logprobs` exist on the wire, but this codec neither
+  // asks for nor reads them yet.
+  logprobs: false,
   paramName,
   decodeRequest: decodeResponsesRequest,
   encodeResponse: encodeResponsesResponse,

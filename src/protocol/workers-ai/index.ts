@@ -16,6 +16,8 @@ export const workersAiCodec: BackendCodec = {
   // The text generation inputs' own fields; the rest (stop sequences, reasoning controls, service
   // tiers, parallel tool calls, metadata) have none, so such a request goes elsewhere or is refused.
   carries: new Set<RequestFeature>(["top_k", "seed", "presence_penalty", "frequency_penalty", "temperature_above_1", "json_object", "json_schema"]),
+  // The text generation inputs have no field that asks for log-probabilities.
+  logprobs: false,
   // A binding has no path: run() names the model.
   upstreamPath: "",
   // 429 is Workers AI's refusal before any work: 3036 (the account's daily allocation is used up)

@@ -258,7 +258,8 @@ export function perProtocolConfig(simUrl: string, caps: readonly string[], price
   const publication = bundledConfig("publication");
   publication.models = BACKEND_PROTOCOLS.map((p) => ({ id: `m-${p}`, activeRevision: 1, revisions: [{ revision: 1, pool: `pool-${p}`, requires: ["chat"], price }] }));
   publication.entrypoints = BACKEND_PROTOCOLS.map((p) => ({ name: `via-${p}`, default: [[`m-${p}`]], ...entrypoint }));
-  // The bundled signals name the bundled entrypoints (a similarity signal its embeddings one).
+  // The bundled signals and semantic cache name the bundled entrypoints (the embeddings one).
   publication.signals = [];
+  publication.plugins = publication.plugins.filter((p: { model?: string }) => p.model === undefined);
   return { backends, publication };
 }

@@ -69,7 +69,7 @@ describe("an HTTP backend in backends.yaml", () => {
 });
 
 describe("normalizing a binding backend", () => {
-  const ctx = { supportedProtocols: builtinCodecs.ids(), requirements: [], egress: { allow: [] } };
+  const ctx = { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: [], egress: { allow: [] } };
   const source = (binding: string) => ({ version: 1, backends: [workersAi({ binding })], pools: [{ name: "p", members: [{ backend: "edge", model: "@cf/baai/bge-base-en-v1.5" }] }] });
 
   it("gives it a deterministic id from its binding, no URL, and skips the egress guard (there is no address)", async () => {

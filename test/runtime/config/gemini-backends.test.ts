@@ -96,7 +96,7 @@ describe("a gemini backend in backends.yaml", () => {
   });
 
   it("passes a token URL override through the egress guard at load, and gives another Vertex project another backend id", async () => {
-    const ctx = { supportedProtocols: builtinCodecs.ids(), requirements: [], egress: { allow: [] } };
+    const ctx = { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: [], egress: { allow: [] } };
     const snapshot = (backend: Record<string, unknown>) => ({ version: 1, backends: [backend], pools: [{ name: "p", members: [{ backend: backend.name, model: "gemini-2.5-flash" }] }] });
     const refused = await normalizeSnapshot(snapshot(vertex({ credential: { kind: "google-service-account", secret: "SA", tokenUrl: "http://10.0.0.1/token" } })), ctx);
     expect(refused.ok === false && refused.reasons.map((r) => [r.code, r.path])).toEqual([["url_not_allowed", "backends[0].credential.tokenUrl"]]);

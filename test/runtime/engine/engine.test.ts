@@ -115,7 +115,7 @@ describe("engine: authenticate → decode → authorize → decide", () => {
   });
 
   it("lists only the models a key may use", async () => {
-    expect((await engine.listModels(DEMO_KEY)).map((m) => m.id).sort()).toEqual(["sluice-auto", "sluice-chat", "sluice-embed", "sluice-large", "sluice-moderation"]);
+    expect((await engine.listModels(DEMO_KEY)).map((m) => m.id).sort()).toEqual(["sluice-auto", "sluice-cascade", "sluice-chat", "sluice-embed", "sluice-faq", "sluice-large", "sluice-moderation"]);
     expect((await engine.listModels(LIMITED_KEY)).map((m) => m.id)).toEqual(["sluice-chat"]);
     await expect(engine.listModels("sk-nobody")).rejects.toMatchObject({ code: "invalid_api_key" });
   });

@@ -26,16 +26,19 @@ async function azureSnapshot(): Promise<PinnedSnapshot> {
     backends: [
       { name: "azure-key", protocol: "azure-openai", baseUrl: HOST, apiVersion: "2024-10-21", credential: { secret: "AZURE_KEY", scheme: "api-key" }, capabilities: caps },
       { name: "azure-entra", protocol: "azure-openai", baseUrl: `${HOST}/`, apiVersion: "2025-04-01-preview", credential: { kind: "entra", tenantId: "tenant-1", clientId: "app", secret: "AZURE_CLIENT_SECRET", tokenUrl: TOKEN_URL }, capabilities: caps },
-      { name: "other", protocol: "openai-chat", baseUrl: `${HOST}/v1`, capabilities: ["embeddings", "moderations"] },
+      { name: "other", protocol: "openai-chat", baseUrl: `${HOST}/v1`, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
     ],
     pools: [
       { name: "sim-small", members: [{ backend: "azure-entra", model: "gpt-4o-mini-prod" }] },
       { name: "sim-large", members: [{ backend: "azure-key", model: "gpt-4o-prod" }] },
       { name: "sim-embed", members: [{ backend: "other", model: "e" }] },
       { name: "sim-moderate", members: [{ backend: "other", model: "m" }] },
+      // The bundled cascade's pools, whose models require logprobs: never called here.
+      { name: "sim-small-scored", members: [{ backend: "other", model: "s" }] },
+      { name: "sim-large-scored", members: [{ backend: "other", model: "l" }] },
     ],
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision: 1, digest: r.digest, snapshot: r.snapshot });
 }
@@ -157,7 +160,7 @@ describe("Azure OpenAI backends", () => {
   it("probes an api-key deployment's resource at its model list, with the API version and the key by name", async () => {
     const snapshot = await normalizeSnapshot(
       { version: 1, backends: [{ name: "az", protocol: "azure-openai", baseUrl: HOST, apiVersion: "2024-10-21", credential: { secret: "AZURE_KEY", scheme: "api-key" }, capabilities: ["chat"], healthCheck: {} }], pools: [{ name: "p", members: [{ backend: "az", model: "d" }] }] },
-      { supportedProtocols: builtinCodecs.ids(), requirements: [], egress: LOOPBACK_EGRESS },
+      { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: [], egress: LOOPBACK_EGRESS },
     );
     if (!snapshot.ok) throw new Error(JSON.stringify(snapshot.reasons));
     const target = probeTargetFor(snapshot.snapshot.backends[0]!, builtinCodecs.backend("azure-openai")!);

@@ -39,16 +39,19 @@ async function bedrockSnapshot(smallSecret = "SECRET"): Promise<PinnedSnapshot> 
     backends: [
       bedrock("small", smallSecret),
       bedrock("large", "SECRET"),
-      { name: "other", protocol: "openai-chat", baseUrl: "http://127.0.0.1:9/v1", capabilities: ["embeddings", "moderations"] },
+      { name: "other", protocol: "openai-chat", baseUrl: "http://127.0.0.1:9/v1", capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
     ],
     pools: [
       { name: "sim-small", members: [{ backend: "small", model: SMALL }] },
       { name: "sim-large", members: [{ backend: "large", model: LARGE }] },
       { name: "sim-embed", members: [{ backend: "other", model: "e" }] },
       { name: "sim-moderate", members: [{ backend: "other", model: "m" }] },
+      // The bundled cascade's pools, whose models require logprobs: never called here.
+      { name: "sim-small-scored", members: [{ backend: "other", model: "s" }] },
+      { name: "sim-large-scored", members: [{ backend: "other", model: "l" }] },
     ],
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision: 1, digest: r.digest, snapshot: r.snapshot });
 }

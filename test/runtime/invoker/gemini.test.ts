@@ -38,16 +38,19 @@ async function geminiSnapshot(): Promise<PinnedSnapshot> {
     backends: [
       { name: "vertex", protocol: "gemini", baseUrl: `${HOST}/`, project: "acme-prod", location: "us-central1", credential: { kind: "google-service-account", secret: "GOOGLE_SA" }, capabilities: caps },
       { name: "gemini-api", protocol: "gemini", baseUrl: HOST, credential: { secret: "GEMINI_KEY", scheme: "x-goog-api-key" }, capabilities: caps },
-      { name: "other", protocol: "openai-chat", baseUrl: `${HOST}/v1`, capabilities: ["embeddings", "moderations"] },
+      { name: "other", protocol: "openai-chat", baseUrl: `${HOST}/v1`, capabilities: ["chat", "streaming", "stream-usage", "logprobs", "embeddings", "moderations"] },
     ],
     pools: [
       { name: "sim-small", members: [{ backend: "vertex", model: "gemini-2.5-pro" }] },
       { name: "sim-large", members: [{ backend: "gemini-api", model: "gemini-2.5-flash" }] },
       { name: "sim-embed", members: [{ backend: "other", model: "e" }] },
       { name: "sim-moderate", members: [{ backend: "other", model: "m" }] },
+      // The bundled cascade's pools, whose models require logprobs: never called here.
+      { name: "sim-small-scored", members: [{ backend: "other", model: "s" }] },
+      { name: "sim-large-scored", members: [{ backend: "other", model: "l" }] },
     ],
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision: 1, digest: r.digest, snapshot: r.snapshot });
 }
@@ -252,7 +255,7 @@ describe("Gemini backends", () => {
   it("probes a Gemini API backend at its model list with the key by name", async () => {
     const snapshot = await normalizeSnapshot(
       { version: 1, backends: [{ name: "g", protocol: "gemini", baseUrl: HOST, credential: { secret: "GEMINI_KEY", scheme: "x-goog-api-key" }, capabilities: ["chat"], healthCheck: {} }], pools: [{ name: "p", members: [{ backend: "g", model: "gemini-2.5-flash" }] }] },
-      { supportedProtocols: builtinCodecs.ids(), requirements: [], egress: LOOPBACK_EGRESS },
+      { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: [], egress: LOOPBACK_EGRESS },
     );
     if (!snapshot.ok) throw new Error(JSON.stringify(snapshot.reasons));
     const target = probeTargetFor(snapshot.snapshot.backends[0]!, builtinCodecs.backend("gemini")!);

@@ -48,16 +48,19 @@ async function workersAiSnapshot(): Promise<PinnedSnapshot> {
     version: 1,
     backends: [
       { name: "workers-ai", protocol: "workers-ai", binding: "AI", capabilities: ["chat", "streaming", "stream-usage", "tools", "images", "json-schema", "embeddings"] },
-      { name: "moderation", protocol: "openai-chat", baseUrl: "http://127.0.0.1:9/v1", capabilities: ["moderations"] },
+      { name: "moderation", protocol: "openai-chat", baseUrl: "http://127.0.0.1:9/v1", capabilities: ["chat", "streaming", "stream-usage", "logprobs", "moderations"] },
     ],
     pools: [
       { name: "sim-small", members: [{ backend: "workers-ai", model: SMALL }] },
       { name: "sim-large", members: [{ backend: "workers-ai", model: LARGE }] },
       { name: "sim-embed", members: [{ backend: "workers-ai", model: EMBED }] },
       { name: "sim-moderate", members: [{ backend: "moderation", model: "moderate-upstream" }] },
+      // The bundled cascade's pools, whose models require logprobs (Workers AI has none): never called here.
+      { name: "sim-small-scored", members: [{ backend: "moderation", model: "s" }] },
+      { name: "sim-large-scored", members: [{ backend: "moderation", model: "l" }] },
     ],
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision: 1, digest: r.digest, snapshot: r.snapshot });
 }

@@ -4,7 +4,8 @@ import { snapshot } from "../support/executor-harness.ts";
 import { bundled, textsWith } from "../support/fixtures.ts";
 import { loadConfig } from "../../../src/config/load-config.ts";
 
-const CAPS = ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations"];
+// The fake backend serves every pool of the bundled publication, the cascade's (which need logprobs) included.
+const CAPS = ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations", "logprobs"];
 const PROMPT = "Question: {{question}}\n\n{{answers}}\n\nWrite the best answer.";
 
 function panelPublication(algorithm: Record<string, unknown> = {}, models: string[][] = [["chat-small"], ["chat-large"], ["chat-small"]]) {

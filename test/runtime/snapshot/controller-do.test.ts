@@ -20,12 +20,14 @@ describe("BackendSnapshotController over RPC", () => {
     expect((await stub.getActive()).revision).toBe(1);
     const source = {
       version: 1,
-      backends: [{ name: "sim-b", protocol: "openai-chat", baseUrl: "https://sim-b.example.com/v1", capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations"] }],
+      backends: [{ name: "sim-b", protocol: "openai-chat", baseUrl: "https://sim-b.example.com/v1", capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations", "logprobs"] }],
       pools: [
         { name: "sim-small", members: [{ backend: "sim-b", model: "small" }] },
         { name: "sim-large", members: [{ backend: "sim-b", model: "large" }] },
         { name: "sim-embed", members: [{ backend: "sim-b", model: "embed" }] },
         { name: "sim-moderate", members: [{ backend: "sim-b", model: "moderate" }] },
+        { name: "sim-small-scored", members: [{ backend: "sim-b", model: "small" }] },
+        { name: "sim-large-scored", members: [{ backend: "sim-b", model: "large" }] },
       ],
     };
     const r = await stub.propose(source, "test");
@@ -48,12 +50,14 @@ describe("BackendSnapshotController over RPC", () => {
     await stub.getActive();
     const mk = (port: number) => ({
       version: 1,
-      backends: [{ name: "b", protocol: "openai-chat", baseUrl: `https://b.example.com:${port}/v1`, capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations"] }],
+      backends: [{ name: "b", protocol: "openai-chat", baseUrl: `https://b.example.com:${port}/v1`, capabilities: ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations", "logprobs"] }],
       pools: [
         { name: "sim-small", members: [{ backend: "b", model: "s" }] },
         { name: "sim-large", members: [{ backend: "b", model: "l" }] },
         { name: "sim-embed", members: [{ backend: "b", model: "e" }] },
         { name: "sim-moderate", members: [{ backend: "b", model: "m" }] },
+        { name: "sim-small-scored", members: [{ backend: "b", model: "s" }] },
+        { name: "sim-large-scored", members: [{ backend: "b", model: "l" }] },
       ],
     });
     const results = await Promise.all([1, 2, 3, 4, 5, 1, 2, 3, 4, 5].map((i) => stub.propose(mk(9000 + i), "test")));

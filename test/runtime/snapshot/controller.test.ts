@@ -9,7 +9,7 @@ import { bundledTexts, FakeClock, MemorySnapshotStore } from "../support/fixture
 
 const config = loadConfig(bundledTexts);
 // The fixtures' backends are loopback simulators on several ports.
-const ctx: SnapshotContext = { supportedProtocols: new Set(["openai-chat"]), requirements: compilePublication(config.publication).poolRequirements, egress: { allow: ["127.0.0.1"] } };
+const ctx: SnapshotContext = { supportedProtocols: new Set(["openai-chat"]), logprobsProtocols: new Set(["openai-chat"]), requirements: compilePublication(config.publication).poolRequirements, egress: { allow: ["127.0.0.1"] } };
 const seed = () => parse(bundledTexts.backends) as Record<string, any>;
 
 function withSecondBackend() {

@@ -13,7 +13,7 @@ async function active(revision: number, port = 9901): Promise<ActiveSnapshot> {
   const s = parse(bundledTexts.backends) as any;
   s.backends[0].baseUrl = `http://127.0.0.1:${port}/v1`;
   const cfg = loadConfig(bundledTexts);
-  const r = await normalizeSnapshot(s, { supportedProtocols: new Set(["openai-chat"]), requirements: compilePublication(cfg.publication).poolRequirements, egress: { allow: ["127.0.0.1"] } });
+  const r = await normalizeSnapshot(s, { supportedProtocols: new Set(["openai-chat"]), logprobsProtocols: new Set(["openai-chat"]), requirements: compilePublication(cfg.publication).poolRequirements, egress: { allow: ["127.0.0.1"] } });
   if (!r.ok) throw new Error("fixture invalid");
   return { revision, digest: r.digest, snapshot: r.snapshot };
 }

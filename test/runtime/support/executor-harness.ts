@@ -78,16 +78,16 @@ export async function snapshot(backends: { name: string; port: number; caps?: st
       protocol: "openai-chat",
       baseUrl: `http://127.0.0.1:${b.port}/v1`,
       credential: { secret: "SIM_KEY" },
-      capabilities: b.caps ?? ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations"],
+      capabilities: b.caps ?? ["chat", "streaming", "stream-usage", "tools", "embeddings", "moderations", "logprobs"],
       responseHeaders: b.responseHeaders,
     })),
-    pools: ["sim-small", "sim-large", "sim-embed", "sim-moderate"].map((name) => ({
+    pools: ["sim-small", "sim-large", "sim-embed", "sim-moderate", "sim-small-scored", "sim-large-scored"].map((name) => ({
       name,
       selector,
       members: backends.map((b) => ({ backend: b.name, model: `${name}-upstream`, weight: b.weight ?? 1 })),
     })),
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision, digest: r.digest, snapshot: r.snapshot });
 }
@@ -95,7 +95,7 @@ export async function snapshot(backends: { name: string; port: number; caps?: st
 /**
  * A snapshot whose pools (the bundled publication's) each have one member, on a backend of the
  * protocol given: `sim-small` (chat-small, the first tier of sluice-chat's default route) on port
- * 9101 with upstream model `claude-small-upstream`, `sim-large` (and `sim-embed`, `sim-moderate`) on port 9102.
+ * 9101 with upstream model `claude-small-upstream`, `sim-large` (and `sim-embed`, `sim-moderate`) on port 9102; the cascade's scored pools on an OpenAI Chat backend on port 9103.
  */
 export async function protocolSnapshot(protocols: Record<"sim-small" | "sim-large", "anthropic-messages" | "openai-chat">): Promise<PinnedSnapshot> {
   const backend = (name: string, protocol: string, port: number) => ({
@@ -107,15 +107,22 @@ export async function protocolSnapshot(protocols: Record<"sim-small" | "sim-larg
   });
   const src = {
     version: 1,
-    backends: [backend("small", protocols["sim-small"], 9101), backend("large", protocols["sim-large"], 9102)],
+    backends: [
+      backend("small", protocols["sim-small"], 9101),
+      backend("large", protocols["sim-large"], 9102),
+      // The bundled cascade's pools need log-probabilities, which only an OpenAI Chat backend carries; never called here.
+      { ...backend("scored", "openai-chat", 9103), capabilities: ["chat", "streaming", "stream-usage", "logprobs"] },
+    ],
     pools: [
       { name: "sim-small", members: [{ backend: "small", model: "claude-small-upstream" }] },
       { name: "sim-large", members: [{ backend: "large", model: "claude-large-upstream" }] },
       { name: "sim-embed", members: [{ backend: "large", model: "embed-upstream" }] },
       { name: "sim-moderate", members: [{ backend: "large", model: "moderate-upstream" }] },
+      { name: "sim-small-scored", members: [{ backend: "scored", model: "small-upstream" }] },
+      { name: "sim-large-scored", members: [{ backend: "scored", model: "large-upstream" }] },
     ],
   };
-  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
+  const r = await normalizeSnapshot(src, { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: publication.poolRequirements, egress: LOOPBACK_EGRESS });
   if (!r.ok) throw new Error(JSON.stringify(r.reasons));
   return pinSnapshot({ revision: 1, digest: r.digest, snapshot: r.snapshot });
 }
