@@ -24,7 +24,7 @@ export const ADMIN_HELP: Readonly<Record<string, string>> = {
 
 const COMMON_FLAGS = { admin: { type: "string" }, config: { type: "string" }, json: { type: "boolean" } } as const;
 
-function targetOf(args: ParsedArgs): AdminTarget {
+function targetOf(args: ParsedArgs): Promise<AdminTarget> {
   return adminTarget({ admin: stringFlag(args, "admin"), config: stringFlag(args, "config") });
 }
 
@@ -91,7 +91,7 @@ export async function adminCommand(command: string, argv: readonly string[]): Pr
   const timeoutFlag = stringFlag(args, "timeout");
   const drainMs = timeoutFlag === undefined ? 30_000 : parseDuration(timeoutFlag, "--timeout");
   if (drainMs > 3_600_000) throw usageError("--timeout must be at most 1h");
-  const target = targetOf(args);
+  const target = await targetOf(args);
   switch (command) {
     case "status": {
       const s = await adminCall<StatusAnswer>(target, "GET", "/status");
