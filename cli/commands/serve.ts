@@ -8,6 +8,7 @@ import { bindProblems, waitForHttp } from "../../local-stack/ports.ts";
 import { localUrl, parseAddress } from "../address.ts";
 import { parseDuration, parseFlags, stringFlag } from "../args.ts";
 import { failure, usageError } from "../cli-error.ts";
+import { checkCredentials, checkLine } from "../credential-check.ts";
 import { readConfigDir, secretsNamed, type ValidConfigDir } from "../config-dir.ts";
 import { compatibilitySettings, renderWorkerdConfig } from "../workerd-config.ts";
 
@@ -36,6 +37,9 @@ Options:
   --drain-timeout DUR    on SIGTERM/SIGINT, how long requests in flight may finish (default 30s)
   --bundle DIR           a prebuilt bundle (index.js and its modules) instead of building one
   --workerd PATH         the workerd binary (default: $SLUICE_WORKERD, else the project's)
+  --check-credentials    before starting, make one cheap authenticated call per backend (GET of
+                         its health-check path, else /models) and report each key; a key the
+                         provider refuses (401/403) fails the start, naming backend and secret
 
 Every secret the config names (security.adminTokenSecret of gateway.yaml, its
 governance.approverTokenSecret, governance.approvals.stateSecret and governance.verifierTokenSecret,
@@ -64,6 +68,8 @@ export interface ServeOptions {
   readonly progress?: ((line: string) => void) | undefined;
   /** Aborting it before the gateway is ready stops workerd and fails the start. */
   readonly signal?: AbortSignal | undefined;
+  /** Before starting, one cheap authenticated call per seed backend; a refused key fails the start. */
+  readonly checkCredentials?: boolean | undefined;
 }
 
 /** A gateway started by {@link startServe}. */
@@ -104,6 +110,14 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   }
   const workerd = o.workerdPath ?? env.SLUICE_WORKERD ?? join(ROOT, "node_modules", ".bin", "workerd");
   if (!existsSync(workerd)) throw failure(`workerd not found at ${workerd} (set --workerd or SLUICE_WORKERD)`);
+  if (o.checkCredentials === true) {
+    const checks = await checkCredentials(o.config.seedBackends, env);
+    for (const c of checks) progress(checkLine(c));
+    const refused = checks.filter((c) => c.result === "refused");
+    if (refused.length > 0) {
+      throw failure(`cannot start: the provider refused the key of ${refused.map((c) => `backend ${c.backend}${c.secret ? ` (secret ${c.secret})` : ""}`).join(", ")}`);
+    }
+  }
   const metricsListener = o.config.config.gateway.observability.metrics.listener;
   const listeners = { public: o.publicAddress, admin: o.adminAddress, metrics: metricsListener };
   // Checked before anything starts: workerd reports a taken port as a native stack trace, after
@@ -235,6 +249,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
       "drain-timeout": { type: "string" },
       bundle: { type: "string" },
       workerd: { type: "string" },
+      "check-credentials": { type: "boolean" },
     },
     { min: 0, max: 0, names: "" },
   );
@@ -276,6 +291,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     extraSecrets: (args.values.secret as string[] | undefined) ?? [],
     bundleDir: stringFlag(args, "bundle"),
     workerdPath: stringFlag(args, "workerd"),
+    checkCredentials: args.values["check-credentials"] === true,
   });
   process.off("SIGTERM", stopStart);
   process.off("SIGINT", stopStart);

@@ -102,11 +102,11 @@ describe("sluice serve as a process", () => {
    * Starts `sluice serve` in its own process group (as a terminal's foreground job is), directly
    * or under `wrapper` (a command line taking the serve command as "$@").
    */
-  async function serve(options: { wrapper?: string; publicPort?: number } = {}): Promise<Served> {
+  async function serve(options: { wrapper?: string; publicPort?: number; args?: readonly string[] } = {}): Promise<Served> {
     const publicPort = options.publicPort ?? (await freePort());
     const adminPort = await freePort();
     const state = mkdtempSync(join(work, "state-"));
-    const argv = [process.execPath, CLI, "serve", "--config", configDir, "--state", state, "--public", `127.0.0.1:${publicPort}`, "--admin", `127.0.0.1:${adminPort}`, "--bundle", bundleDir, "--drain-timeout", "10s"];
+    const argv = [process.execPath, CLI, "serve", "--config", configDir, "--state", state, "--public", `127.0.0.1:${publicPort}`, "--admin", `127.0.0.1:${adminPort}`, "--bundle", bundleDir, "--drain-timeout", "10s", ...(options.args ?? [])];
     const [command, ...args] = options.wrapper === undefined ? argv : ["/bin/sh", "-c", options.wrapper, "sh", ...argv];
     const proc = spawn(command!, args, {
       cwd: work,
@@ -193,9 +193,10 @@ describe("sluice serve as a process", () => {
     await expectNothingLeft(s, workerd);
   }, 120_000);
 
-  it("SIGTERM to the launcher's pid only stops workerd too", async () => {
-    const s = await serve();
+  it("SIGTERM to the launcher's pid only stops workerd too (started after checking the backend's key)", async () => {
+    const s = await serve({ args: ["--check-credentials"] });
     const workerd = await ready(s);
+    expect(s.output()).toMatch(/credential check: sim-local \(SIMULATOR_API_KEY\): accepted: 200 GET http:\/\/127\.0\.0\.1:\d+\/v1\/models/);
     s.proc.kill("SIGTERM");
     expect((await s.exit).code).toBe(0);
     expect(s.output()).toContain("SIGTERM: draining");

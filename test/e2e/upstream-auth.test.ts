@@ -1,8 +1,11 @@
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local-stack/build.ts";
+import { buildBundle, ROOT } from "../../local-stack/build.ts";
+import { freePort } from "../../local-stack/ports.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
@@ -51,5 +54,27 @@ describe("a provider that refuses the gateway's key", () => {
     const cli = spawnSync(process.execPath, [join(ROOT, "bin", "sluice.js"), "status", "--admin", gateway.adminUrl], { encoding: "utf8", env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN }, timeout: 60_000 });
     expect(cli.status).toBe(0);
     expect(cli.stdout).toMatch(/backend sim-local\s+credential_rejected \(the provider answered 401 at /);
+  }, 90_000);
+
+  it("serve --check-credentials names the refused key and does not start", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-check-"));
+    try {
+      writeFileSync(join(dir, "gateway.yaml"), stringify(allowingSimulators(bundledConfig("gateway"), sim.url)));
+      writeFileSync(join(dir, "publication.yaml"), stringify(bundledConfig("publication")));
+      writeFileSync(join(dir, "backends.yaml"), stringify(backendsFor(sim.url)));
+      const r = spawnSync(
+        process.execPath,
+        [join(ROOT, "bin", "sluice.js"), "serve", "--config", dir, "--state", join(dir, "state"), "--public", `127.0.0.1:${await freePort()}`, "--admin", `127.0.0.1:${await freePort()}`, "--bundle", buildBundle(), "--check-credentials"],
+        { encoding: "utf8", env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN, SIMULATOR_API_KEY: "not-the-simulator-key" }, timeout: 60_000 },
+      );
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/credential check: sim-local \(SIMULATOR_API_KEY\): refused: 401 GET http:\/\/127\.0\.0\.1:\d+\/v1\/models/);
+      expect(r.stderr).toContain("cannot start: the provider refused the key of backend sim-local (secret SIMULATOR_API_KEY)");
+      expect(r.stderr).not.toContain("not-the-simulator-key");
+      expect(r.stderr).not.toContain("Sluice is serving");
+      expect(r.stderr).not.toContain("workerd pid");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 90_000);
 });
