@@ -45,7 +45,7 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
     parseConfigText(CONFIG_FILES.publication, texts.publication, publicationSchema),
   );
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
-  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkRouting(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkMcpOAuth(gateway, publication));
+  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkRouting(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkOAuth(gateway, publication));
   if (gateway && backendsSeed) issues.push(...checkSeedEgress(gateway, backendsSeed));
   if (gateway) issues.push(...checkExporterEgress(gateway), ...checkMcpServers(gateway));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
@@ -78,27 +78,34 @@ export function checkMcpServers(gateway: GatewayConfig): ConfigIssue[] {
 }
 
 /**
- * MCP OAuth issuers: unique names and issuer identifiers, each JWKS URL through the egress guard
- * (the gateway fetches it), a fixed tenant that the publication configures, and a fixed
- * `chargeTo` that names a team (and project) of that tenant.
+ * OAuth issuers (`auth.oauth`): unique names and issuer identifiers, each JWKS URL through the
+ * egress guard (the gateway fetches it), a fixed tenant that the publication configures, a fixed
+ * `chargeTo` that names a team (and project) of that tenant, and scopes that grant entrypoints the
+ * publication has.
  */
-export function checkMcpOAuth(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
-  const oauth = gateway.mcp.oauth;
+export function checkOAuth(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
+  const oauth = gateway.auth.oauth;
   if (!oauth) return [];
   const file = CONFIG_FILES.gateway;
   const tenants = new Map(pub.tenants.map((t) => [t.id, t]));
+  const entrypoints = new Set(pub.entrypoints.map((e) => e.name));
   const issues: ConfigIssue[] = [
-    ...duplicates(oauth.issuers.map((i) => i.name)).map((d) => ({ file, path: "mcp.oauth.issuers", message: `duplicate issuer name "${d}"` })),
-    ...duplicates(oauth.issuers.map((i) => i.issuer)).map((d) => ({ file, path: "mcp.oauth.issuers", message: `issuer ${d} is listed twice` })),
+    ...duplicates(oauth.issuers.map((i) => i.name)).map((d) => ({ file, path: "auth.oauth.issuers", message: `duplicate issuer name "${d}"` })),
+    ...duplicates(oauth.issuers.map((i) => i.issuer)).map((d) => ({ file, path: "auth.oauth.issuers", message: `issuer ${d} is listed twice` })),
   ];
   oauth.issuers.forEach((i, n) => {
     const verdict = checkEgress(i.jwksUrl, gateway.security.egress);
-    if (!verdict.ok) issues.push({ file, path: `mcp.oauth.issuers[${n}].jwksUrl`, message: verdict.refusal.message });
+    if (!verdict.ok) issues.push({ file, path: `auth.oauth.issuers[${n}].jwksUrl`, message: verdict.refusal.message });
     const tenant = i.tenant === undefined ? undefined : tenants.get(i.tenant);
-    if (i.tenant !== undefined && !tenant) issues.push({ file, path: `mcp.oauth.issuers[${n}].tenant`, message: `unknown tenant "${i.tenant}" (publication.yaml tenants)` });
+    if (i.tenant !== undefined && !tenant) issues.push({ file, path: `auth.oauth.issuers[${n}].tenant`, message: `unknown tenant "${i.tenant}" (publication.yaml tenants)` });
     const unknown = tenant && i.chargeTo !== undefined ? unknownChargeTo(tenant, i.chargeTo) : undefined;
-    if (unknown !== undefined) issues.push({ file, path: `mcp.oauth.issuers[${n}].chargeTo`, message: `${unknown} (publication.yaml tenants)` });
+    if (unknown !== undefined) issues.push({ file, path: `auth.oauth.issuers[${n}].chargeTo`, message: `${unknown} (publication.yaml tenants)` });
   });
+  for (const [scope, names] of Object.entries(oauth.scopeEntrypoints)) {
+    names.forEach((name, n) => {
+      if (name !== "*" && !entrypoints.has(name)) issues.push({ file, path: `auth.oauth.scopeEntrypoints.${scope}[${n}]`, message: `unknown entrypoint "${name}" (publication.yaml entrypoints)` });
+    });
+  }
   return issues;
 }
 

@@ -80,7 +80,7 @@ export interface GatewayRuntime {
   /** The call ledger's sink: the engine's requests go through it, and so do audit events the admin API causes. */
   readonly taskLedger: TaskLedgerSink;
   /** The MCP endpoint's OAuth resource server (its JWKS cache lives as long as the isolate); undefined when not configured. */
-  readonly mcpOAuth: OAuthVerifier | undefined;
+  readonly oauth: OAuthVerifier | undefined;
   /** Which backends' providers refused the gateway's credential in this isolate's traffic (`/admin/status`). */
   readonly credentialWatch: CredentialWatch;
 }
@@ -169,7 +169,8 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   const tokens = new TokenCache({ clock });
   const credentialWatch = new CredentialWatch();
   const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens });
-  const { mcp, mcpOAuth } = await mcpOf(env, config, secrets, clock);
+  const oauth = oauthOf(config, clock);
+  const mcp = await mcpOf(env, config, secrets);
   const taskLedger = taskLedgerSink({
     ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
     retentionMs: gw.governance.retentionDays * 86_400_000,
@@ -190,6 +191,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     snapshot: () => snapshots.current(),
     invoker: invokerOf(gw, secrets, clock, tokens, credentialWatch),
     mcp,
+    oauth,
     reserve: { ledger, callBudgets, tasks, log: logError },
     settle: settleStep({ ledger, log: logError, onSettlement: (o) => metrics.settlement(o) }),
     breakers,
@@ -221,7 +223,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     startedAt: clock.now(),
     telemetry: { metrics, exporter },
     taskLedger,
-    mcpOAuth,
+    oauth,
     credentialWatch,
     verifierToken: secretOf(secrets, gw.governance.verifierTokenSecret),
     adminToken: secretOf(secrets, gw.security.adminTokenSecret),
@@ -377,11 +379,11 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
   });
 }
 
-/** The MCP servers (the gateway's client of each, or its own REST server), the policy, prices, sessions, approvals, and the OAuth verifier. */
-async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, unknown>, clock: Clock): Promise<{ readonly mcp: McpDeps; readonly mcpOAuth: OAuthVerifier | undefined }> {
+/** The access-token link of the authenticator chain (`auth.oauth`), shared by every endpoint; undefined: API keys only. */
+function oauthOf(config: IsolateConfig, clock: Clock): OAuthVerifier | undefined {
   const gw = config.gateway;
-  const mcpOAuth = gw.mcp.oauth
-    ? new OAuthVerifier(gw.mcp.oauth, {
+  return gw.auth.oauth
+    ? new OAuthVerifier(gw.auth.oauth, {
         tenants: chargeTargetsOf(config.compiled.source),
         egress: gw.security.egress,
         fetch: (input, init) => fetch(input, init),
@@ -389,8 +391,12 @@ async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, un
         onError: logError,
       })
     : undefined;
+}
+
+/** The MCP servers (the gateway's client of each, or its own REST server), the policy, prices, sessions and approvals. */
+async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, unknown>): Promise<McpDeps> {
+  const gw = config.gateway;
   const mcp: McpDeps = {
-    oauth: mcpOAuth,
     servers: new Map(gw.mcp.servers.map((srv) => [srv.name, mcpServerHandle(srv, secrets, gw.security.egress)] as const)),
     policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
     prices: new ToolPrices(config.publication.mcp?.prices ?? []),
@@ -400,7 +406,7 @@ async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, un
     sessions: await mcpSessions(gw.mcp.sessions, secrets),
     approvals: await approvalDeps(gw.governance.approvals, secrets, (tenant) => env.APPROVAL_DESK.getByName(tenant)),
   };
-  return { mcp, mcpOAuth };
+  return mcp;
 }
 
 /** One configured MCP server: served by the gateway itself from a REST API, or reached through the gateway's MCP client. */
