@@ -1,6 +1,7 @@
 # Sluice on plain workerd. Build: docker build -t sluice . (or docker compose up --build).
 # Runs `sluice serve` (container/entrypoint.sh) as a non-root user: public API on 8080, admin API
-# on 8081 (publish it on loopback or a private network only), config read from /etc/sluice
+# on 8081 of the container's loopback (SLUICE_ADMIN=0.0.0.0:8081 to publish it, on the host's
+# loopback or a private network only), config read from /etc/sluice
 # (mount yours read-only), Durable Object state in /var/lib/sluice (a volume), secrets from the
 # environment. See docs/deploy.md.
 

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { gatewayConfigSchema } from "../src/config/gateway-schema.ts";
-import { CONFIG_FILES, ConfigValidationError, formatIssues, parseConfigText } from "../src/config/parse-file.ts";
 import { failure, usageError } from "./cli-error.ts";
 import { localUrl } from "./address.ts";
+
+/** The file the admin listener is read from when no URL is given (CONFIG_FILES.gateway, without loading the config code). */
+const GATEWAY_FILE = "gateway.yaml";
 
 /** The environment variable the admin commands read the bearer token from. */
 export const ADMIN_TOKEN_ENV = "SLUICE_ADMIN_TOKEN";
@@ -17,15 +18,20 @@ export interface AdminTarget {
 /**
  * `--admin URL`, else `$SLUICE_ADMIN_URL`, else listeners.admin of gateway.yaml in `--config DIR`
  * (default `./config`). The token comes only from the environment, never from a flag: a flag
- * would put it in the shell history and the process list.
+ * would put it in the shell history and the process list. The config's schema code is loaded only
+ * when the file must be read: it is most of an admin command's start-up otherwise.
  */
-export function adminTarget(flags: { admin?: string | undefined; config?: string | undefined }, env: NodeJS.ProcessEnv = process.env): AdminTarget {
+export async function adminTarget(flags: { admin?: string | undefined; config?: string | undefined }, env: NodeJS.ProcessEnv = process.env): Promise<AdminTarget> {
   const token = env[ADMIN_TOKEN_ENV];
   if (!token) throw usageError(`set ${ADMIN_TOKEN_ENV} to the admin bearer token`);
   let base = flags.admin ?? env.SLUICE_ADMIN_URL;
   if (base === undefined) {
-    const file = join(resolve(flags.config ?? "config"), CONFIG_FILES.gateway);
-    if (!existsSync(file)) throw usageError(`no admin URL: pass --admin URL, set SLUICE_ADMIN_URL, or --config DIR with a ${CONFIG_FILES.gateway}`);
+    const file = join(resolve(flags.config ?? "config"), GATEWAY_FILE);
+    if (!existsSync(file)) throw usageError(`no admin URL: pass --admin URL, set SLUICE_ADMIN_URL, or --config DIR with a ${GATEWAY_FILE}`);
+    const [{ gatewayConfigSchema }, { CONFIG_FILES, ConfigValidationError, formatIssues, parseConfigText }] = await Promise.all([
+      import("../src/config/gateway-schema.ts"),
+      import("../src/config/parse-file.ts"),
+    ]);
     try {
       base = localUrl(parseConfigText(CONFIG_FILES.gateway, readFileSync(file, "utf8"), gatewayConfigSchema).listeners.admin);
     } catch (err) {
@@ -77,18 +83,18 @@ export async function adminRequest(target: AdminTarget, method: "GET" | "POST", 
     });
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-    throw failure(`cannot reach the admin API at ${target.baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+    throw failure(`cannot reach the admin API: ${method} ${url}: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
   }
   const text = await res.text();
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw failure(`the admin API at ${target.baseUrl} answered ${res.status} with a body that is not JSON`);
+    throw failure(`${method} ${url} answered ${res.status} with a body that is not JSON (is this the gateway's admin listener?)`);
   }
   if (res.status === 401) {
     const e = adminError(json);
-    throw failure(`the admin API refused the token in ${ADMIN_TOKEN_ENV} (401 ${e?.code ?? ""}): ${e?.message ?? ""}`.trim());
+    throw failure(`the admin API refused the token in ${ADMIN_TOKEN_ENV}: ${method} ${url}: 401 ${e?.code ?? ""}: ${e?.message ?? ""}`.trim());
   }
   return { status: res.status, json, text };
 }
@@ -98,7 +104,7 @@ export async function adminCall<T>(target: AdminTarget, method: "GET" | "POST", 
   const { status, json, text } = await adminRequest(target, method, path, body, timeoutMs);
   if (status < 200 || status > 299) {
     const e = adminError(json);
-    throw failure(`${method} ${path} failed: ${status} ${e?.code ?? ""}: ${e?.message ?? text.slice(0, 200)}`);
+    throw failure(`${method} ${target.baseUrl}/admin${path} failed: ${status} ${e?.code ?? ""}: ${e?.message ?? text.slice(0, 200)}`);
   }
   return json as T;
 }

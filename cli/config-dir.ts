@@ -5,7 +5,7 @@ import { CONFIG_FILES } from "../src/config/parse-file.ts";
 import { ConfigValidationError, formatIssues } from "../src/config/parse-file.ts";
 import { builtinCodecs } from "../src/protocol/registry.ts";
 import { compilePublication } from "../src/publication/compile-publication.ts";
-import { normalizeSnapshot } from "../src/snapshot/normalize.ts";
+import { normalizeSnapshot, type NormalizedBackend } from "../src/snapshot/normalize.ts";
 import { failure } from "./cli-error.ts";
 
 /** A config directory that passed every check `serve` and `config validate` make. */
@@ -18,6 +18,8 @@ export interface ValidConfigDir {
   readonly config: LoadedConfig;
   /** Digest of the seed BackendSnapshot, as the controller would compute it. */
   readonly seedDigest: string;
+  /** The seed BackendSnapshot's backends, normalized as the controller would store them. */
+  readonly seedBackends: readonly NormalizedBackend[];
 }
 
 /**
@@ -56,7 +58,7 @@ export async function readConfigDir(dirArg: string): Promise<ValidConfigDir> {
     egress: config.gateway.security.egress,
   });
   if (!seed.ok) throw failure(`invalid config in ${dir}:\n` + seed.reasons.map((r) => `${CONFIG_FILES.backends}: ${r.path}: ${r.message}`).join("\n"));
-  return { dir, files, texts, config, seedDigest: seed.digest };
+  return { dir, files, texts, config, seedDigest: seed.digest, seedBackends: seed.snapshot.backends };
 }
 
 /** A secret the config names, and where it names it (for the message when it is missing). */

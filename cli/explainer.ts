@@ -72,7 +72,7 @@ export function readJsonFile(path: string, what: string): unknown {
 export async function explainerOf(flags: { readonly gateway?: string | undefined; readonly config?: string | undefined }, as: ExplainAs): Promise<Explainer> {
   if (as.key === undefined && as.tenant === undefined) throw usageError("name the caller: --key KEYID (an API key id of publication.yaml) or --tenant TENANT");
   if (flags.gateway !== undefined) {
-    const target = adminTarget({ admin: flags.gateway });
+    const target = await adminTarget({ admin: flags.gateway });
     return {
       where: `gateway ${target.baseUrl}`,
       offline: false,

@@ -9,9 +9,11 @@ const HELP = `Usage: sluice <command> [options]
 
 Commands:
   serve --config DIR            run the gateway on workerd with your config; state persists
-  config validate --config DIR  check the three config files; every issue as "file: path: reason"
-  config print-effective --config DIR --redact
-                                the effective config, secrets redacted
+  config validate --config DIR [--no-secrets]
+                                check the three config files and that the secrets they name are
+                                set; every issue as "file: path: reason"
+  config print-effective --config DIR
+                                the effective config, always redacted
   status                        the running gateway's state
   backends list                 the active snapshot's backends
   routes list                   entrypoints, routes, models, pools and backends

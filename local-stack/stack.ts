@@ -1,9 +1,10 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { buildBundle, ROOT } from "./build.ts";
+import { spawnOwned } from "./owned-child.ts";
 import { freePort, waitForHttp } from "./ports.ts";
 import { compatibilitySettings, renderWorkerdConfig } from "../cli/workerd-config.ts";
 
@@ -53,7 +54,9 @@ export async function startSimulatorProcess(options: { port?: number; apiKey?: s
   const args = [join(ROOT, "simulator", "main.ts"), "--port", String(options.port ?? 0)];
   if (options.apiKey !== undefined) args.push("--api-key", options.apiKey);
   args.push(...(options.args ?? []));
-  const proc = spawn(NODE, args, { stdio: ["ignore", "pipe", "pipe"] });
+  // Owned: its own process group (a Ctrl-C drains the gateway before the simulator under it
+  // stops) and it never outlives the process that started it.
+  const proc = spawnOwned(NODE, args).process;
   // Kept until it is listening: a failed start (a busy port, a bad flag) says why on stderr.
   let stderr = "";
   const keepStderr = (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000));
@@ -171,10 +174,10 @@ async function startGatewayOnce(o: GatewayOptions): Promise<RunningGateway> {
   const configPath = join(workDir, "sluice.capnp");
   writeFileSync(configPath, capnp);
   const inspector = o.inspectorPort === undefined ? [] : [`--inspector-addr=127.0.0.1:${o.inspectorPort}`];
-  const proc = spawn(WORKERD, ["serve", configPath, "--experimental", "--verbose", ...inspector], {
-    stdio: ["ignore", "pipe", "pipe"],
+  // Owned: it never outlives the test or tool that started it, however that ends.
+  const proc = spawnOwned(WORKERD, ["serve", configPath, "--experimental", "--verbose", ...inspector], {
     env: { ...process.env, ...secrets },
-  });
+  }).process;
   const child = track(proc, o.echo ?? false);
   const publicUrl = `http://${host}:${publicPort}`;
   try {

@@ -11,12 +11,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { constants as osConstants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { parse, stringify } from "yaml";
 import { ROOT } from "../local-stack/build.ts";
 import { startSimulatorProcess, SIMULATOR_API_KEY } from "../local-stack/stack.ts";
+import { watchParent } from "../local-stack/parent-watch.ts";
 import { readConfigDir } from "../cli/config-dir.ts";
 import { CliError } from "../cli/cli-error.ts";
 import { DEFAULT_DRAIN_MS, startServe } from "../cli/commands/serve.ts";
@@ -96,18 +97,30 @@ Try:
 `);
 
 let stopping = false;
-const stop = async () => {
-  if (stopping) return;
+// Ctrl-C reaches this process only (the gateway and the simulator run in their own process
+// groups): the first drains, then stops both; a second stops both at once.
+const stop = async (signal: NodeJS.Signals | number) => {
+  if (stopping) {
+    if (typeof signal === "number") return;
+    console.error(`${signal} again: stopping now`);
+    await Promise.all([gateway.kill(), simulator.stop()]);
+    cleanUp();
+    process.exit(128 + osConstants.signals[signal]);
+  }
   stopping = true;
-  await gateway.stop(DEFAULT_DRAIN_MS);
+  stopWatchingParent();
+  if (typeof signal === "number") console.error(`the process that started npm start (pid ${signal}) has exited: stopping`);
+  const drained = await gateway.stop(DEFAULT_DRAIN_MS);
   await simulator.stop();
   cleanUp();
-  process.exit(0);
+  process.exit(drained ? 0 : 1);
 };
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
+const stopWatchingParent = watchParent(stop);
 void gateway.exited.then(async (code) => {
   if (stopping) return;
+  stopWatchingParent();
   console.error(`workerd exited with code ${code}`);
   await simulator.stop();
   cleanUp();

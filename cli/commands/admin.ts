@@ -14,7 +14,7 @@ const COMMON = `Common options:
 The bearer token is read from $${ADMIN_TOKEN_ENV}.`;
 
 export const ADMIN_HELP: Readonly<Record<string, string>> = {
-  status: `Usage: sluice status [options]\n\nThe gateway's state: config digest, publication and snapshot revisions, drain state,\nrequests in flight and the resources they hold, budget leases, MCP servers' probed health.\n\n${COMMON}\n`,
+  status: `Usage: sluice status [options]\n\nThe gateway's state: config digest, publication and snapshot revisions, drain state,\nrequests in flight and the resources they hold, budget leases, each backend's credential\n(credential_rejected when its provider refused the key), MCP servers' probed health.\n\n${COMMON}\n`,
   backends: `Usage: sluice backends list [options]\n\nThe backends of the active snapshot: protocol, base URL, the secret their credential names,\ncapabilities and the pools they serve.\n\n${COMMON}\n`,
   routes: `Usage: sluice routes list [options]\n\nEntrypoints, their routes and default, each tier's logical models, and the pools and backends\nthey resolve to in the active snapshot.\n\n${COMMON}\n`,
   drain: `Usage: sluice drain [--timeout DUR] [options]\n\nStops admitting requests (/ready answers 503), gives those in flight up to DUR to finish\n(default 30s; e.g. 90s, 2m), cancels the rest, returns budget slices and writes settlements.\n\n${COMMON}\n`,
@@ -24,7 +24,7 @@ export const ADMIN_HELP: Readonly<Record<string, string>> = {
 
 const COMMON_FLAGS = { admin: { type: "string" }, config: { type: "string" }, json: { type: "boolean" } } as const;
 
-function targetOf(args: ParsedArgs): AdminTarget {
+function targetOf(args: ParsedArgs): Promise<AdminTarget> {
   return adminTarget({ admin: stringFlag(args, "admin"), config: stringFlag(args, "config") });
 }
 
@@ -45,6 +45,8 @@ interface StatusAnswer {
   readonly budgetLeases: number;
   /** Absent from gateways older than MCP health. */
   readonly mcpServers?: readonly { name: string; kind: string; probed: boolean; status: string; lastReason: string | null; consecutiveFailures: number }[];
+  /** Absent from gateways older than the credential watch. */
+  readonly backends?: readonly { name: string; credential: "credential_rejected" | "accepted" | "not_used"; status?: number; since?: string }[];
 }
 
 interface RoutesAnswer {
@@ -89,7 +91,7 @@ export async function adminCommand(command: string, argv: readonly string[]): Pr
   const timeoutFlag = stringFlag(args, "timeout");
   const drainMs = timeoutFlag === undefined ? 30_000 : parseDuration(timeoutFlag, "--timeout");
   if (drainMs > 3_600_000) throw usageError("--timeout must be at most 1h");
-  const target = targetOf(args);
+  const target = await targetOf(args);
   switch (command) {
     case "status": {
       const s = await adminCall<StatusAnswer>(target, "GET", "/status");
@@ -104,6 +106,7 @@ export async function adminCommand(command: string, argv: readonly string[]): Pr
           ["started", `${s.startedAt} (up ${s.uptimeSeconds} s)`],
           ["budget leases", s.budgetLeases],
           ...Object.entries(s.resources).map(([k, v]) => [`held: ${k}`, v] as const),
+          ...(s.backends ?? []).map((b) => [`backend ${b.name}`, backendState(b)] as const),
           ...(s.mcpServers ?? []).map((m) => [`mcp ${m.name}`, `${m.kind}, ${m.probed ? `${m.status}${m.lastReason ? ` (${m.lastReason}${m.consecutiveFailures > 0 ? `, ${m.consecutiveFailures} failed in a row` : ""})` : ""}` : "not probed"}`] as const),
         ]),
       );
@@ -168,6 +171,18 @@ export async function adminCommand(command: string, argv: readonly string[]): Pr
     }
     default:
       throw usageError(`unknown command '${command}'`);
+  }
+}
+
+/** A backend's line in `status`: a refused key says so, with when and how the provider said it. */
+function backendState(b: NonNullable<StatusAnswer["backends"]>[number]): string {
+  switch (b.credential) {
+    case "credential_rejected":
+      return `credential_rejected (the provider answered ${b.status ?? "a refusal"} at ${b.since ?? "?"}: check the key its credential names)`;
+    case "accepted":
+      return "ok (credential accepted)";
+    case "not_used":
+      return "not used yet";
   }
 }
 

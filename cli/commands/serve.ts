@@ -1,11 +1,14 @@
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { constants as osConstants } from "node:os";
 import { join, resolve } from "node:path";
 import { buildBundle, ROOT } from "../../local-stack/build.ts";
-import { waitForHttp } from "../../local-stack/ports.ts";
+import { spawnOwned } from "../../local-stack/owned-child.ts";
+import { watchParent } from "../../local-stack/parent-watch.ts";
+import { bindProblems, waitForHttp } from "../../local-stack/ports.ts";
 import { localUrl, parseAddress } from "../address.ts";
 import { parseDuration, parseFlags, stringFlag } from "../args.ts";
 import { failure, usageError } from "../cli-error.ts";
+import { checkCredentials, checkLine } from "../credential-check.ts";
 import { readConfigDir, secretsNamed, type ValidConfigDir } from "../config-dir.ts";
 import { compatibilitySettings, renderWorkerdConfig } from "../workerd-config.ts";
 
@@ -34,13 +37,19 @@ Options:
   --drain-timeout DUR    on SIGTERM/SIGINT, how long requests in flight may finish (default 30s)
   --bundle DIR           a prebuilt bundle (index.js and its modules) instead of building one
   --workerd PATH         the workerd binary (default: $SLUICE_WORKERD, else the project's)
+  --check-credentials    before starting, make one cheap authenticated call per backend (GET of
+                         its health-check path, else /models) and report each key; a key the
+                         provider refuses (401/403) fails the start, naming backend and secret
 
 Every secret the config names (security.adminTokenSecret of gateway.yaml, its
 governance.approverTokenSecret, governance.approvals.stateSecret and governance.verifierTokenSecret,
 each backend's credential.secret) must be set in the environment; serve refuses to start naming
 what is missing.
 SIGTERM or SIGINT drains first (new requests are refused, those in flight finish, budget slices
-go back to the ledger), then stops workerd. A second signal stops at once.
+go back to the ledger), then stops workerd; so does the exit of the process that started serve
+(a shell, npx). A second signal stops at once. workerd runs in its own process group, so a
+terminal's Ctrl-C reaches serve, which drains, and it stops whenever serve ends, even by SIGKILL.
+The listeners' ports are checked before anything starts; a taken one is named.
 `;
 
 /** What a gateway needs to start on workerd. */
@@ -59,6 +68,8 @@ export interface ServeOptions {
   readonly progress?: ((line: string) => void) | undefined;
   /** Aborting it before the gateway is ready stops workerd and fails the start. */
   readonly signal?: AbortSignal | undefined;
+  /** Before starting, one cheap authenticated call per seed backend; a refused key fails the start. */
+  readonly checkCredentials?: boolean | undefined;
 }
 
 /** A gateway started by {@link startServe}. */
@@ -99,6 +110,20 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   }
   const workerd = o.workerdPath ?? env.SLUICE_WORKERD ?? join(ROOT, "node_modules", ".bin", "workerd");
   if (!existsSync(workerd)) throw failure(`workerd not found at ${workerd} (set --workerd or SLUICE_WORKERD)`);
+  if (o.checkCredentials === true) {
+    const checks = await checkCredentials(o.config.seedBackends, env);
+    for (const c of checks) progress(checkLine(c));
+    const refused = checks.filter((c) => c.result === "refused");
+    if (refused.length > 0) {
+      throw failure(`cannot start: the provider refused the key of ${refused.map((c) => `backend ${c.backend}${c.secret ? ` (secret ${c.secret})` : ""}`).join(", ")}`);
+    }
+  }
+  const metricsListener = o.config.config.gateway.observability.metrics.listener;
+  const listeners = { public: o.publicAddress, admin: o.adminAddress, metrics: metricsListener };
+  // Checked before anything starts: workerd reports a taken port as a native stack trace, after
+  // the bundle was built.
+  const taken = await bindProblems(listeners);
+  if (taken.length > 0) throw failure(`cannot start: ${taken.join("; ")}`);
   let bundleDir = o.bundleDir;
   if (bundleDir === undefined) {
     progress("bundling the Worker …");
@@ -120,7 +145,7 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
     bundleDir: resolve(bundleDir),
     publicAddress: `${o.publicAddress.host}:${o.publicAddress.port}`,
     adminAddress: `${o.adminAddress.host}:${o.adminAddress.port}`,
-    metricsAddress: metricsAddress(o.config.config.gateway.observability.metrics.listener),
+    metricsAddress: metricsAddress(metricsListener),
     stateDir: storage,
     compatibilityDate: compat.date,
     compatibilityFlags: compat.flags,
@@ -131,14 +156,22 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   const capnpPath = join(stateDir, "sluice.capnp");
   writeFileSync(capnpPath, capnp);
   progress(`starting workerd (state in ${stateDir}) …`);
-  const proc = spawn(workerd, ["serve", capnpPath, "--experimental"], { stdio: ["ignore", "pipe", "pipe"], env });
+  // workerd runs in its own process group (a terminal's Ctrl-C reaches this process only, which
+  // drains first) and stops when this process is gone, however it ends (see spawnOwned).
+  const owned = spawnOwned(workerd, ["serve", capnpPath, "--experimental"], { env, graceSeconds: EXIT_GRACE_MS / 1000 });
+  const proc = owned.process;
+  progress(`workerd pid ${proc.pid}`);
   let tail = "";
+  // Held until the gateway is ready: a start that fails is reported once, in plain words, instead
+  // of workerd's own trace scrolling past first.
+  let held: [NodeJS.WriteStream, Buffer][] | undefined = [];
   const keep = (out: NodeJS.WriteStream) => (chunk: Buffer) => {
     tail = (tail + chunk.toString()).slice(-16_000);
-    out.write(chunk);
+    if (held) held.push([out, chunk]);
+    else out.write(chunk);
   };
-  proc.stdout.on("data", keep(process.stdout));
-  proc.stderr.on("data", keep(process.stderr));
+  proc.stdout!.on("data", keep(process.stdout));
+  proc.stderr!.on("data", keep(process.stderr));
   let exitCode: number | null | undefined;
   const exited = new Promise<number | null>((done) => {
     proc.once("exit", (code, signal) => {
@@ -155,8 +188,8 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   const adminUrl = localUrl(o.adminAddress);
   const kill = async () => {
     if (exitCode !== undefined) return;
-    proc.kill("SIGTERM");
-    const timer = setTimeout(() => proc.kill("SIGKILL"), EXIT_GRACE_MS);
+    owned.signal("SIGTERM");
+    const timer = setTimeout(() => owned.signal("SIGKILL"), EXIT_GRACE_MS);
     await exited;
     clearTimeout(timer);
   };
@@ -164,8 +197,14 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
     await waitForHttp(`${publicUrl}/ready`, READY_TIMEOUT_MS, () => exitCode === undefined, o.signal);
   } catch (err) {
     await kill();
+    // Another process may have bound a port after the check above: name it rather than show
+    // workerd's trace.
+    const takenNow = await bindProblems(listeners);
+    if (takenNow.length > 0) throw failure(`cannot start: ${takenNow.join("; ")}`);
     throw failure(`the gateway did not start: ${(err as Error).message}\n${tail.trim()}`);
   }
+  for (const [out, chunk] of held) out.write(chunk);
+  held = undefined;
   const adminToken = env[o.config.config.gateway.security.adminTokenSecret]!;
   return {
     publicUrl,
@@ -210,6 +249,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
       "drain-timeout": { type: "string" },
       bundle: { type: "string" },
       workerd: { type: "string" },
+      "check-credentials": { type: "boolean" },
     },
     { min: 0, max: 0, names: "" },
   );
@@ -228,9 +268,18 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   // A signal during the start (bundling, waiting for /ready) stops it: nothing is admitted yet,
   // so there is nothing to drain.
   const starting = new AbortController();
-  const stopStart = () => starting.abort();
+  // Kept: a signal that lands after workerd answered but before the start returned stops the
+  // gateway once it is up.
+  let startStopped: NodeJS.Signals | number | undefined;
+  const stopStart = (signal: NodeJS.Signals | number) => {
+    startStopped = signal;
+    starting.abort();
+  };
   process.once("SIGTERM", stopStart);
   process.once("SIGINT", stopStart);
+  // The process that started this one gone (reparented) is one more signal to stop.
+  let onParentGone = (parentPid: number) => stopStart(parentPid);
+  const stopWatchingParent = watchParent((pid) => onParentGone(pid));
   const config = await readConfigDir(configDir);
   const listeners = config.config.gateway.listeners;
   const gateway = await startServe({
@@ -242,26 +291,38 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     extraSecrets: (args.values.secret as string[] | undefined) ?? [],
     bundleDir: stringFlag(args, "bundle"),
     workerdPath: stringFlag(args, "workerd"),
+    checkCredentials: args.values["check-credentials"] === true,
   });
   process.off("SIGTERM", stopStart);
   process.off("SIGINT", stopStart);
   process.stderr.write(`Sluice is serving.\n  public API  ${gateway.publicUrl}/v1\n  admin API   ${gateway.adminUrl}/admin\n`);
   return await new Promise<number>((done) => {
     let stopping = false;
-    const onSignal = (signal: NodeJS.Signals) => {
+    let forced = false;
+    const onSignal = (signal: NodeJS.Signals | number) => {
       if (stopping) {
+        if (typeof signal === "number") return;
         process.stderr.write(`${signal} again: stopping now\n`);
-        void gateway.kill();
+        forced = true;
+        void gateway.kill().then(() => done(128 + osConstants.signals[signal]));
         return;
       }
       stopping = true;
-      process.stderr.write(`${signal}: `);
-      void gateway.stop(drainMs).then((drained) => done(drained ? 0 : 1));
+      stopWatchingParent();
+      process.stderr.write(typeof signal === "number" ? `the process that started sluice serve (pid ${signal}) has exited: ` : `${signal}: `);
+      void gateway.stop(drainMs).then((drained) => {
+        if (forced) return;
+        process.stderr.write(`stopped${drained ? "" : " (the drain did not complete)"}\n`);
+        done(drained ? 0 : 1);
+      });
     };
+    onParentGone = onSignal;
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
+    if (startStopped !== undefined) onSignal(startStopped);
     void gateway.exited.then((code) => {
       if (stopping) return;
+      stopWatchingParent();
       process.stderr.write(`workerd exited unexpectedly (code ${code})\n`);
       done(1);
     });

@@ -112,7 +112,9 @@ export function abortError(reason: AbortReason, cause?: unknown): GatewayError {
     case "deadline":
       return new GatewayError(ABORT_CODES[reason], "The request deadline passed.", opts);
     case "drain":
-      return new GatewayError(ABORT_CODES[reason], "The gateway is shutting down. Retry on another instance.", { ...opts, retryAfterSeconds: 1 });
+      // A drain may be an operator's pause (`sluice drain`, then `resume`), not a shutdown: say
+      // only what is true in both cases.
+      return new GatewayError(ABORT_CODES[reason], "The gateway is draining and admits no new requests for now. Retry shortly or on another instance.", { ...opts, retryAfterSeconds: 1 });
     case "parent_ended":
       return new GatewayError(ABORT_CODES[reason], "The request this call was made for has ended.", opts);
   }

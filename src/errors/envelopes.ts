@@ -71,6 +71,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "client_closed":
     case "upstream_error":
     case "upstream_unreachable":
+    case "upstream_auth_failed":
     case "upstream_protocol_error":
     case "upstream_stream_cut":
     case "internal_error":

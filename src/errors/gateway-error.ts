@@ -31,6 +31,7 @@ export const ERROR_CODES = [
   "client_closed",
   "upstream_error",
   "upstream_unreachable",
+  "upstream_auth_failed",
   "upstream_rate_limited",
   "upstream_overloaded",
   "upstream_protocol_error",
@@ -168,6 +169,10 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "upstream_protocol_error":
     case "upstream_stream_cut":
       return { status: 502, source: "upstream", retryable: true };
+    case "upstream_auth_failed":
+      // The provider refused the gateway's own credential: a 502 (the caller's request is fine),
+      // and the same request fails the same way until an operator replaces the key.
+      return { status: 502, source: "upstream", retryable: false };
     case "internal_error":
       return { status: 500, source: "internal", retryable: false };
     case "looper_bound_exceeded":

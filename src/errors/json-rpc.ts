@@ -67,6 +67,7 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "client_closed":
     case "upstream_error":
     case "upstream_unreachable":
+    case "upstream_auth_failed":
     case "upstream_rate_limited":
     case "upstream_overloaded":
     case "upstream_protocol_error":

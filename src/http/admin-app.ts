@@ -107,6 +107,14 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       // Slices of budgets this isolate holds; idle ones go back on their own (docs/budgets.md).
       budgetLeases: rt.ledger.stats().leases,
       mcpServers: await mcpServerStatuses(rt, healthClient((id) => c.env.HEALTH_MONITOR.getByName(id))),
+      // Each backend of the active snapshot, and what its provider last said of the gateway's
+      // credential in this isolate's traffic: a wrong key shows here, not as an outage.
+      backends: snap
+        ? [...snap.backends.values()].map((b) => {
+            const v = rt.credentialWatch.view(b.id);
+            return { name: b.name, credential: v?.state ?? "not_used", ...(v?.status === undefined ? {} : { status: v.status }), ...(v ? { since: new Date(v.at).toISOString() } : {}) };
+          })
+        : [],
     });
   });
 

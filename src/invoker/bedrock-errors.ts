@@ -1,4 +1,5 @@
 import { GatewayError } from "../errors/gateway-error.ts";
+import { upstreamAuthFailed } from "./upstream-error.ts";
 import type { StatusFailure } from "./workers-ai-binding.ts";
 
 /**
@@ -27,8 +28,8 @@ const CREDENTIAL_ERRORS: ReadonlySet<string> = new Set([
  * status decides, as for every protocol: ThrottlingException and ModelNotReadyException are 429s
  * and ServiceUnavailableException a 503, all refusals before any work; ValidationException a 400).
  *
- * - A refused credential (403) is the gateway's configuration, never the caller's request: an
- *   upstream error, with the client-error evidence a 4xx has (no retry helps).
+ * - A refused credential (403) is the gateway's configuration, never the caller's request:
+ *   `upstream_auth_failed`, with the client-error evidence a 4xx has (no retry helps).
  * - ModelTimeoutException (408) and ModelErrorException (424) come after the model ran: unknown
  *   evidence, never retried; the first is a timeout for the breaker.
  */
@@ -36,7 +37,7 @@ export function bedrockStatusFailure(status: number, errorType: string | undefin
   const cause = { status, errorType, detail: detail.slice(0, 2000) };
   if (errorType !== undefined && CREDENTIAL_ERRORS.has(errorType)) {
     return {
-      error: new GatewayError("upstream_error", "The model provider refused the gateway's credentials.", { cause }),
+      error: upstreamAuthFailed(cause),
       evidence: { class: "client_error", reason: "status_client_error", status },
       outcome: "upstream_status",
     };

@@ -26,6 +26,7 @@ import { eligibleCandidates, nextChoice, pickWith, type Choice, type ModelCandid
 import type { CredentialSource } from "./credentials.ts";
 import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
+import type { CredentialWatch } from "../traffic/credential-watch.ts";
 import { encodeChat, encodeCount, encodeInput, prepareAttempt, readChat, readCount, readInput, sendAttempt, type AnswerReader, type EncodedAttempt } from "./upstream-attempt.ts";
 import type { ModelBindings } from "./workers-ai-binding.ts";
 
@@ -124,6 +125,8 @@ export interface ExecutorDeps {
   readonly bindings?: ModelBindings | undefined;
   /** The isolate's minted access tokens (Entra ID credentials; see invoker/auth/token-cache.ts). */
   readonly tokens?: TokenCache | undefined;
+  /** Told which backends' providers refused or accepted the gateway's credential (for `/admin/status`). */
+  readonly credentialWatch?: CredentialWatch | undefined;
 }
 
 /**
@@ -349,6 +352,12 @@ export class GatewayExecutor {
         return { ok: false, error: new GatewayError("client_closed", "The request ended before its attempt was sent.") };
       }
       const result = await sendAttempt(this.#deps, req, choice, attempt, prepared, op.read(choice, prepared.codec));
+      const watch = this.#deps.credentialWatch;
+      if (watch) {
+        // By code, never by message: a refused credential is upstream_auth_failed in every protocol.
+        if (result.ok) watch.accepted(backendId, this.#deps.clock.now());
+        else if (result.error.code === "upstream_auth_failed") watch.rejected(backendId, result.evidence.status, this.#deps.clock.now());
+      }
       if (result.ok) return { ok: true, success: result.success, choice, attempt };
       const next = this.#afterFailure(plan, req, result.evidence);
       if (next === undefined) return { ok: false, error: result.error };

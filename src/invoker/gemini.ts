@@ -1,6 +1,7 @@
 import { GatewayError } from "../errors/gateway-error.ts";
 import { geminiPath, type GeminiEndpoint, type GoogleError } from "../protocol/gemini/endpoint.ts";
 import type { HttpBackend } from "../snapshot/normalize.ts";
+import { upstreamAuthFailed } from "./upstream-error.ts";
 import type { StatusFailure } from "./workers-ai-binding.ts";
 
 /** A gemini backend's endpoint mode: Vertex AI when it names a project (the schema pairs it with a location), else the Gemini API. */
@@ -32,15 +33,15 @@ const CREDENTIAL_REASONS: ReadonlySet<string> = new Set(["API_KEY_INVALID"]);
  * decides: `RESOURCE_EXHAUSTED` 429 and `UNAVAILABLE` 503 are refusals before any work).
  *
  * - 401 `UNAUTHENTICATED`, 403 `PERMISSION_DENIED` and a 400 whose ErrorInfo reason is
- *   `API_KEY_INVALID`: the gateway's credential was refused, never the caller's request. An
- *   upstream error with the client-error evidence a 4xx has: no retry with the same credential helps.
+ *   `API_KEY_INVALID`: the gateway's credential was refused, never the caller's request:
+ *   `upstream_auth_failed`, with the client-error evidence a 4xx has: no retry with the same credential helps.
  *   The reason is read from the structured detail, never from the message.
  */
 export function geminiStatusFailure(status: number, google: GoogleError, detail: string): StatusFailure | undefined {
   const credential = status === 401 || status === 403 || (status === 400 && (google.reasons ?? []).some((r) => CREDENTIAL_REASONS.has(r)));
   if (!credential) return undefined;
   return {
-    error: new GatewayError("upstream_error", "The model provider refused the gateway's credentials.", { cause: { status, googleStatus: google.status, reasons: google.reasons, detail: detail.slice(0, 2000) } }),
+    error: upstreamAuthFailed({ status, googleStatus: google.status, reasons: google.reasons, detail: detail.slice(0, 2000) }),
     evidence: { class: "client_error", reason: "status_client_error", status },
     outcome: "upstream_status",
   };

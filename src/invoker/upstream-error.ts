@@ -42,5 +42,15 @@ export function errorFromUpstreamStatus(status: number, retryAfter: number | und
     return new GatewayError("invalid_request", "The model provider rejected the request as invalid.", { cause });
   }
   if (status === 413) return new GatewayError("request_too_large", "The request is too large for the model provider.", { cause });
+  if (status === 401 || status === 403) return upstreamAuthFailed(cause);
   return new GatewayError("upstream_error", "The model provider failed to answer.", { cause });
+}
+
+/**
+ * The provider refused the gateway's own credential (its key, token or signature): never the
+ * caller's fault, and no retry with the same credential helps. One code for every protocol, so a
+ * wrong key is not mistaken for an outage; the provider's answer stays in `cause` (logs only).
+ */
+export function upstreamAuthFailed(cause: unknown): GatewayError {
+  return new GatewayError("upstream_auth_failed", "The model provider refused the gateway's credentials for this backend.", { cause });
 }

@@ -11,6 +11,7 @@ import { canonicalDigest } from "../digest/canonical-digest.ts";
 import { createEngine, type Engine } from "../engine/engine.ts";
 import { TokenCache } from "../invoker/auth/token-cache.ts";
 import { GatewayExecutor } from "../invoker/executor.ts";
+import { CredentialWatch } from "../traffic/credential-watch.ts";
 import { isWorkersAiBinding } from "../invoker/workers-ai-binding.ts";
 import { budgetLedgerClient } from "../ledger/ledger-client.ts";
 import { LeasingLedgerClient } from "../ledger/leasing-ledger-client.ts";
@@ -80,6 +81,8 @@ export interface GatewayRuntime {
   readonly taskLedger: TaskLedgerSink;
   /** The MCP endpoint's OAuth resource server (its JWKS cache lives as long as the isolate); undefined when not configured. */
   readonly oauth: OAuthVerifier | undefined;
+  /** Which backends' providers refused the gateway's credential in this isolate's traffic (`/admin/status`). */
+  readonly credentialWatch: CredentialWatch;
 }
 
 /** `req_` + 32 hex chars: unguessable, and never a metric label. */
@@ -164,6 +167,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   });
   // One per isolate: concurrent requests share a mint, and a token serves until shortly before it expires.
   const tokens = new TokenCache({ clock });
+  const credentialWatch = new CredentialWatch();
   const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens });
   const oauth = oauthOf(config, clock);
   const mcp = await mcpOf(env, config, secrets);
@@ -185,7 +189,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     drain,
     admission,
     snapshot: () => snapshots.current(),
-    invoker: invokerOf(gw, secrets, clock, tokens),
+    invoker: invokerOf(gw, secrets, clock, tokens, credentialWatch),
     mcp,
     oauth,
     reserve: { ledger, callBudgets, tasks, log: logError },
@@ -220,6 +224,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     telemetry: { metrics, exporter },
     taskLedger,
     oauth,
+    credentialWatch,
     verifierToken: secretOf(secrets, gw.governance.verifierTokenSecret),
     adminToken: secretOf(secrets, gw.security.adminTokenSecret),
     approverToken: secretOf(secrets, gw.governance.approverTokenSecret),
@@ -353,7 +358,7 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
  * The invoke phase's executor: backends reached through the egress guard, credentials read per
  * attempt, and binding-protocol backends (Workers AI) through the Worker's own bindings by name.
  */
-function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock, tokens: TokenCache): GatewayExecutor {
+function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock, tokens: TokenCache, credentialWatch: CredentialWatch): GatewayExecutor {
   return new GatewayExecutor({
     codecs: builtinCodecs,
     credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
@@ -366,6 +371,7 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
     egress: gw.security.egress,
     preconnect: tcpPreconnect,
     tokens,
+    credentialWatch,
     bindings: (name) => {
       const binding = secrets[name];
       return isWorkersAiBinding(binding) ? binding : undefined;

@@ -189,7 +189,7 @@ describe("a Bedrock backend over Converse", () => {
     });
     expect(res.status).toBe(502);
     const body = (await res.json()) as { error: { code: string; type: string; message: string } };
-    expect(body.error.code).toBe("upstream_error");
+    expect(body.error.code).toBe("upstream_auth_failed");
     expect(body.error.type).not.toBe("invalid_request_error");
     expect(body.error.message).toContain("the gateway's credentials");
     // One attempt, signed with the right key id (so the signature, not the key, was refused), and no other tier tried.

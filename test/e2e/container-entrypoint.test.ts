@@ -27,6 +27,12 @@ describe("the Dockerfile", () => {
     expect(finalStage).toMatch(/SLUICE_HOME=\/app/);
   });
 
+  it("keeps the admin listener on the container's loopback unless SLUICE_ADMIN says otherwise", () => {
+    const entrypoint = readFileSync(join(ROOT, "container", "entrypoint.sh"), "utf8");
+    expect(entrypoint).toContain('--admin "${SLUICE_ADMIN:-127.0.0.1:8081}"');
+    expect(entrypoint).toContain('--public "${SLUICE_PUBLIC:-0.0.0.0:8080}"');
+  });
+
   it("builds the bundle the way every other path does, on the Node the project pins", () => {
     expect(dockerfile).toMatch(/^RUN npm run build && cp node_modules\/workerd\/bin\/workerd \/workerd/m);
     const pinned = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> }).devDependencies.node;

@@ -207,6 +207,9 @@ describe("compose.yaml", () => {
     const admin = published.filter((p) => p.target === "8081");
     expect(admin.length).toBeGreaterThan(0);
     for (const p of admin) expect(p.hostIp).toBe("127.0.0.1");
+    // The image binds the admin listener to the container's loopback; the publish reaches it
+    // only because the file asks for the container's interface.
+    expect(environment(doc.services.sluice).SLUICE_ADMIN).toBe("0.0.0.0:8081");
     for (const [name, service] of Object.entries<any>(doc.services)) {
       expect(service.network_mode, name).not.toBe("host");
       if (name !== "sluice") for (const p of ports(service)) expect(p.hostIp, `${name} publishes ${p.target}`).toBe("127.0.0.1");

@@ -26,7 +26,11 @@ describe("drain", () => {
     expect((await fetch(`${stack.gateway.publicUrl}/ready`)).status).toBe(503);
     const refused = await ask("new one", false);
     expect(refused.status).toBe(503);
-    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("gateway_draining");
+    const refusal = ((await refused.json()) as { error: { code: string; message: string } }).error;
+    expect(refusal.code).toBe("gateway_draining");
+    // A manual drain can be resumed: the message says draining, never that the gateway is going away.
+    expect(refusal.message).toMatch(/draining/);
+    expect(refusal.message).not.toMatch(/shut|stopping|going away/i);
     expect(await slowText).toContain("data: [DONE]");
     const report = (await (await draining).json()) as Record<string, unknown>;
     expect(report).toMatchObject({ status: "drained", inFlightAtStart: 1, finished: 1, cancelled: 0 });

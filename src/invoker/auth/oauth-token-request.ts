@@ -11,7 +11,7 @@ const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024;
  * POSTed to the token endpoint, never redirected (the secret or assertion goes only to the address
  * the egress guard checked), and `{access_token, expires_in}` read back into a token with its
  * expiry. A 5xx or 429, or no answer, is `upstream_unreachable` (the endpoint is down); another
- * refusal is `upstream_error` (the credential was refused). Causes name the endpoint, its status
+ * refusal is `upstream_auth_failed` (the credential was refused). Causes name the endpoint, its status
  * and OAuth's error code, never a description (it may echo the request) and never a secret.
  */
 export async function requestToken(fetcher: typeof fetch, url: string, form: URLSearchParams, signal: AbortSignal, clock: Clock): Promise<MintedToken> {
@@ -27,7 +27,7 @@ export async function requestToken(fetcher: typeof fetch, url: string, form: URL
     const error = typeof json?.["error"] === "string" ? json["error"].slice(0, 64) : undefined;
     const cause = { tokenEndpoint, status: res.status, error };
     if (res.status >= 500 || res.status === 429) throw new GatewayError("upstream_unreachable", "The model provider's token service is unavailable.", { cause });
-    throw new GatewayError("upstream_error", "The model provider's token service refused the gateway's credential.", { cause });
+    throw new GatewayError("upstream_auth_failed", "The model provider's token service refused the gateway's credential.", { cause });
   }
   const token = json?.["access_token"];
   const expiresIn = Number(json?.["expires_in"]);

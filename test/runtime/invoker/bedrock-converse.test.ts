@@ -182,7 +182,7 @@ describe("Bedrock through the engine", () => {
     const denied = harness(() => bedrockError(403, "AccessDeniedException"));
     const refused = await send(denied, chat("Hello"));
     expect(refused.kind).toBe("error");
-    expect(refused.kind === "error" && refused.error.code).toBe("upstream_error");
+    expect(refused.kind === "error" && refused.error.code).toBe("upstream_auth_failed");
     expect(denied.sent).toHaveLength(1);
   });
 

@@ -29,7 +29,7 @@ describe("Bedrock errors", () => {
     expect(classify(503, "ServiceUnavailableException")).toEqual({ code: "upstream_overloaded", evidence: "known_zero", outcome: "upstream_status" });
     expect(classify(400, "ValidationException")).toEqual({ code: "invalid_request", evidence: "client_error", outcome: "upstream_status" });
     for (const t of ["AccessDeniedException", "UnrecognizedClientException", "InvalidSignatureException", "ExpiredTokenException"]) {
-      expect(classify(403, t)).toEqual({ code: "upstream_error", evidence: "client_error", outcome: "upstream_status" });
+      expect(classify(403, t)).toEqual({ code: "upstream_auth_failed", evidence: "client_error", outcome: "upstream_status" });
     }
     expect(classify(408, "ModelTimeoutException")).toEqual({ code: "upstream_timeout", evidence: "unknown", outcome: "timeout" });
     expect(classify(424, "ModelErrorException")).toEqual({ code: "upstream_error", evidence: "unknown", outcome: "upstream_status" });

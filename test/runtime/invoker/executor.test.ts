@@ -5,6 +5,7 @@ import type { AttemptScope } from "../../../src/context/request-context.ts";
 import { GatewayExecutor } from "../../../src/invoker/executor.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { LoadTracker } from "../../../src/traffic/load-tracker.ts";
+import { CredentialWatch } from "../../../src/traffic/credential-watch.ts";
 import type { DispatchAction } from "../../../src/engine/session-api.ts";
 import type { PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
 import { clock, errorOf, harness, live, okBody, plan, runner, snapshot, type Seen } from "../support/executor-harness.ts";
@@ -229,6 +230,32 @@ describe("GatewayExecutor: retries and fallback on evidence", () => {
       expect(err.attempts).toHaveLength(1);
       expect(h.seen).toHaveLength(1);
       expect(h.attempts[0]!.evidence?.class).toBe("unknown");
+    }
+  });
+
+  it("a provider's 401 or 403 is upstream_auth_failed (502): one attempt, nothing billed, no retry elsewhere; the backend shows as credential_rejected until an accepted answer", async () => {
+    for (const status of [401, 403]) {
+      const watch = new CredentialWatch();
+      let refuse = true;
+      const h = harnessWith(() => (refuse ? Response.json({ error: { message: "Incorrect API key provided: sk-prov***" } }, { status }) : okBody()), { credentialWatch: watch });
+      const snap = await snapshot([{ name: "a", port: 9001 }, { name: "b", port: 9002 }]);
+      const a = planWith(5);
+      const res = await h.executor.execute(a.plan, a.request, { snapshot: snap, clientSignal: live() });
+      expect(res.ok).toBe(false);
+      const err = (res as { error: GatewayError }).error;
+      expect(err).toMatchObject({ code: "upstream_auth_failed", status: 502, source: "upstream", retryable: false });
+      expect(err.message).not.toContain("sk-prov");
+      // Refused before any work: client_error evidence, which settles at zero and is never retried.
+      expect(h.seen).toHaveLength(1);
+      expect(h.attempts[0]).toMatchObject({ outcome: "upstream_status", status, errorCode: "upstream_auth_failed", evidence: { class: "client_error", status } });
+      const refusedId = [...snap.backends.values()].find((b) => new URL(h.seen[0]!.url).port === new URL(b.baseUrl!).port)!.id;
+      expect(watch.view(refusedId)).toMatchObject({ state: "credential_rejected", status });
+      refuse = false;
+      const b = planWith(1);
+      for (let i = 0; i < 4 && watch.view(refusedId)?.state !== "accepted"; i++) {
+        expect((await h.executor.execute(b.plan, b.request, { snapshot: snap, clientSignal: live() })).ok).toBe(true);
+      }
+      expect(watch.view(refusedId)?.state).toBe("accepted");
     }
   });
 

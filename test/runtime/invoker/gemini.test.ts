@@ -192,7 +192,7 @@ describe("Gemini backends", () => {
     let refuse = true;
     const h = harness({ model: (s) => (s.url === VERTEX_URL && s.headers.get("authorization") === "Bearer ya29.tok-1" && refuse ? googleError(401, "UNAUTHENTICATED") : answer()) });
     const first = await send(h, chat("Hello"));
-    expect(first.kind === "error" && [first.error.code, first.error.status]).toEqual(["upstream_error", 502]);
+    expect(first.kind === "error" && [first.error.code, first.error.status]).toEqual(["upstream_auth_failed", 502]);
     refuse = false;
     await send(h, chat("Again"));
     expect(h.mints()).toBe(2);
@@ -236,8 +236,8 @@ describe("Gemini backends", () => {
       // A header, when sent, says the wait.
       [googleError(429, "RESOURCE_EXHAUSTED", retryInfo("30s"), { "retry-after": "1" }), { status: 429, evidence: { class: "known_zero", retryAfterSeconds: 1 } }, undefined],
       [googleError(503, "UNAVAILABLE"), { status: 503, evidence: { class: "known_zero", reason: "rejected_before_processing" } }, undefined],
-      [googleError(400, "INVALID_ARGUMENT", [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "API_KEY_INVALID", domain: "googleapis.com" }]), { status: 400, errorCode: "upstream_error", evidence: { class: "client_error" } }, "upstream_error"],
-      [googleError(403, "PERMISSION_DENIED"), { status: 403, errorCode: "upstream_error", evidence: { class: "client_error" } }, "upstream_error"],
+      [googleError(400, "INVALID_ARGUMENT", [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "API_KEY_INVALID", domain: "googleapis.com" }]), { status: 400, errorCode: "upstream_auth_failed", evidence: { class: "client_error" } }, "upstream_auth_failed"],
+      [googleError(403, "PERMISSION_DENIED"), { status: 403, errorCode: "upstream_auth_failed", evidence: { class: "client_error" } }, "upstream_auth_failed"],
       // A 400 without that reason is the request's fault, whatever its message says.
       [googleError(400, "INVALID_ARGUMENT"), { status: 400, errorCode: "invalid_request", evidence: { class: "client_error" } }, "invalid_request"],
       [googleError(500, "INTERNAL"), { status: 500, evidence: { class: "unknown" } }, undefined],

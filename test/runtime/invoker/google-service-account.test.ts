@@ -110,7 +110,7 @@ describe("google service-account tokens", () => {
     const refused = await failure(
       googleServiceAccountTokenSource({ credentials: account(), tokenUri: TOKEN_URI, fetch: fakeFetch(() => json({ error: "invalid_grant", error_description: "Invalid JWT Signature: secret-ish" }, 400), []), clock }).mint(new AbortController().signal),
     );
-    expect(refused.code).toBe("upstream_error");
+    expect(refused.code).toBe("upstream_auth_failed");
     expect(refused.cause).toEqual({ tokenEndpoint: TOKEN_URI, status: 400, error: "invalid_grant" });
     // A token endpoint that is down is unavailable, not a refusal of the credential.
     const unavailable = await failure(googleServiceAccountTokenSource({ credentials: account(), tokenUri: TOKEN_URI, fetch: fakeFetch(() => json({ error: "internal_failure" }, 503), []), clock }).mint(new AbortController().signal));

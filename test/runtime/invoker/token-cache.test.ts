@@ -138,7 +138,7 @@ describe("entraTokenSource", () => {
     const clock = new FakeClock();
     const answer = (status: number, body: unknown) => (async () => Response.json(body, { status })) as unknown as typeof globalThis.fetch;
     const cases: [typeof globalThis.fetch, string, { readonly allow: readonly string[] } | undefined, string?][] = [
-      [answer(401, { error: "invalid_client", error_description: `AADSTS7000215: Invalid client secret provided: ${SECRET}` }), "upstream_error", undefined],
+      [answer(401, { error: "invalid_client", error_description: `AADSTS7000215: Invalid client secret provided: ${SECRET}` }), "upstream_auth_failed", undefined],
       [answer(503, { error: "temporarily_unavailable" }), "upstream_unreachable", undefined],
       [answer(200, { token_type: "Bearer" }), "upstream_protocol_error", undefined],
       [(async () => Promise.reject(new TypeError(`connect failed ${SECRET}`))) as unknown as typeof globalThis.fetch, "upstream_unreachable", undefined],

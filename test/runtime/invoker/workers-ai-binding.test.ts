@@ -294,7 +294,7 @@ describe("what a Workers AI binding's failure means", () => {
   it.each([
     [400, 5007, "invalid_request", "client_error"],
     [413, 3006, "request_too_large", "client_error"],
-    [403, 3023, "upstream_error", "client_error"],
+    [403, 3023, "upstream_auth_failed", "client_error"],
     [500, 0, "upstream_error", "unknown"],
     [503, 0, "upstream_overloaded", "unknown"],
   ])("a %i (%i) is %s with %s evidence, never retried", async (status, internal, code, evidence) => {

@@ -1,0 +1,63 @@
+import { probeTargetFor } from "../src/invoker/health-target.ts";
+import { builtinCodecs } from "../src/protocol/registry.ts";
+import type { NormalizedBackend } from "../src/snapshot/normalize.ts";
+import { credentialHeaders } from "../src/traffic/health.ts";
+
+/** What one backend's credential check found. */
+export interface CredentialCheck {
+  readonly backend: string;
+  /** The secret whose value was sent (by name; never the value). */
+  readonly secret?: string | undefined;
+  /**
+   * `accepted`: the provider answered 2xx. `refused`: 401 or 403, the key is wrong. `inconclusive`:
+   * another status or no answer (the probe path may not exist there; nothing is known of the key).
+   * `skipped`: nothing cheap to check (a binding, a minted or signed credential, no credential).
+   */
+  readonly result: "accepted" | "refused" | "inconclusive" | "skipped";
+  /** One line for the operator: the status and URL, or why it was skipped. */
+  readonly detail: string;
+}
+
+/** A probe answer later than this is inconclusive: a check must never hold a start for long. */
+const CHECK_TIMEOUT_MS = 5_000;
+
+/**
+ * One cheap authenticated call per backend: the GET the backend's active health probe makes (its
+ * `healthCheck.path`, else `/models`: a model list, never billed), with the credential the gateway
+ * would send, read from `env` by its secret name. Backends whose credential is minted or signed per
+ * request (Entra ID, Google service accounts, SigV4) and binding backends are skipped: no single
+ * unbilled GET proves them.
+ */
+export async function checkCredentials(backends: readonly NormalizedBackend[], env: NodeJS.ProcessEnv, fetcher: typeof fetch = fetch): Promise<CredentialCheck[]> {
+  return await Promise.all(backends.map((b) => checkOne(b, env, fetcher)));
+}
+
+async function checkOne(b: NormalizedBackend, env: NodeJS.ProcessEnv, fetcher: typeof fetch): Promise<CredentialCheck> {
+  const skipped = (detail: string): CredentialCheck => ({ backend: b.name, result: "skipped", detail });
+  if (b.baseUrl === undefined) return skipped("reached through a binding: nothing to call");
+  if ("awsCredential" in b && b.awsCredential) return skipped("SigV4-signed: no unsigned call proves the key");
+  if (!b.credential) return skipped("no credential");
+  if (!("scheme" in b.credential)) return skipped(`a ${b.credential.kind} credential is minted per request: not checked here`);
+  const codec = builtinCodecs.backend(b.protocol);
+  const target = codec && probeTargetFor({ ...b, healthCheck: b.healthCheck ?? { path: "/models", intervalMs: 30_000, timeoutMs: CHECK_TIMEOUT_MS } }, codec);
+  if (!target) return skipped("its protocol has no probe path");
+  const secret = b.credential.secret;
+  const creds = credentialHeaders(target, (name) => env[name]);
+  if ("missing" in creds) return { backend: b.name, secret, result: "refused", detail: `secret ${creds.missing} is not set` };
+  const where = `GET ${target.url}`;
+  try {
+    const res = await fetcher(target.url, { method: "GET", headers: { ...target.headers, ...creds.headers }, redirect: "manual", signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
+    await res.body?.cancel();
+    if (res.status >= 200 && res.status < 300) return { backend: b.name, secret, result: "accepted", detail: `${res.status} ${where}` };
+    if (res.status === 401 || res.status === 403) return { backend: b.name, secret, result: "refused", detail: `${res.status} ${where}` };
+    return { backend: b.name, secret, result: "inconclusive", detail: `${res.status} ${where}` };
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+    return { backend: b.name, secret, result: "inconclusive", detail: `no answer (${cause}) ${where}` };
+  }
+}
+
+/** The line `serve --check-credentials` prints for a check. */
+export function checkLine(c: CredentialCheck): string {
+  return `credential check: ${c.backend}${c.secret ? ` (${c.secret})` : ""}: ${c.result}: ${c.detail}`;
+}
