@@ -3,6 +3,7 @@
 // Runtime types generated with workerd@1.20260815.1 2026-08-15 enable_request_signal
 interface __BaseEnv_Env {
 	SNAPSHOT_CONTROLLER: DurableObjectNamespace<import("./src/index").BackendSnapshotController>;
+	PUBLICATION_CONTROLLER: DurableObjectNamespace<import("./src/index").PublicationController>;
 	CIRCUIT_BREAKER: DurableObjectNamespace<import("./src/index").CircuitBreaker>;
 	ATTEMPT_BUDGET: DurableObjectNamespace<import("./src/index").AttemptBudget>;
 	HEALTH_MONITOR: DurableObjectNamespace<import("./src/index").HealthMonitor>;
@@ -16,10 +17,11 @@ interface __BaseEnv_Env {
 declare namespace Cloudflare {
 	interface GlobalProps {
 		mainModule: typeof import("./src/index");
-		durableNamespaces: "BackendSnapshotController" | "CircuitBreaker" | "AttemptBudget" | "HealthMonitor" | "BudgetLedger" | "TaskBinding" | "TaskLedger" | "ApprovalDesk" | "ResponseCache";
+		durableNamespaces: "BackendSnapshotController" | "PublicationController" | "CircuitBreaker" | "AttemptBudget" | "HealthMonitor" | "BudgetLedger" | "TaskBinding" | "TaskLedger" | "ApprovalDesk" | "ResponseCache";
 	}
 	interface StagingEnv {
 		SNAPSHOT_CONTROLLER: DurableObjectNamespace<import("./src/index").BackendSnapshotController>;
+		PUBLICATION_CONTROLLER: DurableObjectNamespace<import("./src/index").PublicationController>;
 		CIRCUIT_BREAKER: DurableObjectNamespace<import("./src/index").CircuitBreaker>;
 		ATTEMPT_BUDGET: DurableObjectNamespace<import("./src/index").AttemptBudget>;
 		HEALTH_MONITOR: DurableObjectNamespace<import("./src/index").HealthMonitor>;
@@ -31,6 +33,7 @@ declare namespace Cloudflare {
 	}
 	interface ProductionEnv {
 		SNAPSHOT_CONTROLLER: DurableObjectNamespace<import("./src/index").BackendSnapshotController>;
+		PUBLICATION_CONTROLLER: DurableObjectNamespace<import("./src/index").PublicationController>;
 		CIRCUIT_BREAKER: DurableObjectNamespace<import("./src/index").CircuitBreaker>;
 		ATTEMPT_BUDGET: DurableObjectNamespace<import("./src/index").AttemptBudget>;
 		HEALTH_MONITOR: DurableObjectNamespace<import("./src/index").HealthMonitor>;
