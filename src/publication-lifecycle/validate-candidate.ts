@@ -3,6 +3,7 @@ import { publicationIssues } from "../config/load-config.ts";
 import { CONFIG_FILES, zodIssues, type ConfigIssue } from "../config/parse-file.ts";
 import { publicationSchema, type PublicationConfig } from "../config/publication-schema.ts";
 import { canonicalDigest } from "../digest/canonical-digest.ts";
+import { compileBudgetPolicy } from "../publication/budgets.ts";
 import { compilePublication } from "../publication/compile-publication.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
@@ -43,17 +44,19 @@ export async function validateCandidate(candidate: unknown, ctx: PublicationCont
   const parsed = publicationSchema.safeParse(candidate);
   if (!parsed.success) return { ok: false, issues: zodIssues(FILE, parsed.error) };
   const publication = parsed.data;
+  // Every check runs, so one answer names every issue: references, the snapshot's pools, stripes.
   const issues: ConfigIssue[] = publicationIssues(ctx.gateway, publication);
-  if (issues.length > 0) return { ok: false, issues };
-  const compiled = compilePublication(publication);
   if (ctx.snapshot) {
+    const snapshot = ctx.snapshot;
     publication.models.forEach((m, i) => {
-      const mine = compiled.poolRequirements.filter((r) => r.neededBy === `model ${m.id} revision ${m.activeRevision}`);
-      for (const message of unmetRequirements(ctx.snapshot!, mine)) issues.push({ file: FILE, path: `models[${i}]`, message: `${message} in the active backend snapshot (revision ${ctx.snapshot!.revision})` });
+      const active = m.revisions.find((r) => r.revision === m.activeRevision);
+      if (!active) return;
+      const requirement = { pool: active.pool, requires: active.requires, neededBy: `model ${m.id} revision ${active.revision}` };
+      for (const message of unmetRequirements(snapshot, [requirement])) issues.push({ file: FILE, path: `models[${i}]`, message: `${message} in the active backend snapshot (revision ${snapshot.revision})` });
     });
   }
   const ledgerRoots = new Map<string, number>();
-  for (const t of compiled.budgets.tenants()) {
+  for (const t of ledgerTenants(publication, issues)) {
     ledgerRoots.set(t.root, t.stripes);
     const before = ctx.ledgerRoots.get(t.root);
     if (before !== undefined && before !== t.stripes) {
@@ -62,5 +65,21 @@ export async function validateCandidate(candidate: unknown, ctx: PublicationCont
     }
   }
   if (issues.length > 0) return { ok: false, issues };
+  try {
+    // What every isolate will do with it: a candidate that passed the checks compiles, or says why not.
+    compilePublication(publication);
+  } catch (err) {
+    return { ok: false, issues: [{ file: FILE, path: "", message: `does not compile: ${err instanceof Error ? err.message : String(err)}` }] };
+  }
   return { ok: true, publication, digest: await canonicalDigest(publication), ledgerRoots };
+}
+
+/** The tenants that use the ledger; none while references are broken (the issues already say which). */
+function ledgerTenants(publication: PublicationConfig, issues: readonly ConfigIssue[]): ReturnType<ReturnType<typeof compileBudgetPolicy>["tenants"]> {
+  try {
+    return compileBudgetPolicy(publication).tenants();
+  } catch (err) {
+    if (issues.length > 0) return [];
+    throw err;
+  }
 }

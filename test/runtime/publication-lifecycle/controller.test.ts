@@ -83,8 +83,12 @@ describe("PublicationController", () => {
     delete bad.surprise;
     const r2 = await c.publish(bad, "admin", check);
     expect(r2.status === "rejected" && r2.issues.map((i) => i.path).sort()).toEqual(["tenants", "tenants[0].apiKeys[3].entrypoints[0]"]);
+    // References and the snapshot's pools in one answer.
+    bad.models[0].revisions[0].pool = "no-such-pool";
+    const r3 = await c.publish(bad, "admin", check);
+    expect(r3.status === "rejected" && r3.issues.map((i) => i.path).sort()).toEqual(["models[0]", "tenants", "tenants[0].apiKeys[3].entrypoints[0]"]);
     expect((await c.head(() => bundled("publication"), check)).revision).toBe(1);
-    expect(c.history().events.map((e) => e.kind)).toEqual(["rejected", "rejected", "seeded"]);
+    expect(c.history().events.map((e) => e.kind)).toEqual(["rejected", "rejected", "rejected", "seeded"]);
   });
 
   it("rejects a candidate whose models need pools the active snapshot lacks", async () => {
