@@ -248,7 +248,12 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   };
   // One view per revision: its compiled publication, its engine (every request begun on it, and
   // every retry, fallback and sub-call inside, decides under that revision) and its MCP policy.
+  let views = 0;
   const view = async (active: ActivePublication): Promise<GatewayRuntime> => {
+    // A new revision may change limits: budget slices this isolate leased under the old ones go
+    // back first (those with attempts in flight after their last one), so what they did not use
+    // is returned before the new limits apply, not credited after them.
+    if (views++ > 0) await ledger.settleNow(true).catch((err: unknown) => logError({ kind: "lease_return_failed", error: String(err) }));
     const pub = publicationSchema.parse(active.document);
     const compiled = compilePublication(pub, active.revision);
     for (const t of compiled.budgets.tenants()) stripes.set(t.root, t.stripes);
