@@ -1,9 +1,11 @@
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../local-stack/build.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, expectNothingLeft, LIMITED_KEY, type Simulator } from "./support/stack.ts";
 
@@ -165,4 +167,43 @@ describe("publication at runtime", () => {
     expect(r.status).toBe(200);
     await r.text();
   });
+
+  it("publishes, lists and rolls back from the CLI; a rejected file prints every issue as file: path: reason", async () => {
+    const dir = join(stateDir, "cli-config");
+    mkdirSync(dir, { recursive: true });
+    const cli = (...args: string[]) =>
+      new Promise<{ status: number | null; stdout: string; stderr: string }>((done) => {
+        const child = spawn(process.execPath, [join(ROOT, "bin", "sluice.js"), ...args, "--admin", gateway.adminUrl], { cwd: ROOT, env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN } });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+        child.on("close", (status) => done({ status, stdout, stderr }));
+      });
+    const bad = revision2();
+    bad.revision = "demo-cli-bad";
+    bad.tenants[0].apiKeys[0].entrypoints = ["no-such-entrypoint"];
+    bad.entrypoints[0].default = [["no-such-model"]];
+    writeFileSync(join(dir, "publication.yaml"), stringify(bad));
+    const rejected = await cli("publish", "--config", dir);
+    expect(rejected.status).toBe(1);
+    expect(rejected.stderr).toContain('publication.yaml: tenants[0].apiKeys[0].entrypoints[0]: unknown entrypoint "no-such-entrypoint"');
+    expect(rejected.stderr).toContain('publication.yaml: entrypoints[0].default[0][0]: unknown model "no-such-model"');
+
+    const good = revision2();
+    good.revision = "demo-3";
+    writeFileSync(join(dir, "publication.yaml"), stringify(good));
+    const published = await cli("publish", "--config", dir);
+    expect(published.stderr).toBe("");
+    expect(published.status).toBe(0);
+    expect(published.stdout).toMatch(/^activated revision 3 \(sha256:[0-9a-f]+\); previous 2/);
+
+    const history = await cli("publication", "history", "--json");
+    expect(history.status).toBe(0);
+    expect(JSON.parse(history.stdout)).toMatchObject({ active: 3, lastKnownGood: 2 });
+    const rolled = await cli("publication", "rollback");
+    expect(rolled.status).toBe(0);
+    expect(rolled.stdout).toContain("activated revision 2");
+    await within(TTL_MS + 2000, async () => (await status()).publicationRevision === "demo-2@2");
+  }, 60_000);
 });
