@@ -107,6 +107,14 @@ export class SqlitePublicationStore implements PublicationStore {
     for (const r of doomed) this.#sql.exec("DELETE FROM revisions WHERE revision = ?", r);
   }
 
+  seedDigest(): string | undefined {
+    return this.#meta("seed_digest");
+  }
+
+  setSeedDigest(digest: string): void {
+    this.#setMeta("seed_digest", digest);
+  }
+
   ledgerRoots(): ReadonlyMap<string, number> {
     return new Map(this.#sql.exec<{ root: string; stripes: number }>("SELECT root, stripes FROM ledger_roots").toArray().map((r) => [r.root, r.stripes]));
   }

@@ -1,4 +1,5 @@
 import type { Clock } from "../deps/clock.ts";
+import { canonicalDigest } from "../digest/canonical-digest.ts";
 import type { ConfigIssue } from "../config/parse-file.ts";
 import type { CandidateVerdict } from "./validate-candidate.ts";
 
@@ -54,6 +55,9 @@ export interface PublicationStore {
   /** Stripe count of every ledger root an activated revision used. */
   ledgerRoots(): ReadonlyMap<string, number>;
   addLedgerRoots(roots: ReadonlyMap<string, number>): void;
+  /** Digest of the seed document last adopted (undefined before the first). */
+  seedDigest(): string | undefined;
+  setSeedDigest(digest: string): void;
 }
 
 /** The active revision's identity: what an isolate compares with what it has compiled. */
@@ -103,6 +107,8 @@ const KEEP_REVISIONS = 50;
 export class PublicationController {
   readonly #store: PublicationStore;
   readonly #clock: Clock;
+  /** The seed adopted by this instance of the controller (once per start of its object). */
+  #seeded: Promise<void> | undefined;
 
   constructor(store: PublicationStore, clock: Clock) {
     this.#store = store;
@@ -115,26 +121,43 @@ export class PublicationController {
   }
 
   /**
-   * The active revision. Before the first activation the bundled publication (`seed`, read only
-   * then) is checked and activated as source "seed"; a rejected seed throws a
-   * {@link PublicationSeedError} naming every issue.
+   * The active revision, after this controller adopted its seed (see {@link adoptSeed}).
+   * @throws PublicationSeedError when there is no active revision and the seed was rejected.
    */
   async activeOrSeed(seed: () => unknown, check: CandidateCheck): Promise<ActivePublication> {
-    let active = this.#active();
-    if (!active) {
-      const result = await this.publish(seed(), "seed", check);
-      if (result.status === "rejected") {
-        throw new PublicationSeedError(`bundled publication.yaml was rejected: ${result.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`);
-      }
-      active = this.#active();
-    }
+    this.#seeded ??= this.adoptSeed(seed, check).finally(() => {
+      // A failed adoption is tried again by the next call.
+      if (this.#active() === undefined) this.#seeded = undefined;
+    });
+    await this.#seeded;
+    const active = this.#active();
     if (!active) throw new PublicationSeedError("no active publication after seeding");
     return { revision: active.revision, digest: active.digest, label: active.label, document: active.document };
   }
 
+  /**
+   * The bundled publication (the seed) is published, as source "seed", when it is not the one
+   * this controller adopted last: on first use, and when a deploy or restart brings a changed
+   * file. An unchanged seed leaves whatever was published at runtime active, so a restart keeps
+   * the active revision. A rejected seed with no active revision throws a
+   * {@link PublicationSeedError} naming every issue; with one, it stays active and the rejection is
+   * in the history.
+   */
+  async adoptSeed(seed: () => unknown, check: CandidateCheck): Promise<void> {
+    const document = seed();
+    const digest = await canonicalDigest(document);
+    if (this.#store.seedDigest() === digest && this.#active() !== undefined) return;
+    const result = await this.publish(document, "seed", check);
+    if (result.status === "rejected") {
+      if (this.#active() === undefined) throw new PublicationSeedError(`bundled publication.yaml was rejected: ${result.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`);
+      return;
+    }
+    this.#store.transaction(() => this.#store.setSeedDigest(digest));
+  }
+
   /** The active revision's number and digest (seeding first if needed): cheap enough for every isolate's refresh. */
   async head(seed: () => unknown, check: CandidateCheck): Promise<PublicationHead> {
-    const a = this.#active() ?? (await this.activeOrSeed(seed, check));
+    const a = await this.activeOrSeed(seed, check);
     return { revision: a.revision, digest: a.digest };
   }
 
@@ -150,8 +173,8 @@ export class PublicationController {
    * issue; content identical to an older stored revision re-activates that revision's number.
    */
   async publish(candidate: unknown, source: string, check: CandidateCheck, seed?: () => unknown): Promise<PublishResult> {
-    // The bundled publication is revision 1 even when the first thing that happens is a publish.
-    if (seed !== undefined && this.#store.activeRevision() === undefined) await this.activeOrSeed(seed, check);
+    // The bundled publication is adopted first, so it is revision 1 even when the first thing that happens is a publish.
+    if (seed !== undefined) await this.activeOrSeed(seed, check);
     const at = new Date(this.#clock.now()).toISOString();
     // Checking hashes and may ask the snapshot controller (async): it runs before the atomic section.
     const verdict = await check(candidate, this.#store.ledgerRoots());

@@ -125,6 +125,27 @@ describe("PublicationController", () => {
     expect(h.revisions.map((r) => r.revision)).toEqual([3, 2, 1]);
   });
 
+  it("keeps a runtime revision across a restart, and publishes a changed seed", async () => {
+    const { store, c } = controller();
+    await c.activeOrSeed(() => bundled("publication"), check);
+    await c.publish(withNewKey(), "admin", check);
+    // A restart: a new controller over the same storage, the same bundled file.
+    const restarted = new PublicationController(store, new FakeClock());
+    expect((await restarted.activeOrSeed(() => bundled("publication"), check)).revision).toBe(2);
+    // A deploy with a changed file: the file is published as the seed.
+    const changed = bundled("publication");
+    changed.revision = "demo-deployed";
+    const deployed = new PublicationController(store, new FakeClock());
+    expect(await deployed.activeOrSeed(() => changed, check)).toMatchObject({ revision: 3, label: "demo-deployed" });
+    expect(deployed.history().events[0]).toMatchObject({ kind: "activated", source: "seed", previous: 2 });
+    // A changed seed that is rejected leaves the active revision serving; the rejection is in the history.
+    const broken = bundled("publication");
+    broken.entrypoints[0].default = [["ghost"]];
+    const again = new PublicationController(store, new FakeClock());
+    expect((await again.activeOrSeed(() => broken, check)).revision).toBe(3);
+    expect(again.history().events[0]).toMatchObject({ kind: "rejected", source: "seed" });
+  });
+
   it("has nothing to roll back to right after the seed", async () => {
     const { c } = controller();
     await c.activeOrSeed(() => bundled("publication"), check);

@@ -44,6 +44,13 @@ export class MemoryPublicationStore implements PublicationStore {
     const sorted = [...this.revs.keys()].sort((a, b) => b - a);
     for (const r of sorted.slice(keep)) if (!protect.includes(r)) this.revs.delete(r);
   }
+  seed: string | undefined;
+  seedDigest(): string | undefined {
+    return this.seed;
+  }
+  setSeedDigest(digest: string): void {
+    this.seed = digest;
+  }
   ledgerRoots(): ReadonlyMap<string, number> {
     return new Map(this.roots);
   }
