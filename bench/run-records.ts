@@ -3,6 +3,7 @@
  * and the medians of a target's runs: shared by every load stage of run.ts and the stages' own
  * report files.
  */
+import type { MeasuredSummary } from "./bedrock-streaming.ts";
 import type { LoadResult } from "./load-spec.ts";
 import { median } from "./stats.ts";
 
@@ -52,19 +53,10 @@ export function logRun(label: string, target: string, rec: RunRecord, runs: numb
   problems.push(`${label} run ${rec.run} ${target}: ${detail.join(", ")}${samples.length ? `\n    e.g. ${samples.join("\n    e.g. ")}` : ""}`);
 }
 
-/** A target's figures over its runs: the median, metric by metric. */
-export interface TargetSummary {
-  readonly rps: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  readonly ttfbP50Ms: number;
-  readonly serverCpuMsPerReq: number;
-  readonly simCpuMsPerReq: number;
+/** A target's figures over its runs: the median, metric by metric (what every stage reads, and the load generator's own CPU and counts). */
+export interface TargetSummary extends MeasuredSummary {
   readonly clientCpuMsPerReq: number;
-  /** CPUs busy with work outside the bench's processes during the window (noise indicator). */
-  readonly otherBusyCores: number;
   readonly requests: number;
-  readonly errors: number;
 }
 
 export function summarize(runs: readonly RunRecord[]): TargetSummary {

@@ -5,7 +5,7 @@ import type { Principal } from "../publication/principal.ts";
 
 /**
  * The authorize phase of a model request: the public model the client named must exist, serve
- * the operation asked for (chat, embeddings, moderations), and the caller's key must be granted it.
+ * the operation asked for (chat, embeddings, moderations), and the caller's key (or token's scopes) must grant it.
  * Decided on the decoded request, never on a header. `internal`: the gateway's own call for the
  * request (a signal's embedding or moderation), whose model the publication chose, so the key
  * needs no grant of it.
@@ -15,7 +15,10 @@ import type { Principal } from "../publication/principal.ts";
 export function authorize(publication: CompiledPublication, principal: Principal, model: string, operation: ModelOperation, internal = false): CompiledEntrypoint {
   const ep = publication.entrypoints.get(model);
   if (!ep) throw new GatewayError("model_not_found", `The model '${echo(model)}' does not exist.`, { param: "model" });
-  if (!internal && !publication.mayUse(principal, ep.name)) throw new GatewayError("model_not_allowed", `This API key may not use the model '${ep.name}'.`, { param: "model" });
+  if (!internal && !publication.mayUse(principal, ep.name)) {
+    const who = principal.entrypoints === undefined ? "This API key may not use" : "The access token's scopes do not grant";
+    throw new GatewayError("model_not_allowed", `${who} the model '${ep.name}'.`, { param: "model" });
+  }
   if (ep.operation !== operation) {
     // An input-only operation's public route is named after it (POST /v1/embeddings, /v1/moderations).
     const message = ep.operation === "chat" ? `The model '${ep.name}' does not serve ${operation}.` : `The model '${ep.name}' serves ${ep.operation} only: call POST /v1/${ep.operation}.`;

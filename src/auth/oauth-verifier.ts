@@ -50,8 +50,9 @@ interface Issuer {
 }
 
 /**
- * The MCP endpoint's OAuth 2.1 resource server: verifies a bearer JWT against the configured
- * issuers and maps it to the same principal model as an API key.
+ * The gateway's OAuth 2.1 resource server, the token link of the authenticator chain
+ * (authenticator-chain.ts): verifies a bearer JWT against the configured issuers and maps it to
+ * the same principal model as an API key, on every endpoint.
  *
  * A token is accepted when its `iss` is a configured issuer, its header's `alg` is one the issuer
  * is pinned to, its signature verifies with a key of that issuer's JWKS, its `aud` names this
@@ -59,11 +60,12 @@ interface Issuer {
  * not passed and no `nbf` still to come (both within the configured clock skew), and its subject
  * and tenant map to a configured tenant. Then the required scopes are checked (`insufficient_scope`).
  *
- * The principal is `{ tenantId, keyId: "<issuer name>:<subject>", chargeTo }`. The colon keeps the
+ * The principal is `{ tenantId, keyId: "<issuer name>:<subject>", chargeTo, entrypoints }`. The colon keeps the
  * two kinds of key ids apart: an API key id never has one, so no token can pose as an API key in a
  * policy. `chargeTo` is the issuer's fixed one or its `claims.chargeTo` claim, and must name a team
  * (or project) of the token's tenant: budgets and task rules then hold the caller to it as they
- * hold an API key to its configured `chargeTo`.
+ * hold an API key to its configured `chargeTo`. `entrypoints` are what its scopes grant on the model
+ * API (`scopeEntrypoints`), as an API key's `entrypoints`.
  */
 export class OAuthVerifier {
   readonly #config: OAuthConfig;
@@ -182,7 +184,15 @@ export class OAuthVerifier {
         throw isJoseError(again, "ERR_JWKS_NO_MATCHING_KEY") ? this.#invalid("The access token is signed with a key the issuer does not publish.") : this.#classify(again);
       }
     }
-    return { principal: this.#principal(issuer.config, payload), scopes: scopesOf(payload[issuer.config.claims.scope]), issuer: issuer.config.name };
+    const scopes = scopesOf(payload[issuer.config.claims.scope]);
+    return { principal: { ...this.#principal(issuer.config, payload), entrypoints: this.#entrypoints(scopes) }, scopes, issuer: issuer.config.name };
+  }
+
+  /** The entrypoints a token's scopes grant on the model API (`scopeEntrypoints`): the union, `*` alone when any grants all. */
+  #entrypoints(scopes: ReadonlySet<string>): readonly string[] {
+    const granted = new Set<string>();
+    for (const scope of scopes) for (const name of Object.hasOwn(this.#config.scopeEntrypoints, scope) ? this.#config.scopeEntrypoints[scope]! : []) granted.add(name);
+    return granted.has("*") ? ["*"] : [...granted].sort();
   }
 
   #principal(issuer: OAuthIssuerConfig, payload: JWTPayload): Principal {

@@ -138,6 +138,13 @@ export const gatewayConfigSchema = z.strictObject({
     })
     .prefault({}),
   /** MCP servers the gateway fronts at `/mcp` (docs/mcp.md); none by default. */
+  /** How callers authenticate on every public endpoint, beside the publication's API keys (docs/security.md, "Identity"). */
+  auth: z
+    .strictObject({
+      /** OAuth 2.1 / OIDC access tokens (JWTs) accepted beside the API keys, on the model API and on `/mcp`. */
+      oauth: oauthConfigSchema.optional(),
+    })
+    .prefault({}),
   mcp: z
     .strictObject({
       servers: z
@@ -188,8 +195,6 @@ export const gatewayConfigSchema = z.strictObject({
           ttlMs: z.number().int().min(60_000).max(30 * 86_400_000).default(86_400_000),
         })
         .optional(),
-      /** OAuth 2.1 bearer tokens (JWTs) accepted beside the API keys (docs/mcp.md, "Authentication"). */
-      oauth: oauthConfigSchema.optional(),
     })
     .prefault({}),
   observability: z

@@ -54,11 +54,11 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
 
 /**
  * Every check of a publication against the bootstrap it runs under: references inside it, routing,
- * budgets, MCP policy and the MCP OAuth issuers' tenants. `config validate`, the start and a
+ * budgets, MCP policy and the OAuth issuers' tenants. `config validate`, the start and a
  * publication published at runtime all run exactly these.
  */
 export function publicationIssues(gateway: GatewayConfig, publication: PublicationConfig): ConfigIssue[] {
-  return [...checkPublication(gateway, publication), ...checkRouting(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkMcpOAuth(gateway, publication)];
+  return [...checkPublication(gateway, publication), ...checkRouting(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkOAuth(gateway, publication)];
 }
 
 /**
@@ -87,27 +87,34 @@ export function checkMcpServers(gateway: GatewayConfig): ConfigIssue[] {
 }
 
 /**
- * MCP OAuth issuers: unique names and issuer identifiers, each JWKS URL through the egress guard
- * (the gateway fetches it), a fixed tenant that the publication configures, and a fixed
- * `chargeTo` that names a team (and project) of that tenant.
+ * OAuth issuers (`auth.oauth`): unique names and issuer identifiers, each JWKS URL through the
+ * egress guard (the gateway fetches it), a fixed tenant that the publication configures, a fixed
+ * `chargeTo` that names a team (and project) of that tenant, and scopes that grant entrypoints the
+ * publication has.
  */
-export function checkMcpOAuth(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
-  const oauth = gateway.mcp.oauth;
+export function checkOAuth(gateway: GatewayConfig, pub: PublicationConfig): ConfigIssue[] {
+  const oauth = gateway.auth.oauth;
   if (!oauth) return [];
   const file = CONFIG_FILES.gateway;
   const tenants = new Map(pub.tenants.map((t) => [t.id, t]));
+  const entrypoints = new Set(pub.entrypoints.map((e) => e.name));
   const issues: ConfigIssue[] = [
-    ...duplicates(oauth.issuers.map((i) => i.name)).map((d) => ({ file, path: "mcp.oauth.issuers", message: `duplicate issuer name "${d}"` })),
-    ...duplicates(oauth.issuers.map((i) => i.issuer)).map((d) => ({ file, path: "mcp.oauth.issuers", message: `issuer ${d} is listed twice` })),
+    ...duplicates(oauth.issuers.map((i) => i.name)).map((d) => ({ file, path: "auth.oauth.issuers", message: `duplicate issuer name "${d}"` })),
+    ...duplicates(oauth.issuers.map((i) => i.issuer)).map((d) => ({ file, path: "auth.oauth.issuers", message: `issuer ${d} is listed twice` })),
   ];
   oauth.issuers.forEach((i, n) => {
     const verdict = checkEgress(i.jwksUrl, gateway.security.egress);
-    if (!verdict.ok) issues.push({ file, path: `mcp.oauth.issuers[${n}].jwksUrl`, message: verdict.refusal.message });
+    if (!verdict.ok) issues.push({ file, path: `auth.oauth.issuers[${n}].jwksUrl`, message: verdict.refusal.message });
     const tenant = i.tenant === undefined ? undefined : tenants.get(i.tenant);
-    if (i.tenant !== undefined && !tenant) issues.push({ file, path: `mcp.oauth.issuers[${n}].tenant`, message: `unknown tenant "${i.tenant}" (publication.yaml tenants)` });
+    if (i.tenant !== undefined && !tenant) issues.push({ file, path: `auth.oauth.issuers[${n}].tenant`, message: `unknown tenant "${i.tenant}" (publication.yaml tenants)` });
     const unknown = tenant && i.chargeTo !== undefined ? unknownChargeTo(tenant, i.chargeTo) : undefined;
-    if (unknown !== undefined) issues.push({ file, path: `mcp.oauth.issuers[${n}].chargeTo`, message: `${unknown} (publication.yaml tenants)` });
+    if (unknown !== undefined) issues.push({ file, path: `auth.oauth.issuers[${n}].chargeTo`, message: `${unknown} (publication.yaml tenants)` });
   });
+  for (const [scope, names] of Object.entries(oauth.scopeEntrypoints)) {
+    names.forEach((name, n) => {
+      if (name !== "*" && !entrypoints.has(name)) issues.push({ file, path: `auth.oauth.scopeEntrypoints.${scope}[${n}]`, message: `unknown entrypoint "${name}" (publication.yaml entrypoints)` });
+    });
+  }
   return issues;
 }
 

@@ -1,11 +1,12 @@
 import { z } from "zod";
-import { chargeToSchema } from "./publication-schema.ts";
+import { chargeToSchema, publicName } from "./publication-schema.ts";
 
 /**
- * gateway.yaml `mcp.oauth`: the MCP endpoint as an OAuth 2.1 resource server (docs/mcp.md,
- * "Authentication"). Beside the API keys, a JWT access token from a configured issuer is accepted
- * when it is signed by a key of the issuer's JWKS, names this gateway's resource as its audience,
- * is within its lifetime and carries the required scopes.
+ * gateway.yaml `auth.oauth`: the gateway as an OAuth 2.1 resource server on every public endpoint
+ * (docs/security.md, "Identity"; docs/mcp.md, "Authentication"). Beside the API keys, a JWT access
+ * token from a configured issuer is accepted when it is signed by a key of the issuer's JWKS, names
+ * this gateway's resource as its audience and is within its lifetime; the MCP endpoint also wants
+ * the required scopes, the model API an entrypoint one of its scopes grants.
  */
 
 /**
@@ -29,7 +30,7 @@ export const oauthIssuerSchema = z
     issuer: z.url({ protocol: /^https?$/, message: "an http(s) URL" }),
     /** Where its signing keys are published; fetched by the gateway through the egress guard. */
     jwksUrl: z.url({ protocol: /^https?$/, message: "an http(s) URL" }),
-    /** The audience its tokens must name; the resource (`mcp.oauth.resource`) when unset. */
+    /** The audience its tokens must name; the resource (`auth.oauth.resource`) when unset. */
     audience: z.string().min(1).max(512).optional(),
     /** Signature algorithms accepted from it. */
     algorithms: z.array(z.enum(JWT_ALGORITHMS)).min(1),
@@ -65,17 +66,22 @@ export const oauthIssuerSchema = z
 
 const scopeToken = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, "a scope token (RFC 6749: visible ASCII without '\"' and '\\')");
 
-/** gateway.yaml `mcp.oauth`: the resource, its issuers, the scopes it requires and how JWKS are kept. */
+/** gateway.yaml `auth.oauth`: the resource, its issuers, the scopes it requires and how JWKS are kept. */
 export const oauthConfigSchema = z.strictObject({
   /**
-   * This gateway's MCP endpoint as an OAuth protected resource (RFC 8707, RFC 9728), such as
-   * `https://gateway.example.com/mcp`: the audience tokens must name, and `resource` in the
-   * protected resource metadata.
+   * This gateway as an OAuth protected resource (RFC 8707, RFC 9728), such as
+   * `https://gateway.example.com/mcp` or the gateway's origin: the audience tokens must name on
+   * every endpoint, and `resource` in the protected resource metadata.
    */
   resource: resourceUrl,
   issuers: z.array(oauthIssuerSchema).min(1),
   /** Scopes every token must carry to use the MCP endpoint; named in the challenges. */
   requiredScopes: z.array(scopeToken).default([]),
+  /**
+   * What a token may call on the model API: each scope to the entrypoints it grants (`*`: all), as
+   * an API key's `entrypoints`. A token's grants are the union over its scopes; none: no model.
+   */
+  scopeEntrypoints: z.record(scopeToken, z.array(z.union([publicName, z.literal("*")])).min(1)).default({}),
   /** `scopes_supported` in the metadata; `requiredScopes` when unset. */
   scopesSupported: z.array(scopeToken).optional(),
   /** Tolerance for `exp` and `nbf` against the gateway's clock. */
@@ -88,7 +94,7 @@ export const oauthConfigSchema = z.strictObject({
   jwksTimeoutMs: z.number().int().min(100).max(60_000).default(5000),
 });
 
-/** Parsed `mcp.oauth`. */
+/** Parsed `auth.oauth`. */
 export type OAuthConfig = z.infer<typeof oauthConfigSchema>;
-/** One parsed `mcp.oauth.issuers[]` entry. */
+/** One parsed `auth.oauth.issuers[]` entry. */
 export type OAuthIssuerConfig = z.infer<typeof oauthIssuerSchema>;

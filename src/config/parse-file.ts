@@ -32,14 +32,29 @@ export function formatIssues(issues: readonly ConfigIssue[]): string {
   return issues.map((i) => `${i.file}: ${i.path || "(root)"}: ${i.message}`).join("\n");
 }
 
+/**
+ * Keys that moved, by file and old path: found at the old place, the key is refused with where it
+ * went, rather than as merely unknown, so a config written for an earlier release fails at load
+ * with its fix.
+ */
+const MOVED_KEYS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  [CONFIG_FILES.gateway]: {
+    "mcp.oauth": "moved to auth.oauth, since access tokens authenticate every endpoint now, not only /mcp: move the block there unchanged",
+  },
+};
+
 /** Maps zod issues to ConfigIssues; unknown keys are reported one per key with its full path. */
 export function zodIssues(file: string, error: z.ZodError): ConfigIssue[] {
   const out: ConfigIssue[] = [];
   for (const issue of error.issues) {
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
-        out.push({ file, path: formatPath([...issue.path, key]), message: "unknown key" });
+        const path = formatPath([...issue.path, key]);
+        out.push({ file, path, message: MOVED_KEYS[file]?.[path] ?? "unknown key" });
       }
+    } else if (issue.code === "invalid_key" && issue.issues.length > 0) {
+      // A record's key: say what is wrong with it, not only that it is wrong.
+      out.push({ file, path: formatPath(issue.path), message: `the key: ${issue.issues[0]!.message}` });
     } else {
       out.push({ file, path: formatPath(issue.path), message: issue.message });
     }

@@ -12,7 +12,7 @@ const id = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "ids are 1-64 lower-case letters, digits, '.', '_' or '-'");
 /** Public model names may carry upper case and '/', as vendors' names do. */
-const publicName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, "invalid public model name");
+export const publicName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/, "invalid public model name");
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be a lower-case hex SHA-256 digest of the key");
 
 /** A capability a logical model revision needs from every backend that may serve it. */

@@ -1,4 +1,4 @@
-import { authenticate } from "../auth/authenticate.ts";
+import { authenticateCaller, type PresentedCredentials } from "../auth/authenticator-chain.ts";
 import { grantedEntrypoints } from "../auth/authorize.ts";
 import type { AbortReason } from "../context/request-context.ts";
 import { requestTrace } from "../context/trace-context.ts";
@@ -29,8 +29,8 @@ export interface Engine {
    * mode, for the caller the operator names (`explain.as`). Its `apiKey` is ignored.
    */
   explain(ingress: Ingress, explain: ExplainMode): Promise<ExplainAnswer>;
-  /** Authenticates a key and lists what it may call. @throws GatewayError on a bad key. */
-  listModels(apiKey: string | undefined): Promise<ListedModel[]>;
+  /** Authenticates a caller (the authenticator chain) and lists what it may call. @throws GatewayError on a bad credential. */
+  listModels(credentials: PresentedCredentials): Promise<ListedModel[]>;
 }
 
 /** Builds the engine over the isolate's runtime: every request it begins runs on the one runner. */
@@ -53,8 +53,8 @@ export function createEngine(deps: EngineDeps): Engine {
             (ctx) => new McpTurn(deps, mcp, ctx, ingress),
           )
         : undefined,
-    async listModels(apiKey) {
-      const principal = await authenticate(deps.publication, apiKey);
+    async listModels(credentials) {
+      const principal = await authenticateCaller(deps, credentials, "model");
       return grantedEntrypoints(deps.publication, principal).map((ep) => ({ id: ep.name, description: ep.description }));
     },
   };

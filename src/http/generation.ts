@@ -1,5 +1,6 @@
 import { attributionOf } from "../attribution/attribution.ts";
 import { workloadOf } from "../attribution/workload.ts";
+import type { PresentedCredentials } from "../auth/authenticator-chain.ts";
 import { cacheDirectives } from "../cache/cache-policy.ts";
 import { TASK_BUDGET_HEADER } from "../reserve/task-scope.ts";
 import { parseCallBudget } from "../call-budget/attempt-budget-client.ts";
@@ -11,6 +12,7 @@ import type { ProtocolId } from "../protocol/codec.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
+import { bearerOf } from "./bearer-token.ts";
 
 /** Transport facts the HTTP adapter passes along; nothing here is Hono-specific. */
 export interface GenerationInput {
@@ -32,6 +34,11 @@ export function presentedKey(headers: Headers): string | undefined {
     return m?.[1]?.trim();
   }
   return headers.get("x-api-key")?.trim() ?? undefined;
+}
+
+/** Both places a credential may come from: the authenticator chain tells an API key from an access token. */
+export function presentedCredentials(headers: Headers): PresentedCredentials {
+  return { apiKey: presentedKey(headers), bearer: bearerOf(headers.get("authorization") ?? undefined) };
 }
 
 /** Trusted headers only: the ones the bootstrap config lists. */
@@ -93,7 +100,7 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     receivedAt: input.receivedAt,
     protocol,
     operation: input.operation,
-    apiKey: presentedKey(request.headers),
+    ...presentedCredentials(request.headers),
     readBody: () => readJsonBody(request, limits),
     trustedHeaders: trustedHeaders(request.headers, rt.config.gateway.security.trustedHeaders),
     call: parseCallBudget(request.headers, input.receivedAt),

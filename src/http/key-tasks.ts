@@ -1,11 +1,11 @@
 import type { Hono } from "hono";
-import { authenticate } from "../auth/authenticate.ts";
+import { authenticateCaller } from "../auth/authenticator-chain.ts";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { TaskLedgerRpc } from "../task-ledger/task-ledger-client.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { idParam, limitParam, msParam } from "./admin-tasks.ts";
-import { presentedKey } from "./generation.ts";
+import { presentedCredentials } from "./generation.ts";
 import { checkHeaders } from "./limits.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
@@ -18,7 +18,7 @@ export function registerKeyTaskRoutes(app: Hono<PublicEnv>, ledgerOf: (env: Env,
   app.get("/v1/sluice/tasks", async (c) => {
     const rt = c.get("runtime");
     checkHeaders(c.req.raw.headers, rt.config.gateway.limits);
-    const p = await authenticate(rt.publication, presentedKey(c.req.raw.headers));
+    const p = await authenticateCaller({ publication: rt.publication, oauth: rt.oauth }, presentedCredentials(c.req.raw.headers), "model");
     const tasks = await ledgerOf(c.env, p.tenantId).tasks(p.tenantId, {
       key: p.keyId,
       onlyKey: true,
@@ -32,7 +32,7 @@ export function registerKeyTaskRoutes(app: Hono<PublicEnv>, ledgerOf: (env: Env,
   app.get("/v1/sluice/tasks/:taskId", async (c) => {
     const rt = c.get("runtime");
     checkHeaders(c.req.raw.headers, rt.config.gateway.limits);
-    const p = await authenticate(rt.publication, presentedKey(c.req.raw.headers));
+    const p = await authenticateCaller({ publication: rt.publication, oauth: rt.oauth }, presentedCredentials(c.req.raw.headers), "model");
     const taskId = idParam(c.req.param("taskId"), "taskId");
     const found = await ledgerOf(c.env, p.tenantId).task(p.tenantId, taskId, p.keyId);
     // Another key's task (or another tenant's) is as unknown as a task that never was.

@@ -3,8 +3,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import { parseTraceparent } from "../context/trace-context.ts";
 import { checkStatelessFraming } from "../protocol/mcp/stateless-request.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
-import { bearerOf } from "./bearer-token.ts";
-import { presentedKey } from "./generation.ts";
+import { presentedCredentials } from "./generation.ts";
 import { workloadOf } from "../attribution/workload.ts";
 import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
 import { errorResponse } from "./error-response.ts";
@@ -54,8 +53,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
     const session = rt.engine.beginMcp({
       requestId: c.get("requestId"),
       receivedAt: c.get("receivedAt"),
-      apiKey: presentedKey(request.headers),
-      bearer: bearerOf(request.headers.get("authorization") ?? undefined),
+      ...presentedCredentials(request.headers),
       headers: request.headers,
       readBody: () => readJsonBody(request, limits),
       server,
@@ -91,7 +89,7 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
   };
   // RFC 9728: the path-inserted URL of the `/mcp` resource, and the root one clients fall back to.
   const metadata = (c: Context<McpEnv>) => {
-    const oauth = c.get("runtime").mcpOAuth;
+    const oauth = c.get("runtime").oauth;
     if (!oauth) throw new GatewayError("not_found", "This gateway does not accept OAuth access tokens.");
     // Public facts, read by browser-based clients on other origins too.
     return new Response(JSON.stringify(oauth.metadata()), { headers: { "content-type": "application/json", "cache-control": "public, max-age=300", "access-control-allow-origin": "*" } });

@@ -5,7 +5,7 @@ import { unmetRequirements } from "../snapshot/requirements.ts";
 import { newRequestId, type GatewayRuntime } from "../worker/runtime.ts";
 import { corsPreflight, corsResponseHeaders } from "./cors.ts";
 import { errorResponse } from "./error-response.ts";
-import { handleGeneration, presentedKey } from "./generation.ts";
+import { handleGeneration, presentedCredentials } from "./generation.ts";
 import { errorProtocolOf, GENERATION_ROUTES } from "./generation-routes.ts";
 import { checkHeaders, discardUnreadBody } from "./limits.ts";
 import { registerMcpRoutes } from "./mcp-routes.ts";
@@ -60,7 +60,7 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
   app.get("/v1/models", async (c) => {
     const rt = c.get("runtime");
     checkHeaders(c.req.raw.headers, rt.config.gateway.limits);
-    const models = await rt.engine.listModels(presentedKey(c.req.raw.headers));
+    const models = await rt.engine.listModels(presentedCredentials(c.req.raw.headers));
     if (c.req.header("anthropic-version") !== undefined) {
       const createdAt = new Date(rt.startedAt).toISOString();
       const data = models.map((m) => ({ type: "model", id: m.id, display_name: m.description ?? m.id, created_at: createdAt }));

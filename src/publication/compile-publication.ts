@@ -207,6 +207,8 @@ export function compilePublication(pub: PublicationConfig, controllerRevision?: 
     signalDeadlineMs: pub.signalDeadlineMs,
     mcpPlugins: pub.mcp?.plugins ?? [],
     mayUse(principal: Principal, entrypoint: string): boolean {
+      // A token carries its grants; a key's are the publication's (a token's key id, `<issuer>:<sub>`, is never a key's).
+      if (principal.entrypoints !== undefined) return principal.entrypoints.includes("*") || principal.entrypoints.includes(entrypoint);
       const g = grants.get(`${principal.tenantId}\u0000${principal.keyId}`);
       return g === "*" || (g !== undefined && g.has(entrypoint));
     },

@@ -14,6 +14,12 @@ export interface Principal {
   readonly keyId: string;
   /** `team` or `team/project` of the tenant the caller is charged to; undefined: the tenant alone. */
   readonly chargeTo?: string | undefined;
+  /**
+   * The entrypoints the credential itself grants (`*`: all): an access token's, from its scopes
+   * (`auth.oauth.scopeEntrypoints`). Undefined for an API key, whose grants the publication holds
+   * by its id, so a revision that changes them applies to the key at once.
+   */
+  readonly entrypoints?: readonly string[] | undefined;
 }
 
 /**

@@ -45,7 +45,7 @@ import { RequestStateSealer } from "../approvals/request-state.ts";
 import { TaskHandleSealer } from "../approvals/task-handle.ts";
 import type { ApprovalDeps, ApprovalDeskRpc } from "../approvals/approval-desk-rpc.ts";
 import type { GatewayConfig } from "../config/gateway-schema.ts";
-import { publicationSchema } from "../config/publication-schema.ts";
+import { publicationSchema, type PublicationConfig } from "../config/publication-schema.ts";
 import { compilePublication } from "../publication/compile-publication.ts";
 import type { EngineDeps } from "../engine/engine-deps.ts";
 import type { ActivePublication } from "../publication-lifecycle/controller.ts";
@@ -92,7 +92,7 @@ export interface GatewayRuntime {
   /** The call ledger's sink: the engine's requests go through it, and so do audit events the admin API causes. */
   readonly taskLedger: TaskLedgerSink;
   /** The MCP endpoint's OAuth resource server (its JWKS cache lives as long as the isolate); undefined when not configured. */
-  readonly mcpOAuth: OAuthVerifier | undefined;
+  readonly oauth: OAuthVerifier | undefined;
 }
 
 /** `req_` + 32 hex chars: unguessable, and never a metric label. */
@@ -203,7 +203,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     line: gw.observability.accessLog ? (line) => console.log(line) : undefined,
     log: logError,
   });
-  const engineDeps: Omit<EngineDeps, "publication" | "mcp"> = {
+  const engineDeps: Omit<EngineDeps, "publication" | "mcp" | "oauth"> = {
     codecs: builtinCodecs,
     clock,
     scheduler: systemScheduler,
@@ -229,7 +229,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     // Each tenant's response cache is its own object: a lookup can only ever reach that tenant's entries.
     cacheOf: (tenant) => env.RESPONSE_CACHE.getByName(tenant),
   };
-  const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "mcpOAuth" | "publications"> = {
+  const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications"> = {
     publicationController,
     snapshots,
     breakers,
@@ -257,15 +257,15 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     const pub = publicationSchema.parse(active.document);
     const compiled = compilePublication(pub, active.revision);
     for (const t of compiled.budgets.tenants()) stripes.set(t.root, t.stripes);
-    const mcpOAuth = gw.mcp.oauth ? new OAuthVerifier(gw.mcp.oauth, { tenants: chargeTargetsOf(pub), egress: gw.security.egress, fetch: (input, init) => fetch(input, init), clock, onError: logError }) : undefined;
-    const mcp: McpDeps = { ...mcpBase, oauth: mcpOAuth, policy: new ToolPolicy(pub.mcp?.policy ?? { revision: "none", rules: [] }), prices: new ToolPrices(pub.mcp?.prices ?? []) };
+    const oauth = oauthOf(gw, pub, clock);
+    const mcp: McpDeps = { ...mcpBase, policy: new ToolPolicy(pub.mcp?.policy ?? { revision: "none", rules: [] }), prices: new ToolPrices(pub.mcp?.prices ?? []) };
     return {
       ...base,
       config: { ...config, publication: pub },
       publication: compiled,
       configDigest: await canonicalDigest({ gateway: config.gateway, publication: pub }),
-      engine: createEngine({ ...engineDeps, publication: compiled, mcp }),
-      mcpOAuth,
+      engine: createEngine({ ...engineDeps, publication: compiled, mcp, oauth }),
+      oauth,
       publications,
     };
   };
@@ -423,11 +423,24 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
   });
 }
 
+/** The access-token link of the authenticator chain (`auth.oauth`), shared by every endpoint, for one publication revision (its tenants); undefined: API keys only. */
+function oauthOf(gw: GatewayConfig, pub: PublicationConfig, clock: Clock): OAuthVerifier | undefined {
+  return gw.auth.oauth
+    ? new OAuthVerifier(gw.auth.oauth, {
+        tenants: chargeTargetsOf(pub),
+        egress: gw.security.egress,
+        fetch: (input, init) => fetch(input, init),
+        clock,
+        onError: logError,
+      })
+    : undefined;
+}
+
 /**
  * The isolate's MCP parts: the servers (the gateway's client of each, or its own REST server),
- * sessions, relays and approvals. The policy, prices and OAuth verifier come with each publication revision.
+ * sessions, relays and approvals. The policy and prices come with each publication revision.
  */
-async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, unknown>): Promise<Omit<McpDeps, "policy" | "prices" | "oauth">> {
+async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, unknown>): Promise<Omit<McpDeps, "policy" | "prices">> {
   const gw = config.gateway;
   return {
     servers: new Map(gw.mcp.servers.map((srv) => [srv.name, mcpServerHandle(srv, secrets, gw.security.egress)] as const)),

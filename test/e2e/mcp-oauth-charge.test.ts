@@ -41,6 +41,8 @@ describe("OAuth access tokens charged to a team or project", () => {
     g.security.egress = { allow: ["127.0.0.1"] };
     g.mcp = {
       servers: [{ name: "tools", url: tools.url, era: "stateless" }],
+    };
+    g.auth = {
       oauth: {
         resource,
         issuers: [{ name: "agents", issuer: ISSUER, jwksUrl: `${jwks.origin}/jwks.json`, algorithms: ["RS256"], tenant: "demo", claims: { chargeTo: "charge_to" } }],

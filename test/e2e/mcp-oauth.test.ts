@@ -43,6 +43,8 @@ describe("MCP through the gateway with OAuth access tokens", () => {
     g.mcp = {
       servers: [{ name: "modern", url: modern.url, era: "stateless" }],
       sessions: { secrets: ["MCP_SESSION_SECRET"] },
+    };
+    g.auth = {
       oauth: {
         resource,
         issuers: [{ name: "corp", issuer: ISSUER, jwksUrl: `${jwks.origin}/jwks.json`, algorithms: ["RS256"], tenant: "demo" }],

@@ -1,3 +1,4 @@
+import type { AuthenticatorDeps } from "../../auth/authenticator-chain.ts";
 import type { McpAuthorization } from "../../auth/mcp-authorize.ts";
 import type { RequestContext } from "../../context/request-context.ts";
 import type { Clock } from "../../deps/clock.ts";
@@ -13,7 +14,7 @@ import type { McpIngress } from "./mcp-api.ts";
 import type { McpDeps } from "./mcp-deps.ts";
 
 /** What the MCP kind's hooks use besides the servers and the policy, built once per isolate. */
-export interface McpKindDeps {
+export interface McpKindDeps extends AuthenticatorDeps {
   readonly publication: CompiledPublication;
   readonly clock: Clock;
   readonly scheduler: Scheduler;

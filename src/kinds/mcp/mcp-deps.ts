@@ -1,5 +1,4 @@
 import type { ApprovalDeps } from "../../approvals/approval-desk-rpc.ts";
-import type { OAuthVerifier } from "../../auth/oauth-verifier.ts";
 import type { ClientRelays, InFlightRequests } from "../../mcp/client-relays.ts";
 import type { SessionSealer } from "../../mcp/sealed-session.ts";
 import type { McpServerHandle } from "../../mcp/server-handle.ts";
@@ -20,8 +19,6 @@ export interface McpDeps {
   readonly relays: ClientRelays;
   /** Stateful-era requests running in this isolate, for their clients' cancellations. */
   readonly inFlight: InFlightRequests;
-  /** Verifies OAuth access tokens beside the API keys; undefined: API keys only. */
-  readonly oauth?: OAuthVerifier | undefined;
   /** Approvals of tool calls a rule marks `approval: required`; undefined: such calls are refused. */
   readonly approvals?: ApprovalDeps | undefined;
 }

@@ -8,7 +8,7 @@
 
 import type { AdmissionLease } from "../../admit/admission.ts";
 import { readAttribution } from "../../attribution/attribution.ts";
-import { authenticateMcp } from "../../auth/mcp-credentials.ts";
+import { authenticateCaller } from "../../auth/authenticator-chain.ts";
 import type { RequestContext } from "../../context/request-context.ts";
 import { GatewayError } from "../../errors/gateway-error.ts";
 import { clientResponseOf, type ClientResponse } from "../../mcp/client-relays.ts";
@@ -67,7 +67,7 @@ export class McpTurn implements KindTurn<McpReply> {
   }
 
   async authenticate(): Promise<Principal> {
-    this.#principal = await authenticateMcp(this.#deps.publication, this.#mcp.oauth, { apiKey: this.#ingress.apiKey, bearer: this.#ingress.bearer });
+    this.#principal = await authenticateCaller(this.#deps, { apiKey: this.#ingress.apiKey, bearer: this.#ingress.bearer }, "mcp");
     return this.#principal;
   }
 

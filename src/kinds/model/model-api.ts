@@ -27,6 +27,8 @@ export interface Ingress {
   readonly operation?: RequestOperation | undefined;
   /** The API key the client presented (never forwarded anywhere). */
   readonly apiKey: string | undefined;
+  /** The `Authorization: Bearer` credential alone: an access token is only read from there (never forwarded either). */
+  readonly bearer?: string | undefined;
   /** Reads the request body, bounded by the adapter's limits; called once, after authentication. */
   readonly readBody: () => Promise<unknown>;
   /** Only the headers the bootstrap config marks trusted, lower-case names. */

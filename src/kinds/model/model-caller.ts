@@ -1,6 +1,6 @@
 import type { AdmissionController, AdmissionLease } from "../../admit/admission.ts";
 import { assertedPrincipal, type AssertedCaller } from "../../auth/asserted-principal.ts";
-import { authenticate } from "../../auth/authenticate.ts";
+import { authenticateCaller, type AuthenticatorDeps } from "../../auth/authenticator-chain.ts";
 import { authorize } from "../../auth/authorize.ts";
 import type { CallBudget } from "../../call-budget/attempt-budget-client.ts";
 import type { RequestContext } from "../../context/request-context.ts";
@@ -22,7 +22,7 @@ import type { HealthCache } from "../../traffic/health-cache.ts";
 import type { Ingress, ReplyMeta } from "./model-api.ts";
 
 /** What the model kind's hooks use, built once per isolate. */
-export interface ModelKindDeps {
+export interface ModelKindDeps extends AuthenticatorDeps {
   readonly publication: CompiledPublication;
   readonly codecs: CodecRegistry;
   readonly clock: Clock;
@@ -94,7 +94,7 @@ export class ModelCaller {
     ctx.record.protocol = this.ingress?.protocol;
   }
 
-  /** Phase 1: the parent's principal for a sub-call, the operator's assertion for an explain, else the presented key's. */
+  /** Phase 1: the parent's principal for a sub-call, the operator's assertion for an explain, else the presented credential's (an API key or an access token). */
   async authenticate(): Promise<Principal> {
     if (this.explain) {
       const asserted = assertedPrincipal(this.deps.publication, this.explain.as);
@@ -102,7 +102,7 @@ export class ModelCaller {
       this.principal = asserted.principal;
       return asserted.principal;
     }
-    this.principal = this.inherited?.principal ?? (await authenticate(this.deps.publication, this.ingress?.apiKey));
+    this.principal = this.inherited?.principal ?? (await authenticateCaller(this.deps, { apiKey: this.ingress?.apiKey, bearer: this.ingress?.bearer }, "model"));
     return this.principal;
   }
 

@@ -1,12 +1,14 @@
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
-import { authenticateMcp } from "../../../src/auth/mcp-credentials.ts";
+import { authenticateCaller, type PresentedCredentials } from "../../../src/auth/authenticator-chain.ts";
 import { OAuthVerifier, protectedResourceMetadataUrl } from "../../../src/auth/oauth-verifier.ts";
 import { oauthConfigSchema } from "../../../src/config/oauth-schema.ts";
 import { sha256Hex } from "../../../src/digest/canonical-digest.ts";
 import { renderBearerChallenge } from "../../../src/errors/bearer-challenge.ts";
 import type { GatewayError } from "../../../src/errors/gateway-error.ts";
-import type { CompiledPublication } from "../../../src/publication/compile-publication.ts";
+import { publicationSchema } from "../../../src/config/publication-schema.ts";
+import { compilePublication, type CompiledPublication } from "../../../src/publication/compile-publication.ts";
+import { bundled } from "../support/fixtures.ts";
 
 const RESOURCE = "https://gateway.example.com/mcp";
 const ISSUER = "https://login.example.com/";
@@ -86,7 +88,7 @@ describe("OAuthVerifier", () => {
   it("accepts a valid token: the principal is the fixed tenant and <issuer name>:<subject>, with its scopes", async () => {
     const { verifier, server } = setup([k1]);
     const v = await verifier.authenticate(await token(k1));
-    expect(v.principal).toEqual({ tenantId: "acme", keyId: "corp:alice" });
+    expect(v.principal).toEqual({ tenantId: "acme", keyId: "corp:alice", entrypoints: [] });
     expect([...v.scopes].sort()).toEqual(["mcp:tools", "openid"]);
     // Fetched once, then served from the isolate's cache.
     await verifier.authenticate(await token(k1, { sub: "bob" }));
@@ -177,14 +179,14 @@ describe("OAuthVerifier", () => {
 
   it("maps the tenant from a configured claim, and refuses a tenant that is missing or not configured", async () => {
     const { verifier } = setup([k1], {}, { tenant: undefined, claims: { tenant: "org_id" } });
-    expect((await verifier.authenticate(await token(k1, { org_id: "globex", sub: "svc-7" }))).principal).toEqual({ tenantId: "globex", keyId: "corp:svc-7" });
+    expect((await verifier.authenticate(await token(k1, { org_id: "globex", sub: "svc-7" }))).principal).toEqual({ tenantId: "globex", keyId: "corp:svc-7", entrypoints: [] });
     await expect(verifier.authenticate(await token(k1, { org_id: "initech" }))).rejects.toMatchObject({ code: "invalid_token", message: expect.stringMatching(/tenant/) });
     await expect(verifier.authenticate(await token(k1))).rejects.toMatchObject({ code: "invalid_token", message: expect.stringMatching(/tenant/) });
   });
 
   it("charges every caller of an issuer to its fixed chargeTo, and a caller of an issuer without one to its tenant alone", async () => {
     const { verifier } = setup([k1], {}, { chargeTo: "research/search" });
-    expect((await verifier.authenticate(await token(k1))).principal).toEqual({ tenantId: "acme", keyId: "corp:alice", chargeTo: "research/search" });
+    expect((await verifier.authenticate(await token(k1))).principal).toEqual({ tenantId: "acme", keyId: "corp:alice", chargeTo: "research/search", entrypoints: [] });
     // A claim of the same name is not read when the issuer fixes the target.
     expect((await verifier.authenticate(await token(k1, { charge_to: "research/infra" }))).principal.chargeTo).toBe("research/search");
     const { verifier: team } = setup([k1], {}, { chargeTo: "research" });
@@ -195,8 +197,8 @@ describe("OAuthVerifier", () => {
 
   it("maps chargeTo from a configured claim: a team or a team/project of the token's own tenant", async () => {
     const { verifier } = setup([k1], {}, { tenant: undefined, claims: { tenant: "org_id", chargeTo: "charge_to" } });
-    expect((await verifier.authenticate(await token(k1, { org_id: "acme", charge_to: "research/infra" }))).principal).toEqual({ tenantId: "acme", keyId: "corp:alice", chargeTo: "research/infra" });
-    expect((await verifier.authenticate(await token(k1, { org_id: "globex", charge_to: "ops" }))).principal).toEqual({ tenantId: "globex", keyId: "corp:alice", chargeTo: "ops" });
+    expect((await verifier.authenticate(await token(k1, { org_id: "acme", charge_to: "research/infra" }))).principal).toEqual({ tenantId: "acme", keyId: "corp:alice", chargeTo: "research/infra", entrypoints: [] });
+    expect((await verifier.authenticate(await token(k1, { org_id: "globex", charge_to: "ops" }))).principal).toEqual({ tenantId: "globex", keyId: "corp:alice", chargeTo: "ops", entrypoints: [] });
   });
 
   it("refuses a token without its chargeTo claim as invalid_token (401): it is never charged to its tenant alone instead", async () => {
@@ -276,26 +278,72 @@ describe("OAuthVerifier", () => {
   });
 });
 
-describe("authenticateMcp: API keys beside OAuth", () => {
-  it("keeps API keys working, and answers a missing or unknown credential with the challenge", async () => {
+describe("authenticateCaller: one chain, API key then access token, for every endpoint", () => {
+  it("on the MCP endpoint: keeps API keys working, and answers a missing or unknown credential with the challenge", async () => {
     const k = await key("k1");
     const { verifier } = setup([k]);
-    const pub = { keys: new Map([[await sha256Hex("sk-demo"), { principal: { tenantId: "acme", keyId: "demo" }, disabled: false }]]) } as unknown as CompiledPublication;
-    expect(await authenticateMcp(pub, verifier, { apiKey: "sk-demo", bearer: "sk-demo" })).toEqual({ tenantId: "acme", keyId: "demo" });
+    const publication = { keys: new Map([[await sha256Hex("sk-demo"), { principal: { tenantId: "acme", keyId: "demo" }, disabled: false }]]) } as unknown as CompiledPublication;
+    const mcp = (c: PresentedCredentials) => authenticateCaller({ publication, oauth: verifier }, c, "mcp");
+    expect(await mcp({ apiKey: "sk-demo", bearer: "sk-demo" })).toEqual({ tenantId: "acme", keyId: "demo" });
     const jwt = await token(k);
-    expect(await authenticateMcp(pub, verifier, { apiKey: jwt, bearer: jwt })).toEqual({ tenantId: "acme", keyId: "corp:alice" });
+    expect(await mcp({ apiKey: jwt, bearer: jwt })).toEqual({ tenantId: "acme", keyId: "corp:alice", entrypoints: [] });
     // Two dots do not make a token: a key of that shape is still looked up as a key.
     expect(verifier.claims("sk.live.demo")).toBe(false);
     expect(verifier.claims(jwt)).toBe(true);
-    await expect(authenticateMcp(pub, verifier, { apiKey: "sk.live.demo", bearer: "sk.live.demo" })).rejects.toMatchObject({ code: "invalid_api_key" });
+    await expect(mcp({ apiKey: "sk.live.demo", bearer: "sk.live.demo" })).rejects.toMatchObject({ code: "invalid_api_key" });
     // A token in x-api-key is not a bearer token (RFC 6750 header method only): it is looked up as a key.
-    await expect(authenticateMcp(pub, verifier, { apiKey: jwt, bearer: undefined })).rejects.toMatchObject({ code: "invalid_api_key" });
-    const missing = await refusal(authenticateMcp(pub, verifier, { apiKey: undefined, bearer: undefined }));
+    await expect(mcp({ apiKey: jwt, bearer: undefined })).rejects.toMatchObject({ code: "invalid_api_key" });
+    const missing = await refusal(mcp({ apiKey: undefined, bearer: undefined }));
     expect(missing).toMatchObject({ code: "missing_api_key", status: 401 });
     expect(renderBearerChallenge(missing.challenge!)).toBe('Bearer scope="mcp:tools", resource_metadata="https://gateway.example.com/.well-known/oauth-protected-resource/mcp"');
-    const unknown = await refusal(authenticateMcp(pub, verifier, { apiKey: "sk-nope", bearer: "sk-nope" }));
+    const unknown = await refusal(mcp({ apiKey: "sk-nope", bearer: "sk-nope" }));
     expect(renderBearerChallenge(unknown.challenge!)).toBe('Bearer error="invalid_token", error_description="The credential is not valid", scope="mcp:tools", resource_metadata="https://gateway.example.com/.well-known/oauth-protected-resource/mcp"');
     // Without OAuth configured nothing changes: no challenge.
-    expect((await refusal(authenticateMcp(pub, undefined, { apiKey: undefined, bearer: undefined }))).challenge).toBeUndefined();
+    expect((await refusal(authenticateCaller({ publication }, { apiKey: undefined, bearer: undefined }, "mcp"))).challenge).toBeUndefined();
+  });
+
+  it("on the model API: a token is verified without the MCP endpoint's required scopes, its refusals carry a plain challenge, and a key's carry none", async () => {
+    const k = await key("k1");
+    const { verifier } = setup([k]);
+    const publication = { keys: new Map([[await sha256Hex("sk-demo"), { principal: { tenantId: "acme", keyId: "demo" }, disabled: false }]]) } as unknown as CompiledPublication;
+    const model = (c: PresentedCredentials) => authenticateCaller({ publication, oauth: verifier }, c, "model");
+    const mcp = (c: PresentedCredentials) => authenticateCaller({ publication, oauth: verifier }, c, "mcp");
+    expect(await model({ apiKey: "sk-demo", bearer: "sk-demo" })).toEqual({ tenantId: "acme", keyId: "demo" });
+    // requiredScopes are the MCP endpoint's: a token without mcp:tools still authenticates here.
+    const plain = await token(k, { scope: "openid" });
+    expect(await model({ apiKey: plain, bearer: plain })).toEqual({ tenantId: "acme", keyId: "corp:alice", entrypoints: [] });
+    await expect(mcp({ apiKey: plain, bearer: plain })).rejects.toMatchObject({ code: "insufficient_scope" });
+    // A refused token: RFC 6750's challenge, without the MCP resource's metadata URL or scopes.
+    const expired = await token(k, { exp: Math.floor(T0 / 1000) - 3600 });
+    const refused = await refusal(model({ apiKey: expired, bearer: expired }));
+    expect(refused).toMatchObject({ code: "invalid_token", status: 401, message: "The access token has expired." });
+    expect(renderBearerChallenge(refused.challenge!)).toBe('Bearer error="invalid_token", error_description="The access token is not valid"');
+    // A key's refusals look as they do without OAuth: no challenge.
+    expect((await refusal(model({ apiKey: undefined, bearer: undefined })))).toMatchObject({ code: "missing_api_key", challenge: undefined });
+    expect((await refusal(model({ apiKey: "sk-nope", bearer: "sk-nope" })))).toMatchObject({ code: "invalid_api_key", challenge: undefined });
+    // The same shape rule on every endpoint: a JWT in x-api-key is a key, and a dotted key stays a key.
+    await expect(model({ apiKey: plain, bearer: undefined })).rejects.toMatchObject({ code: "invalid_api_key" });
+    await expect(model({ apiKey: "sk.live.demo", bearer: "sk.live.demo" })).rejects.toMatchObject({ code: "invalid_api_key" });
+  });
+
+  it("maps a token's scopes to the entrypoints they grant (the union; * grants all), and mayUse honours them instead of the key grants", async () => {
+    const k = await key("k1");
+    const { verifier } = setup([k], { scopeEntrypoints: { "models:chat": ["sluice-chat"], "models:embed": ["sluice-embed", "sluice-chat"], "models:all": ["*"] } });
+    const granted = async (scope: string) => (await verifier.verify(await token(k, { scope }))).principal.entrypoints;
+    expect(await granted("openid")).toEqual([]);
+    expect(await granted("models:chat")).toEqual(["sluice-chat"]);
+    expect(await granted("models:chat models:embed openid")).toEqual(["sluice-chat", "sluice-embed"]);
+    expect(await granted("models:chat models:all")).toEqual(["*"]);
+    // A scope named like an object's own property grants nothing.
+    expect(await granted("constructor toString __proto__")).toEqual([]);
+    const pub = compilePublication(publicationSchema.parse(bundled("publication")));
+    const chat = { tenantId: "demo", keyId: "corp:alice", entrypoints: ["sluice-chat"] };
+    expect(pub.mayUse(chat, "sluice-chat")).toBe(true);
+    expect(pub.mayUse(chat, "sluice-large")).toBe(false);
+    expect(pub.mayUse({ ...chat, entrypoints: ["*"] }, "sluice-large")).toBe(true);
+    // A token's grants are its own even when its key id is spelt like an API key's (it never is).
+    expect(pub.mayUse({ tenantId: "demo", keyId: "demo", entrypoints: [] }, "sluice-chat")).toBe(false);
+    expect(pub.mayUse({ tenantId: "demo", keyId: "limited" }, "sluice-chat")).toBe(true);
+    expect(pub.mayUse({ tenantId: "demo", keyId: "limited" }, "sluice-large")).toBe(false);
   });
 });

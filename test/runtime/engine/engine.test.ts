@@ -115,9 +115,9 @@ describe("engine: authenticate → decode → authorize → decide", () => {
   });
 
   it("lists only the models a key may use", async () => {
-    expect((await engine.listModels(DEMO_KEY)).map((m) => m.id).sort()).toEqual(["sluice-auto", "sluice-cascade", "sluice-chat", "sluice-embed", "sluice-faq", "sluice-large", "sluice-moderation"]);
-    expect((await engine.listModels(LIMITED_KEY)).map((m) => m.id)).toEqual(["sluice-chat"]);
-    await expect(engine.listModels("sk-nobody")).rejects.toMatchObject({ code: "invalid_api_key" });
+    expect((await engine.listModels({ apiKey: DEMO_KEY, bearer: DEMO_KEY })).map((m) => m.id).sort()).toEqual(["sluice-auto", "sluice-cascade", "sluice-chat", "sluice-embed", "sluice-faq", "sluice-large", "sluice-moderation"]);
+    expect((await engine.listModels({ apiKey: LIMITED_KEY, bearer: LIMITED_KEY })).map((m) => m.id)).toEqual(["sluice-chat"]);
+    await expect(engine.listModels({ apiKey: "sk-nobody", bearer: undefined })).rejects.toMatchObject({ code: "invalid_api_key" });
   });
 
   it("never puts physical detail in a plan", async () => {
