@@ -8,6 +8,7 @@ import { parseDuration, parseFlags, stringFlag } from "../args.ts";
 import { failure, usageError } from "../cli-error.ts";
 import { readConfigDir, secretsNamed, type ValidConfigDir } from "../config-dir.ts";
 import { compatibilitySettings, renderWorkerdConfig } from "../workerd-config.ts";
+import { watchPublication } from "../publication-watch.ts";
 
 /** Where `serve` keeps Durable Object state when `--state` is not given (relative to the working directory). */
 export const DEFAULT_STATE_DIR = ".sluice/state";
@@ -34,6 +35,9 @@ Options:
   --drain-timeout DUR    on SIGTERM/SIGINT, how long requests in flight may finish (default 30s)
   --bundle DIR           a prebuilt bundle (index.js and its modules) instead of building one
   --workerd PATH         the workerd binary (default: $SLUICE_WORKERD, else the project's)
+  --watch                when DIR/publication.yaml changes, or on SIGHUP, publish it to the
+                         running gateway; an invalid file keeps the running revision and
+                         prints every issue as "file: path: reason"
 
 Every secret the config names (security.adminTokenSecret of gateway.yaml, its
 governance.approverTokenSecret, governance.approvals.stateSecret and governance.verifierTokenSecret,
@@ -210,6 +214,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
       "drain-timeout": { type: "string" },
       bundle: { type: "string" },
       workerd: { type: "string" },
+      watch: { type: "boolean" },
     },
     { min: 0, max: 0, names: "" },
   );
@@ -246,9 +251,14 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   process.off("SIGTERM", stopStart);
   process.off("SIGINT", stopStart);
   process.stderr.write(`Sluice is serving.\n  public API  ${gateway.publicUrl}/v1\n  admin API   ${gateway.adminUrl}/admin\n`);
+  const watching =
+    args.values.watch === true
+      ? watchPublication({ dir: configDir, adminUrl: gateway.adminUrl, token: process.env[config.config.gateway.security.adminTokenSecret] ?? "", progress: (line) => process.stderr.write(`${line}\n`) })
+      : undefined;
   return await new Promise<number>((done) => {
     let stopping = false;
     const onSignal = (signal: NodeJS.Signals) => {
+      watching?.stop();
       if (stopping) {
         process.stderr.write(`${signal} again: stopping now\n`);
         void gateway.kill();
@@ -261,6 +271,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
     void gateway.exited.then((code) => {
+      watching?.stop();
       if (stopping) return;
       process.stderr.write(`workerd exited unexpectedly (code ${code})\n`);
       done(1);

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local-stack/build.ts";
+import { buildBundle, ROOT } from "../../local-stack/build.ts";
+import { freePort } from "../../local-stack/ports.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, expectNothingLeft, LIMITED_KEY, type Simulator } from "./support/stack.ts";
 
@@ -206,4 +207,67 @@ describe("publication at runtime", () => {
     expect(rolled.stdout).toContain("activated revision 2");
     await within(TTL_MS + 2000, async () => (await status()).publicationRevision === "demo-2@2");
   }, 60_000);
+});
+
+describe("sluice serve --watch", () => {
+  it("publishes publication.yaml when it changes and on SIGHUP; an invalid file keeps the running revision and prints every issue", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-watch-"));
+    const [publicPort, adminPort] = [await freePort(), await freePort()];
+    const cfg = join(dir, "config");
+    mkdirSync(cfg);
+    writeFileSync(join(cfg, "gateway.yaml"), stringify(gatewayConfig()));
+    writeFileSync(join(cfg, "backends.yaml"), stringify(backendsFor(sim.url)));
+    writeFileSync(join(cfg, "publication.yaml"), stringify(bundledConfig("publication")));
+    const proc = spawn(
+      process.execPath,
+      [join(ROOT, "bin", "sluice.js"), "serve", "--config", cfg, "--state", join(dir, "state"), "--public", `127.0.0.1:${publicPort}`, "--admin", `127.0.0.1:${adminPort}`, "--bundle", buildBundle(), "--drain-timeout", "5s", "--watch"],
+      { cwd: dir, env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN, SIMULATOR_API_KEY }, stdio: ["ignore", "pipe", "pipe"], detached: true },
+    );
+    let out = "";
+    proc.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+    proc.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+    const exit = new Promise<number | null>((done) => proc.once("exit", (code) => done(code)));
+    const served = (key: string) =>
+      fetch(`http://127.0.0.1:${publicPort}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content: "watch" }] }),
+      }).then(async (r) => (await r.arrayBuffer(), r.status));
+    try {
+      await within(60_000, async () => out.includes("Sluice is serving."));
+      expect(await served(ADDED_KEY)).toBe(401);
+
+      // A change is published: the new key serves within the bound.
+      writeFileSync(join(cfg, "publication.yaml"), stringify(revision2()));
+      await within(TTL_MS + 10_000, async () => (await served(ADDED_KEY)) === 200);
+      expect(out).toContain("publication revision 2 activated");
+
+      // An invalid file: nothing changes, every issue printed.
+      const bad = revision2();
+      bad.tenants[0].apiKeys[0].entrypoints = ["no-such-entrypoint"];
+      bad.entrypoints[0].default = [["no-such-model"]];
+      writeFileSync(join(cfg, "publication.yaml"), stringify(bad));
+      await within(10_000, async () => out.includes("rejected (2 issues)"));
+      expect(out).toContain('publication.yaml: tenants[0].apiKeys[0].entrypoints[0]: unknown entrypoint "no-such-entrypoint"');
+      expect(out).toContain('publication.yaml: entrypoints[0].default[0][0]: unknown model "no-such-model"');
+      expect(await served(ADDED_KEY)).toBe(200);
+
+      // SIGHUP publishes the file as it is now: checked again, refused again.
+      proc.kill("SIGHUP");
+      await within(10_000, async () => out.includes("SIGHUP: publishing") && out.split("rejected (2 issues)").length === 3);
+      expect(await served(ADDED_KEY)).toBe(200);
+    } finally {
+      proc.kill("SIGTERM");
+      const killer = setTimeout(() => {
+        try {
+          process.kill(-proc.pid!, "SIGKILL");
+        } catch {
+          // Already gone.
+        }
+      }, 30_000);
+      await exit;
+      clearTimeout(killer);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
