@@ -71,7 +71,7 @@ export function adminError(json: unknown): { readonly code?: string; readonly me
  * is never an answer a command can use).
  * @throws CliError when the API is unreachable, its body is not JSON, or it refused the token.
  */
-export async function adminRequest(target: AdminTarget, method: "GET" | "POST", path: string, body?: unknown, timeoutMs = 30_000): Promise<AdminAnswer> {
+export async function adminRequest(target: AdminTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown, timeoutMs = 30_000): Promise<AdminAnswer> {
   const url = `${target.baseUrl}/admin${path}`;
   let res: Response;
   try {

@@ -20,6 +20,8 @@ Commands:
   drain [--timeout 2m]          stop admitting, let requests in flight finish
   resume                        admit again after a drain
   budgets balance TENANT        where a tenant's budgets stand
+  publish --config DIR          publish publication.yaml to the running gateway (checked, atomic)
+  publication history|rollback  the publication's revisions; back to the last-known-good
   explain (--key K | --tenant T) FILE
                                 how a request would be decided (offline, or --gateway URL)
   eval --dataset FILE.jsonl (--key K | --tenant T)
@@ -54,6 +56,10 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await (await import("./commands/explain.ts")).explainCommand(rest);
       case "eval":
         return await (await import("./commands/eval.ts")).evalCommand(rest);
+      case "publish":
+        return await (await import("./commands/publication.ts")).publishCommand(rest);
+      case "publication":
+        return await (await import("./commands/publication.ts")).publicationCommand(rest);
       case "version":
       case "--version":
         return (await import("./commands/version.ts")).versionCommand(rest);

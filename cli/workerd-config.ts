@@ -56,6 +56,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
     ...Object.entries(o.vars).map(([k, v]) => `(name = ${str(k)}, text = ${str(v)})`),
     ...o.secretsFromEnv.map((k) => `(name = ${str(k)}, fromEnvironment = ${str(k)})`),
     `(name = "SNAPSHOT_CONTROLLER", durableObjectNamespace = "BackendSnapshotController")`,
+    `(name = "PUBLICATION_CONTROLLER", durableObjectNamespace = "PublicationController")`,
     `(name = "CIRCUIT_BREAKER", durableObjectNamespace = "CircuitBreaker")`,
     `(name = "ATTEMPT_BUDGET", durableObjectNamespace = "AttemptBudget")`,
     `(name = "HEALTH_MONITOR", durableObjectNamespace = "HealthMonitor")`,
@@ -100,6 +101,7 @@ const sluice :Workerd.Worker = (
   ],
   durableObjectNamespaces = [
     (className = "BackendSnapshotController", uniqueKey = "sluice-backend-snapshot-controller", enableSql = true),
+    (className = "PublicationController", uniqueKey = "sluice-publication-controller", enableSql = true),
     (className = "CircuitBreaker", uniqueKey = "sluice-circuit-breaker", enableSql = true),
     (className = "AttemptBudget", uniqueKey = "sluice-attempt-budget", enableSql = true),
     (className = "HealthMonitor", uniqueKey = "sluice-health-monitor", enableSql = true),

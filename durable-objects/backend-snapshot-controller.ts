@@ -4,7 +4,7 @@ import type { ProposalResult, RollbackResult } from "../src/snapshot/controller.
 import type { SnapshotControllerClient, SnapshotHistory } from "../src/snapshot/controller-client.ts";
 import type { ActiveSnapshot } from "../src/snapshot/pinned-snapshot.ts";
 import { systemClock } from "../src/deps/clock.ts";
-import { isolateConfig, snapshotContext, snapshotSeed } from "../src/worker/isolate-config.ts";
+import { isolateConfig, publishedSnapshotContext, snapshotSeed } from "../src/worker/isolate-config.ts";
 import { SqliteSnapshotStore } from "./sqlite-snapshot-store.ts";
 
 /**
@@ -25,7 +25,7 @@ export class BackendSnapshotController extends DurableObject<Env> implements Sna
   }
 
   async propose(candidate: unknown, source: string): Promise<ProposalResult> {
-    return this.#controller.propose(candidate, snapshotContext(isolateConfig(this.env)), source);
+    return this.#controller.propose(candidate, await publishedSnapshotContext(this.env), source);
   }
 
   async rollback(revision: number | undefined, source: string): Promise<RollbackResult> {

@@ -35,6 +35,7 @@ export class Metrics extends WorkerEntrypoint<Env> {
 }
 
 export { BackendSnapshotController } from "../durable-objects/backend-snapshot-controller.ts";
+export { PublicationController } from "../durable-objects/publication-controller.ts";
 export { CircuitBreaker } from "../durable-objects/circuit-breaker.ts";
 export { AttemptBudget } from "../durable-objects/attempt-budget.ts";
 export { HealthMonitor } from "../durable-objects/health-monitor.ts";

@@ -11,6 +11,7 @@ import { failure, usageError } from "../cli-error.ts";
 import { checkCredentials, checkLine } from "../credential-check.ts";
 import { readConfigDir, secretsNamed, type ValidConfigDir } from "../config-dir.ts";
 import { compatibilitySettings, renderWorkerdConfig } from "../workerd-config.ts";
+import { watchPublication } from "../publication-watch.ts";
 
 /** Where `serve` keeps Durable Object state when `--state` is not given (relative to the working directory). */
 export const DEFAULT_STATE_DIR = ".sluice/state";
@@ -40,6 +41,9 @@ Options:
   --check-credentials    before starting, make one cheap authenticated call per backend (GET of
                          its health-check path, else /models) and report each key; a key the
                          provider refuses (401/403) fails the start, naming backend and secret
+  --watch                when DIR/publication.yaml changes, or on SIGHUP, publish it to the
+                         running gateway; an invalid file keeps the running revision and
+                         prints every issue as "file: path: reason"
 
 Every secret the config names (security.adminTokenSecret of gateway.yaml, its
 governance.approverTokenSecret, governance.approvals.stateSecret and governance.verifierTokenSecret,
@@ -250,6 +254,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
       bundle: { type: "string" },
       workerd: { type: "string" },
       "check-credentials": { type: "boolean" },
+      watch: { type: "boolean" },
     },
     { min: 0, max: 0, names: "" },
   );
@@ -296,10 +301,15 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   process.off("SIGTERM", stopStart);
   process.off("SIGINT", stopStart);
   process.stderr.write(`Sluice is serving.\n  public API  ${gateway.publicUrl}/v1\n  admin API   ${gateway.adminUrl}/admin\n`);
+  const watching =
+    args.values.watch === true
+      ? watchPublication({ dir: configDir, adminUrl: gateway.adminUrl, token: process.env[config.config.gateway.security.adminTokenSecret] ?? "", progress: (line) => process.stderr.write(`${line}\n`) })
+      : undefined;
   return await new Promise<number>((done) => {
     let stopping = false;
     let forced = false;
     const onSignal = (signal: NodeJS.Signals | number) => {
+      watching?.stop();
       if (stopping) {
         if (typeof signal === "number") return;
         process.stderr.write(`${signal} again: stopping now\n`);
@@ -321,6 +331,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     process.on("SIGINT", onSignal);
     if (startStopped !== undefined) onSignal(startStopped);
     void gateway.exited.then((code) => {
+      watching?.stop();
       if (stopping) return;
       stopWatchingParent();
       process.stderr.write(`workerd exited unexpectedly (code ${code})\n`);

@@ -67,6 +67,11 @@ export const gatewayConfigSchema = z.strictObject({
       streamIdleTimeoutMs: z.number().int().min(100).max(3_600_000).default(60_000),
       /** Bounded staleness of each isolate's cached BackendSnapshot. */
       snapshotCacheTtlMs: z.number().int().min(0).max(300_000).default(5_000),
+      /**
+       * Bounded staleness of each isolate's view of the active publication: a revision published
+       * or rolled back serves every new request within this long (docs/publication.md).
+       */
+      publicationCacheTtlMs: z.number().int().min(0).max(300_000).default(5_000),
       /** A latency sample older than this no longer steers the p2c selector. */
       loadFreshnessMs: z.number().int().min(100).max(3_600_000).default(30_000),
       /** Half-life of the time-decayed latency EWMA. */

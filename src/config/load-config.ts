@@ -45,11 +45,20 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
     parseConfigText(CONFIG_FILES.publication, texts.publication, publicationSchema),
   );
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
-  if (gateway && publication) issues.push(...checkPublication(gateway, publication), ...checkRouting(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkOAuth(gateway, publication));
+  if (gateway && publication) issues.push(...publicationIssues(gateway, publication));
   if (gateway && backendsSeed) issues.push(...checkSeedEgress(gateway, backendsSeed));
   if (gateway) issues.push(...checkExporterEgress(gateway), ...checkMcpServers(gateway));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
   return { gateway, publication, backendsSeed };
+}
+
+/**
+ * Every check of a publication against the bootstrap it runs under: references inside it, routing,
+ * budgets, MCP policy and the OAuth issuers' tenants. `config validate`, the start and a
+ * publication published at runtime all run exactly these.
+ */
+export function publicationIssues(gateway: GatewayConfig, publication: PublicationConfig): ConfigIssue[] {
+  return [...checkPublication(gateway, publication), ...checkRouting(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkOAuth(gateway, publication)];
 }
 
 /**

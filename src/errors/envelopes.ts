@@ -16,6 +16,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "json_too_deep":
     case "method_not_allowed":
     case "snapshot_rejected":
+    case "publication_rejected":
     case "config_invalid":
     case "mcp_invalid_message":
     case "mcp_header_mismatch":
@@ -59,6 +60,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "upstream_overloaded":
     case "no_backend_available":
     case "snapshot_unavailable":
+    case "publication_unavailable":
     case "gateway_overloaded":
     case "gateway_draining":
     case "attempt_budget_unavailable":

@@ -38,9 +38,11 @@ export const ERROR_CODES = [
   "upstream_stream_cut",
   "upstream_timeout",
   "snapshot_unavailable",
+  "publication_unavailable",
   "config_invalid",
   "admin_unauthorized",
   "snapshot_rejected",
+  "publication_rejected",
   "revision_not_found",
   "internal_error",
   "mcp_invalid_message",
@@ -147,12 +149,14 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "method_not_allowed":
       return { status: 405, source: "client", retryable: false };
     case "snapshot_rejected":
+    case "publication_rejected":
     case "config_invalid":
       return { status: 422, source: "client", retryable: false };
     case "client_closed":
       return { status: 499, source: "client", retryable: false };
     case "no_backend_available":
     case "snapshot_unavailable":
+    case "publication_unavailable":
     case "gateway_overloaded":
     case "gateway_draining":
       return { status: 503, source: "internal", retryable: true };

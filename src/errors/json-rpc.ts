@@ -74,8 +74,10 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "upstream_stream_cut":
     case "upstream_timeout":
     case "snapshot_unavailable":
+    case "publication_unavailable":
     case "config_invalid":
     case "snapshot_rejected":
+    case "publication_rejected":
     case "revision_not_found":
       return -32000;
   }

@@ -1,10 +1,11 @@
 import { Hono } from "hono";
-import { parseDocument } from "yaml";
 import { redactedConfig } from "../config/redact.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
 import { bearerOf, tokenMatches } from "./bearer-token.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { echo } from "../errors/echo.ts";
+import { readAdminDocument as readCandidate } from "./admin-json.ts";
+import { registerPublicationRoutes } from "./admin-publication.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { metricsResponse } from "./metrics-endpoint.ts";
@@ -20,27 +21,6 @@ import { healthClient } from "../traffic/health-client.ts";
 import { isConsolePath, registerConsoleRoutes } from "./admin-console.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; actor?: string } };
-
-/** A snapshot candidate as JSON, or as YAML (the same shape as config/backends.yaml). */
-async function readCandidate(request: Request, maxBodyBytes: number): Promise<unknown> {
-  const text = await readBodyText(request, { maxBodyBytes, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
-  const type = request.headers.get("content-type") ?? "";
-  if (/^application\/json\s*(;|$)/i.test(type)) {
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new GatewayError("invalid_json", "The candidate is not valid JSON.");
-    }
-  }
-  if (/^(application|text)\/(x-)?yaml\s*(;|$)/i.test(type)) {
-    const doc = parseDocument(text, { uniqueKeys: true });
-    if (doc.errors.length > 0) {
-      throw new GatewayError("invalid_request", `The candidate is not valid YAML: ${echo(doc.errors[0]?.message.split("\n")[0] ?? "", 200)}`);
-    }
-    return doc.toJS();
-  }
-  throw new GatewayError("unsupported_media_type", "Send the candidate as application/json or application/yaml.");
-}
 
 /**
  * What this isolate holds for requests in flight: every count is zero once they have all ended
@@ -205,6 +185,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
     return c.json(describeRoutes(rt.publication, await rt.snapshots.current()));
   });
 
+  registerPublicationRoutes(app);
   registerExplainRoutes(app);
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
   registerApprovalRoutes(app, (env, tenant) => env.APPROVAL_DESK.getByName(tenant));

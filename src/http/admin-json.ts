@@ -1,3 +1,4 @@
+import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
@@ -24,4 +25,25 @@ export async function readAdminJson<T>(request: Request, schema: z.ZodType<T>, m
     throw new GatewayError("invalid_request", `${path === "" ? "body" : `'${path}'`}: ${issue.message}`, { param: path === "" ? undefined : path });
   }
   return parsed.data;
+}
+
+/** A candidate document (a snapshot, a publication) as JSON, or as YAML (the shape of its config file). */
+export async function readAdminDocument(request: Request, maxBodyBytes: number): Promise<unknown> {
+  const text = await readBodyText(request, { maxBodyBytes, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
+  const type = request.headers.get("content-type") ?? "";
+  if (/^application\/json\s*(;|$)/i.test(type)) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new GatewayError("invalid_json", "The candidate is not valid JSON.");
+    }
+  }
+  if (/^(application|text)\/(x-)?yaml\s*(;|$)/i.test(type)) {
+    const doc = parseDocument(text, { uniqueKeys: true });
+    if (doc.errors.length > 0) {
+      throw new GatewayError("invalid_request", `The candidate is not valid YAML: ${echo(doc.errors[0]?.message.split("\n")[0] ?? "", 200)}`);
+    }
+    return doc.toJS();
+  }
+  throw new GatewayError("unsupported_media_type", "Send the candidate as application/json or application/yaml.");
 }

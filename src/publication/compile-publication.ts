@@ -87,6 +87,11 @@ export interface CompiledKey {
  * requirements. Nothing here is re-resolved per request.
  */
 export interface CompiledPublication {
+  /**
+   * What every record names as its publication: `label@N`, the publication's own `revision` label
+   * and the controller's revision number it was activated as; the label alone when compiled
+   * outside a running gateway (the CLI's offline tools).
+   */
   readonly revision: string;
   /** The validated publication it was compiled from (redacted views, the admin route table). */
   readonly source: PublicationConfig;
@@ -167,8 +172,9 @@ function compileEntrypoint(ep: EntrypointConfig, budgets: BudgetPolicy, signals:
 /**
  * Compiles a validated publication (its cross-references were checked at load). Read-only by
  * type: a request pins this object, so nothing may change it under another request.
+ * `controllerRevision`: the revision number the publication controller activated it as.
  */
-export function compilePublication(pub: PublicationConfig): CompiledPublication {
+export function compilePublication(pub: PublicationConfig, controllerRevision?: number): CompiledPublication {
   const budgets = compileBudgetPolicy(pub);
   const models = new Map<string, ActiveModel>();
   const poolRequirements: PoolRequirement[] = [];
@@ -190,7 +196,7 @@ export function compilePublication(pub: PublicationConfig): CompiledPublication 
   const signals = new Map(compileSignals(pub.signals));
   const entrypoints = new Map(pub.entrypoints.map((ep) => [ep.name, compileEntrypoint(ep, budgets, signals)]));
   return Object.freeze({
-    revision: pub.revision,
+    revision: controllerRevision === undefined ? pub.revision : `${pub.revision}@${controllerRevision}`,
     source: pub,
     entrypoints,
     models,

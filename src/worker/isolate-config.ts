@@ -3,8 +3,13 @@ import gatewayYaml from "../../config/gateway.yaml";
 import publicationYaml from "../../config/publication.yaml";
 import { loadConfig, type ConfigTexts, type LoadedConfig } from "../config/load-config.ts";
 import { compilePublication, type CompiledPublication } from "../publication/compile-publication.ts";
+import { publicationSchema } from "../config/publication-schema.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
 import type { SnapshotSeed } from "../snapshot/controller.ts";
+import { parseDocument } from "yaml";
+import { pinSnapshot } from "../snapshot/pinned-snapshot.ts";
+import type { ActivePublication, CandidateCheck } from "../publication-lifecycle/controller.ts";
+import { validateCandidate } from "../publication-lifecycle/validate-candidate.ts";
 import type { SnapshotContext } from "../snapshot/normalize.ts";
 
 /** Config for this isolate: the bundled YAML, each file replaceable by an env/secret binding. */
@@ -44,7 +49,42 @@ export function snapshotContext(config: IsolateConfig): SnapshotContext {
   return { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: config.compiled.poolRequirements, egress: config.gateway.security.egress };
 }
 
+/**
+ * What a snapshot candidate proposed at runtime is checked against: the active publication's
+ * requirements (a revision published since the start may need pools the bundled one did not).
+ */
+export async function publishedSnapshotContext(env: Env): Promise<SnapshotContext> {
+  // The stub's type cannot carry an `unknown` document across RPC; it is the controller's ActivePublication.
+  const active = (await env.PUBLICATION_CONTROLLER.getByName("global").getActive()) as unknown as ActivePublication;
+  const compiled = compilePublication(publicationSchema.parse(active.document), active.revision);
+  return { ...snapshotContext(isolateConfig(env)), requirements: compiled.poolRequirements };
+}
+
 /** The bundled backends.yaml and its context: what the snapshot controller activates on first use. */
 export function snapshotSeed(config: IsolateConfig): SnapshotSeed {
   return { candidate: config.backendsSeed, context: snapshotContext(config) };
+}
+
+/** Reads the seed publication document; called only before the controller's first activation. */
+export type PublicationSeed = () => unknown;
+
+/** The bundled (or bound) publication.yaml as a document: what the publication controller activates on first use. */
+export function publicationSeedOf(env: Env): PublicationSeed {
+  return () => parseDocument(configTexts(env).publication, { uniqueKeys: true }).toJS();
+}
+
+/**
+ * How the publication controller checks a candidate: against this build's bootstrap and the
+ * active BackendSnapshot (a snapshot that cannot be read rejects the candidate: its pools are unknown).
+ */
+export function publicationCheckOf(env: Env): CandidateCheck {
+  return async (candidate, ledgerRoots) => {
+    let snapshot;
+    try {
+      snapshot = pinSnapshot(await env.SNAPSHOT_CONTROLLER.getByName("global").getActive());
+    } catch (err) {
+      return { ok: false, issues: [{ file: "backends", path: "", message: `the active backend snapshot could not be read, so the candidate's pools cannot be checked: ${String(err)}` }] };
+    }
+    return validateCandidate(candidate, { gateway: isolateConfig(env).gateway, snapshot, ledgerRoots });
+  };
 }

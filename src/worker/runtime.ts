@@ -46,12 +46,25 @@ import { RequestStateSealer } from "../approvals/request-state.ts";
 import { TaskHandleSealer } from "../approvals/task-handle.ts";
 import type { ApprovalDeps, ApprovalDeskRpc } from "../approvals/approval-desk-rpc.ts";
 import type { GatewayConfig } from "../config/gateway-schema.ts";
+import { publicationSchema, type PublicationConfig } from "../config/publication-schema.ts";
+import { compilePublication } from "../publication/compile-publication.ts";
+import type { EngineDeps } from "../engine/engine-deps.ts";
+import type { ActivePublication } from "../publication-lifecycle/controller.ts";
+import type { PublicationControllerClient } from "../publication-lifecycle/controller-client.ts";
+import { PublicationCache } from "../publication-lifecycle/publication-cache.ts";
 
-/** Everything the adapters need, built once per isolate from config and bindings. */
+/**
+ * Everything the adapters need: built once per isolate from config and bindings, and seen by each
+ * request through the publication revision it pinned (one view per revision, built once).
+ */
 export interface GatewayRuntime {
+  /** The bootstrap, the pinned revision's publication, and the bundled backends seed. */
   readonly config: LoadedConfig;
-  /** The publication compiled once: what every phase, the route table and readiness read. */
+  /** The pinned revision, compiled once per isolate: what every phase, the route table and readiness read. */
   readonly publication: CompiledPublication;
+  /** The isolate's view of the active publication: each request's runtime comes from it. */
+  readonly publications: PublicationCache<GatewayRuntime>;
+  readonly publicationController: PublicationControllerClient;
   /** Digest of the effective (parsed, defaulted) bootstrap + publication config. */
   readonly configDigest: string;
   readonly engine: Engine;
@@ -139,25 +152,42 @@ function otlpHeaders(secret: unknown): Record<string, string> {
   return out;
 }
 
-let runtime: Promise<GatewayRuntime> | undefined;
-
-/**
- * The isolate's runtime, built on first use and kept for the isolate's life. Bindings are the
- * isolate's (namespaces, secrets), not a request's, so the first request's `env` serves all.
- */
-export function getRuntime(env: Env): Promise<GatewayRuntime> {
-  runtime ??= buildRuntime(env);
-  return runtime;
+/** Typed client over the publication controller's RPC stub (a fresh stub per call, as for snapshots). */
+function publicationControllerClient(env: Env): PublicationControllerClient {
+  const stub = () => env.PUBLICATION_CONTROLLER.getByName("global");
+  return {
+    getActive: async () => await stub().getActive(),
+    head: async () => await stub().head(),
+    get: async (revision) => await stub().get(revision),
+    publish: async (candidate, source) => await stub().publish(candidate, source),
+    rollback: async (revision, source) => await stub().rollback(revision, source),
+    history: async (limit) => await stub().history(limit),
+  };
 }
 
-async function buildRuntime(env: Env): Promise<GatewayRuntime> {
+let runtime: Promise<PublicationCache<GatewayRuntime>> | undefined;
+
+/**
+ * The runtime a request runs with: the isolate's, built on first use and kept for the isolate's
+ * life, seen through the active publication revision (refreshed at most once per
+ * `traffic.publicationCacheTtlMs`). The caller keeps what it gets for the request's whole life:
+ * that is the request's publication pin. Bindings are the isolate's, so the first `env` serves all.
+ */
+export async function getRuntime(env: Env): Promise<GatewayRuntime> {
+  runtime ??= buildRuntime(env);
+  return (await runtime).current();
+}
+
+async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>> {
   const config = isolateConfig(env);
-  const publication = config.compiled;
   const gw = config.gateway;
   const clock = systemClock;
   const secrets = env as unknown as Record<string, unknown>;
   const controller = snapshotControllerClient(env);
-  const { ledger, callBudgets, tasks } = ledgerClients(env, publication, clock);
+  const publicationController = publicationControllerClient(env);
+  // Stripes of every ledger root this isolate has compiled: the controller refuses a revision that changes a root's.
+  const stripes = new Map<string, number>();
+  const { ledger, callBudgets, tasks } = ledgerClients(env, stripes, clock);
   const { breakers, health } = backendViews(env, gw, clock);
   const drain = new DrainController(clock);
   const admission = new AdmissionController(clock, systemScheduler, {
@@ -169,8 +199,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
   const tokens = new TokenCache({ clock });
   const credentialWatch = new CredentialWatch();
   const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens });
-  const oauth = oauthOf(config, clock);
-  const mcp = await mcpOf(env, config, secrets);
+  const mcpBase = await mcpOf(env, config, secrets);
   const taskLedger = taskLedgerSink({
     ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
     retentionMs: gw.governance.retentionDays * 86_400_000,
@@ -178,8 +207,7 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     line: gw.observability.accessLog ? (line) => console.log(line) : undefined,
     log: logError,
   });
-  const engine = createEngine({
-    publication,
+  const engineDeps: Omit<EngineDeps, "publication" | "mcp" | "oauth"> = {
     codecs: builtinCodecs,
     clock,
     scheduler: systemScheduler,
@@ -190,8 +218,6 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     admission,
     snapshot: () => snapshots.current(),
     invoker: invokerOf(gw, secrets, clock, tokens, credentialWatch),
-    mcp,
-    oauth,
     reserve: { ledger, callBudgets, tasks, log: logError },
     settle: settleStep({ ledger, log: logError, onSettlement: (o) => metrics.settlement(o) }),
     breakers,
@@ -206,12 +232,9 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     log: logError,
     // Each tenant's response cache is its own object: a lookup can only ever reach that tenant's entries.
     cacheOf: (tenant) => env.RESPONSE_CACHE.getByName(tenant),
-  });
-  return {
-    config,
-    publication,
-    configDigest: await canonicalDigest({ gateway: config.gateway, publication: config.publication }),
-    engine,
+  };
+  const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications"> = {
+    publicationController,
     snapshots,
     breakers,
     health,
@@ -223,12 +246,40 @@ async function buildRuntime(env: Env): Promise<GatewayRuntime> {
     startedAt: clock.now(),
     telemetry: { metrics, exporter },
     taskLedger,
-    oauth,
     credentialWatch,
     verifierToken: secretOf(secrets, gw.governance.verifierTokenSecret),
     adminToken: secretOf(secrets, gw.security.adminTokenSecret),
     approverToken: secretOf(secrets, gw.governance.approverTokenSecret),
   };
+  // One view per revision: its compiled publication, its engine (every request begun on it, and
+  // every retry, fallback and sub-call inside, decides under that revision) and its MCP policy.
+  let views = 0;
+  const view = async (active: ActivePublication): Promise<GatewayRuntime> => {
+    // A new revision may change limits: budget slices this isolate leased under the old ones go
+    // back first (those with attempts in flight after their last one), so what they did not use
+    // is returned before the new limits apply, not credited after them.
+    if (views++ > 0) await ledger.settleNow(true).catch((err: unknown) => logError({ kind: "lease_return_failed", error: String(err) }));
+    const pub = publicationSchema.parse(active.document);
+    const compiled = compilePublication(pub, active.revision);
+    for (const t of compiled.budgets.tenants()) stripes.set(t.root, t.stripes);
+    const oauth = oauthOf(gw, pub, clock);
+    const mcp: McpDeps = { ...mcpBase, policy: new ToolPolicy(pub.mcp?.policy ?? { revision: "none", rules: [] }), prices: new ToolPrices(pub.mcp?.prices ?? []) };
+    return {
+      ...base,
+      config: { ...config, publication: pub },
+      publication: compiled,
+      configDigest: await canonicalDigest({ gateway: config.gateway, publication: pub }),
+      engine: createEngine({ ...engineDeps, publication: compiled, mcp, oauth }),
+      oauth,
+      publications,
+    };
+  };
+  const publications: PublicationCache<GatewayRuntime> = new PublicationCache(publicationController, view, {
+    clock,
+    ttlMs: gw.traffic.publicationCacheTtlMs,
+    onRefreshFailure: (err) => logError({ kind: "publication_refresh_failed", error: String(err) }),
+  });
+  return publications;
 }
 
 /** A secret's value by its configured name; undefined when unnamed, unset or empty. */
@@ -238,8 +289,7 @@ function secretOf(secrets: Record<string, unknown>, name: string | undefined): s
 }
 
 /** The ledgers' clients: the tenants' budget ledgers (through this isolate's leases and batches), call budgets, task bindings. */
-function ledgerClients(env: Env, publication: CompiledPublication, clock: Clock) {
-  const stripes = new Map(publication.budgets.tenants().map((t) => [t.root, t.stripes]));
+function ledgerClients(env: Env, stripes: ReadonlyMap<string, number>, clock: Clock) {
   const ledgerObject = (name: string) => env.BUDGET_LEDGER.getByName(name);
   const stripesOf = (root: string) => stripes.get(root) ?? 1;
   const ledger = new LeasingLedgerClient(budgetLedgerClient(ledgerObject, { stripes: stripesOf }), ledgerObject, {
@@ -379,12 +429,11 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
   });
 }
 
-/** The access-token link of the authenticator chain (`auth.oauth`), shared by every endpoint; undefined: API keys only. */
-function oauthOf(config: IsolateConfig, clock: Clock): OAuthVerifier | undefined {
-  const gw = config.gateway;
+/** The access-token link of the authenticator chain (`auth.oauth`), shared by every endpoint, for one publication revision (its tenants); undefined: API keys only. */
+function oauthOf(gw: GatewayConfig, pub: PublicationConfig, clock: Clock): OAuthVerifier | undefined {
   return gw.auth.oauth
     ? new OAuthVerifier(gw.auth.oauth, {
-        tenants: chargeTargetsOf(config.compiled.source),
+        tenants: chargeTargetsOf(pub),
         egress: gw.security.egress,
         fetch: (input, init) => fetch(input, init),
         clock,
@@ -393,20 +442,20 @@ function oauthOf(config: IsolateConfig, clock: Clock): OAuthVerifier | undefined
     : undefined;
 }
 
-/** The MCP servers (the gateway's client of each, or its own REST server), the policy, prices, sessions and approvals. */
-async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, unknown>): Promise<McpDeps> {
+/**
+ * The isolate's MCP parts: the servers (the gateway's client of each, or its own REST server),
+ * sessions, relays and approvals. The policy and prices come with each publication revision.
+ */
+async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, unknown>): Promise<Omit<McpDeps, "policy" | "prices">> {
   const gw = config.gateway;
-  const mcp: McpDeps = {
+  return {
     servers: new Map(gw.mcp.servers.map((srv) => [srv.name, mcpServerHandle(srv, secrets, gw.security.egress)] as const)),
-    policy: new ToolPolicy(config.publication.mcp?.policy ?? { revision: "none", rules: [] }),
-    prices: new ToolPrices(config.publication.mcp?.prices ?? []),
     serverInfo: { name: "sluice", version: SLUICE_VERSION },
     relays: new ClientRelays(),
     inFlight: new InFlightRequests(),
     sessions: await mcpSessions(gw.mcp.sessions, secrets),
     approvals: await approvalDeps(gw.governance.approvals, secrets, (tenant) => env.APPROVAL_DESK.getByName(tenant)),
   };
-  return mcp;
 }
 
 /** One configured MCP server: served by the gateway itself from a REST API, or reached through the gateway's MCP client. */

@@ -85,6 +85,7 @@ const LAYERS = [
   "publication",
   "context",
   "snapshot",
+  "publication-lifecycle",
   "telemetry",
   "task-ledger",
   "plugins",

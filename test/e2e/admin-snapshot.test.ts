@@ -37,7 +37,7 @@ describe("admin API", () => {
   it("reports status, effective config (redacted) and the route table", async () => {
     const status = (await (await stack.admin("/admin/status")).json()) as any;
     expect(status.configDigest).toMatch(/^sha256:/);
-    expect(status.publicationRevision).toBe("demo-1");
+    expect(status.publicationRevision).toBe("demo-1@1");
     expect(status.snapshot.revision).toBe(1);
     const config = await (await stack.admin("/admin/config")).text();
     expect(config).not.toContain("1c590839af894cf25f9a5fe06929af05b377f60efbe55508ef93d251887b9213");

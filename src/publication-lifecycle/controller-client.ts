@@ -1,0 +1,17 @@
+import type { ActivePublication, PublicationHead, PublicationHistory, PublicationRollbackResult, PublishResult } from "./controller.ts";
+
+/**
+ * The publication controller as callers see it. The Durable Object's RPC stub satisfies it; the
+ * HTTP layer and the isolates' publication cache depend on this interface, not on the object.
+ */
+export interface PublicationControllerClient {
+  /** The active revision with its document; the controller seeds itself from the bundled publication on first use. */
+  getActive(): Promise<ActivePublication>;
+  /** The active revision's number and digest only: what an isolate asks each refresh. */
+  head(): Promise<PublicationHead>;
+  /** A stored revision's document; undefined when it is not stored. */
+  get(revision: number): Promise<ActivePublication | undefined>;
+  publish(candidate: unknown, source: string): Promise<PublishResult>;
+  rollback(revision: number | undefined, source: string): Promise<PublicationRollbackResult>;
+  history(limit: number): Promise<PublicationHistory>;
+}

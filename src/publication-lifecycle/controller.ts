@@ -1,0 +1,243 @@
+import type { Clock } from "../deps/clock.ts";
+import { canonicalDigest } from "../digest/canonical-digest.ts";
+import type { ConfigIssue } from "../config/parse-file.ts";
+import type { CandidateVerdict } from "./validate-candidate.ts";
+
+/** A verified publication revision as stored. Revisions are immutable once written. */
+export interface StoredPublication {
+  readonly revision: number;
+  readonly digest: string;
+  /** The publication's own `revision` label. */
+  readonly label: string;
+  /** The document as it was published (parsed YAML or JSON, before defaults): what `GET` shows and isolates compile. */
+  readonly document: unknown;
+  readonly createdAt: string;
+  /** Who activated it first: `seed`, `admin`, ... */
+  readonly source: string;
+}
+
+/** Metadata of a stored revision (history lists carry no documents). */
+export type PublicationRevisionInfo = Omit<StoredPublication, "document">;
+
+export type PublicationHistoryKind = "seeded" | "activated" | "unchanged" | "rejected" | "rolled_back";
+
+/** One line of the controller's audit history. */
+export interface PublicationEvent {
+  readonly at: string;
+  readonly kind: PublicationHistoryKind;
+  readonly source: string;
+  readonly revision?: number | undefined;
+  readonly digest?: string | undefined;
+  /** Revision that was active before this event changed it. */
+  readonly previous?: number | undefined;
+  readonly issues?: readonly ConfigIssue[] | undefined;
+}
+
+/**
+ * Synchronous storage the controller needs. `transaction` must run its callback atomically with no
+ * other caller interleaved (a Durable Object's `transactionSync`).
+ */
+export interface PublicationStore {
+  transaction<T>(fn: () => T): T;
+  activeRevision(): number | undefined;
+  getRevision(revision: number): StoredPublication | undefined;
+  findByDigest(digest: string): StoredPublication | undefined;
+  /** Stores a new revision and returns its number (one more than the highest ever used). */
+  insertRevision(r: Omit<StoredPublication, "revision">): number;
+  setActive(revision: number): void;
+  appendEvent(e: PublicationEvent): void;
+  /** Newest first. */
+  events(limit: number): PublicationEvent[];
+  /** Newest first, metadata only. */
+  revisions(limit: number): PublicationRevisionInfo[];
+  /** Deletes the oldest stored revisions beyond `keep`, never the ones listed in `protect`. */
+  prune(keep: number, protect: readonly number[]): void;
+  /** Stripe count of every ledger root an activated revision used. */
+  ledgerRoots(): ReadonlyMap<string, number>;
+  addLedgerRoots(roots: ReadonlyMap<string, number>): void;
+  /** Digest of the seed document last adopted (undefined before the first). */
+  seedDigest(): string | undefined;
+  setSeedDigest(digest: string): void;
+}
+
+/** The active revision's identity: what an isolate compares with what it has compiled. */
+export interface PublicationHead {
+  readonly revision: number;
+  readonly digest: string;
+}
+
+/** The active revision as an isolate compiles it. */
+export interface ActivePublication extends PublicationHead {
+  readonly label: string;
+  readonly document: unknown;
+}
+
+export type PublishResult =
+  | { readonly status: "activated" | "unchanged"; readonly revision: number; readonly digest: string; readonly previous?: number | undefined }
+  | { readonly status: "rejected"; readonly issues: readonly ConfigIssue[] };
+
+export type PublicationRollbackResult =
+  | { readonly status: "activated"; readonly revision: number; readonly digest: string; readonly previous: number | undefined }
+  | { readonly status: "not_found"; readonly message: string };
+
+/** Publication history as the admin API shows it. */
+export interface PublicationHistory {
+  readonly active: number | undefined;
+  readonly lastKnownGood: number | undefined;
+  readonly events: readonly PublicationEvent[];
+  readonly revisions: readonly PublicationRevisionInfo[];
+}
+
+/** Checks a candidate against everything but itself; given the ledger roots activated so far. */
+export type CandidateCheck = (candidate: unknown, ledgerRoots: ReadonlyMap<string, number>) => Promise<CandidateVerdict>;
+
+/** Thrown (over RPC too) when the bundled seed publication itself is rejected. */
+export class PublicationSeedError extends Error {
+  override readonly name = "PublicationSeedError";
+}
+
+/** Revisions kept for rollback; the active and last-known-good revisions are always kept. */
+const KEEP_REVISIONS = 50;
+
+/**
+ * Publication lifecycle logic: candidate → validate → digest → atomic activation, with history,
+ * last-known-good and rollback — the BackendSnapshot controller's model, for the semantic
+ * publication. The Durable Object is a thin shell over this; tests drive it with an in-memory store.
+ */
+export class PublicationController {
+  readonly #store: PublicationStore;
+  readonly #clock: Clock;
+  /** The seed adopted by this instance of the controller (once per start of its object). */
+  #seeded: Promise<void> | undefined;
+
+  constructor(store: PublicationStore, clock: Clock) {
+    this.#store = store;
+    this.#clock = clock;
+  }
+
+  #active(): StoredPublication | undefined {
+    const rev = this.#store.activeRevision();
+    return rev === undefined ? undefined : this.#store.getRevision(rev);
+  }
+
+  /**
+   * The active revision, after this controller adopted its seed (see {@link adoptSeed}).
+   * @throws PublicationSeedError when there is no active revision and the seed was rejected.
+   */
+  async activeOrSeed(seed: () => unknown, check: CandidateCheck): Promise<ActivePublication> {
+    this.#seeded ??= this.adoptSeed(seed, check).finally(() => {
+      // A failed adoption is tried again by the next call.
+      if (this.#active() === undefined) this.#seeded = undefined;
+    });
+    await this.#seeded;
+    const active = this.#active();
+    if (!active) throw new PublicationSeedError("no active publication after seeding");
+    return { revision: active.revision, digest: active.digest, label: active.label, document: active.document };
+  }
+
+  /**
+   * The bundled publication (the seed) is published, as source "seed", when it is not the one
+   * this controller adopted last: on first use, and when a deploy or restart brings a changed
+   * file. An unchanged seed leaves whatever was published at runtime active, so a restart keeps
+   * the active revision. A rejected seed with no active revision throws a
+   * {@link PublicationSeedError} naming every issue; with one, it stays active and the rejection is
+   * in the history.
+   */
+  async adoptSeed(seed: () => unknown, check: CandidateCheck): Promise<void> {
+    const document = seed();
+    const digest = await canonicalDigest(document);
+    if (this.#store.seedDigest() === digest && this.#active() !== undefined) return;
+    const result = await this.publish(document, "seed", check);
+    if (result.status === "rejected") {
+      if (this.#active() === undefined) throw new PublicationSeedError(`bundled publication.yaml was rejected: ${result.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}`);
+      return;
+    }
+    this.#store.transaction(() => this.#store.setSeedDigest(digest));
+  }
+
+  /** The active revision's number and digest (seeding first if needed): cheap enough for every isolate's refresh. */
+  async head(seed: () => unknown, check: CandidateCheck): Promise<PublicationHead> {
+    const a = await this.activeOrSeed(seed, check);
+    return { revision: a.revision, digest: a.digest };
+  }
+
+  /** A stored revision, as an isolate compiles it. */
+  get(revision: number): ActivePublication | undefined {
+    const r = this.#store.getRevision(revision);
+    return r && { revision: r.revision, digest: r.digest, label: r.label, document: r.document };
+  }
+
+  /**
+   * Checks a candidate and activates it atomically. The same content as the active revision is a
+   * no-op; a rejected candidate leaves the active revision as it was and is recorded with every
+   * issue; content identical to an older stored revision re-activates that revision's number.
+   */
+  async publish(candidate: unknown, source: string, check: CandidateCheck, seed?: () => unknown): Promise<PublishResult> {
+    // The bundled publication is adopted first, so it is revision 1 even when the first thing that happens is a publish.
+    if (seed !== undefined) await this.activeOrSeed(seed, check);
+    const at = new Date(this.#clock.now()).toISOString();
+    // Checking hashes and may ask the snapshot controller (async): it runs before the atomic section.
+    const verdict = await check(candidate, this.#store.ledgerRoots());
+    const reject = (issues: readonly ConfigIssue[]): PublishResult => {
+      this.#store.transaction(() => this.#store.appendEvent({ at, kind: "rejected", source, issues }));
+      return { status: "rejected", issues };
+    };
+    if (!verdict.ok) return reject(verdict.issues);
+    return this.#store.transaction((): PublishResult => {
+      // Another publish may have recorded a root while this one was being checked.
+      const known = this.#store.ledgerRoots();
+      const moved = [...verdict.ledgerRoots].filter(([root, n]) => known.has(root) && known.get(root) !== n);
+      if (moved.length > 0) {
+        const issues = moved.map(([root, n]) => ({ file: "publication.yaml", path: "tenants", message: `ledger root "${root}" is split over ${known.get(root)} stripes, not ${n}; a running gateway cannot change that` }));
+        this.#store.appendEvent({ at, kind: "rejected", source, issues });
+        return { status: "rejected", issues };
+      }
+      const previous = this.#store.activeRevision();
+      const current = previous === undefined ? undefined : this.#store.getRevision(previous);
+      if (current && current.digest === verdict.digest) {
+        this.#store.appendEvent({ at, kind: "unchanged", source, revision: current.revision, digest: current.digest });
+        return { status: "unchanged", revision: current.revision, digest: current.digest };
+      }
+      const existing = this.#store.findByDigest(verdict.digest);
+      const revision =
+        existing?.revision ?? this.#store.insertRevision({ digest: verdict.digest, label: verdict.publication.revision, document: candidate, createdAt: at, source });
+      this.#store.setActive(revision);
+      this.#store.addLedgerRoots(verdict.ledgerRoots);
+      this.#store.appendEvent({ at, kind: previous === undefined ? "seeded" : "activated", source, revision, digest: verdict.digest, previous });
+      this.#store.prune(KEEP_REVISIONS, previous === undefined ? [revision] : [revision, previous]);
+      return { status: "activated", revision, digest: verdict.digest, previous };
+    });
+  }
+
+  /**
+   * Re-activates a stored, verified revision: the given one, or else the last-known-good (the
+   * revision active before the current one). It is not checked again: rollback must work when the
+   * newest publication is the problem, and every stored revision passed when it was first activated.
+   */
+  rollback(target: number | undefined, source: string): PublicationRollbackResult {
+    const at = new Date(this.#clock.now()).toISOString();
+    return this.#store.transaction((): PublicationRollbackResult => {
+      const current = this.#store.activeRevision();
+      const revision = target ?? this.#lastKnownGood(current);
+      if (revision === undefined) return { status: "not_found", message: "there is no previous publication revision to roll back to" };
+      const stored = this.#store.getRevision(revision);
+      if (!stored) return { status: "not_found", message: `publication revision ${revision} is not stored` };
+      if (revision !== current) {
+        this.#store.setActive(revision);
+        this.#store.appendEvent({ at, kind: "rolled_back", source, revision, digest: stored.digest, previous: current });
+      }
+      return { status: "activated", revision, digest: stored.digest, previous: current };
+    });
+  }
+
+  /** The revision that was active before `current` became active. */
+  #lastKnownGood(current: number | undefined): number | undefined {
+    return this.#store.events(1000).find((e) => (e.kind === "activated" || e.kind === "rolled_back") && e.revision === current)?.previous;
+  }
+
+  /** Activation history, newest first, the stored revisions, the active one and the last-known-good. */
+  history(limit = 50): PublicationHistory {
+    const active = this.#store.activeRevision();
+    return { active, lastKnownGood: this.#lastKnownGood(active), events: this.#store.events(limit), revisions: this.#store.revisions(limit) };
+  }
+}
