@@ -2,6 +2,7 @@ import type { Clock } from "../deps/clock.ts";
 import { canonicalDigest } from "../digest/canonical-digest.ts";
 import type { ConfigIssue } from "../config/parse-file.ts";
 import type { CandidateVerdict } from "./validate-candidate.ts";
+import type { RevisionLog } from "../snapshot/revision-log.ts";
 
 /** A verified publication revision as stored. Revisions are immutable once written. */
 export interface StoredPublication {
@@ -37,21 +38,13 @@ export interface PublicationEvent {
  * Synchronous storage the controller needs. `transaction` must run its callback atomically with no
  * other caller interleaved (a Durable Object's `transactionSync`).
  */
-export interface PublicationStore {
-  transaction<T>(fn: () => T): T;
-  activeRevision(): number | undefined;
+export interface PublicationStore extends RevisionLog<PublicationEvent> {
   getRevision(revision: number): StoredPublication | undefined;
   findByDigest(digest: string): StoredPublication | undefined;
   /** Stores a new revision and returns its number (one more than the highest ever used). */
   insertRevision(r: Omit<StoredPublication, "revision">): number;
-  setActive(revision: number): void;
-  appendEvent(e: PublicationEvent): void;
-  /** Newest first. */
-  events(limit: number): PublicationEvent[];
   /** Newest first, metadata only. */
   revisions(limit: number): PublicationRevisionInfo[];
-  /** Deletes the oldest stored revisions beyond `keep`, never the ones listed in `protect`. */
-  prune(keep: number, protect: readonly number[]): void;
   /** Stripe count of every ledger root an activated revision used. */
   ledgerRoots(): ReadonlyMap<string, number>;
   addLedgerRoots(roots: ReadonlyMap<string, number>): void;

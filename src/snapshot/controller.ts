@@ -1,6 +1,7 @@
 import type { Clock } from "../deps/clock.ts";
 import { normalizeSnapshot, type NormalizedSnapshot, type SnapshotContext, type SnapshotReason } from "./normalize.ts";
 import type { ActiveSnapshot } from "./pinned-snapshot.ts";
+import type { RevisionLog } from "./revision-log.ts";
 
 /** A verified revision as stored. Revisions are immutable once written. */
 export interface StoredRevision {
@@ -29,21 +30,13 @@ export interface HistoryEvent {
  * Synchronous storage the controller needs. `transaction` must run its callback atomically with no
  * other caller interleaved (a Durable Object's `transactionSync`), which is why nothing here is async.
  */
-export interface SnapshotStore {
-  transaction<T>(fn: () => T): T;
-  activeRevision(): number | undefined;
+export interface SnapshotStore extends RevisionLog<HistoryEvent> {
   getRevision(revision: number): StoredRevision | undefined;
   findByDigest(digest: string): StoredRevision | undefined;
   /** Stores a new revision and returns its number (one more than the highest ever used). */
   insertRevision(r: Omit<StoredRevision, "revision">): number;
-  setActive(revision: number): void;
-  appendEvent(e: HistoryEvent): void;
-  /** Newest first. */
-  events(limit: number): HistoryEvent[];
   /** Newest first, metadata only. */
   revisions(limit: number): Omit<StoredRevision, "snapshot">[];
-  /** Deletes the oldest stored revisions beyond `keep`, never the ones listed in `protect`. */
-  prune(keep: number, protect: readonly number[]): void;
 }
 
 export type ProposalResult =
