@@ -21,11 +21,11 @@ export class BackendSnapshotController extends DurableObject<Env> implements Sna
   }
 
   async getActive(): Promise<ActiveSnapshot> {
-    return this.#controller.activeOrSeed(() => snapshotSeed(isolateConfig(this.env)));
+    return this.#controller.activeOrSeed(() => snapshotSeed(isolateConfig(this.env), this.env));
   }
 
   async propose(candidate: unknown, source: string): Promise<ProposalResult> {
-    return this.#controller.propose(candidate, snapshotContext(isolateConfig(this.env)), source);
+    return this.#controller.propose(candidate, snapshotContext(isolateConfig(this.env), this.env), source);
   }
 
   async rollback(revision: number | undefined, source: string): Promise<RollbackResult> {

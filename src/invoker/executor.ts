@@ -28,6 +28,7 @@ import { probeTargetFor } from "./health-target.ts";
 import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
 import { encodeChat, encodeCount, encodeInput, prepareAttempt, readChat, readCount, readInput, sendAttempt, type AnswerReader, type EncodedAttempt } from "./upstream-attempt.ts";
 import type { ModelBindings } from "./workers-ai-binding.ts";
+import type { TlsFetchers } from "./upstream-attempt.ts";
 
 /** What the invoke phase hands the executor for one request. */
 export interface InvocationContext {
@@ -122,6 +123,8 @@ export interface ExecutorDeps {
   readonly egress?: EgressPolicy | undefined;
   /** The Worker's bindings that binding-protocol backends are reached through (see upstream-attempt.ts). */
   readonly bindings?: ModelBindings | undefined;
+  /** The Worker's fetcher bindings that backends with `tls` are reached through (see upstream-attempt.ts). */
+  readonly tlsFetchers?: TlsFetchers | undefined;
   /** The isolate's minted access tokens (Entra ID credentials; see invoker/auth/token-cache.ts). */
   readonly tokens?: TokenCache | undefined;
 }

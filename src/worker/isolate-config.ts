@@ -6,6 +6,7 @@ import { compilePublication, type CompiledPublication } from "../publication/com
 import { builtinCodecs } from "../protocol/registry.ts";
 import type { SnapshotSeed } from "../snapshot/controller.ts";
 import type { SnapshotContext } from "../snapshot/normalize.ts";
+import { parseTlsBindings } from "../snapshot/tls-bindings.ts";
 
 /** Config for this isolate: the bundled YAML, each file replaceable by an env/secret binding. */
 export function configTexts(env: Env): ConfigTexts {
@@ -39,12 +40,18 @@ export function isolateConfig(env: Env): IsolateConfig {
   return config;
 }
 
-/** What every snapshot candidate is checked against in this build and publication. */
-export function snapshotContext(config: IsolateConfig): SnapshotContext {
-  return { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: config.compiled.poolRequirements, egress: config.gateway.security.egress };
+/** What every snapshot candidate is checked against in this build, publication and process (its TLS bindings). */
+export function snapshotContext(config: IsolateConfig, env: Env): SnapshotContext {
+  return {
+    supportedProtocols: builtinCodecs.ids(),
+    logprobsProtocols: builtinCodecs.logprobsIds(),
+    requirements: config.compiled.poolRequirements,
+    egress: config.gateway.security.egress,
+    tlsBindings: parseTlsBindings(env.SLUICE_TLS_BINDINGS),
+  };
 }
 
 /** The bundled backends.yaml and its context: what the snapshot controller activates on first use. */
-export function snapshotSeed(config: IsolateConfig): SnapshotSeed {
-  return { candidate: config.backendsSeed, context: snapshotContext(config) };
+export function snapshotSeed(config: IsolateConfig, env: Env): SnapshotSeed {
+  return { candidate: config.backendsSeed, context: snapshotContext(config, env) };
 }

@@ -370,6 +370,12 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
       const binding = secrets[name];
       return isWorkersAiBinding(binding) ? binding : undefined;
     },
+    // A workerd external service or a Cloudflare mTLS certificate binding: both are fetchers.
+    tlsFetchers: (name) => {
+      const binding = secrets[name] as { fetch?: unknown } | undefined;
+      const f = binding?.fetch;
+      return typeof f === "function" ? (input, init) => (f as typeof fetch).call(binding, input, init) : undefined;
+    },
   });
 }
 
