@@ -45,6 +45,12 @@ export class HealthMonitor extends DurableObject<Env> implements HealthRpc {
       egress: () => isolateConfig(env).gateway.security.egress,
       secret: secretReader(env),
       probeMcp: probeMcpServer,
+      // A workerd external service or a Cloudflare mTLS certificate binding (a backend's `tls`).
+      fetcher: (name) => {
+        const binding = (env as unknown as Record<string, { fetch?: unknown } | undefined>)[name];
+        const f = binding?.fetch;
+        return typeof f === "function" ? (input, init) => (f as ProbeFetch).call(binding, input, init) : undefined;
+      },
     });
   }
 
