@@ -7,6 +7,7 @@ import { globalProbeFetch, HealthMonitorService } from "../src/traffic/health-mo
 import { probeMcpServer } from "../src/mcp/health-probe.ts";
 import { isolateConfig } from "../src/worker/isolate-config.ts";
 import { secretReader } from "../src/worker/secrets.ts";
+import { fetcherBindings } from "../src/worker/fetcher-bindings.ts";
 import { SqliteHealthStore } from "./sqlite-health-store.ts";
 
 /**
@@ -45,12 +46,7 @@ export class HealthMonitor extends DurableObject<Env> implements HealthRpc {
       egress: () => isolateConfig(env).gateway.security.egress,
       secret: secretReader(env),
       probeMcp: probeMcpServer,
-      // A workerd external service or a Cloudflare mTLS certificate binding (a backend's `tls`).
-      fetcher: (name) => {
-        const binding = (env as unknown as Record<string, { fetch?: unknown } | undefined>)[name];
-        const f = binding?.fetch;
-        return typeof f === "function" ? (input, init) => (f as ProbeFetch).call(binding, input, init) : undefined;
-      },
+      fetcher: fetcherBindings(env),
     });
   }
 

@@ -12,6 +12,7 @@ import { createEngine, type Engine } from "../engine/engine.ts";
 import { TokenCache } from "../invoker/auth/token-cache.ts";
 import { GatewayExecutor } from "../invoker/executor.ts";
 import { isWorkersAiBinding } from "../invoker/workers-ai-binding.ts";
+import { fetcherBindings } from "./fetcher-bindings.ts";
 import { budgetLedgerClient } from "../ledger/ledger-client.ts";
 import { LeasingLedgerClient } from "../ledger/leasing-ledger-client.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
@@ -370,12 +371,7 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
       const binding = secrets[name];
       return isWorkersAiBinding(binding) ? binding : undefined;
     },
-    // A workerd external service or a Cloudflare mTLS certificate binding: both are fetchers.
-    tlsFetchers: (name) => {
-      const binding = secrets[name] as { fetch?: unknown } | undefined;
-      const f = binding?.fetch;
-      return typeof f === "function" ? (input, init) => (f as typeof fetch).call(binding, input, init) : undefined;
-    },
+    tlsFetchers: fetcherBindings(secrets),
   });
 }
 
