@@ -52,7 +52,9 @@ const str = (s: string) => JSON.stringify(s);
  * Renders a workerd Cap'n Proto config: public socket → default entrypoint, admin socket → the
  * `Admin` entrypoint (the admin API exists on no other socket), SQLite Durable Objects on local
  * disk, and an outbound network limited to public addresses and the private ones gateway.yaml's
- * egress allowlist names (the simulator).
+ * egress allowlist names (the simulator). A listener given a keypair serves HTTPS (TLS 1.2 or
+ * newer); each backend `tls` binding is an external HTTPS service with its CA, server name and
+ * client certificate, all embedded from files, so no PEM text enters this config.
  */
 export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
   const embed = (file: string) => `embed ${str(relative(o.configDir, file))}`;
