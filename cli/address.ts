@@ -9,8 +9,8 @@ export function parseAddress(text: string, flag: string): { host: string; port: 
 }
 
 /** The URL a client on this machine uses to reach a listener bound to `host` (wildcards mean loopback). */
-export function localUrl(a: { host: string; port: number }): string {
+export function localUrl(a: { host: string; port: number }, scheme: "http" | "https" = "http"): string {
   const host = a.host === "0.0.0.0" ? "127.0.0.1" : a.host === "[::]" ? "[::1]" : a.host;
-  return `http://${host}:${a.port}`;
+  return `${scheme}://${host}:${a.port}`;
 }
 

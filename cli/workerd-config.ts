@@ -4,6 +4,8 @@ import { parse } from "yaml";
 import { ROOT } from "../local-stack/build.ts";
 import { gatewayConfigSchema } from "../src/config/gateway-schema.ts";
 import { networkAllowFor } from "../src/egress/egress-guard.ts";
+import { TLS_BINDINGS_VAR } from "../src/snapshot/tls-bindings.ts";
+import type { TlsBackendService, TlsKeypairFiles } from "./tls-material.ts";
 
 /** What one `workerd serve` of the gateway needs. */
 export interface WorkerdConfigOptions {
@@ -36,6 +38,12 @@ export interface WorkerdConfigOptions {
    * instead of Cloudflare's. Only the edge has the real service: this is for a stand-in, in tests.
    */
   readonly workersAiBindings?: Readonly<Record<string, string>> | undefined;
+  /** The public listener serves HTTPS (TLS 1.2 or newer) with this certificate chain and key. */
+  readonly publicTls?: TlsKeypairFiles | undefined;
+  /** The admin listener serves HTTPS with its own certificate chain and key. */
+  readonly adminTls?: TlsKeypairFiles | undefined;
+  /** Backends with `tls`: each an external HTTPS service bound to the Worker by its binding name. */
+  readonly tlsBackends?: readonly TlsBackendService[] | undefined;
 }
 
 const str = (s: string) => JSON.stringify(s);
@@ -44,7 +52,9 @@ const str = (s: string) => JSON.stringify(s);
  * Renders a workerd Cap'n Proto config: public socket → default entrypoint, admin socket → the
  * `Admin` entrypoint (the admin API exists on no other socket), SQLite Durable Objects on local
  * disk, and an outbound network limited to public addresses and the private ones gateway.yaml's
- * egress allowlist names (the simulator).
+ * egress allowlist names (the simulator). A listener given a keypair serves HTTPS (TLS 1.2 or
+ * newer); each backend `tls` binding is an external HTTPS service with its CA, server name and
+ * client certificate, all embedded from files, so no PEM text enters this config.
  */
 export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
   const embed = (file: string) => `embed ${str(relative(o.configDir, file))}`;
@@ -70,6 +80,21 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
   if (files.publication) bindings.push(`(name = "SLUICE_PUBLICATION_YAML", text = ${embed(files.publication)})`);
   if (files.backends) bindings.push(`(name = "SLUICE_BACKENDS_YAML", text = ${embed(files.backends)})`);
+  const tlsBackends = o.tlsBackends ?? [];
+  // Always rendered (`{}` without TLS backends): a snapshot naming a binding the process lacks is refused at validation.
+  bindings.push(`(name = ${str(TLS_BINDINGS_VAR)}, text = ${str(JSON.stringify(Object.fromEntries(tlsBackends.map((t) => [t.binding, t.fingerprint]))))})`);
+  const tlsServices = tlsBackends.map((t, i) => {
+    bindings.push(`(name = ${str(t.binding)}, service = "backend-tls-${i}")`);
+    const options = [
+      // Only the listed CA is trusted when one is given; else the system store, as fetch does.
+      t.caFile === undefined ? "trustBrowserCas = true" : `trustBrowserCas = false, trustedCertificates = [${embed(t.caFile)}]`,
+      ...(t.client === undefined ? [] : [`keypair = (privateKey = ${embed(t.client.keyFile)}, certificateChain = ${embed(t.client.certFile)})`]),
+      "minVersion = tls1Dot2",
+    ];
+    return `\n    (name = "backend-tls-${i}", external = (address = ${str(t.address)}, https = (options = (), tlsOptions = (${options.join(", ")}), certificateHost = ${str(t.certificateHost)}))),`;
+  });
+  const listener = (tls: TlsKeypairFiles | undefined) =>
+    tls === undefined ? "http = ()" : `https = (options = (), tlsOptions = (keypair = (privateKey = ${embed(tls.keyFile)}, certificateChain = ${embed(tls.certFile)}), minVersion = tls1Dot2))`;
   const aiServices = Object.entries(o.workersAiBindings ?? {}).map(([name, address], i) => {
     bindings.push(`(name = ${str(name)}, wrapped = (moduleName = "cloudflare-internal:ai-api", innerBindings = [(name = "fetcher", service = "workers-ai-${i}")]))`);
     return `\n    (name = "workers-ai-${i}", external = (address = ${str(address)}, http = ())),`;
@@ -80,11 +105,11 @@ const config :Workerd.Config = (
   services = [
     (name = "sluice", worker = .sluice),
     (name = "internet", network = (allow = [${(o.networkAllow ?? networkAllow(o)).map(str).join(", ")}])),
-    (name = "state", disk = (path = ${str(o.stateDir)}, writable = true)),${aiServices.join("")}
+    (name = "state", disk = (path = ${str(o.stateDir)}, writable = true)),${aiServices.join("")}${tlsServices.join("")}
   ],
   sockets = [
-    (name = "public", address = ${str(o.publicAddress)}, http = (), service = "sluice"),
-    (name = "admin", address = ${str(o.adminAddress)}, http = (), service = (name = "sluice", entrypoint = "Admin")),${
+    (name = "public", address = ${str(o.publicAddress)}, ${listener(o.publicTls)}, service = "sluice"),
+    (name = "admin", address = ${str(o.adminAddress)}, ${listener(o.adminTls)}, service = (name = "sluice", entrypoint = "Admin")),${
       o.metricsAddress === undefined ? "" : `\n    (name = "metrics", address = ${str(o.metricsAddress)}, http = (), service = (name = "sluice", entrypoint = "Metrics")),`
     }
   ],

@@ -14,6 +14,13 @@ set -- serve \
   --drain-timeout "${SLUICE_DRAIN_TIMEOUT:-30s}" \
   --bundle "${SLUICE_BUNDLE_DIR:-$root/dist}" \
   "$@"
+# HTTPS listeners: a PEM certificate chain and key per listener (files mounted into the container).
+if [ -n "${SLUICE_TLS_CERT:-}" ] || [ -n "${SLUICE_TLS_KEY:-}" ]; then
+  set -- "$@" --tls-cert "${SLUICE_TLS_CERT:-}" --tls-key "${SLUICE_TLS_KEY:-}"
+fi
+if [ -n "${SLUICE_ADMIN_TLS_CERT:-}" ] || [ -n "${SLUICE_ADMIN_TLS_KEY:-}" ]; then
+  set -- "$@" --admin-tls-cert "${SLUICE_ADMIN_TLS_CERT:-}" --admin-tls-key "${SLUICE_ADMIN_TLS_KEY:-}"
+fi
 # Secrets no config file names yet (backends a snapshot will add later), comma-separated.
 for name in $(printf '%s' "${SLUICE_EXTRA_SECRETS:-}" | tr ',' ' '); do
   set -- "$@" --secret "$name"

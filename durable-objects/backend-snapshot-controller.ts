@@ -21,7 +21,7 @@ export class BackendSnapshotController extends DurableObject<Env> implements Sna
   }
 
   async getActive(): Promise<ActiveSnapshot> {
-    return this.#controller.activeOrSeed(() => snapshotSeed(isolateConfig(this.env)));
+    return this.#controller.activeOrSeed(() => snapshotSeed(isolateConfig(this.env), this.env));
   }
 
   async propose(candidate: unknown, source: string): Promise<ProposalResult> {

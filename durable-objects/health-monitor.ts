@@ -7,6 +7,7 @@ import { globalProbeFetch, HealthMonitorService } from "../src/traffic/health-mo
 import { probeMcpServer } from "../src/mcp/health-probe.ts";
 import { isolateConfig } from "../src/worker/isolate-config.ts";
 import { secretReader } from "../src/worker/secrets.ts";
+import { fetcherBindings } from "../src/worker/fetcher-bindings.ts";
 import { SqliteHealthStore } from "./sqlite-health-store.ts";
 
 /**
@@ -45,6 +46,7 @@ export class HealthMonitor extends DurableObject<Env> implements HealthRpc {
       egress: () => isolateConfig(env).gateway.security.egress,
       secret: secretReader(env),
       probeMcp: probeMcpServer,
+      fetcher: fetcherBindings(env),
     });
   }
 

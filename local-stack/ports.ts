@@ -14,7 +14,18 @@ export function freePort(): Promise<number> {
 }
 
 /** Polls a URL until it answers 2xx, the time runs out, the process dies or `signal` aborts. */
-export async function waitForHttp(url: string, timeoutMs: number, isAlive: () => boolean = () => true, signal?: AbortSignal): Promise<void> {
+export async function waitForHttp(
+  url: string,
+  timeoutMs: number,
+  isAlive: () => boolean = () => true,
+  signal?: AbortSignal,
+  /** How one poll asks (an HTTPS listener whose certificate the platform does not trust); fetch by default. */
+  get: (url: string, signal: AbortSignal) => Promise<{ readonly status: number }> = async (u, s) => {
+    const res = await fetch(u, { signal: s });
+    await res.arrayBuffer();
+    return res;
+  },
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < until) {
@@ -22,9 +33,8 @@ export async function waitForHttp(url: string, timeoutMs: number, isAlive: () =>
     if (!isAlive()) throw new Error(`process exited before ${url} answered`);
     try {
       // Bounded per poll: a listener that accepts and never answers must not stall the wait.
-      const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
-      await res.arrayBuffer();
-      if (res.ok) return;
+      const res = await get(url, AbortSignal.timeout(5_000));
+      if (res.status >= 200 && res.status < 300) return;
       last = new Error(`status ${res.status}`);
     } catch (err) {
       last = err;

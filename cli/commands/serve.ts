@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { join, resolve } from "node:path";
 import { buildBundle, ROOT } from "../../local-stack/build.ts";
@@ -10,6 +10,8 @@ import { parseDuration, parseFlags, stringFlag } from "../args.ts";
 import { failure, usageError } from "../cli-error.ts";
 import { checkCredentials, checkLine } from "../credential-check.ts";
 import { readConfigDir, secretsNamed, type ValidConfigDir } from "../config-dir.ts";
+import { pinnedRequest } from "../pinned-https.ts";
+import { checkPemFile, tlsBackendServices, tlsSecretsNamed, type TlsKeypairFiles } from "../tls-material.ts";
 import { compatibilitySettings, renderWorkerdConfig } from "../workerd-config.ts";
 import { watchPublication } from "../publication-watch.ts";
 
@@ -35,6 +37,12 @@ Options:
   --admin HOST:PORT      admin listener (default: listeners.admin of gateway.yaml)
   --secret NAME          also bind this secret from the environment (repeatable; for backends
                          that snapshots pushed later will name)
+  --tls-cert FILE        serve the public listener over HTTPS (TLS 1.2 or newer) with this PEM
+                         certificate chain; needs --tls-key
+  --tls-key FILE         the PEM private key of --tls-cert
+  --admin-tls-cert FILE  serve the admin listener over HTTPS with its own PEM certificate chain;
+                         needs --admin-tls-key (without them the admin listener is plain HTTP)
+  --admin-tls-key FILE   the PEM private key of --admin-tls-cert
   --drain-timeout DUR    on SIGTERM/SIGINT, how long requests in flight may finish (default 30s)
   --bundle DIR           a prebuilt bundle (index.js and its modules) instead of building one
   --workerd PATH         the workerd binary (default: $SLUICE_WORKERD, else the project's)
@@ -47,8 +55,10 @@ Options:
 
 Every secret the config names (security.adminTokenSecret of gateway.yaml, its
 governance.approverTokenSecret, governance.approvals.stateSecret and governance.verifierTokenSecret,
-each backend's credential.secret) must be set in the environment; serve refuses to start naming
-what is missing.
+each backend's credential.secret and tls.clientCertificate secrets) must be set in the
+environment; serve refuses to start naming what is missing.
+Backends with tls are reached through workerd services rendered at start from backends.yaml: a
+snapshot pushed later may name only the TLS material the gateway was started with.
 SIGTERM or SIGINT drains first (new requests are refused, those in flight finish, budget slices
 go back to the ledger), then stops workerd; so does the exit of the process that started serve
 (a shell, npx). A second signal stops at once. workerd runs in its own process group, so a
@@ -70,6 +80,10 @@ export interface ServeOptions {
   readonly workerdPath?: string | undefined;
   /** Progress lines (stderr by default). */
   readonly progress?: ((line: string) => void) | undefined;
+  /** The public listener's certificate chain and key (HTTPS); plain HTTP without. */
+  readonly publicTls?: TlsKeypairFiles | undefined;
+  /** The admin listener's own certificate chain and key (HTTPS); plain HTTP without. */
+  readonly adminTls?: TlsKeypairFiles | undefined;
   /** Aborting it before the gateway is ready stops workerd and fails the start. */
   readonly signal?: AbortSignal | undefined;
   /** Before starting, one cheap authenticated call per seed backend; a refused key fails the start. */
@@ -105,7 +119,8 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   const progress = o.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
   const named = secretsNamed(o.config.config);
   for (const name of o.extraSecrets ?? []) if (!named.some((s) => s.name === name)) named.push({ name, namedBy: "--secret" });
-  const missing = named.filter((s) => !env[s.name]);
+  const tlsSecrets = tlsSecretsNamed(o.config.config.backendsSeed.backends, "backends.yaml");
+  const missing = [...named, ...tlsSecrets.filter((t) => !named.some((s) => s.name === t.name))].filter((s) => !env[s.name]);
   if (missing.length > 0) {
     throw failure(missing.map((s) => `missing secret ${s.name} (named by ${s.namedBy}): set it in the environment`).join("\n"));
   }
@@ -143,6 +158,27 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   const storage = join(stateDir, "durable-objects");
   mkdirSync(storage, { recursive: true });
   const compat = compatibilitySettings();
+  for (const [pair, flags] of [
+    [o.publicTls, ["--tls-cert", "--tls-key"]],
+    [o.adminTls, ["--admin-tls-cert", "--admin-tls-key"]],
+  ] as const) {
+    if (pair === undefined) continue;
+    try {
+      checkPemFile(pair.certFile, flags[0], "certificate");
+      checkPemFile(pair.keyFile, flags[1], "key");
+    } catch (err) {
+      throw usageError((err as Error).message);
+    }
+  }
+  // Client keys are written for workerd to read at start (this user only) and removed once it is ready.
+  const tlsDir = join(stateDir, "tls");
+  let tlsBackends;
+  try {
+    tlsBackends = await tlsBackendServices(o.config.config.backendsSeed.backends, env, tlsDir);
+  } catch (err) {
+    throw failure((err as Error).message);
+  }
+  const absolute = (p: TlsKeypairFiles | undefined) => (p === undefined ? undefined : { certFile: resolve(p.certFile), keyFile: resolve(p.keyFile) });
   // The rendered config holds paths and binding names only: secret values stay in the environment.
   const capnp = renderWorkerdConfig({
     configDir: stateDir,
@@ -156,6 +192,9 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
     vars: {},
     secretsFromEnv: named.map((s) => s.name),
     configFiles: o.config.files,
+    publicTls: absolute(o.publicTls),
+    adminTls: absolute(o.adminTls),
+    tlsBackends,
   });
   const capnpPath = join(stateDir, "sluice.capnp");
   writeFileSync(capnpPath, capnp);
@@ -188,8 +227,10 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
       done(1);
     });
   });
-  const publicUrl = localUrl(o.publicAddress);
-  const adminUrl = localUrl(o.adminAddress);
+  const publicUrl = localUrl(o.publicAddress, o.publicTls ? "https" : "http");
+  const adminUrl = localUrl(o.adminAddress, o.adminTls ? "https" : "http");
+  const publicTls = o.publicTls;
+  const adminTls = o.adminTls;
   const kill = async () => {
     if (exitCode !== undefined) return;
     owned.signal("SIGTERM");
@@ -198,8 +239,9 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
     clearTimeout(timer);
   };
   try {
-    await waitForHttp(`${publicUrl}/ready`, READY_TIMEOUT_MS, () => exitCode === undefined, o.signal);
+    await waitForHttp(`${publicUrl}/ready`, READY_TIMEOUT_MS, () => exitCode === undefined, o.signal, publicTls && ((url, signal) => pinnedRequest(url, publicTls.certFile, { signal })));
   } catch (err) {
+    rmSync(tlsDir, { recursive: true, force: true });
     await kill();
     // Another process may have bound a port after the check above: name it rather than show
     // workerd's trace.
@@ -209,6 +251,8 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   }
   for (const [out, chunk] of held) out.write(chunk);
   held = undefined;
+  // workerd has read its config: the key files are no longer needed on disk.
+  rmSync(tlsDir, { recursive: true, force: true });
   const adminToken = env[o.config.config.gateway.security.adminTokenSecret]!;
   return {
     publicUrl,
@@ -221,15 +265,21 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
       if (exitCode === undefined) {
         progress(`draining (up to ${Math.ceil(drainMs / 1000)} s) …`);
         try {
-          const res = await fetch(`${adminUrl}/admin/drain`, {
+          const init = {
             method: "POST",
             headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
             body: JSON.stringify({ budgetMs: drainMs }),
             signal: AbortSignal.timeout(drainMs + 10_000),
-          });
-          const report = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-          drained = res.ok;
-          progress(res.ok ? `drained: ${JSON.stringify(report)}` : `drain refused (${res.status}): ${JSON.stringify(report)}`);
+          };
+          const res = adminTls ? await pinnedRequest(`${adminUrl}/admin/drain`, adminTls.certFile, init) : await fetch(`${adminUrl}/admin/drain`, init).then(async (r) => ({ status: r.status, text: await r.text() }));
+          let report: unknown = {};
+          try {
+            report = JSON.parse(res.text);
+          } catch {
+            // An answer that is not JSON is reported by its status alone.
+          }
+          drained = res.status >= 200 && res.status < 300;
+          progress(drained ? `drained: ${JSON.stringify(report)}` : `drain refused (${res.status}): ${JSON.stringify(report)}`);
         } catch (err) {
           progress(`drain failed: ${(err as Error).message}`);
         }
@@ -255,6 +305,10 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
       workerd: { type: "string" },
       "check-credentials": { type: "boolean" },
       watch: { type: "boolean" },
+      "tls-cert": { type: "string" },
+      "tls-key": { type: "string" },
+      "admin-tls-cert": { type: "string" },
+      "admin-tls-key": { type: "string" },
     },
     { min: 0, max: 0, names: "" },
   );
@@ -270,6 +324,14 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   const drainMs = drainFlag === undefined ? DEFAULT_DRAIN_MS : parseDuration(drainFlag, "--drain-timeout");
   const publicAddress = publicFlag === undefined ? undefined : parseAddress(publicFlag, "--public");
   const adminAddress = adminFlag === undefined ? undefined : parseAddress(adminFlag, "--admin");
+  const keypair = (cert: string, key: string): TlsKeypairFiles | undefined => {
+    const certFile = stringFlag(args, cert);
+    const keyFile = stringFlag(args, key);
+    if ((certFile === undefined) !== (keyFile === undefined)) throw usageError(`--${cert} and --${key} go together`);
+    return certFile === undefined || keyFile === undefined ? undefined : { certFile, keyFile };
+  };
+  const publicTls = keypair("tls-cert", "tls-key");
+  const adminTls = keypair("admin-tls-cert", "admin-tls-key");
   // A signal during the start (bundling, waiting for /ready) stops it: nothing is admitted yet,
   // so there is nothing to drain.
   const starting = new AbortController();
@@ -297,6 +359,8 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     bundleDir: stringFlag(args, "bundle"),
     workerdPath: stringFlag(args, "workerd"),
     checkCredentials: args.values["check-credentials"] === true,
+    publicTls,
+    adminTls,
   });
   process.off("SIGTERM", stopStart);
   process.off("SIGINT", stopStart);

@@ -97,6 +97,39 @@ const awsCredentialSchema = z.strictObject({
   sessionToken: secretName.optional(),
 });
 
+/** A host name a TLS server's certificate is verified against (no port, no scheme). */
+const serverNameSchema = z.string().regex(/^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*$/, "a host name such as vllm.internal");
+
+/** One or more PEM certificates. */
+const pemBundleSchema = z
+  .string()
+  .max(65_536)
+  .regex(/^\s*(?:-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+-----END CERTIFICATE-----\s*)+$/, "a PEM bundle: one or more -----BEGIN CERTIFICATE----- blocks");
+
+/**
+ * How an HTTP backend's TLS connection is made when the runtime's defaults do not fit (a private
+ * CA, a server name other than the URL's host, a client certificate). The backend is reached
+ * through a Worker fetcher binding that carries this material: a workerd `external` service that
+ * `sluice serve` and the container render at start, or a Cloudflare mTLS certificate binding on
+ * the edge. Key material is named by secret, never written here.
+ */
+export const backendTlsSchema = z.strictObject({
+  /** The Worker's fetcher binding the backend is reached through (`[[mtls_certificates]] binding` on the edge). */
+  binding: z.string().regex(/^[A-Z_][A-Z0-9_]{0,63}$/, "a binding name is upper-case letters, digits and '_' (BACKEND_TLS)"),
+  /** CA certificates (PEM) trusted for this backend instead of the system store. */
+  ca: pemBundleSchema.optional(),
+  /** The name the server's certificate must be valid for; default the base URL's host. */
+  serverName: serverNameSchema.optional(),
+  /** The client certificate presented (mTLS): the secrets holding its PEM chain and its private key. */
+  clientCertificate: z
+    .strictObject({
+      certificateSecret: secretName,
+      keySecret: secretName,
+    })
+    .optional(),
+});
+export type BackendTls = z.infer<typeof backendTlsSchema>;
+
 const backendSchema = z
   .strictObject({
     name,
@@ -112,6 +145,8 @@ const backendSchema = z
       .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "a binding name is 1-64 letters, digits or '_', not starting with a digit")
       .optional(),
     credential: credentialSchema.optional(),
+    /** HTTP protocols: the backend's own TLS trust, server name and client certificate (see docs/security.md). */
+    tls: backendTlsSchema.optional(),
     /**
      * Azure OpenAI: the data-plane API version sent as `?api-version=` on each request
      * (`2024-10-21`, `2025-04-01-preview`). Required there, refused for other protocols.
@@ -195,6 +230,7 @@ function transportIssues(b: {
   readonly baseUrl?: string | undefined;
   readonly binding?: string | undefined;
   readonly credential?: BackendCredential | undefined;
+  readonly tls?: BackendTls | undefined;
   readonly apiVersion?: string | undefined;
   readonly headers: Readonly<Record<string, string>>;
   readonly connectCheck: boolean;
@@ -209,6 +245,7 @@ function transportIssues(b: {
     const out: { key: string; message: string }[] = [];
     if (b.baseUrl === undefined) out.push({ key: "baseUrl", message: `protocol ${b.protocol} is reached over HTTP: the backend needs a baseUrl` });
     if (b.binding !== undefined) out.push({ key: "binding", message: `binding is for protocols reached through a Worker binding (workers-ai); protocol ${b.protocol} is reached at the backend's baseUrl` });
+    if (b.tls !== undefined && b.baseUrl !== undefined && !b.baseUrl.startsWith("https:")) out.push({ key: "tls", message: "tls is for backends reached over https: the baseUrl starts with http:" });
     out.push(...signingIssues(b));
     if (VERSIONED_PROTOCOLS.has(b.protocol) && b.apiVersion === undefined) out.push({ key: "apiVersion", message: `protocol ${b.protocol} names an API version on every request: set apiVersion (2024-10-21, say)` });
     if (!VERSIONED_PROTOCOLS.has(b.protocol) && b.apiVersion !== undefined) out.push({ key: "apiVersion", message: `apiVersion is for azure-openai backends; protocol ${b.protocol} has no API version parameter` });
@@ -226,6 +263,7 @@ function transportIssues(b: {
   if (b.binding === undefined) out.push({ key: "binding", message: `${why}: name it (binding: AI) instead of a baseUrl` });
   if (b.baseUrl !== undefined) out.push({ key: "baseUrl", message: `${why}, not a URL: name the binding instead` });
   if (b.apiVersion !== undefined) out.push({ key: "apiVersion", message: `${why}: it has no API version parameter` });
+  if (b.tls !== undefined) out.push({ key: "tls", message: `${why}: there is no TLS connection of the gateway's own to configure` });
   if (b.credential !== undefined) out.push({ key: "credential", message: `${why}, which carries the account's authorization: no credential is sent` });
   if (Object.keys(b.headers).length > 0) out.push({ key: "headers", message: `${why}: it sends no HTTP headers of the backend's` });
   if (b.connectCheck) out.push({ key: "connectCheck", message: `${why}: there is no connection of the gateway's own to check` });

@@ -29,6 +29,7 @@ import { decideRetry, type BackoffPolicy } from "./retry-policy.ts";
 import type { CredentialWatch } from "../traffic/credential-watch.ts";
 import { encodeChat, encodeCount, encodeInput, prepareAttempt, readChat, readCount, readInput, sendAttempt, type AnswerReader, type EncodedAttempt } from "./upstream-attempt.ts";
 import type { ModelBindings } from "./workers-ai-binding.ts";
+import type { TlsFetchers } from "./upstream-attempt.ts";
 
 /** What the invoke phase hands the executor for one request. */
 export interface InvocationContext {
@@ -123,6 +124,8 @@ export interface ExecutorDeps {
   readonly egress?: EgressPolicy | undefined;
   /** The Worker's bindings that binding-protocol backends are reached through (see upstream-attempt.ts). */
   readonly bindings?: ModelBindings | undefined;
+  /** The Worker's fetcher bindings that backends with `tls` are reached through (see upstream-attempt.ts). */
+  readonly tlsFetchers?: TlsFetchers | undefined;
   /** The isolate's minted access tokens (Entra ID credentials; see invoker/auth/token-cache.ts). */
   readonly tokens?: TokenCache | undefined;
   /** Told which backends' providers refused or accepted the gateway's credential (for `/admin/status`). */

@@ -25,6 +25,7 @@ export function probeTargetFor(backend: NormalizedBackend, codec: BackendCodec):
     headers: { ...codec.upstreamHeaders, ...backend.headers, "accept-encoding": "identity" },
     // A minted credential's token (entra, google-service-account) is minted per request; its backends have no probe (the schema refuses one).
     ...(backend.credential && "scheme" in backend.credential ? { credential: { authorizationSecret: backend.credential.secret, scheme: backend.credential.scheme } } : {}),
+    ...(backend.tls !== undefined ? { binding: backend.tls.binding } : {}),
     timeoutMs: hc.timeoutMs,
     intervalMs: hc.intervalMs,
     jitterRatio: 0.2,

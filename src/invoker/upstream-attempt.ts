@@ -28,6 +28,9 @@ import { bedrockErrorType, bedrockStatusFailure } from "./bedrock-errors.ts";
 import { geminiStatusFailure, geminiUrl } from "./gemini.ts";
 import { readGoogleError } from "../protocol/gemini/endpoint.ts";
 
+/** The Worker's fetcher bindings by name (`env.NAME.fetch`); undefined when none is bound by that name. */
+export type TlsFetchers = (name: string) => typeof fetch | undefined;
+
 /** What one attempt needs from its surroundings. */
 export interface AttemptDeps {
   readonly codecs: CodecRegistry;
@@ -53,6 +56,12 @@ export interface AttemptDeps {
    * by name (the composition root supplies its own). Without them such a backend is unreachable.
    */
   readonly bindings?: ModelBindings | undefined;
+  /**
+   * The Worker's fetcher bindings that backends with `tls` are reached through, by name: each
+   * carries the backend's CA, server name and client certificate (a workerd external service, a
+   * Cloudflare mTLS certificate binding). Without them such a backend is unreachable.
+   */
+  readonly tlsFetchers?: TlsFetchers | undefined;
   /**
    * Access tokens minted for backends whose credential is an application (Entra ID), one cache
    * per isolate (the composition root's). Absent: a cache of this module's, per isolate too.
@@ -112,6 +121,27 @@ export interface PreparedAttempt {
    * taken from the cache). Its failure is known-zero: nothing reached the provider.
    */
   authorize?(signal: AbortSignal): Promise<void>;
+  /**
+   * Backends with `tls` and `connectCheck`: completes a TLS handshake through the backend's binding
+   * before the request is sent; resolves false when it failed (a TCP check cannot prove it).
+   */
+  handshake?(signal: AbortSignal): Promise<boolean>;
+}
+
+/**
+ * A TLS handshake through a backend's binding: a bodiless `HEAD` of the request's URL, whose any
+ * answer (a 404 or 405 included) proves the connection, trust and client certificate held; the
+ * request then follows on the same pooled connection. A fetch that rejects reached no handler: a
+ * handshake the server refused, or a connection it never opened.
+ */
+async function tlsHandshake(send: typeof fetch, url: string, signal: AbortSignal): Promise<boolean> {
+  try {
+    const res = await send(url, { method: "HEAD", signal, redirect: "manual" });
+    await res.body?.cancel();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A non-2xx answer as HTTP and the backend's protocol define it. */
@@ -210,6 +240,16 @@ export function prepareAttempt(
     headers.set("traceparent", formatTraceparent(trace.traceId, attempt.record.spanId ?? trace.spanId, trace.sampled));
     if (trace.state !== undefined) headers.set("tracestate", trace.state);
   }
+  let send: typeof fetch = deps.fetch;
+  if (backend.tls !== undefined) {
+    const fetcher = deps.tlsFetchers?.(backend.tls.binding);
+    if (fetcher === undefined) {
+      const error = new GatewayError("internal_error", "The gateway is missing a provider's TLS binding.", { cause: `TLS binding ${backend.tls.binding} is not bound to the Worker` });
+      // Nothing was sent: another backend may serve the request.
+      return failed(attempt, error, { class: "known_zero", reason: "not_attempted" }, "connect_failed");
+    }
+    send = fetcher;
+  }
   const auth = backendAuthorization(deps, backend, codec);
   if (!auth.ok) {
     const error = new GatewayError("internal_error", "The gateway is missing a provider credential.", { cause: `secret ${auth.missing} is not set` });
@@ -231,7 +271,8 @@ export function prepareAttempt(
       authorize: authorizer && ((signal) => authorizer.authorize({ url, headers, body }, signal)),
       // Redirects are never followed: a 3xx is the provider's answer (an upstream error), so no
       // provider can bounce a request, its credential included, to an address the guard refuses.
-      send: (signal) => deps.fetch(url, { method: "POST", headers, body, signal, redirect: "manual" }),
+      send: (signal) => send(url, { method: "POST", headers, body, signal, redirect: "manual" }),
+      handshake: backend.tls !== undefined && backend.connectCheck ? (signal) => tlsHandshake(send, url, signal) : undefined,
       failure: (status, retryAfter, detail, resHeaders) => {
         if (status === 401) authorizer?.refused?.();
         return providerStatusFailure(backend.protocol, status, detail, resHeaders) ?? statusFailure(codec, status, retryAfter ?? providerRetryAfter(backend.protocol, detail), detail);
@@ -325,12 +366,19 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
       return failed(attempt, error, { class: "known_zero", reason: "credential_unavailable" }, "connect_failed");
     }
   }
-  if (backend.connectCheck && deps.preconnect && backend.baseUrl !== undefined) {
-    const url = new URL(backend.baseUrl);
-    const port = url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+  const preconnect = deps.preconnect;
+  const check =
+    prepared.handshake ??
+    (backend.connectCheck && preconnect && backend.baseUrl !== undefined
+      ? (signal: AbortSignal) => {
+          const url = new URL(backend.baseUrl!);
+          return preconnect(url.hostname, url.port !== "" ? Number(url.port) : url.protocol === "https:" ? 443 : 80, signal);
+        }
+      : undefined);
+  if (check) {
     let opened: boolean;
     try {
-      opened = await deps.preconnect(url.hostname, port, signal);
+      opened = await check(signal);
     } catch {
       opened = false;
     }

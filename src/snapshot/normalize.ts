@@ -5,6 +5,8 @@ import { formatPath } from "../errors/issue-path.ts";
 import type { SelectorKind } from "../traffic/selector.ts";
 import { entraTokenUrl, isMintedCredential, snapshotSourceSchema, type BackendCredential, type BackendProtocol } from "../config/backends-schema.ts";
 import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
+import type { BackendTls } from "../config/backends-schema.ts";
+import { tlsRefusal, type TlsBindings } from "./tls-bindings.ts";
 
 /** Why a snapshot candidate was refused; safe to return to the admin caller. */
 export interface SnapshotReason {
@@ -17,7 +19,8 @@ export interface SnapshotReason {
     | "capability_not_carried"
     | "url_not_allowed"
     | "missing_pool"
-    | "capability_missing";
+    | "capability_missing"
+    | "tls_unavailable";
   readonly path: string;
   readonly message: string;
 }
@@ -56,6 +59,8 @@ export interface HttpBackend extends BackendBase {
   readonly project?: string | undefined;
   /** Gemini on Vertex AI: the location the model is served from. */
   readonly location?: string | undefined;
+  /** Reached through this TLS binding (a private CA, a server name, a client certificate). */
+  readonly tls?: BackendTls | undefined;
 }
 
 /**
@@ -102,6 +107,11 @@ export interface SnapshotContext {
   readonly requirements: readonly PoolRequirement[];
   /** The egress guard's policy (gateway.yaml `security.egress`): every base URL must pass it (a binding has none). */
   readonly egress: EgressPolicy;
+  /**
+   * The TLS bindings the running gateway was started with; absent where the candidate is checked
+   * before a start that renders its own (`sluice config validate`, `serve`), so nothing is refused for it.
+   */
+  readonly tlsBindings?: TlsBindings | undefined;
 }
 
 export type NormalizeResult =
@@ -189,6 +199,10 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
         reasons.push({ code: "url_not_allowed", path: `${path}.baseUrl`, message: "a base URL has no query or fragment" });
       }
       const baseUrl = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+      if (b.tls !== undefined && ctx.tlsBindings !== undefined) {
+        const why = await tlsRefusal(b.name, baseUrl, b.tls, ctx.tlsBindings);
+        if (why !== undefined) reasons.push({ code: "tls_unavailable", path: `${path}.tls`, message: why });
+      }
       // A Vertex AI project and location are part of the address: another project is another backend.
       const vertex = b.project !== undefined ? ` vertex:${b.project}/${b.location ?? ""}` : "";
       nb = {
@@ -209,6 +223,8 @@ export async function normalizeSnapshot(candidate: unknown, ctx: SnapshotContext
         awsCredential: b.awsCredential,
         // Only Gemini backends on Vertex AI have them (so other snapshots keep their digests).
         ...(b.project !== undefined ? { project: b.project, location: b.location } : {}),
+        // Only TLS-bound backends have it (so other snapshots keep their digests).
+        ...(b.tls !== undefined ? { tls: { ...b.tls, ...(b.tls.ca !== undefined ? { ca: b.tls.ca.trim() } : {}) } } : {}),
       };
     }
     byName.set(b.name, nb);

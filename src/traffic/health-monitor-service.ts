@@ -46,6 +46,8 @@ export interface HealthMonitorDeps {
   readonly egress: () => EgressPolicy;
   /** A secret's value by name, read at probe time; undefined when it is not set. */
   readonly secret: (name: string) => string | undefined;
+  /** A Worker fetcher binding by name, for targets reached through one (backends with `tls`); undefined when none is bound by that name. */
+  readonly fetcher?: ((binding: string) => ProbeFetch | undefined) | undefined;
   /** How an MCP target is probed (the MCP layer sits above this one, so it is passed in). */
   readonly probeMcp: McpProbe;
 }
@@ -74,6 +76,7 @@ export class HealthMonitorService {
   readonly #egress: () => EgressPolicy;
   readonly #secret: (name: string) => string | undefined;
   readonly #probeMcp: McpProbe;
+  readonly #fetcher: ((binding: string) => ProbeFetch | undefined) | undefined;
 
   constructor(deps: HealthMonitorDeps) {
     this.#store = deps.store;
@@ -83,6 +86,7 @@ export class HealthMonitorService {
     this.#egress = deps.egress;
     this.#secret = deps.secret;
     this.#probeMcp = deps.probeMcp;
+    this.#fetcher = deps.fetcher;
   }
 
   /** @throws RangeError listing every invalid field of the target (nothing is stored or armed). */
@@ -129,6 +133,11 @@ export class HealthMonitorService {
     if (refused) return refused;
     const creds = credentialHeaders(target, this.#secret);
     if ("missing" in creds) return { ok: false, latencyMs: 0, reason: `credential_missing: ${creds.missing}` };
+    if (target.binding !== undefined) {
+      const through = this.#fetcher?.(target.binding);
+      if (through === undefined) return { ok: false, latencyMs: 0, reason: `binding_missing: ${target.binding}` };
+      fetchFn = through;
+    }
     return target.mcp ? this.#probeMcp(fetchFn, target, this.#clock, creds.headers) : probeOnce(fetchFn, target, this.#clock, creds.headers);
   }
 }

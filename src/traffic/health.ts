@@ -46,6 +46,8 @@ export interface ProbeTarget {
    */
   readonly headers: Readonly<Record<string, string>>;
   readonly credential?: ProbeCredential;
+  /** A backend with `tls`: the Worker's fetcher binding its probes go through, as its requests do. */
+  readonly binding?: string | undefined;
   /** A probe not answered (headers received) within this long fails as `timeout`, in ms. */
   readonly timeoutMs: number;
   /** Mean time between probes, in ms. */
@@ -107,6 +109,7 @@ export function resolveProbeTarget(input: ProbeTarget): ResolvedProbeTarget {
     if (c.scheme !== "bearer" && c.scheme !== "x-api-key" && c.scheme !== "api-key" && c.scheme !== "x-goog-api-key") bad.push(`credential.scheme must be "bearer", "x-api-key", "api-key" or "x-goog-api-key", got ${String(c.scheme)}`);
     credential = Object.freeze({ authorizationSecret: c.authorizationSecret, scheme: c.scheme });
   }
+  if (t.binding !== undefined && (typeof t.binding !== "string" || !/^[A-Z_][A-Z0-9_]{0,63}$/.test(t.binding))) bad.push(`binding must be a binding name, got ${String(t.binding)}`);
   const positive = (k: "timeoutMs" | "intervalMs") => {
     if (!(Number.isFinite(t[k]) && t[k] > 0)) bad.push(`${k} must be a finite number > 0, got ${t[k]}`);
   };
@@ -124,6 +127,7 @@ export function resolveProbeTarget(input: ProbeTarget): ResolvedProbeTarget {
     ...(mcp === undefined ? {} : { mcp: Object.freeze({ era: mcp.era }) }),
     headers: Object.freeze(headers),
     ...(credential === undefined ? {} : { credential }),
+    ...(t.binding === undefined ? {} : { binding: t.binding }),
     timeoutMs: t.timeoutMs,
     intervalMs: t.intervalMs,
     jitterRatio: t.jitterRatio,

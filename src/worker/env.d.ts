@@ -8,4 +8,6 @@ interface Env {
   SLUICE_PUBLICATION_YAML?: string;
   /** Full YAML text replacing the bundled config/backends.yaml (the snapshot seed). */
   SLUICE_BACKENDS_YAML?: string;
+  /** The TLS bindings `sluice serve` rendered (JSON: binding → fingerprint); absent on the edge. */
+  SLUICE_TLS_BINDINGS?: string;
 }

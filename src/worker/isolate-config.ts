@@ -11,6 +11,7 @@ import { pinSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { ActivePublication, CandidateCheck } from "../publication-lifecycle/controller.ts";
 import { validateCandidate } from "../publication-lifecycle/validate-candidate.ts";
 import type { SnapshotContext } from "../snapshot/normalize.ts";
+import { parseTlsBindings } from "../snapshot/tls-bindings.ts";
 
 /** Config for this isolate: the bundled YAML, each file replaceable by an env/secret binding. */
 export function configTexts(env: Env): ConfigTexts {
@@ -44,9 +45,15 @@ export function isolateConfig(env: Env): IsolateConfig {
   return config;
 }
 
-/** What every snapshot candidate is checked against in this build and publication. */
-export function snapshotContext(config: IsolateConfig): SnapshotContext {
-  return { supportedProtocols: builtinCodecs.ids(), logprobsProtocols: builtinCodecs.logprobsIds(), requirements: config.compiled.poolRequirements, egress: config.gateway.security.egress };
+/** What every snapshot candidate is checked against in this build, publication and process (its TLS bindings). */
+export function snapshotContext(config: IsolateConfig, env: Env): SnapshotContext {
+  return {
+    supportedProtocols: builtinCodecs.ids(),
+    logprobsProtocols: builtinCodecs.logprobsIds(),
+    requirements: config.compiled.poolRequirements,
+    egress: config.gateway.security.egress,
+    tlsBindings: parseTlsBindings(env.SLUICE_TLS_BINDINGS),
+  };
 }
 
 /**
@@ -57,12 +64,12 @@ export async function publishedSnapshotContext(env: Env): Promise<SnapshotContex
   // The stub's type cannot carry an `unknown` document across RPC; it is the controller's ActivePublication.
   const active = (await env.PUBLICATION_CONTROLLER.getByName("global").getActive()) as unknown as ActivePublication;
   const compiled = compilePublication(publicationSchema.parse(active.document), active.revision);
-  return { ...snapshotContext(isolateConfig(env)), requirements: compiled.poolRequirements };
+  return { ...snapshotContext(isolateConfig(env), env), requirements: compiled.poolRequirements };
 }
 
 /** The bundled backends.yaml and its context: what the snapshot controller activates on first use. */
-export function snapshotSeed(config: IsolateConfig): SnapshotSeed {
-  return { candidate: config.backendsSeed, context: snapshotContext(config) };
+export function snapshotSeed(config: IsolateConfig, env: Env): SnapshotSeed {
+  return { candidate: config.backendsSeed, context: snapshotContext(config, env) };
 }
 
 /** Reads the seed publication document; called only before the controller's first activation. */

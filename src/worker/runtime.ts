@@ -13,6 +13,7 @@ import { TokenCache } from "../invoker/auth/token-cache.ts";
 import { GatewayExecutor } from "../invoker/executor.ts";
 import { CredentialWatch } from "../traffic/credential-watch.ts";
 import { isWorkersAiBinding } from "../invoker/workers-ai-binding.ts";
+import { fetcherBindings } from "./fetcher-bindings.ts";
 import { budgetLedgerClient } from "../ledger/ledger-client.ts";
 import { LeasingLedgerClient } from "../ledger/leasing-ledger-client.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
@@ -426,6 +427,7 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
       const binding = secrets[name];
       return isWorkersAiBinding(binding) ? binding : undefined;
     },
+    tlsFetchers: fetcherBindings(secrets),
   });
 }
 

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { stringify } from "yaml";
@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildBundle, ROOT } from "../../local-stack/build.ts";
 import { freePort } from "../../local-stack/ports.ts";
 import { startSimulatorProcess, SIMULATOR_API_KEY } from "../../local-stack/stack.ts";
+import { fetchTrusting } from "./support/https-fetch.ts";
 import { allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
+import { createTestCa } from "./support/test-ca.ts";
 
 // No container engine here: the image's entrypoint runs natively instead, the same script on the
 // same bundle with the same renderer, configured through the environment variables the image sets.
@@ -124,6 +126,91 @@ describe("the image's entrypoint, run natively", () => {
       expect(spawnSync(process.execPath, [join(ROOT, "container", "healthcheck.js")], { env }).status).toBe(1);
     } finally {
       if (proc.exitCode === null) proc.kill("SIGKILL");
+    }
+  }, 120_000);
+
+  it("serves both listeners over HTTPS from SLUICE_TLS_* files, drains through the admin listener's TLS, and leaves no key in its state", async () => {
+    const ca = createTestCa();
+    const pub = ca.issue("public", "server", "IP:127.0.0.1");
+    const adm = ca.issue("admin", "server", "IP:127.0.0.1");
+    const client = ca.issue("client", "client", "DNS:client");
+    const config = join(work, "tls-etc-sluice");
+    const state = join(work, "tls-var-lib-sluice");
+    mkdirSync(config);
+    writeFileSync(join(config, "gateway.yaml"), stringify(allowingSimulators(bundledConfig("gateway"), sim.url)));
+    writeFileSync(join(config, "publication.yaml"), stringify(bundledConfig("publication")));
+    // A backend with mTLS in no pool: its binding is rendered at start, its key read from the environment.
+    const backends = backendsFor(sim.url);
+    backends.backends.push({ name: "private", protocol: "openai-chat", baseUrl: "https://vllm.example.com:8443/v1", capabilities: ["chat"], tls: { binding: "PRIVATE_TLS", ca: ca.cert, clientCertificate: { certificateSecret: "PRIVATE_CERT", keySecret: "PRIVATE_KEY" } } });
+    writeFileSync(join(config, "backends.yaml"), stringify(backends));
+    const publicAddress = `127.0.0.1:${await freePort()}`;
+    const adminAddress = `127.0.0.1:${await freePort()}`;
+    const token = "entrypoint-tls-admin-token";
+    const env = {
+      ...process.env,
+      PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}`,
+      SLUICE_CONFIG_DIR: config,
+      SLUICE_STATE_DIR: state,
+      SLUICE_PUBLIC: publicAddress,
+      SLUICE_ADMIN: adminAddress,
+      SLUICE_BUNDLE_DIR: bundleDir,
+      SLUICE_WORKERD: join(ROOT, "node_modules", "workerd", "bin", "workerd"),
+      SLUICE_DRAIN_TIMEOUT: "5s",
+      SLUICE_TLS_CERT: pub.certFile,
+      SLUICE_TLS_KEY: pub.keyFile,
+      SLUICE_ADMIN_TLS_CERT: adm.certFile,
+      SLUICE_ADMIN_TLS_KEY: adm.keyFile,
+      PRIVATE_CERT: client.cert,
+      PRIVATE_KEY: client.key,
+      SLUICE_ADMIN_TOKEN: token,
+      SIMULATOR_API_KEY,
+    };
+    const trusted = fetchTrusting(ca.cert);
+    const proc = spawn(join(ROOT, "container", "entrypoint.sh"), [], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    proc.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    proc.stderr.on("data", (c: Buffer) => (out += c.toString()));
+    const exit = new Promise<number | null>((done) => proc.once("exit", (code) => done(code)));
+    try {
+      const end = Date.now() + 60_000;
+      for (;;) {
+        if (proc.exitCode !== null || Date.now() > end) throw new Error(`the entrypoint did not become ready:\n${out}`);
+        const ok = await trusted(`https://${publicAddress}/ready`).then((r) => r.ok, () => false);
+        if (ok) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // The banner follows readiness: wait for it, bounded.
+      for (const until = Date.now() + 10_000; !out.includes("Sluice is serving.") && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+      expect(out).toContain(`public API  https://${publicAddress}/v1`);
+      const res = await trusted(`https://${publicAddress}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content: "over TLS" }] }),
+      });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+      const admin = await trusted(`https://${adminAddress}/admin/status`, { headers: { authorization: `Bearer ${token}` } });
+      expect(admin.status).toBe(200);
+      await admin.arrayBuffer();
+      // Plain HTTP is not served on either listener.
+      await expect(fetch(`http://${publicAddress}/ready`)).rejects.toThrow();
+      await expect(fetch(`http://${adminAddress}/admin/status`)).rejects.toThrow();
+      expect(spawnSync(process.execPath, [join(ROOT, "container", "healthcheck.js")], { env }).status).toBe(0);
+
+      const capnp = readFileSync(join(state, "sluice.capnp"), "utf8");
+      expect(capnp).toContain("minVersion = tls1Dot2");
+      expect(capnp).toContain('(name = "PRIVATE_TLS", service = "backend-tls-0")');
+      expect(capnp).toContain('certificateHost = "vllm.example.com"');
+      for (const secret of [client.key, client.cert, pub.key, adm.key]) expect(capnp).not.toContain(secret.trim().split("\n")[1]);
+      // The client key was written for workerd to read at start, and removed once it had.
+      expect(existsSync(join(state, "tls"))).toBe(false);
+
+      proc.kill("SIGTERM");
+      expect(await exit).toBe(0);
+      expect(out).toContain('drained: {"status":"drained"');
+    } finally {
+      if (proc.exitCode === null) proc.kill("SIGKILL");
+      ca.remove();
     }
   }, 120_000);
 });

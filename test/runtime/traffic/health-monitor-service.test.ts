@@ -40,7 +40,7 @@ class MemoryHealthStore implements HealthStore {
 const half: Rng = { next: () => 0.5 };
 
 describe("HealthMonitorService", () => {
-  const make = (over: { secrets?: Record<string, string>; egress?: () => EgressPolicy; probeMcp?: McpProbe } = {}) => {
+  const make = (over: { secrets?: Record<string, string>; egress?: () => EgressPolicy; probeMcp?: McpProbe; fetchers?: Record<string, ProbeFetch> } = {}) => {
     const alarm = new FakeAlarmStorage();
     const store = new MemoryHealthStore(alarm);
     const clock = new FakeClock();
@@ -53,6 +53,7 @@ describe("HealthMonitorService", () => {
       egress: over.egress ?? (() => ({ allow: [] })),
       secret: (name) => over.secrets?.[name],
       probeMcp: over.probeMcp ?? (async (_f, t, _c, headers) => (mcpCalls.push(`${t.url} ${JSON.stringify(headers)}`), { ok: true, latencyMs: 1, reason: "ok" })),
+      fetcher: (name) => over.fetchers?.[name],
     });
     return { alarm, store, clock, monitor, mcpCalls };
   };
@@ -94,6 +95,21 @@ describe("HealthMonitorService", () => {
     await monitor.watch(target);
     await monitor.unwatch();
     expect(await monitor.state()).toMatchObject({ watching: false, nextProbeAt: undefined });
+  });
+
+  it("probes a target with a binding (a backend's tls) through that binding, and fails naming a binding the Worker lacks", async () => {
+    const through = fetchLog(200);
+    const plain = fetchLog(200);
+    const { monitor } = make({ fetchers: { BACKEND_TLS: through.f } });
+    await monitor.watch({ ...target, binding: "BACKEND_TLS" });
+    await monitor.alarm(plain.f);
+    expect(through.sent.map((s) => s.url)).toEqual([target.url]);
+    expect(plain.sent).toEqual([]);
+    expect(await monitor.state()).toMatchObject({ lastOk: true });
+    await monitor.watch({ ...target, binding: "NOT_BOUND" });
+    await monitor.alarm(plain.f);
+    expect(plain.sent).toEqual([]);
+    expect(await monitor.state()).toMatchObject({ lastOk: false, lastReason: "binding_missing: NOT_BOUND" });
   });
 
   it("on its alarm probes with the fetch it is handed, records the result at its clock and re-arms an interval on", async () => {
