@@ -93,9 +93,10 @@ describe("simulator CLI", { timeout: 30_000 }, () => {
       const vertex = (bearer: string) =>
         fetch(`${url}/v1/projects/p/locations/l/publishers/google/models/m:generateContent`, { method: "POST", headers: { authorization: `Bearer ${bearer}` }, body: JSON.stringify({ contents: [{ parts: [{ text: "x" }] }] }) });
       expect((await vertex(token)).status).toBe(200);
-      // With an account configured, Vertex needs a token the endpoint issued; another account gets none.
+      // With an account configured, Vertex needs a token the endpoint issued; another account gets
+      // none: the token endpoint refuses the gateway's own credential.
       expect((await vertex("ya29.forged")).status).toBe(401);
-      await expect(mint({ client_email: "other@sim.iam.gserviceaccount.com" })).rejects.toMatchObject({ code: "upstream_error" });
+      await expect(mint({ client_email: "other@sim.iam.gserviceaccount.com" })).rejects.toMatchObject({ code: "upstream_auth_failed" });
       // A file that is not a key file stops the CLI with exit code 2.
       writeFileSync(file, "{}");
       const child = spawn(nodeBinary(), [MAIN, "--port", "0", "--google-service-account", file], { stdio: "pipe" });
