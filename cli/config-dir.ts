@@ -7,6 +7,7 @@ import { builtinCodecs } from "../src/protocol/registry.ts";
 import { compilePublication } from "../src/publication/compile-publication.ts";
 import { normalizeSnapshot, type NormalizedBackend } from "../src/snapshot/normalize.ts";
 import { failure } from "./cli-error.ts";
+import { tlsSecretsNamed } from "./tls-material.ts";
 
 /** A config directory that passed every check `serve` and `config validate` make. */
 export interface ValidConfigDir {
@@ -100,4 +101,15 @@ export function secretsNamed(config: LoadedConfig): NamedSecret[] {
     }
   });
   return [...out.values()];
+}
+
+/**
+ * Every secret a start needs set: those {@link secretsNamed} lists (bound to the Worker) and the
+ * client certificates backends' `tls` names (read by `serve` at start, never bound). What
+ * `config validate` checks, and `serve` refuses to start without.
+ */
+export function secretsRequired(config: LoadedConfig): NamedSecret[] {
+  const named = secretsNamed(config);
+  const tls = tlsSecretsNamed(config.backendsSeed.backends, CONFIG_FILES.backends).filter((t) => !named.some((s) => s.name === t.name));
+  return [...named, ...tls];
 }

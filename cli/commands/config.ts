@@ -2,7 +2,7 @@ import { stringify } from "yaml";
 import { redactedConfig } from "../../src/config/redact.ts";
 import { parseFlags, stringFlag } from "../args.ts";
 import { failure, usageError } from "../cli-error.ts";
-import { readConfigDir, secretsNamed } from "../config-dir.ts";
+import { readConfigDir, secretsRequired } from "../config-dir.ts";
 
 export const CONFIG_HELP = `Usage: sluice config <validate|print-effective> [--config DIR] [options]
 
@@ -40,7 +40,7 @@ export async function configCommand(argv: readonly string[]): Promise<number> {
   const valid = await readConfigDir(dir);
   if (sub === "validate") {
     // The values are never read or printed: only whether each name is set.
-    const missing = args.values["no-secrets"] === true ? [] : secretsNamed(valid.config).filter((s) => !process.env[s.name]);
+    const missing = args.values["no-secrets"] === true ? [] : secretsRequired(valid.config).filter((s) => !process.env[s.name]);
     if (missing.length > 0) {
       const issues = missing.map((s) => `${s.namedBy}: secret ${s.name} is not set in the environment`);
       if (args.values.json === true) process.stdout.write(`${JSON.stringify({ ok: false, dir: valid.dir, missingSecrets: missing.map((s) => s.name), issues })}\n`);

@@ -9,9 +9,9 @@ import { localUrl, parseAddress } from "../address.ts";
 import { parseDuration, parseFlags, stringFlag } from "../args.ts";
 import { failure, usageError } from "../cli-error.ts";
 import { checkCredentials, checkLine } from "../credential-check.ts";
-import { readConfigDir, secretsNamed, type ValidConfigDir } from "../config-dir.ts";
+import { readConfigDir, secretsNamed, secretsRequired, type ValidConfigDir } from "../config-dir.ts";
 import { pinnedRequest } from "../pinned-https.ts";
-import { checkPemFile, tlsBackendServices, tlsSecretsNamed, type TlsKeypairFiles } from "../tls-material.ts";
+import { checkPemFile, tlsBackendServices, type TlsKeypairFiles } from "../tls-material.ts";
 import { compatibilitySettings, renderWorkerdConfig } from "../workerd-config.ts";
 import { watchPublication } from "../publication-watch.ts";
 
@@ -117,10 +117,11 @@ function metricsAddress(l: { host: string; port: number } | undefined): string |
 export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   const env = o.env ?? process.env;
   const progress = o.progress ?? ((line: string) => process.stderr.write(`${line}\n`));
+  // Bound to the Worker: what the config names and --secret adds; the TLS client secrets are read here only.
   const named = secretsNamed(o.config.config);
   for (const name of o.extraSecrets ?? []) if (!named.some((s) => s.name === name)) named.push({ name, namedBy: "--secret" });
-  const tlsSecrets = tlsSecretsNamed(o.config.config.backendsSeed.backends, "backends.yaml");
-  const missing = [...named, ...tlsSecrets.filter((t) => !named.some((s) => s.name === t.name))].filter((s) => !env[s.name]);
+  const required = [...named, ...secretsRequired(o.config.config).filter((r) => !named.some((s) => s.name === r.name))];
+  const missing = required.filter((s) => !env[s.name]);
   if (missing.length > 0) {
     throw failure(missing.map((s) => `missing secret ${s.name} (named by ${s.namedBy}): set it in the environment`).join("\n"));
   }

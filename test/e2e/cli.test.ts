@@ -214,6 +214,20 @@ describe("the sluice CLI against a real gateway", () => {
     expect(unset.stderr).toContain("--no-secrets");
     const skipped = sluice(["config", "validate", "--config", configDir, "--no-secrets"], { SIMULATOR_API_KEY: "", SLUICE_ADMIN_TOKEN: undefined });
     expect(skipped.status).toBe(0);
+    // A backend's TLS client certificate and key are read by serve at start: validate names them too.
+    const tlsDir = join(work, "tls-config");
+    mkdirSync(tlsDir, { recursive: true });
+    writeFileSync(join(tlsDir, "gateway.yaml"), stringify(allowingSimulators(bundledConfig("gateway"), sim.url)));
+    writeFileSync(join(tlsDir, "publication.yaml"), stringify(bundledConfig("publication")));
+    const withTls = backendsFor(sim.url);
+    const tls = { binding: "PRIVATE_TLS", clientCertificate: { certificateSecret: "PRIVATE_CLIENT_CERT", keySecret: "PRIVATE_CLIENT_KEY" } };
+    withTls.backends.push({ name: "private", protocol: "openai-chat", baseUrl: `${sim.url.replace("http:", "https:")}/v1`, capabilities: ["chat"], tls });
+    withTls.pools.push({ name: "private", members: [{ backend: "private", model: "llama" }] });
+    writeFileSync(join(tlsDir, "backends.yaml"), stringify(withTls));
+    const tlsUnset = sluice(["config", "validate", "--config", tlsDir], { SIMULATOR_API_KEY, PRIVATE_CLIENT_CERT: "x" });
+    expect(tlsUnset.status, tlsUnset.stderr).toBe(1);
+    expect(tlsUnset.stderr).toMatch(/^backends\.yaml: backends\[\d+\]\.tls\.clientCertificate\.keySecret \(private\): secret PRIVATE_CLIENT_KEY is not set in the environment$/m);
+    expect(tlsUnset.stderr).not.toContain("PRIVATE_CLIENT_CERT");
     const eff = sluice(["config", "print-effective", "--config", configDir, "--json"]);
     expect(eff.status).toBe(0);
     const effective = JSON.parse(eff.stdout);
