@@ -22,6 +22,8 @@ Commands:
   budgets balance TENANT        where a tenant's budgets stand
   publish --config DIR          publish publication.yaml to the running gateway (checked, atomic)
   publication history|rollback  the publication's revisions; back to the last-known-good
+  keys list|create|revoke|disable|enable|rotate
+                                API keys as a lifecycle; a new key is printed once
   explain (--key K | --tenant T) FILE
                                 how a request would be decided (offline, or --gateway URL)
   eval --dataset FILE.jsonl (--key K | --tenant T)
@@ -60,6 +62,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         return await (await import("./commands/publication.ts")).publishCommand(rest);
       case "publication":
         return await (await import("./commands/publication.ts")).publicationCommand(rest);
+      case "keys":
+        return await (await import("./commands/keys.ts")).keysCommand(rest);
       case "version":
       case "--version":
         return (await import("./commands/version.ts")).versionCommand(rest);

@@ -56,4 +56,8 @@ export class ApprovalDesk extends DurableObject<Env> implements ApprovalDeskRpc 
   async cancel(id: string, principal: ApprovalFacts["principal"], reason: string): Promise<DecideOutcome> {
     return this.#desk.cancel(id, principal, reason);
   }
+
+  async revokeKey(key: string, actor: string, reason: string): Promise<Approval[]> {
+    return this.#desk.revokeKey(key, actor, reason);
+  }
 }

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { PublicationController as Controller } from "../src/publication-lifecycle/controller.ts";
-import type { ActivePublication, CandidateCheck, PublicationHead, PublicationHistory, PublicationRollbackResult, PublishResult } from "../src/publication-lifecycle/controller.ts";
+import type { KeyOperation, KeyView } from "../src/publication-lifecycle/key-operations.ts";
+import type { ActivePublication, CandidateCheck, KeyAmendResult, PublicationHead, PublicationHistory, PublicationRollbackResult, PublishResult } from "../src/publication-lifecycle/controller.ts";
 import type { PublicationControllerClient } from "../src/publication-lifecycle/controller-client.ts";
 import { systemClock } from "../src/deps/clock.ts";
 import { publicationCheckOf, publicationSeedOf, type PublicationSeed } from "../src/worker/isolate-config.ts";
@@ -46,5 +47,13 @@ export class PublicationController extends DurableObject<Env> implements Publica
 
   async history(limit: number): Promise<PublicationHistory> {
     return this.#controller.history(limit);
+  }
+
+  async amendKeys(op: KeyOperation, source: string): Promise<KeyAmendResult> {
+    return this.#controller.amendKeys(op, source, this.#check, this.#seed);
+  }
+
+  async keys(tenant?: string): Promise<KeyView[]> {
+    return this.#controller.keys(this.#seed, this.#check, tenant);
   }
 }

@@ -12,6 +12,8 @@ export interface ApprovalDeskRpc {
   list(state?: ApprovalState): Promise<Approval[]>;
   decide(id: string, action: ApproverAction, actor: string, reason: string): Promise<DecideOutcome>;
   cancel(id: string, principal: ApprovalFacts["principal"], reason: string): Promise<DecideOutcome>;
+  /** Revokes every live approval of one API key of this tenant (the key was revoked). */
+  revokeKey(key: string, actor: string, reason: string): Promise<Approval[]>;
 }
 
 /** What approvals need (built once per isolate); absent: a call that needs approval is refused. */

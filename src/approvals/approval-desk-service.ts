@@ -84,4 +84,8 @@ export class ApprovalDeskService {
   cancel(id: string, principal: ApprovalFacts["principal"], reason: string): DecideOutcome {
     return this.#tx((now) => this.#core.cancel(id, principal, reason, now));
   }
+
+  revokeKey(key: string, actor: string, reason: string): Approval[] {
+    return this.#tx((now) => this.#core.revokeKey(key, actor, reason, now));
+  }
 }

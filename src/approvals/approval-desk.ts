@@ -313,6 +313,21 @@ export class ApprovalDeskCore {
   }
 
   /**
+   * A revoked API key takes its approvals with it: every pending or approved approval of that key
+   * is revoked (by `actor`), so nothing it asked for can still be approved or executed, and the
+   * approvers' queue no longer shows it. Answers the approvals it revoked.
+   */
+  revokeKey(key: string, actor: string, reason: string, now: number): Approval[] {
+    const revoked: Approval[] = [];
+    for (const stored of this.#store.all()) {
+      if (stored.principal.key !== key) continue;
+      const out = this.decide(stored.id, "revoke", actor, reason, now);
+      if (out.ok) revoked.push(out.approval);
+    }
+    return revoked;
+  }
+
+  /**
    * Drops approvals that ended more than `retainMs` ago (expiring those whose time is up); answers
    * when something is next due (an expiry or a drop), undefined when nothing is left.
    */

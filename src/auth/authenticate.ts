@@ -23,15 +23,19 @@ async function digestOf(presented: string): Promise<{ digest: string; cached: bo
  * in the compiled publication, so the config holds no usable secret and the comparison is on a
  * digest, not the key text.
  *
+ * A key's `expiresAt`, and a rotated-out value's grace end, are checked against `now` here, not
+ * by publishing: a key stops working at its instant in every isolate at once.
+ *
  * @throws GatewayError missing_api_key / invalid_api_key.
  */
-export async function authenticate(publication: CompiledPublication, presented: string | undefined): Promise<Principal> {
+export async function authenticate(publication: CompiledPublication, presented: string | undefined, now: number): Promise<Principal> {
   if (presented === undefined || presented === "") {
     throw new GatewayError("missing_api_key", "You didn't provide an API key. Send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'.");
   }
   const { digest, cached } = await digestOf(presented);
   const entry = publication.keys.get(digest);
   if (!entry || entry.disabled) throw new GatewayError("invalid_api_key", "Incorrect API key provided.");
+  if (entry.notAfter !== undefined && now >= entry.notAfter) throw new GatewayError("invalid_api_key", "This API key has expired.");
   if (!cached) {
     // Oldest first out: a Map iterates in insertion order.
     if (digests.size >= DIGEST_CACHE_SIZE) digests.delete(digests.keys().next().value!);

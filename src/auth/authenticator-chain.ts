@@ -1,3 +1,4 @@
+import type { Clock } from "../deps/clock.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { CompiledPublication } from "../publication/compile-publication.ts";
 import type { Principal } from "../publication/principal.ts";
@@ -16,6 +17,8 @@ export interface PresentedCredentials {
 export interface AuthenticatorDeps {
   readonly publication: CompiledPublication;
   readonly oauth?: OAuthVerifier | undefined;
+  /** What keys' expiry and rotation grace are checked against. */
+  readonly clock: Clock;
 }
 
 /**
@@ -45,7 +48,7 @@ export type AuthEndpoint = "model" | "mcp";
  */
 export async function authenticateCaller(deps: AuthenticatorDeps, presented: PresentedCredentials, endpoint: AuthEndpoint): Promise<Principal> {
   const oauth = deps.oauth;
-  if (oauth === undefined) return await authenticate(deps.publication, presented.apiKey);
+  if (oauth === undefined) return await authenticate(deps.publication, presented.apiKey, deps.clock.now());
   if (presented.bearer !== undefined && oauth.claims(presented.bearer)) {
     if (endpoint === "mcp") return (await oauth.authenticate(presented.bearer)).principal;
     try {
@@ -55,7 +58,7 @@ export async function authenticateCaller(deps: AuthenticatorDeps, presented: Pre
     }
   }
   try {
-    return await authenticate(deps.publication, presented.apiKey);
+    return await authenticate(deps.publication, presented.apiKey, deps.clock.now());
   } catch (err) {
     // The model API answers a key's refusal as its protocol's own servers do: no challenge.
     if (endpoint === "model" || !(err instanceof GatewayError) || (err.code !== "missing_api_key" && err.code !== "invalid_api_key")) throw err;

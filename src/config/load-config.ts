@@ -224,7 +224,8 @@ export function checkPublication(gateway: GatewayConfig, pub: PublicationConfig)
   for (const d of duplicates(pub.tenants.map((t) => t.id))) issues.push({ file, path: "tenants", message: `duplicate tenant id "${d}"` });
   for (const d of duplicates(pub.entrypoints.map((e) => e.name))) issues.push({ file, path: "entrypoints", message: `duplicate entrypoint "${d}"` });
   for (const d of duplicates(pub.models.map((m) => m.id))) issues.push({ file, path: "models", message: `duplicate model id "${d}"` });
-  for (const d of duplicates(pub.tenants.flatMap((t) => t.apiKeys.map((k) => k.sha256)))) {
+  // A rotated-out value is still a key until its grace ends: it may name no other key either.
+  for (const d of duplicates(pub.tenants.flatMap((t) => t.apiKeys.flatMap((k) => [k.sha256, ...k.previous.map((p) => p.sha256)])))) {
     issues.push({ file, path: "tenants", message: `API key hash ${d.slice(0, 8)}… is listed twice` });
   }
   for (const d of duplicates(pub.tenants.flatMap((t) => t.apiKeys.map((k) => `${t.id}/${k.id}`)))) {

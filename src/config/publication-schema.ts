@@ -149,10 +149,30 @@ export function splitChargeTo(chargeTo: string): { readonly team: string; readon
   return slash < 0 ? { team: chargeTo, project: undefined } : { team: chargeTo.slice(0, slash), project: chargeTo.slice(slash + 1) };
 }
 
+/** An instant in a key's lifecycle: an ISO 8601 date-time with its offset (`2026-12-31T00:00:00Z`). */
+const instant = z.iso.datetime({ offset: true });
+
+/** A key value a rotation replaced: still accepted, for the same key, until `until`. */
+const previousKeySchema = z.strictObject({
+  sha256: sha256Hex,
+  until: instant,
+});
+
 const apiKeySchema = z.strictObject({
   id,
   /** SHA-256 (hex) of the key; the key itself never appears in config. */
   sha256: sha256Hex,
+  /** When the key was created (`sluice keys create` sets it); informational. */
+  createdAt: instant.optional(),
+  /** The key is refused from this instant on, as if it were not listed. */
+  expiresAt: instant.optional(),
+  /**
+   * When the key was revoked: it is refused for good and its entry stays so its id is never reused
+   * (sessions and approvals name keys by id). `disabled` is the reversible switch.
+   */
+  revokedAt: instant.optional(),
+  /** Values rotations replaced, each still accepted until its `until` (rotations may overlap). */
+  previous: z.array(previousKeySchema).default([]),
   /** Entrypoint names this key may call; "*" allows all of its tenant's. */
   entrypoints: z.array(z.union([publicName, z.literal("*")])).min(1),
   disabled: z.boolean().default(false),

@@ -6,6 +6,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import { echo } from "../errors/echo.ts";
 import { readAdminDocument as readCandidate } from "./admin-json.ts";
 import { registerPublicationRoutes } from "./admin-publication.ts";
+import { registerKeyRoutes } from "./admin-keys.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { metricsResponse } from "./metrics-endpoint.ts";
@@ -186,6 +187,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
   });
 
   registerPublicationRoutes(app);
+  registerKeyRoutes(app, (env, tenant) => env.APPROVAL_DESK.getByName(tenant));
   registerExplainRoutes(app);
   registerBudgetRoutes(app, (env, name) => env.BUDGET_LEDGER.getByName(name));
   registerApprovalRoutes(app, (env, tenant) => env.APPROVAL_DESK.getByName(tenant));

@@ -18,7 +18,7 @@ export function registerKeyTaskRoutes(app: Hono<PublicEnv>, ledgerOf: (env: Env,
   app.get("/v1/sluice/tasks", async (c) => {
     const rt = c.get("runtime");
     checkHeaders(c.req.raw.headers, rt.config.gateway.limits);
-    const p = await authenticateCaller({ publication: rt.publication, oauth: rt.oauth }, presentedCredentials(c.req.raw.headers), "model");
+    const p = await authenticateCaller({ publication: rt.publication, oauth: rt.oauth, clock: rt.clock }, presentedCredentials(c.req.raw.headers), "model");
     const tasks = await ledgerOf(c.env, p.tenantId).tasks(p.tenantId, {
       key: p.keyId,
       onlyKey: true,
@@ -32,7 +32,7 @@ export function registerKeyTaskRoutes(app: Hono<PublicEnv>, ledgerOf: (env: Env,
   app.get("/v1/sluice/tasks/:taskId", async (c) => {
     const rt = c.get("runtime");
     checkHeaders(c.req.raw.headers, rt.config.gateway.limits);
-    const p = await authenticateCaller({ publication: rt.publication, oauth: rt.oauth }, presentedCredentials(c.req.raw.headers), "model");
+    const p = await authenticateCaller({ publication: rt.publication, oauth: rt.oauth, clock: rt.clock }, presentedCredentials(c.req.raw.headers), "model");
     const taskId = idParam(c.req.param("taskId"), "taskId");
     const found = await ledgerOf(c.env, p.tenantId).task(p.tenantId, taskId, p.keyId);
     // Another key's task (or another tenant's) is as unknown as a task that never was.

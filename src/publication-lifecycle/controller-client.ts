@@ -1,4 +1,5 @@
-import type { ActivePublication, PublicationHead, PublicationHistory, PublicationRollbackResult, PublishResult } from "./controller.ts";
+import type { ActivePublication, KeyAmendResult, PublicationHead, PublicationHistory, PublicationRollbackResult, PublishResult } from "./controller.ts";
+import type { KeyOperation, KeyView } from "./key-operations.ts";
 
 /**
  * The publication controller as callers see it. The Durable Object's RPC stub satisfies it; the
@@ -14,4 +15,8 @@ export interface PublicationControllerClient {
   publish(candidate: unknown, source: string): Promise<PublishResult>;
   rollback(revision: number | undefined, source: string): Promise<PublicationRollbackResult>;
   history(limit: number): Promise<PublicationHistory>;
+  /** Applies a key change to the active revision and publishes the result (docs/publication.md, Keys). */
+  amendKeys(op: KeyOperation, source: string): Promise<KeyAmendResult>;
+  /** The active revision's keys, of one tenant when given. */
+  keys(tenant?: string): Promise<KeyView[]>;
 }

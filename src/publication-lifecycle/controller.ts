@@ -3,6 +3,7 @@ import { canonicalDigest } from "../digest/canonical-digest.ts";
 import type { ConfigIssue } from "../config/parse-file.ts";
 import type { CandidateVerdict } from "./validate-candidate.ts";
 import type { RevisionLog } from "../snapshot/revision-log.ts";
+import { applyKeyOperation, listKeys, type KeyOperation, type KeyView } from "./key-operations.ts";
 
 /** A verified publication revision as stored. Revisions are immutable once written. */
 export interface StoredPublication {
@@ -68,6 +69,12 @@ export interface ActivePublication extends PublicationHead {
 export type PublishResult =
   | { readonly status: "activated" | "unchanged"; readonly revision: number; readonly digest: string; readonly previous?: number | undefined }
   | { readonly status: "rejected"; readonly issues: readonly ConfigIssue[] };
+
+/** A key operation's outcome: the publish it made, with the key as it now stands. */
+export type KeyAmendResult =
+  | { readonly status: "activated" | "unchanged"; readonly revision: number; readonly digest: string; readonly previous?: number | undefined; readonly key: KeyView }
+  | { readonly status: "rejected"; readonly issues: readonly ConfigIssue[] }
+  | { readonly status: "not_found"; readonly message: string };
 
 export type PublicationRollbackResult =
   | { readonly status: "activated"; readonly revision: number; readonly digest: string; readonly previous: number | undefined }
@@ -168,6 +175,41 @@ export class PublicationController {
   async publish(candidate: unknown, source: string, check: CandidateCheck, seed?: () => unknown): Promise<PublishResult> {
     // The bundled publication is adopted first, so it is revision 1 even when the first thing that happens is a publish.
     if (seed !== undefined) await this.activeOrSeed(seed, check);
+    const result = await this.#publish(candidate, source, check, undefined);
+    if (result.status === "conflict") throw new Error("unreachable: a publish without a base revision cannot conflict");
+    return result;
+  }
+
+  /**
+   * Applies a key operation to the active revision's document and publishes the result, checked as
+   * any candidate is. Read, change and activate are one compare-and-set on the active revision: a
+   * publish that lands between them makes this one start again from the new revision, so two
+   * operators' key changes never overwrite each other.
+   */
+  async amendKeys(op: KeyOperation, source: string, check: CandidateCheck, seed: () => unknown): Promise<KeyAmendResult> {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const base = await this.activeOrSeed(seed, check);
+      const applied = applyKeyOperation(base.document, op);
+      if (!applied.ok) {
+        if (applied.notFound === true) return { status: "not_found", message: applied.issues.map((i) => i.message).join("; ") };
+        this.#store.transaction(() => this.#store.appendEvent({ at: op.at, kind: "rejected", source, issues: applied.issues }));
+        return { status: "rejected", issues: applied.issues };
+      }
+      const result = await this.#publish(applied.document, source, check, base.revision);
+      if (result.status === "conflict") continue;
+      return result.status === "rejected" ? result : { ...result, key: applied.key };
+    }
+    const issues = [{ file: "publication.yaml", path: "tenants", message: "the publication kept changing while the key change was applied; try again" }];
+    return { status: "rejected", issues };
+  }
+
+  /** The keys of the active revision (of one tenant when given), as they stand now. */
+  async keys(seed: () => unknown, check: CandidateCheck, tenant?: string): Promise<KeyView[]> {
+    const active = await this.activeOrSeed(seed, check);
+    return listKeys(active.document, this.#clock.now(), tenant);
+  }
+
+  async #publish(candidate: unknown, source: string, check: CandidateCheck, base: number | undefined): Promise<PublishResult | { readonly status: "conflict" }> {
     const at = new Date(this.#clock.now()).toISOString();
     // Checking hashes and may ask the snapshot controller (async): it runs before the atomic section.
     const verdict = await check(candidate, this.#store.ledgerRoots());
@@ -176,7 +218,7 @@ export class PublicationController {
       return { status: "rejected", issues };
     };
     if (!verdict.ok) return reject(verdict.issues);
-    return this.#store.transaction((): PublishResult => {
+    return this.#store.transaction((): PublishResult | { readonly status: "conflict" } => {
       // Another publish may have recorded a root while this one was being checked.
       const known = this.#store.ledgerRoots();
       const moved = [...verdict.ledgerRoots].filter(([root, n]) => known.has(root) && known.get(root) !== n);
@@ -186,6 +228,7 @@ export class PublicationController {
         return { status: "rejected", issues };
       }
       const previous = this.#store.activeRevision();
+      if (base !== undefined && previous !== base) return { status: "conflict" };
       const current = previous === undefined ? undefined : this.#store.getRevision(previous);
       if (current && current.digest === verdict.digest) {
         this.#store.appendEvent({ at, kind: "unchanged", source, revision: current.revision, digest: current.digest });

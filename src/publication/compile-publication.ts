@@ -78,6 +78,8 @@ export interface PoolRequirement {
 export interface CompiledKey {
   readonly principal: Principal;
   readonly disabled: boolean;
+  /** Epoch ms from which this value is refused: the key's `expiresAt`, or a rotated-out value's grace end. */
+  readonly notAfter?: number | undefined;
 }
 
 /**
@@ -189,7 +191,14 @@ export function compilePublication(pub: PublicationConfig, controllerRevision?: 
   const grants = new Map<string, "*" | ReadonlySet<string>>();
   for (const t of pub.tenants) {
     for (const k of t.apiKeys) {
-      keys.set(k.sha256, { principal: { tenantId: t.id, keyId: k.id, ...(k.chargeTo !== undefined ? { chargeTo: k.chargeTo } : {}) }, disabled: k.disabled });
+      // A revoked key is not a key: its entry stays only so its id is never reused.
+      if (k.revokedAt === undefined) {
+        const principal: Principal = { tenantId: t.id, keyId: k.id, ...(k.chargeTo !== undefined ? { chargeTo: k.chargeTo } : {}) };
+        const expires = k.expiresAt === undefined ? undefined : Date.parse(k.expiresAt);
+        keys.set(k.sha256, { principal, disabled: k.disabled, notAfter: expires });
+        // The same principal for every value a rotation replaced: sessions, approvals, task bindings and budgets carry over.
+        for (const p of k.previous) keys.set(p.sha256, { principal, disabled: k.disabled, notAfter: Math.min(Date.parse(p.until), expires ?? Number.POSITIVE_INFINITY) });
+      }
       grants.set(`${t.id}\u0000${k.id}`, k.entrypoints.includes("*") ? "*" : new Set(k.entrypoints));
     }
   }

@@ -163,6 +163,8 @@ function publicationControllerClient(env: Env): PublicationControllerClient {
     publish: async (candidate, source) => await stub().publish(candidate, source),
     rollback: async (revision, source) => await stub().rollback(revision, source),
     history: async (limit) => await stub().history(limit),
+    amendKeys: async (op, source) => await stub().amendKeys(op, source),
+    keys: async (tenant) => await stub().keys(tenant),
   };
 }
 

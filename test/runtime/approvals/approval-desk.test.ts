@@ -107,6 +107,23 @@ describe("ApprovalDeskCore", () => {
     expect(d.list(TTL + 2, "expired").map((a) => a.id)).toEqual([late.id]);
   });
 
+  it("a revoked key takes its live approvals with it, and no other key's", () => {
+    const d = desk();
+    const pending = d.request(facts, init(), 0).approval;
+    const approved = d.request({ ...facts, argumentsDigest: "sha256:b" }, init(), 0).approval;
+    d.decide(approved.id, "approve", "alice", "ok", 1);
+    const denied = d.request({ ...facts, argumentsDigest: "sha256:c" }, init(), 0).approval;
+    d.decide(denied.id, "deny", "alice", "no", 1);
+    const other = d.request({ ...facts, principal: { tenant: "acme", key: "k2" } }, init(), 0).approval;
+    const revoked = d.revokeKey("k1", "admin", "API key acme/k1 was revoked", 2);
+    expect(revoked.map((a) => a.id).sort()).toEqual([pending.id, approved.id].sort());
+    expect(revoked.every((a) => a.state === "revoked" && a.decidedBy === "admin" && a.history.at(-1)?.reason === "API key acme/k1 was revoked")).toBe(true);
+    expect(d.claim(approved.id, { ...facts, argumentsDigest: "sha256:b" }, 3, "r")).toMatchObject({ ok: false, why: "revoked" });
+    expect(d.get(denied.id, 3)?.state).toBe("denied");
+    expect(d.get(other.id, 3)?.state).toBe("pending");
+    expect(d.revokeKey("k1", "admin", "again", 4)).toEqual([]);
+  });
+
   it("the caller cancels its own pending or approved call (revoked by the caller); another principal cannot, nor can anyone end an ended one", () => {
     const d = desk();
     const pending = d.request(facts, init(), 0).approval;

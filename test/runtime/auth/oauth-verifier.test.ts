@@ -1,6 +1,7 @@
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { authenticateCaller, type PresentedCredentials } from "../../../src/auth/authenticator-chain.ts";
+import { systemClock } from "../../../src/deps/clock.ts";
 import { OAuthVerifier, protectedResourceMetadataUrl } from "../../../src/auth/oauth-verifier.ts";
 import { oauthConfigSchema } from "../../../src/config/oauth-schema.ts";
 import { sha256Hex } from "../../../src/digest/canonical-digest.ts";
@@ -283,7 +284,7 @@ describe("authenticateCaller: one chain, API key then access token, for every en
     const k = await key("k1");
     const { verifier } = setup([k]);
     const publication = { keys: new Map([[await sha256Hex("sk-demo"), { principal: { tenantId: "acme", keyId: "demo" }, disabled: false }]]) } as unknown as CompiledPublication;
-    const mcp = (c: PresentedCredentials) => authenticateCaller({ publication, oauth: verifier }, c, "mcp");
+    const mcp = (c: PresentedCredentials) => authenticateCaller({ publication, oauth: verifier, clock: systemClock }, c, "mcp");
     expect(await mcp({ apiKey: "sk-demo", bearer: "sk-demo" })).toEqual({ tenantId: "acme", keyId: "demo" });
     const jwt = await token(k);
     expect(await mcp({ apiKey: jwt, bearer: jwt })).toEqual({ tenantId: "acme", keyId: "corp:alice", entrypoints: [] });
@@ -299,15 +300,15 @@ describe("authenticateCaller: one chain, API key then access token, for every en
     const unknown = await refusal(mcp({ apiKey: "sk-nope", bearer: "sk-nope" }));
     expect(renderBearerChallenge(unknown.challenge!)).toBe('Bearer error="invalid_token", error_description="The credential is not valid", scope="mcp:tools", resource_metadata="https://gateway.example.com/.well-known/oauth-protected-resource/mcp"');
     // Without OAuth configured nothing changes: no challenge.
-    expect((await refusal(authenticateCaller({ publication }, { apiKey: undefined, bearer: undefined }, "mcp"))).challenge).toBeUndefined();
+    expect((await refusal(authenticateCaller({ publication, clock: systemClock }, { apiKey: undefined, bearer: undefined }, "mcp"))).challenge).toBeUndefined();
   });
 
   it("on the model API: a token is verified without the MCP endpoint's required scopes, its refusals carry a plain challenge, and a key's carry none", async () => {
     const k = await key("k1");
     const { verifier } = setup([k]);
     const publication = { keys: new Map([[await sha256Hex("sk-demo"), { principal: { tenantId: "acme", keyId: "demo" }, disabled: false }]]) } as unknown as CompiledPublication;
-    const model = (c: PresentedCredentials) => authenticateCaller({ publication, oauth: verifier }, c, "model");
-    const mcp = (c: PresentedCredentials) => authenticateCaller({ publication, oauth: verifier }, c, "mcp");
+    const model = (c: PresentedCredentials) => authenticateCaller({ publication, oauth: verifier, clock: systemClock }, c, "model");
+    const mcp = (c: PresentedCredentials) => authenticateCaller({ publication, oauth: verifier, clock: systemClock }, c, "mcp");
     expect(await model({ apiKey: "sk-demo", bearer: "sk-demo" })).toEqual({ tenantId: "acme", keyId: "demo" });
     // requiredScopes are the MCP endpoint's: a token without mcp:tools still authenticates here.
     const plain = await token(k, { scope: "openid" });

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { ApprovalDeskCore, callKey, type Approval, type ApprovalStore } from "../../../src/approvals/approval-desk.ts";
 import type { ApprovalDeps, ApprovalDeskRpc } from "../../../src/approvals/approval-desk-rpc.ts";
 import { gateToolCall, type GatedCall } from "../../../src/decide/approval-gate.ts";
 import { runClaimed } from "../../../src/invoker/approval-claim.ts";
@@ -7,27 +6,14 @@ import { RequestStateSealer } from "../../../src/approvals/request-state.ts";
 import { TaskHandleSealer } from "../../../src/approvals/task-handle.ts";
 import { RequestContext } from "../../../src/context/request-context.ts";
 import { noSettle } from "../support/executor-harness.ts";
+import { memoryDesk as memoryDeskOn } from "../support/mcp-harness.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { Principal } from "../../../src/publication/principal.ts";
 
 const clock = { now: 1_000 };
 
 /** The desk's logic behind the RPC shape, with the test's clock (the Durable Object uses its own). */
-function memoryDesk(): ApprovalDeskRpc {
-  const rows = new Map<string, Approval>();
-  const store: ApprovalStore = { get: (id) => rows.get(id), put: (a) => void rows.set(a.id, structuredClone(a)), all: () => [...rows.values()], ofCall: (key) => [...rows.values()].filter((a) => callKey(a) === key), delete: (id) => void rows.delete(id) };
-  const core = new ApprovalDeskCore(store);
-  return {
-    request: async (facts, init) => core.request(facts, init, clock.now),
-    claim: async (id, facts, key, nonce) => core.claim(id, facts, clock.now, key, nonce),
-    spend: async (id, nonce) => core.spend(id, nonce),
-    finish: async (id, execution) => core.finish(id, execution, clock.now),
-    get: async (id) => core.get(id, clock.now),
-    list: async (state) => core.list(clock.now, state),
-    decide: async (id, action, actor, reason) => core.decide(id, action, actor, reason, clock.now),
-    cancel: async (id, principal, reason) => core.cancel(id, principal, reason, clock.now),
-  };
-}
+const memoryDesk = (): ApprovalDeskRpc => memoryDeskOn(() => clock.now);
 
 async function setup() {
   const desk = memoryDesk();

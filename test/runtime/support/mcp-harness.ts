@@ -70,6 +70,7 @@ export function memoryDesk(now: () => number): ApprovalDeskRpc {
     list: async (state) => core.list(now(), state),
     decide: async (id, action, actor, reason) => core.decide(id, action, actor, reason, now()),
     cancel: async (id, principal, reason) => core.cancel(id, principal, reason, now()),
+    revokeKey: async (key, actor, reason) => core.revokeKey(key, actor, reason, now()),
   };
 }
 
