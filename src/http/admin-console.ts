@@ -7,6 +7,8 @@ import {
   auditSection,
   backendsSection,
   balancesSection,
+  keysSection,
+  newKeySection,
   mcpServersSection,
   oneHotGauge,
   taskDetail,
@@ -34,6 +36,7 @@ import {
 } from "./console-session.ts";
 import { readBodyText } from "./limits.ts";
 import { APPROVAL_STATES } from "../approvals/approval-desk.ts";
+import type { KeyView } from "../publication-lifecycle/key-operations.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 type Ctx = Context<AdminEnv>;
@@ -59,6 +62,7 @@ const NAV: readonly NavItem[] = [
   { label: "Approvals", path: `${CONSOLE_PREFIX}/approvals` },
   { label: "Tasks", path: `${CONSOLE_PREFIX}/tasks` },
   { label: "Budgets", path: `${CONSOLE_PREFIX}/budgets` },
+  { label: "Keys", path: `${CONSOLE_PREFIX}/keys` },
   { label: "Backends", path: `${CONSOLE_PREFIX}/backends` },
   { label: "Audit", path: `${CONSOLE_PREFIX}/audit` },
 ];
@@ -112,6 +116,7 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
   registerApprovalRoutes(app, api);
   registerTaskRoutes(app, api);
   registerBudgetRoutes(app, api);
+  registerKeyRoutes(app, api);
   registerBackendRoutes(app, api);
   registerAuditRoutes(app, api);
 }
@@ -349,6 +354,69 @@ function registerBudgetRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
   });
 }
 
+/** A tenant's API keys: list, create, disable, enable, revoke and rotate, for the admin (through `/admin/keys`). */
+function registerKeyRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
+  const listPath = (tenant: string) => `${CONSOLE_PREFIX}/keys?${new URLSearchParams({ tenant })}`;
+  app.get("/console/keys", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const { tenant, all } = await tenantOf(c, api);
+    const a = await api(c, c.var.runtime.adminToken!, "GET", `/keys?${new URLSearchParams({ tenant })}`);
+    const body = a.status !== 200 ? apiFailure("Keys", a.status, apiMessage(a)) : keysSection((a.body as { keys?: KeyView[] }).keys ?? [], tenant, s.csrf);
+    return render(c, s, "API keys", `${CONSOLE_PREFIX}/keys`, html`${tenantPicker(`${CONSOLE_PREFIX}/keys`, all, tenant)}${flash(c)}${body}`);
+  });
+
+  app.post("/console/keys", async (c) => {
+    const g = await guardPost(c);
+    if (g instanceof Response) return g;
+    const { session: s, form } = g;
+    if (s.role !== "admin") return refused(c, "Keys need the admin token.", 403);
+    const tenant = form.get("tenant") ?? "";
+    const field = (name: string) => {
+      const v = (form.get(name) ?? "").trim();
+      return v === "" ? undefined : v;
+    };
+    const days = field("expiresDays");
+    const entrypoints = field("entrypoints")?.split(",").map((e) => e.trim()).filter((e) => e !== "");
+    const body = {
+      tenant,
+      ...(field("id") !== undefined ? { id: field("id") } : {}),
+      ...(field("chargeTo") !== undefined ? { chargeTo: field("chargeTo") } : {}),
+      ...(entrypoints !== undefined && entrypoints.length > 0 ? { entrypoints } : {}),
+      ...(days !== undefined ? { expiresAt: new Date(c.var.runtime.clock.now() + Number(days) * 86_400_000).toISOString() } : {}),
+    };
+    const a = await api(c, c.var.runtime.adminToken!, "POST", "/keys", body);
+    if (a.status !== 201) return render(c, s, "Key not created", `${CONSOLE_PREFIX}/keys`, html`${apiFailure("Create key", a.status, apiMessage(a))}<p><a href="${listPath(tenant)}">Back</a></p>`, a.status === 404 ? 404 : 400);
+    const r = a.body as { apiKey: string; revision: number; key: KeyView };
+    return render(c, s, "Key created", `${CONSOLE_PREFIX}/keys`, newKeySection(r.apiKey, `Created key ${r.key.tenant}/${r.key.id} in revision ${r.revision}.`, listPath(tenant)));
+  });
+
+  app.post("/console/keys/:id", async (c) => {
+    const g = await guardPost(c);
+    if (g instanceof Response) return g;
+    const { session: s, form } = g;
+    if (s.role !== "admin") return refused(c, "Keys need the admin token.", 403);
+    const id = c.req.param("id");
+    const tenant = form.get("tenant") ?? "";
+    const action = form.get("action") ?? "";
+    const path = `/keys/${encodeURIComponent(id)}/${action}?${new URLSearchParams({ tenant })}`;
+    let a: ApiAnswer;
+    if (action === "rotate") a = await api(c, c.var.runtime.adminToken!, "POST", path, { graceSeconds: Number(form.get("grace") ?? "0") });
+    else if (action === "revoke") {
+      const reason = (form.get("reason") ?? "").trim();
+      a = await api(c, c.var.runtime.adminToken!, "POST", path, reason === "" ? undefined : { reason });
+    } else if (action === "disable" || action === "enable") a = await api(c, c.var.runtime.adminToken!, "POST", path);
+    else return render(c, s, "Change refused", `${CONSOLE_PREFIX}/keys`, html`<p class="flash-error">Choose disable, enable, revoke or rotate.</p>`, 400);
+    if (a.status !== 200) return render(c, s, "Change refused", `${CONSOLE_PREFIX}/keys`, html`${apiFailure(`${action} ${id}`, a.status, apiMessage(a))}<p><a href="${listPath(tenant)}">Back</a></p>`, a.status === 404 ? 404 : 400);
+    if (action === "rotate") {
+      const r = a.body as { apiKey: string; revision: number; key: KeyView };
+      const until = r.key.previous.at(-1)?.until;
+      return render(c, s, "Key rotated", `${CONSOLE_PREFIX}/keys`, newKeySection(r.apiKey, `Rotated key ${r.key.tenant}/${r.key.id} in revision ${r.revision}; ${until === undefined ? "the replaced value no longer works" : `the replaced value works until ${until}`}.`, listPath(tenant)));
+    }
+    return c.redirect(`${listPath(tenant)}&${new URLSearchParams({ done: action })}`, 303);
+  });
+}
+
 /** The served snapshot's backends with their breaker and health state, and the MCP servers, for the admin. */
 function registerBackendRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
   app.get("/console/backends", async (c) => {
@@ -392,6 +460,6 @@ function registerAuditRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
 
 function flash(c: Ctx): SafeHtml {
   const done = c.req.query("done");
-  const said: Record<string, string> = { approve: "Approved.", deny: "Denied.", revoke: "Revoked." };
+  const said: Record<string, string> = { approve: "Approved.", deny: "Denied.", revoke: "Revoked.", disable: "Disabled.", enable: "Enabled." };
   return done !== undefined && said[done] !== undefined ? html`<p class="flash" id="flash">${said[done]}</p>` : html``;
 }

@@ -1,3 +1,4 @@
+import type { KeyView } from "../publication-lifecycle/key-operations.ts";
 import { html, table, type HtmlValue, type SafeHtml } from "./console-html.ts";
 
 // The shapes the admin API answers (docs/governance.md). The console renders them as they come; a
@@ -330,4 +331,44 @@ export function mcpServersSection(servers: readonly McpServerView[]): SafeHtml {
     servers.map((s) => [s.name, s.kind, s.probed ? "yes" : "no", s.status, s.lastReason ?? "—", s.lastProbeAt ?? "—", n(s.consecutiveFailures)]),
     "No MCP servers are configured.",
   );
+}
+
+const GRACES: readonly [string, string][] = [
+  ["0", "none"],
+  ["3600", "1 hour"],
+  ["86400", "24 hours"],
+  ["604800", "7 days"],
+];
+
+/** A tenant's keys, each with the forms that change it, and the form that creates one. */
+export function keysSection(keys: readonly KeyView[], tenant: string, csrf: string): SafeHtml {
+  const hidden = html`<input type="hidden" name="csrf" value="${csrf}"><input type="hidden" name="tenant" value="${tenant}">`;
+  const actions = (id: string, state: string): SafeHtml => {
+    if (state === "revoked") return html`—`;
+    const action = `/admin/console/keys/${encodeURIComponent(id)}`;
+    const toggle = state === "disabled" ? html`<button type="submit" name="action" value="enable">Enable</button>` : html`<button type="submit" name="action" value="disable">Disable</button>`;
+    return html`<form method="post" action="${action}" class="inline">${hidden}${toggle}</form> <form method="post" action="${action}" class="inline">${hidden}<input type="text" name="reason" placeholder="reason" maxlength="1024" aria-label="reason to revoke ${id}"><button type="submit" name="action" value="revoke">Revoke</button></form> <form method="post" action="${action}" class="inline">${hidden}<label>grace <select name="grace">${GRACES.map(([v, label]) => html`<option value="${v}"${v === "86400" ? html` selected` : ""}>${label}</option>`)}</select></label><button type="submit" name="action" value="rotate">Rotate</button></form>`;
+  };
+  const list = table(
+    ["Key", "State", "Digest", "Charge to", "Entrypoints", "Created", "Expires", "Replaced values in grace until", "Change"],
+    keys.map((k) => [
+      html`<code>${k.id}</code>`,
+      html`<span class="state" data-state="${k.state}">${k.state}</span>`,
+      html`<code>${k.digestPrefix}…</code>`,
+      k.chargeTo ?? "—",
+      k.entrypoints.join(", "),
+      k.createdAt ?? "—",
+      k.expiresAt ?? (k.revokedAt !== undefined ? `revoked ${k.revokedAt}` : "never"),
+      k.previous.length === 0 ? "—" : k.previous.map((p) => p.until).join(", "),
+      actions(k.id, k.state),
+    ]),
+    "This tenant has no keys.",
+  );
+  const create = html`<h2>New key</h2><form method="post" action="/admin/console/keys" id="create-key">${hidden}<p><label>Id <input type="text" name="id" placeholder="generated" pattern="[a-z0-9][a-z0-9._-]{0,63}"></label> <label>Charge to <input type="text" name="chargeTo" placeholder="team or team/project"></label> <label>Entrypoints <input type="text" name="entrypoints" placeholder="*"></label> <label>Expires in days <input type="number" name="expiresDays" min="1" max="3660"></label> <button type="submit">Create</button></p></form>`;
+  return html`${list}${create}`;
+}
+
+/** A new key's only showing: after create or rotate. */
+export function newKeySection(apiKey: string, what: string, back: string): SafeHtml {
+  return html`<p class="flash">${what}</p><p>The key is shown this once; only its digest is stored. Copy it now.</p><p><code id="new-key">${apiKey}</code></p><p><a href="${back}">Back to the keys</a></p>`;
 }

@@ -230,6 +230,41 @@ describe("the admin console in Chromium", () => {
       await ctx.close();
     }
   });
+
+  it("creates a key that works, shows it once, and revokes it so it is refused", async () => {
+    const ctx = await newContext();
+    try {
+      const page = await ctx.newPage();
+      await signIn(page, stack.gateway.adminUrl, ADMIN_TOKEN);
+      await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/keys?tenant=demo`);
+      const before = await tableRows(page, "table");
+      expect(before.map((r) => r[0])).toContain("demo");
+      await page.fill('#create-key input[name="id"]', "console-made");
+      await page.fill('#create-key input[name="chargeTo"]', "platform/playground");
+      await Promise.all([page.waitForURL(/\/admin\/console\/keys$/), page.click('#create-key button[type="submit"]')]);
+      const key = (await page.textContent("#new-key"))!;
+      expect(key).toMatch(/^sk-sluice-/);
+      /** The status of one chat with key `k` (its body read, so the connection is reused). */
+      const chat = async (k: string) => {
+        const res = await fetch(`${stack.gateway.publicUrl}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${k}`, "content-type": "application/json" }, body: JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content: "hi" }] }) });
+        await res.text();
+        return res.status;
+      };
+      await eventually(async () => ((await chat(key)) === 200 ? true : undefined));
+      // The list shows the key by id and digest prefix, never the key.
+      await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/keys?tenant=demo`);
+      expect(await page.content()).not.toContain(key);
+      const row = (await tableRows(page, "table")).find((r) => r[0] === "console-made")!;
+      expect(row.slice(1, 4)).toEqual(["active", expect.stringMatching(/^[0-9a-f]{8}…$/), "platform/playground"]);
+      await page.fill('input[aria-label="reason to revoke console-made"]', "test over");
+      await Promise.all([page.waitForURL(/done=revoke/), page.click('form:has(input[aria-label="reason to revoke console-made"]) button[value="revoke"]')]);
+      expect(await page.textContent("#flash")).toBe("Revoked.");
+      expect((await tableRows(page, "table")).find((r) => r[0] === "console-made")![1]).toBe("revoked");
+      await eventually(async () => ((await chat(key)) === 401 ? true : undefined));
+    } finally {
+      await ctx.close();
+    }
+  });
 });
 
 // Needs the approvals API (`GET /admin/approvals`, `POST /admin/approvals/:id/approve`) and the
