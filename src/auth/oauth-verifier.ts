@@ -74,10 +74,11 @@ export class OAuthVerifier {
   /** The protected resource metadata URL (RFC 9728 section 3.1: the resource's path after the well-known prefix). */
   readonly metadataUrl: string;
 
-  constructor(config: OAuthConfig, deps: OAuthVerifierDeps) {
+  /** `shared`: a verifier whose issuers (and their JWKS caches) this one uses too. */
+  constructor(config: OAuthConfig, deps: OAuthVerifierDeps, shared?: OAuthVerifier) {
     this.#config = config;
     this.#deps = deps;
-    this.#issuers = new Map(
+    this.#issuers = shared !== undefined ? shared.#issuers : new Map(
       config.issuers.map((i) => [
         i.issuer,
         {
@@ -97,6 +98,15 @@ export class OAuthVerifier {
       ]),
     );
     this.metadataUrl = protectedResourceMetadataUrl(config.resource);
+  }
+
+  /**
+   * The same verifier for another publication revision's tenants. The issuers' JWKS caches are
+   * shared: the signing keys depend on the bootstrap config only, so a new revision neither
+   * refetches them nor forgets a key set it holds.
+   */
+  withTenants(tenants: ReadonlyMap<string, ReadonlySet<string>>): OAuthVerifier {
+    return new OAuthVerifier(this.#config, { ...this.#deps, tenants }, this);
   }
 
   /**

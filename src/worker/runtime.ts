@@ -254,6 +254,8 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     adminToken: secretOf(secrets, gw.security.adminTokenSecret),
     approverToken: secretOf(secrets, gw.governance.approverTokenSecret),
   };
+  // One verifier per isolate (its JWKS caches outlive revisions); each revision's view maps tokens to that revision's tenants.
+  const oauthBase = oauthOf(gw, config.publication, clock);
   // One view per revision: its compiled publication, its engine (every request begun on it, and
   // every retry, fallback and sub-call inside, decides under that revision) and its MCP policy.
   let views = 0;
@@ -265,7 +267,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     const pub = publicationSchema.parse(active.document);
     const compiled = compilePublication(pub, active.revision);
     for (const t of compiled.budgets.tenants()) stripes.set(t.root, t.stripes);
-    const oauth = oauthOf(gw, pub, clock);
+    const oauth = oauthBase?.withTenants(chargeTargetsOf(pub));
     const mcp: McpDeps = { ...mcpBase, policy: new ToolPolicy(pub.mcp?.policy ?? { revision: "none", rules: [] }), prices: new ToolPrices(pub.mcp?.prices ?? []) };
     return {
       ...base,
@@ -433,7 +435,7 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
   });
 }
 
-/** The access-token link of the authenticator chain (`auth.oauth`), shared by every endpoint, for one publication revision (its tenants); undefined: API keys only. */
+/** The access-token link of the authenticator chain (`auth.oauth`), shared by every endpoint (views of later revisions take their tenants with `withTenants`); undefined: API keys only. */
 function oauthOf(gw: GatewayConfig, pub: PublicationConfig, clock: Clock): OAuthVerifier | undefined {
   return gw.auth.oauth
     ? new OAuthVerifier(gw.auth.oauth, {

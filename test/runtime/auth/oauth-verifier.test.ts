@@ -97,6 +97,18 @@ describe("OAuthVerifier", () => {
     expect(server.state.calls[0]).toMatchObject({ url: JWKS_URL, init: { redirect: "manual" } });
   });
 
+  it("a later publication revision's verifier keeps the key set (no refetch) and maps tokens to that revision's tenants", async () => {
+    const { verifier, server } = setup([k1]);
+    await verifier.authenticate(await token(k1));
+    const next = verifier.withTenants(new Map([["globex", new Set(["ops"])]]));
+    expect(server.state.calls).toHaveLength(1);
+    // acme is not a tenant of the next revision: the token is refused there, without fetching keys again.
+    await expect(next.authenticate(await token(k1))).rejects.toMatchObject({ code: "invalid_token" });
+    const again = verifier.withTenants(new Map([["acme", new Set<string>()]]));
+    expect((await again.authenticate(await token(k1))).principal.tenantId).toBe("acme");
+    expect(server.state.calls).toHaveLength(1);
+  });
+
   it("refuses a token for another audience, with the challenge pointing at the resource metadata", async () => {
     const { verifier } = setup([k1]);
     const err = await refusal(verifier.authenticate(await token(k1, { aud: "https://other.example.com/mcp" })));
