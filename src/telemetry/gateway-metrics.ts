@@ -2,7 +2,7 @@ import type { AttemptOutcome, AttemptRecord, EvidenceClass } from "../context/at
 import type { RequestRecord } from "../context/request-record.ts";
 import { ERROR_CODES } from "../errors/gateway-error.ts";
 import { PROTOCOL_IDS } from "../protocol/codec.ts";
-import { firstDistinct, MetricRegistry, oneOf, OTHER, type Counter, type Histogram, type LabelDomain, type LabelSpec } from "./metric-registry.ts";
+import { ConfiguredNames, firstDistinct, MetricRegistry, oneOf, OTHER, type Counter, type Histogram, type LabelDomain, type LabelSpec } from "./metric-registry.ts";
 import type { FinishedRequestReader } from "./request-assembly.ts";
 import { BUCKETS, GATEWAY_PROVIDER, OPERATION_CHAT, providerName } from "./semconv.ts";
 
@@ -21,6 +21,12 @@ export interface MetricDomains {
    */
   readonly maxSnapshotNames: number;
 }
+
+/** The names a publication revision gives the labels it owns. */
+export type PublicationNames = Pick<MetricDomains, "entrypoints" | "models" | "routes" | "tenants">;
+
+/** Names one label may hold in all, across every revision an isolate serves. */
+const MAX_CONFIGURED_NAMES = 512;
 
 /** What the isolate holds now, read at each scrape. */
 export interface GaugeSources {
@@ -69,10 +75,18 @@ export class GatewayMetrics implements FinishedRequestReader {
   readonly #looperSteps: Counter;
   readonly #looperEscalations: Counter;
 
+  readonly #names: Readonly<Record<keyof PublicationNames, ConfiguredNames>>;
+
   // Instruments are registered family by family, in the order they are exposed.
   constructor(d: MetricDomains, gauges: GaugeSources, registry = new MetricRegistry()) {
     this.registry = registry;
-    const l = sharedLabels(d);
+    this.#names = {
+      entrypoints: new ConfiguredNames(d.entrypoints, MAX_CONFIGURED_NAMES),
+      models: new ConfiguredNames(d.models, MAX_CONFIGURED_NAMES),
+      routes: new ConfiguredNames(d.routes, MAX_CONFIGURED_NAMES),
+      tenants: new ConfiguredNames(d.tenants, MAX_CONFIGURED_NAMES),
+    };
+    const l = sharedLabels(d, this.#names);
     const request = requestInstruments(registry, l);
     this.#requests = request.requests;
     this.#serverDuration = request.serverDuration;
@@ -112,6 +126,15 @@ export class GatewayMetrics implements FinishedRequestReader {
   }
 
   /** Records one finished request and its attempts. */
+  /**
+   * A publication revision this isolate now serves: its entrypoint, model, route and tenant names
+   * become label values (names it adds were `other` before). Names are only ever added, up to a
+   * cap per label, so series of an older revision keep their labels.
+   */
+  admitPublication(names: PublicationNames): void {
+    for (const k of ["entrypoints", "models", "routes", "tenants"] as const) this.#names[k].admit(names[k]);
+  }
+
   finished(r: Readonly<RequestRecord>, attempts: readonly Readonly<AttemptRecord>[]): void {
     // An explain is not a request of its entrypoint; the embeddings it made are counted as theirs.
     if (r.explain === true && r.parentRequestId === undefined) return;
@@ -207,11 +230,11 @@ interface SharedLabels {
 }
 
 /** The domains of the labels several instruments use, made once per registry so they fold alike. */
-function sharedLabels(d: MetricDomains): SharedLabels {
+function sharedLabels(d: MetricDomains, names: Readonly<Record<keyof PublicationNames, ConfiguredNames>>): SharedLabels {
   return {
-    entrypoint: oneOf(d.entrypoints),
-    model: oneOf(d.models),
-    route: oneOf(d.routes),
+    entrypoint: names.entrypoints.domain,
+    model: names.models.domain,
+    route: names.routes.domain,
     protocol: oneOf(PROTOCOL_IDS),
     errorType: oneOf(["", ...ERROR_CODES]),
     backend: firstDistinct(d.maxSnapshotNames),
@@ -219,7 +242,7 @@ function sharedLabels(d: MetricDomains): SharedLabels {
     upstreamModel: firstDistinct(d.maxSnapshotNames),
     provider: oneOf(["openai", "anthropic", "_OTHER", GATEWAY_PROVIDER]),
     op: oneOf([OPERATION_CHAT]),
-    tenant: d.tenantLabel.enabled ? firstDistinct(d.tenantLabel.maxTenants, oneOf(d.tenants)) : () => OTHER,
+    tenant: d.tenantLabel.enabled ? firstDistinct(d.tenantLabel.maxTenants, names.tenants.domain) : () => OTHER,
   };
 }
 

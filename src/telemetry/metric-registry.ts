@@ -23,6 +23,30 @@ export function oneOf(values: Iterable<string>): LabelDomain {
 }
 
 /**
+ * A domain of configuration names that later configuration may add to (a publication revision
+ * published at runtime names new entrypoints, models, routes or tenants). Only {@link admit}
+ * adds names, never a recorded value, and at most `cap` names in all: past that, new names fold.
+ */
+export class ConfiguredNames {
+  readonly #allowed: Set<string>;
+  readonly #cap: number;
+  readonly domain: LabelDomain = (v) => (this.#allowed.has(v) ? v : OTHER);
+
+  constructor(initial: Iterable<string>, cap: number) {
+    this.#allowed = new Set(initial);
+    this.#cap = Math.max(cap, this.#allowed.size);
+  }
+
+  /** Adds configuration names (up to the cap); names already allowed cost nothing. */
+  admit(names: Iterable<string>): void {
+    for (const n of names) {
+      if (this.#allowed.size >= this.#cap) return;
+      this.#allowed.add(n);
+    }
+  }
+}
+
+/**
  * A domain that admits the first `cap` distinct values it sees and folds the rest: for a label
  * whose values come from configuration but may be many (tenants), opted in with a cap.
  */

@@ -21,7 +21,7 @@ import type { CompiledPublication } from "../publication/compile-publication.ts"
 import { chargeTargetsOf } from "../publication/principal.ts";
 import { accessLog } from "../settle/access-log.ts";
 import { settleStep } from "../settle/settle-step.ts";
-import { GatewayMetrics } from "../telemetry/gateway-metrics.ts";
+import { GatewayMetrics, type PublicationNames } from "../telemetry/gateway-metrics.ts";
 import { OtlpExporter } from "../telemetry/otlp-exporter.ts";
 import { assembledSink } from "../telemetry/request-assembly.ts";
 import { taskLedgerSink, type TaskLedgerSink } from "../task-ledger/task-ledger-client.ts";
@@ -267,6 +267,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     const pub = publicationSchema.parse(active.document);
     const compiled = compilePublication(pub, active.revision);
     for (const t of compiled.budgets.tenants()) stripes.set(t.root, t.stripes);
+    metrics.admitPublication(metricNamesOf(compiled, gw));
     const oauth = oauthBase?.withTenants(chargeTargetsOf(pub));
     const mcp: McpDeps = { ...mcpBase, policy: new ToolPolicy(pub.mcp?.policy ?? { revision: "none", rules: [] }), prices: new ToolPrices(pub.mcp?.prices ?? []) };
     return {
@@ -348,6 +349,16 @@ interface MetricSources {
   readonly tokens: TokenCache;
 }
 
+/** The label values a publication revision names (MCP requests are named by their endpoint, `mcp` or `mcp/<server>`, and their method as the route). */
+function metricNamesOf(publication: CompiledPublication, gw: GatewayConfig): PublicationNames {
+  return {
+    entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`)],
+    models: [...publication.models.keys()],
+    routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call"],
+    tenants: publication.source.tenants.map((t) => t.id),
+  };
+}
+
 /** The snapshot cache, the metrics over the isolate's state (labels from configuration only), and the OTLP exporter when configured. */
 function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, clock: Clock, src: MetricSources) {
   const gw = config.gateway;
@@ -364,11 +375,7 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
   });
   metrics = new GatewayMetrics(
     {
-      // MCP requests are named by their endpoint (`mcp`, `mcp/<server>`) and their method as the route.
-      entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`)],
-      models: [...publication.models.keys()],
-      routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call"],
-      tenants: publication.source.tenants.map((t) => t.id),
+      ...metricNamesOf(publication, gw),
       tenantLabel: gw.observability.metrics.tenantLabel,
       maxSnapshotNames: gw.observability.metrics.maxSnapshotNames,
     },

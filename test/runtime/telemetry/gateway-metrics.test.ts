@@ -89,6 +89,21 @@ describe("gateway metrics", () => {
     expect(values(m)).toEqual(before);
   });
 
+  it("a revision published at runtime adds its entrypoint, model and route names; what was counted before keeps its labels", () => {
+    const m = new GatewayMetrics(domains, gauges);
+    const later = { entrypoint: "added-later", route: "new-rule" };
+    m.finished(requestRecord(later), [attemptRecord({ logicalModel: "new-model" })]);
+    m.admitPublication({ entrypoints: ["sluice-chat", "added-later"], models: ["new-model"], routes: ["new-rule"], tenants: [] });
+    m.finished(requestRecord(later), [attemptRecord({ logicalModel: "new-model" })]);
+    const requests = instrument(m, "sluice.requests") as Counter;
+    expect([...requests.all()].map((s) => [s.values[0], s.values[4], s.state])).toEqual([
+      ["other", "other", 1],
+      ["added-later", "new-rule", 1],
+    ]);
+    const attempts = instrument(m, "sluice.attempts") as Counter;
+    expect([...attempts.all()].map((s) => s.values[2])).toEqual(["other", "new-model"]);
+  });
+
   it("tenant as a label only when opted in, capped, the rest folded", () => {
     const m = new GatewayMetrics({ ...domains, tenantLabel: { enabled: true, maxTenants: 1 } }, gauges);
     for (const tenant of ["demo", "other-tenant", "demo", "not-configured"]) m.finished(requestRecord({ tenant }), []);
