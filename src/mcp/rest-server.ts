@@ -91,6 +91,11 @@ export class RestServer {
       await res.body?.cancel();
       throw new GatewayError("upstream_error", `The tool's API answered ${res.status}.`);
     }
+    if (res.status === 401) {
+      // The gateway's credential for the API was refused: no change of arguments can fix that, so the model is not asked to.
+      await res.body?.cancel();
+      throw new GatewayError("upstream_auth_failed", "The tool's API refused the gateway's credential (401).");
+    }
     const text = await readBounded(res, tool.response.maxBytes);
     const json = /^application\/(?:[\w.+-]+\+)?json\b/i.test(res.headers.get("content-type") ?? "") ? parseJson(text) : undefined;
     if (res.status >= 400) {

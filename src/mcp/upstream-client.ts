@@ -426,6 +426,11 @@ export class McpUpstream {
       await res.body?.cancel();
       throw new GatewayError("upstream_error", "The MCP server answered with a redirect, which the gateway does not follow.");
     }
+    if (res.status === 401 || res.status === 403) {
+      // MCP authorization is HTTP's: the server refused the credential the gateway sends it, not the caller's.
+      await res.body?.cancel();
+      throw new GatewayError("upstream_auth_failed", `The MCP server refused the gateway's credential (${res.status}).`);
+    }
     const type = res.headers.get("content-type") ?? "";
     if (!/^text\/event-stream/i.test(type) || !res.body) {
       const text = await res.text();

@@ -104,6 +104,9 @@ describe("REST server", () => {
     expect(await rejection(call(server(() => new Response("boom", { status: 503 })).s, "get_issue", { repo: "r", number: 1 }))).toBe("upstream_error");
     expect(await rejection(call(server(() => new Response(null, { status: 302, headers: { location: "https://elsewhere.example/" } })).s, "get_issue", { repo: "r", number: 1 }))).toBe("upstream_error");
     expect(await rejection(call(server(() => Promise.reject(new TypeError("connection refused"))).s, "get_issue", { repo: "r", number: 1 }))).toBe("upstream_unreachable");
+    // A 401 refuses the gateway's credential: no argument the model could change fixes it. A 403 may be about the arguments (a repository), so the model reads it.
+    expect(await rejection(call(server(() => Response.json({ message: "Bad credentials" }, { status: 401 })).s, "get_issue", { repo: "r", number: 1 }))).toBe("upstream_auth_failed");
+    expect(await call(server(() => Response.json({ message: "Resource not accessible" }, { status: 403 })).s, "get_issue", { repo: "r", number: 1 })).toEqual({ ok: true, result: { isError: true, content: [{ type: "text", text: "HTTP 403: Resource not accessible" }] } });
   });
 
   it("bounds the answer, and never passes on an answer it was told to trim but cannot", async () => {

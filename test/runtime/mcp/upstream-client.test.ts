@@ -91,6 +91,14 @@ describe("the gateway's MCP client", () => {
     expect(resume.headers.get("last-event-id")).toBe("e1");
   });
 
+  it("answers an HTTP 401 or 403 of the server as its refusal of the gateway's credential, not as an outage", async () => {
+    for (const status of [401, 403]) {
+      const server = fakeServer(() => new Response(JSON.stringify({ error: "invalid_token" }), { status, headers: { "content-type": "application/json", "www-authenticate": 'Bearer error="invalid_token"' } }));
+      const up = new McpUpstream({ url: "http://127.0.0.1:9/mcp", era: "stateless", fetch: server.fetch });
+      await expect(up.request("tools/list")).rejects.toMatchObject({ code: "upstream_auth_failed", message: `The MCP server refused the gateway's credential (${status}).` });
+    }
+  });
+
   it("reports a stream that ends without the answer", async () => {
     const server = fakeServer(() => sse({ jsonrpc: "2.0", method: "notifications/message", params: {} }));
     const up = new McpUpstream({ url: "http://127.0.0.1:9/mcp", era: "stateless", fetch: server.fetch });
