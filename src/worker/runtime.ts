@@ -160,7 +160,9 @@ function publicationControllerClient(env: Env): PublicationControllerClient {
     getActive: async () => await stub().getActive(),
     head: async () => await stub().head(),
     get: async (revision) => await stub().get(revision),
-    publish: async (candidate, source) => await stub().publish(candidate, source),
+    publish: async (candidate, source, options) => await stub().publish(candidate, source, options),
+    promoteCanary: async (source) => await stub().promoteCanary(source),
+    abortCanary: async (source) => await stub().abortCanary(source),
     rollback: async (revision, source) => await stub().rollback(revision, source),
     history: async (limit) => await stub().history(limit),
   };
