@@ -175,10 +175,12 @@ let runtime: Promise<PublicationCache<GatewayRuntime>> | undefined;
  * life, seen through the active publication revision (refreshed at most once per
  * `traffic.publicationCacheTtlMs`). The caller keeps what it gets for the request's whole life:
  * that is the request's publication pin. Bindings are the isolate's, so the first `env` serves all.
+ * While a publication canary runs, `routingKey` (the caller's identity, asked for only then) picks
+ * the canary's view for the canary's share of callers; without one a request gets the stable view.
  */
-export async function getRuntime(env: Env): Promise<GatewayRuntime> {
+export async function getRuntime(env: Env, routingKey?: () => string | undefined): Promise<GatewayRuntime> {
   runtime ??= buildRuntime(env);
-  return (await runtime).current();
+  return (await runtime).current(routingKey);
 }
 
 async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>> {
