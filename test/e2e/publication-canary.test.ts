@@ -1,9 +1,11 @@
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT } from "../../local-stack/build.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { canaryBucket } from "../../src/publication-lifecycle/canary-bucket.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, expectNothingLeft, type Simulator } from "./support/stack.ts";
@@ -136,4 +138,47 @@ describe("publication canary", () => {
     expect(history.canary ?? null).toBeNull();
     expect(history.events.slice(0, 4).map((e) => e.kind)).toEqual(["canary_promoted", "canary_started", "canary_aborted", "rejected"]);
   });
+
+  it("runs from the CLI: publish --canary, a new share, status, a rollback that ends it, promote", async () => {
+    const dir = join(stateDir, "cli-config");
+    mkdirSync(dir, { recursive: true });
+    const cli = (...args: string[]) =>
+      new Promise<{ status: number | null; stdout: string; stderr: string }>((done) => {
+        const child = spawn(process.execPath, [join(ROOT, "bin", "sluice.js"), ...args, "--admin", gateway.adminUrl], { cwd: ROOT, env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN } });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+        child.on("close", (status) => done({ status, stdout, stderr }));
+      });
+    writeFileSync(join(dir, "publication.yaml"), stringify(publication("cli")));
+    const bad = await cli("publish", "--config", dir, "--canary", "100");
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("--canary must be 1..99");
+
+    const started = await cli("publish", "--config", dir, "--canary", "10");
+    expect(started.stderr).toBe("");
+    expect(started.stdout).toMatch(/^canary: revision 4 \(sha256:[0-9a-f]+\) serves 10% of callers; active revision 3 serves the rest/);
+    const wider = await cli("publish", "--config", dir, "--canary", "30");
+    expect(wider.stdout).toContain("serves 30% of callers");
+    const status = await cli("publication", "canary", "status");
+    expect(status.status).toBe(0);
+    expect(status.stdout).toMatch(/^active revision 3, canary revision 4 at 30% since /);
+    expect((await cli("publication", "history")).stdout).toContain("canary revision 4 at 30%");
+
+    // A rollback is the emergency exit: it ends the canary too.
+    const rolled = await cli("publication", "rollback", "--json");
+    expect(rolled.status).toBe(0);
+    expect(JSON.parse(rolled.stdout)).toMatchObject({ status: "activated", revision: 2, previous: 3, abortedCanary: 4 });
+    const after = await cli("publication", "canary", "status", "--json");
+    expect(JSON.parse(after.stdout)).toEqual({ active: 2, canary: null });
+    const nothing = await cli("publication", "canary", "promote");
+    expect(nothing.status).toBe(1);
+    expect(nothing.stderr).toContain("revision_not_found");
+
+    expect((await cli("publish", "--config", dir, "--canary", "50")).status).toBe(0);
+    const promoted = await cli("publication", "canary", "promote");
+    expect(promoted.stdout).toMatch(/^promoted canary revision 4 \(sha256:[0-9a-f]+\) to active; previous 2/);
+    await within(TTL_MS + 2000, async () => (await servedBy(onStable[0]!)) === "cli@4");
+  }, 60_000);
 });
