@@ -203,7 +203,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   // One per isolate: concurrent requests share a mint, and a token serves until shortly before it expires.
   const tokens = new TokenCache({ clock });
   const credentialWatch = new CredentialWatch();
-  const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens });
+  const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens, publications: () => publications });
   const mcpBase = await mcpOf(env, config, secrets);
   const taskLedger = taskLedgerSink({
     ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
@@ -346,6 +346,8 @@ interface MetricSources {
   readonly drain: DrainController;
   readonly admission: AdmissionController;
   readonly tokens: TokenCache;
+  /** The isolate's publication views (built after the metrics that read them). */
+  readonly publications: () => PublicationCache<GatewayRuntime> | undefined;
 }
 
 /** The snapshot cache, the metrics over the isolate's state (labels from configuration only), and the OTLP exporter when configured. */
@@ -388,6 +390,8 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
       breakers: () => byBackendName(src.breakers?.cachedStates() ?? []),
       health: () => byBackendName(src.health?.cachedStatuses() ?? []),
       credentialMints: () => src.tokens.stats(),
+      publicationRevisions: () => ({ stable: src.publications()?.peek()?.revision, canary: src.publications()?.peekCanary()?.revision }),
+      canaryRevision: () => src.publications()?.peekCanary()?.value.publication.revision,
     },
   );
   const done = metrics;

@@ -120,6 +120,16 @@ describe("publication canary", () => {
     const again = await servedAll(KEYS.slice(0, 60));
     for (const [k, rev] of again) expect(rev).toBe(first.get(k));
 
+    // Metrics tell the two populations apart by a bounded label, and map them to revisions.
+    const metrics = await (await admin("/admin/metrics")).text();
+    expect(metrics).toContain('sluice_publication_revision{sluice_publication="stable"} 2');
+    expect(metrics).toContain('sluice_publication_revision{sluice_publication="canary"} 3');
+    const count = (pub: string) =>
+      [...metrics.matchAll(new RegExp(`^sluice_requests_total\\{[^}]*sluice_publication="${pub}"\\} (\\d+)$`, "gm"))].reduce((n, m) => n + Number(m[1]), 0);
+    const canaryAsked = [...first.values(), ...again.values()].filter((r) => r === "next@3").length;
+    expect(count("canary")).toBeGreaterThanOrEqual(canaryAsked);
+    expect(count("stable")).toBeGreaterThanOrEqual(first.size + again.size - canaryAsked);
+
     // Abort: everyone back on the active revision.
     expect(await (await admin("/admin/publication/canary/abort", { method: "POST" })).json()).toMatchObject({ status: "aborted", revision: 3 });
     await within(TTL_MS + 2000, async () => (await servedBy(onCanary[0]!)) === "base@2");
