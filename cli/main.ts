@@ -20,8 +20,11 @@ Commands:
   drain [--timeout 2m]          stop admitting, let requests in flight finish
   resume                        admit again after a drain
   budgets balance TENANT        where a tenant's budgets stand
-  publish --config DIR          publish publication.yaml to the running gateway (checked, atomic)
+  publish --config DIR          publish publication.yaml to the running gateway (checked, atomic;
+                                --canary P serves it to P% of callers first)
   publication history|rollback  the publication's revisions; back to the last-known-good
+  publication canary promote|abort|status
+                                the running canary: make it active, end it, show it
   keys list|create|revoke|disable|enable|rotate
                                 API keys as a lifecycle; a new key is printed once
   explain (--key K | --tenant T) FILE

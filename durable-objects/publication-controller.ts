@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { PublicationController as Controller } from "../src/publication-lifecycle/controller.ts";
 import type { KeyOperation, KeyView } from "../src/publication-lifecycle/key-operations.ts";
-import type { ActivePublication, CandidateCheck, KeyAmendResult, PublicationHead, PublicationHistory, PublicationRollbackResult, PublishResult } from "../src/publication-lifecycle/controller.ts";
+import type { ActivePublication, CanaryResult, CandidateCheck, KeyAmendResult, PublicationHead, PublicationHistory, PublicationRollbackResult, PublishOptions, PublishResult } from "../src/publication-lifecycle/controller.ts";
 import type { PublicationControllerClient } from "../src/publication-lifecycle/controller-client.ts";
 import { systemClock } from "../src/deps/clock.ts";
 import { publicationCheckOf, publicationSeedOf, type PublicationSeed } from "../src/worker/isolate-config.ts";
@@ -37,8 +37,16 @@ export class PublicationController extends DurableObject<Env> implements Publica
     return this.#controller.get(revision);
   }
 
-  async publish(candidate: unknown, source: string): Promise<PublishResult> {
-    return this.#controller.publish(candidate, source, this.#check, this.#seed);
+  async publish(candidate: unknown, source: string, options?: PublishOptions): Promise<PublishResult> {
+    return this.#controller.publish(candidate, source, this.#check, this.#seed, options);
+  }
+
+  async promoteCanary(source: string): Promise<CanaryResult> {
+    return this.#controller.promote(source);
+  }
+
+  async abortCanary(source: string): Promise<CanaryResult> {
+    return this.#controller.abort(source);
   }
 
   async rollback(revision: number | undefined, source: string): Promise<PublicationRollbackResult> {

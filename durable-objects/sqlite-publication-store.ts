@@ -1,4 +1,4 @@
-import type { PublicationEvent, PublicationRevisionInfo, PublicationStore, StoredPublication } from "../src/publication-lifecycle/controller.ts";
+import type { PublicationCanary, PublicationEvent, PublicationRevisionInfo, PublicationStore, StoredPublication } from "../src/publication-lifecycle/controller.ts";
 import { SqliteRevisionStore } from "./sqlite-revision-store.ts";
 
 /** PublicationStore on a Durable Object's SQLite storage; `transaction` is `transactionSync`. */
@@ -62,6 +62,16 @@ export class SqlitePublicationStore extends SqliteRevisionStore<PublicationEvent
 
   setSeedDigest(digest: string): void {
     this.setMeta("seed_digest", digest);
+  }
+
+  // The canary is one JSON value in the meta table: no schema change, so stores written before canaries read as they did.
+  canary(): PublicationCanary | undefined {
+    const v = this.meta("canary");
+    return v === undefined || v === "" ? undefined : (JSON.parse(v) as PublicationCanary);
+  }
+
+  setCanary(canary: PublicationCanary | undefined): void {
+    this.setMeta("canary", canary === undefined ? "" : JSON.stringify(canary));
   }
 
   ledgerRoots(): ReadonlyMap<string, number> {

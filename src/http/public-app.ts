@@ -11,6 +11,7 @@ import { checkHeaders, discardUnreadBody } from "./limits.ts";
 import { registerMcpRoutes } from "./mcp-routes.ts";
 import { registerApprovalPage } from "./approval-page.ts";
 import { registerKeyTaskRoutes } from "./key-tasks.ts";
+import { routingKeyOf } from "./routing-key.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -18,7 +19,7 @@ type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestI
  * The public listener: OpenAI-compatible API, liveness and readiness. Admin routes do not exist
  * here at all; they live on a separate entrypoint bound to the admin listener only.
  */
-export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>): Hono<PublicEnv> {
+export function createPublicApp(runtimeOf: (env: Env, routingKey?: () => string | undefined) => Promise<GatewayRuntime>): Hono<PublicEnv> {
   const app = new Hono<PublicEnv>();
 
   app.get("/health", (c) => c.json({ status: "ok" }));
@@ -26,7 +27,8 @@ export function createPublicApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>
   app.use("*", async (c, next) => {
     c.set("requestId", newRequestId());
     c.set("receivedAt", Date.now());
-    const runtime = await runtimeOf(c.env);
+    // The caller's credential picks stable or canary while a canary runs (read only then).
+    const runtime = await runtimeOf(c.env, () => routingKeyOf(c.req.raw.headers));
     c.set("runtime", runtime);
     // CORS is closed unless origins are configured: then a listed origin's preflight is answered
     // here, and anything else takes its ordinary route without a grant.

@@ -41,7 +41,14 @@ export interface GaugeSources {
   readonly health: () => readonly (readonly [string, "unknown" | "healthy" | "unhealthy"])[];
   /** Provider access tokens (Entra ID, Google) this isolate minted, and mints that failed. */
   readonly credentialMints?: (() => { readonly minted: number; readonly failed: number }) | undefined;
+  /** The publication revisions this isolate serves: the stable one and the running canary's (undefined when none). */
+  readonly publicationRevisions?: (() => { readonly stable: number | undefined; readonly canary: number | undefined }) | undefined;
+  /** The running canary's `label@N` as requests record it; undefined when none runs. */
+  readonly canaryRevision?: (() => string | undefined) | undefined;
 }
+
+/** A request's publication population: the canary's revision, or the stable one. A bounded label, never a revision number. */
+const PUBLICATION_ROLES = ["stable", "canary"] as const;
 
 const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = ["gateway_error", "success", "upstream_status", "connect_failed", "network_error", "timeout", "client_cancelled", "stream_cut", "protocol_error"];
 const EVIDENCE: readonly (EvidenceClass | "none")[] = ["known_zero", "unknown", "client_error", "success", "none"];
@@ -74,12 +81,14 @@ export class GatewayMetrics implements FinishedRequestReader {
   readonly #cost: Counter;
   readonly #looperSteps: Counter;
   readonly #looperEscalations: Counter;
+  readonly #canaryRevision: () => string | undefined;
 
   readonly #names: Readonly<Record<keyof PublicationNames, ConfiguredNames>>;
 
   // Instruments are registered family by family, in the order they are exposed.
   constructor(d: MetricDomains, gauges: GaugeSources, registry = new MetricRegistry()) {
     this.registry = registry;
+    this.#canaryRevision = gauges.canaryRevision ?? (() => undefined);
     this.#names = {
       entrypoints: new ConfiguredNames(d.entrypoints, MAX_CONFIGURED_NAMES),
       models: new ConfiguredNames(d.models, MAX_CONFIGURED_NAMES),
@@ -123,6 +132,7 @@ export class GatewayMetrics implements FinishedRequestReader {
     registerBackendStateGauges(registry, gauges, l.backend);
     registerAdmissionTotals(registry, gauges);
     registerCredentialMints(registry, gauges);
+    registerPublicationGauge(registry, gauges);
   }
 
   /** Records one finished request and its attempts. */
@@ -141,7 +151,10 @@ export class GatewayMetrics implements FinishedRequestReader {
     const endedAt = r.endedAt ?? r.receivedAt;
     const entrypoint = r.entrypoint ?? "";
     const error = r.errorCode ?? "";
-    this.#requests.add([entrypoint, r.protocol ?? "", r.outcome ?? "error", error, r.route ?? "", r.tenant ?? ""]);
+    // The canary's population is the requests that ran under its revision (told apart at the end, as the rest of the record).
+    const canary = this.#canaryRevision();
+    const publication = canary !== undefined && r.publicationRevision === canary ? "canary" : "stable";
+    this.#requests.add([entrypoint, r.protocol ?? "", r.outcome ?? "error", error, r.route ?? "", r.tenant ?? "", publication]);
     const looper = r.looper;
     if (looper) {
       for (const c of looper.calls) this.#looperSteps.add([entrypoint, looper.algorithm, c.role]);
@@ -162,7 +175,7 @@ export class GatewayMetrics implements FinishedRequestReader {
     const responseModel = last?.logicalModel ?? "";
     const server = [OPERATION_CHAT, GATEWAY_PROVIDER, entrypoint, responseModel];
     const stream = r.stream === true ? "true" : "false";
-    if (r.entrypoint !== undefined) this.#serverDuration.observe([...server, error, stream], (endedAt - r.receivedAt) / 1000);
+    if (r.entrypoint !== undefined) this.#serverDuration.observe([...server, error, stream, publication], (endedAt - r.receivedAt) / 1000);
     if (r.outcome === "success" && last?.firstContentAt !== undefined) {
       this.#ttft.observe([...server, stream], (last.firstContentAt - r.receivedAt) / 1000);
       const out = last.usage?.outputTokens;
@@ -177,11 +190,11 @@ export class GatewayMetrics implements FinishedRequestReader {
       if (a.usage) {
         this.#tokenUsage.observe([...client, "input"], a.usage.inputTokens);
         this.#tokenUsage.observe([...client, "output"], a.usage.outputTokens);
-        this.#tokens.add([a.logicalModel, "input"], a.usage.inputTokens);
-        this.#tokens.add([a.logicalModel, "output"], a.usage.outputTokens);
-        this.#tokens.add([a.logicalModel, "cached_input"], a.usage.cachedInputTokens ?? 0);
-        this.#tokens.add([a.logicalModel, "cache_write_input"], a.usage.cacheWriteInputTokens ?? 0);
-        this.#tokens.add([a.logicalModel, "reasoning"], a.usage.reasoningTokens ?? 0);
+        this.#tokens.add([a.logicalModel, "input", publication], a.usage.inputTokens);
+        this.#tokens.add([a.logicalModel, "output", publication], a.usage.outputTokens);
+        this.#tokens.add([a.logicalModel, "cached_input", publication], a.usage.cachedInputTokens ?? 0);
+        this.#tokens.add([a.logicalModel, "cache_write_input", publication], a.usage.cacheWriteInputTokens ?? 0);
+        this.#tokens.add([a.logicalModel, "reasoning", publication], a.usage.reasoningTokens ?? 0);
       } else if (!a.unbilled && (a.evidence?.class === "unknown" || a.evidence?.class === "success")) {
         // The backend may have done (and billed) the work: the ledger holds it for reconciliation.
         this.#unknownUsage.add([a.backendName, a.logicalModel]);
@@ -227,6 +240,7 @@ interface SharedLabels {
   readonly provider: LabelDomain;
   readonly op: LabelDomain;
   readonly tenant: LabelDomain;
+  readonly publication: LabelDomain;
 }
 
 /** The domains of the labels several instruments use, made once per registry so they fold alike. */
@@ -243,6 +257,7 @@ function sharedLabels(d: MetricDomains, names: Readonly<Record<keyof Publication
     provider: oneOf(["openai", "anthropic", "_OTHER", GATEWAY_PROVIDER]),
     op: oneOf([OPERATION_CHAT]),
     tenant: d.tenantLabel.enabled ? firstDistinct(d.tenantLabel.maxTenants, names.tenants.domain) : () => OTHER,
+    publication: oneOf(PUBLICATION_ROLES),
   };
 }
 
@@ -253,13 +268,13 @@ function L(key: string, domain: LabelDomain): LabelSpec {
 
 /** Requests as the client saw them: counted by outcome, timed to the last byte and to the first token. */
 function requestInstruments(registry: MetricRegistry, l: SharedLabels): { requests: Counter; serverDuration: Histogram; ttft: Histogram; tpot: Histogram } {
-  const { entrypoint, protocol, errorType, route, tenant, op, provider, model } = l;
+  const { entrypoint, protocol, errorType, route, tenant, op, provider, model, publication } = l;
   const requests = registry.counter({
     name: "sluice.requests",
     promName: "sluice_requests_total",
     unit: "{request}",
-    help: "Requests finished, by entrypoint, client protocol, outcome (success, error, cancelled) and error code.",
-    labels: [L("sluice.entrypoint", entrypoint), L("sluice.protocol", protocol), L("sluice.outcome", oneOf(["success", "error", "cancelled"])), L("error.type", errorType), L("sluice.route", route), L("sluice.tenant", tenant)],
+    help: "Requests finished, by entrypoint, client protocol, outcome (success, error, cancelled), error code and publication population (stable or canary).",
+    labels: [L("sluice.entrypoint", entrypoint), L("sluice.protocol", protocol), L("sluice.outcome", oneOf(["success", "error", "cancelled"])), L("error.type", errorType), L("sluice.route", route), L("sluice.tenant", tenant), L("sluice.publication", publication)],
   });
   const serverLabels = [L("gen_ai.operation.name", op), L("gen_ai.provider.name", provider), L("gen_ai.request.model", entrypoint), L("gen_ai.response.model", model)];
   const serverDuration = registry.histogram({
@@ -267,7 +282,7 @@ function requestInstruments(registry: MetricRegistry, l: SharedLabels): { reques
     promName: "gen_ai_server_request_duration_seconds",
     unit: "s",
     help: "Request duration as the client saw it: from receipt to the last byte of the answer (streams included).",
-    labels: [...serverLabels, L("error.type", errorType), L("sluice.stream", oneOf(["true", "false"]))],
+    labels: [...serverLabels, L("error.type", errorType), L("sluice.stream", oneOf(["true", "false"])), L("sluice.publication", publication)],
     bounds: BUCKETS.duration,
   });
   const ttft = registry.histogram({
@@ -294,7 +309,7 @@ function attemptInstruments(
   registry: MetricRegistry,
   l: SharedLabels,
 ): { clientDuration: Histogram; tokenUsage: Histogram; tokens: Counter; attempts: Counter; retries: Counter; fallbacks: Counter; unknownUsage: Counter } {
-  const { entrypoint, errorType, backend, pool, upstreamModel, provider, op, model } = l;
+  const { entrypoint, errorType, backend, pool, upstreamModel, provider, op, model, publication } = l;
   const clientLabels = [L("gen_ai.operation.name", op), L("gen_ai.provider.name", provider), L("gen_ai.request.model", upstreamModel), L("sluice.backend", backend)];
   const clientDuration = registry.histogram({
     name: "gen_ai.client.operation.duration",
@@ -316,8 +331,8 @@ function attemptInstruments(
     name: "sluice.tokens",
     promName: "sluice_tokens_total",
     unit: "{token}",
-    help: "Tokens the providers reported, by logical model and kind; cached_input, cache_write_input and reasoning are parts of input and output.",
-    labels: [L("sluice.model", model), L("sluice.token.kind", oneOf(TOKEN_KINDS))],
+    help: "Tokens the providers reported, by logical model, kind and publication population; cached_input, cache_write_input and reasoning are parts of input and output.",
+    labels: [L("sluice.model", model), L("sluice.token.kind", oneOf(TOKEN_KINDS)), L("sluice.publication", publication)],
   });
   const attempts = registry.counter({
     name: "sluice.attempts",
@@ -511,6 +526,24 @@ function registerCredentialMints(registry: MetricRegistry, gauges: GaugeSources)
       const m = read();
       set(["minted"], m.minted);
       set(["failed"], m.failed);
+    },
+  });
+}
+
+/** The publication revisions the isolate serves, by role: numbers as values, never as labels. */
+function registerPublicationGauge(registry: MetricRegistry, gauges: GaugeSources): void {
+  const read = gauges.publicationRevisions;
+  if (!read) return;
+  registry.gauge({
+    name: "sluice.publication.revision",
+    promName: "sluice_publication_revision",
+    unit: "1",
+    help: "The publication revision this isolate serves as stable, and the running canary's (0 when none).",
+    labels: [L("sluice.publication", oneOf(PUBLICATION_ROLES))],
+    read: (set) => {
+      const r = read();
+      set(["stable"], r.stable ?? 0);
+      set(["canary"], r.canary ?? 0);
     },
   });
 }

@@ -160,7 +160,9 @@ function publicationControllerClient(env: Env): PublicationControllerClient {
     getActive: async () => await stub().getActive(),
     head: async () => await stub().head(),
     get: async (revision) => await stub().get(revision),
-    publish: async (candidate, source) => await stub().publish(candidate, source),
+    publish: async (candidate, source, options) => await stub().publish(candidate, source, options),
+    promoteCanary: async (source) => await stub().promoteCanary(source),
+    abortCanary: async (source) => await stub().abortCanary(source),
     rollback: async (revision, source) => await stub().rollback(revision, source),
     history: async (limit) => await stub().history(limit),
     amendKeys: async (op, source) => await stub().amendKeys(op, source),
@@ -175,10 +177,12 @@ let runtime: Promise<PublicationCache<GatewayRuntime>> | undefined;
  * life, seen through the active publication revision (refreshed at most once per
  * `traffic.publicationCacheTtlMs`). The caller keeps what it gets for the request's whole life:
  * that is the request's publication pin. Bindings are the isolate's, so the first `env` serves all.
+ * While a publication canary runs, `routingKey` (the caller's identity, asked for only then) picks
+ * the canary's view for the canary's share of callers; without one a request gets the stable view.
  */
-export async function getRuntime(env: Env): Promise<GatewayRuntime> {
+export async function getRuntime(env: Env, routingKey?: () => string | undefined): Promise<GatewayRuntime> {
   runtime ??= buildRuntime(env);
-  return (await runtime).current();
+  return (await runtime).current(routingKey);
 }
 
 async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>> {
@@ -201,7 +205,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   // One per isolate: concurrent requests share a mint, and a token serves until shortly before it expires.
   const tokens = new TokenCache({ clock });
   const credentialWatch = new CredentialWatch();
-  const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens });
+  const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens, publications: () => publications });
   const mcpBase = await mcpOf(env, config, secrets);
   const taskLedger = taskLedgerSink({
     ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
@@ -347,6 +351,8 @@ interface MetricSources {
   readonly drain: DrainController;
   readonly admission: AdmissionController;
   readonly tokens: TokenCache;
+  /** The isolate's publication views (built after the metrics that read them). */
+  readonly publications: () => PublicationCache<GatewayRuntime> | undefined;
 }
 
 /** The label values a publication revision names (MCP requests are named by their endpoint, `mcp` or `mcp/<server>`, and their method as the route). */
@@ -395,6 +401,8 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
       breakers: () => byBackendName(src.breakers?.cachedStates() ?? []),
       health: () => byBackendName(src.health?.cachedStatuses() ?? []),
       credentialMints: () => src.tokens.stats(),
+      publicationRevisions: () => ({ stable: src.publications()?.peek()?.revision, canary: src.publications()?.peekCanary()?.revision }),
+      canaryRevision: () => src.publications()?.peekCanary()?.value.publication.revision,
     },
   );
   const done = metrics;

@@ -175,7 +175,7 @@ describe("the sluice CLI against a real gateway", () => {
   });
 
   it("answers usage errors with exit 2 and --help with 0 on every command", async () => {
-    const helps = [["serve"], ["config"], ["status"], ["backends", "list"], ["routes", "list"], ["drain"], ["resume"], ["budgets", "balance"], ["publish"], ["publication", "history"], ["publication", "rollback"], ["keys", "list"], ["keys", "create"], ["keys", "rotate"], ["version"]];
+    const helps = [["serve"], ["config"], ["status"], ["backends", "list"], ["routes", "list"], ["drain"], ["resume"], ["budgets", "balance"], ["publish"], ["publication", "history"], ["publication", "rollback"], ["publication", "canary", "promote"], ["keys", "list"], ["keys", "create"], ["keys", "rotate"], ["version"]];
     const [none, unknown, bad, serve, badPublic, badTimeout, noTenant, noBackend, ...helped] = await sluiceAll([
       [[]],
       [["frobnicate"]],

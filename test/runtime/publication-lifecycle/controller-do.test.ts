@@ -1,8 +1,10 @@
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
 import publicationYaml from "../../../config/publication.yaml";
-import type { ActivePublication } from "../../../src/publication-lifecycle/controller.ts";
+import { PublicationController as Controller, type ActivePublication } from "../../../src/publication-lifecycle/controller.ts";
+import { SqlitePublicationStore } from "../../../durable-objects/sqlite-publication-store.ts";
+import { FakeClock } from "../support/fixtures.ts";
 
 describe("PublicationController over RPC", () => {
   it("seeds the bundled publication, publishes, rejects with every issue, and rolls back", async () => {
@@ -37,5 +39,22 @@ describe("PublicationController over RPC", () => {
     const candidate = parse(publicationYaml) as Record<string, any>;
     candidate.revision = "demo-3";
     expect(await stub.publish(candidate, "test")).toMatchObject({ status: "activated", revision: 2, previous: 1 });
+  });
+
+  it("runs a canary over RPC and keeps it in SQLite across a restart of the logic", async () => {
+    const stub = env.PUBLICATION_CONTROLLER.getByName("canary-test");
+    const candidate = parse(publicationYaml) as Record<string, any>;
+    candidate.revision = "demo-canary";
+    expect(await stub.publish(candidate, "test", { canary: 25 })).toMatchObject({ status: "canary", revision: 2, percent: 25, active: 1 });
+    expect(await stub.head()).toMatchObject({ revision: 1, canary: { revision: 2, percent: 25 } });
+    // A new controller over the same storage (what a restart of the object builds) reads the canary back.
+    await runInDurableObject(stub, async (_instance, state) => {
+      const restarted = new Controller(new SqlitePublicationStore(state.storage), new FakeClock());
+      expect(restarted.history().canary).toMatchObject({ revision: 2, percent: 25 });
+    });
+    expect(await stub.promoteCanary("test")).toMatchObject({ status: "promoted", revision: 2, previous: 1 });
+    expect(await stub.head()).toMatchObject({ revision: 2 });
+    expect((await stub.head()).canary).toBeUndefined();
+    expect(await stub.abortCanary("test")).toMatchObject({ status: "not_found" });
   });
 });

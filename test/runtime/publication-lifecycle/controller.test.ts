@@ -152,3 +152,110 @@ describe("PublicationController", () => {
     expect(c.rollback(undefined, "admin")).toMatchObject({ status: "not_found" });
   });
 });
+
+describe("PublicationController canary", () => {
+  const seed = () => bundled("publication");
+
+  it("stores a canary without activating it, and head and history carry it", async () => {
+    const { c } = controller();
+    await c.activeOrSeed(seed, check);
+    const r = await c.publish(withNewKey(), "admin", check, seed, { canary: 20 });
+    expect(r).toMatchObject({ status: "canary", revision: 2, percent: 20, active: 1 });
+    const head = await c.head(seed, check);
+    expect(head).toMatchObject({ revision: 1, canary: { revision: 2, percent: 20 } });
+    expect(head.canary?.digest).toMatch(/^sha256:/);
+    const h = c.history();
+    expect(h.active).toBe(1);
+    expect(h.canary).toMatchObject({ revision: 2, percent: 20, startedAt: new Date(1_800_000_000_000).toISOString() });
+    expect(h.events[0]).toMatchObject({ kind: "canary_started", revision: 2, percent: 20, previous: 1 });
+    expect(c.get(2)?.label).toBe("demo-2");
+  });
+
+  it("checks a canary candidate as a publish does", async () => {
+    const { c } = controller();
+    await c.activeOrSeed(seed, check);
+    const bad = withNewKey();
+    bad.entrypoints[0].default = [["ghost"]];
+    const r = await c.publish(bad, "admin", check, seed, { canary: 50 });
+    expect(r.status).toBe("rejected");
+    expect(c.history().canary).toBeUndefined();
+  });
+
+  it("changes the share when the same candidate is published again, and refuses anything else while it runs", async () => {
+    const { c } = controller();
+    await c.activeOrSeed(seed, check);
+    await c.publish(withNewKey(), "admin", check, seed, { canary: 10 });
+    expect(await c.publish(withNewKey(), "admin", check, seed, { canary: 40 })).toMatchObject({ status: "canary", revision: 2, percent: 40 });
+    expect(c.history().canary?.percent).toBe(40);
+    expect(c.history().events[0]).toMatchObject({ kind: "canary_percent", percent: 40 });
+    for (const [candidate, options] of [
+      [withNewKey(), {}],
+      [withNewKey(2), { canary: 30 }],
+      [withNewKey(2), {}],
+    ] as const) {
+      const r = await c.publish(candidate, "admin", check, seed, options);
+      expect(r.status === "rejected" && r.issues[0]?.message).toBe("a canary of revision 2 is running (40%); promote or abort it first");
+    }
+    expect((await c.head(seed, check)).revision).toBe(1);
+    expect(c.history().canary).toMatchObject({ revision: 2, percent: 40 });
+  });
+
+  it("a canary of the active content is unchanged, and a share outside 1..99 is a programming error", async () => {
+    const { c } = controller();
+    await c.activeOrSeed(seed, check);
+    expect(await c.publish(seed(), "admin", check, seed, { canary: 50 })).toMatchObject({ status: "unchanged", revision: 1 });
+    expect(c.history().canary).toBeUndefined();
+    await expect(c.publish(withNewKey(), "admin", check, seed, { canary: 100 })).rejects.toThrow(RangeError);
+    await expect(c.publish(withNewKey(), "admin", check, seed, { canary: 0 })).rejects.toThrow(RangeError);
+  });
+
+  it("promotes: the canary is active, the old active is the last-known-good and rollback returns to it", async () => {
+    const { c } = controller();
+    await c.activeOrSeed(seed, check);
+    await c.publish(withNewKey(), "admin", check, seed, { canary: 50 });
+    expect(c.promote("admin")).toMatchObject({ status: "promoted", revision: 2, previous: 1 });
+    const h = c.history();
+    expect(h).toMatchObject({ active: 2, lastKnownGood: 1, canary: undefined });
+    expect(h.events[0]).toMatchObject({ kind: "canary_promoted", revision: 2, previous: 1 });
+    expect((await c.head(seed, check)).canary).toBeUndefined();
+    expect(c.promote("admin")).toMatchObject({ status: "not_found" });
+    // A plain publish works again once the canary is gone.
+    expect(await c.publish(withNewKey(2), "admin", check, seed)).toMatchObject({ status: "activated", revision: 3, previous: 2 });
+    expect(c.rollback(undefined, "admin")).toMatchObject({ status: "activated", revision: 2, previous: 3 });
+  });
+
+  it("aborts: the active revision is untouched and the canary's revision stays stored", async () => {
+    const { c } = controller();
+    await c.activeOrSeed(seed, check);
+    await c.publish(withNewKey(), "admin", check, seed, { canary: 50 });
+    expect(c.abort("admin")).toMatchObject({ status: "aborted", revision: 2 });
+    expect(c.history()).toMatchObject({ active: 1, canary: undefined });
+    expect(c.history().events[0]).toMatchObject({ kind: "canary_aborted", revision: 2, source: "admin" });
+    expect(c.abort("admin")).toMatchObject({ status: "not_found" });
+    // Its content as a new canary takes the stored number again.
+    expect(await c.publish(withNewKey(), "admin", check, seed, { canary: 5 })).toMatchObject({ status: "canary", revision: 2, percent: 5 });
+  });
+
+  it("a rollback ends a running canary and says so", async () => {
+    const { c } = controller();
+    await c.activeOrSeed(seed, check);
+    await c.publish(withNewKey(), "admin", check, seed);
+    await c.publish(withNewKey(2), "admin", check, seed, { canary: 50 });
+    expect(c.rollback(undefined, "admin")).toMatchObject({ status: "activated", revision: 1, previous: 2, abortedCanary: 3 });
+    const h = c.history();
+    expect(h).toMatchObject({ active: 1, canary: undefined });
+    expect(h.events.slice(0, 2)).toMatchObject([
+      { kind: "rolled_back", revision: 1 },
+      { kind: "canary_aborted", revision: 3, reason: "rollback" },
+    ]);
+  });
+
+  it("keeps a running canary across a restart", async () => {
+    const { store, c } = controller();
+    await c.activeOrSeed(seed, check);
+    await c.publish(withNewKey(), "admin", check, seed, { canary: 30 });
+    const restarted = new PublicationController(store, new FakeClock());
+    expect(await restarted.head(seed, check)).toMatchObject({ revision: 1, canary: { revision: 2, percent: 30 } });
+    expect(restarted.promote("admin")).toMatchObject({ status: "promoted", revision: 2 });
+  });
+});

@@ -120,6 +120,23 @@ describe("PublicationController.amendKeys", () => {
     expect((await c.head(seed, check)).revision).toBe(1);
   });
 
+  it("while a canary runs, a key change reaches both revisions: the canary keeps its share and stays a canary", async () => {
+    const c = controller();
+    await c.head(seed, check);
+    const candidate = seed();
+    candidate.revision = "demo-canary";
+    expect(await c.publish(candidate, "admin", check, seed, { canary: 30 })).toMatchObject({ status: "canary", revision: 2, percent: 30 });
+    const r = await c.amendKeys({ kind: "revoke", id: "limited", at: T0 }, "admin", check, seed);
+    expect(r).toMatchObject({ status: "activated", revision: 4, previous: 1 });
+    const head = await c.head(seed, check);
+    expect(head).toMatchObject({ revision: 4, canary: { revision: 3, percent: 30 } });
+    for (const rev of [3, 4]) expect(listKeys(c.get(rev)!.document, Date.parse(T0)).find((k) => k.id === "limited")!.state).toBe("revoked");
+    expect(c.get(3)!.label).toBe("demo-canary");
+    expect(c.history().events.slice(0, 2).map((e) => e.kind)).toEqual(["activated", "canary_amended"]);
+    // Promoting then serves the canary's content with the key change in it.
+    expect(c.promote("admin")).toMatchObject({ status: "promoted", revision: 3 });
+  });
+
   it("never loses a change to a concurrent one: each starts again from the revision the other activated", async () => {
     const c = controller();
     await c.head(seed, check);

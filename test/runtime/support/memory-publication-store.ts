@@ -1,4 +1,4 @@
-import type { PublicationEvent, PublicationRevisionInfo, PublicationStore, StoredPublication } from "../../../src/publication-lifecycle/controller.ts";
+import type { PublicationCanary, PublicationEvent, PublicationRevisionInfo, PublicationStore, StoredPublication } from "../../../src/publication-lifecycle/controller.ts";
 
 /** In-memory PublicationStore: the controller's logic without a Durable Object. */
 export class MemoryPublicationStore implements PublicationStore {
@@ -50,6 +50,13 @@ export class MemoryPublicationStore implements PublicationStore {
   }
   setSeedDigest(digest: string): void {
     this.seed = digest;
+  }
+  running: PublicationCanary | undefined;
+  canary(): PublicationCanary | undefined {
+    return this.running;
+  }
+  setCanary(canary: PublicationCanary | undefined): void {
+    this.running = canary;
   }
   ledgerRoots(): ReadonlyMap<string, number> {
     return new Map(this.roots);

@@ -34,7 +34,7 @@ describe("gateway metrics", () => {
     const m = new GatewayMetrics(domains, gauges);
     m.finished(requestRecord(), [attemptRecord()]);
     const requests = instrument(m, "sluice.requests") as Counter;
-    expect([...requests.all()].map((s) => [s.values, s.state])).toEqual([[["sluice-chat", "openai-chat", "success", "", "default", "other"], 1]]);
+    expect([...requests.all()].map((s) => [s.values, s.state])).toEqual([[["sluice-chat", "openai-chat", "success", "", "default", "other", "stable"], 1]]);
     const ttft = instrument(m, "gen_ai.server.time_to_first_token") as Histogram;
     const [series] = [...ttft.all()];
     expect(series!.values).toEqual(["chat", "sluice", "sluice-chat", "chat-small", "true"]);
@@ -128,5 +128,29 @@ describe("gateway metrics", () => {
     expect(text).toContain('sluice_looper_steps_total{sluice_entrypoint="sluice-chat",sluice_looper_algorithm="cascade",sluice_looper_role="candidate"} 2');
     expect(text).toContain('sluice_looper_steps_total{sluice_entrypoint="sluice-chat",sluice_looper_algorithm="cascade",sluice_looper_role="verifier"} 1');
     expect(text).toContain('sluice_looper_escalations_total{sluice_entrypoint="sluice-chat",sluice_looper_algorithm="cascade"} 1');
+  });
+
+  it("tells the canary's requests from the stable ones by a bounded label, and maps both to revisions in a gauge", () => {
+    let canary: string | undefined = "demo-2@7";
+    const m = new GatewayMetrics(domains, { ...gauges, canaryRevision: () => canary, publicationRevisions: () => ({ stable: 6, canary: canary ? 7 : undefined }) });
+    m.finished(requestRecord({ publicationRevision: "demo-2@7" }), [attemptRecord()]);
+    m.finished(requestRecord({ publicationRevision: "demo-1@6" }), [attemptRecord()]);
+    m.finished(requestRecord({ publicationRevision: "demo-1@6" }), [attemptRecord()]);
+    const requests = instrument(m, "sluice.requests") as Counter;
+    expect(Object.fromEntries([...requests.all()].map((s) => [s.values.at(-1), s.state]))).toEqual({ canary: 1, stable: 2 });
+    const tokens = instrument(m, "sluice.tokens") as Counter;
+    expect([...tokens.all()].filter((s) => s.values[1] === "output").map((s) => [s.values[2], s.state])).toEqual([["canary", 33], ["stable", 66]]);
+    const duration = instrument(m, "gen_ai.server.request.duration") as Histogram;
+    expect(new Set([...duration.all()].map((s) => s.values.at(-1)))).toEqual(new Set(["canary", "stable"]));
+    let text = prometheusText(m.registry);
+    expect(text).toContain('sluice_publication_revision{sluice_publication="stable"} 6');
+    expect(text).toContain('sluice_publication_revision{sluice_publication="canary"} 7');
+    // No revision number ever becomes a label value.
+    expect([...values(m)].some((v) => v.includes("@"))).toBe(false);
+    canary = undefined;
+    m.finished(requestRecord({ publicationRevision: "demo-2@7" }), [attemptRecord()]);
+    expect(Object.fromEntries([...requests.all()].map((s) => [s.values.at(-1), s.state]))).toEqual({ canary: 1, stable: 3 });
+    text = prometheusText(m.registry);
+    expect(text).toContain('sluice_publication_revision{sluice_publication="canary"} 0');
   });
 });
