@@ -1,3 +1,4 @@
+import { request } from "node:https";
 import { probeTargetFor } from "../src/invoker/health-target.ts";
 import { builtinCodecs } from "../src/protocol/registry.ts";
 import type { NormalizedBackend } from "../src/snapshot/normalize.ts";
@@ -45,16 +46,48 @@ async function checkOne(b: NormalizedBackend, env: NodeJS.ProcessEnv, fetcher: t
   const creds = credentialHeaders(target, (name) => env[name]);
   if ("missing" in creds) return { backend: b.name, secret, result: "refused", detail: `secret ${creds.missing} is not set` };
   const where = `GET ${target.url}`;
+  const headers = { ...target.headers, ...creds.headers };
   try {
-    const res = await fetcher(target.url, { method: "GET", headers: { ...target.headers, ...creds.headers }, redirect: "manual", signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
-    await res.body?.cancel();
-    if (res.status >= 200 && res.status < 300) return { backend: b.name, secret, result: "accepted", detail: `${res.status} ${where}` };
-    if (res.status === 401 || res.status === 403) return { backend: b.name, secret, result: "refused", detail: `${res.status} ${where}` };
-    return { backend: b.name, secret, result: "inconclusive", detail: `${res.status} ${where}` };
+    // A backend with its own TLS (a private CA, a client certificate) is checked over exactly that TLS, as the gateway reaches it.
+    const status =
+      b.tls !== undefined
+        ? await tlsGet(target.url, headers, b.tls, env)
+        : await fetcher(target.url, { method: "GET", headers, redirect: "manual", signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) }).then(async (res) => (await res.body?.cancel(), res.status));
+    if (status >= 200 && status < 300) return { backend: b.name, secret, result: "accepted", detail: `${status} ${where}` };
+    if (status === 401 || status === 403) return { backend: b.name, secret, result: "refused", detail: `${status} ${where}` };
+    return { backend: b.name, secret, result: "inconclusive", detail: `${status} ${where}` };
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+    const e = err as { cause?: { code?: string }; code?: string; name?: string };
+    const cause = e.cause?.code ?? e.code ?? e.name;
     return { backend: b.name, secret, result: "inconclusive", detail: `no answer (${cause}) ${where}` };
   }
+}
+
+/** One GET over a backend's `tls`: its CA instead of the system store, its server name, its client certificate. */
+function tlsGet(url: string, headers: Record<string, string>, tls: NonNullable<NormalizedBackend["tls"]>, env: NodeJS.ProcessEnv): Promise<number> {
+  const c = tls.clientCertificate;
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: "GET",
+        headers,
+        agent: false,
+        minVersion: "TLSv1.2",
+        servername: tls.serverName ?? host,
+        ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
+        ...(c !== undefined ? { cert: env[c.certificateSecret], key: env[c.keySecret] } : {}),
+        signal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
 }
 
 /** The line `serve --check-credentials` prints for a check. */

@@ -17,7 +17,8 @@ export interface PinnedAnswer {
 export function pinnedRequest(url: string, certFile: string, init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal } = {}): Promise<PinnedAnswer> {
   const pin = new X509Certificate(readFileSync(certFile)).fingerprint256;
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: init.method ?? "GET", headers: init.headers, rejectUnauthorized: false, signal: init.signal }, (res) => {
+    // A fresh connection every time (no agent): a kept-alive socket would skip the handshake, and with it the pin check that releases the body.
+    const req = request(url, { method: init.method ?? "GET", headers: init.headers, rejectUnauthorized: false, signal: init.signal, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));

@@ -2,6 +2,7 @@ import { readFileSync, watch, type FSWatcher } from "node:fs";
 import { join } from "node:path";
 import { parseDocument } from "yaml";
 import type { ConfigIssue } from "../src/config/parse-file.ts";
+import { pinnedRequest } from "./pinned-https.ts";
 
 /** What `serve --watch` needs to publish the config directory's publication.yaml. */
 export interface PublicationWatchOptions {
@@ -9,6 +10,8 @@ export interface PublicationWatchOptions {
   /** The admin API's origin, e.g. `http://127.0.0.1:8788`. */
   readonly adminUrl: string;
   readonly token: string;
+  /** The admin listener's own certificate when it serves TLS: the watcher trusts that one certificate (it may be self-signed). */
+  readonly certFile?: string | undefined;
   readonly progress: (line: string) => void;
   /** How long a burst of file events is let settle before one publish (editors write in steps). */
   readonly debounceMs?: number;
@@ -79,19 +82,21 @@ async function publishOnce(o: PublicationWatchOptions): Promise<string[]> {
   if (doc.errors.length > 0) {
     return [...doc.errors.map((e) => `${FILE}: ${e.linePos ? `line ${e.linePos[0].line}, column ${e.linePos[0].col}` : "(root)"}: ${e.message.split("\n")[0]}`), "the running revision keeps serving"];
   }
-  let res: Response;
+  let res: { status: number; text: string };
   try {
-    res = await fetch(`${o.adminUrl}/admin/publication`, {
-      method: "PUT",
-      headers: { authorization: `Bearer ${o.token}`, "content-type": "application/json" },
-      body: JSON.stringify(doc.toJS()),
-      signal: AbortSignal.timeout(30_000),
-    });
+    const init = { method: "PUT", headers: { authorization: `Bearer ${o.token}`, "content-type": "application/json" }, body: JSON.stringify(doc.toJS()), signal: AbortSignal.timeout(30_000) };
+    const url = `${o.adminUrl}/admin/publication`;
+    res = o.certFile !== undefined ? await pinnedRequest(url, o.certFile, init) : await fetch(url, init).then(async (r) => ({ status: r.status, text: await r.text() }));
   } catch (err) {
     return [`publish failed: cannot reach ${o.adminUrl}/admin/publication (${(err as Error).message}); the running revision keeps serving`];
   }
-  const body = (await res.json().catch(() => ({}))) as { status?: string; revision?: number; error?: { code?: string; message?: string; details?: readonly ConfigIssue[] } };
-  if (res.ok) return [body.status === "unchanged" ? `publication unchanged: revision ${body.revision} is active` : `publication revision ${body.revision} activated`];
+  let body: { status?: string; revision?: number; error?: { code?: string; message?: string; details?: readonly ConfigIssue[] } } = {};
+  try {
+    body = JSON.parse(res.text) as typeof body;
+  } catch {
+    // An answer that is not JSON is reported by its status below.
+  }
+  if (res.status >= 200 && res.status < 300) return [body.status === "unchanged" ? `publication unchanged: revision ${body.revision} is active` : `publication revision ${body.revision} activated`];
   if (res.status === 422 && body.error?.details) {
     return [...body.error.details.map((i) => `${i.file}: ${i.path || "(root)"}: ${i.message}`), `${FILE} rejected (${body.error.details.length} issue${body.error.details.length === 1 ? "" : "s"}); the running revision keeps serving`];
   }

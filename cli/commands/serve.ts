@@ -368,7 +368,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   process.stderr.write(`Sluice is serving.\n  public API  ${gateway.publicUrl}/v1\n  admin API   ${gateway.adminUrl}/admin\n`);
   const watching =
     args.values.watch === true
-      ? watchPublication({ dir: configDir, adminUrl: gateway.adminUrl, token: process.env[config.config.gateway.security.adminTokenSecret] ?? "", progress: (line) => process.stderr.write(`${line}\n`) })
+      ? watchPublication({ dir: configDir, adminUrl: gateway.adminUrl, token: process.env[config.config.gateway.security.adminTokenSecret] ?? "", certFile: adminTls?.certFile, progress: (line) => process.stderr.write(`${line}\n`) })
       : undefined;
   return await new Promise<number>((done) => {
     let stopping = false;

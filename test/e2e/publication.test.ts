@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildBundle, ROOT } from "../../local-stack/build.ts";
 import { freePort } from "../../local-stack/ports.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
+import { createTestCa } from "./support/test-ca.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, expectNothingLeft, LIMITED_KEY, type Simulator } from "./support/stack.ts";
 
 /** The bound this test runs with; docs/publication.md states the default's. */
@@ -210,8 +211,11 @@ describe("publication at runtime", () => {
 });
 
 describe("sluice serve --watch", () => {
-  it("publishes publication.yaml when it changes and on SIGHUP; an invalid file keeps the running revision and prints every issue", async () => {
+  it("publishes publication.yaml when it changes and on SIGHUP, to an admin listener on TLS with a private CA; an invalid file keeps the running revision and prints every issue", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sluice-watch-"));
+    // The admin listener's certificate comes from a CA nothing on this machine trusts: the watcher must trust exactly that certificate.
+    const ca = createTestCa();
+    const adminCert = ca.issue("gateway-admin", "server", "IP:127.0.0.1");
     const [publicPort, adminPort] = [await freePort(), await freePort()];
     const cfg = join(dir, "config");
     mkdirSync(cfg);
@@ -220,7 +224,7 @@ describe("sluice serve --watch", () => {
     writeFileSync(join(cfg, "publication.yaml"), stringify(bundledConfig("publication")));
     const proc = spawn(
       process.execPath,
-      [join(ROOT, "bin", "sluice.js"), "serve", "--config", cfg, "--state", join(dir, "state"), "--public", `127.0.0.1:${publicPort}`, "--admin", `127.0.0.1:${adminPort}`, "--bundle", buildBundle(), "--drain-timeout", "5s", "--watch"],
+      [join(ROOT, "bin", "sluice.js"), "serve", "--config", cfg, "--state", join(dir, "state"), "--public", `127.0.0.1:${publicPort}`, "--admin", `127.0.0.1:${adminPort}`, "--admin-tls-cert", adminCert.certFile, "--admin-tls-key", adminCert.keyFile, "--bundle", buildBundle(), "--drain-timeout", "5s", "--watch"],
       { cwd: dir, env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN, SIMULATOR_API_KEY }, stdio: ["ignore", "pipe", "pipe"], detached: true },
     );
     let out = "";
@@ -235,6 +239,7 @@ describe("sluice serve --watch", () => {
       }).then(async (r) => (await r.arrayBuffer(), r.status));
     try {
       await within(60_000, async () => out.includes("Sluice is serving."));
+      expect(out).toContain(`admin API   https://127.0.0.1:${adminPort}/admin`);
       expect(await served(ADDED_KEY)).toBe(401);
 
       // A change is published: the new key serves within the bound.
@@ -268,6 +273,7 @@ describe("sluice serve --watch", () => {
       await exit;
       clearTimeout(killer);
       rmSync(dir, { recursive: true, force: true });
+      ca.remove();
     }
   }, 120_000);
 });

@@ -8,6 +8,7 @@ import OpenAI from "openai";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readConfigDir } from "../../cli/config-dir.ts";
+import { checkCredentials } from "../../cli/credential-check.ts";
 import { startServe, type ServedGateway } from "../../cli/commands/serve.ts";
 import { freePort } from "../../local-stack/ports.ts";
 import { fetchTrusting } from "./support/https-fetch.ts";
@@ -21,6 +22,8 @@ let upstreamUrl: string;
 let gateway: ServedGateway;
 let work: string;
 let gatewayFetch: typeof fetch;
+let config: Awaited<ReturnType<typeof readConfigDir>>;
+let clientPair: { cert: string; key: string };
 /** What reached the upstream: requests its handler answered, and handshakes it refused. */
 const seen = { posts: 0, heads: 0, refusedHandshakes: 0, clientNames: new Set<string>() };
 
@@ -35,6 +38,12 @@ beforeAll(async () => {
     if (req.method === "HEAD") {
       seen.heads++;
       res.writeHead(405).end();
+      return;
+    }
+    if (req.method === "GET") {
+      // The model list a credential check reads: this server's key is "upstream-key".
+      const ok = req.headers.authorization === "Bearer upstream-key";
+      res.writeHead(ok ? 200 : 401, { "content-type": "application/json" }).end(ok ? '{"object":"list","data":[]}' : '{"error":{"message":"bad key"}}');
       return;
     }
     seen.posts++;
@@ -89,8 +98,10 @@ beforeAll(async () => {
   writeFileSync(join(dir, "gateway.yaml"), stringify(gw));
   writeFileSync(join(dir, "publication.yaml"), stringify(bundledConfig("publication")));
   writeFileSync(join(dir, "backends.yaml"), stringify(backends));
+  config = await readConfigDir(dir);
+  clientPair = client;
   gateway = await startServe({
-    config: await readConfigDir(dir),
+    config,
     stateDir: join(work, "state"),
     publicAddress: { host: "127.0.0.1", port: await freePort() },
     adminAddress: { host: "127.0.0.1", port: await freePort() },
@@ -174,5 +185,20 @@ describe("TLS: inbound with a private CA, an upstream that requires a client cer
     }
     expect(seen.posts - posts).toBe(results.length - failed.length);
     expect(seen.refusedHandshakes - refusals).toBe(failed.length);
+  });
+});
+
+describe("serve --check-credentials over a backend's own TLS", () => {
+  it("checks the key over the backend's CA, server name and client certificate; a wrong key is refused, no client certificate is no answer", async () => {
+    const withKey = (name: string) => ({ ...config.seedBackends.find((b) => b.name === name)!, credential: { scheme: "bearer" as const, secret: "E2E_UPSTREAM_KEY" } });
+    const env = { E2E_CLIENT_CERT: clientPair.cert, E2E_CLIENT_KEY: clientPair.key };
+    const [good, wrong, nocert] = await Promise.all([
+      checkCredentials([withKey("mtls")], { ...env, E2E_UPSTREAM_KEY: "upstream-key" }),
+      checkCredentials([withKey("mtls")], { ...env, E2E_UPSTREAM_KEY: "not-the-key" }),
+      checkCredentials([withKey("nocert")], { ...env, E2E_UPSTREAM_KEY: "upstream-key" }),
+    ]);
+    expect(good).toEqual([{ backend: "mtls", secret: "E2E_UPSTREAM_KEY", result: "accepted", detail: `200 GET ${upstreamUrl}/v1/models` }]);
+    expect(wrong[0]).toMatchObject({ result: "refused", detail: `401 GET ${upstreamUrl}/v1/models` });
+    expect(nocert[0]).toMatchObject({ result: "inconclusive", detail: expect.stringMatching(/^no answer \(/) });
   });
 });
