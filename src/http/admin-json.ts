@@ -12,6 +12,16 @@ export async function readAdminJson<T>(request: Request, schema: z.ZodType<T>, m
   const text = await readBodyText(request, { maxBodyBytes, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
   // A body that carries a client's request is bounded as the generation endpoints bound theirs.
   if (maxJsonDepth !== undefined && jsonDepth(text) > maxJsonDepth) throw new GatewayError("json_too_deep", `The request nests deeper than ${maxJsonDepth - 1} levels.`);
+  return parseAdminJson(text, schema);
+}
+
+/** A small optional JSON body (a rollback's, a revocation's): `empty` when there is none, else as {@link readAdminJson}. */
+export async function readOptionalAdminJson<T>(request: Request, schema: z.ZodType<T>, empty: T, maxBodyBytes = 4096): Promise<T> {
+  const text = await readBodyText(request, { maxBodyBytes, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
+  return text.trim() === "" ? empty : parseAdminJson(text, schema);
+}
+
+function parseAdminJson<T>(text: string, schema: z.ZodType<T>): T {
   let body: unknown;
   try {
     body = JSON.parse(text);

@@ -3,14 +3,12 @@ import { z } from "zod";
 import type { ApprovalDeskRpc } from "../approvals/approval-desk-rpc.ts";
 import { auditEvent } from "../approvals/approval-events.ts";
 import { sha256Hex } from "../digest/canonical-digest.ts";
-import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { KeyAmendResult } from "../publication-lifecycle/controller.ts";
 import type { KeyOperation } from "../publication-lifecycle/key-operations.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
-import { readAdminJson } from "./admin-json.ts";
+import { readAdminJson, readOptionalAdminJson } from "./admin-json.ts";
 import { idParam } from "./admin-tasks.ts";
-import { readBodyText } from "./limits.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; actor?: string } };
 
@@ -73,8 +71,7 @@ export function registerKeyRoutes(app: Hono<AdminEnv>, deskFor: (env: Env, tenan
     const id = idParam(c.req.param("id"), "id");
     const tenantQuery = c.req.query("tenant");
     const tenant = tenantQuery === undefined ? undefined : idParam(tenantQuery, "tenant");
-    const text = await readBodyText(c.req.raw, { maxBodyBytes: 4096, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
-    const reason = text.trim() === "" ? undefined : parseReason(text);
+    const { reason } = await readOptionalAdminJson(c.req.raw, reasonSchema, {});
     const op: KeyOperation = { kind: action, tenant, id, at: now(rt) };
     const result = settled(await rt.publicationController.amendKeys(op, `admin: ${action} key ${tenant === undefined ? "" : `${tenant}/`}${id}`));
     rt.publications.invalidate();
@@ -114,16 +111,4 @@ function settled(result: KeyAmendResult): Extract<KeyAmendResult, { key: unknown
     });
   }
   return result;
-}
-
-function parseReason(text: string): string | undefined {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new GatewayError("invalid_json", "The body is not valid JSON.");
-  }
-  const parsed = reasonSchema.safeParse(body);
-  if (!parsed.success) throw new GatewayError("invalid_request", `The body is {"reason"?: a string of 1-1024 characters}, got ${echo(text, 80)}.`, { param: "reason" });
-  return parsed.data.reason;
 }

@@ -2,8 +2,7 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
-import { readAdminDocument } from "./admin-json.ts";
-import { readBodyText } from "./limits.ts";
+import { readAdminDocument, readOptionalAdminJson } from "./admin-json.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
 
@@ -61,9 +60,8 @@ export function registerPublicationRoutes(app: Hono<AdminEnv>): void {
 
   app.post("/publication/rollback", async (c) => {
     const rt = c.var.runtime;
-    const text = await readBodyText(c.req.raw, { maxBodyBytes: 4096, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 });
     // No body: the last-known-good.
-    const body = text.trim() === "" ? {} : parseRollback(text);
+    const body = await readOptionalAdminJson(c.req.raw, rollbackSchema, {});
     const result = await rt.publicationController.rollback(body.revision, "admin");
     if (result.status === "not_found") throw new GatewayError("revision_not_found", result.message);
     rt.publications.invalidate();
@@ -76,17 +74,4 @@ function canaryParam(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   if (!/^[1-9]\d?$/.test(value)) throw new GatewayError("invalid_request", "canary must be an integer from 1 to 99: the percent of callers the candidate serves.", { param: "canary" });
   return Number(value);
-}
-
-/** `{revision?}`: invalid JSON is `invalid_json`, anything else off the shape `invalid_request`. */
-function parseRollback(text: string): z.infer<typeof rollbackSchema> {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new GatewayError("invalid_json", "The rollback body is not valid JSON.");
-  }
-  const parsed = rollbackSchema.safeParse(body);
-  if (!parsed.success) throw new GatewayError("invalid_request", "The rollback body is {\"revision\"?: a positive integer}.", { param: "revision" });
-  return parsed.data;
 }

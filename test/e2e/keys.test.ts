@@ -1,19 +1,16 @@
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { join } from "node:path";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local-stack/build.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
+import { sluiceAdmin, within } from "./support/admin-cli.ts";
 import { startCountingToolServer, type CountingToolServer } from "./support/counting-tool-server.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, type Simulator } from "./support/stack.ts";
 
 /** The propagation bound this test runs with; docs/publication.md states the default's. */
 const TTL_MS = 1000;
-const CLI = join(ROOT, "bin", "sluice.js");
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");
 
 let sim: Simulator;
@@ -50,18 +47,7 @@ afterAll(async () => {
   await Promise.all([gateway?.stop(), sim?.stop(), tools?.http.close()]);
 });
 
-/** Runs the `sluice` command against the gateway's admin API. */
-function sluice(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args, "--admin", gateway.adminUrl], { cwd: ROOT, env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const sluice = (...args: string[]) => sluiceAdmin(gateway.adminUrl, ADMIN_TOKEN, ...args);
 const admin = async (path: string, body?: unknown) => {
   const res = await fetch(`${gateway.adminUrl}/admin${path}`, {
     method: body === undefined ? "GET" : "POST",
@@ -79,16 +65,6 @@ const chat = async (key: string, headers: Record<string, string> = {}) => {
   const body = (await res.json()) as { error?: { code?: string; message?: string } };
   return { status: res.status, error: body.error };
 };
-/** Polls until `ok`; returns how long it took. */
-async function within(ms: number, ok: () => Promise<boolean>): Promise<number> {
-  const t0 = Date.now();
-  while (!(await ok())) {
-    if (Date.now() - t0 > ms) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return Date.now() - t0;
-}
-
 describe("API keys as a lifecycle", () => {
   it("sluice keys create prints a new key once, publishes only its digest, and the key works within the stated time", async () => {
     const created = await sluice("keys", "create", "--tenant", "demo", "--id", "ci", "--charge-to", "platform/playground", "--entrypoints", "sluice-chat", "--expires", "30d");
@@ -127,6 +103,15 @@ describe("API keys as a lifecycle", () => {
     expect(await admin("/keys", { tenant: "demo", id: "ci" })).toMatchObject({ status: 422, json: { error: { code: "publication_rejected" } } });
     expect(await admin("/keys", { tenant: "demo", entrypoints: ["no-such-entrypoint"] })).toMatchObject({ status: 422 });
     expect(await admin("/keys/ci/rotate", { graceSeconds: -1 })).toMatchObject({ status: 400, json: { error: { code: "invalid_request" } } });
+    const raw = async (path: string, body: string) => {
+      const res = await fetch(`${gateway.adminUrl}/admin${path}`, { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body });
+      return { status: res.status, code: ((await res.json()) as { error?: { code?: string } }).error?.code };
+    };
+    expect(await raw("/keys/ci/revoke", "{not json")).toEqual({ status: 400, code: "invalid_json" });
+    expect(await raw("/keys/ci/revoke", '{"reason": 7}')).toEqual({ status: 400, code: "invalid_request" });
+    expect(await raw("/publication/rollback", '{"revision": "one"}')).toEqual({ status: 400, code: "invalid_request" });
+    // None of these changed the key.
+    expect((await chat(key)).status).toBe(200);
   });
 
   it("a key revoked while a 2025-era MCP session is open: the next call on that session is refused, and its approvals end with it", async () => {

@@ -1,14 +1,13 @@
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT } from "../../local-stack/build.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
 import { canaryBucket } from "../../src/publication-lifecycle/canary-bucket.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, expectNothingLeft, type Simulator } from "./support/stack.ts";
+import { sluiceAdmin, within } from "./support/admin-cli.ts";
 
 /** The propagation bound this test runs with. */
 const TTL_MS = 1000;
@@ -80,11 +79,6 @@ async function servedAll(keys: readonly string[]): Promise<Map<string, string>> 
   return out;
 }
 
-/** Polls until `ok` (propagation to every isolate within the TTL). */
-async function within(ms: number, ok: () => Promise<boolean>): Promise<void> {
-  for (const t0 = Date.now(); !(await ok()); await new Promise((r) => setTimeout(r, 50))) if (Date.now() - t0 > ms) throw new Error(`not within ${ms} ms`);
-}
-
 const onCanary = KEYS.filter((k) => canaryBucket(k) < 50);
 const onStable = KEYS.filter((k) => canaryBucket(k) >= 50);
 
@@ -152,15 +146,7 @@ describe("publication canary", () => {
   it("runs from the CLI: publish --canary, a new share, status, a rollback that ends it, promote", async () => {
     const dir = join(stateDir, "cli-config");
     mkdirSync(dir, { recursive: true });
-    const cli = (...args: string[]) =>
-      new Promise<{ status: number | null; stdout: string; stderr: string }>((done) => {
-        const child = spawn(process.execPath, [join(ROOT, "bin", "sluice.js"), ...args, "--admin", gateway.adminUrl], { cwd: ROOT, env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN } });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-        child.on("close", (status) => done({ status, stdout, stderr }));
-      });
+    const cli = (...args: string[]) => sluiceAdmin(gateway.adminUrl, ADMIN_TOKEN, ...args);
     writeFileSync(join(dir, "publication.yaml"), stringify(publication("cli")));
     const bad = await cli("publish", "--config", dir, "--canary", "100");
     expect(bad.status).toBe(2);

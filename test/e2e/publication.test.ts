@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildBundle, ROOT } from "../../local-stack/build.ts";
 import { freePort } from "../../local-stack/ports.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
+import { sluiceAdmin, within } from "./support/admin-cli.ts";
 import { createTestCa } from "./support/test-ca.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, expectNothingLeft, LIMITED_KEY, type Simulator } from "./support/stack.ts";
 
@@ -54,16 +55,6 @@ const accessLine = (requestId: string) =>
     .map((l) => JSON.parse(l) as { requestId: string; publicationRevision: string })
     .find((l) => l.requestId === requestId);
 const status = async () => (await (await admin("/admin/status")).json()) as { publicationRevision: string };
-
-/** Polls until `ok` (the answers' propagation); returns how long it took. */
-async function within(ms: number, ok: () => Promise<boolean>): Promise<number> {
-  const t0 = Date.now();
-  while (!(await ok())) {
-    if (Date.now() - t0 > ms) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return Date.now() - t0;
-}
 
 /** Revision 2: one more key, charged to the tenant alone; the limited key's request budget cut to a burst of 2. */
 function revision2(): any {
@@ -173,15 +164,7 @@ describe("publication at runtime", () => {
   it("publishes, lists and rolls back from the CLI; a rejected file prints every issue as file: path: reason", async () => {
     const dir = join(stateDir, "cli-config");
     mkdirSync(dir, { recursive: true });
-    const cli = (...args: string[]) =>
-      new Promise<{ status: number | null; stdout: string; stderr: string }>((done) => {
-        const child = spawn(process.execPath, [join(ROOT, "bin", "sluice.js"), ...args, "--admin", gateway.adminUrl], { cwd: ROOT, env: { ...process.env, SLUICE_ADMIN_TOKEN: ADMIN_TOKEN } });
-        let stdout = "";
-        let stderr = "";
-        child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-        child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-        child.on("close", (status) => done({ status, stdout, stderr }));
-      });
+    const cli = (...args: string[]) => sluiceAdmin(gateway.adminUrl, ADMIN_TOKEN, ...args);
     const bad = revision2();
     bad.revision = "demo-cli-bad";
     bad.tenants[0].apiKeys[0].entrypoints = ["no-such-entrypoint"];

@@ -1,23 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../src/config/load-config.ts";
-import { PublicationController, PublicationSeedError, type CandidateCheck } from "../../../src/publication-lifecycle/controller.ts";
-import { validateCandidate } from "../../../src/publication-lifecycle/validate-candidate.ts";
-import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
-import { pinSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
-import { compilePublication } from "../../../src/publication/compile-publication.ts";
-import { bundled, bundledTexts, FakeClock } from "../support/fixtures.ts";
-import { MemoryPublicationStore } from "../support/memory-publication-store.ts";
+import { PublicationController, PublicationSeedError } from "../../../src/publication-lifecycle/controller.ts";
+import { bundled, FakeClock } from "../support/fixtures.ts";
+import { bundledPublicationCheck, MemoryPublicationStore } from "../support/memory-publication-store.ts";
 
-const config = loadConfig(bundledTexts);
-const normalized = await normalizeSnapshot(bundled("backends"), {
-  supportedProtocols: new Set(["openai-chat"]),
-  logprobsProtocols: new Set(["openai-chat"]),
-  requirements: compilePublication(config.publication).poolRequirements,
-  egress: { allow: ["127.0.0.1"] },
-});
-if (!normalized.ok) throw new Error("the bundled snapshot must normalize");
-const snapshot = pinSnapshot({ revision: 7, digest: normalized.digest, snapshot: normalized.snapshot });
-const check: CandidateCheck = (candidate, ledgerRoots) => validateCandidate(candidate, { gateway: config.gateway, snapshot, ledgerRoots });
+const check = await bundledPublicationCheck();
 
 /** The bundled publication with one more key and the project's daily money limit lowered. */
 function withNewKey(limit = 1): Record<string, any> {

@@ -1,4 +1,10 @@
-import type { PublicationCanary, PublicationEvent, PublicationRevisionInfo, PublicationStore, StoredPublication } from "../../../src/publication-lifecycle/controller.ts";
+import { loadConfig } from "../../../src/config/load-config.ts";
+import type { CandidateCheck, PublicationCanary, PublicationEvent, PublicationRevisionInfo, PublicationStore, StoredPublication } from "../../../src/publication-lifecycle/controller.ts";
+import { validateCandidate } from "../../../src/publication-lifecycle/validate-candidate.ts";
+import { compilePublication } from "../../../src/publication/compile-publication.ts";
+import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
+import { pinSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
+import { bundled, bundledTexts } from "./fixtures.ts";
 
 /** In-memory PublicationStore: the controller's logic without a Durable Object. */
 export class MemoryPublicationStore implements PublicationStore {
@@ -64,4 +70,21 @@ export class MemoryPublicationStore implements PublicationStore {
   addLedgerRoots(roots: ReadonlyMap<string, number>): void {
     for (const [root, n] of roots) if (!this.roots.has(root)) this.roots.set(root, n);
   }
+}
+
+/**
+ * The candidate check the publication controller runs, over the bundled config and the bundled
+ * backends as the active snapshot (revision 7): what controller tests publish against.
+ */
+export async function bundledPublicationCheck(): Promise<CandidateCheck> {
+  const config = loadConfig(bundledTexts);
+  const normalized = await normalizeSnapshot(bundled("backends"), {
+    supportedProtocols: new Set(["openai-chat"]),
+    logprobsProtocols: new Set(["openai-chat"]),
+    requirements: compilePublication(config.publication).poolRequirements,
+    egress: { allow: ["127.0.0.1"] },
+  });
+  if (!normalized.ok) throw new Error("the bundled snapshot must normalize");
+  const snapshot = pinSnapshot({ revision: 7, digest: normalized.digest, snapshot: normalized.snapshot });
+  return (candidate, ledgerRoots) => validateCandidate(candidate, { gateway: config.gateway, snapshot, ledgerRoots });
 }
