@@ -1,6 +1,7 @@
 import { request } from "node:https";
 import { probeTargetFor } from "../src/invoker/health-target.ts";
 import { builtinCodecs } from "../src/protocol/registry.ts";
+import type { BackendTls } from "../src/config/backends-schema.ts";
 import type { NormalizedBackend } from "../src/snapshot/normalize.ts";
 import { credentialHeaders } from "../src/traffic/health.ts";
 
@@ -50,7 +51,7 @@ async function checkOne(b: NormalizedBackend, env: NodeJS.ProcessEnv, fetcher: t
   try {
     // A backend with its own TLS (a private CA, a client certificate) is checked over exactly that TLS, as the gateway reaches it.
     const status =
-      b.tls !== undefined
+      "tls" in b && b.tls !== undefined
         ? await tlsGet(target.url, headers, b.tls, env)
         : await fetcher(target.url, { method: "GET", headers, redirect: "manual", signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) }).then(async (res) => (await res.body?.cancel(), res.status));
     if (status >= 200 && status < 300) return { backend: b.name, secret, result: "accepted", detail: `${status} ${where}` };
@@ -64,7 +65,7 @@ async function checkOne(b: NormalizedBackend, env: NodeJS.ProcessEnv, fetcher: t
 }
 
 /** One GET over a backend's `tls`: its CA instead of the system store, its server name, its client certificate. */
-function tlsGet(url: string, headers: Record<string, string>, tls: NonNullable<NormalizedBackend["tls"]>, env: NodeJS.ProcessEnv): Promise<number> {
+function tlsGet(url: string, headers: Record<string, string>, tls: BackendTls, env: NodeJS.ProcessEnv): Promise<number> {
   const c = tls.clientCertificate;
   const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
   return new Promise((resolve, reject) => {

@@ -25,6 +25,11 @@ function newestMtime(dir: string): number {
  * Skipped when the bundle is newer than every source and config file.
  */
 export function buildBundle(outDir = join(ROOT, "dist")): string {
+  return bundleReport(outDir).dir;
+}
+
+/** {@link buildBundle}, saying whether the bundle already there was reused. */
+export function bundleReport(outDir = join(ROOT, "dist")): { readonly dir: string; readonly reused: boolean } {
   const bundle = join(outDir, "index.js");
   if (existsSync(bundle)) {
     const sources = Math.max(
@@ -32,7 +37,7 @@ export function buildBundle(outDir = join(ROOT, "dist")): string {
       statSync(join(ROOT, "wrangler.toml")).mtimeMs,
       statSync(join(ROOT, "package-lock.json")).mtimeMs,
     );
-    if (statSync(bundle).mtimeMs > sources) return outDir;
+    if (statSync(bundle).mtimeMs > sources) return { dir: outDir, reused: true };
   }
   const wrangler = join(ROOT, "node_modules", ".bin", "wrangler");
   const res = spawnSync(wrangler, ["deploy", "--dry-run", "--outdir", outDir], {
@@ -41,5 +46,5 @@ export function buildBundle(outDir = join(ROOT, "dist")): string {
     encoding: "utf8",
   });
   if (res.status !== 0) throw new Error(`bundling failed:\n${res.stdout}\n${res.stderr}`);
-  return outDir;
+  return { dir: outDir, reused: false };
 }

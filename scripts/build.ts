@@ -1,4 +1,5 @@
 /** `npm run build`: bundles the Worker into dist/ exactly as `wrangler deploy` would upload it. */
-import { buildBundle } from "../local-stack/build.ts";
+import { bundleReport } from "../local-stack/build.ts";
 
-console.log(`bundle written to ${buildBundle()}`);
+const built = bundleReport();
+console.log(built.reused ? `bundle in ${built.dir} is newer than every source and config file: reused (delete it to rebuild)` : `bundle written to ${built.dir}`);

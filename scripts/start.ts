@@ -86,6 +86,8 @@ console.log(`
 Sluice is running.
   public API   ${gateway.publicUrl}/v1  (OpenAI-compatible)
   admin API    ${gateway.adminUrl}/admin
+  console      ${gateway.adminUrl}/admin/console  (sign in with the admin token)
+  metrics      ${gateway.metricsUrl}${gateway.metricsUrl.endsWith("/admin/metrics") ? "  (admin token as bearer)" : "  (Prometheus text)"}
   simulator    ${simulator.url}
   demo key     sk-sluice-demo
   admin token  ${adminToken}${generated ? "  (generated; set SLUICE_ADMIN_TOKEN to choose one)" : ""}

@@ -94,6 +94,8 @@ export interface ServeOptions {
 export interface ServedGateway {
   readonly publicUrl: string;
   readonly adminUrl: string;
+  /** Where Prometheus scrapes: the metrics listener's `/metrics` when one is configured, else the admin API's `/admin/metrics` (admin token). */
+  readonly metricsUrl: string;
   /** Resolves with workerd's exit code once it has exited, for whatever reason. */
   readonly exited: Promise<number | null>;
   /** The tail of workerd's output, for error reports. */
@@ -258,6 +260,7 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   return {
     publicUrl,
     adminUrl,
+    metricsUrl: metricsListener ? `${localUrl(metricsListener, "http")}/metrics` : `${adminUrl}/admin/metrics`,
     exited,
     output: () => tail,
     kill,
@@ -365,7 +368,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   });
   process.off("SIGTERM", stopStart);
   process.off("SIGINT", stopStart);
-  process.stderr.write(`Sluice is serving.\n  public API  ${gateway.publicUrl}/v1\n  admin API   ${gateway.adminUrl}/admin\n`);
+  process.stderr.write(`Sluice is serving.\n  public API  ${gateway.publicUrl}/v1\n  admin API   ${gateway.adminUrl}/admin\n  console     ${gateway.adminUrl}/admin/console\n  metrics     ${gateway.metricsUrl}\n`);
   const watching =
     args.values.watch === true
       ? watchPublication({ dir: configDir, adminUrl: gateway.adminUrl, token: process.env[config.config.gateway.security.adminTokenSecret] ?? "", certFile: adminTls?.certFile, progress: (line) => process.stderr.write(`${line}\n`) })

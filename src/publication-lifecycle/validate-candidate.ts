@@ -1,3 +1,4 @@
+import { demoKeyIssues } from "../config/demo-keys.ts";
 import type { GatewayConfig } from "../config/gateway-schema.ts";
 import { publicationIssues } from "../config/load-config.ts";
 import { CONFIG_FILES, zodIssues, type ConfigIssue } from "../config/parse-file.ts";
@@ -19,6 +20,8 @@ export interface PublicationContext {
    * that many objects, so a revision that split them differently would start a second set of books.
    */
   readonly ledgerRoots: ReadonlyMap<string, number>;
+  /** The environment refuses the demo keys (the edge's staging and production). */
+  readonly refuseDemoKeys?: boolean | undefined;
 }
 
 /** A candidate that passed every check: its validated form, canonical digest and ledger roots. */
@@ -46,6 +49,7 @@ export async function validateCandidate(candidate: unknown, ctx: PublicationCont
   const publication = parsed.data;
   // Every check runs, so one answer names every issue: references, the snapshot's pools, stripes.
   const issues: ConfigIssue[] = publicationIssues(ctx.gateway, publication);
+  if (ctx.refuseDemoKeys === true) issues.push(...demoKeyIssues(publication, FILE));
   if (ctx.snapshot) {
     const snapshot = ctx.snapshot;
     publication.models.forEach((m, i) => {

@@ -2,6 +2,8 @@ import backendsYaml from "../../config/backends.yaml";
 import gatewayYaml from "../../config/gateway.yaml";
 import publicationYaml from "../../config/publication.yaml";
 import { loadConfig, type ConfigTexts, type LoadedConfig } from "../config/load-config.ts";
+import { demoKeyIssues } from "../config/demo-keys.ts";
+import { CONFIG_FILES, ConfigValidationError } from "../config/parse-file.ts";
 import { compilePublication, type CompiledPublication } from "../publication/compile-publication.ts";
 import { publicationSchema } from "../config/publication-schema.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
@@ -22,12 +24,17 @@ export function configTexts(env: Env): ConfigTexts {
   };
 }
 
+/** Whether this environment refuses the demo keys (`SLUICE_DEMO_KEYS = "refuse"`: the edge environments in wrangler.toml). */
+export function refusesDemoKeys(env: Env): boolean {
+  return env.SLUICE_DEMO_KEYS === "refuse";
+}
+
 /** The validated config with its publication compiled, once per isolate. */
 export interface IsolateConfig extends LoadedConfig {
   readonly compiled: CompiledPublication;
 }
 
-let cached: { texts: ConfigTexts; config: IsolateConfig } | undefined;
+let cached: { texts: ConfigTexts; refuseDemoKeys: boolean; config: IsolateConfig } | undefined;
 
 /**
  * Validated once per isolate (and again only if the bound texts change). Throws
@@ -36,12 +43,18 @@ let cached: { texts: ConfigTexts; config: IsolateConfig } | undefined;
  */
 export function isolateConfig(env: Env): IsolateConfig {
   const texts = configTexts(env);
-  if (cached && cached.texts.gateway === texts.gateway && cached.texts.publication === texts.publication && cached.texts.backends === texts.backends) {
+  const refuseDemoKeys = refusesDemoKeys(env);
+  if (cached && cached.refuseDemoKeys === refuseDemoKeys && cached.texts.gateway === texts.gateway && cached.texts.publication === texts.publication && cached.texts.backends === texts.backends) {
     return cached.config;
   }
   const loaded = loadConfig(texts);
+  // An edge environment never serves the demo keys: its start fails, naming them (docs/deploy.md).
+  if (refuseDemoKeys) {
+    const issues = demoKeyIssues(loaded.publication, CONFIG_FILES.publication);
+    if (issues.length > 0) throw new ConfigValidationError(issues);
+  }
   const config = { ...loaded, compiled: compilePublication(loaded.publication) };
-  cached = { texts, config };
+  cached = { texts, refuseDemoKeys, config };
   return config;
 }
 
@@ -92,6 +105,6 @@ export function publicationCheckOf(env: Env): CandidateCheck {
     } catch (err) {
       return { ok: false, issues: [{ file: "backends", path: "", message: `the active backend snapshot could not be read, so the candidate's pools cannot be checked: ${String(err)}` }] };
     }
-    return validateCandidate(candidate, { gateway: isolateConfig(env).gateway, snapshot, ledgerRoots });
+    return validateCandidate(candidate, { gateway: isolateConfig(env).gateway, snapshot, ledgerRoots, refuseDemoKeys: refusesDemoKeys(env) });
   };
 }

@@ -89,6 +89,8 @@ describe("wrangler.toml: edge environments", () => {
       expect(cfg.main).toBe(top.main);
       // The edge has no simulator: its test key stays out of every environment.
       for (const name of LOCAL_ONLY_VARS) expect(cfg.vars, env).not.toHaveProperty(name);
+      // The demo keys are public: the edge refuses a publication that lists them.
+      expect(cfg.vars.SLUICE_DEMO_KEYS, env).toBe("refuse");
     });
 
     it(`${env}: wrangler deploy --dry-run --env ${env} bundles, and nothing else is left uninherited`, { timeout: 150_000 }, () => {

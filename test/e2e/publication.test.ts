@@ -223,6 +223,8 @@ describe("sluice serve --watch", () => {
     try {
       await within(60_000, async () => out.includes("Sluice is serving."));
       expect(out).toContain(`admin API   https://127.0.0.1:${adminPort}/admin`);
+      expect(out).toContain(`console     https://127.0.0.1:${adminPort}/admin/console`);
+      expect(out).toContain(`metrics     https://127.0.0.1:${adminPort}/admin/metrics`);
       expect(await served(ADDED_KEY)).toBe(401);
 
       // A change is published: the new key serves within the bound.
