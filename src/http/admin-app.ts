@@ -7,6 +7,7 @@ import { echo } from "../errors/echo.ts";
 import { readAdminDocument as readCandidate } from "./admin-json.ts";
 import { registerPublicationRoutes } from "./admin-publication.ts";
 import { registerKeyRoutes } from "./admin-keys.ts";
+import type { LoadTracker } from "../traffic/load-tracker.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
 import { metricsResponse } from "./metrics-endpoint.ts";
@@ -40,6 +41,45 @@ function resourcesHeld(rt: GatewayRuntime) {
     ledgerAttemptsOpen: l.inFlight,
     settlementsQueued: l.queued,
   };
+}
+
+/** Attempts in flight, and the EWMA latency (ms, rounded) with when its newest sample was taken (null before any). */
+const loadOf = ({ inFlight, latency: l }: ReturnType<LoadTracker["summary"]>) => ({
+  inFlight,
+  latencyMs: l === undefined ? null : Math.round(l.ms),
+  latencyAt: l === undefined ? null : new Date(l.at).toISOString(),
+});
+
+const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+
+/**
+ * Each backend of the active snapshot as this isolate sees it: what its provider last said of the
+ * gateway's credential (a wrong key shows here, not as an outage), attempts in flight and latency
+ * (the selectors' own figures), and the breaker and health views it holds (absent: none cached
+ * yet, or the feature is off).
+ */
+function backendStatuses(rt: GatewayRuntime, backends: readonly { readonly id: string; readonly name: string }[]) {
+  const breakers = new Map(rt.breakers?.cachedSnapshots() ?? []);
+  const health = new Map(rt.health?.cachedViews() ?? []);
+  return backends.map((b) => {
+    const v = rt.credentialWatch.view(b.id);
+    const br = breakers.get(b.id);
+    const h = health.get(b.id);
+    return {
+      name: b.name,
+      credential: v?.state ?? "not_used",
+      ...(v?.status === undefined ? {} : { status: v.status }),
+      ...(v ? { since: new Date(v.at).toISOString() } : {}),
+      // Load is tracked per pool member (backend and model): the backend's is its members' together.
+      ...loadOf(rt.load.summary(`${b.id}/`)),
+      breaker: br
+        ? { state: br.state, failures: br.failures, samples: br.samples, openUntil: iso(br.openUntil) ?? null, changedAt: br.changedAt > 0 ? iso(br.changedAt)! : null }
+        : rt.breakers ? { state: "closed", failures: 0, samples: 0, openUntil: null, changedAt: null } : null,
+      health: h
+        ? { status: h.status, watching: h.watching, lastProbeAt: iso(h.lastProbeAt) ?? null, lastOk: h.lastOk ?? null, lastReason: h.lastReason ?? null, lastLatencyMs: h.lastLatencyMs ?? null, nextProbeAt: iso(h.nextProbeAt) ?? null }
+        : null,
+    };
+  });
 }
 
 /**
@@ -90,12 +130,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       mcpServers: await mcpServerStatuses(rt, healthClient((id) => c.env.HEALTH_MONITOR.getByName(id))),
       // Each backend of the active snapshot, and what its provider last said of the gateway's
       // credential in this isolate's traffic: a wrong key shows here, not as an outage.
-      backends: snap
-        ? [...snap.backends.values()].map((b) => {
-            const v = rt.credentialWatch.view(b.id);
-            return { name: b.name, credential: v?.state ?? "not_used", ...(v?.status === undefined ? {} : { status: v.status }), ...(v ? { since: new Date(v.at).toISOString() } : {}) };
-          })
-        : [],
+      backends: snap ? backendStatuses(rt, [...snap.backends.values()]) : [],
     });
   });
 

@@ -10,12 +10,12 @@ import {
   keysSection,
   newKeySection,
   mcpServersSection,
-  oneHotGauge,
   taskDetail,
   tasksSection,
   tenantPicker,
   type Approval,
   type AuditEventView,
+  type BackendStatusView,
   type BalanceView,
   type CallRecord,
   type McpServerView,
@@ -423,12 +423,11 @@ function registerBackendRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
     const s = await guard(c, true);
     if (s instanceof Response) return s;
     const token = c.var.runtime.adminToken!;
-    const [snap, metrics, status] = await Promise.all([api(c, token, "GET", "/snapshot"), api(c, token, "GET", "/metrics"), api(c, token, "GET", "/status")]);
-    const breakers = metrics.status === 200 ? oneHotGauge(metrics.text, "sluice_breaker_state", "sluice_state") : new Map<string, string>();
-    const health = metrics.status === 200 ? oneHotGauge(metrics.text, "sluice_backend_health", "sluice_health") : new Map<string, string>();
+    const [snap, status] = await Promise.all([api(c, token, "GET", "/snapshot"), api(c, token, "GET", "/status")]);
+    const live = new Map(((status.body as { backends?: BackendStatusView[] } | null)?.backends ?? []).map((b) => [b.name, b]));
     const sb = snap.body as { revision?: number; snapshot?: { backends?: SnapshotBackend[] } } | null;
     const backends =
-      snap.status === 200 ? backendsSection(sb?.revision ?? "—", sb?.snapshot?.backends ?? [], breakers, health) : apiFailure("Backends", snap.status, apiMessage(snap));
+      snap.status === 200 ? backendsSection(sb?.revision ?? "—", sb?.snapshot?.backends ?? [], live, c.var.runtime.clock.now()) : apiFailure("Backends", snap.status, apiMessage(snap));
     const mcp =
       status.status === 200 ? mcpServersSection((status.body as { mcpServers?: McpServerView[] }).mcpServers ?? []) : apiFailure("MCP servers", status.status, apiMessage(status));
     return render(c, s, "Backends", `${CONSOLE_PREFIX}/backends`, html`${backends}<h2>MCP servers</h2>${mcp}`);

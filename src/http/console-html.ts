@@ -67,9 +67,11 @@ body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f
 header{background:#1b1f24;color:#fff;padding:.5rem 1rem;display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
 header a{color:#fff;text-decoration:none}header a.on{text-decoration:underline}
 header form{margin-left:auto}
-main{padding:1rem;max-width:80rem}
-table{border-collapse:collapse;background:#fff;margin:.5rem 0 1rem}
-th,td{border:1px solid #d0d4da;padding:.25rem .5rem;text-align:left;vertical-align:top}
+main{padding:1rem}
+table{border-collapse:collapse;background:#fff;margin:.5rem 0 1rem;max-width:100%}
+th,td{border:1px solid #d0d4da;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+time .abs{color:#555;font-size:12px;display:block}
+meter{width:5rem;vertical-align:middle}
 th{background:#eef0f3}
 code{font-size:12px}
 .empty{color:#667}

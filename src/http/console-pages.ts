@@ -1,4 +1,5 @@
 import type { KeyView } from "../publication-lifecycle/key-operations.ts";
+import { formatCount, formatMoney, relativeTime, timeCell, utilisation } from "./console-format.ts";
 import { html, table, type HtmlValue, type SafeHtml } from "./console-html.ts";
 
 // The shapes the admin API answers (docs/governance.md). The console renders them as they come; a
@@ -74,21 +75,18 @@ export interface AuditEventView {
   readonly [field: string]: unknown;
 }
 
-/** A timestamp (ms since the epoch or an ISO string) as ISO text. */
-export function when(t: number | string | undefined): string {
-  if (t === undefined) return "—";
-  const d = new Date(t);
-  return Number.isNaN(d.getTime()) ? String(t) : d.toISOString();
+/** A timestamp (ms since the epoch or an ISO string): how long ago, and the UTC time. */
+export function when(t: number | string | undefined): SafeHtml {
+  return timeCell(t, Date.now());
 }
 
-/** Micro-units of a currency as a decimal amount. */
+/** Micro-units of a currency as people read money (`$1,000.00`, `$0.000045`). */
 export function money(micros: number | undefined, currency: string | undefined): string {
-  if (typeof micros !== "number") return "—";
-  return `${(micros / 1_000_000).toFixed(6)} ${currency ?? ""}`.trim();
+  return formatMoney(micros, currency);
 }
 
 function n(v: number | undefined): HtmlValue {
-  return typeof v === "number" ? v : "—";
+  return formatCount(v);
 }
 
 function q(params: Record<string, string>): string {
@@ -155,14 +153,16 @@ export function approvalDetail(a: Approval, tenant: string, csrf: string): SafeH
 }
 
 /** The tasks list with their rollups. */
+/**
+ * The tasks list with their rollups: what fits a 1280-px window (the parent, first-seen time and
+ * unknown-usage count are on the task's own page).
+ */
 export function tasksSection(tasks: readonly TaskRollup[], tenant: string): SafeHtml {
   return table(
-    ["Task", "Project", "Parent", "First seen", "Last seen", "Sessions", "Turns", "Calls", "Attempts", "Retries", "Fallbacks", "Unknown usage", "Cost", "Tokens in", "Tokens out", "Outcome"],
+    ["Task", "Project", "Last seen", "Sessions", "Turns", "Calls", "Attempts", "Retries", "Fallbacks", "Cost", "Tokens in", "Tokens out", "Outcome"],
     tasks.map((t) => [
       html`<a href="/admin/console/tasks/${encodeURIComponent(t.taskId)}?${q({ tenant })}">${t.taskId}</a>`,
       t.project ?? "—",
-      t.parentTaskId ?? "—",
-      when(t.firstSeen),
       when(t.lastSeen),
       n(t.sessions),
       n(t.turns),
@@ -170,7 +170,6 @@ export function tasksSection(tasks: readonly TaskRollup[], tenant: string): Safe
       n(t.attempts),
       n(t.retries),
       n(t.fallbacks),
-      n(t.unknownUsageAttempts),
       money(t.costMicros, t.currency),
       n(t.tokens?.input),
       n(t.tokens?.output),
@@ -203,7 +202,7 @@ export function taskDetail(t: TaskRollup, calls: readonly CallRecord[], tenant: 
     ["Tokens in", n(t.tokens?.input)],
     ["Tokens out", n(t.tokens?.output)],
     ["Approvals", t.approvals ? `requested ${t.approvals.requested}, granted ${t.approvals.granted}, denied ${t.approvals.denied}, expired ${t.approvals.expired}, waited ${t.approvals.waitedMs} ms` : "—"],
-    ["Outcome", t.outcome ? `${t.outcome.status}: ${t.outcome.evidence} (by ${t.outcome.verifier} at ${when(t.outcome.at)})` : "—"],
+    ["Outcome", t.outcome ? html`${t.outcome.status}: ${t.outcome.evidence} (by ${t.outcome.verifier}, ${when(t.outcome.at)})` : "—"],
   ];
   const byModel = Object.entries(t.byModel ?? {}).map(([m, v]) => [m, n(v.calls), money(v.costMicros, t.currency), n(v.tokens?.input), n(v.tokens?.output)]);
   const tools = Object.entries(t.toolCalls ?? {}).map(([tool, count]) => [tool, n(count)]);
@@ -254,18 +253,23 @@ export interface BalanceView {
   readonly requests?: { readonly perMinute: number; readonly burst: number; readonly available: number };
 }
 
-/** A tenant's balances: one row per scope and limited metric. */
+/** A tenant's balances: one row per scope and limited metric, money in its currency, with how full each limit is. */
 export function balancesSection(tenant: string, balances: readonly BalanceView[]): SafeHtml {
   const rows: HtmlValue[][] = [];
   for (const b of balances) {
     for (const metric of ["money", "tokens", "balance"] as const) {
       const l = b[metric];
-      if (l) rows.push([b.scope, metric === "tokens" ? "tokens" : `${metric}${"metric" in l && l.metric ? ` (${l.metric})` : ""}`, n(l.limit), n(l.spent), n(l.held), n(l.pending), n(l.remaining)]);
+      if (!l) continue;
+      const currency = "metric" in l ? l.metric : undefined;
+      // Money and prepaid balances are micro-units of their currency; tokens are counts.
+      const f = (v: number) => (metric === "tokens" ? formatCount(v) : formatMoney(v, currency));
+      const label = metric === "tokens" ? "tokens" : `${metric}${currency ? ` (${currency})` : ""}`;
+      rows.push([b.scope, label, f(l.limit), f(l.spent), f(l.held), f(l.pending), f(l.remaining), utilisation(l.spent + l.held + l.pending, l.limit)]);
     }
-    if (b.requests) rows.push([b.scope, "requests", `${b.requests.perMinute}/min, burst ${b.requests.burst}`, "—", "—", "—", n(b.requests.available)]);
-    if (!b.money && !b.tokens && !b.balance && !b.requests) rows.push([b.scope, "—", "no limit", "—", "—", "—", "—"]);
+    if (b.requests) rows.push([b.scope, "requests", `${formatCount(b.requests.perMinute)}/min, burst ${formatCount(b.requests.burst)}`, "—", "—", "—", formatCount(b.requests.available), "—"]);
+    if (!b.money && !b.tokens && !b.balance && !b.requests) rows.push([b.scope, "—", "no limit", "—", "—", "—", "—", "—"]);
   }
-  return html`<section class="tenant-balances" data-tenant="${tenant}"><h2>${tenant}</h2>${table(["Scope", "Metric", "Limit", "Spent", "Held", "Pending", "Remaining"], rows, "No budget scopes.")}</section>`;
+  return html`<section class="tenant-balances" data-tenant="${tenant}"><h2>${tenant}</h2>${table(["Scope", "Metric", "Limit", "Spent", "Held", "Pending", "Remaining", "Used"], rows, "No budget scopes.")}</section>`;
 }
 
 /** A backend of the active snapshot. */
@@ -289,37 +293,60 @@ export interface McpServerView {
   readonly consecutiveFailures: number;
 }
 
-/**
- * The one-hot gauges of `GET /admin/metrics` (`sluice_breaker_state`, `sluice_backend_health`) as
- * backend name → the label value whose gauge is 1.
- */
-export function oneHotGauge(metricsText: string, metric: string, label: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const line = new RegExp(`^${metric}\\{([^}]*)\\}\\s+1(?:\\s|$)`);
-  for (const l of metricsText.split("\n")) {
-    const m = line.exec(l);
-    if (!m) continue;
-    const labels = new Map<string, string>();
-    for (const p of m[1]!.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels.set(p[1]!, p[2]!.replace(/\\(.)/g, "$1"));
-    const backend = labels.get("sluice_backend");
-    const value = labels.get(label);
-    if (backend !== undefined && value !== undefined) out.set(backend, value);
-  }
-  return out;
+/** A backend as `GET /admin/status` lists it: this isolate's live view. */
+export interface BackendStatusView {
+  readonly name: string;
+  readonly credential: string;
+  readonly status?: number;
+  readonly inFlight: number;
+  readonly latencyMs: number | null;
+  readonly latencyAt: string | null;
+  readonly breaker: { readonly state: string; readonly failures: number; readonly samples: number; readonly openUntil: string | null; readonly changedAt: string | null } | null;
+  readonly health: { readonly status: string; readonly watching: boolean; readonly lastProbeAt: string | null; readonly lastOk: boolean | null; readonly lastReason: string | null; readonly lastLatencyMs: number | null; readonly nextProbeAt: string | null } | null;
 }
 
-/** The backends with the breaker state and health this gateway last saw for each. */
-export function backendsSection(revision: HtmlValue, backends: readonly SnapshotBackend[], breakers: ReadonlyMap<string, string>, health: ReadonlyMap<string, string>): SafeHtml {
-  return html`<p>Snapshot revision ${revision}. Breaker state and health are what this gateway last saw (<code>closed</code> / <code>unknown</code> until a request or probe touched the backend).</p>${table(
-    ["Backend", "Id", "Protocol", "Address", "Breaker", "Health"],
-    backends.map((b) => [
-      html`<span class="backend-name">${b.name}</span>`,
-      html`<code>${b.id}</code>`,
-      b.protocol,
-      b.baseUrl ?? (b.binding === undefined ? "—" : html`binding <code>${b.binding}</code>`),
-      html`<span class="breaker">${breakers.get(b.name) ?? "closed"}</span>`,
-      html`<span class="health">${health.get(b.name) ?? "unknown"}</span>`,
-    ]),
+/** The breaker's recent errors (its window) and its state, with when an open breaker lets a probe through. */
+function breakerCells(b: BackendStatusView["breaker"], now: number): [HtmlValue, HtmlValue] {
+  if (b === null) return ["—", html`<span class="breaker">off</span>`];
+  const errors = b.samples === 0 ? "no recent attempts" : `${Math.round((b.failures / b.samples) * 100)}% of ${formatCount(b.samples)}`;
+  const until = b.state === "open" && b.openUntil !== null ? html` <span class="next">probes ${relativeTime(Date.parse(b.openUntil), now)}</span>` : "";
+  return [errors, html`<span class="breaker">${b.state}</span>${until}`];
+}
+
+/** Health with its last probe, or why there is none: `unknown` after traffic is explained, not left bare. */
+function healthCell(h: BackendStatusView["health"], now: number): SafeHtml {
+  if (h === null) return html`<span class="health">unknown</span> <span class="why">not probed: active health checks are off, or this backend has no probe and no request has read it yet</span>`;
+  const last =
+    h.lastProbeAt === null
+      ? html`<span class="why">${h.watching ? `first probe ${h.nextProbeAt ? relativeTime(Date.parse(h.nextProbeAt), now) : "pending"}` : "not probed"}</span>`
+      : html`last probe ${timeCell(h.lastProbeAt, now)} ${h.lastOk ? "ok" : `failed${h.lastReason ? `: ${h.lastReason}` : ""}`}${h.lastLatencyMs !== null ? ` (${formatCount(h.lastLatencyMs)} ms)` : ""}`;
+  return html`<span class="health">${h.status}</span> ${last}`;
+}
+
+/**
+ * The backends as this gateway instance sees them now: attempts in flight and latency (what its
+ * selectors use), recent errors and the breaker, the last health probe, and whether the provider
+ * took the gateway's credential. Health comes from active probes only; real traffic shows in the
+ * errors and breaker columns.
+ */
+export function backendsSection(revision: HtmlValue, backends: readonly SnapshotBackend[], live: ReadonlyMap<string, BackendStatusView>, now: number): SafeHtml {
+  return html`<p>Snapshot revision ${revision}. Figures are this gateway instance's; health comes from active probes only, so traffic shows in the errors and breaker columns.</p>${table(
+    ["Backend", "Protocol", "Address", "In flight", "Latency", "Recent errors", "Breaker", "Health", "Credential"],
+    backends.map((b) => {
+      const v = live.get(b.name);
+      const [errors, breaker] = breakerCells(v?.breaker ?? null, now);
+      return [
+        html`<span class="backend-name" title="${b.id}">${b.name}</span>`,
+        b.protocol,
+        b.baseUrl ?? (b.binding === undefined ? "—" : html`binding <code>${b.binding}</code>`),
+        formatCount(v?.inFlight),
+        v?.latencyMs == null ? "—" : html`${formatCount(v.latencyMs)} ms${v.latencyAt === null ? "" : html` <span class="why">last ${relativeTime(Date.parse(v.latencyAt), now)}</span>`}`,
+        errors,
+        breaker,
+        healthCell(v?.health ?? null, now),
+        v === undefined ? "—" : v.credential === "credential_rejected" ? html`<strong>rejected</strong> (${v.status ?? "?"})` : v.credential.replace("_", " "),
+      ];
+    }),
     "The active snapshot has no backends.",
   )}`;
 }

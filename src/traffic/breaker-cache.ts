@@ -139,6 +139,11 @@ export class BreakerCache {
     return this.#views.read(backendId, schedule).view;
   }
 
+  /** The whole breaker views this isolate has cached, by backend id (status pages; starts no I/O). */
+  cachedSnapshots(): [string, BreakerSnapshot][] {
+    return this.#views.cachedViews((v) => v);
+  }
+
   /** The states this isolate has cached, by backend id, as they are (read by metrics; starts no I/O). */
   cachedStates(): [string, BreakerState][] {
     return this.#views.cachedViews((v) => v.state);

@@ -116,6 +116,11 @@ export class HealthCache {
     }
   }
 
+  /** The whole health views this isolate has cached, by backend id (status pages; starts no I/O). */
+  cachedViews(): [string, HealthView][] {
+    return this.#views.cachedViews((v) => v);
+  }
+
   /** The statuses this isolate has cached, by backend id, as they are (read by metrics; starts no I/O). */
   cachedStatuses(): [string, HealthStatus][] {
     return this.#views.cachedViews((v) => v.status);

@@ -133,6 +133,22 @@ export class LoadTracker implements LoadSignals {
     return entry.weightedSum / entry.weightTotal;
   }
 
+  /**
+   * Every tracked key under `prefix` taken together, fresh or not, for status pages (selectors use
+   * {@link inFlight} and {@link latencyMs}): attempts in flight summed, and the EWMA latency of the
+   * key sampled last, with when, so an old figure shows with its age rather than not at all.
+   */
+  summary(prefix: string): { readonly inFlight: number; readonly latency: { readonly ms: number; readonly at: number } | undefined } {
+    let inFlight = 0;
+    let latency: { ms: number; at: number } | undefined;
+    for (const [key, e] of this.#entries) {
+      if (!key.startsWith(prefix)) continue;
+      inFlight += e.inFlight;
+      if (e.weightTotal > 0 && (latency === undefined || e.lastSampleAt > latency.at)) latency = { ms: e.weightedSum / e.weightTotal, at: e.lastSampleAt };
+    }
+    return { inFlight, latency };
+  }
+
   /** Number of backends currently tracked (bounded by `maxBackends` except while all are busy). */
   get size(): number {
     return this.#entries.size;

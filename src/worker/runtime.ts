@@ -97,6 +97,8 @@ export interface GatewayRuntime {
   readonly oauth: OAuthVerifier | undefined;
   /** Which backends' providers refused the gateway's credential in this isolate's traffic (`/admin/status`). */
   readonly credentialWatch: CredentialWatch;
+  /** Attempts in flight and latency per backend, as this isolate's selectors see them (`/admin/status`). */
+  readonly load: LoadTracker;
 }
 
 /** `req_` + 32 hex chars: unguessable, and never a metric label. */
@@ -205,6 +207,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   // One per isolate: concurrent requests share a mint, and a token serves until shortly before it expires.
   const tokens = new TokenCache({ clock });
   const credentialWatch = new CredentialWatch();
+  const load = new LoadTracker(clock, { freshnessMs: gw.traffic.loadFreshnessMs, halfLifeMs: gw.traffic.latencyHalfLifeMs });
   const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens, publications: () => publications });
   const mcpBase = await mcpOf(env, config, secrets);
   const taskLedger = taskLedgerSink({
@@ -224,7 +227,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     drain,
     admission,
     snapshot: () => snapshots.current(),
-    invoker: invokerOf(gw, secrets, clock, tokens, credentialWatch),
+    invoker: invokerOf(gw, secrets, clock, tokens, credentialWatch, load),
     reserve: { ledger, callBudgets, tasks, log: logError },
     settle: settleStep({ ledger, log: logError, onSettlement: (o) => metrics.settlement(o) }),
     breakers,
@@ -254,6 +257,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     telemetry: { metrics, exporter },
     taskLedger,
     credentialWatch,
+    load,
     verifierToken: secretOf(secrets, gw.governance.verifierTokenSecret),
     adminToken: secretOf(secrets, gw.security.adminTokenSecret),
     approverToken: secretOf(secrets, gw.governance.approverTokenSecret),
@@ -428,11 +432,11 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
  * The invoke phase's executor: backends reached through the egress guard, credentials read per
  * attempt, and binding-protocol backends (Workers AI) through the Worker's own bindings by name.
  */
-function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock, tokens: TokenCache, credentialWatch: CredentialWatch): GatewayExecutor {
+function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock, tokens: TokenCache, credentialWatch: CredentialWatch, load: LoadTracker): GatewayExecutor {
   return new GatewayExecutor({
     codecs: builtinCodecs,
     credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
-    load: new LoadTracker(clock, { freshnessMs: gw.traffic.loadFreshnessMs, halfLifeMs: gw.traffic.latencyHalfLifeMs }),
+    load,
     clock,
     rng: systemRng,
     fetch: (input, init) => fetch(input, init),

@@ -7,21 +7,10 @@ import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY } from "../../lo
 import { startLoopbackServer, type LoopbackServer } from "../e2e/support/loopback-server.ts";
 import { startMcpTestServer } from "../e2e/support/mcp-test-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY, startStack, type Stack } from "../e2e/support/stack.ts";
+import { formatCount, formatMoney } from "../../src/http/console-format.ts";
 import { launchChromium, signIn, tableRows, type DomNode } from "./support/browser.ts";
 
 const CONSOLE = "/admin/console";
-
-/** `name{labels} 1` lines of a one-hot gauge in Prometheus text, as backend → the label that is 1. */
-function oneHot(metrics: string, name: string, label: string): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const line of metrics.split("\n")) {
-    if (!line.startsWith(`${name}{`) || !/\}\s+1$/.test(line)) continue;
-    const backend = /sluice_backend="([^"]*)"/.exec(line)?.[1];
-    const value = new RegExp(`${label}="([^"]*)"`).exec(line)?.[1];
-    if (backend !== undefined && value !== undefined) out.set(backend, value);
-  }
-  return out;
-}
 
 /** Polls `probe` until it returns a value (not undefined), for at most `ms`. */
 async function eventually<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
@@ -176,7 +165,7 @@ describe("the admin console in Chromium", () => {
     }
   });
 
-  it("shows the backends with their breaker state and health as the admin API does", async () => {
+  it("shows the backends live as the admin API does: in flight, latency, recent errors, breaker, health and credential", async () => {
     const ctx = await newContext();
     try {
       const page = await ctx.newPage();
@@ -184,15 +173,28 @@ describe("the admin console in Chromium", () => {
       await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/backends`);
       const rows = await tableRows(page, "main > table");
       const snap = (await (await stack.admin("/admin/snapshot")).json()) as { revision: number; snapshot: { backends: { id: string; name: string; protocol: string; baseUrl?: string }[] } };
-      const metrics = await (await stack.admin("/admin/metrics")).text();
-      const breakers = oneHot(metrics, "sluice_breaker_state", "sluice_state");
-      const health = oneHot(metrics, "sluice_backend_health", "sluice_health");
+      type Live = { name: string; credential: string; inFlight: number; latencyMs: number | null; breaker: { state: string; failures: number; samples: number } | null; health: { status: string } | null };
+      const status = (await (await stack.admin("/admin/status")).json()) as { backends: Live[] };
+      const live = new Map(status.backends.map((b) => [b.name, b]));
       expect(snap.snapshot.backends.length).toBeGreaterThan(0);
-      // The breaker of the backend the model call went to was read, so it has a state to show.
-      expect(breakers.size).toBeGreaterThan(0);
-      expect(rows).toEqual(
-        snap.snapshot.backends.map((b) => [b.name, b.id, b.protocol, b.baseUrl ?? "—", breakers.get(b.name) ?? "closed", health.get(b.name) ?? "unknown"]),
+      // The backend the model call went to has a latency and a breaker window with that attempt in it.
+      const used = status.backends.filter((b) => b.latencyMs !== null);
+      expect(used.length).toBeGreaterThan(0);
+      expect(used.every((b) => b.credential === "accepted")).toBe(true);
+      expect(rows.map((r) => r.slice(0, 5))).toEqual(
+        snap.snapshot.backends.map((b) => {
+          const v = live.get(b.name)!;
+          return [b.name, b.protocol, b.baseUrl ?? "—", String(v.inFlight), v.latencyMs === null ? "—" : expect.stringMatching(new RegExp(`^${v.latencyMs.toLocaleString("en-US")} ms last `))];
+        }),
       );
+      for (const r of rows) {
+        const v = live.get(r[0]!)!;
+        expect(r[6]!.split(" ")[0]).toBe(v.breaker?.state ?? "off");
+        expect(r[7]!.split(" ")[0]).toBe(v.health?.status ?? "unknown");
+        // `unknown` health is explained, never left bare.
+        if (v.health === null) expect(r[7]).toContain("not probed");
+        expect(r[8]).toBe(v.credential.replace("_", " "));
+      }
       expect(await page.textContent("main > p")).toContain(`Snapshot revision ${snap.revision}`);
     } finally {
       await ctx.close();
@@ -216,14 +218,17 @@ describe("the admin console in Chromium", () => {
         const expected: string[][] = [];
         for (const b of balances) {
           for (const metric of ["money", "tokens", "balance"] as const) {
-            const l = b[metric];
+            const l = b[metric] as (Record<string, number> & { metric?: string }) | undefined;
             if (!l) continue;
             if ((l.spent ?? 0) > 0) spentSomewhere = true;
-            expected.push([b.scope, metric, String(l.limit), String(l.spent), String(l.held), String(l.pending), String(l.remaining)]);
+            // Money in its currency, tokens with separators: the API's figures, written for people.
+            const f = (v: number) => (metric === "tokens" ? formatCount(v) : formatMoney(v, l.metric));
+            expected.push([b.scope, metric, f(l.limit!), f(l.spent!), f(l.held!), f(l.pending!), f(l.remaining!)]);
           }
         }
-        // The metric column may name the currency after the metric; the figures must be the API's.
-        expect(rows.filter((r) => r[1] !== "requests" && r[2] !== "no limit").map((r) => [r[0]!, r[1]!.split(" ")[0]!, ...r.slice(2)])).toEqual(expected);
+        // The metric column may name the currency after the metric; the last column is how full the limit is.
+        expect(rows.filter((r) => r[1] !== "requests" && r[2] !== "no limit").map((r) => [r[0]!, r[1]!.split(" ")[0]!, ...r.slice(2, 7)])).toEqual(expected);
+        expect(rows.filter((r) => r[1] !== "requests" && r[2] !== "no limit").every((r) => /^(?:<1|\d{1,3})%/.test(r[7]!))).toBe(true);
       }
       expect(spentSomewhere).toBe(true);
     } finally {
@@ -377,8 +382,11 @@ describe("a task's drill-down, checked against the ledger", () => {
       const listed = list.find((r) => r[0] === taskId);
       expect(listed).toBeDefined();
       const task = detail.task as { sessions: number; turns: number; calls: number; attempts: number; retries: number; fallbacks: number; unknownUsageAttempts: number; costMicros: number; currency: string; tokens: { input: number; output: number } };
-      expect(listed!.slice(5, 12)).toEqual([task.sessions, task.turns, task.calls, task.attempts, task.retries, task.fallbacks, task.unknownUsageAttempts].map(String));
-      expect(listed!.slice(13, 15)).toEqual([String(task.tokens.input), String(task.tokens.output)]);
+      expect(listed!.slice(3, 9)).toEqual([task.sessions, task.turns, task.calls, task.attempts, task.retries, task.fallbacks].map(formatCount));
+      expect(listed!.slice(9, 12)).toEqual([formatMoney(task.costMicros, task.currency), formatCount(task.tokens.input), formatCount(task.tokens.output)]);
+      // The list fits a 1280-px window: nothing scrolls sideways.
+      await page.setViewportSize({ width: 1280, height: 800 });
+      expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(1280);
 
       await Promise.all([page.waitForURL((u) => u.pathname === `${CONSOLE}/tasks/${taskId}`), page.click(`main > table a[href^="${CONSOLE}/tasks/${taskId}"]`)]);
       const rollup = new Map((await tableRows(page, "#rollup > table")).map((r) => [r[0]!, r[1]!]));
@@ -387,9 +395,10 @@ describe("a task's drill-down, checked against the ledger", () => {
       expect(rollup.get("Retries")).toBe(String(task.retries));
       expect(rollup.get("Sessions")).toBe(String(task.sessions));
       expect(rollup.get("Turns")).toBe(String(task.turns));
-      expect(rollup.get("Cost (micros)")).toBe(String(task.costMicros));
-      expect(rollup.get("Tokens in")).toBe(String(task.tokens.input));
-      expect(rollup.get("Tokens out")).toBe(String(task.tokens.output));
+      expect(rollup.get("Cost (micros)")).toBe(formatCount(task.costMicros));
+      expect(rollup.get("Cost")).toBe(formatMoney(task.costMicros, task.currency));
+      expect(rollup.get("Tokens in")).toBe(formatCount(task.tokens.input));
+      expect(rollup.get("Tokens out")).toBe(formatCount(task.tokens.output));
 
       // Every call, with its attempts, as the ledger has them; and the rollup is their sum.
       const callTable = page.locator("#calls > table");
@@ -401,7 +410,7 @@ describe("a task's drill-down, checked against the ledger", () => {
         })),
       );
       expect(calls).toEqual(
-        detail.calls.map((c) => ({ callId: c.callId, cost: String(c.costMicros), attempts: c.attempts.map((a) => [a.attemptId, a.backend ?? "—", a.outcome, a.usage, String(a.costMicros)]) })),
+        detail.calls.map((c) => ({ callId: c.callId, cost: formatCount(c.costMicros), attempts: c.attempts.map((a) => [a.attemptId, a.backend ?? "—", a.outcome, a.usage, formatCount(a.costMicros)]) })),
       );
       expect(detail.calls.reduce((n, c) => n + c.attempts.length, 0)).toBe(task.attempts);
       expect(detail.calls.reduce((n, c) => n + c.costMicros, 0)).toBe(task.costMicros);

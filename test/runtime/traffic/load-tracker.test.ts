@@ -213,3 +213,22 @@ describe("LoadTracker eviction", () => {
     expect(t.inFlight("a")).toBe(1);
   });
 });
+
+describe("LoadTracker summary (status pages)", () => {
+  it("sums a backend's members in flight and keeps the last latency with its age after it went stale", () => {
+    const clock = new FakeClock(1_000);
+    const t = new LoadTracker(clock, { freshnessMs: 5_000 });
+    const small = t.begin("b1/small");
+    t.begin("b1/large");
+    t.begin("b2/small");
+    small(120);
+    clock.advance(10);
+    t.observe("b1/large", 300);
+    expect(t.summary("b1/")).toEqual({ inFlight: 1, latency: { ms: 300, at: 1_010 } });
+    clock.advance(60_000);
+    // Stale for the selectors, still shown (with when) on a status page.
+    expect(t.latencyMs("b1/large")).toBeUndefined();
+    expect(t.summary("b1/").latency).toEqual({ ms: 300, at: 1_010 });
+    expect(t.summary("b3/")).toEqual({ inFlight: 0, latency: undefined });
+  });
+});
