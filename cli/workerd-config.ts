@@ -75,6 +75,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
     `(name = "TASK_BINDING", durableObjectNamespace = "TaskBinding")`,
     `(name = "TASK_LEDGER", durableObjectNamespace = "TaskLedger")`,
     `(name = "RESPONSE_CACHE", durableObjectNamespace = "ResponseCache")`,
+    `(name = "TELEMETRY_CLOCK", durableObjectNamespace = "TelemetryClock")`,
   ];
   const files = o.configFiles ?? {};
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
@@ -135,6 +136,7 @@ const sluice :Workerd.Worker = (
     (className = "TaskBinding", uniqueKey = "sluice-task-binding", enableSql = true),
     (className = "TaskLedger", uniqueKey = "sluice-task-ledger", enableSql = true),
     (className = "ResponseCache", uniqueKey = "sluice-response-cache", enableSql = true),
+    (className = "TelemetryClock", uniqueKey = "sluice-telemetry-clock", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "state"),
   globalOutbound = "internet",

@@ -11,6 +11,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { ProtocolId } from "../protocol/codec.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { errorResponse } from "./error-response.ts";
+import { limitFigure } from "./budget-headers.ts";
 import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 import { bearerOf } from "./bearer-token.ts";
 
@@ -70,11 +71,12 @@ function metaHeaders(idHeader: Record<string, string>, meta: ReplyMeta | undefin
   if (meta.tokenCount !== undefined) h["x-sluice-token-count"] = meta.tokenCount;
   if (meta.cache !== undefined) h["x-sluice-cache"] = meta.cache;
   if (meta.task && meta.task.length > 0) {
-    h["x-sluice-task-spent"] = meta.task.map((t) => `${t.metric}=${t.spent}`).join(", ");
-    h["x-sluice-task-remaining"] = meta.task.map((t) => `${t.metric}=${t.remaining}`).join(", ");
+    const metric = (t: (typeof meta.task)[number]) => (t.currency !== undefined ? `${t.metric}:${t.currency}` : t.metric);
+    h["x-sluice-task-spent"] = meta.task.map((t) => limitFigure(metric(t), t.spent)).join(", ");
+    h["x-sluice-task-remaining"] = meta.task.map((t) => limitFigure(metric(t), t.remaining)).join(", ");
   }
   if (meta.budgetRemaining && meta.budgetRemaining.length > 0) {
-    h["x-sluice-budget-remaining"] = meta.budgetRemaining.map((r) => `${r.scope};${r.metric}=${r.remaining}`).join(", ");
+    h["x-sluice-budget-remaining"] = meta.budgetRemaining.map((r) => `${r.scope};${limitFigure(r.metric, r.remaining)}`).join(", ");
   }
   return h;
 }

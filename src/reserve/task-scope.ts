@@ -82,6 +82,8 @@ export async function governTask(
 /** A task's figures after a reservation: per capped metric, what is committed (spent + held) and what remains. */
 export interface TaskFigure {
   readonly metric: string;
+  /** The currency of a `money` figure (its values are micro-units of it). */
+  readonly currency?: string | undefined;
   readonly spent: number;
   readonly remaining: number;
 }
@@ -95,7 +97,7 @@ export function taskFigures(scope: ScopeRef | undefined, remaining: readonly Lim
     const money = r.metric.startsWith("money:");
     const limit = money ? scope.limits.money?.limitMicros : r.metric === "tokens" ? scope.limits.tokens?.limit : undefined;
     if (limit === undefined) continue;
-    out.push({ metric: money ? "money" : r.metric, spent: Math.max(0, limit - r.remaining), remaining: r.remaining });
+    out.push({ metric: money ? "money" : r.metric, ...(money ? { currency: r.metric.slice("money:".length) } : {}), spent: Math.max(0, limit - r.remaining), remaining: r.remaining });
   }
   return out.length > 0 ? out : undefined;
 }

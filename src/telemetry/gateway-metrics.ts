@@ -2,7 +2,7 @@ import type { AttemptOutcome, AttemptRecord, EvidenceClass } from "../context/at
 import type { RequestRecord } from "../context/request-record.ts";
 import { ERROR_CODES } from "../errors/gateway-error.ts";
 import { PROTOCOL_IDS } from "../protocol/codec.ts";
-import { ConfiguredNames, firstDistinct, MetricRegistry, oneOf, OTHER, type Counter, type Histogram, type LabelDomain, type LabelSpec } from "./metric-registry.ts";
+import { ConfiguredNames, firstDistinct, MetricRegistry, oneOf, type Counter, type Histogram, type LabelDomain, type LabelSpec } from "./metric-registry.ts";
 import type { FinishedRequestReader } from "./request-assembly.ts";
 import { BUCKETS, GATEWAY_PROVIDER, OPERATION_CHAT, providerName } from "./semconv.ts";
 
@@ -82,6 +82,7 @@ export class GatewayMetrics implements FinishedRequestReader {
   readonly #looperSteps: Counter;
   readonly #looperEscalations: Counter;
   readonly #canaryRevision: () => string | undefined;
+  readonly #tenantLabel: boolean;
 
   readonly #names: Readonly<Record<keyof PublicationNames, ConfiguredNames>>;
 
@@ -89,6 +90,7 @@ export class GatewayMetrics implements FinishedRequestReader {
   constructor(d: MetricDomains, gauges: GaugeSources, registry = new MetricRegistry()) {
     this.registry = registry;
     this.#canaryRevision = gauges.canaryRevision ?? (() => undefined);
+    this.#tenantLabel = d.tenantLabel.enabled;
     this.#names = {
       entrypoints: new ConfiguredNames(d.entrypoints, MAX_CONFIGURED_NAMES),
       models: new ConfiguredNames(d.models, MAX_CONFIGURED_NAMES),
@@ -154,7 +156,8 @@ export class GatewayMetrics implements FinishedRequestReader {
     // The canary's population is the requests that ran under its revision (told apart at the end, as the rest of the record).
     const canary = this.#canaryRevision();
     const publication = canary !== undefined && r.publicationRevision === canary ? "canary" : "stable";
-    this.#requests.add([entrypoint, r.protocol ?? "", r.outcome ?? "error", error, r.route ?? "", r.tenant ?? "", publication]);
+    const byTenant = this.#tenantLabel ? [r.tenant ?? ""] : [];
+    this.#requests.add([entrypoint, r.protocol ?? "", r.outcome ?? "error", error, r.route ?? "", ...byTenant, publication]);
     const looper = r.looper;
     if (looper) {
       for (const c of looper.calls) this.#looperSteps.add([entrypoint, looper.algorithm, c.role]);
@@ -239,7 +242,8 @@ interface SharedLabels {
   readonly upstreamModel: LabelDomain;
   readonly provider: LabelDomain;
   readonly op: LabelDomain;
-  readonly tenant: LabelDomain;
+  /** Undefined when the tenant is not a label (`observability.metrics.tenantLabel.enabled` false). */
+  readonly tenant: LabelDomain | undefined;
   readonly publication: LabelDomain;
 }
 
@@ -256,7 +260,7 @@ function sharedLabels(d: MetricDomains, names: Readonly<Record<keyof Publication
     upstreamModel: firstDistinct(d.maxSnapshotNames),
     provider: oneOf(["openai", "anthropic", "_OTHER", GATEWAY_PROVIDER]),
     op: oneOf([OPERATION_CHAT]),
-    tenant: d.tenantLabel.enabled ? firstDistinct(d.tenantLabel.maxTenants, names.tenants.domain) : () => OTHER,
+    tenant: d.tenantLabel.enabled ? firstDistinct(d.tenantLabel.maxTenants, names.tenants.domain) : undefined,
     publication: oneOf(PUBLICATION_ROLES),
   };
 }
@@ -274,7 +278,16 @@ function requestInstruments(registry: MetricRegistry, l: SharedLabels): { reques
     promName: "sluice_requests_total",
     unit: "{request}",
     help: "Requests finished, by entrypoint, client protocol, outcome (success, error, cancelled), error code and publication population (stable or canary).",
-    labels: [L("sluice.entrypoint", entrypoint), L("sluice.protocol", protocol), L("sluice.outcome", oneOf(["success", "error", "cancelled"])), L("error.type", errorType), L("sluice.route", route), L("sluice.tenant", tenant), L("sluice.publication", publication)],
+    // Without the tenant label the series carry no tenant at all, not one `other` on every series.
+    labels: [
+      L("sluice.entrypoint", entrypoint),
+      L("sluice.protocol", protocol),
+      L("sluice.outcome", oneOf(["success", "error", "cancelled"])),
+      L("error.type", errorType),
+      L("sluice.route", route),
+      ...(tenant !== undefined ? [L("sluice.tenant", tenant)] : []),
+      L("sluice.publication", publication),
+    ],
   });
   const serverLabels = [L("gen_ai.operation.name", op), L("gen_ai.provider.name", provider), L("gen_ai.request.model", entrypoint), L("gen_ai.response.model", model)];
   const serverDuration = registry.histogram({
@@ -443,10 +456,12 @@ function ledgerInstruments(registry: MetricRegistry, l: SharedLabels): { settlem
   });
   const cost = registry.counter({
     name: "sluice.cost",
-    promName: "sluice_cost_micros_total",
-    unit: "{micro}",
-    help: "Actual cost booked by the ledger for budgeted attempts with reported usage, in millionths of the currency.",
+    promName: "sluice_cost_total",
+    unit: "{currency}",
+    help: "Actual cost booked by the ledger for budgeted attempts with reported usage, in units of the currency its sluice_currency label names (USD: dollars).",
     labels: [L("sluice.currency", firstDistinct(8)), L("sluice.model", model)],
+    // The ledger books whole micro-units; they are summed as integers and exported in the currency's unit.
+    scale: 1_000_000,
   });
   return { settlements, overruns, cost };
 }
@@ -495,8 +510,9 @@ function registerBackendStateGauges(registry: MetricRegistry, gauges: GaugeSourc
 /** Admission totals are the controller's own counts: read from it at each scrape (not counted again here) and exposed as counters. */
 function registerAdmissionTotals(registry: MetricRegistry, gauges: GaugeSources): void {
   registry.gauge({
+    monotonic: true,
     name: "sluice.admission.decisions",
-    promName: "sluice_admission_decisions",
+    promName: "sluice_admission_decisions_total",
     unit: "{request}",
     help: "Since the isolate started: requests admitted, requests that waited in the queue, and refusals by reason.",
     labels: [L("sluice.decision", oneOf(["admitted", "waited", "refused_queue_full", "refused_deadline", "refused_cancelled"]))],
@@ -517,8 +533,9 @@ function registerCredentialMints(registry: MetricRegistry, gauges: GaugeSources)
   const read = gauges.credentialMints;
   if (read === undefined) return;
   registry.gauge({
+    monotonic: true,
     name: "sluice.credential.mints",
-    promName: "sluice_credential_mints",
+    promName: "sluice_credential_mints_total",
     unit: "{token}",
     help: "Since the isolate started: provider access tokens minted (Entra ID, Google service accounts), and mints that failed.",
     labels: [L("sluice.result", oneOf(["minted", "failed"]))],

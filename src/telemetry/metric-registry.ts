@@ -138,11 +138,24 @@ abstract class Instrument<T> implements InstrumentView {
   }
 }
 
-/** A monotonic count. */
+/**
+ * A monotonic count. `scale` divides the count when it is exported: money is counted in whole
+ * micro-units (exact integer sums) and exported in units of its currency.
+ */
 export class Counter extends Instrument<number> {
   readonly kind = "counter";
+  readonly scale: number;
+
+  constructor(spec: Base & { readonly scale?: number | undefined }, maxSeries: number, onFold: () => void) {
+    super(spec, maxSeries, onFold);
+    this.scale = spec.scale ?? 1;
+  }
   protected initial(): number {
     return 0;
+  }
+  /** A series' value as exported. */
+  exported(s: Series<number>): number {
+    return s.state / this.scale;
   }
   /** Adds `by` (default 1; never negative) to the series of `labels`. */
   add(labels: readonly string[], by = 1): void {
@@ -182,17 +195,29 @@ export class Histogram extends Instrument<HistogramState> {
   }
 }
 
-/** A value read when the metrics are read: the current state of something the isolate holds. */
-export class Gauge extends Instrument<number> {
-  readonly kind = "gauge";
-  readonly #read: (set: (labels: readonly string[], value: number) => void) => void;
+/** How a read instrument takes its values: `set` each series' current value. */
+export type GaugeRead = (set: (labels: readonly string[], value: number) => void) => void;
 
-  constructor(spec: Base & { readonly read: (set: (labels: readonly string[], value: number) => void) => void }, maxSeries: number, onFold: () => void) {
+/**
+ * A value read when the metrics are read: the current state of something the isolate holds.
+ * With `monotonic`, what is read is a total some component keeps since the isolate started (an
+ * observable counter): exported as a counter, so a dashboard takes its rate.
+ */
+export class Gauge extends Instrument<number> {
+  readonly kind: "gauge" | "counter";
+  readonly #read: GaugeRead;
+
+  constructor(spec: Base & { readonly read: GaugeRead; readonly monotonic?: boolean | undefined }, maxSeries: number, onFold: () => void) {
     super(spec, maxSeries, onFold);
+    this.kind = spec.monotonic === true ? "counter" : "gauge";
     this.#read = spec.read;
   }
   protected initial(): number {
     return 0;
+  }
+  /** A series' value as exported. */
+  exported(s: Series<number>): number {
+    return s.state;
   }
   /** Reads the current values (series not set this time keep their last value). */
   refresh(): void {
@@ -217,13 +242,13 @@ export class MetricRegistry {
     this.folded++;
   };
 
-  counter(spec: Base): Counter {
+  counter(spec: Base & { readonly scale?: number | undefined }): Counter {
     return this.#add(new Counter(spec, this.#maxSeries, this.#fold));
   }
   histogram(spec: Base & { readonly bounds: readonly number[] }): Histogram {
     return this.#add(new Histogram(spec, this.#maxSeries, this.#fold));
   }
-  gauge(spec: Base & { readonly read: (set: (labels: readonly string[], value: number) => void) => void }): Gauge {
+  gauge(spec: Base & { readonly read: GaugeRead; readonly monotonic?: boolean | undefined }): Gauge {
     return this.#add(new Gauge(spec, this.#maxSeries, this.#fold));
   }
 
@@ -270,7 +295,8 @@ export function prometheusText(registry: MetricRegistry): string {
         out.push(`${base}_count${labelText(keys, s.values)} ${s.state.count}`);
       }
     } else {
-      for (const s of (inst as Counter | Gauge).all()) out.push(`${inst.promName}${labelText(keys, s.values)} ${num(s.state)}`);
+      const c = inst as Counter | Gauge;
+      for (const s of c.all()) out.push(`${inst.promName}${labelText(keys, s.values)} ${num(c.exported(s))}`);
     }
   }
   return `${out.join("\n")}\n`;

@@ -40,7 +40,8 @@ const MAX_FLUSH_WAIT_MS = 25_000;
  * counted), and a flush runs when one is due, started by a finishing request and kept alive by
  * that request's `waitUntil` — the only way I/O outlives a request on workerd, so there is no
  * background timer. So that a gateway that goes quiet still exports, the request that queues the
- * first span of a batch also waits (under its `waitUntil`) for the flush interval and flushes then.
+ * first span of a batch also waits (under its `waitUntil`) for the flush interval and flushes then,
+ * and the telemetry clock (a Durable Object alarm) calls {@link tick} once per metrics interval.
  * At most one export of each kind is in flight; a failed one is dropped and counted, never
  * retried into a growing queue.
  */
@@ -116,11 +117,25 @@ export class OtlpExporter implements FinishedRequestReader {
 
   /** Starts whatever export is due, under `waitUntil`; `force` flushes everything queued (drain). */
   flushIfDue(waitUntil: (p: Promise<unknown>) => void, force = false): void {
+    this.#flush(waitUntil, force, 0);
+  }
+
+  /**
+   * The telemetry clock's tick, which fires once per metrics interval with no request needed: it
+   * pushes the metrics when they are due or would fall due within a tenth of the interval (so an
+   * alarm a little early does not wait a whole interval more), and spans that have waited long
+   * enough. A request that pushed in the meantime moved the due time, so the tick pushes nothing.
+   */
+  tick(waitUntil: (p: Promise<unknown>) => void): void {
+    this.#flush(waitUntil, false, this.#o.metricsIntervalMs / 10);
+  }
+
+  #flush(waitUntil: (p: Promise<unknown>) => void, force: boolean, earlyMs: number): void {
     const now = this.#clock.now();
     if (!this.#sendingSpans && this.#queue.length > 0 && (force || this.#queue.length >= this.#o.batchSpans || now - this.#oldestAt >= this.#o.flushIntervalMs)) {
       waitUntil(this.#sendSpans(force));
     }
-    if (this.#o.metrics && !this.#sendingMetrics && (force || now >= this.#metricsDueAt)) {
+    if (this.#o.metrics && !this.#sendingMetrics && (force || now >= this.#metricsDueAt - earlyMs)) {
       this.#metricsDueAt = now + this.#o.metricsIntervalMs;
       waitUntil(this.#sendMetrics(now));
     }

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, type MetricRegistry } from "./metric-registry.ts";
+import { Histogram, type Counter, type Gauge, type MetricRegistry } from "./metric-registry.ts";
 import { SEMCONV_SCHEMA_URL } from "./semconv.ts";
 import type { AttributeValue, SpanData } from "./spans.ts";
 
@@ -105,8 +105,9 @@ export function metricsExport(registry: MetricRegistry, r: OtlpResource, startMs
         },
       };
     }
-    const points = [...(inst as Counter | Gauge).all()].map((s) => ({ attributes: attrs(s.values), startTimeUnixNano: start, timeUnixNano: time, asDouble: s.state }));
-    return inst instanceof Counter ? { ...base, sum: { aggregationTemporality: 2, isMonotonic: true, dataPoints: points } } : { ...base, gauge: { dataPoints: points } };
+    const c = inst as Counter | Gauge;
+    const points = [...c.all()].map((s) => ({ attributes: attrs(s.values), startTimeUnixNano: start, timeUnixNano: time, asDouble: c.exported(s) }));
+    return c.kind === "counter" ? { ...base, sum: { aggregationTemporality: 2, isMonotonic: true, dataPoints: points } } : { ...base, gauge: { dataPoints: points } };
   });
   return { resourceMetrics: [{ resource: resource(r), schemaUrl: SEMCONV_SCHEMA_URL, scopeMetrics: [{ scope: { ...SCOPE, version: r.serviceVersion }, schemaUrl: SEMCONV_SCHEMA_URL, metrics }] }] };
 }

@@ -169,7 +169,11 @@ describe("strict budgets through the HTTP API", () => {
     const res = await chat(KEYS.open, { messages: [{ role: "user", content: "no cap" }] });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-sluice-max-output-tokens")).toBe("4096; injected");
-    expect(res.headers.get("x-sluice-budget-remaining")).toMatch(/tenant:acme;money:USD=\d+/);
+    // Money reads as an amount of its currency (the tenant's limit is 100 USD), never as micro-units.
+    const remaining = /(?:^|, )tenant:acme;money:USD=(\d+(?:\.\d{1,6})?)(?:,|$)/.exec(res.headers.get("x-sluice-budget-remaining") ?? "")?.[1];
+    expect(remaining).toBeDefined();
+    expect(Number(remaining)).toBeGreaterThan(0);
+    expect(Number(remaining)).toBeLessThan(100);
     const { requests } = (await (await fetch(`${sim.url}/__sim/requests?limit=1`)).json()) as { requests: any[] };
     const last = requests[0];
     expect(last.body.max_completion_tokens).toBe(4096);

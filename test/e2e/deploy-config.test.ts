@@ -10,7 +10,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Ajv, type ValidateFunction } from "ajv";
@@ -252,7 +252,33 @@ describe("compose.yaml", () => {
     const services = compose().services as Record<string, any>;
     const inProfile = (p: string) => Object.keys(services).filter((n) => (services[n].profiles ?? []).includes(p));
     expect(inProfile("demo")).toEqual(["simulator"]);
-    expect(inProfile("observability").sort()).toEqual(["otel-collector", "prometheus"]);
+    expect(inProfile("observability").sort()).toEqual(["grafana", "otel-collector", "prometheus"]);
+  });
+
+  it("observability: Prometheus scrapes the gateway's admin listener with the admin token, and Grafana has it and the dashboard", () => {
+    const doc = compose();
+    // The token reaches Prometheus as a secret file made from the variable the gateway reads.
+    expect(doc.secrets.sluice_admin_token).toEqual({ environment: "SLUICE_ADMIN_TOKEN" });
+    const prometheus = doc.services.prometheus;
+    expect(prometheus.secrets).toContain("sluice_admin_token");
+    const configMount = prometheus.volumes.find((v: any) => v.target === "/etc/prometheus/prometheus.yaml");
+    expect(configMount).toMatchObject({ type: "bind", read_only: true });
+    expect(prometheus.command).toContain("--config.file=/etc/prometheus/prometheus.yaml");
+    const scrape = parse(readFileSync(join(ROOT, configMount.source), "utf8"));
+    const job = scrape.scrape_configs.find((j: any) => j.job_name === "sluice");
+    expect(job).toMatchObject({ metrics_path: "/admin/metrics", authorization: { type: "Bearer", credentials_file: "/run/secrets/sluice_admin_token" } });
+    // The target is the gateway's admin listener as the container binds it.
+    const admin = environment(doc.services.sluice).SLUICE_ADMIN!;
+    expect(job.static_configs[0].targets).toEqual([`sluice:${admin.split(":").at(-1)}`]);
+    const grafana = doc.services.grafana;
+    const mounts = Object.fromEntries(grafana.volumes.map((v: any) => [v.target, v]));
+    expect(mounts["/etc/grafana/provisioning"]).toMatchObject({ type: "bind", source: "./container/grafana/provisioning", read_only: true });
+    expect(mounts["/var/lib/grafana/dashboards"]).toMatchObject({ type: "bind", source: "./container/grafana/dashboards", read_only: true });
+    const provider = parse(readFileSync(join(ROOT, "container/grafana/provisioning/dashboards/sluice.yaml"), "utf8"));
+    expect(provider.providers[0].options.path).toBe("/var/lib/grafana/dashboards");
+    expect(readdirSync(join(ROOT, "container/grafana/dashboards"))).toContain("sluice.json");
+    const source = parse(readFileSync(join(ROOT, "container/grafana/provisioning/datasources/prometheus.yaml"), "utf8"));
+    expect(source.datasources[0]).toMatchObject({ type: "prometheus", url: `http://prometheus:${ports(prometheus)[0]!.target}` });
   });
 
   it("demo: the simulator answers where the bundled config's backends point, with the key the gateway holds", () => {

@@ -148,7 +148,7 @@ describe("MCP through the gateway", () => {
     await client.callTool({ name: "echo", arguments: { text: "counted" } });
     await client.close();
     const metrics = await (await fetch(`${gateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
-    expect(metrics).toMatch(/sluice_requests_total\{sluice_entrypoint="mcp\/modern",sluice_protocol="other",sluice_outcome="success",error_type="",sluice_route="tools\/call",sluice_tenant="other",sluice_publication="stable"\} [1-9]/);
+    expect(metrics).toMatch(/sluice_requests_total\{sluice_entrypoint="mcp\/modern",sluice_protocol="other",sluice_outcome="success",error_type="",sluice_route="tools\/call",sluice_publication="stable"\} [1-9]/);
     expect(gateway.output()).toMatch(/"kind":"request".*"entrypoint":"mcp\/modern","route":"tools\/call"/);
     expect(metrics).toMatch(/mcp_server_operation_duration_seconds_count\{mcp_method_name="tools\/call",sluice_mcp_server="modern",gen_ai_tool_name="echo",error_type=""\} [1-9]/);
     // One audit line per call: the decision (rule, revision) beside the execution's result.

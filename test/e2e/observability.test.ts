@@ -116,7 +116,13 @@ describe("observability end to end: Prometheus scrape, OTLP traces and metrics",
     const afterDrain = await scrape(true);
     expect(sum(afterDrain, "sluice_ledger_settlements_total", (l) => l.sluice_result === "settled")).toBe(7);
     expect(sum(afterDrain, "sluice_ledger_settlements_total", (l) => l.sluice_result === "released")).toBe(1);
-    expect(sum(afterDrain, "sluice_cost_micros_total", (l) => l.sluice_currency === "USD")).toBeGreaterThan(0);
+    // Cost is exported in dollars, and it is what the ledger booked for this isolate's settlements.
+    const dollars = sum(afterDrain, "sluice_cost_total", (l) => l.sluice_currency === "USD");
+    expect(dollars).toBeGreaterThan(0);
+    const balance = (await (await fetch(`${gateway.adminUrl}/admin/budgets/demo/balance`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as { balances: { scope: string; money?: { spent: number } }[] };
+    const tenantSpent = balance.balances.find((b) => b.scope === "tenant:demo")?.money?.spent;
+    expect(tenantSpent).toBeGreaterThan(0);
+    expect(dollars).toBeCloseTo(tenantSpent! / 1e6, 6);
     const points = await until("a metrics export", () => receiver.metricExports("sluice.requests").at(-1));
     expect(points.reduce((n: number, p: any) => n + p.asDouble, 0)).toBe(10);
     const roots = await until("every request's server span", () => {

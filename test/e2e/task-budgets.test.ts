@@ -94,10 +94,11 @@ describe("per-task budgets and task binding", () => {
     const res = await chat(KEYS.agent, task("loop-3", { "x-sluice-task-budget": "0.01" }));
     expect(res.status).toBe(200);
     await res.arrayBuffer();
-    const spent = /money=(\d+)/.exec(res.headers.get("x-sluice-task-spent") ?? "")?.[1];
-    const remaining = /money=(\d+)/.exec(res.headers.get("x-sluice-task-remaining") ?? "")?.[1];
+    // Money figures are amounts of the publication's currency, at most to the micro-unit.
+    const spent = /money:USD=(\d+(?:\.\d{1,6})?)(?:,|$)/.exec(res.headers.get("x-sluice-task-spent") ?? "")?.[1];
+    const remaining = /money:USD=(\d+(?:\.\d{1,6})?)(?:,|$)/.exec(res.headers.get("x-sluice-task-remaining") ?? "")?.[1];
     expect(Number(spent)).toBeGreaterThan(0);
-    expect(Number(spent) + Number(remaining)).toBe(10_000);
+    expect(Math.round(Number(spent) * 1e6) + Math.round(Number(remaining) * 1e6)).toBe(10_000);
     const bad = await chat(KEYS.agent, task("loop-3", { "x-sluice-task-budget": "lots" }));
     expect(bad.status).toBe(400);
     expect(bad.headers.get("x-sluice-error-code")).toBe("invalid_request");
@@ -207,7 +208,7 @@ describe("one task's cap across model calls and MCP tool calls", () => {
     });
     expect(model.status).toBe(200);
     await model.arrayBuffer();
-    const modelMicros = Number(/money=(\d+)/.exec(model.headers.get("x-sluice-task-spent") ?? "")?.[1]);
+    const modelMicros = Math.round(Number(/money:USD=(\d+(?:\.\d{1,6})?)(?:,|$)/.exec(model.headers.get("x-sluice-task-spent") ?? "")?.[1]) * 1e6);
     expect(modelMicros).toBeGreaterThan(0);
     expect(modelMicros).toBeLessThan(PRICE_MICROS);
     // What the model call committed leaves room for two tool calls, not three.

@@ -64,7 +64,7 @@ export interface ReplyMeta {
   /** A soft route went ahead without the ledger. */
   readonly budgetUnchecked: boolean;
   /** The task's committed spend and remaining cap after this request's last reservation (capped tasks only). */
-  readonly task?: readonly { readonly metric: string; readonly spent: number; readonly remaining: number }[] | undefined;
+  readonly task?: readonly { readonly metric: string; readonly currency?: string | undefined; readonly spent: number; readonly remaining: number }[] | undefined;
   /** What remains after this request's reservation, for keys allowed to see it. */
   readonly budgetRemaining: readonly { readonly scope: string; readonly metric: string; readonly remaining: number }[] | undefined;
   /**

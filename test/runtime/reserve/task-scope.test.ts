@@ -144,7 +144,7 @@ describe("task scope and attribution", () => {
       { scope: "task:j", metric: "tokens", remaining: 250 },
     ]);
     expect(figures).toEqual([
-      { metric: "money", spent: 100_000, remaining: 400_000 },
+      { metric: "money", currency: "USD", spent: 100_000, remaining: 400_000 },
       { metric: "tokens", spent: 750, remaining: 250 },
     ]);
     expect(taskFigures({ name: "task:j" }, [])).toBeUndefined();

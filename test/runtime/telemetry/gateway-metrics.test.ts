@@ -34,7 +34,7 @@ describe("gateway metrics", () => {
     const m = new GatewayMetrics(domains, gauges);
     m.finished(requestRecord(), [attemptRecord()]);
     const requests = instrument(m, "sluice.requests") as Counter;
-    expect([...requests.all()].map((s) => [s.values, s.state])).toEqual([[["sluice-chat", "openai-chat", "success", "", "default", "other", "stable"], 1]]);
+    expect([...requests.all()].map((s) => [s.values, s.state])).toEqual([[["sluice-chat", "openai-chat", "success", "", "default", "stable"], 1]]);
     const ttft = instrument(m, "gen_ai.server.time_to_first_token") as Histogram;
     const [series] = [...ttft.all()];
     expect(series!.values).toEqual(["chat", "sluice", "sluice-chat", "chat-small", "true"]);
@@ -46,13 +46,19 @@ describe("gateway metrics", () => {
     const text = prometheusText(m.registry);
     expect(text).toContain('sluice_attempts_total{sluice_backend="sim-local",sluice_pool="sim-small",sluice_model="chat-small",sluice_attempt_outcome="success",sluice_evidence="success"} 1');
     expect(text).toContain("sluice_requests_in_flight 2");
-    expect(text).toContain('sluice_admission_decisions{sluice_decision="refused_queue_full"} 1');
+    // Totals the admission controller keeps are counters, read at each scrape.
+    expect(text).toContain("# TYPE sluice_admission_decisions_total counter");
+    expect(text).toContain('sluice_admission_decisions_total{sluice_decision="refused_queue_full"} 1');
+    expect(text).toContain('sluice_admission_decisions_total{sluice_decision="admitted"} 9');
+    // With the tenant label off, no series carries a tenant at all.
+    expect(text).not.toContain("sluice_tenant");
     expect(text).toContain("sluice_snapshot_revision 3");
     expect(text).toContain('sluice_breaker_state{sluice_backend="sim-local",sluice_state="open"} 1');
     expect(text).toContain('sluice_breaker_state{sluice_backend="sim-local",sluice_state="closed"} 0');
     expect(text).toContain('sluice_backend_health{sluice_backend="sim-local",sluice_health="healthy"} 1');
-    expect(text).toContain('sluice_credential_mints{sluice_result="minted"} 3');
-    expect(text).toContain('sluice_credential_mints{sluice_result="failed"} 1');
+    expect(text).toContain("# TYPE sluice_credential_mints_total counter");
+    expect(text).toContain('sluice_credential_mints_total{sluice_result="minted"} 3');
+    expect(text).toContain('sluice_credential_mints_total{sluice_result="failed"} 1');
   });
 
   it("tells retries from fallbacks, and counts an attempt that may have run without usage as unknown usage", () => {
@@ -102,6 +108,19 @@ describe("gateway metrics", () => {
     ]);
     const attempts = instrument(m, "sluice.attempts") as Counter;
     expect([...attempts.all()].map((s) => s.values[2])).toEqual(["other", "new-model"]);
+  });
+
+  it("exports the ledger's cost in units of its currency, summed exactly from micro-units", () => {
+    const m = new GatewayMetrics(domains, gauges);
+    m.settlement({ result: "settled", model: "chat-small", costMicros: 2_469, currency: "USD", overrun: false });
+    m.settlement({ result: "settled", model: "chat-small", costMicros: 1, currency: "USD", overrun: false });
+    m.settlement({ result: "settled", model: "chat-large", costMicros: 1_500_000, currency: "EUR", overrun: true });
+    const text = prometheusText(m.registry);
+    expect(text).toContain("# TYPE sluice_cost_total counter");
+    expect(text).toContain('sluice_cost_total{sluice_currency="USD",sluice_model="chat-small"} 0.00247');
+    expect(text).toContain('sluice_cost_total{sluice_currency="EUR",sluice_model="chat-large"} 1.5');
+    expect(text).toContain('sluice_ledger_overruns_total{sluice_model="chat-large"} 1');
+    expect(text).not.toContain("micros");
   });
 
   it("tenant as a label only when opted in, capped, the rest folded", () => {

@@ -109,6 +109,33 @@ describe("OTLP exporter", () => {
     expect(h.posts).toHaveLength(2);
   });
 
+  it("the telemetry clock's tick pushes metrics with no request, a little early at most, and never twice in one interval", async () => {
+    const h = harness(200, { traces: false });
+    const urls = () => h.posts.map((p) => p.url);
+    // Well before the interval: nothing is due.
+    h.scheduler.advance(5_000);
+    h.exporter.tick(h.waitUntil);
+    expect(h.kept).toHaveLength(0);
+    // An alarm that fires within a tenth of the interval before the due time still pushes.
+    h.scheduler.advance(4_500);
+    h.exporter.tick(h.waitUntil);
+    await h.settle();
+    expect(urls()).toEqual(["https://collector.example/v1/metrics"]);
+    // A request pushing in between moves the due time: the next tick has nothing to do.
+    h.scheduler.advance(10_000);
+    finish(h, "r1");
+    await h.settle();
+    expect(h.posts).toHaveLength(2);
+    h.scheduler.advance(500);
+    h.exporter.tick(h.waitUntil);
+    await h.settle();
+    expect(h.posts).toHaveLength(2);
+    h.scheduler.advance(9_500);
+    h.exporter.tick(h.waitUntil);
+    await h.settle();
+    expect(h.posts).toHaveLength(3);
+  });
+
   it("exports unsampled requests' metrics but not their spans", () => {
     const h = harness();
     const r = requestRecord();

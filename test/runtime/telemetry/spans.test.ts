@@ -56,8 +56,15 @@ describe("spans of a request", () => {
     const reg = new MetricRegistry();
     reg.counter({ name: "a.count", promName: "a_total", unit: "1", help: "h", labels: [{ key: "k", domain: (v) => v }] }).add(["x"], 3);
     reg.histogram({ name: "a.hist", promName: "a_seconds", unit: "s", help: "h", labels: [], bounds: [1] }).observe([], 2);
+    reg.counter({ name: "a.cost", promName: "a_cost_total", unit: "{currency}", help: "h", labels: [], scale: 1_000_000 }).add([], 2_469);
+    reg.gauge({ name: "a.observed", promName: "a_observed_total", unit: "1", help: "h", labels: [], monotonic: true, read: (set) => set([], 7) });
+    reg.gauge({ name: "a.now", promName: "a_now", unit: "1", help: "h", labels: [], read: (set) => set([], 2) });
     const body = metricsExport(reg, { serviceName: "sluice", serviceVersion: "0.1.0" }, 1_000, 2_000) as any;
-    const [sum, hist] = body.resourceMetrics[0].scopeMetrics[0].metrics;
+    const [sum, hist, cost, observed, gauge] = body.resourceMetrics[0].scopeMetrics[0].metrics;
+    // Money is exported in its currency's unit; a total read from its owner is a cumulative sum, not a gauge.
+    expect(cost).toMatchObject({ name: "a.cost", sum: { isMonotonic: true, dataPoints: [{ asDouble: 0.002469 }] } });
+    expect(observed).toMatchObject({ name: "a.observed", sum: { aggregationTemporality: 2, isMonotonic: true, dataPoints: [{ asDouble: 7 }] } });
+    expect(gauge).toMatchObject({ name: "a.now", gauge: { dataPoints: [{ asDouble: 2 }] } });
     expect(sum).toMatchObject({ name: "a.count", sum: { aggregationTemporality: 2, isMonotonic: true, dataPoints: [{ asDouble: 3, attributes: [{ key: "k", value: { stringValue: "x" } }] }] } });
     expect(hist.histogram.dataPoints[0]).toMatchObject({ count: "1", sum: 2, bucketCounts: ["0", "1"], explicitBounds: [1] });
   });
