@@ -81,6 +81,8 @@ export interface ReserveArgs {
   readonly leaseMs?: number;
   /** The tenant's retention (stored by the object when it changes; see `ledger.ts`). */
   readonly retentionMs?: number;
+  /** The tenant's usage history (stored by the object when it changes). */
+  readonly historyMs?: number;
 }
 
 /**
@@ -347,6 +349,7 @@ export function budgetLedgerClient(objectFor: (objectName: string) => BudgetLedg
           ...(args.meta !== undefined ? { meta: { ...args.meta } } : {}),
           ...(args.leaseMs !== undefined ? { leaseMs: args.leaseMs } : {}),
           ...(args.retentionMs !== undefined ? { retentionMs: args.retentionMs } : {}),
+          ...(args.historyMs !== undefined ? { historyMs: args.historyMs } : {}),
         });
         last = { result, handle: { object } };
         // Every stripe would refuse a currency mismatch, or an invalid argument, alike.

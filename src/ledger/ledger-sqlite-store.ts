@@ -226,6 +226,31 @@ export class SqliteLedgerStore implements LedgerStore {
     this.#sql.exec("INSERT INTO ledger_settings (name, value) VALUES ('retention_ms', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value", ms);
   }
 
+  getHistory(): number | undefined {
+    return this.#setting("history_ms");
+  }
+
+  putHistory(ms: number): void {
+    this.#putSetting("history_ms", ms);
+  }
+
+  getRetiredBefore(): number | undefined {
+    return this.#setting("retired_before");
+  }
+
+  putRetiredBefore(ms: number): void {
+    this.#putSetting("retired_before", ms);
+  }
+
+  #setting(name: string): number | undefined {
+    return this.#rows.get(`s\u0000${name}`, () => this.#q<{ value: number }>("SELECT value FROM ledger_settings WHERE name = ?", name).toArray()[0]?.value);
+  }
+
+  #putSetting(name: string, value: number): void {
+    this.#rows.set(`s\u0000${name}`, value);
+    this.#sql.exec("INSERT INTO ledger_settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value", name, value);
+  }
+
   addRefusal(scope: string, dayStart: number, reason: RefusalReason): void {
     this.#sql.exec("INSERT INTO ledger_refusals (scope, day_start, reason, count) VALUES (?, ?, ?, 1) ON CONFLICT DO UPDATE SET count = count + 1", scope, dayStart, reason);
   }
@@ -262,6 +287,16 @@ export class SqliteLedgerStore implements LedgerStore {
 
   hasRollup(scope: string, dayStart: number): boolean {
     return this.#sql.exec("SELECT 1 FROM ledger_usage_rollups WHERE scope = ? AND day_start = ? LIMIT 1", scope, dayStart).toArray().length > 0;
+  }
+
+  deleteRollupsBefore(before: number, limit: number): number {
+    const q = `DELETE FROM ledger_usage_rollups WHERE (scope, day_start, model, price_version, currency) IN
+      (SELECT scope, day_start, model, price_version, currency FROM ledger_usage_rollups WHERE day_start < ? LIMIT ?) RETURNING 1`;
+    return this.#sql.exec(q, before, limit).toArray().length;
+  }
+
+  oldestRollupDay(): number | undefined {
+    return this.#q<{ t: number | null }>("SELECT day_start AS t FROM ledger_usage_rollups INDEXED BY ledger_usage_rollups_day ORDER BY day_start LIMIT 1").toArray()[0]?.t ?? undefined;
   }
 
   deleteClosedCounters(before: number, limit: number): number {
