@@ -64,6 +64,7 @@ import type {
   TopUpBy,
   TopUpResult,
   UsageReport,
+  UsageRollup,
 } from "./ledger.ts";
 import { MAX_LEDGER_KEY_LENGTH } from "./ledger-types.ts";
 import { isLedgerKey, limitsProblems } from "./ledger-validate.ts";
@@ -122,6 +123,8 @@ export interface BudgetLedgerRpc {
   audit(limit: number, afterSeq?: number): Promise<AuditRecord[]>;
   /** Usage by model and price version of the attempts that charged `scope`, created in `[fromMs, toMs)`. */
   usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageReport>;
+  /** `scope`'s settled usage per UTC day, model, price version and currency, of the days starting in `[fromMs, toMs)` (kept for the history). */
+  dailyUsage(scope: string, fromMs: number, toMs: number): Promise<UsageRollup[]>;
   /** What `scope` refused, per UTC day overlapping `[fromMs, toMs)` (kept for the retention). */
   refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]>;
 }
