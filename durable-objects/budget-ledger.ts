@@ -26,6 +26,7 @@ import type {
   TopUpBy,
   TopUpResult,
   UsageReport,
+  UsageRollup,
 } from "../src/ledger/ledger.ts";
 import { systemClock } from "../src/deps/clock.ts";
 import { SqliteLedgerStore } from "../src/ledger/ledger-sqlite-store.ts";
@@ -120,6 +121,10 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
 
   async usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageReport> {
     return this.#ledger.usageReport(scope, fromMs, toMs);
+  }
+
+  async dailyUsage(scope: string, fromMs: number, toMs: number): Promise<UsageRollup[]> {
+    return this.#ledger.dailyUsage(scope, fromMs, toMs);
   }
 
   async refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]> {

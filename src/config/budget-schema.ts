@@ -1,6 +1,6 @@
 import { z } from "zod";
 // The ledger's own bounds: a config past them would be refused on every reservation.
-import { MAX_LEASE_MS, MAX_REQUEST_RATE, MAX_RETENTION_MS, MIN_RETENTION_MS } from "../ledger/ledger.ts";
+import { LEDGER_DAY_MS, MAX_HISTORY_MS, MAX_LEASE_MS, MAX_REQUEST_RATE, MAX_RETENTION_MS, MIN_RETENTION_MS } from "../ledger/ledger.ts";
 
 /**
  * Budget parts of the publication: limits per financial scope, prices per model revision and the
@@ -114,4 +114,11 @@ export const tenantLedgerSchema = z
      * times the longest lease, so no settlement can outlive its attempt), at most 3650d.
      */
     retention: durationSchema.prefault("30d").refine((ms) => ms >= MIN_RETENTION_MS && ms <= MAX_RETENTION_MS, "from 7d to 3650d"),
-  });
+    /**
+     * How long the daily usage rollups (settled spend per scope, day and model) are kept: whole
+     * days, at least the retention (the days whose attempts are kept always have their totals).
+     * Omitted: 90 days, or the retention when that is longer.
+     */
+    history: durationSchema.refine((ms) => ms % LEDGER_DAY_MS === 0 && ms >= LEDGER_DAY_MS && ms <= MAX_HISTORY_MS, "whole days, from 1d to 3650d").optional(),
+  })
+  .refine((l) => l.history === undefined || l.history >= l.retention, { message: "history must be at least the retention", path: ["history"] });

@@ -5,7 +5,7 @@ import { moneySchema, scopeLimitsSchema } from "../config/budget-schema.ts";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { stripeObjectName, sumTallies, type BudgetLedgerRpc } from "../ledger/ledger-client.ts";
-import { MAX_LEDGER_KEY_LENGTH, type AttemptRecord } from "../ledger/ledger.ts";
+import { LEDGER_DAY_MS, MAX_LEDGER_KEY_LENGTH, type AttemptRecord, type UsageRollup } from "../ledger/ledger.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { readAdminJson } from "./admin-json.ts";
 
@@ -78,6 +78,54 @@ function keyParam(value: string | undefined, name: string): string | undefined {
   return value;
 }
 
+/** Integer micro-units as an exact decimal amount of the currency (six places: `0.000045`). */
+function decimalOf(micros: number): string {
+  return `${Math.floor(micros / 1_000_000)}.${String(micros % 1_000_000).padStart(6, "0")}`;
+}
+
+/** One model's settled usage on one day, in one currency. */
+interface DayModel {
+  model: string;
+  currency: string;
+  requests: number;
+  tokens: number;
+  micros: number;
+}
+
+/**
+ * The stripes' daily rollups as per-day rows, oldest first: each day's totals per currency and
+ * its models (price versions summed); days without settled usage are left out.
+ */
+function dailyRows(rollups: readonly UsageRollup[], model: string | undefined) {
+  const days = new Map<number, Map<string, DayModel>>();
+  for (const r of rollups) {
+    if (model !== undefined && r.model !== model) continue;
+    let day = days.get(r.dayStart);
+    if (day === undefined) days.set(r.dayStart, (day = new Map()));
+    const k = `${r.model}\u0000${r.currency}`;
+    const m = day.get(k) ?? { model: r.model, currency: r.currency, requests: 0, tokens: 0, micros: 0 };
+    m.requests += r.attempts;
+    m.tokens += r.settledTokens;
+    m.micros += r.settledMicros;
+    day.set(k, m);
+  }
+  return [...days.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([dayStart, models]) => {
+      const list = [...models.values()].sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : a.currency < b.currency ? -1 : a.currency > b.currency ? 1 : 0));
+      const costs = new Map<string, number>();
+      for (const m of list) costs.set(m.currency, (costs.get(m.currency) ?? 0) + m.micros);
+      return {
+        day: new Date(dayStart).toISOString().slice(0, 10),
+        dayStart,
+        requests: list.reduce((a, m) => a + m.requests, 0),
+        tokens: list.reduce((a, m) => a + m.tokens, 0),
+        cost: [...costs.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([currency, micros]) => ({ currency, amount: decimalOf(micros), micros })),
+        models: list.map((m) => ({ model: m.model, requests: m.requests, tokens: m.tokens, currency: m.currency, amount: decimalOf(m.micros), micros: m.micros })),
+      };
+    });
+}
+
 function requiredScope(value: string | undefined): string {
   const scope = keyParam(value, "scope");
   if (!scope) throw new GatewayError("invalid_request", "Name the scope: ?scope=project:team/project.", { param: "scope" });
@@ -118,7 +166,20 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
 
   app.get("/budgets/:tenant/usage", async (c) => {
     const rt = c.var.runtime;
-    const { names } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
+    const { root, names } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
+    const by = c.req.query("by");
+    if (by !== undefined && by !== "day") throw new GatewayError("invalid_request", "'by' must be day (or left out for usage by model over the range).", { param: "by" });
+    if (by === "day") {
+      // The daily rollups: whole UTC days, by default the last 30 (today included), of the tenant unless a scope is named.
+      const scope = keyParam(c.req.query("scope"), "scope") ?? root;
+      const now = rt.clock.now();
+      const today = now - (now % LEDGER_DAY_MS);
+      const { from, to } = rangeParams(c.req.query("from") ?? String(today - 29 * LEDGER_DAY_MS), c.req.query("to"), now);
+      const model = keyParam(c.req.query("model"), "model");
+      const parts = await Promise.all(names.map((n) => objectFor(c.env, n).dailyUsage(scope, from, to)));
+      const historyMs = rt.publication.budgets.tenants().find((t) => t.root === root)!.historyMs;
+      return c.json({ scope, from, to, by, historyMs, ...(model !== undefined ? { model } : {}), days: dailyRows(parts.flat(), model) });
+    }
     const scope = requiredScope(c.req.query("scope"));
     const { from, to } = rangeParams(c.req.query("from"), c.req.query("to"), rt.clock.now());
     const parts = await Promise.all(names.map((n) => objectFor(c.env, n).usageReport(scope, from, to)));

@@ -35,6 +35,7 @@ import {
   type ConsoleSession,
 } from "./console-session.ts";
 import { readBodyText } from "./limits.ts";
+import { spendSection, type SpendDayView } from "./console-charts.ts";
 import { APPROVAL_STATES } from "../approvals/approval-desk.ts";
 import type { KeyView } from "../publication-lifecycle/key-operations.ts";
 
@@ -346,8 +347,10 @@ function registerBudgetRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
     const ts = ((list.body as { tenants?: { tenant: string }[] }).tenants ?? []).map((t) => t.tenant);
     const sections = await Promise.all(
       ts.map(async (t) => {
-        const b = await api(c, token, "GET", `/budgets/${encodeURIComponent(t)}/balance`);
-        return b.status === 200 ? balancesSection(t, (b.body as { balances?: BalanceView[] }).balances ?? []) : apiFailure(`Balances of ${t}`, b.status, apiMessage(b));
+        const [b, u] = await Promise.all([api(c, token, "GET", `/budgets/${encodeURIComponent(t)}/balance`), api(c, token, "GET", `/budgets/${encodeURIComponent(t)}/usage?by=day`)]);
+        const balances = b.status === 200 ? balancesSection(t, (b.body as { balances?: BalanceView[] }).balances ?? []) : apiFailure(`Balances of ${t}`, b.status, apiMessage(b));
+        const spend = u.status === 200 ? spendSection(t, (u.body as { days?: SpendDayView[] }).days ?? [], c.var.runtime.clock.now()) : apiFailure(`Spend of ${t}`, u.status, apiMessage(u));
+        return html`${balances}${spend}`;
       }),
     );
     return render(c, s, "Budgets", `${CONSOLE_PREFIX}/budgets`, ts.length === 0 ? html`<p class="empty">No tenant has a budget.</p>` : html`${sections}`);

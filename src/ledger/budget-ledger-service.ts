@@ -30,6 +30,7 @@ import {
   type TopUpBy,
   type TopUpResult,
   type UsageReport,
+  type UsageRollup,
 } from "./ledger.ts";
 
 /** A {@link LedgerStore} with atomic transactions (`SqliteLedgerStore`: one `transactionSync`). */
@@ -167,6 +168,10 @@ export class BudgetLedgerService implements BudgetLedgerRpc {
 
   async usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageReport> {
     return this.#store.transaction(() => this.#ledger.usageReport(scope, fromMs, toMs));
+  }
+
+  async dailyUsage(scope: string, fromMs: number, toMs: number): Promise<UsageRollup[]> {
+    return this.#store.transaction(() => this.#ledger.dailyUsage(scope, fromMs, toMs));
   }
 
   async refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]> {

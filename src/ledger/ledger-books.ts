@@ -3,7 +3,7 @@
  * (`ledger-leases.ts`) share: windows, counter moves that keep the books balanced, request
  * buckets. Pure functions over a {@link LedgerStore}.
  */
-import { BUCKET_UNITS_PER_TOKEN, type BucketState, type LedgerAmount, type LedgerCharge, type LedgerCounter, type LedgerMetric, type LedgerStore, type RequestLimit, type ScopeLimits, type ScopeLimitsView, type ScopeRef } from "./ledger-types.ts";
+import { BUCKET_UNITS_PER_TOKEN, LEDGER_DAY_MS, type AttemptRecord, type BucketState, type LedgerAmount, type LedgerCharge, type LedgerCounter, type LedgerMetric, type LedgerStore, type RequestLimit, type ScopeLimits, type ScopeLimitsView, type ScopeRef } from "./ledger-types.ts";
 import { canonicalLimits } from "./ledger-validate.ts";
 
 /** Start of the epoch-aligned window of length `len` that holds `now`. */
@@ -39,6 +39,18 @@ export function adjustCounter(store: LedgerStore, ch: LedgerCharge, d: CounterDe
   const next = { ...c, held: c.held + (d.held ?? 0), pending: c.pending + (d.pending ?? 0), spent: c.spent + (d.spent ?? 0), overrun: c.overrun + (d.overrun ?? 0) };
   if (next.held < 0 || next.pending < 0 || next.pending > next.held || !Number.isSafeInteger(next.spent)) throw new Error(`ledger books out of balance at ${ch.scope} ${ch.metric}`);
   store.putCounter(next);
+}
+
+/**
+ * Adds a settled attempt to the usage rollup of each scope on its path, on the UTC day it was
+ * admitted: the books charge its cost to the periods of that moment, so a rollup day moves with
+ * exactly the settlements that move `spent`. Called in the settlement's own transaction.
+ */
+export function rollUp(store: LedgerStore, rec: Pick<AttemptRecord, "scopes" | "createdAt" | "currency" | "meta">, actual: LedgerAmount): void {
+  const dayStart = windowOf(rec.createdAt, LEDGER_DAY_MS);
+  const model = rec.meta?.model ?? "";
+  const priceVersion = rec.meta?.priceVersion ?? "";
+  for (const scope of new Set(rec.scopes)) store.addRollup({ scope, dayStart, model, priceVersion, currency: rec.currency, attempts: 1, settledMicros: actual.micros, settledTokens: actual.tokens });
 }
 
 /**

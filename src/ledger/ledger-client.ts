@@ -64,6 +64,7 @@ import type {
   TopUpBy,
   TopUpResult,
   UsageReport,
+  UsageRollup,
 } from "./ledger.ts";
 import { MAX_LEDGER_KEY_LENGTH } from "./ledger-types.ts";
 import { isLedgerKey, limitsProblems } from "./ledger-validate.ts";
@@ -81,6 +82,8 @@ export interface ReserveArgs {
   readonly leaseMs?: number;
   /** The tenant's retention (stored by the object when it changes; see `ledger.ts`). */
   readonly retentionMs?: number;
+  /** The tenant's usage history (stored by the object when it changes). */
+  readonly historyMs?: number;
 }
 
 /**
@@ -120,6 +123,8 @@ export interface BudgetLedgerRpc {
   audit(limit: number, afterSeq?: number): Promise<AuditRecord[]>;
   /** Usage by model and price version of the attempts that charged `scope`, created in `[fromMs, toMs)`. */
   usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageReport>;
+  /** `scope`'s settled usage per UTC day, model, price version and currency, of the days starting in `[fromMs, toMs)` (kept for the history). */
+  dailyUsage(scope: string, fromMs: number, toMs: number): Promise<UsageRollup[]>;
   /** What `scope` refused, per UTC day overlapping `[fromMs, toMs)` (kept for the retention). */
   refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]>;
 }
@@ -347,6 +352,7 @@ export function budgetLedgerClient(objectFor: (objectName: string) => BudgetLedg
           ...(args.meta !== undefined ? { meta: { ...args.meta } } : {}),
           ...(args.leaseMs !== undefined ? { leaseMs: args.leaseMs } : {}),
           ...(args.retentionMs !== undefined ? { retentionMs: args.retentionMs } : {}),
+          ...(args.historyMs !== undefined ? { historyMs: args.historyMs } : {}),
         });
         last = { result, handle: { object } };
         // Every stripe would refuse a currency mismatch, or an invalid argument, alike.

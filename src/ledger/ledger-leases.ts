@@ -38,7 +38,7 @@
  * from) the first time their id is seen and answered with their first result afterwards, so a
  * retried batch changes nothing it already changed.
  */
-import { adjustCounter, amountOf, overrunOf, partOf, planScopes, refill, storeConfiguredLimits, windowOf } from "./ledger-books.ts";
+import { adjustCounter, amountOf, overrunOf, partOf, planScopes, refill, rollUp, storeConfiguredLimits, windowOf } from "./ledger-books.ts";
 import type { BudgetLedgerCore } from "./ledger.ts";
 import {
   BUCKET_UNITS_PER_TOKEN,
@@ -116,6 +116,7 @@ export class LeaseRules {
     if (existing !== undefined) return existing.lease ? grantOf(existing) : invalid("lease", leaseId, ["leaseId names an attempt"]);
     const { now, currency, amount } = req;
     if (req.retentionMs !== undefined && req.retentionMs !== this.#store.getRetention()) this.#store.putRetention(req.retentionMs);
+    if (req.historyMs !== undefined && req.historyMs !== this.#store.getHistory()) this.#store.putHistory(req.historyMs);
     const plans = planScopes(this.#store, req.scopes);
     storeConfiguredLimits(this.#store, plans);
     const nearLimit = { ok: false, leaseId, reason: "near_limit" } as const;
@@ -276,6 +277,7 @@ export class LeaseRules {
       return { ok: true, attemptId, state: "pending_reconciliation", settlement };
     }
     const settlement = { actual: amountOf(actual), overrun: overrunOf(actual, use.amount), settledAt: now, ...extra };
+    rollUp(this.#store, base, actual);
     this.#store.putAttempt({ ...base, state: "settled", charges: [], settlement });
     return { ok: true, attemptId, state: "settled", settlement };
   }

@@ -32,6 +32,8 @@ export class MemoryLedgerStore implements LedgerStore {
   readonly #refusals = new Map<string, RefusalCount & { scope: string }>();
   readonly #rollups = new Map<string, UsageRollup>();
   #retention: number | undefined;
+  #history: number | undefined;
+  #retiredBefore: number | undefined;
 
   getLimits(scope: string): Omit<ScopeLimitsView, "effective"> | undefined {
     const l = this.#limits.get(scope);
@@ -126,6 +128,18 @@ export class MemoryLedgerStore implements LedgerStore {
   deleteAttempt(record: AttemptRecord): void {
     this.#attempts.delete(record.attemptId);
   }
+  getHistory(): number | undefined {
+    return this.#history;
+  }
+  putHistory(ms: number): void {
+    this.#history = ms;
+  }
+  getRetiredBefore(): number | undefined {
+    return this.#retiredBefore;
+  }
+  putRetiredBefore(ms: number): void {
+    this.#retiredBefore = ms;
+  }
   addRollup(row: UsageRollup): void {
     const key = JSON.stringify([row.scope, row.dayStart, row.model, row.priceVersion, row.currency]);
     const r = this.#rollups.get(key);
@@ -136,6 +150,15 @@ export class MemoryLedgerStore implements LedgerStore {
   }
   hasRollup(scope: string, dayStart: number): boolean {
     return [...this.#rollups.values()].some((r) => r.scope === scope && r.dayStart === dayStart);
+  }
+  deleteRollupsBefore(before: number, limit: number): number {
+    const gone = [...this.#rollups].filter(([, r]) => r.dayStart < before).slice(0, limit);
+    for (const [key] of gone) this.#rollups.delete(key);
+    return gone.length;
+  }
+  oldestRollupDay(): number | undefined {
+    const days = [...this.#rollups.values()].map((r) => r.dayStart);
+    return days.length === 0 ? undefined : Math.min(...days);
   }
   deleteClosedCounters(before: number, limit: number): number {
     const gone = [...this.#counters].filter(([, c]) => c.windowEnd > 0 && c.windowEnd < before && c.held === 0).slice(0, limit);
@@ -187,7 +210,7 @@ export class MemoryLedgerStore implements LedgerStore {
       audit: this.#audit.length,
       refusals: this.#refusals.size,
       rollups: this.#rollups.size,
-      settings: this.#retention === undefined ? 0 : 1,
+      settings: [this.#retention, this.#history, this.#retiredBefore].filter((v) => v !== undefined).length,
     };
   }
 }

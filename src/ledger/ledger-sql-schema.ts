@@ -34,6 +34,7 @@ const TABLES = `
     attempts INTEGER NOT NULL, settled_micros INTEGER NOT NULL, settled_tokens INTEGER NOT NULL,
     PRIMARY KEY (scope, day_start, model, price_version, currency)
   ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS ledger_usage_rollups_day ON ledger_usage_rollups (day_start);
 `;
 
 /** Indexes on columns an older schema may lack: created once the columns exist. */
@@ -91,5 +92,24 @@ export function ensureLedgerSchema(sql: LedgerSql): void {
       LEDGER_DAY_MS,
     );
     sql.exec("DELETE FROM ledger_attempts WHERE state = 'refused'");
+  }
+  if (sql.exec("SELECT 1 FROM ledger_settings WHERE name = 'rollups_at_settle'").toArray().length === 0) {
+    // Rollups were once written only for the settled attempts retention removed: the days they
+    // hold are where attempts may be gone, and the settled attempts still kept are added to them,
+    // as each settlement now adds its own.
+    sql.exec(
+      "INSERT OR IGNORE INTO ledger_settings (name, value) SELECT 'retired_before', MAX(day_start) + ? FROM ledger_usage_rollups HAVING COUNT(*) > 0",
+      LEDGER_DAY_MS,
+    );
+    sql.exec(
+      `INSERT INTO ledger_usage_rollups (scope, day_start, model, price_version, currency, attempts, settled_micros, settled_tokens)
+        SELECT s.scope, a.created_at - a.created_at % ?, coalesce(json_extract(a.body, '$.meta.model'), ''), coalesce(json_extract(a.body, '$.meta.priceVersion'), ''),
+          json_extract(a.body, '$.currency'), COUNT(*), SUM(json_extract(a.body, '$.settlement.actual.micros')), SUM(json_extract(a.body, '$.settlement.actual.tokens'))
+        FROM ledger_attempts a JOIN ledger_attempt_scopes s ON s.attempt_id = a.attempt_id AND s.created_at = a.created_at
+        WHERE a.state = 'settled' AND json_type(a.body, '$.settlement.actual') = 'object' GROUP BY 1, 2, 3, 4, 5
+        ON CONFLICT DO UPDATE SET attempts = attempts + excluded.attempts, settled_micros = settled_micros + excluded.settled_micros, settled_tokens = settled_tokens + excluded.settled_tokens`,
+      LEDGER_DAY_MS,
+    );
+    sql.exec("INSERT INTO ledger_settings (name, value) VALUES ('rollups_at_settle', 1)");
   }
 }

@@ -55,6 +55,11 @@ export class SqliteLedgerStore implements LedgerStore {
    * moves the same few counters once per attempt in it.
    */
   readonly #dirtyCounters = new Map<string, LedgerCounter>();
+  /**
+   * Rollup additions of the current transaction, summed per row and written once at its end: a
+   * settlement batch adds to the same few (scope, day, model) rows once per attempt in it.
+   */
+  readonly #dirtyRollups = new Map<string, UsageRollup>();
 
   constructor(storage: LedgerSqlStorage) {
     this.#storage = storage;
@@ -74,11 +79,13 @@ export class SqliteLedgerStore implements LedgerStore {
       return this.#storage.transactionSync(() => {
         const result = fn();
         this.#writeCounters();
+        this.#writeRollups();
         return result;
       });
     } catch (err) {
       // The transaction rolled back: rows remembered during it may never have been committed.
       this.#dirtyCounters.clear();
+      this.#dirtyRollups.clear();
       this.#rows.clear();
       throw err;
     }
@@ -226,6 +233,31 @@ export class SqliteLedgerStore implements LedgerStore {
     this.#sql.exec("INSERT INTO ledger_settings (name, value) VALUES ('retention_ms', ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value", ms);
   }
 
+  getHistory(): number | undefined {
+    return this.#setting("history_ms");
+  }
+
+  putHistory(ms: number): void {
+    this.#putSetting("history_ms", ms);
+  }
+
+  getRetiredBefore(): number | undefined {
+    return this.#setting("retired_before");
+  }
+
+  putRetiredBefore(ms: number): void {
+    this.#putSetting("retired_before", ms);
+  }
+
+  #setting(name: string): number | undefined {
+    return this.#rows.get(`s\u0000${name}`, () => this.#q<{ value: number }>("SELECT value FROM ledger_settings WHERE name = ?", name).toArray()[0]?.value);
+  }
+
+  #putSetting(name: string, value: number): void {
+    this.#rows.set(`s\u0000${name}`, value);
+    this.#sql.exec("INSERT INTO ledger_settings (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value", name, value);
+  }
+
   addRefusal(scope: string, dayStart: number, reason: RefusalReason): void {
     this.#sql.exec("INSERT INTO ledger_refusals (scope, day_start, reason, count) VALUES (?, ?, ?, 1) ON CONFLICT DO UPDATE SET count = count + 1", scope, dayStart, reason);
   }
@@ -249,6 +281,18 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   addRollup(r: UsageRollup): void {
+    const key = JSON.stringify([r.scope, r.dayStart, r.model, r.priceVersion, r.currency]);
+    const d = this.#dirtyRollups.get(key);
+    this.#dirtyRollups.set(key, d === undefined ? { ...r } : { ...d, attempts: d.attempts + r.attempts, settledMicros: d.settledMicros + r.settledMicros, settledTokens: d.settledTokens + r.settledTokens });
+  }
+
+  /** Writes the rollup additions the transaction made; every query that reads rollups runs it first. */
+  #writeRollups(): void {
+    for (const r of this.#dirtyRollups.values()) this.#writeRollup(r);
+    this.#dirtyRollups.clear();
+  }
+
+  #writeRollup(r: UsageRollup): void {
     this.#sql.exec(
       `INSERT INTO ledger_usage_rollups (scope, day_start, model, price_version, currency, attempts, settled_micros, settled_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET
        attempts = attempts + excluded.attempts, settled_micros = settled_micros + excluded.settled_micros, settled_tokens = settled_tokens + excluded.settled_tokens`,
@@ -257,11 +301,25 @@ export class SqliteLedgerStore implements LedgerStore {
   }
 
   rollupsOf(scope: string, fromMs: number, toMs: number): UsageRollup[] {
+    this.#writeRollups();
     return this.#q<RollupRow>("SELECT * FROM ledger_usage_rollups WHERE scope = ? AND day_start >= ? AND day_start < ?", scope, fromMs, toMs).toArray().map(rollup);
   }
 
   hasRollup(scope: string, dayStart: number): boolean {
+    this.#writeRollups();
     return this.#sql.exec("SELECT 1 FROM ledger_usage_rollups WHERE scope = ? AND day_start = ? LIMIT 1", scope, dayStart).toArray().length > 0;
+  }
+
+  deleteRollupsBefore(before: number, limit: number): number {
+    this.#writeRollups();
+    const q = `DELETE FROM ledger_usage_rollups WHERE (scope, day_start, model, price_version, currency) IN
+      (SELECT scope, day_start, model, price_version, currency FROM ledger_usage_rollups WHERE day_start < ? LIMIT ?) RETURNING 1`;
+    return this.#sql.exec(q, before, limit).toArray().length;
+  }
+
+  oldestRollupDay(): number | undefined {
+    this.#writeRollups();
+    return this.#q<{ t: number | null }>("SELECT day_start AS t FROM ledger_usage_rollups INDEXED BY ledger_usage_rollups_day ORDER BY day_start LIMIT 1").toArray()[0]?.t ?? undefined;
   }
 
   deleteClosedCounters(before: number, limit: number): number {

@@ -44,6 +44,10 @@ export const DEFAULT_RETENTION_MS = 30 * LEDGER_DAY_MS;
 export const MIN_RETENTION_MS = 7 * MAX_LEASE_MS;
 /** Longest retention (about ten years). */
 export const MAX_RETENTION_MS = 3_650 * LEDGER_DAY_MS;
+/** How long daily usage rollups are kept when no history was given. */
+export const DEFAULT_HISTORY_MS = 90 * LEDGER_DAY_MS;
+/** Longest usage history (about ten years, like the retention). */
+export const MAX_HISTORY_MS = 3_650 * LEDGER_DAY_MS;
 /** Most rows one retention run removes; more is left for the next run. */
 export const RETENTION_BATCH = 500;
 
@@ -141,6 +145,13 @@ export interface ReserveRequest {
    * ({@link DEFAULT_RETENTION_MS} when none was ever given).
    */
   readonly retentionMs?: number;
+  /**
+   * How long this ledger object keeps its daily usage rollups (ms, whole UTC days,
+   * {@link LEDGER_DAY_MS}..{@link MAX_HISTORY_MS}); stored when it differs from the stored one.
+   * Omitted: the stored one stays ({@link DEFAULT_HISTORY_MS} when none was ever given). They are
+   * never removed before the retention has passed, whatever this says.
+   */
+  readonly historyMs?: number;
 }
 
 /** A metric a counter tracks: periodic money in one currency, tokens, a prepaid balance, or request tokens. */
@@ -491,8 +502,9 @@ export interface UsageRow {
 }
 
 /**
- * The usage-report figures of the settled attempts of one scope, UTC day, model, price version and
- * currency whose attempt records retention removed.
+ * The settled usage of one scope, UTC day, model, price version and currency: written in the
+ * transaction of each settlement (or resolution) it counts, on the UTC day the attempt was
+ * admitted (where the books charge it), and kept for the history.
  */
 export interface UsageRollup {
   readonly scope: string;
@@ -501,6 +513,7 @@ export interface UsageRollup {
   readonly model: string;
   readonly priceVersion: string;
   readonly currency: string;
+  /** Settled attempts: upstream requests (a retry is an attempt of its own). */
   readonly attempts: number;
   readonly settledMicros: number;
   readonly settledTokens: number;
@@ -538,8 +551,10 @@ export interface RefusalCount {
 
 /** What one retention run did. */
 export interface RetentionRun {
-  /** Attempt records removed (settled ones rolled into the usage rollups first). */
+  /** Attempt records removed (settled ones live on in the usage rollups). */
   readonly attempts: number;
+  /** Usage rollups of days past the history removed. */
+  readonly rollups: number;
   /** Counter rows and refusal tallies of windows and days past the retention removed. */
   readonly counters: number;
   readonly refusals: number;
@@ -632,12 +647,22 @@ export interface LedgerStore {
   finishedBefore(before: number, limit: number): AttemptRecord[];
   /** Removes an attempt record and its usage-report index rows. */
   deleteAttempt(record: AttemptRecord): void;
+  /** The usage history last stored; undefined when none was. */
+  getHistory(): number | undefined;
+  putHistory(ms: number): void;
+  /** Before when attempts may have been removed by retention (exclusive); undefined when none was. */
+  getRetiredBefore(): number | undefined;
+  putRetiredBefore(ms: number): void;
   /** Adds `row`'s figures to the rollup of its (scope, day, model, price version, currency). */
   addRollup(row: UsageRollup): void;
   /** A scope's rollups of the days starting in `[fromMs, toMs)`. */
   rollupsOf(scope: string, fromMs: number, toMs: number): UsageRollup[];
   /** Whether the scope has a rollup of the day starting at `dayStart`. */
   hasRollup(scope: string, dayStart: number): boolean;
+  /** Removes up to `limit` usage rollups of days starting before `before`; returns how many. */
+  deleteRollupsBefore(before: number, limit: number): number;
+  /** The start of the oldest rollup day; undefined when there is none. */
+  oldestRollupDay(): number | undefined;
   /** Removes up to `limit` periodic counters that hold nothing and whose window ended before `before`; returns how many. */
   deleteClosedCounters(before: number, limit: number): number;
   /** Removes up to `limit` refusal counts of days starting before `before`; returns how many. */

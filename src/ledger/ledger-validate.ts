@@ -5,6 +5,8 @@
  * `invalid_argument` result; the admin-path checks (`validate…`) throw them as a RangeError.
  */
 import {
+  LEDGER_DAY_MS,
+  MAX_HISTORY_MS,
   MAX_LEASE_MS,
   MAX_LEDGER_AMOUNT,
   MAX_RETENTION_MS,
@@ -107,6 +109,8 @@ function nowProblems(now: unknown): string[] {
 }
 
 /** A retention the ledger accepts (ms). */
+/** A usage history: whole UTC days, 1 to 3650 of them. */
+export const isHistory = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) % LEDGER_DAY_MS === 0 && (n as number) >= LEDGER_DAY_MS && (n as number) <= MAX_HISTORY_MS;
 export const isRetention = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) >= MIN_RETENTION_MS && (n as number) <= MAX_RETENTION_MS;
 
 /** Every problem of a reservation, each naming its field; empty when it is valid. */
@@ -128,6 +132,7 @@ export function reserveProblems(attemptId: unknown, req: unknown): string[] {
   bad.push(...amountProblems(req.amount, "amount"), ...nowProblems(req.now));
   if (req.leaseMs !== undefined && !(isPositiveMs(req.leaseMs) && req.leaseMs <= MAX_LEASE_MS)) bad.push(`leaseMs must be an integer in 1..${MAX_LEASE_MS}`);
   if (req.retentionMs !== undefined && !isRetention(req.retentionMs)) bad.push(`retentionMs must be an integer in ${MIN_RETENTION_MS}..${MAX_RETENTION_MS} (7 to 3650 days)`);
+  if (req.historyMs !== undefined && !isHistory(req.historyMs)) bad.push(`historyMs must be a whole number of days in ms, ${LEDGER_DAY_MS}..${MAX_HISTORY_MS} (1 to 3650 days)`);
   if (req.countsRequest !== undefined && typeof req.countsRequest !== "boolean") bad.push("countsRequest must be a boolean");
   const meta: unknown = req.meta;
   if (meta !== undefined) {

@@ -64,16 +64,20 @@
  *
  * The books do not grow with traffic. `retain` (the object's alarm runs it, in batches) removes,
  * once they are older than the retention ({@link DEFAULT_RETENTION_MS} unless configured):
- * - attempt records that are `settled` or `released`, by creation time. A settled one is first
- *   added to its scopes' **usage rollups**, one row per (scope, UTC day of creation, model, price
- *   version, currency), which are kept for good: `usageReport` stays exact for every range whose
- *   edges are whole UTC days, and for any range inside the retention; a range whose edge cuts a
- *   day that has rollups is refused (`range_cuts_rollup`). Held and pending attempts are never
+ * - attempt records that are `settled` or `released`, by creation time. Every settlement (and
+ *   resolution) has already added its cost to its scopes' **usage rollups**, in its own
+ *   transaction: one row per (scope, UTC day of admission, model, price version, currency), so
+ *   they equal the settled spend the books charged. `usageReport` reads whole days from them and
+ *   days a range cuts from the attempt records; a range whose edge cuts a day of which attempts
+ *   were already removed is refused (`range_cuts_rollup`). Held and pending attempts are never
  *   removed, so every settlement that can still change the books finds its record.
  * - counters of periods/windows that ended before the retention and hold nothing (lifetime
  *   counters and prepaid balances stay), and refusal tallies of days before it.
+ * - usage rollups of days older than the **history** ({@link DEFAULT_HISTORY_MS} unless
+ *   configured; never shorter than the retention).
  * The audit log, top-ups, limits, buckets and credits are kept. So the rows are bounded by
- * scopes × (retained windows + rollup days) + attempts inside the retention + held + pending + audit.
+ * scopes × (retained windows + history days × models × price versions × currencies) + attempts
+ * inside the retention + held + pending + audit.
  *
  * A settle or release of an attempt removed by retention answers `unknown_attempt` and changes
  * nothing: the attempt was finished at least the retention ago, which is at least seven times the
@@ -93,6 +97,7 @@
 import {
   BUCKET_UNITS_PER_TOKEN,
   DEFAULT_LEASE_MS,
+  DEFAULT_HISTORY_MS,
   DEFAULT_RETENTION_MS,
   LEDGER_DAY_MS,
   MAX_LEDGER_CREDIT,
@@ -136,7 +141,7 @@ import {
   type UsageRollup,
   type UsageRow,
 } from "./ledger-types.ts";
-import { adjustCounter, amountOf, bucketWait, emptyCounter, overrunOf, partOf, planScopes, refill, storeConfiguredLimits, windowOf, type CounterDelta } from "./ledger-books.ts";
+import { adjustCounter, amountOf, bucketWait, emptyCounter, overrunOf, partOf, planScopes, refill, rollUp, storeConfiguredLimits, windowOf, type CounterDelta } from "./ledger-books.ts";
 import {
   canonicalLimits,
   isLedgerKey,
@@ -155,6 +160,7 @@ import {
 export type * from "./ledger-types.ts";
 export {
   BUCKET_UNITS_PER_TOKEN,
+  DEFAULT_HISTORY_MS,
   DEFAULT_LEASE_MS,
   DEFAULT_RETENTION_MS,
   LEDGER_DAY_MS,
@@ -163,6 +169,7 @@ export {
   MAX_LEDGER_AMOUNT,
   MAX_LEDGER_CREDIT,
   MAX_LEDGER_KEY_LENGTH,
+  MAX_HISTORY_MS,
   MAX_LEDGER_PAGE,
   MAX_REQUEST_RATE,
   MAX_RETENTION_MS,
@@ -226,6 +233,7 @@ export class BudgetLedgerCore {
     if (existing !== undefined) return existing.result;
     const { now, currency, amount } = req;
     if (req.retentionMs !== undefined && req.retentionMs !== this.#store.getRetention()) this.#store.putRetention(req.retentionMs);
+    if (req.historyMs !== undefined && req.historyMs !== this.#store.getHistory()) this.#store.putHistory(req.historyMs);
     const money: LedgerMetric = `money:${currency}`;
     const prepaid: LedgerMetric = `balance:${currency}`;
     const plans = planScopes(this.#store, req.scopes);
@@ -364,40 +372,39 @@ export class BudgetLedgerCore {
   }
 
   /**
+   * How long the daily usage rollups are kept: the history last given with a reservation, else
+   * {@link DEFAULT_HISTORY_MS}; never less than the retention, so every day whose attempts are
+   * still kept also has its rollups.
+   */
+  history(): number {
+    return Math.max(this.#store.getHistory() ?? DEFAULT_HISTORY_MS, this.retention());
+  }
+
+  /**
    * Removes, at most `max` rows per call, what is older than the retention (see the module
-   * comment): finished attempts (settled ones rolled up first), counters of windows that ended and
-   * hold nothing, refusal tallies. `more` says whether to call again.
+   * comment): finished attempts (their settlements are already in the rollups), counters of
+   * windows that ended and hold nothing, refusal tallies; and rollups of days older than the
+   * history. `more` says whether to call again.
    */
   retain(now: number, max = RETENTION_BATCH): RetentionRun {
     const before = now - this.retention();
     const finished = this.#store.finishedBefore(before, max);
-    const rollups = new Map<string, { -readonly [K in keyof UsageRollup]: UsageRollup[K] }>();
+    let retired = this.#store.getRetiredBefore() ?? 0;
     for (const a of finished) {
-      const actual = a.state === "settled" && a.settlement !== undefined && a.settlement.actual !== "unknown" ? a.settlement.actual : undefined;
-      if (actual !== undefined) {
-        const dayStart = windowOf(a.createdAt, LEDGER_DAY_MS);
-        const model = a.meta?.model ?? "";
-        const priceVersion = a.meta?.priceVersion ?? "";
-        for (const scope of new Set(a.scopes)) {
-          const key = JSON.stringify([scope, dayStart, model, priceVersion, a.currency]);
-          let r = rollups.get(key);
-          if (r === undefined) rollups.set(key, (r = { scope, dayStart, model, priceVersion, currency: a.currency, attempts: 0, settledMicros: 0, settledTokens: 0 }));
-          r.attempts++;
-          r.settledMicros += actual.micros;
-          r.settledTokens += actual.tokens;
-        }
-      }
+      retired = Math.max(retired, a.createdAt + 1);
       this.#store.deleteAttempt(a);
     }
-    // One write per rollup row of the batch, however many attempts it sums.
-    for (const r of rollups.values()) this.#store.addRollup(r);
+    if (finished.length > 0 && retired !== this.#store.getRetiredBefore()) this.#store.putRetiredBefore(retired);
     let left = max - finished.length;
     const counters = left > 0 ? this.#store.deleteClosedCounters(before, left) : 0;
     left -= counters;
     // A day's tally goes once the whole day is older than the retention.
     const refusals = left > 0 ? this.#store.deleteRefusalsBefore(before - LEDGER_DAY_MS, left) : 0;
     left -= refusals;
-    return { attempts: finished.length, counters, refusals, more: left <= 0 };
+    // A day's rollups go once the whole day is older than the history.
+    const rollups = left > 0 ? this.#store.deleteRollupsBefore(now - this.history() - LEDGER_DAY_MS + 1, left) : 0;
+    left -= rollups;
+    return { attempts: finished.length, counters, refusals, rollups, more: left <= 0 };
   }
 
   /**
@@ -415,9 +422,14 @@ export class BudgetLedgerCore {
     const lease = this.#store.earliestLease();
     const oldest = this.#store.oldestRemovable();
     // Removal is strictly older than the retention: due one millisecond after it.
-    const retention = oldest === undefined ? undefined : oldest + this.retention() + 1;
-    if (lease === undefined || retention === undefined) return lease ?? retention;
-    return Math.min(lease, retention);
+    const day = this.#store.oldestRollupDay();
+    const due = [
+      lease,
+      oldest === undefined ? undefined : oldest + this.retention() + 1,
+      // A rollup day is removed once all of it is older than the history.
+      day === undefined ? undefined : day + LEDGER_DAY_MS + this.history(),
+    ].filter((t): t is number => t !== undefined);
+    return due.length === 0 ? undefined : Math.min(...due);
   }
 
   /** One attempt's record; undefined when this ledger has none. */
@@ -539,18 +551,23 @@ export class BudgetLedgerCore {
    * Usage of the attempts that charged `scope` and were created in `[fromMs, toMs)`, by model,
    * price version and currency (`""` where the attempt carried none): settled attempts at their
    * actual cost, held and pending ones at their reservation; released attempts are left out.
-   * Settled attempts removed by retention count through their daily rollups, so a range whose edge
-   * cuts through a UTC day that has rollups for the scope is refused (`range_cuts_rollup`). Bounded:
-   * only the earliest {@link USAGE_REPORT_MAX_ATTEMPTS} attempt records of the range are scanned,
-   * so a busier range must be asked for in shorter pieces.
+   * Settled usage of the whole UTC days in the range comes from the daily rollups (so it outlives
+   * the attempt records, for the history); that of a day the range cuts, from the attempt records.
+   * A range whose edge cuts a day of which retention already removed attempts of this scope is
+   * refused (`range_cuts_rollup`). Bounded: only the earliest {@link USAGE_REPORT_MAX_ATTEMPTS}
+   * attempt records of the range are scanned, so a busier range must be asked for in shorter pieces.
    *
    * @throws RangeError when an argument is invalid.
    */
   usageReport(scope: string, fromMs: number, toMs: number): UsageReport {
     validateReport(scope, fromMs, toMs);
-    for (const edge of [fromMs, toMs]) {
-      const dayStart = windowOf(edge, LEDGER_DAY_MS);
-      if (edge === dayStart || !this.#store.hasRollup(scope, dayStart)) continue;
+    const retired = this.#store.getRetiredBefore() ?? 0;
+    // Whole days: [wholeFrom, wholeTo); the cut parts on either side are read from the attempts.
+    const wholeFrom = Math.min(toMs, fromMs === windowOf(fromMs, LEDGER_DAY_MS) ? fromMs : windowOf(fromMs, LEDGER_DAY_MS) + LEDGER_DAY_MS);
+    const wholeTo = Math.max(wholeFrom, windowOf(toMs, LEDGER_DAY_MS));
+    for (const [partFrom, partTo] of [[fromMs, wholeFrom], [wholeTo, toMs]] as const) {
+      const dayStart = windowOf(partFrom, LEDGER_DAY_MS);
+      if (partFrom >= partTo || partFrom >= retired || !this.#store.hasRollup(scope, dayStart)) continue;
       const day = new Date(dayStart).toISOString().slice(0, 10);
       return { ok: false, reason: "range_cuts_rollup", dayStart, message: `the range cuts through ${day} (UTC), of which ${scope}'s usage is kept only as a daily total: start and end the range at 00:00 UTC` };
     }
@@ -562,7 +579,9 @@ export class BudgetLedgerCore {
       return row;
     };
     for (const a of this.#store.attemptsCharging(scope, fromMs, toMs, USAGE_REPORT_MAX_ATTEMPTS)) {
-      const settled = a.state === "settled" && a.settlement !== undefined && a.settlement.actual !== "unknown" ? a.settlement.actual : undefined;
+      // A whole day's settlements are counted by its rollups.
+      const cut = a.createdAt < wholeFrom || a.createdAt >= wholeTo;
+      const settled = cut && a.state === "settled" && a.settlement !== undefined && a.settlement.actual !== "unknown" ? a.settlement.actual : undefined;
       // An open lease's slice is capacity lent to an isolate, not usage; an expired one may be owed.
       if (a.lease !== undefined && a.state === "held") continue;
       const pending = a.state === "held" || a.state === "pending_reconciliation" ? a.amount : undefined;
@@ -572,13 +591,28 @@ export class BudgetLedgerCore {
       if (settled) (row.settledMicros += settled.micros), (row.settledTokens += settled.tokens);
       if (pending) (row.pendingMicros += pending.micros), (row.pendingTokens += pending.tokens);
     }
-    for (const r of this.#store.rollupsOf(scope, fromMs, toMs)) {
+    for (const r of wholeFrom < wholeTo ? this.#store.rollupsOf(scope, wholeFrom, wholeTo) : []) {
       const row = rowOf(r.model, r.priceVersion, r.currency);
       row.attempts += r.attempts;
       row.settledMicros += r.settledMicros;
       row.settledTokens += r.settledTokens;
     }
     return { ok: true, rows: [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r) };
+  }
+
+  /**
+   * A scope's settled usage per UTC day, model, price version and currency, of the days starting
+   * in `[fromMs, toMs)` (the day holding `fromMs` included): its daily rollups, oldest day first.
+   * They equal the settled spend the books charged for attempts admitted that day, and are kept
+   * for the history ({@link history}). Bounded by the history's days times the models priced.
+   *
+   * @throws RangeError when an argument is invalid.
+   */
+  dailyUsage(scope: string, fromMs: number, toMs: number): UsageRollup[] {
+    validateReport(scope, fromMs, toMs, "daily usage");
+    return this.#store
+      .rollupsOf(scope, windowOf(fromMs, LEDGER_DAY_MS), toMs)
+      .sort((a, b) => a.dayStart - b.dayStart || (a.model < b.model ? -1 : a.model > b.model ? 1 : 0) || (a.priceVersion < b.priceVersion ? -1 : a.priceVersion > b.priceVersion ? 1 : 0) || (a.currency < b.currency ? -1 : a.currency > b.currency ? 1 : 0));
   }
 
   /** The refusal tallies of the days starting in `[fromDay, toMs)`, oldest first. */
@@ -599,6 +633,7 @@ export class BudgetLedgerCore {
       const spent = partOf(ch.metric, actual);
       this.#adjust(ch, { held: -ch.reserved, pending: wasPending ? -ch.reserved : 0, spent, overrun: Math.max(0, spent - ch.reserved) });
     }
+    rollUp(this.#store, rec, actual);
   }
 
   #audit(entry: DistributiveOmit<AuditRecord, "seq">): void {

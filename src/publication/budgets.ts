@@ -2,7 +2,7 @@ import type { ScopeLimitsConfig } from "../config/budget-schema.ts";
 import type { EntrypointConfig, PublicationConfig } from "../config/publication-schema.ts";
 import type { Principal } from "./principal.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import { DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS, type ScopeLimits, type ScopeRef } from "../ledger/ledger.ts";
+import { DEFAULT_HISTORY_MS, DEFAULT_LEASE_MS, DEFAULT_RETENTION_MS, type ScopeLimits, type ScopeRef } from "../ledger/ledger.ts";
 import { priceOf, type Price } from "./prices.ts";
 
 /** How one caller's attempts are charged: its tenant's ledger and the scopes on its path. */
@@ -15,6 +15,8 @@ export interface PrincipalBudget {
   readonly leaseMs: number;
   /** How long the tenant's ledger keeps finished attempts and closed periods (ms). */
   readonly retentionMs: number;
+  /** How long the tenant's ledger keeps its daily usage rollups (ms). */
+  readonly historyMs: number;
   /** Whether responses may carry the remaining budget. */
   readonly exposeBudget: boolean;
 }
@@ -40,7 +42,7 @@ export interface BudgetPolicy {
   /** Active model revisions without a price (`model@revision`). */
   readonly unpricedModels: readonly string[];
   /** Every tenant that uses the ledger, with its root, stripes and the scopes it declares (admin). */
-  tenants(): readonly { readonly id: string; readonly root: string; readonly stripes: number; readonly retentionMs: number; readonly scopes: readonly ScopeRef[] }[];
+  tenants(): readonly { readonly id: string; readonly root: string; readonly stripes: number; readonly retentionMs: number; readonly historyMs: number; readonly scopes: readonly ScopeRef[] }[];
 }
 
 /** Longest end-user value accepted as a scope name; longer ones are refused, never truncated. */
@@ -74,6 +76,7 @@ interface LedgerTenant {
   readonly stripes: number;
   readonly leaseMs: number;
   readonly retentionMs: number;
+  readonly historyMs: number;
   readonly endUsers: PublicationConfig["tenants"][number]["endUsers"];
   /** Every scope the tenant declares (admin). */
   readonly scopes: readonly ScopeRef[];
@@ -121,6 +124,7 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
       stripes: t.ledger?.stripes ?? 1,
       leaseMs: t.ledger?.lease ?? DEFAULT_LEASE_MS,
       retentionMs: t.ledger?.retention ?? DEFAULT_RETENTION_MS,
+      historyMs: t.ledger?.history ?? Math.max(DEFAULT_HISTORY_MS, t.ledger?.retention ?? DEFAULT_RETENTION_MS),
       endUsers: t.endUsers,
       scopes: declared,
       charged,
@@ -158,7 +162,7 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
         }
         scopes = [...scopes, ref(scopeName.user(user), eu.limits)];
       }
-      return { root: tenant.root, scopes, stripes: tenant.stripes, leaseMs: tenant.leaseMs, retentionMs: tenant.retentionMs, exposeBudget: key?.exposeBudget ?? false };
+      return { root: tenant.root, scopes, stripes: tenant.stripes, leaseMs: tenant.leaseMs, retentionMs: tenant.retentionMs, historyMs: tenant.historyMs, exposeBudget: key?.exposeBudget ?? false };
     },
     entrypoint(name) {
       const b = entrypoints.get(name);
@@ -167,6 +171,6 @@ export function compileBudgetPolicy(pub: PublicationConfig): BudgetPolicy {
     price: (logicalModel, revision) => prices.get(`${logicalModel}\u0000${revision}`),
     currency,
     unpricedModels,
-    tenants: () => [...tenants.values()].map((t) => ({ id: t.id, root: t.root, stripes: t.stripes, retentionMs: t.retentionMs, scopes: t.scopes })),
+    tenants: () => [...tenants.values()].map((t) => ({ id: t.id, root: t.root, stripes: t.stripes, retentionMs: t.retentionMs, historyMs: t.historyMs, scopes: t.scopes })),
   };
 }

@@ -120,6 +120,7 @@ export class RequestBilling implements AttemptCharger {
         countsRequest: first,
         leaseMs: init.budget.leaseMs,
         retentionMs: init.budget.retentionMs,
+        historyMs: init.budget.historyMs,
         meta: { requestId: init.requestId, model: `${model.logicalModel}@${model.revision}`, ...(price ? { priceVersion: price.version } : {}) },
       }, init.waitUntil);
     } catch (err) {

@@ -79,7 +79,7 @@ export async function reserveToolCall(
         // A tool call is a request of its caller: it takes a token from every request bucket on the path.
         countsRequest: true,
         leaseMs: budget?.leaseMs ?? DEFAULT_LEASE_MS,
-        ...(budget ? { retentionMs: budget.retentionMs } : {}),
+        ...(budget ? { retentionMs: budget.retentionMs, historyMs: budget.historyMs } : {}),
         meta: { requestId: ctx.requestId, model: label, ...(pricing.price ? { priceVersion: pricing.price.version } : {}) },
       },
       ctx.waitUntil,

@@ -299,4 +299,34 @@ describe("strict budgets through the HTTP API", () => {
     expect(row.attempts).toBeGreaterThan(0);
     expect(row.settledMicros).toBeGreaterThan(0);
   });
+
+  it("reports settled spend per UTC day from the daily rollups, equal to the usage by model over the same days", async () => {
+    const DAY = 86_400_000;
+    const today = Date.now() - (Date.now() % DAY);
+    const range = `from=${today - DAY}&to=${today + DAY}`;
+    const scope = "scope=project:research/open";
+    const byModel = await admin(`/admin/budgets/acme/usage?${scope}&${range}`);
+    const byDay = await admin(`/admin/budgets/acme/usage?by=day&${scope}&${range}`);
+    expect(byDay).toMatchObject({ status: 200, by: "day", scope: "project:research/open", from: today - DAY, to: today + DAY, historyMs: 90 * DAY });
+    expect(byDay.days.length).toBeGreaterThan(0);
+    const sum = (rows: any[], f: (r: any) => number) => rows.reduce((a, r) => a + f(r), 0);
+    const days: any[] = byDay.days;
+    const models = days.flatMap((d) => d.models);
+    expect(sum(models, (m) => m.micros)).toBe(sum(byModel.models, (m: any) => m.settledMicros));
+    expect(sum(models, (m) => m.tokens)).toBe(sum(byModel.models, (m: any) => m.settledTokens));
+    for (const d of days) {
+      expect(d.day).toBe(new Date(d.dayStart).toISOString().slice(0, 10));
+      expect(d.requests).toBe(sum(d.models, (m: any) => m.requests));
+      expect(d.cost).toEqual([{ currency: "USD", micros: sum(d.models, (m: any) => m.micros), amount: (sum(d.models, (m: any) => m.micros) / 1e6).toFixed(6) }]);
+    }
+    const row = models.find((m) => m.model === "m-openai-chat@1");
+    expect(row.micros).toBe(byModel.models.filter((m: any) => m.model === "m-openai-chat@1").reduce((a: number, m: any) => a + m.settledMicros, 0));
+    // One model only; the tenant (its root scope) by default, over the last 30 days.
+    const one = await admin(`/admin/budgets/acme/usage?by=day&${scope}&${range}&model=m-openai-chat@1`);
+    expect(one.days.flatMap((d: any) => d.models.map((m: any) => m.model))).toEqual(one.days.map(() => "m-openai-chat@1"));
+    const tenant = await admin("/admin/budgets/acme/usage?by=day");
+    expect(tenant).toMatchObject({ status: 200, scope: "tenant:acme", from: today - 29 * DAY });
+    expect(sum(tenant.days, (d: any) => d.cost[0]?.micros ?? 0)).toBeGreaterThanOrEqual(sum(days, (d) => d.cost[0]?.micros ?? 0));
+    expect(await admin("/admin/budgets/acme/usage?by=week")).toMatchObject({ status: 400, error: { param: "by" } });
+  });
 });

@@ -275,6 +275,8 @@ describe("BudgetLedger Durable Object: leases and settlement batches on SQLite",
     for (const scope of scopes.map((s) => s.name)) {
       const report = await stub.usageReport(scope, now - DAY, now + DAY);
       expect(report).toEqual({ ok: true, rows: [expect.objectContaining({ model: "m@1", attempts: 75, settledMicros: 750 })] });
+      // The batch's 75 settlements (and the repeat, booked once) are one rollup row per scope, with the books' spend.
+      expect(await stub.dailyUsage(scope, now, now + 1)).toEqual([{ scope, dayStart: now - (now % DAY), model: "m@1", priceVersion: "p1", currency: "USD", attempts: 75, settledMicros: 750, settledTokens: 75 }]);
     }
     expect(await stub.attempt("big-74")).toMatchObject({ state: "settled", fromLease: "lease-b" });
   });

@@ -58,7 +58,8 @@ describe("BudgetLedger Durable Object: retention", () => {
       ledger_counters: model.counters().size,
       ledger_refusals: model.refusals.size,
       ledger_audit: model.audit.length,
-      ledger_settings: 1,
+      // The retention, when attempts may have been removed before, and the rollups' schema mark.
+      ledger_settings: 3,
     });
     const { ledger_usage_rollups: rollups, ...rest } = rows;
     expect(Object.values(rest).reduce((a, b) => a + b!, 0)).toBeLessThanOrEqual(model.rowBound(Date.now()));
@@ -132,6 +133,40 @@ describe("BudgetLedger Durable Object: retention", () => {
     expect((await stub.usage(org)).map((c) => c.windowStart)).toEqual([0]);
     expect((await stub.refusals(org, old, now + 1)).map((d) => d.total)).toEqual([1]);
     expect(await stub.usageReport(org, old, old + DAY)).toEqual({ ok: true, rows: [{ model: "m", priceVersion: "", currency: "USD", attempts: 1, settledMicros: 300, settledTokens: 30, pendingMicros: 0, pendingTokens: 0 }] });
+    // The settled attempt the older schema kept was added to its day's rollup when the books moved over: it lives on for the history.
+    expect(await stub.dailyUsage(org, old, now)).toEqual([{ scope: org, dayStart: old, model: "m", priceVersion: "", currency: "USD", attempts: 1, settledMicros: 300, settledTokens: 30 }]);
+  });
+
+  it("keeps the rollups an older version wrote at retention, adds the settled attempts still kept, and refuses to cut the days they cover", async () => {
+    const org = "org:retention-rollups-migrate";
+    const stub = env.BUDGET_LEDGER.getByName(org);
+    const now = Date.now();
+    const today = now - (now % DAY);
+    const retired = today - 40 * DAY;
+    const kept = today - 2 * DAY;
+    await runInDurableObject(stub, (_i: BudgetLedger, state) => {
+      const store = new SqliteLedgerStore(state.storage);
+      // The current tables, then the state an older version left: rollups only of retired attempts, no settings.
+      store.transaction(() => undefined);
+      const sql = state.storage.sql;
+      sql.exec("DELETE FROM ledger_settings");
+      sql.exec("INSERT INTO ledger_usage_rollups VALUES (?, ?, 'm', 'v', 'USD', 3, 900, 90)", org, retired);
+      const settled = { attemptId: "k", state: "settled", scopes: [org], currency: "USD", amount: { micros: 400, tokens: 30 }, charges: [], createdAt: kept + 7, leaseExpiresAt: kept + 600_007, result: { ok: true, attemptId: "k", leaseExpiresAt: kept + 600_007 }, meta: { model: "m", priceVersion: "v" }, settlement: { actual: { micros: 250, tokens: 20 }, overrun: { micros: 0, tokens: 0 }, settledAt: kept + 9 } };
+      sql.exec("INSERT INTO ledger_attempts (attempt_id, state, lease_expires_at, created_at, body) VALUES ('k', 'settled', ?, ?, ?)", kept + 600_007, kept + 7, JSON.stringify(settled));
+      sql.exec("INSERT INTO ledger_attempt_scopes VALUES (?, ?, 'k')", org, kept + 7);
+    });
+    // A new store moves the books over on its first transaction.
+    const migrated = await runInDurableObject(stub, (_i: BudgetLedger, state) => {
+      const store = new SqliteLedgerStore(state.storage);
+      const core = new BudgetLedgerCore(store);
+      return store.transaction(() => ({ days: core.dailyUsage(org, retired, now), cut: core.usageReport(org, retired + 1, now), whole: core.usageReport(org, retired, now) }));
+    });
+    expect(migrated.days.map((r) => [r.dayStart, r.attempts, r.settledMicros])).toEqual([
+      [retired, 3, 900],
+      [kept, 1, 250],
+    ]);
+    expect(migrated.cut).toMatchObject({ ok: false, reason: "range_cuts_rollup", dayStart: retired });
+    expect(migrated.whole).toMatchObject({ ok: true, rows: [expect.objectContaining({ attempts: 4, settledMicros: 1_150, settledTokens: 110 })] });
   });
 
   it("arms its one alarm for a refusal's tally, for a lease, then for the settled attempt's age-out", async () => {

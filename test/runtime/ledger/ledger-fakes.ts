@@ -46,6 +46,7 @@ export function memoryLedgers(clock: { now: number }) {
       resolve: (id, actual, by) => call("resolve", () => l.resolve(id, wire(actual), wire(by), clock.now)),
       audit: (limit, after) => call("audit", () => l.audit(limit, after)),
       usageReport: (scope, from, to) => call("usageReport", () => l.usageReport(scope, from, to)),
+      dailyUsage: (scope, from, to) => call("dailyUsage", () => l.dailyUsage(scope, from, to)),
       refusals: (scope, from, to) => call("refusals", () => l.refusals(scope, from, to)),
     };
   };

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { tenantLedgerSchema } from "../../../src/config/budget-schema.ts";
 import { budgetLedgerClient } from "../../../src/ledger/ledger-client.ts";
 import { MemoryLedgerStore } from "../../../src/ledger/ledger-memory-store.ts";
-import { BudgetLedgerCore, DEFAULT_RETENTION_MS, MIN_RETENTION_MS, type ReserveRequest, type ScopeLimits } from "../../../src/ledger/ledger.ts";
+import { BudgetLedgerCore, DEFAULT_HISTORY_MS, DEFAULT_RETENTION_MS, MIN_RETENTION_MS, type ReserveRequest, type ScopeLimits } from "../../../src/ledger/ledger.ts";
 import { memoryLedgers } from "./ledger-fakes.ts";
 import { DAY, RetentionScenario, SCOPES, type LedgerReads } from "./ledger-retention-model.ts";
 
@@ -23,7 +23,7 @@ function retainAll(l: BudgetLedgerCore, t: number, max?: number): number {
   for (;;) {
     const run = l.retain(t, max);
     runs++;
-    if (max !== undefined) expect(run.attempts + run.counters + run.refusals).toBeLessThanOrEqual(max);
+    if (max !== undefined) expect(run.attempts + run.counters + run.refusals + run.rollups).toBeLessThanOrEqual(max);
     if (!run.more) return runs;
   }
 }
@@ -96,7 +96,7 @@ describe("BudgetLedgerCore: retention over many periods", () => {
     expect(l.usageReport("org:o", old, old + DAY - 1)).toMatchObject({ ok: false, reason: "range_cuts_rollup", dayStart: old });
     expect(l.usageReport("org:o", old, old + DAY)).toEqual({ ok: true, rows: sc.usageReport("org:o", old, old + DAY) });
     // Done is done: another run removes nothing.
-    expect(l.retain(end)).toEqual({ attempts: 0, counters: 0, refusals: 0, more: false });
+    expect(l.retain(end)).toEqual({ attempts: 0, counters: 0, refusals: 0, rollups: 0, more: false });
   }, 60_000);
 });
 
@@ -153,13 +153,18 @@ describe("BudgetLedgerCore: retention", () => {
     l.settle("a", { micros: 100, tokens: 10 }, T0);
     l.reserve("refused", req(10_000_000));
     // Exactly the retention old: kept (removal is strictly older).
-    expect(l.retain(T0 + R)).toEqual({ attempts: 0, counters: 0, refusals: 0, more: false });
+    expect(l.retain(T0 + R)).toEqual({ attempts: 0, counters: 0, refusals: 0, rollups: 0, more: false });
     expect(l.retain(T0 + R + 1)).toMatchObject({ attempts: 1, counters: 0, refusals: 0 });
     // The day's counter and tally go once the whole day is older than the retention.
     expect(l.retain(T0 + DAY + R)).toMatchObject({ counters: 0, refusals: 0 });
     expect(l.retain(T0 + DAY + R + 1)).toMatchObject({ counters: 1, refusals: 1 });
-    // Left: the lifetime counters (org tokens, key money and tokens) and the rollups, kept for good.
+    // Left: the lifetime counters (org tokens, key money and tokens) and the rollups, kept for the
+    // history (90 days by default), after which the alarm removes them too.
     expect(store.rowCounts()).toMatchObject({ attempts: 0, counters: 3, refusals: 0, rollups: 2 });
+    expect(l.nextAlarm()).toBe(T0 + DAY + DEFAULT_HISTORY_MS);
+    expect(l.retain(T0 + DAY + DEFAULT_HISTORY_MS - 1)).toMatchObject({ rollups: 0 });
+    expect(l.retain(T0 + DAY + DEFAULT_HISTORY_MS)).toMatchObject({ rollups: 2 });
+    expect(store.rowCounts()).toMatchObject({ rollups: 0 });
     expect(l.nextAlarm()).toBeUndefined();
   });
 
@@ -190,9 +195,9 @@ describe("BudgetLedgerCore: retention", () => {
       l.settle(`a${i}`, { micros: 5, tokens: 1 }, T0 + i);
     }
     const later = T0 + R + 2 * DAY;
-    expect(l.retain(later, 10)).toEqual({ attempts: 10, counters: 0, refusals: 0, more: true });
-    expect(l.retain(later, 10)).toEqual({ attempts: 10, counters: 0, refusals: 0, more: true });
-    expect(l.retain(later, 10)).toEqual({ attempts: 5, counters: 1, refusals: 0, more: false });
+    expect(l.retain(later, 10)).toEqual({ attempts: 10, counters: 0, refusals: 0, rollups: 0, more: true });
+    expect(l.retain(later, 10)).toEqual({ attempts: 10, counters: 0, refusals: 0, rollups: 0, more: true });
+    expect(l.retain(later, 10)).toEqual({ attempts: 5, counters: 1, refusals: 0, rollups: 0, more: false });
     expect(store.rowCounts()).toMatchObject({ attempts: 0, counters: 3 });
     // Rolled up per batch, the totals are the same as in one go.
     expect(l.usageReport("org:acme", T0, T0 + DAY)).toEqual({ ok: true, rows: [expect.objectContaining({ attempts: 25, settledMicros: 125, settledTokens: 25 })] });

@@ -28,6 +28,7 @@ function billing(limits: { project?: ScopeLimits; key?: ScopeLimits } = {}, opts
     stripes: 1,
     leaseMs: 60_000,
     retentionMs: 30 * 24 * HOUR,
+    historyMs: 90 * 24 * HOUR,
     exposeBudget: false,
   };
   const background: Promise<unknown>[] = [];

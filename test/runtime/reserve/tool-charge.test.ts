@@ -33,6 +33,7 @@ function setup(limits: { key?: ScopeLimits; budgeted?: boolean } = {}) {
     stripes: 1,
     leaseMs: 60_000,
     retentionMs: 30 * 24 * HOUR,
+    historyMs: 90 * 24 * HOUR,
     exposeBudget: false,
   };
   const publication = { budgets: { forPrincipal: () => (limits.budgeted === false ? undefined : budget), currency: "USD" } } as unknown as CompiledPublication;
