@@ -83,13 +83,27 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
             usage: a.usage ?? (a.unbilled ? "none" : "unknown"),
             usageSource: usageSourceOf(a),
             downgraded: a.downgraded,
+            // What its settlement booked (integer micro-units of the currency), when it reserved anything.
+            costMicros: a.charge?.costMicros,
+            currency: a.charge?.currency,
           })),
         }),
       );
       const content = r.content;
-      if (content) write(JSON.stringify({ kind: "content", requestId: r.requestId, traceId: r.trace.traceId, publicationRevision: r.publicationRevision, entrypoint: r.entrypoint, route: r.route, callId: r.callId, prompt: clip(content.prompt, content), completion: clip(content.completion, content) }));
+      if (content) write(JSON.stringify({ kind: "content", requestId: r.requestId, traceId: r.trace.traceId, publicationRevision: r.publicationRevision, entrypoint: r.entrypoint, route: r.route, callId: r.callId, ...clippedContent(content) }));
     },
   };
+}
+
+/** Sampled text as the content line (and the request log) keep it. */
+export interface ClippedText {
+  readonly text: string;
+  readonly truncated: boolean;
+}
+
+/** A sampled request's prompt and completion exactly as its content line writes them. */
+export function clippedContent(content: RequestContent): { readonly prompt: ClippedText; readonly completion: ClippedText } {
+  return { prompt: clip(content.prompt, content), completion: clip(content.completion, content) };
 }
 
 /**
@@ -97,7 +111,7 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
  * policy's length (the cut is marked). Redacting before cutting means a secret that straddles
  * the cut is still found whole.
  */
-function clip(text: string, policy: RequestContent): { readonly text: string; readonly truncated: boolean } {
+function clip(text: string, policy: RequestContent): ClippedText {
   let t = text;
   for (const re of policy.redact) t = t.replace(re, "[redacted]");
   const truncated = text.length > policy.maxChars || t.length > policy.maxChars;
