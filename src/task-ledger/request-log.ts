@@ -1,6 +1,6 @@
 import type { AttemptRecord } from "../context/attempt-record.ts";
 import type { RequestRecord } from "../context/request-record.ts";
-import { clippedContent, type ClippedText } from "../settle/access-log.ts";
+import { clippedContent, type ClippedText } from "../context/clipped-content.ts";
 
 /**
  * One call in the request log (`GET /admin/calls`): every finished request of a tenant, attributed
