@@ -128,7 +128,8 @@ export function registerTaskRoutes(app: Hono<AdminEnv>, ledgerOf: (env: Env, ten
     const cursor = cursorText === undefined || cursorText === "" ? undefined : decodeCursor(cursorText);
     if (cursorText !== undefined && cursorText !== "" && cursor === undefined) throw new GatewayError("invalid_request", "'cursor' is not a cursor this API handed out; start again without one.", { param: "cursor" });
     const page = await ledgerOf(c.env, tenant).requests({
-      key: idParam(c.req.query("key"), "key", true),
+      // A key as the log names it: a key id, or an OAuth caller's `<issuer>:<subject>`.
+      key: nameParam(c.req.query("key"), "key"),
       project: nameParam(c.req.query("project"), "project"),
       entrypoint: nameParam(c.req.query("entrypoint"), "entrypoint"),
       model: nameParam(c.req.query("model"), "model"),

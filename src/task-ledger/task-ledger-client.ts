@@ -56,7 +56,7 @@ export interface TaskLedgerSink extends FinishedRequestReader {
  * request. Each audit event is also written as one `{"kind":"audit",...}` log line at once.
  */
 export function taskLedgerSink(deps: TaskLedgerSinkDeps): TaskLedgerSink {
-  const batchMs = deps.batchMs ?? 20;
+  const batchMs = deps.batchMs ?? 250;
   const maxBatch = deps.maxBatch ?? 200;
   const now = deps.now ?? Date.now;
   const maxRequests = deps.maxRequests ?? DEFAULT_MAX_REQUESTS;
