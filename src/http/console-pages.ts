@@ -232,7 +232,10 @@ export function auditSection(events: readonly AuditEventView[]): SafeHtml {
     ["At", "Type", "Details"],
     events.map((e) => {
       const { type, at, ...rest } = e;
-      return [when(at), type, fieldsOf(rest)];
+      // The call an event belongs to opens in the request log.
+      const call = typeof e.callId === "string" && typeof e.tenant === "string" ? html`<a href="/admin/console/requests/${encodeURIComponent(e.callId)}?${q({ tenant: e.tenant })}">${e.callId}</a>` : undefined;
+      const entries = Object.entries(rest).filter(([, v]) => v !== undefined);
+      return [when(at), type, entries.length === 0 ? "—" : definitions(entries.map(([k, v]) => [k, k === "callId" && call ? call : fieldsOf(v)] as const))];
     }),
     "No audit events.",
   );

@@ -33,6 +33,7 @@ export interface RequestLogView {
 
 /** The request log's filters as the console's form and URL carry them (times as `YYYY-MM-DDTHH:MM`, UTC). */
 export const REQUEST_FILTERS = ["key", "project", "entrypoint", "model", "decision", "outcome", "code", "task", "since", "until"] as const;
+/** The filters a console URL carries, by name, as typed. */
 export type RequestFilters = Partial<Record<(typeof REQUEST_FILTERS)[number], string>>;
 
 const CONSOLE = "/admin/console";

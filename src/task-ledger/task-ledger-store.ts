@@ -184,6 +184,7 @@ export class TaskLedgerStore {
       .toArray().length;
   }
 
+  /** Request-log rows kept at most: the last write's bound, or the default before any said one. */
   maxRequests(): number {
     const row = this.#sql.exec("SELECT value FROM tl_settings WHERE name = 'max_requests'").toArray()[0];
     return row ? Number(row.value) : DEFAULT_MAX_REQUESTS;

@@ -467,6 +467,8 @@ describe("a task's drill-down, checked against the ledger", () => {
         // Each event's details are fields, not a JSON blob.
         expect(await page.locator("main > table > tbody > tr > td:nth-child(3) > dl.fields").count()).toBe(events.length);
         expect(await page.locator("main > table").textContent()).not.toContain('{"');
+        // An event's call opens in the request log.
+        expect(await page.locator(`main > table dl.fields a[href^="${CONSOLE}/requests/"]`).count()).toBeGreaterThan(0);
       }
       await ctx.close();
     } finally {
