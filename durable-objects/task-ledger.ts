@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { AuditEvent } from "../src/audit/audit-event.ts";
 import { systemClock } from "../src/deps/clock.ts";
 import type { CallRecord } from "../src/task-ledger/call-record.ts";
+import type { RequestLogRow, RequestPage, RequestQuery } from "../src/task-ledger/request-log.ts";
 import type { TaskLedgerRpc } from "../src/task-ledger/task-ledger-client.ts";
 import { TaskLedgerService } from "../src/task-ledger/task-ledger-service.ts";
 import { TaskLedgerStore, type AuditQuery, type TaskLedgerBatch, type TaskQuery } from "../src/task-ledger/task-ledger-store.ts";
@@ -40,6 +41,14 @@ export class TaskLedger extends DurableObject<Env> implements TaskLedgerRpc {
 
   async audit(q: AuditQuery): Promise<AuditEvent[]> {
     return this.#ledger.audit(q);
+  }
+
+  async requests(q: RequestQuery): Promise<RequestPage> {
+    return this.#ledger.requests(q);
+  }
+
+  async request(requestId: string): Promise<RequestLogRow | undefined> {
+    return this.#ledger.request(requestId);
   }
 
   override async alarm(): Promise<void> {

@@ -259,6 +259,13 @@ export const gatewayConfigSchema = z.strictObject({
     .strictObject({
       /** Days the call ledger keeps task records and audit events. */
       retentionDays: z.number().int().min(1).max(3650).default(30),
+      /** The request log (`GET /admin/calls`): every call of a tenant, attributed to a task or not, kept for `retentionDays`. */
+      requestLog: z
+        .strictObject({
+          /** Calls a tenant's request log keeps at most (the oldest go first); 0: no request log. */
+          maxCalls: z.number().int().min(0).max(10_000_000).default(100_000),
+        })
+        .prefault({}),
       /** What the stored audit trail holds beyond decisions, tool executions, proposals and approvals. */
       audit: z
         .strictObject({

@@ -36,6 +36,7 @@ import {
 } from "./console-session.ts";
 import { readBodyText } from "./limits.ts";
 import { spendSection, type SpendDayView } from "./console-charts.ts";
+import { consoleTimeMs, REQUEST_FILTERS, requestDetail, requestFilterForm, requestsSection, type RequestFilters, type RequestLogView } from "./console-requests.ts";
 import { APPROVAL_STATES } from "../approvals/approval-desk.ts";
 import type { KeyView } from "../publication-lifecycle/key-operations.ts";
 
@@ -61,6 +62,7 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 const NAV: readonly NavItem[] = [
   { label: "Approvals", path: `${CONSOLE_PREFIX}/approvals` },
+  { label: "Requests", path: `${CONSOLE_PREFIX}/requests` },
   { label: "Tasks", path: `${CONSOLE_PREFIX}/tasks` },
   { label: "Budgets", path: `${CONSOLE_PREFIX}/budgets` },
   { label: "Keys", path: `${CONSOLE_PREFIX}/keys` },
@@ -116,6 +118,7 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
   registerSessionRoutes(app);
   registerApprovalRoutes(app, api);
   registerTaskRoutes(app, api);
+  registerRequestRoutes(app, api);
   registerBudgetRoutes(app, api);
   registerKeyRoutes(app, api);
   registerBackendRoutes(app, api);
@@ -333,6 +336,54 @@ function registerTaskRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
     const b = a.body as { task: TaskRollup; calls?: CallRecord[] };
     const body = ok ? taskDetail(b.task, b.calls ?? [], tenant) : apiFailure(`Task ${taskId}`, a.status, apiMessage(a));
     return render(c, s, `Task ${taskId}`, `${CONSOLE_PREFIX}/tasks`, body, ok ? 200 : a.status === 404 ? 404 : 502);
+  });
+}
+
+/** The request log (every call, attributed to a task or not) and one call, for the admin. */
+function registerRequestRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
+  app.get("/console/requests", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const { tenant, all } = await tenantOf(c, api);
+    const filters: RequestFilters = {};
+    for (const name of REQUEST_FILTERS) {
+      const v = c.req.query(name)?.trim();
+      if (v) filters[name] = v;
+    }
+    // The form's times are read as UTC; the API takes epoch milliseconds.
+    // A page of 50 unless the URL asks for another size (the API bounds it).
+    const limit = c.req.query("limit") || "50";
+    const params = new URLSearchParams({ tenant, limit });
+    const bad: string[] = [];
+    for (const [name, v] of Object.entries(filters)) {
+      if (name === "since" || name === "until") {
+        const ms = consoleTimeMs(v);
+        if (ms === undefined) bad.push(name);
+        // An `until` names its whole minute (or second): calls within it are listed.
+        else params.set(name, String(name === "until" ? ms + (v.length === 16 ? 59_999 : 999) : ms));
+      } else params.set(name, v);
+    }
+    const cursor = c.req.query("cursor");
+    if (cursor) params.set("cursor", cursor);
+    const form = requestFilterForm(all, tenant, filters);
+    if (bad.length > 0) return render(c, s, "Requests", `${CONSOLE_PREFIX}/requests`, html`${form}<p class="flash-error">${bad.join(" and ")}: give a date and time (UTC).</p>`, 400);
+    const a = await api(c, c.var.runtime.adminToken!, "GET", `/calls?${params}`);
+    const b = a.body as { calls?: RequestLogView[]; next?: string };
+    const next = b?.next === undefined ? undefined : `${CONSOLE_PREFIX}/requests?${new URLSearchParams({ tenant, ...filters, ...(limit === "50" ? {} : { limit }), cursor: b.next })}`;
+    const body =
+      a.status === 404 ? notAvailable("Requests", "GET /admin/calls") : a.status !== 200 ? apiFailure("Requests", a.status, apiMessage(a)) : requestsSection(b.calls ?? [], tenant, next);
+    return render(c, s, "Requests", `${CONSOLE_PREFIX}/requests`, html`${form}${body}`, a.status === 400 ? 400 : 200);
+  });
+
+  app.get("/console/requests/:requestId", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const { tenant } = await tenantOf(c, api);
+    const id = c.req.param("requestId");
+    const a = await api(c, c.var.runtime.adminToken!, "GET", `/calls/${encodeURIComponent(id)}?${new URLSearchParams({ tenant })}`);
+    const ok = a.status === 200;
+    const body = ok ? requestDetail((a.body as { call: RequestLogView }).call, tenant) : apiFailure(`Call ${id}`, a.status, apiMessage(a));
+    return render(c, s, `Call ${id}`, `${CONSOLE_PREFIX}/requests`, body, ok ? 200 : a.status === 404 ? 404 : 502);
   });
 }
 

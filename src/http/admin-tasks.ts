@@ -4,6 +4,7 @@ import type { AuditEventType } from "../audit/audit-event.ts";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { TaskLedgerRpc } from "../task-ledger/task-ledger-client.ts";
+import { decodeCursor, encodeCursor, type RequestLogRow } from "../task-ledger/request-log.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { bearerOf, tokenMatches } from "./bearer-token.ts";
 import { readAdminJson } from "./admin-json.ts";
@@ -59,6 +60,15 @@ export function msParam(value: string | undefined, name: string): number | undef
   return n;
 }
 
+/** A filter value that names something (a model, a decision, an error code): bounded, no control characters. */
+function nameParam(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (value.length > 256 || /[\u0000-\u001f\u007f]/.test(value)) throw new GatewayError("invalid_request", `'${name}' must be at most 256 characters with no control characters.`, { param: name });
+  return value;
+}
+
+const OUTCOMES: readonly RequestLogRow["outcome"][] = ["success", "error", "cancelled"];
+
 const outcomeSchema = z.strictObject({
   /** What the verifier found, in its own words (`succeeded`, `failed`, `partial`…). */
   status: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, "a lower-case word of at most 32 characters"),
@@ -73,7 +83,8 @@ export function isOutcomeRoute(method: string, path: string): boolean {
 
 /**
  * The call ledger and audit trail on the admin listener (docs/governance.md): tasks with their
- * rollups, one task with its calls and attempts, a verifier's outcome, the audit events.
+ * rollups, one task with its calls and attempts, a verifier's outcome, the request log (every
+ * call, attributed or not, filtered and paged by cursor), the audit events.
  */
 export function registerTaskRoutes(app: Hono<AdminEnv>, ledgerOf: (env: Env, tenant: string) => TaskLedgerRpc): void {
   app.get("/tasks", async (c) => {
@@ -106,6 +117,40 @@ export function registerTaskRoutes(app: Hono<AdminEnv>, ledgerOf: (env: Env, ten
     const outcome = { status: body.status, evidence: body.evidence, at: rt.clock.now(), verifier: "verifier" };
     if (!(await ledgerOf(c.env, tenant).setOutcome(taskId, outcome))) throw new GatewayError("not_found", `Tenant '${echo(tenant)}' has no task '${echo(taskId)}'.`);
     return c.json({ taskId, outcome });
+  });
+
+  // The request log: every call of the tenant, newest first, a page at a time.
+  app.get("/calls", async (c) => {
+    const tenant = idParam(c.req.query("tenant"), "tenant");
+    const outcome = c.req.query("outcome");
+    if (outcome !== undefined && outcome !== "" && !OUTCOMES.includes(outcome as RequestLogRow["outcome"])) throw new GatewayError("invalid_request", `'outcome' must be one of ${OUTCOMES.join(", ")}.`, { param: "outcome" });
+    const cursorText = c.req.query("cursor");
+    const cursor = cursorText === undefined || cursorText === "" ? undefined : decodeCursor(cursorText);
+    if (cursorText !== undefined && cursorText !== "" && cursor === undefined) throw new GatewayError("invalid_request", "'cursor' is not a cursor this API handed out; start again without one.", { param: "cursor" });
+    const page = await ledgerOf(c.env, tenant).requests({
+      // A key as the log names it: a key id, or an OAuth caller's `<issuer>:<subject>`.
+      key: nameParam(c.req.query("key"), "key"),
+      project: nameParam(c.req.query("project"), "project"),
+      entrypoint: nameParam(c.req.query("entrypoint"), "entrypoint"),
+      model: nameParam(c.req.query("model"), "model"),
+      decision: nameParam(c.req.query("decision"), "decision"),
+      outcome: outcome === undefined || outcome === "" ? undefined : (outcome as RequestLogRow["outcome"]),
+      errorCode: nameParam(c.req.query("code"), "code"),
+      taskId: idParam(c.req.query("task"), "task", true),
+      since: msParam(c.req.query("since"), "since"),
+      until: msParam(c.req.query("until"), "until"),
+      cursor,
+      limit: limitParam(c.req.query("limit")),
+    });
+    return c.json({ calls: page.calls, ...(page.next ? { next: encodeCursor(page.next) } : {}) });
+  });
+
+  app.get("/calls/:requestId", async (c) => {
+    const tenant = idParam(c.req.query("tenant"), "tenant");
+    const requestId = nameParam(c.req.param("requestId"), "requestId")!;
+    const call = await ledgerOf(c.env, tenant).request(requestId);
+    if (!call) throw new GatewayError("not_found", `Tenant '${echo(tenant)}' has no call '${echo(requestId)}' in its request log.`);
+    return c.json({ call });
   });
 
   app.get("/audit", async (c) => {

@@ -81,6 +81,8 @@ code{font-size:12px}
 form.inline{display:inline-flex;gap:.25rem;align-items:center}
 input[type=text],input[type=password]{padding:.2rem .4rem}
 button{padding:.2rem .6rem}
+dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .75rem;margin:0}
+dl.fields dt{font-weight:600}dl.fields dd{margin:0;overflow-wrap:anywhere}
 `;
 
 /** One navigation entry: its label and path under the console. */

@@ -68,7 +68,7 @@ export interface Approval {
   readonly statusUrl?: string;
 }
 
-/** An audit event: only the fields the console shows are named; the rest is shown as JSON. */
+/** An audit event: only the fields the console shows are named; the rest is shown field by field. */
 export interface AuditEventView {
   readonly type: string;
   readonly at?: number | string;
@@ -225,16 +225,38 @@ export function taskDetail(t: TaskRollup, calls: readonly CallRecord[], tenant: 
   return html`<section id="rollup"><h2>Rollup</h2>${table(["Field", "Value"], rollup)}</section><section id="by-model"><h2>By model</h2>${table(["Model", "Calls", "Cost", "Tokens in", "Tokens out"], byModel, "No model calls.")}</section><section id="tool-calls"><h2>Tool calls</h2>${table(["Tool", "Calls"], tools, "No tool calls.")}</section><section id="calls"><h2>Calls</h2>${table(["Call", "At", "Kind", "Key (charged to)", "Session", "Turn", "Target", "Outcome", "Cost (micros)", "Attempts"], callRows, "No calls.")}</section>`;
 }
 
-/** The newest audit events, one row each, with the fields beyond type and time as JSON. */
+/** The newest audit events, one row each, with the fields beyond type and time as a list of fields. */
 export function auditSection(events: readonly AuditEventView[]): SafeHtml {
   return table(
     ["At", "Type", "Details"],
     events.map((e) => {
       const { type, at, ...rest } = e;
-      return [when(at), type, html`<code>${JSON.stringify(rest)}</code>`];
+      // The call an event belongs to opens in the request log.
+      const call = typeof e.callId === "string" && typeof e.tenant === "string" ? html`<a href="/admin/console/requests/${encodeURIComponent(e.callId)}?${q({ tenant: e.tenant })}">${e.callId}</a>` : undefined;
+      const entries = Object.entries(rest).filter(([, v]) => v !== undefined);
+      return [when(at), type, entries.length === 0 ? "—" : definitions(entries.map(([k, v]) => [k, k === "callId" && call ? call : fieldsOf(v)] as const))];
     }),
     "No audit events.",
   );
+}
+
+/** Field names and values as a definition list. */
+export function definitions(fields: readonly (readonly [string, HtmlValue])[]): SafeHtml {
+  return html`<dl class="fields">${fields.map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>`;
+}
+
+/**
+ * A JSON value as fields a person reads: an object's fields as a definition list (nested ones
+ * nested), a list as its items joined, text and numbers as they are; absent fields left out.
+ */
+export function fieldsOf(value: unknown): HtmlValue {
+  if (value === null || value === undefined) return "—";
+  if (Array.isArray(value)) return value.length === 0 ? "—" : value.every((v) => typeof v !== "object" || v === null) ? value.join(", ") : value.map((v) => fieldsOf(v));
+  if (typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    return entries.length === 0 ? "—" : definitions(entries.map(([k, v]) => [k, fieldsOf(v)] as const));
+  }
+  return String(value);
 }
 
 interface LimitView {

@@ -1,5 +1,6 @@
 import { usageSourceOf, type AttemptRecord } from "../context/attempt-record.ts";
-import type { RequestContent, RequestRecord } from "../context/request-record.ts";
+import type { RequestRecord } from "../context/request-record.ts";
+import { clippedContent } from "../context/clipped-content.ts";
 
 /** Reads one finished request with its attempts (the shape `assembledSink` hands its readers). */
 export interface AccessLog {
@@ -83,23 +84,14 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
             usage: a.usage ?? (a.unbilled ? "none" : "unknown"),
             usageSource: usageSourceOf(a),
             downgraded: a.downgraded,
+            // What its settlement booked (integer micro-units of the currency), when it reserved anything.
+            costMicros: a.charge?.costMicros,
+            currency: a.charge?.currency,
           })),
         }),
       );
       const content = r.content;
-      if (content) write(JSON.stringify({ kind: "content", requestId: r.requestId, traceId: r.trace.traceId, publicationRevision: r.publicationRevision, entrypoint: r.entrypoint, route: r.route, callId: r.callId, prompt: clip(content.prompt, content), completion: clip(content.completion, content) }));
+      if (content) write(JSON.stringify({ kind: "content", requestId: r.requestId, traceId: r.trace.traceId, publicationRevision: r.publicationRevision, entrypoint: r.entrypoint, route: r.route, callId: r.callId, ...clippedContent(content) }));
     },
   };
-}
-
-/**
- * Content as the content log writes it: every redaction pattern applied, then cut to the
- * policy's length (the cut is marked). Redacting before cutting means a secret that straddles
- * the cut is still found whole.
- */
-function clip(text: string, policy: RequestContent): { readonly text: string; readonly truncated: boolean } {
-  let t = text;
-  for (const re of policy.redact) t = t.replace(re, "[redacted]");
-  const truncated = text.length > policy.maxChars || t.length > policy.maxChars;
-  return { text: truncated ? t.slice(0, policy.maxChars) : t, truncated };
 }

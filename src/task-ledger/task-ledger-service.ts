@@ -2,11 +2,12 @@ import type { AlarmStorage } from "../deps/alarm-storage.ts";
 import type { Clock } from "../deps/clock.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
 import type { CallRecord } from "./call-record.ts";
+import type { RequestLogRow, RequestPage, RequestQuery } from "./request-log.ts";
 import type { AuditQuery, TaskLedgerBatch, TaskLedgerStore, TaskQuery } from "./task-ledger-store.ts";
 import type { TaskOutcome, TaskRollup } from "./task-rollup.ts";
 
 /** What the service asks of a tenant's records: {@link TaskLedgerStore}, or a fake in tests. */
-export type TaskLedgerRecords = Pick<TaskLedgerStore, "write" | "tasks" | "task" | "setOutcome" | "audit" | "retain" | "nextRetention">;
+export type TaskLedgerRecords = Pick<TaskLedgerStore, "write" | "tasks" | "task" | "setOutcome" | "audit" | "requests" | "request" | "retain" | "nextRetention">;
 
 /** The part of a Durable Object's storage (`ctx.storage`) the service uses: transactions and the alarm. */
 export interface TaskLedgerObjectStorage extends AlarmStorage {
@@ -50,6 +51,14 @@ export class TaskLedgerService {
 
   audit(q: AuditQuery): AuditEvent[] {
     return this.#storage.transactionSync(() => this.#store.audit(q));
+  }
+
+  requests(q: RequestQuery): RequestPage {
+    return this.#storage.transactionSync(() => this.#store.requests(q));
+  }
+
+  request(requestId: string): RequestLogRow | undefined {
+    return this.#storage.transactionSync(() => this.#store.request(requestId));
   }
 
   async alarm(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { AuditEvent, AuditEventType } from "../audit/audit-event.ts";
 import type { CallRecord, LedgerCall } from "./call-record.ts";
+import type { RequestLogRow, RequestPage, RequestQuery } from "./request-log.ts";
 import { addCall, emptyTotals, rollupOf, rollupTask, type TaskHead, type TaskOutcome, type TaskRollup, type TaskTotals } from "./task-rollup.ts";
 
 /** The SQL part of a Durable Object's storage the store uses. */
@@ -23,6 +24,10 @@ export interface TaskLedgerBatch {
   readonly events: readonly AuditEvent[];
   /** How long records are kept (gateway.yaml `governance.retentionDays`), carried with every write. */
   readonly retentionMs: number;
+  /** The request log's rows: every finished request of the tenant, attributed to a task or not (absent from an older writer). */
+  readonly requests?: readonly RequestLogRow[] | undefined;
+  /** Request-log rows kept at most (gateway.yaml `governance.requestLog.maxCalls`), carried with every write. */
+  readonly maxRequests?: number | undefined;
 }
 
 /** Filters of a task list. */
@@ -48,6 +53,8 @@ export const RETENTION_BATCH = 500;
 const DAY_MS = 86_400_000;
 /** Kept when no write has said otherwise yet. */
 export const DEFAULT_RETENTION_MS = 30 * DAY_MS;
+/** Request-log rows kept when no write has said otherwise yet. */
+export const DEFAULT_MAX_REQUESTS = 100_000;
 
 /**
  * Every request's model completion is an audit event, so `model.completed` rows are most of the
@@ -81,6 +88,12 @@ const SCHEMA = `
   CREATE TABLE IF NOT EXISTS tl_settings (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS tl_totals (task_id TEXT PRIMARY KEY, body TEXT NOT NULL);
   CREATE TABLE IF NOT EXISTS tl_sessions (task_id TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (task_id, session_id)) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS tl_requests (
+    seq INTEGER PRIMARY KEY, request_id TEXT NOT NULL, at INTEGER NOT NULL, key TEXT, project TEXT, entrypoint TEXT, model TEXT,
+    decision TEXT, outcome TEXT NOT NULL, code TEXT, task_id TEXT, body TEXT NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS tl_requests_at ON tl_requests (at);
+  CREATE INDEX IF NOT EXISTS tl_requests_id ON tl_requests (request_id);
   CREATE TABLE IF NOT EXISTS tl_turns (task_id TEXT NOT NULL, session_id TEXT NOT NULL, turn_id TEXT NOT NULL, PRIMARY KEY (task_id, session_id, turn_id)) WITHOUT ROWID;
 `;
 
@@ -132,6 +145,96 @@ export class TaskLedgerStore {
     for (const e of batch.events) {
       this.#sql.exec("INSERT INTO tl_audit (id, at, type, task_id, body) VALUES (?, ?, ?, ?, ?)", e.id, e.at, e.type, e.taskId ?? null, JSON.stringify(e));
     }
+    this.#writeRequests(batch);
+  }
+
+  /**
+   * Appends the batch's request-log rows, then trims the oldest arrivals beyond the row bound: as
+   * many as were added (and a few more, so a lowered bound catches up; the alarm does the rest).
+   * Rows are numbered in arrival order and only the oldest go, so the newest `max` numbers are
+   * the rows kept.
+   */
+  #writeRequests(batch: TaskLedgerBatch): void {
+    const rows = batch.requests ?? [];
+    if (batch.maxRequests !== undefined) this.#sql.exec("INSERT INTO tl_settings (name, value) VALUES ('max_requests', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value", batch.maxRequests);
+    for (const r of rows) {
+      this.#sql.exec(
+        "INSERT INTO tl_requests (request_id, at, key, project, entrypoint, model, decision, outcome, code, task_id, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        r.requestId,
+        r.at,
+        r.key ?? null,
+        r.project ?? null,
+        r.entrypoint ?? null,
+        r.model ?? null,
+        r.decision ?? null,
+        r.outcome,
+        r.errorCode ?? null,
+        r.taskId ?? null,
+        JSON.stringify(r),
+      );
+    }
+    if (rows.length > 0) this.#trimRequests(rows.length + 16);
+  }
+
+  /** Removes up to `batch` of the oldest request-log rows beyond the bound; how many went. */
+  #trimRequests(batch: number): number {
+    const bound = this.maxRequests();
+    return this.#sql
+      .exec("DELETE FROM tl_requests WHERE seq IN (SELECT seq FROM tl_requests WHERE seq <= (SELECT MAX(seq) FROM tl_requests) - ? ORDER BY seq LIMIT ?) RETURNING 1", bound, batch)
+      .toArray().length;
+  }
+
+  /** Request-log rows kept at most: the last write's bound, or the default before any said one. */
+  maxRequests(): number {
+    const row = this.#sql.exec("SELECT value FROM tl_settings WHERE name = 'max_requests'").toArray()[0];
+    return row ? Number(row.value) : DEFAULT_MAX_REQUESTS;
+  }
+
+  /** A page of the request log, newest first (by receipt, then arrival). */
+  requests(q: RequestQuery): RequestPage {
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    const eq = (column: string, value: string | undefined) => {
+      if (value === undefined) return;
+      where.push(`${column} = ?`);
+      args.push(value);
+    };
+    eq("key", q.key);
+    eq("project", q.project);
+    eq("entrypoint", q.entrypoint);
+    eq("model", q.model);
+    eq("decision", q.decision);
+    eq("outcome", q.outcome);
+    eq("code", q.errorCode);
+    eq("task_id", q.taskId);
+    if (q.since !== undefined) {
+      where.push("at >= ?");
+      args.push(q.since);
+    }
+    if (q.until !== undefined) {
+      where.push("at <= ?");
+      args.push(q.until);
+    }
+    if (q.cursor !== undefined) {
+      where.push("(at < ? OR (at = ? AND seq < ?))");
+      args.push(q.cursor.at, q.cursor.at, q.cursor.seq);
+    }
+    // One row beyond the page says whether another page follows.
+    const rows = this.#sql
+      .exec(`SELECT seq, at, body FROM tl_requests ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY at DESC, seq DESC LIMIT ?`, ...args, q.limit + 1)
+      .toArray();
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return {
+      calls: page.map((r) => JSON.parse(String(r.body)) as RequestLogRow),
+      ...(rows.length > q.limit && last ? { next: { at: Number(last.at), seq: Number(last.seq) } } : {}),
+    };
+  }
+
+  /** One request-log row by request id; undefined when it is not kept (never made, or past the bounds). */
+  request(requestId: string): RequestLogRow | undefined {
+    const row = this.#sql.exec("SELECT body FROM tl_requests WHERE request_id = ? ORDER BY seq DESC LIMIT 1", requestId).toArray()[0];
+    return row ? (JSON.parse(String(row.body)) as RequestLogRow) : undefined;
   }
 
   /** Tasks, most recently seen first. */
@@ -192,8 +295,8 @@ export class TaskLedgerStore {
   }
 
   /**
-   * One retention batch: calls, audit events, batch ids and tasks older than the retention go, at
-   * most {@link RETENTION_BATCH} of each. A task goes once it has not been seen within the
+   * One retention batch: calls, request-log rows, audit events, batch ids and tasks older than the
+   * retention go, and request-log rows beyond their bound, at most {@link RETENTION_BATCH} of each. A task goes once it has not been seen within the
    * retention. Audit events and batch ids are looked at oldest first by arrival (no index on their
    * times): an event that arrived after a younger one (a long request's) waits for it, never
    * longer than a request lasts. `more`: a table may still have older rows (run again at once).
@@ -206,6 +309,8 @@ export class TaskLedgerStore {
       removed("DELETE FROM tl_audit WHERE seq IN (SELECT seq FROM (SELECT seq, at FROM tl_audit ORDER BY seq LIMIT ?) WHERE at < ?) RETURNING 1", RETENTION_BATCH, cutoff),
       removed("DELETE FROM tl_batches WHERE rowid IN (SELECT rowid FROM (SELECT rowid, at FROM tl_batches ORDER BY rowid LIMIT ?) WHERE at < ?) RETURNING 1", RETENTION_BATCH, cutoff),
       this.#retainTasks(cutoff),
+      removed("DELETE FROM tl_requests WHERE seq IN (SELECT seq FROM tl_requests WHERE at < ? LIMIT ?) RETURNING 1", cutoff, RETENTION_BATCH),
+      this.#trimRequests(RETENTION_BATCH),
     ];
     return { more: counts.some((n) => n === RETENTION_BATCH) };
   }
@@ -214,7 +319,7 @@ export class TaskLedgerStore {
   nextRetention(): number | undefined {
     const row = this.#sql
       .exec(
-        `SELECT MIN(m) AS m FROM (SELECT MIN(at) AS m FROM tl_calls UNION ALL SELECT (SELECT at FROM tl_audit ORDER BY seq LIMIT 1)
+        `SELECT MIN(m) AS m FROM (SELECT MIN(at) AS m FROM tl_calls UNION ALL SELECT MIN(at) FROM tl_requests UNION ALL SELECT (SELECT at FROM tl_audit ORDER BY seq LIMIT 1)
            UNION ALL SELECT (SELECT at FROM tl_batches ORDER BY rowid LIMIT 1) UNION ALL SELECT MIN(last_seen) FROM tl_tasks)`,
       )
       .toArray()[0];

@@ -213,6 +213,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   const taskLedger = taskLedgerSink({
     ledgerOf: (tenant) => env.TASK_LEDGER.getByName(tenant),
     retentionMs: gw.governance.retentionDays * 86_400_000,
+    maxRequests: gw.governance.requestLog.maxCalls,
     modelCompletions: gw.governance.audit.modelCompletions,
     line: gw.observability.accessLog ? (line) => console.log(line) : undefined,
     log: logError,

@@ -54,7 +54,7 @@ describe("the admin console in Chromium", () => {
     const ctx = await newContext();
     try {
       const page = await ctx.newPage();
-      for (const path of ["/approvals", "/tasks", "/budgets", "/backends", "/audit", ""]) {
+      for (const path of ["/approvals", "/requests", "/tasks", "/budgets", "/backends", "/audit", ""]) {
         await page.goto(`${stack.gateway.adminUrl}${CONSOLE}${path}`);
         expect(new URL(page.url()).pathname).toBe(`${CONSOLE}/login`);
         await expect(page.locator('input[name="token"]').count()).resolves.toBe(1);
@@ -270,6 +270,57 @@ describe("the admin console in Chromium", () => {
       await ctx.close();
     }
   });
+
+  it("lists a call made just before on the Requests page, as the request log has it, pages on, and shows the call", async () => {
+    const ids: string[] = [];
+    for (const content of ["first plain call", "second plain call"]) {
+      const res = await fetch(`${stack.gateway.publicUrl}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "sluice-chat", messages: [{ role: "user", content }] }),
+      });
+      await res.text();
+      ids.push(res.headers.get("x-request-id")!);
+    }
+    const [older, newer] = ids as [string, string];
+    // The log is written off the request path: wait until the API lists both.
+    const row = await eventually(async () => {
+      const r = await stack.admin(`/admin/calls?tenant=demo&limit=50`);
+      const { calls } = (await r.json()) as { calls: { requestId: string; at: number; key: string; model: string; backend: string; attempts: number; outcome: string; latencyMs: number; tokens: { input: number; output: number } }[] };
+      return calls.some((c) => c.requestId === older) ? calls.find((c) => c.requestId === newer) : undefined;
+    });
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const page = await ctx.newPage();
+      await signIn(page, stack.gateway.adminUrl, ADMIN_TOKEN);
+      await Promise.all([page.waitForURL((u) => u.pathname === `${CONSOLE}/requests`), page.click(`header a[href="${CONSOLE}/requests"]`)]);
+      const first = (await tableRows(page, "#requests > table"))[0]!;
+      expect(await page.getAttribute("#requests > table tbody tr:first-child a", "title")).toBe(newer);
+      expect(first.slice(1, 11)).toEqual([`${row.key}platform/playground`, "sluice-chat", expect.any(String), row.model, row.backend, String(row.attempts), row.outcome, `${row.latencyMs} ms`, "—", `${row.tokens.input} / ${row.tokens.output}`]);
+      // The table fits a 1280-px window.
+      expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(1280);
+
+      // The filters are a GET form: the view is a link; a page of one links to the next (older) call.
+      await page.fill('#request-filters input[name="key"]', row.key);
+      await Promise.all([page.waitForURL((u) => u.searchParams.get("key") === row.key), page.click('#request-filters button[type="submit"]')]);
+      await page.goto(`${page.url()}&limit=1`);
+      expect(await page.getAttribute("#requests > table tbody tr a", "title")).toBe(newer);
+      await Promise.all([page.waitForURL((u) => u.searchParams.has("cursor")), page.click("#next-page")]);
+      expect(new URL(page.url()).searchParams.get("key")).toBe(row.key);
+      expect(await page.getAttribute("#requests > table tbody tr a", "title")).toBe(older);
+
+      // A call's own page, field by field.
+      await Promise.all([page.waitForURL((u) => u.pathname === `${CONSOLE}/requests/${older}`), page.click("#requests > table tbody tr a")]);
+      const fields = await page.locator("#call dl > dt").allTextContents();
+      const values = await page.locator("#call dl > dd").allTextContents();
+      const field = new Map(fields.map((f, i) => [f, values[i]!.trim()]));
+      expect(field.get("Request")).toBe(older);
+      expect(field.get("Key")).toBe(row.key);
+      expect(field.get("Task")).toBe("—");
+    } finally {
+      await ctx.close();
+    }
+  });
 });
 
 // Needs the approvals API (`GET /admin/approvals`, `POST /admin/approvals/:id/approve`) and the
@@ -422,6 +473,11 @@ describe("a task's drill-down, checked against the ledger", () => {
         expect(events.length).toBeGreaterThan(0);
         await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/audit?tenant=demo&taskId=${taskId}`);
         expect((await tableRows(page, "main > table")).map((r) => r[1])).toEqual(events.map((e) => e.type));
+        // Each event's details are fields, not a JSON blob.
+        expect(await page.locator("main > table > tbody > tr > td:nth-child(3) > dl.fields").count()).toBe(events.length);
+        expect(await page.locator("main > table").textContent()).not.toContain('{"');
+        // An event's call opens in the request log.
+        expect(await page.locator(`main > table dl.fields a[href^="${CONSOLE}/requests/"]`).count()).toBeGreaterThan(0);
       }
       await ctx.close();
     } finally {

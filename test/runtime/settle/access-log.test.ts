@@ -174,6 +174,15 @@ describe("accessLog: the request line", () => {
     ]);
   });
 
+  it("gives each attempt what its settlement booked, in micro-units and its currency", () => {
+    const c = capture();
+    const settled = { ...answered, charge: { usage: "known" as const, costMicros: 4_500, currency: "EUR" } };
+    c.log.finished(record(), [refused, settled]);
+    const [first, second] = c.lines()[0]!.attempts;
+    expect(second).toMatchObject({ attemptId: "att_b", costMicros: 4_500, currency: "EUR" });
+    expect(first).not.toHaveProperty("costMicros");
+  });
+
   it("leaves out attempts that were never sent, also when naming the final model", () => {
     const c = capture();
     const notSent = attempt("att_c", { logicalModel: "chat-xl", modelRevision: 5, snapshotRevision: 10, outcome: "not_sent" });

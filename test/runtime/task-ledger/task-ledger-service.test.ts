@@ -28,6 +28,14 @@ class FakeRecords implements TaskLedgerRecords {
     this.log.push("audit");
     return [];
   }
+  requests(): { calls: never[] } {
+    this.log.push("requests");
+    return { calls: [] };
+  }
+  request(): undefined {
+    this.log.push("request");
+    return undefined;
+  }
   retain(now: number): { more: boolean } {
     this.log.push(`retain ${now}`);
     return { more: this.more };

@@ -28,19 +28,25 @@ describe("the call ledger's sink", () => {
     expect(logged).toMatchObject([{ kind: "task_ledger_write_failed", tenant: "demo", calls: 1, error: "Error: ledger down" }]);
   });
 
-  it("writes nothing, not even a line, for an unattributed model call unless every completion is asked for", async () => {
+  it("writes an unattributed model call to the request log only: no audit event or line unless every completion is asked for, nothing at all with no request log", async () => {
     const waits: Promise<unknown>[] = [];
     const lines: string[] = [];
-    let writes = 0;
-    const deps = { ledgerOf: () => ({ write: async () => void writes++ }), retentionMs: 1_000, line: (l: string) => lines.push(l), log: () => {}, batchMs: 1 };
+    const writes: TaskLedgerBatch[] = [];
+    const deps = { ledgerOf: () => ({ write: async (b: TaskLedgerBatch) => void writes.push(b) }), retentionMs: 1_000, line: (l: string) => lines.push(l), log: () => {}, batchMs: 1 };
     const unattributed = () => modelRecord({ requestId: "r5", attribution: undefined });
-    taskLedgerSink(deps).finished(unattributed(), [attempt({ id: "a_r5", requestId: "r5" })], (p) => waits.push(p));
+    taskLedgerSink({ ...deps, maxRequests: 0 }).finished(unattributed(), [attempt({ id: "a_r5", requestId: "r5" })], (p) => waits.push(p));
     expect(waits).toEqual([]);
+    taskLedgerSink(deps).finished(unattributed(), [attempt({ id: "a_r5", requestId: "r5" })], (p) => waits.push(p));
+    await Promise.all(waits);
     expect(lines).toEqual([]);
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toMatchObject({ calls: [], events: [], maxRequests: 100_000, requests: [{ requestId: "r5", tenant: "demo", key: "k1", model: "gpt", backend: "sim", attempts: 1, costMicros: 300, currency: "USD", tokens: { input: 10, output: 5 } }] });
+    expect(writes[0]!.requests![0]!.taskId).toBeUndefined();
     taskLedgerSink({ ...deps, modelCompletions: "all" }).finished(unattributed(), [attempt({ id: "a_r5", requestId: "r5" })], (p) => waits.push(p));
     await Promise.all(waits);
     expect(lines.map((l) => JSON.parse(l))).toMatchObject([{ kind: "audit", type: "model.completed", requestId: "r5", attemptId: "a_r5" }]);
-    expect(writes).toBe(1);
+    expect(writes).toHaveLength(2);
+    expect(writes[1]!.events).toHaveLength(1);
   });
 
   it("records audit events caused outside a request (an approver's decision) the same way: a line each, batched to the tenant's ledger", async () => {
