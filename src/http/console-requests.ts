@@ -1,3 +1,4 @@
+import { formatCount } from "./console-format.ts";
 import { html, table, type HtmlValue, type SafeHtml } from "./console-html.ts";
 import { definitions, money, when } from "./console-pages.ts";
 
@@ -50,13 +51,13 @@ function ms(v: number | undefined): string {
 }
 
 function count(v: number | undefined): string {
-  return typeof v === "number" ? String(v) : "—";
+  return formatCount(v);
 }
 
 /** Time without the milliseconds and zone, to keep the table narrow (the detail page has the full time). */
 function shortTime(t: number): string {
-  const iso = when(t);
-  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/.test(iso) ? iso.slice(0, 19).replace("T", " ") : iso;
+  const d = new Date(t);
+  return Number.isNaN(d.getTime()) ? String(t) : d.toISOString().slice(0, 19).replace("T", " ");
 }
 
 function detailHref(tenant: string, requestId: string): string {
