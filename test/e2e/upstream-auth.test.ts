@@ -31,7 +31,7 @@ describe("a provider that refuses the gateway's key", () => {
 
   it("answers 502 upstream_auth_failed once (no retry), and status shows the backend as credential_rejected", async () => {
     const statusBefore = (await (await fetch(`${gateway.adminUrl}/admin/status`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as any;
-    expect(statusBefore.backends).toContainEqual({ name: "sim-local", credential: "not_used" });
+    expect(statusBefore.backends).toContainEqual(expect.objectContaining({ name: "sim-local", credential: "not_used", inFlight: 0, latencyMs: null }));
     await fetch(`${sim.url}/__sim/reset`, { method: "POST" });
     const res = await fetch(`${gateway.publicUrl}/v1/chat/completions`, {
       method: "POST",
