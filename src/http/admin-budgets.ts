@@ -7,6 +7,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import { stripeObjectName, sumTallies, type BudgetLedgerRpc } from "../ledger/ledger-client.ts";
 import { LEDGER_DAY_MS, MAX_LEDGER_KEY_LENGTH, type AttemptRecord, type UsageRollup } from "../ledger/ledger.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
+import { microsAsDecimal } from "./budget-headers.ts";
 import { readAdminJson } from "./admin-json.ts";
 
 type AdminEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime } };
@@ -78,10 +79,6 @@ function keyParam(value: string | undefined, name: string): string | undefined {
   return value;
 }
 
-/** Integer micro-units as an exact decimal amount of the currency (six places: `0.000045`). */
-function decimalOf(micros: number): string {
-  return `${Math.floor(micros / 1_000_000)}.${String(micros % 1_000_000).padStart(6, "0")}`;
-}
 
 /** One model's settled usage on one day, in one currency. */
 interface DayModel {
@@ -120,8 +117,8 @@ function dailyRows(rollups: readonly UsageRollup[], model: string | undefined) {
         dayStart,
         requests: list.reduce((a, m) => a + m.requests, 0),
         tokens: list.reduce((a, m) => a + m.tokens, 0),
-        cost: [...costs.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([currency, micros]) => ({ currency, amount: decimalOf(micros), micros })),
-        models: list.map((m) => ({ model: m.model, requests: m.requests, tokens: m.tokens, currency: m.currency, amount: decimalOf(m.micros), micros: m.micros })),
+        cost: [...costs.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([currency, micros]) => ({ currency, amount: microsAsDecimal(micros, "fixed"), micros })),
+        models: list.map((m) => ({ model: m.model, requests: m.requests, tokens: m.tokens, currency: m.currency, amount: microsAsDecimal(m.micros, "fixed"), micros: m.micros })),
       };
     });
 }

@@ -5,6 +5,7 @@
  * so nothing is told by colour or shape alone.
  */
 import { html, table, type SafeHtml } from "./console-html.ts";
+import { microsAsDecimal } from "./budget-headers.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -32,10 +33,6 @@ const LEFT = 8;
 const BOTTOM = 20;
 const TOP = 16;
 
-/** Micro-units as the API's exact decimal amount (six places). */
-function decimal(micros: number): string {
-  return `${Math.floor(micros / 1_000_000)}.${String(micros % 1_000_000).padStart(6, "0")}`;
-}
 
 /** The last `span` UTC days up to and including the one holding `now`, each with its spend in `currency` (0 where none). */
 function barsOf(days: readonly SpendDayView[], currency: string, now: number, span: number): Bar[] {
@@ -45,7 +42,7 @@ function barsOf(days: readonly SpendDayView[], currency: string, now: number, sp
     const dayStart = today - (span - 1 - i) * DAY_MS;
     const d = byDay.get(dayStart);
     const c = d?.cost.find((x) => x.currency === currency);
-    return { day: new Date(dayStart).toISOString().slice(0, 10), micros: c?.micros ?? 0, amount: c?.amount ?? decimal(0), requests: c ? d!.requests : 0, tokens: c ? d!.tokens : 0 };
+    return { day: new Date(dayStart).toISOString().slice(0, 10), micros: c?.micros ?? 0, amount: c?.amount ?? microsAsDecimal(0, "fixed"), requests: c ? d!.requests : 0, tokens: c ? d!.tokens : 0 };
   });
 }
 
@@ -65,7 +62,7 @@ function barChart(id: string, caption: string, currency: string, bars: readonly 
   const labels = bars.map((b, i) =>
     i % 7 === 0 || i === bars.length - 1 ? html`<text x="${(LEFT + i * slot + slot / 2).toFixed(1)}" y="${HEIGHT - 5}" text-anchor="middle" font-size="10">${b.day.slice(5)}</text>` : html``,
   );
-  return html`<figure class="chart"><svg id="${id}" role="img" aria-labelledby="${id}-title ${id}-desc" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="100%" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg"><title id="${id}-title">${caption}</title><desc id="${id}-desc">${bars.length} daily bars from ${bars[0]?.day ?? ""} to ${bars.at(-1)?.day ?? ""}; total ${decimal(total)} ${currency}, largest day ${decimal(max)} ${currency}.</desc><line x1="${LEFT}" y1="${HEIGHT - BOTTOM}" x2="${WIDTH}" y2="${HEIGHT - BOTTOM}" stroke="currentColor" stroke-width="1"></line><text x="${LEFT}" y="${TOP - 4}" font-size="10">max ${decimal(max)} ${currency}/day</text><g fill="currentColor" fill-opacity="0.7">${rects}</g>${labels}</svg><figcaption>${caption}: ${decimal(total)} ${currency} in ${bars.length} days</figcaption></figure>`;
+  return html`<figure class="chart"><svg id="${id}" role="img" aria-labelledby="${id}-title ${id}-desc" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="100%" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg"><title id="${id}-title">${caption}</title><desc id="${id}-desc">${bars.length} daily bars from ${bars[0]?.day ?? ""} to ${bars.at(-1)?.day ?? ""}; total ${microsAsDecimal(total, "fixed")} ${currency}, largest day ${microsAsDecimal(max, "fixed")} ${currency}.</desc><line x1="${LEFT}" y1="${HEIGHT - BOTTOM}" x2="${WIDTH}" y2="${HEIGHT - BOTTOM}" stroke="currentColor" stroke-width="1"></line><text x="${LEFT}" y="${TOP - 4}" font-size="10">max ${microsAsDecimal(max, "fixed")} ${currency}/day</text><g fill="currentColor" fill-opacity="0.7">${rects}</g>${labels}</svg><figcaption>${caption}: ${microsAsDecimal(total, "fixed")} ${currency} in ${bars.length} days</figcaption></figure>`;
 }
 
 /**

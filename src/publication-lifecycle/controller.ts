@@ -317,7 +317,7 @@ export class PublicationController {
       const current = previous === undefined ? undefined : this.#store.getRevision(previous);
       if (plan.kind === "amend" && running !== undefined && canaryVerdict?.ok === true) {
         // The canary keeps its share and start; only its content takes the key change.
-        const revision = this.#store.findByDigest(canaryVerdict.digest)?.revision ?? this.#store.insertRevision({ digest: canaryVerdict.digest, label: canaryVerdict.publication.revision, document: plan.canaryCandidate, createdAt: at, source });
+        const revision = this.#revisionOf(canaryVerdict, plan.canaryCandidate, at, source);
         if (revision !== running.revision) {
           this.#store.setCanary({ ...running, revision, digest: canaryVerdict.digest });
           this.#store.addLedgerRoots(canaryVerdict.ledgerRoots);
@@ -333,15 +333,18 @@ export class PublicationController {
         this.#store.appendEvent({ at, kind: "unchanged", source, revision: current.revision, digest: current.digest });
         return { status: "unchanged", revision: current.revision, digest: current.digest };
       }
-      const existing = this.#store.findByDigest(verdict.digest);
-      const revision =
-        existing?.revision ?? this.#store.insertRevision({ digest: verdict.digest, label: verdict.publication.revision, document: candidate, createdAt: at, source });
+      const revision = this.#revisionOf(verdict, candidate, at, source);
       this.#store.setActive(revision);
       this.#store.addLedgerRoots(verdict.ledgerRoots);
       this.#store.appendEvent({ at, kind: previous === undefined ? "seeded" : "activated", source, revision, digest: verdict.digest, previous });
       this.#store.prune(KEEP_REVISIONS, previous === undefined ? [revision] : [revision, previous]);
       return { status: "activated", revision, digest: verdict.digest, previous };
     });
+  }
+
+  /** Inside a transaction: the number of a checked candidate's revision, stored now unless the same content already is. */
+  #revisionOf(verdict: Extract<CandidateVerdict, { ok: true }>, document: unknown, at: string, source: string): number {
+    return this.#store.findByDigest(verdict.digest)?.revision ?? this.#store.insertRevision({ digest: verdict.digest, label: verdict.publication.revision, document, createdAt: at, source });
   }
 
   /** Inside publish's transaction: a checked candidate becomes the canary, or the running canary's share changes. */
@@ -367,9 +370,7 @@ export class PublicationController {
       }
       return { status: "canary", revision: running.revision, digest: running.digest, percent, active };
     }
-    const existing = this.#store.findByDigest(verdict.digest);
-    const revision =
-      existing?.revision ?? this.#store.insertRevision({ digest: verdict.digest, label: verdict.publication.revision, document: candidate, createdAt: at, source });
+    const revision = this.#revisionOf(verdict, candidate, at, source);
     this.#store.setCanary({ revision, digest: verdict.digest, percent, startedAt: at });
     // Requests it serves use its ledger roots as much as the active revision's.
     this.#store.addLedgerRoots(verdict.ledgerRoots);

@@ -59,6 +59,20 @@ describe("the image's entrypoint, run natively", () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
+  /** The environment the image gives its entrypoint, pointed at this test's directories and ports. */
+  const entrypointEnv = (config: string, state: string, publicAddress: string, adminAddress: string) => ({
+    ...process.env,
+    // The image's `node` is the project's Node 22; so is the one running this test.
+    PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}`,
+    SLUICE_CONFIG_DIR: config,
+    SLUICE_STATE_DIR: state,
+    SLUICE_PUBLIC: publicAddress,
+    SLUICE_ADMIN: adminAddress,
+    SLUICE_BUNDLE_DIR: bundleDir,
+    SLUICE_WORKERD: join(ROOT, "node_modules", "workerd", "bin", "workerd"),
+    SLUICE_DRAIN_TIMEOUT: "5s",
+  });
+
   it("serves a request, passes the image's health check, renders no secret into its config, and drains on SIGTERM", async () => {
     const config = join(work, "etc-sluice");
     const state = join(work, "var-lib-sluice");
@@ -70,16 +84,7 @@ describe("the image's entrypoint, run natively", () => {
     const adminAddress = `127.0.0.1:${await freePort()}`;
     const token = "entrypoint-admin-token-value";
     const env = {
-      ...process.env,
-      // The image's `node` is the project's Node 22; so is the one running this test.
-      PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}`,
-      SLUICE_CONFIG_DIR: config,
-      SLUICE_STATE_DIR: state,
-      SLUICE_PUBLIC: publicAddress,
-      SLUICE_ADMIN: adminAddress,
-      SLUICE_BUNDLE_DIR: bundleDir,
-      SLUICE_WORKERD: join(ROOT, "node_modules", "workerd", "bin", "workerd"),
-      SLUICE_DRAIN_TIMEOUT: "5s",
+      ...entrypointEnv(config, state, publicAddress, adminAddress),
       SLUICE_EXTRA_SECRETS: "LATER_PROVIDER_KEY",
       LATER_PROVIDER_KEY: "later-value",
       SLUICE_ADMIN_TOKEN: token,
@@ -147,15 +152,7 @@ describe("the image's entrypoint, run natively", () => {
     const adminAddress = `127.0.0.1:${await freePort()}`;
     const token = "entrypoint-tls-admin-token";
     const env = {
-      ...process.env,
-      PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}`,
-      SLUICE_CONFIG_DIR: config,
-      SLUICE_STATE_DIR: state,
-      SLUICE_PUBLIC: publicAddress,
-      SLUICE_ADMIN: adminAddress,
-      SLUICE_BUNDLE_DIR: bundleDir,
-      SLUICE_WORKERD: join(ROOT, "node_modules", "workerd", "bin", "workerd"),
-      SLUICE_DRAIN_TIMEOUT: "5s",
+      ...entrypointEnv(config, state, publicAddress, adminAddress),
       SLUICE_TLS_CERT: pub.certFile,
       SLUICE_TLS_KEY: pub.keyFile,
       SLUICE_ADMIN_TLS_CERT: adm.certFile,

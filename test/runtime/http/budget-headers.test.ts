@@ -5,6 +5,8 @@ describe("budget header figures", () => {
   it("spells micro-units as an exact decimal amount of the currency", () => {
     expect(microsAsDecimal(999_997_531)).toBe("999.997531");
     expect(microsAsDecimal(180_000)).toBe("0.18");
+    expect(microsAsDecimal(45, "fixed")).toBe("0.000045");
+    expect(microsAsDecimal(1_500_000, "fixed")).toBe("1.500000");
     expect(microsAsDecimal(45)).toBe("0.000045");
     expect(microsAsDecimal(5_000_000)).toBe("5");
     expect(microsAsDecimal(0)).toBe("0");

@@ -3,13 +3,9 @@
  * known-zero evidence, and a backend with `tls` reached through its binding.
  */
 import { describe, expect, it } from "vitest";
-import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
-import { GatewayExecutor } from "../../../src/invoker/executor.ts";
 import { breakerReport } from "../../../src/invoker/breaker-outcome.ts";
-import { builtinCodecs } from "../../../src/protocol/registry.ts";
-import { LoadTracker } from "../../../src/traffic/load-tracker.ts";
 import type { PinnedSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
-import { clock, live, okBody, plan, runner, snapshot, type Seen } from "../support/executor-harness.ts";
+import { harness, live, okBody, plan, snapshot } from "../support/executor-harness.ts";
 
 /** The snapshot with each backend changed by `f`, its pools pointing at the changed backends. */
 function withBackends(snap: PinnedSnapshot, f: (b: PinnedSnapshot["backends"] extends ReadonlyMap<string, infer B> ? B : never) => unknown): PinnedSnapshot {
@@ -25,22 +21,7 @@ describe("GatewayExecutor: connectCheck turns a refused connection into known-ze
 
   it("never sends to a backend whose connection would not open, and retries elsewhere", async () => {
     const snap = await checked(["a", "b"]);
-    const seen: Seen[] = [];
-    const attempts: AttemptRecord[] = [];
-    const withPreconnect = new GatewayExecutor({
-      codecs: builtinCodecs,
-      credentials: { get: () => "k" },
-      load: new LoadTracker(clock),
-      clock,
-      rng: { next: () => 0.5 },
-      sleep: async () => {},
-      fetch: async (input, init) => {
-        seen.push({ url: String(input), headers: new Headers(init?.headers), body: JSON.parse(String(init?.body)) });
-        return okBody();
-      },
-      preconnect: async (_host, port) => port !== 9001,
-    });
-    const checkedRun = runner(withPreconnect, attempts);
+    const { executor: checkedRun, seen, attempts } = harness(() => okBody(), undefined, { sleep: async () => {}, preconnect: async (_host, port) => port !== 9001 });
     const a = plan();
     const p3 = { ...a.plan, retry: { maxAttempts: 3 } };
     for (let i = 0; i < 4; i++) await checkedRun.execute(p3, a.request, { snapshot: snap, clientSignal: live() });
@@ -58,23 +39,15 @@ describe("GatewayExecutor: a backend with tls is reached through its binding", (
   }
 
   function run(fetchers: Record<string, typeof fetch>) {
-    const plain: string[] = [];
-    const attempts: AttemptRecord[] = [];
-    const executor = new GatewayExecutor({
-      codecs: builtinCodecs,
-      credentials: { get: () => "k" },
-      load: new LoadTracker(clock),
-      clock,
-      rng: { next: () => 0.5 },
-      sleep: async () => {},
-      fetch: async (input) => {
-        plain.push(String(input));
-        return okBody();
+    const h = harness(() => okBody(), undefined, { sleep: async () => {}, preconnect: async () => true, tlsFetchers: (name) => fetchers[name] });
+    return {
+      /** URLs sent over the plain fetch (not through a binding), so far. */
+      get plain() {
+        return h.seen.map((x) => x.url);
       },
-      preconnect: async () => true,
-      tlsFetchers: (name) => fetchers[name],
-    });
-    return { plain, attempts, run: runner(executor, attempts) };
+      attempts: h.attempts,
+      run: h.executor,
+    };
   }
 
   it("sends through the binding, checking the handshake first with a bodiless HEAD", async () => {
