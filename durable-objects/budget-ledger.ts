@@ -26,6 +26,7 @@ import type {
   TopUpBy,
   TopUpResult,
   UsageReport,
+  ScopeSpend,
   UsageRollup,
 } from "../src/ledger/ledger.ts";
 import { systemClock } from "../src/deps/clock.ts";
@@ -125,6 +126,10 @@ export class BudgetLedger extends DurableObject<Env> implements BudgetLedgerRpc 
 
   async dailyUsage(scope: string, fromMs: number, toMs: number): Promise<UsageRollup[]> {
     return this.#ledger.dailyUsage(scope, fromMs, toMs);
+  }
+
+  async spendByScope(fromMs: number, toMs: number): Promise<ScopeSpend[]> {
+    return this.#ledger.spendByScope(fromMs, toMs);
   }
 
   async refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]> {

@@ -241,6 +241,11 @@ export class GatewayError extends Error {
   }
 }
 
+/** Who a code blames (the caller, the provider or the gateway), without building an error. */
+export function errorSourceOf(code: ErrorCode): ErrorSource {
+  return factsOf(code).source;
+}
+
 /** Wraps anything thrown into a GatewayError without exposing its text to clients. */
 export function toGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { redactedConfig } from "../config/redact.ts";
 import { unmetRequirements } from "../snapshot/requirements.ts";
 import { bearerOf, tokenMatches } from "./bearer-token.ts";
+import { TRAFFIC_SLOTS } from "../telemetry/recent-traffic.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { echo } from "../errors/echo.ts";
 import { readAdminDocument as readCandidate } from "./admin-json.ts";
@@ -132,6 +133,16 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       // credential in this isolate's traffic: a wrong key shows here, not as an outage.
       backends: snap ? backendStatuses(rt, [...snap.backends.values()]) : [],
     });
+  });
+
+  // This isolate's recent traffic (the console's overview): per entrypoint, route and backend.
+  app.get("/traffic", (c) => {
+    const q = c.req.query("minutes");
+    const minutes = q === undefined || q === "" ? TRAFFIC_SLOTS : Number(q);
+    if (!Number.isInteger(minutes) || minutes < 1 || minutes > TRAFFIC_SLOTS) {
+      throw new GatewayError("invalid_request", `'minutes' must be a whole number from 1 to ${TRAFFIC_SLOTS}: the isolate keeps its last ${TRAFFIC_SLOTS} minutes.`, { param: "minutes" });
+    }
+    return c.json({ scope: "isolate", minutes, ...c.var.runtime.traffic.summary(minutes) });
   });
 
   app.get("/config", (c) => c.json(redactedConfig(c.var.runtime.config)));

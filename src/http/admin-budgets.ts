@@ -5,7 +5,7 @@ import { moneySchema, scopeLimitsSchema } from "../config/budget-schema.ts";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { stripeObjectName, sumTallies, type BudgetLedgerRpc } from "../ledger/ledger-client.ts";
-import { LEDGER_DAY_MS, MAX_LEDGER_KEY_LENGTH, type AttemptRecord, type UsageRollup } from "../ledger/ledger.ts";
+import { LEDGER_DAY_MS, MAX_LEDGER_KEY_LENGTH, type AttemptRecord, type ScopeSpend, type UsageRollup } from "../ledger/ledger.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { microsAsDecimal } from "./budget-headers.ts";
 import { readAdminJson } from "./admin-json.ts";
@@ -80,6 +80,53 @@ function keyParam(value: string | undefined, name: string): string | undefined {
 }
 
 
+/** Money per currency, as the admin API answers it (decimal and micro-units), sorted by currency. */
+function costList(byCurrency: ReadonlyMap<string, number>) {
+  return [...byCurrency.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([currency, micros]) => ({ currency, amount: microsAsDecimal(micros, "fixed"), micros }));
+}
+
+/** The kind of a scope, from its name (`tenant:`, `team:`, `project:`, `key:`, `user:`). */
+function kindOf(scope: string): string {
+  const cut = scope.indexOf(":");
+  return cut < 0 ? "other" : scope.slice(0, cut);
+}
+
+/**
+ * Every scope's spend over the range, most first: stripes' parts added up per scope, model and
+ * currency. Ordered by the first currency's amount (a tenant's books are in one currency).
+ */
+function spendRows(parts: readonly ScopeSpend[]) {
+  const scopes = new Map<string, { models: Map<string, { model: string; currency: string; requests: number; tokens: number; micros: number }>; requests: number; tokens: number; costs: Map<string, number> }>();
+  for (const p of parts) {
+    let s = scopes.get(p.scope);
+    if (s === undefined) scopes.set(p.scope, (s = { models: new Map(), requests: 0, tokens: 0, costs: new Map() }));
+    const k = `${p.model}\u0000${p.currency}`;
+    const m = s.models.get(k) ?? { model: p.model, currency: p.currency, requests: 0, tokens: 0, micros: 0 };
+    m.requests += p.attempts;
+    m.tokens += p.settledTokens;
+    m.micros += p.settledMicros;
+    s.models.set(k, m);
+    s.requests += p.attempts;
+    s.tokens += p.settledTokens;
+    s.costs.set(p.currency, (s.costs.get(p.currency) ?? 0) + p.settledMicros);
+  }
+  const total = (costs: ReadonlyMap<string, number>) => [...costs.values()].reduce((a, b) => a + b, 0);
+  return [...scopes.entries()]
+    .sort(([an, a], [bn, b]) => total(b.costs) - total(a.costs) || b.requests - a.requests || (an < bn ? -1 : 1))
+    .map(([scope, s]) => ({
+      scope,
+      kind: kindOf(scope),
+      requests: s.requests,
+      tokens: s.tokens,
+      cost: costList(s.costs),
+      models: [...s.models.values()]
+        .sort((a, b) => b.micros - a.micros || (a.model < b.model ? -1 : 1))
+        .map((m) => ({ model: m.model, currency: m.currency, requests: m.requests, tokens: m.tokens, amount: microsAsDecimal(m.micros, "fixed"), micros: m.micros })),
+    }));
+}
+
+const SCOPE_KINDS: readonly string[] = ["tenant", "team", "project", "key", "user"];
+
 /** One model's settled usage on one day, in one currency. */
 interface DayModel {
   model: string;
@@ -117,7 +164,7 @@ function dailyRows(rollups: readonly UsageRollup[], model: string | undefined) {
         dayStart,
         requests: list.reduce((a, m) => a + m.requests, 0),
         tokens: list.reduce((a, m) => a + m.tokens, 0),
-        cost: [...costs.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([currency, micros]) => ({ currency, amount: microsAsDecimal(micros, "fixed"), micros })),
+        cost: costList(costs),
         models: list.map((m) => ({ model: m.model, requests: m.requests, tokens: m.tokens, currency: m.currency, amount: microsAsDecimal(m.micros, "fixed"), micros: m.micros })),
       };
     });
@@ -200,6 +247,20 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>, objectFor: (env: Env, 
       rows.set(k, r);
     }
     return c.json({ scope, from, to, models: [...rows.values()] });
+  });
+
+  // Every scope's settled spend over whole UTC days (by default the last 30, today included), most first.
+  app.get("/budgets/:tenant/spend", async (c) => {
+    const rt = c.var.runtime;
+    const { names } = tenantObjects(rt.publication.budgets, c.req.param("tenant"));
+    const now = rt.clock.now();
+    const today = now - (now % LEDGER_DAY_MS);
+    const { from, to } = rangeParams(c.req.query("from") ?? String(today - 29 * LEDGER_DAY_MS), c.req.query("to"), now);
+    const kind = c.req.query("kind");
+    if (kind !== undefined && !SCOPE_KINDS.includes(kind)) throw new GatewayError("invalid_request", `'kind' must be one of ${SCOPE_KINDS.join(", ")}.`, { param: "kind" });
+    const parts = await Promise.all(names.map((n) => objectFor(c.env, n).spendByScope(from, to)));
+    const rows = spendRows(parts.flat());
+    return c.json({ from, to, scopes: kind === undefined ? rows : rows.filter((r) => r.kind === kind) });
   });
 
   app.get("/budgets/:tenant/refusals", async (c) => {

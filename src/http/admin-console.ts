@@ -36,6 +36,7 @@ import {
 } from "./console-session.ts";
 import { readBodyText } from "./limits.ts";
 import { spendSection, type SpendDayView } from "./console-charts.ts";
+import { limitUses, nearestLimitsSection, pendingSection, spendOverview, topTasksSection, trafficSection, type PendingView, type ScopeSpendView, type TrafficView } from "./console-overview.ts";
 import { consoleTimeMs, REQUEST_FILTERS, requestDetail, requestFilterForm, requestsSection, type RequestFilters, type RequestLogView } from "./console-requests.ts";
 import { APPROVAL_STATES } from "../approvals/approval-desk.ts";
 import type { KeyView } from "../publication-lifecycle/key-operations.ts";
@@ -61,6 +62,7 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 };
 
 const NAV: readonly NavItem[] = [
+  { label: "Overview", path: `${CONSOLE_PREFIX}/overview` },
   { label: "Approvals", path: `${CONSOLE_PREFIX}/approvals` },
   { label: "Requests", path: `${CONSOLE_PREFIX}/requests` },
   { label: "Tasks", path: `${CONSOLE_PREFIX}/tasks` },
@@ -69,7 +71,7 @@ const NAV: readonly NavItem[] = [
   { label: "Backends", path: `${CONSOLE_PREFIX}/backends` },
   { label: "Audit", path: `${CONSOLE_PREFIX}/audit` },
 ];
-const APPROVER_NAV: readonly NavItem[] = NAV.slice(0, 1);
+const APPROVER_NAV: readonly NavItem[] = NAV.filter((n) => n.label === "Approvals");
 const MAX_FORM_BYTES = 16 * 1024;
 
 // The approver token's secret is named by `governance.approverTokenSecret`; read loosely so the
@@ -116,6 +118,7 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
   const api = inProcessApi(app);
   registerSecurityHeaders(app);
   registerSessionRoutes(app);
+  registerOverviewRoutes(app, api);
   registerApprovalRoutes(app, api);
   registerTaskRoutes(app, api);
   registerRequestRoutes(app, api);
@@ -224,15 +227,21 @@ async function tenantOf(c: Ctx, api: AdminApi): Promise<{ tenant: string; all: s
   return { tenant: asked !== undefined && asked !== "" ? asked : (all[0] ?? ""), all };
 }
 
+/** Where a signed-in role starts: the admin on the overview, an approver in the approvals inbox (all it may see). */
+function homeOf(role: ConsoleSession["role"]): string {
+  return `${CONSOLE_PREFIX}/${role === "admin" ? "overview" : "approvals"}`;
+}
+
 /** Signing in and out: the only console routes reachable without a session. */
 function registerSessionRoutes(app: Hono<AdminEnv>): void {
   app.get("/console", async (c) => {
     const s = await sessionOf(c);
-    return c.redirect(`${CONSOLE_PREFIX}/${s === undefined ? "login" : "approvals"}`, 303);
+    return c.redirect(s === undefined ? `${CONSOLE_PREFIX}/login` : homeOf(s.role), 303);
   });
 
   app.get("/console/login", async (c) => {
-    if ((await sessionOf(c)) !== undefined) return c.redirect(`${CONSOLE_PREFIX}/approvals`, 303);
+    const s = await sessionOf(c);
+    if (s !== undefined) return c.redirect(homeOf(s.role), 303);
     return loginPage(c, undefined, 200);
   });
 
@@ -244,7 +253,7 @@ function registerSessionRoutes(app: Hono<AdminEnv>): void {
     const role = await roleOfToken(form?.get("token") ?? "", creds);
     if (role === undefined) return loginPage(c, "That token is not valid.", 401);
     c.header("set-cookie", sessionCookieHeader(await mintSession(role, creds, c.var.runtime.clock.now()), isHttps(c), Math.floor(SESSION_TTL_MS / 1000)));
-    return c.redirect(`${CONSOLE_PREFIX}/approvals`, 303);
+    return c.redirect(homeOf(role), 303);
   });
 
   app.post("/console/logout", async (c) => {
@@ -307,6 +316,47 @@ function registerApprovalRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
       return render(c, s, "Decision refused", `${CONSOLE_PREFIX}/approvals`, html`${apiFailure(`${decision} ${id}`, a.status, apiMessage(a))}<p><a href="${back}">Back</a></p>`, a.status === 404 ? 404 : a.status === 409 ? 409 : 400);
     }
     return c.redirect(`${back}&${new URLSearchParams({ done: decision })}`, 303);
+  });
+}
+
+/** Most tenants the overview reads spend, limits and pending work of (each is a call to its ledgers). */
+const OVERVIEW_MAX_TENANTS = 50;
+
+/**
+ * The console's home, for the admin: this isolate's recent traffic, spend over 30 days, the
+ * costliest tasks and keys, the budgets nearest their limit, and what waits for a person. Every
+ * figure is an admin API answer, fetched at once.
+ */
+function registerOverviewRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
+  app.get("/console/overview", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const token = c.var.runtime.adminToken!;
+    const now = c.var.runtime.clock.now();
+    const get = (path: string) => api(c, token, "GET", path);
+    const ok = <T>(a: ApiAnswer): T | undefined => (a.status === 200 ? (a.body as T) : undefined);
+    const [{ tenant, all }, traffic, budgets] = await Promise.all([tenantOf(c, api), get("/traffic"), get("/budgets")]);
+    const budgeted = (ok<{ tenants?: { tenant: string }[] }>(budgets)?.tenants ?? []).map((t) => t.tenant).slice(0, OVERVIEW_MAX_TENANTS);
+    const seg = (t: string) => encodeURIComponent(t);
+    const chosen = budgeted.includes(tenant) ? tenant : undefined;
+    const [tenantSpend, balances, pending, days, scopes, tasks] = await Promise.all([
+      Promise.all(budgeted.map(async (t) => ({ tenant: t, spend: ok<{ scopes: ScopeSpendView[] }>(await get(`/budgets/${seg(t)}/spend?kind=tenant`))?.scopes[0] }))),
+      Promise.all(budgeted.map(async (t) => limitUses(t, ok<{ balances?: BalanceView[] }>(await get(`/budgets/${seg(t)}/balance`))?.balances ?? []))),
+      Promise.all(
+        all.slice(0, OVERVIEW_MAX_TENANTS).map(async (t): Promise<PendingView> => {
+          const [ap, rec] = await Promise.all([get(`/approvals?${new URLSearchParams({ tenant: t, state: "pending" })}`), budgeted.includes(t) ? get(`/budgets/${seg(t)}/reconciliations?limit=100`) : undefined]);
+          const approvals = ok<{ approvals?: unknown[] }>(ap)?.approvals;
+          const recs = rec === undefined ? undefined : ok<{ pending?: unknown[] }>(rec)?.pending;
+          return { tenant: t, approvals: approvals?.length, reconciliations: recs?.length, reconciliationsCapped: recs?.length === 100 };
+        }),
+      ),
+      chosen === undefined ? undefined : get(`/budgets/${seg(chosen)}/usage?by=day`).then((a) => ok<{ days?: SpendDayView[] }>(a)?.days),
+      chosen === undefined ? undefined : get(`/budgets/${seg(chosen)}/spend`).then((a) => ok<{ scopes?: ScopeSpendView[] }>(a)?.scopes),
+      tenant === "" ? undefined : get(`/tasks?${new URLSearchParams({ tenant, sort: "spend", limit: "10" })}`).then((a) => ok<{ tasks?: TaskRollup[] }>(a)?.tasks),
+    ]);
+    const t = ok<TrafficView>(traffic);
+    const body = html`${tenantPicker(`${CONSOLE_PREFIX}/overview`, all, tenant)}${t ? trafficSection(t) : apiFailure("Traffic", traffic.status, apiMessage(traffic))}${spendOverview({ tenant, tenants: tenantSpend, days, scopes, now })}${topTasksSection(tenant, tasks, now)}${nearestLimitsSection(balances.flat())}${pendingSection(pending)}`;
+    return render(c, s, "Overview", `${CONSOLE_PREFIX}/overview`, body);
   });
 }
 

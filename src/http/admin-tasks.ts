@@ -89,7 +89,10 @@ export function isOutcomeRoute(method: string, path: string): boolean {
 export function registerTaskRoutes(app: Hono<AdminEnv>, ledgerOf: (env: Env, tenant: string) => TaskLedgerRpc): void {
   app.get("/tasks", async (c) => {
     const tenant = idParam(c.req.query("tenant"), "tenant");
+    const sort = c.req.query("sort");
+    if (sort !== undefined && sort !== "recent" && sort !== "spend") throw new GatewayError("invalid_request", "'sort' must be recent (last seen first) or spend (costliest first).", { param: "sort" });
     const tasks = await ledgerOf(c.env, tenant).tasks(tenant, {
+      order: sort,
       key: idParam(c.req.query("key"), "key", true),
       since: msParam(c.req.query("since"), "since"),
       until: msParam(c.req.query("until"), "until"),

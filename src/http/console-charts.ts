@@ -46,37 +46,74 @@ function barsOf(days: readonly SpendDayView[], currency: string, now: number, sp
   });
 }
 
-/** One currency's bars as an SVG chart, tallest bar at full height. */
+/** One column of a {@link columnChart}. */
+export interface Column {
+  /** The label under the column, when the chart shows this one's. */
+  readonly label: string;
+  readonly value: number;
+  /** A part of the value drawn over it (errors of the requests), when the chart has one. */
+  readonly part?: number | undefined;
+  /** The column's figures in words: its tooltip. */
+  readonly title: string;
+  /** `data-*` attributes, so a test can read the figure each column stands for. */
+  readonly data: Readonly<Record<string, string | number>>;
+}
+
+/**
+ * Columns as an SVG chart, the tallest at full height, a label under every `labelEvery`-th
+ * column and the last. Its title and description name the figures in words; the caller puts the
+ * same numbers in a table beside it.
+ */
+export function columnChart(o: { readonly id: string; readonly caption: string; readonly description: string; readonly maxLabel: string; readonly figcaption: string; readonly columns: readonly Column[]; readonly labelEvery: number }): SafeHtml {
+  const { id, columns } = o;
+  const max = Math.max(0, ...columns.map((c) => c.value));
+  const slot = (WIDTH - LEFT) / Math.max(1, columns.length);
+  const plot = HEIGHT - TOP - BOTTOM;
+  // A column with any value stays visible however small it is beside the largest.
+  const height = (v: number) => (max === 0 || v <= 0 ? 0 : Math.max(1, Math.round((v / max) * plot)));
+  const rects = columns.map((c, i) => {
+    const h = height(c.value);
+    const x = (LEFT + i * slot + slot * 0.1).toFixed(1);
+    const w = (slot * 0.8).toFixed(1);
+    const data = Object.entries(c.data).map(([k, v]) => html` data-${k}="${v}"`);
+    const part = c.part !== undefined && c.part > 0 ? html`<rect class="part" x="${x}" y="${HEIGHT - BOTTOM - height(c.part)}" width="${w}" height="${height(c.part)}"><title>${c.title}</title></rect>` : html``;
+    return html`<rect class="bar" x="${x}" y="${HEIGHT - BOTTOM - h}" width="${w}" height="${h}"${data}><title>${c.title}</title></rect>${part}`;
+  });
+  const labels = columns.map((c, i) =>
+    // The last column's label always; another only when it leaves room for it.
+    (i % o.labelEvery === 0 && columns.length - 1 - i >= o.labelEvery / 2) || i === columns.length - 1 ? html`<text x="${(LEFT + i * slot + slot / 2).toFixed(1)}" y="${HEIGHT - 5}" text-anchor="middle" font-size="10">${c.label}</text>` : html``,
+  );
+  return html`<figure class="chart"><svg id="${id}" role="img" aria-labelledby="${id}-title ${id}-desc" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="100%" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg"><title id="${id}-title">${o.caption}</title><desc id="${id}-desc">${o.description}</desc><line x1="${LEFT}" y1="${HEIGHT - BOTTOM}" x2="${WIDTH}" y2="${HEIGHT - BOTTOM}" stroke="currentColor" stroke-width="1"></line><text x="${LEFT}" y="${TOP - 4}" font-size="10">${o.maxLabel}</text><g fill="currentColor" fill-opacity="0.55">${rects}</g>${labels}</svg><figcaption>${o.figcaption}</figcaption></figure>`;
+}
+
+/** One currency's daily spend as a column chart. */
 function barChart(id: string, caption: string, currency: string, bars: readonly Bar[]): SafeHtml {
   const max = Math.max(0, ...bars.map((b) => b.micros));
-  const slot = (WIDTH - LEFT) / bars.length;
-  const plot = HEIGHT - TOP - BOTTOM;
   const total = bars.reduce((a, b) => a + b.micros, 0);
-  const rects = bars.map((b, i) => {
-    // A day with spend stays visible however small it is beside the largest.
-    const h = max === 0 || b.micros === 0 ? 0 : Math.max(1, Math.round((b.micros / max) * plot));
-    const x = (LEFT + i * slot + slot * 0.1).toFixed(1);
-    return html`<rect class="bar" x="${x}" y="${HEIGHT - BOTTOM - h}" width="${(slot * 0.8).toFixed(1)}" height="${h}" data-day="${b.day}" data-micros="${b.micros}"><title>${b.day}: ${b.amount} ${currency}, ${b.requests} requests</title></rect>`;
+  return columnChart({
+    id,
+    caption,
+    description: `${bars.length} daily bars from ${bars[0]?.day ?? ""} to ${bars.at(-1)?.day ?? ""}; total ${microsAsDecimal(total, "fixed")} ${currency}, largest day ${microsAsDecimal(max, "fixed")} ${currency}.`,
+    maxLabel: `max ${microsAsDecimal(max, "fixed")} ${currency}/day`,
+    figcaption: `${caption}: ${microsAsDecimal(total, "fixed")} ${currency} in ${bars.length} days`,
+    columns: bars.map((b) => ({ label: b.day.slice(5), value: b.micros, title: `${b.day}: ${b.amount} ${currency}, ${b.requests} requests`, data: { day: b.day, micros: b.micros } })),
+    labelEvery: 7,
   });
-  // A date under the first bar, every seventh, and the last.
-  const labels = bars.map((b, i) =>
-    i % 7 === 0 || i === bars.length - 1 ? html`<text x="${(LEFT + i * slot + slot / 2).toFixed(1)}" y="${HEIGHT - 5}" text-anchor="middle" font-size="10">${b.day.slice(5)}</text>` : html``,
-  );
-  return html`<figure class="chart"><svg id="${id}" role="img" aria-labelledby="${id}-title ${id}-desc" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="100%" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg"><title id="${id}-title">${caption}</title><desc id="${id}-desc">${bars.length} daily bars from ${bars[0]?.day ?? ""} to ${bars.at(-1)?.day ?? ""}; total ${microsAsDecimal(total, "fixed")} ${currency}, largest day ${microsAsDecimal(max, "fixed")} ${currency}.</desc><line x1="${LEFT}" y1="${HEIGHT - BOTTOM}" x2="${WIDTH}" y2="${HEIGHT - BOTTOM}" stroke="currentColor" stroke-width="1"></line><text x="${LEFT}" y="${TOP - 4}" font-size="10">max ${microsAsDecimal(max, "fixed")} ${currency}/day</text><g fill="currentColor" fill-opacity="0.7">${rects}</g>${labels}</svg><figcaption>${caption}: ${microsAsDecimal(total, "fixed")} ${currency} in ${bars.length} days</figcaption></figure>`;
 }
 
 /**
  * A tenant's settled spend over the last `span` UTC days (30 by default): a bar chart per currency
  * and a table of the days with spend, from the daily rollups the admin API serves.
  */
-export function spendSection(tenant: string, days: readonly SpendDayView[], now: number, span = 30): SafeHtml {
+export function spendSection(tenant: string, days: readonly SpendDayView[], now: number, span = 30, opts: { readonly heading?: string; readonly foldTable?: boolean } = {}): SafeHtml {
   const currencies = [...new Set(days.flatMap((d) => d.cost.map((c) => c.currency)))].sort();
-  const title = `Spend, last ${span} days`;
+  const title = opts.heading ?? `Spend, last ${span} days`;
   if (currencies.length === 0) return html`<section class="spend" data-spend-tenant="${tenant}"><h3>${title}</h3><p class="empty">No settled spend in the last ${span} days.</p></section>`;
   const charts = currencies.map((cur) => {
     const bars = barsOf(days, cur, now, span);
     const rows = bars.filter((b) => b.micros > 0 || b.requests > 0).map((b) => [b.day, `${b.amount} ${cur}`, b.requests, b.tokens]);
-    return html`${barChart(`spend-${tenant}-${cur}`.replace(/[^A-Za-z0-9_-]/g, "_"), `${tenant}: settled spend per UTC day (${cur})`, cur, bars)}${table(["Day (UTC)", "Spend", "Requests", "Tokens"], rows, "No settled spend.")}`;
+    const figures = table(["Day (UTC)", "Spend", "Requests", "Tokens"], rows, "No settled spend.");
+    return html`${barChart(`spend-${tenant}-${cur}`.replace(/[^A-Za-z0-9_-]/g, "_"), `${tenant}: settled spend per UTC day (${cur})`, cur, bars)}${opts.foldTable ? html`<details><summary>The figures by day</summary>${figures}</details>` : figures}`;
   });
   return html`<section class="spend" data-spend-tenant="${tenant}"><h3>${title}</h3>${charts}</section>`;
 }

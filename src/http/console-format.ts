@@ -37,6 +37,12 @@ export function formatMoney(micros: number | undefined, currency: string | undef
   return `${amount.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: digits })}${currency ? ` ${currency}` : ""}`;
 }
 
+/** The currency of a ledger metric (`money:USD`, `balance:EUR`); undefined for tokens. */
+export function currencyOfMetric(metric: string | undefined): string | undefined {
+  const cut = metric?.indexOf(":") ?? -1;
+  return cut < 0 ? undefined : metric!.slice(cut + 1);
+}
+
 const counts = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
 
 /** A count (tokens, requests, calls) with thousands separators; `—` when unknown. */

@@ -1,5 +1,5 @@
 import type { KeyView } from "../publication-lifecycle/key-operations.ts";
-import { formatCount, formatMoney, relativeTime, timeCell, utilisation } from "./console-format.ts";
+import { currencyOfMetric, formatCount, formatMoney, relativeTime, timeCell, utilisation } from "./console-format.ts";
 import { html, table, type HtmlValue, type SafeHtml } from "./console-html.ts";
 
 // The shapes the admin API answers (docs/governance.md). The console renders them as they come; a
@@ -282,7 +282,7 @@ export function balancesSection(tenant: string, balances: readonly BalanceView[]
     for (const metric of ["money", "tokens", "balance"] as const) {
       const l = b[metric];
       if (!l) continue;
-      const currency = "metric" in l ? l.metric : undefined;
+      const currency = "metric" in l ? currencyOfMetric(l.metric) : undefined;
       // Money and prepaid balances are micro-units of their currency; tokens are counts.
       const f = (v: number) => (metric === "tokens" ? formatCount(v) : formatMoney(v, currency));
       const label = metric === "tokens" ? "tokens" : `${metric}${currency ? ` (${currency})` : ""}`;

@@ -30,6 +30,7 @@ import {
   type TopUpBy,
   type TopUpResult,
   type UsageReport,
+  type ScopeSpend,
   type UsageRollup,
 } from "./ledger.ts";
 
@@ -172,6 +173,10 @@ export class BudgetLedgerService implements BudgetLedgerRpc {
 
   async dailyUsage(scope: string, fromMs: number, toMs: number): Promise<UsageRollup[]> {
     return this.#store.transaction(() => this.#ledger.dailyUsage(scope, fromMs, toMs));
+  }
+
+  async spendByScope(fromMs: number, toMs: number): Promise<ScopeSpend[]> {
+    return this.#store.transaction(() => this.#ledger.spendByScope(fromMs, toMs));
   }
 
   async refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]> {

@@ -64,6 +64,7 @@ import type {
   TopUpBy,
   TopUpResult,
   UsageReport,
+  ScopeSpend,
   UsageRollup,
 } from "./ledger.ts";
 import { MAX_LEDGER_KEY_LENGTH } from "./ledger-types.ts";
@@ -125,6 +126,8 @@ export interface BudgetLedgerRpc {
   usageReport(scope: string, fromMs: number, toMs: number): Promise<UsageReport>;
   /** `scope`'s settled usage per UTC day, model, price version and currency, of the days starting in `[fromMs, toMs)` (kept for the history). */
   dailyUsage(scope: string, fromMs: number, toMs: number): Promise<UsageRollup[]>;
+  /** Every scope's settled usage per model and currency, summed over the days starting in `[fromMs, toMs)`. */
+  spendByScope(fromMs: number, toMs: number): Promise<ScopeSpend[]>;
   /** What `scope` refused, per UTC day overlapping `[fromMs, toMs)` (kept for the retention). */
   refusals(scope: string, fromMs: number, toMs: number): Promise<RefusalTally[]>;
 }

@@ -11,6 +11,7 @@ import {
   type RefusalReason,
   type ScopeLimitsView,
   type TopUpRecord,
+  type ScopeSpend,
   type UsageRollup,
 } from "./ledger-types.ts";
 
@@ -147,6 +148,19 @@ export class MemoryLedgerStore implements LedgerStore {
   }
   rollupsOf(scope: string, fromMs: number, toMs: number): UsageRollup[] {
     return [...this.#rollups.values()].filter((r) => r.scope === scope && r.dayStart >= fromMs && r.dayStart < toMs).map((r) => ({ ...r }));
+  }
+  rollupTotals(fromMs: number, toMs: number): ScopeSpend[] {
+    const sums = new Map<string, { scope: string; model: string; currency: string; attempts: number; settledMicros: number; settledTokens: number }>();
+    for (const r of this.#rollups.values()) {
+      if (r.dayStart < fromMs || r.dayStart >= toMs) continue;
+      const k = `${r.scope}\u0000${r.model}\u0000${r.currency}`;
+      const s = sums.get(k) ?? { scope: r.scope, model: r.model, currency: r.currency, attempts: 0, settledMicros: 0, settledTokens: 0 };
+      s.attempts += r.attempts;
+      s.settledMicros += r.settledMicros;
+      s.settledTokens += r.settledTokens;
+      sums.set(k, s);
+    }
+    return [...sums.values()];
   }
   hasRollup(scope: string, dayStart: number): boolean {
     return [...this.#rollups.values()].some((r) => r.scope === scope && r.dayStart === dayStart);

@@ -13,6 +13,7 @@ import {
   type RefusalReason,
   type ScopeLimitsView,
   type TopUpRecord,
+  type ScopeSpend,
   type UsageRollup,
 } from "./ledger-types.ts";
 
@@ -303,6 +304,16 @@ export class SqliteLedgerStore implements LedgerStore {
   rollupsOf(scope: string, fromMs: number, toMs: number): UsageRollup[] {
     this.#writeRollups();
     return this.#q<RollupRow>("SELECT * FROM ledger_usage_rollups WHERE scope = ? AND day_start >= ? AND day_start < ?", scope, fromMs, toMs).toArray().map(rollup);
+  }
+
+  rollupTotals(fromMs: number, toMs: number): ScopeSpend[] {
+    this.#writeRollups();
+    // One pass over the range's days (the day index): a month of a tenant's scopes and models, summed here rather than shipped.
+    const q = `SELECT scope, model, currency, SUM(attempts) AS attempts, SUM(settled_micros) AS settled_micros, SUM(settled_tokens) AS settled_tokens
+      FROM ledger_usage_rollups WHERE day_start >= ? AND day_start < ? GROUP BY scope, model, currency`;
+    return this.#q<{ scope: string; model: string; currency: string; attempts: number; settled_micros: number; settled_tokens: number }>(q, fromMs, toMs)
+      .toArray()
+      .map((r) => ({ scope: r.scope, model: r.model, currency: r.currency, attempts: r.attempts, settledMicros: r.settled_micros, settledTokens: r.settled_tokens }));
   }
 
   hasRollup(scope: string, dayStart: number): boolean {

@@ -506,6 +506,16 @@ export interface UsageRow {
  * transaction of each settlement (or resolution) it counts, on the UTC day the attempt was
  * admitted (where the books charge it), and kept for the history.
  */
+/** A scope's settled usage of one model in one currency, summed over a range of days. */
+export interface ScopeSpend {
+  readonly scope: string;
+  readonly model: string;
+  readonly currency: string;
+  readonly attempts: number;
+  readonly settledMicros: number;
+  readonly settledTokens: number;
+}
+
 export interface UsageRollup {
   readonly scope: string;
   /** Start of the UTC day the attempts were created in. */
@@ -657,6 +667,8 @@ export interface LedgerStore {
   addRollup(row: UsageRollup): void;
   /** A scope's rollups of the days starting in `[fromMs, toMs)`. */
   rollupsOf(scope: string, fromMs: number, toMs: number): UsageRollup[];
+  /** Every scope's rollups of the days starting in `[fromMs, toMs)`, summed per scope, model and currency. */
+  rollupTotals(fromMs: number, toMs: number): ScopeSpend[];
   /** Whether the scope has a rollup of the day starting at `dayStart`. */
   hasRollup(scope: string, dayStart: number): boolean;
   /** Removes up to `limit` usage rollups of days starting before `before`; returns how many. */

@@ -138,6 +138,7 @@ import {
   type TopUpBy,
   type TopUpResult,
   type UsageReport,
+  type ScopeSpend,
   type UsageRollup,
   type UsageRow,
 } from "./ledger-types.ts";
@@ -613,6 +614,19 @@ export class BudgetLedgerCore {
     return this.#store
       .rollupsOf(scope, windowOf(fromMs, LEDGER_DAY_MS), toMs)
       .sort((a, b) => a.dayStart - b.dayStart || (a.model < b.model ? -1 : a.model > b.model ? 1 : 0) || (a.priceVersion < b.priceVersion ? -1 : a.priceVersion > b.priceVersion ? 1 : 0) || (a.currency < b.currency ? -1 : a.currency > b.currency ? 1 : 0));
+  }
+
+  /**
+   * Every scope's settled usage over the days starting in `[fromMs, toMs)` (the day holding
+   * `fromMs` included), per model and currency: the daily rollups summed, so the answer is as
+   * large as the scopes and models that spent, whatever the days. Ordered by scope, model, currency.
+   *
+   * @throws RangeError when an argument is invalid.
+   */
+  spendByScope(fromMs: number, toMs: number): ScopeSpend[] {
+    validateReport("all", fromMs, toMs, "spend by scope");
+    const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    return this.#store.rollupTotals(windowOf(fromMs, LEDGER_DAY_MS), toMs).sort((a, b) => cmp(a.scope, b.scope) || cmp(a.model, b.model) || cmp(a.currency, b.currency));
   }
 
   /** The refusal tallies of the days starting in `[fromDay, toMs)`, oldest first. */

@@ -38,6 +38,8 @@ export interface TaskQuery {
   /** Tasks last seen at or after `since`, first seen at or before `until` (epoch ms). */
   readonly since?: number | undefined;
   readonly until?: number | undefined;
+  /** `recent` (default): last seen first. `spend`: the task's whole cost first (its totals, whatever `onlyKey`). */
+  readonly order?: "recent" | "spend" | undefined;
   readonly limit: number;
 }
 
@@ -237,7 +239,7 @@ export class TaskLedgerStore {
     return row ? (JSON.parse(String(row.body)) as RequestLogRow) : undefined;
   }
 
-  /** Tasks, most recently seen first. */
+  /** Tasks, most recently seen first, or costliest first. */
   tasks(tenant: string, q: TaskQuery): TaskRollup[] {
     const where: string[] = [];
     const args: (string | number)[] = [];
@@ -253,7 +255,13 @@ export class TaskLedgerStore {
       where.push("t.first_seen <= ?");
       args.push(q.until);
     }
-    const rows = this.#sql.exec(`SELECT * FROM tl_tasks t ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY t.last_seen DESC, t.task_id LIMIT ?`, ...args, q.limit).toArray() as TaskRow[];
+    const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
+    // By spend the totals are read in SQL: one pass over the tenant's tasks, no rollup built for a task not shown.
+    const query =
+      q.order === "spend"
+        ? `SELECT t.* FROM tl_tasks t LEFT JOIN tl_totals s ON s.task_id = t.task_id ${filter} ORDER BY COALESCE(json_extract(s.body, '$.costMicros'), 0) DESC, t.last_seen DESC, t.task_id LIMIT ?`
+        : `SELECT * FROM tl_tasks t ${filter} ORDER BY t.last_seen DESC, t.task_id LIMIT ?`;
+    const rows = this.#sql.exec(query, ...args, q.limit).toArray() as TaskRow[];
     return rows.map((r) => this.#rollup(tenant, r, q.onlyKey ? q.key : undefined));
   }
 

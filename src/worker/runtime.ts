@@ -32,6 +32,7 @@ import { breakerClient } from "../traffic/breaker-client.ts";
 import { HealthCache } from "../traffic/health-cache.ts";
 import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
+import { RecentTraffic } from "../telemetry/recent-traffic.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream } from "../mcp/upstream-client.ts";
 import type { McpServerHandle } from "../mcp/server-handle.ts";
@@ -99,6 +100,8 @@ export interface GatewayRuntime {
   readonly credentialWatch: CredentialWatch;
   /** Attempts in flight and latency per backend, as this isolate's selectors see them (`/admin/status`). */
   readonly load: LoadTracker;
+  /** This isolate's recent traffic per entrypoint, route and backend (the console's overview; `GET /admin/traffic`). */
+  readonly traffic: RecentTraffic;
 }
 
 /** `req_` + 32 hex chars: unguessable, and never a metric label. */
@@ -208,6 +211,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   const tokens = new TokenCache({ clock });
   const credentialWatch = new CredentialWatch();
   const load = new LoadTracker(clock, { freshnessMs: gw.traffic.loadFreshnessMs, halfLifeMs: gw.traffic.latencyHalfLifeMs });
+  const traffic = new RecentTraffic(clock);
   const { snapshots, metrics, exporter } = telemetryOf(config, secrets, clock, { controller, ledger, breakers, health, drain, admission, tokens, publications: () => publications });
   const mcpBase = await mcpOf(env, config, secrets);
   const taskLedger = taskLedgerSink({
@@ -233,7 +237,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     settle: settleStep({ ledger, log: logError, onSettlement: (o) => metrics.settlement(o) }),
     breakers,
     health,
-    sink: assembledSink([accessLog(gw.observability.accessLog), metrics, ...(exporter ? [exporter] : []), taskLedger]),
+    sink: assembledSink([accessLog(gw.observability.accessLog), metrics, traffic, ...(exporter ? [exporter] : []), taskLedger]),
     tracing: {
       // The trusted-header policy decides: a client's trace is continued only when `traceparent` is trusted.
       trustClient: gw.security.trustedHeaders.includes("traceparent"),
@@ -259,6 +263,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     taskLedger,
     credentialWatch,
     load,
+    traffic,
     verifierToken: secretOf(secrets, gw.governance.verifierTokenSecret),
     adminToken: secretOf(secrets, gw.security.adminTokenSecret),
     approverToken: secretOf(secrets, gw.governance.approverTokenSecret),

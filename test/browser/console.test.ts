@@ -54,7 +54,7 @@ describe("the admin console in Chromium", () => {
     const ctx = await newContext();
     try {
       const page = await ctx.newPage();
-      for (const path of ["/approvals", "/requests", "/tasks", "/budgets", "/backends", "/audit", ""]) {
+      for (const path of ["/overview", "/approvals", "/requests", "/tasks", "/budgets", "/backends", "/audit", ""]) {
         await page.goto(`${stack.gateway.adminUrl}${CONSOLE}${path}`);
         expect(new URL(page.url()).pathname).toBe(`${CONSOLE}/login`);
         await expect(page.locator('input[name="token"]').count()).resolves.toBe(1);
@@ -78,7 +78,7 @@ describe("the admin console in Chromium", () => {
     try {
       const page = await ctx.newPage();
       await signIn(page, stack.gateway.adminUrl, ADMIN_TOKEN);
-      expect(new URL(page.url()).pathname).toBe(`${CONSOLE}/approvals`);
+      expect(new URL(page.url()).pathname).toBe(`${CONSOLE}/overview`);
       const [cookie, ...more] = await ctx.cookies();
       expect(more).toEqual([]);
       expect(cookie).toMatchObject({ name: "sluice_console", path: CONSOLE, httpOnly: true, sameSite: "Strict", secure: false });
@@ -222,7 +222,7 @@ describe("the admin console in Chromium", () => {
             if (!l) continue;
             if ((l.spent ?? 0) > 0) spentSomewhere = true;
             // Money in its currency, tokens with separators: the API's figures, written for people.
-            const f = (v: number) => (metric === "tokens" ? formatCount(v) : formatMoney(v, l.metric));
+            const f = (v: number) => (metric === "tokens" ? formatCount(v) : formatMoney(v, l.metric?.slice(l.metric.indexOf(":") + 1)));
             expected.push([b.scope, metric, f(l.limit!), f(l.spent!), f(l.held!), f(l.pending!), f(l.remaining!)]);
           }
         }
@@ -231,6 +231,8 @@ describe("the admin console in Chromium", () => {
         expect(rows.filter((r) => r[1] !== "requests" && r[2] !== "no limit").every((r) => /^(?:<1|\d{1,3})%/.test(r[7]!))).toBe(true);
       }
       expect(spentSomewhere).toBe(true);
+      // The demo books are in dollars: written as such, not as a metric name.
+      expect((await tableRows(page, 'section[data-tenant="demo"] table')).find((r) => r[1]!.startsWith("money"))).toEqual(expect.arrayContaining(["money (USD)", "$1,000.00"]));
     } finally {
       await ctx.close();
     }

@@ -278,6 +278,11 @@ describe("BudgetLedger Durable Object: leases and settlement batches on SQLite",
       // The batch's 75 settlements (and the repeat, booked once) are one rollup row per scope, with the books' spend.
       expect(await stub.dailyUsage(scope, now, now + 1)).toEqual([{ scope, dayStart: now - (now % DAY), model: "m@1", priceVersion: "p1", currency: "USD", attempts: 75, settledMicros: 750, settledTokens: 75 }]);
     }
+    // Every scope's spend of the range, summed in SQL: the same figures, one row per scope.
+    expect(await stub.spendByScope(now - DAY, now + 1)).toEqual(
+      scopes.map((s) => ({ scope: s.name, model: "m@1", currency: "USD", attempts: 75, settledMicros: 750, settledTokens: 75 })).sort((a, b) => (a.scope < b.scope ? -1 : 1)),
+    );
+    expect(await stub.spendByScope(now + DAY, now + 2 * DAY)).toEqual([]);
     expect(await stub.attempt("big-74")).toMatchObject({ state: "settled", fromLease: "lease-b" });
   });
 

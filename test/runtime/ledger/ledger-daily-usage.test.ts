@@ -141,6 +141,21 @@ describe("BudgetLedgerCore: daily usage rollups", () => {
         // Nothing is rolled up for a day that booked nothing.
         expect(rows.every((r) => r.dayStart >= T0 && r.dayStart <= T0 + d * DAY)).toBe(true);
       }
+      // Every scope's spend over a range is its daily rollups of that range summed, per model.
+      const from = next - 5 * DAY;
+      const spend = core.spendByScope(from, next + DAY);
+      const expected = SCOPES.flatMap((scope) => {
+        const per = new Map<string, { scope: string; model: string; currency: string; attempts: number; settledMicros: number; settledTokens: number }>();
+        for (const r of core.dailyUsage(scope, from, next + DAY)) {
+          const m = per.get(r.model) ?? { scope, model: r.model, currency: r.currency, attempts: 0, settledMicros: 0, settledTokens: 0 };
+          m.attempts += r.attempts;
+          m.settledMicros += r.settledMicros;
+          m.settledTokens += r.settledTokens;
+          per.set(r.model, m);
+        }
+        return [...per.values()];
+      });
+      expect(spend).toEqual(expected.sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : a.model < b.model ? -1 : 1)));
       // In total, while no day has aged out of the history: the key's lifetime counter.
       if (T0 + DAY + HISTORY > next) {
         const rows = core.dailyUsage("key:k", 0, next + DAY);

@@ -47,6 +47,7 @@ export function memoryLedgers(clock: { now: number }) {
       audit: (limit, after) => call("audit", () => l.audit(limit, after)),
       usageReport: (scope, from, to) => call("usageReport", () => l.usageReport(scope, from, to)),
       dailyUsage: (scope, from, to) => call("dailyUsage", () => l.dailyUsage(scope, from, to)),
+      spendByScope: (from, to) => call("spendByScope", () => l.spendByScope(from, to)),
       refusals: (scope, from, to) => call("refusals", () => l.refusals(scope, from, to)),
     };
   };

@@ -26,6 +26,20 @@ describe("TaskLedger store on real SQLite", () => {
     const parent = all.find((t) => t.taskId === "parent")!;
     expect(parent).toMatchObject({ tenant: "store-tenant", calls: 2, attempts: 2, costMicros: 600, sessions: 2, turns: 2, children: ["child"] });
     expect(all.find((t) => t.taskId === "child")).toMatchObject({ parentTaskId: "parent", calls: 1 });
+    // Costliest first: parent's two calls cost more than child's one, whichever was seen last.
+    expect((await stub.tasks("store-tenant", { order: "spend", limit: 10 })).map((t) => [t.taskId, t.costMicros])).toEqual([
+      ["parent", 600],
+      ["child", 300],
+    ]);
+    expect((await stub.tasks("store-tenant", { order: "spend", limit: 1 })).map((t) => t.taskId)).toEqual(["parent"]);
+    await stub.write({ batchId: "b-late", at: Date.now(), calls: [call("r9", "late", { at: Date.now() + 60_000 })], events: [], retentionMs: 30 * DAY });
+    expect((await stub.tasks("store-tenant", { limit: 1 })).map((t) => t.taskId)).toEqual(["late"]);
+    // Equal costs: the one seen last first.
+    expect((await stub.tasks("store-tenant", { order: "spend", limit: 10 })).map((t) => [t.taskId, t.costMicros])).toEqual([
+      ["parent", 600],
+      ["late", 300],
+      ["child", 300],
+    ]);
     // The key filter, and a key's own view that counts only its calls.
     expect((await stub.tasks("store-tenant", { key: "k2", limit: 10 })).map((t) => t.taskId)).toEqual(["child"]);
     expect(await stub.task("store-tenant", "parent", "k2")).toBeUndefined();
