@@ -47,7 +47,7 @@ export function html(strings: TemplateStringsArray, ...values: readonly HtmlValu
 /** A table of rows; an empty list says so instead of showing an empty table. */
 export function table(headers: readonly string[], rows: readonly (readonly HtmlValue[])[], empty = "Nothing to show."): SafeHtml {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
-  return html`<table><thead><tr>${headers.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows.map(
+  return html`<table><thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead><tbody>${rows.map(
     (r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`,
   )}</tbody></table>`;
 }
@@ -65,6 +65,7 @@ export function apiFailure(what: string, status: number, message: string): SafeH
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}
 header{background:#1b1f24;color:#fff;padding:.5rem 1rem;display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
+header nav{display:flex;gap:1rem;flex-wrap:wrap}
 header a{color:#fff;text-decoration:none}header a.on{text-decoration:underline}
 header form{margin-left:auto}
 main{padding:1rem}
@@ -94,9 +95,10 @@ export interface NavItem {
 /** A whole page: inline style only, no script, the navigation and a logout form when signed in. */
 export function page(title: string, body: SafeHtml, chrome?: { readonly nav: readonly NavItem[]; readonly current: string; readonly csrf: string; readonly role: string }): string {
   const header = chrome
-    ? html`<header><strong>Sluice console</strong>${chrome.nav.map(
-        (n) => html`<a href="${n.path}" class="${n.path === chrome.current ? "on" : ""}">${n.label}</a>`,
-      )}<span>signed in as ${chrome.role}</span><form method="post" action="/admin/console/logout"><input type="hidden" name="csrf" value="${chrome.csrf}"><button type="submit">Log out</button></form></header>`
+    ? html`<header><strong>Sluice console</strong><nav aria-label="Console pages">${chrome.nav.map(
+        // The current page is said to assistive technology too, not only underlined.
+        (n) => html`<a href="${n.path}"${n.path === chrome.current ? html` class="on" aria-current="page"` : ""}>${n.label}</a>`,
+      )}</nav><span>signed in as ${chrome.role}</span><form method="post" action="/admin/console/logout"><input type="hidden" name="csrf" value="${chrome.csrf}"><button type="submit">Log out</button></form></header>`
     : html`<header><strong>Sluice console</strong></header>`;
   return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${title} · Sluice console</title><style>${safe(STYLE)}</style></head><body>${header}<main><h1>${title}</h1>${body}</main></body></html>`.text}`;
 }
