@@ -58,9 +58,11 @@ function barChart(id: string, caption: string, currency: string, bars: readonly 
     const x = (LEFT + i * slot + slot * 0.1).toFixed(1);
     return html`<rect class="bar" x="${x}" y="${HEIGHT - BOTTOM - h}" width="${(slot * 0.8).toFixed(1)}" height="${h}" data-day="${b.day}" data-micros="${b.micros}"><title>${b.day}: ${b.amount} ${currency}, ${b.requests} requests</title></rect>`;
   });
-  // A date under the first bar, every seventh, and the last.
+  // A date under the first bar, every seventh, and the last; a seventh too near the last is left
+  // out, or the two dates would print over each other.
+  const last = bars.length - 1;
   const labels = bars.map((b, i) =>
-    i % 7 === 0 || i === bars.length - 1 ? html`<text x="${(LEFT + i * slot + slot / 2).toFixed(1)}" y="${HEIGHT - 5}" text-anchor="middle" font-size="10">${b.day.slice(5)}</text>` : html``,
+    i === last || (i % 7 === 0 && last - i >= 3) ? html`<text x="${(LEFT + i * slot + slot / 2).toFixed(1)}" y="${HEIGHT - 5}" text-anchor="middle" font-size="10">${b.day.slice(5)}</text>` : html``,
   );
   return html`<figure class="chart"><svg id="${id}" role="img" aria-labelledby="${id}-title ${id}-desc" viewBox="0 0 ${WIDTH} ${HEIGHT}" width="100%" preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg"><title id="${id}-title">${caption}</title><desc id="${id}-desc">${bars.length} daily bars from ${bars[0]?.day ?? ""} to ${bars.at(-1)?.day ?? ""}; total ${microsAsDecimal(total, "fixed")} ${currency}, largest day ${microsAsDecimal(max, "fixed")} ${currency}.</desc><line x1="${LEFT}" y1="${HEIGHT - BOTTOM}" x2="${WIDTH}" y2="${HEIGHT - BOTTOM}" stroke="currentColor" stroke-width="1"></line><text x="${LEFT}" y="${TOP - 4}" font-size="10">max ${microsAsDecimal(max, "fixed")} ${currency}/day</text><g fill="currentColor" fill-opacity="0.7">${rects}</g>${labels}</svg><figcaption>${caption}: ${microsAsDecimal(total, "fixed")} ${currency} in ${bars.length} days</figcaption></figure>`;
 }
