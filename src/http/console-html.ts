@@ -73,7 +73,7 @@ table{border-collapse:collapse;background:#fff;margin:.5rem 0 1rem;max-width:100
 th,td{border:1px solid #d0d4da;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 time .abs{color:#555;font-size:12px;display:block}
 meter{width:5rem;vertical-align:middle}
-th{background:#eef0f3}
+th{background:#eef0f3;overflow-wrap:normal}
 code{font-size:12px}
 .empty{color:#667}
 .na{border-left:4px solid #c9a200;padding:.25rem 1rem;background:#fffbe6}
@@ -81,7 +81,7 @@ code{font-size:12px}
 .flash{border-left:4px solid #2e7d32;padding:.25rem 1rem;background:#e8f5e9}
 form.inline{display:inline-flex;gap:.25rem;align-items:center}
 input[type=text],input[type=password]{padding:.2rem .4rem}
-button{padding:.2rem .6rem}
+button{padding:.2rem .6rem;white-space:nowrap}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .75rem;margin:0}
 dl.fields dt{font-weight:600}dl.fields dd{margin:0;overflow-wrap:anywhere}
 `;
