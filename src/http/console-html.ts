@@ -47,7 +47,7 @@ export function html(strings: TemplateStringsArray, ...values: readonly HtmlValu
 /** A table of rows; an empty list says so instead of showing an empty table. */
 export function table(headers: readonly string[], rows: readonly (readonly HtmlValue[])[], empty = "Nothing to show."): SafeHtml {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
-  return html`<table><thead><tr>${headers.map((h) => html`<th>${h}</th>`)}</tr></thead><tbody>${rows.map(
+  return html`<table><thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead><tbody>${rows.map(
     (r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`,
   )}</tbody></table>`;
 }
@@ -65,6 +65,7 @@ export function apiFailure(what: string, status: number, message: string): SafeH
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}
 header{background:#1b1f24;color:#fff;padding:.5rem 1rem;display:flex;gap:1rem;align-items:center;flex-wrap:wrap}
+header nav{display:flex;gap:1rem;flex-wrap:wrap}
 header a{color:#fff;text-decoration:none}header a.on{text-decoration:underline}
 header form{margin-left:auto}
 main{padding:1rem}
@@ -72,7 +73,7 @@ table{border-collapse:collapse;background:#fff;margin:.5rem 0 1rem;max-width:100
 th,td{border:1px solid #d0d4da;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
 time .abs{color:#555;font-size:12px;display:block}
 meter{width:5rem;vertical-align:middle}
-th{background:#eef0f3}
+th{background:#eef0f3;overflow-wrap:normal}
 code{font-size:12px}
 .empty{color:#667}
 .na{border-left:4px solid #c9a200;padding:.25rem 1rem;background:#fffbe6}
@@ -80,7 +81,7 @@ code{font-size:12px}
 .flash{border-left:4px solid #2e7d32;padding:.25rem 1rem;background:#e8f5e9}
 form.inline{display:inline-flex;gap:.25rem;align-items:center}
 input[type=text],input[type=password]{padding:.2rem .4rem}
-button{padding:.2rem .6rem}
+button{padding:.2rem .6rem;white-space:nowrap}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .75rem;margin:0}
 dl.fields dt{font-weight:600}dl.fields dd{margin:0;overflow-wrap:anywhere}
 `;
@@ -94,9 +95,10 @@ export interface NavItem {
 /** A whole page: inline style only, no script, the navigation and a logout form when signed in. */
 export function page(title: string, body: SafeHtml, chrome?: { readonly nav: readonly NavItem[]; readonly current: string; readonly csrf: string; readonly role: string }): string {
   const header = chrome
-    ? html`<header><strong>Sluice console</strong>${chrome.nav.map(
-        (n) => html`<a href="${n.path}" class="${n.path === chrome.current ? "on" : ""}">${n.label}</a>`,
-      )}<span>signed in as ${chrome.role}</span><form method="post" action="/admin/console/logout"><input type="hidden" name="csrf" value="${chrome.csrf}"><button type="submit">Log out</button></form></header>`
+    ? html`<header><strong>Sluice console</strong><nav aria-label="Console pages">${chrome.nav.map(
+        // The current page is said to assistive technology too, not only underlined.
+        (n) => html`<a href="${n.path}"${n.path === chrome.current ? html` class="on" aria-current="page"` : ""}>${n.label}</a>`,
+      )}</nav><span>signed in as ${chrome.role}</span><form method="post" action="/admin/console/logout"><input type="hidden" name="csrf" value="${chrome.csrf}"><button type="submit">Log out</button></form></header>`
     : html`<header><strong>Sluice console</strong></header>`;
   return `<!doctype html>${html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${title} · Sluice console</title><style>${safe(STYLE)}</style></head><body>${header}<main><h1>${title}</h1>${body}</main></body></html>`.text}`;
 }

@@ -36,6 +36,9 @@ describe("console charts: spend per day", () => {
     // Nothing a strict CSP would block, and nothing fetched.
     expect(text).not.toMatch(/<script|style=|href=|xlink|url\(/);
     expect(text).toMatch(/<svg id="spend-acme-USD" role="img" aria-labelledby="spend-acme-USD-title spend-acme-USD-desc"/);
+    // Dates under the first bar, every seventh and the last, never two printed over each other.
+    const labelled = [...text.matchAll(/<text x="[^"]+" y="[^"]+" text-anchor="middle" font-size="10">(\d\d-\d\d)<\/text>/g)].map((m) => drawn.findIndex((b) => b.day.slice(5) === m[1]));
+    expect(labelled).toEqual([0, 7, 14, 21, 29]);
   });
 
   it("leaves out days older than the span, draws one chart per currency, escapes names, and says when there is nothing", () => {
