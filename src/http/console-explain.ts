@@ -161,7 +161,7 @@ function priceText(m: ExplainedModel): string {
 
 function candidatesCell(m: ExplainedModel): HtmlValue {
   if (m.candidates.length === 0) return html`<span class="flash-error">no backend can serve this request</span>`;
-  return html`<ul>${m.candidates.map((c) => html`<li>${c.backend} <small>(${c.protocol}, ${c.model})</small>${c.drops.length > 0 ? html` — drops ${c.drops.join(", ")}` : ""}</li>`)}</ul>`;
+  return html`<ul class="tiers">${m.candidates.map((c) => html`<li>${c.backend} <small>(${c.protocol}, ${c.model})</small>${c.drops.length > 0 ? html` — drops ${c.drops.join(", ")}` : ""}</li>`)}</ul>`;
 }
 
 /** The answer of `POST /admin/explain`, readably: decision, signals, plan, plugins, outcome, and the raw JSON. */

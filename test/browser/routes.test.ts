@@ -47,6 +47,24 @@ describe("the console's Routes page and explain form in Chromium", () => {
     return Object.fromEntries(rows.map((r) => [r[0]!, r[2]!]));
   }
 
+  it("asks for a session, and for the CSRF token before it explains", async () => {
+    const ctx = await browser.newContext();
+    try {
+      const page = await ctx.newPage();
+      for (const path of ["/routes", "/explain"]) {
+        await page.goto(`${stack.gateway.adminUrl}${CONSOLE}${path}`);
+        expect(new URL(page.url()).pathname).toBe(`${CONSOLE}/login`);
+      }
+      await signIn(page, stack.gateway.adminUrl, ADMIN_TOKEN);
+      const origin = new URL(stack.gateway.adminUrl).origin;
+      const r = await page.request.post(`${stack.gateway.adminUrl}${CONSOLE}/explain`, { form: { caller: "demo/demo", protocol: "openai-chat", body: "{}" }, headers: { origin }, maxRedirects: 0 });
+      expect(r.status()).toBe(403);
+      expect(await r.text()).toContain("CSRF");
+    } finally {
+      await ctx.close();
+    }
+  });
+
   it("lists every entrypoint's decisions as GET /admin/routes describes them, in the order they are tried, then the default", async () => {
     await withPage(async (page) => {
       await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/routes`);
