@@ -139,6 +139,21 @@ describe("the console's Routes page and explain form in Chromium", () => {
     });
   });
 
+  it("takes a body larger than the console's other forms allow (the explain form is bounded by the gateway's own body limit)", async () => {
+    await withPage(async (page) => {
+      await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/explain?entrypoint=sluice-auto`);
+      // Over 16 KiB as typed and about three times that URL-encoded: the prompt-tokens decision holds.
+      const request = { model: "sluice-auto", messages: [{ role: "user", content: "Summarise this log, please. ".repeat(1000) }] };
+      await page.fill("#explain-body", JSON.stringify(request));
+      const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.click('#explain-form button[type="submit"]')]);
+      expect(res.status()).toBe(200);
+      const api = await explainDirectly({ request, tenant: "demo", key: "demo" });
+      expect(api.decision).toBe("long-prompt");
+      expect(await page.textContent("#explain-decision")).toBe("long-prompt");
+      expect(await shownSignals(page)).toEqual(Object.fromEntries(Object.entries(api.signals).map(([n, v]) => [n, signalText(v)])));
+    });
+  });
+
   it("keeps what was typed and says what is wrong: bad JSON, an untrusted header (HTTP 400)", async () => {
     await withPage(async (page) => {
       await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/explain`);
