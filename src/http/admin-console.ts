@@ -542,7 +542,9 @@ function registerRouteRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
     const askedProtocol = c.req.query("protocol") ?? "";
     const protocol: ProtocolId = (PROTOCOL_IDS as readonly string[]).includes(askedProtocol) ? (askedProtocol as ProtocolId) : "openai-chat";
     const entrypoint = c.req.query("entrypoint") || ex.entrypoints[0] || "";
-    const first = ex.callers.find((k) => k.key !== undefined && k.note === undefined) ?? ex.callers[0];
+    // The caller the URL names (`tenant/key`, `tenant/`), else the first usable key.
+    const asked = ex.callers.find((k) => callerValue(k) === c.req.query("caller"));
+    const first = asked ?? ex.callers.find((k) => k.key !== undefined && k.note === undefined) ?? ex.callers[0];
     const values: ExplainFormValues = { caller: first === undefined ? "" : callerValue(first), protocol, headers: "", body: exampleBody(entrypoint, protocol) };
     return render(c, s, "Explain a request", `${CONSOLE_PREFIX}/routes`, html`${explainIntro}${explainForm(values, ex.callers, ex.trusted, s.csrf)}`);
   });

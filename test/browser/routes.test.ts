@@ -123,7 +123,13 @@ describe("the console's Routes page and explain form in Chromium", () => {
 
   it("passes trusted headers to the explain: a header route is chosen, with its plan's candidate backends", async () => {
     await withPage(async (page) => {
-      await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/explain?entrypoint=sluice-chat`);
+      await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/explain?entrypoint=sluice-chat&protocol=anthropic-messages&caller=demo/limited`);
+      // The URL's choices are the form's: the example body in the protocol's shape, the key named.
+      expect(await page.inputValue('select[name="caller"]')).toBe("demo/limited");
+      expect(await page.inputValue('select[name="protocol"]')).toBe("anthropic-messages");
+      expect(JSON.parse(await page.inputValue("#explain-body"))).toMatchObject({ model: "sluice-chat", max_tokens: 256 });
+      await page.selectOption('select[name="caller"]', "demo/demo");
+      await page.selectOption('select[name="protocol"]', "openai-chat");
       const request = { model: "sluice-chat", messages: [{ role: "user", content: "hello there" }] };
       await page.fill("#explain-body", JSON.stringify(request));
       await page.fill("#explain-headers", "X-Sluice-Tier: premium");
