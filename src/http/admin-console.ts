@@ -38,6 +38,10 @@ import { readBodyText } from "./limits.ts";
 import { spendSection, type SpendDayView } from "./console-charts.ts";
 import { limitUses, nearestLimitsSection, pendingSection, spendOverview, topTasksSection, trafficSection, type PendingView, type ScopeSpendView, type TrafficView } from "./console-overview.ts";
 import { consoleTimeMs, REQUEST_FILTERS, requestDetail, requestFilterForm, requestsSection, type RequestFilters, type RequestLogView } from "./console-requests.ts";
+import { routesSection, type NamedPart, type RouteTableView } from "./console-routes.ts";
+import { callerValue, exampleBody, explainAnswerSection, explainForm, explainRequestOf, type ExplainCaller, type ExplainFormValues } from "./console-explain.ts";
+import { PROTOCOL_IDS, type ProtocolId } from "../protocol/codec.ts";
+import type { ExplainAnswer } from "../kinds/model/explain-answer.ts";
 import { APPROVAL_STATES } from "../approvals/approval-desk.ts";
 import type { KeyView } from "../publication-lifecycle/key-operations.ts";
 
@@ -69,6 +73,7 @@ const NAV: readonly NavItem[] = [
   { label: "Budgets", path: `${CONSOLE_PREFIX}/budgets` },
   { label: "Keys", path: `${CONSOLE_PREFIX}/keys` },
   { label: "Backends", path: `${CONSOLE_PREFIX}/backends` },
+  { label: "Routes", path: `${CONSOLE_PREFIX}/routes` },
   { label: "Audit", path: `${CONSOLE_PREFIX}/audit` },
 ];
 const APPROVER_NAV: readonly NavItem[] = NAV.filter((n) => n.label === "Approvals");
@@ -125,6 +130,7 @@ export function registerConsoleRoutes(app: Hono<AdminEnv>): void {
   registerBudgetRoutes(app, api);
   registerKeyRoutes(app, api);
   registerBackendRoutes(app, api);
+  registerRouteRoutes(app, api);
   registerAuditRoutes(app, api);
 }
 
@@ -172,11 +178,11 @@ function refused(c: Ctx, message: string, status: 401 | 403 | 413): Response {
 }
 
 /** The posted form, bounded in size; undefined when it is not a readable urlencoded form. */
-async function readForm(c: Ctx): Promise<URLSearchParams | undefined> {
+async function readForm(c: Ctx, maxBytes: number): Promise<URLSearchParams | undefined> {
   const type = c.req.header("content-type") ?? "";
   if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) return undefined;
   try {
-    return new URLSearchParams(await readBodyText(c.req.raw, { maxBodyBytes: MAX_FORM_BYTES, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 }));
+    return new URLSearchParams(await readBodyText(c.req.raw, { maxBodyBytes: maxBytes, maxHeaderBytes: 0, maxHeaderCount: 0, maxJsonDepth: 0 }));
   } catch {
     return undefined;
   }
@@ -198,11 +204,11 @@ async function guard(c: Ctx, adminOnly: boolean): Promise<ConsoleSession | Respo
 }
 
 /** A state-changing form: same origin, a valid session and its CSRF token, else refused. */
-async function guardPost(c: Ctx): Promise<{ session: ConsoleSession; form: URLSearchParams } | Response> {
+async function guardPost(c: Ctx, maxBytes = MAX_FORM_BYTES): Promise<{ session: ConsoleSession; form: URLSearchParams } | Response> {
   if (!sameOrigin(c.req.raw.headers, ownOrigin(c))) return refused(c, "Cross-origin form submissions are refused.", 403);
   const s = await sessionOf(c);
   if (s === undefined) return refused(c, "Sign in first.", 401);
-  const form = await readForm(c);
+  const form = await readForm(c, maxBytes);
   if (form === undefined) return refused(c, "The form could not be read.", 413);
   if (!(await constantTimeEqual(form.get("csrf") ?? "", s.csrf))) return refused(c, "The form's CSRF token is missing or wrong; reload the page and try again.", 403);
   return { session: s, form };
@@ -249,7 +255,7 @@ function registerSessionRoutes(app: Hono<AdminEnv>): void {
     // Login CSRF: a foreign page must not sign a browser in under its own token.
     if (!sameOrigin(c.req.raw.headers, ownOrigin(c))) return loginPage(c, "Cross-origin sign-in is refused.", 403);
     const creds = credentialsOf(c)!;
-    const form = await readForm(c);
+    const form = await readForm(c, MAX_FORM_BYTES);
     const role = await roleOfToken(form?.get("token") ?? "", creds);
     if (role === undefined) return loginPage(c, "That token is not valid.", 401);
     c.header("set-cookie", sessionCookieHeader(await mintSession(role, creds, c.var.runtime.clock.now()), isHttps(c), Math.floor(SESSION_TTL_MS / 1000)));
@@ -565,4 +571,67 @@ function flash(c: Ctx): SafeHtml {
   const done = c.req.query("done");
   const said: Record<string, string> = { approve: "Approved.", deny: "Denied.", revoke: "Revoked.", disable: "Disabled.", enable: "Enabled." };
   return done !== undefined && said[done] !== undefined ? html`<p class="flash" id="flash">${said[done]}</p>` : html``;
+}
+
+/** The decisions of every entrypoint and the explain form, for the admin. */
+function registerRouteRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
+  app.get("/console/routes", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const token = c.var.runtime.adminToken!;
+    const [routes, config] = await Promise.all([api(c, token, "GET", "/routes"), api(c, token, "GET", "/config")]);
+    if (routes.status !== 200) return render(c, s, "Routes", `${CONSOLE_PREFIX}/routes`, apiFailure("Routes", routes.status, apiMessage(routes)), 502);
+    const pub = (config.body as { publication?: { signals?: NamedPart[]; plugins?: NamedPart[] } } | undefined)?.publication;
+    return render(c, s, "Routes", `${CONSOLE_PREFIX}/routes`, routesSection(routes.body as RouteTableView, pub?.signals ?? [], pub?.plugins ?? []));
+  });
+
+  app.get("/console/explain", async (c) => {
+    const s = await guard(c, true);
+    if (s instanceof Response) return s;
+    const ex = await explainContext(c, api);
+    const askedProtocol = c.req.query("protocol") ?? "";
+    const protocol: ProtocolId = (PROTOCOL_IDS as readonly string[]).includes(askedProtocol) ? (askedProtocol as ProtocolId) : "openai-chat";
+    const entrypoint = c.req.query("entrypoint") || ex.entrypoints[0] || "";
+    // The caller the URL names (`tenant/key`, `tenant/`), else the first usable key.
+    const asked = ex.callers.find((k) => callerValue(k) === c.req.query("caller"));
+    const first = asked ?? ex.callers.find((k) => k.key !== undefined && k.note === undefined) ?? ex.callers[0];
+    const values: ExplainFormValues = { caller: first === undefined ? "" : callerValue(first), protocol, headers: "", body: exampleBody(entrypoint, protocol) };
+    return render(c, s, "Explain a request", `${CONSOLE_PREFIX}/routes`, html`${explainIntro}${explainForm(values, ex.callers, ex.trusted, s.csrf)}`);
+  });
+
+  // A body the gateway would accept must fit through the form: urlencoding writes a byte as at
+  // most three, and the other fields are small.
+  const explainFormBytes = (c: Ctx) => 3 * c.var.runtime.config.gateway.limits.maxBodyBytes + MAX_FORM_BYTES;
+  app.post("/console/explain", async (c) => {
+    const g = await guardPost(c, explainFormBytes(c));
+    if (g instanceof Response) return g;
+    const { session: s, form } = g;
+    if (s.role !== "admin") return refused(c, "Explain needs the admin token.", 403);
+    const values: ExplainFormValues = { caller: form.get("caller") ?? "", protocol: form.get("protocol") ?? "", headers: form.get("headers") ?? "", body: form.get("body") ?? "" };
+    const ex = await explainContext(c, api);
+    const shown = (above: SafeHtml, below: SafeHtml, status: 200 | 400 | 502) =>
+      render(c, s, "Explain a request", `${CONSOLE_PREFIX}/routes`, html`${explainIntro}${above}${explainForm(values, ex.callers, ex.trusted, s.csrf)}${below}`, status);
+    const asked = explainRequestOf(values);
+    if ("problem" in asked) return shown(html`<p class="flash-error" id="explain-error">${asked.problem}</p>`, html``, 400);
+    const a = await api(c, c.var.runtime.adminToken!, "POST", "/explain", asked);
+    if (a.status !== 200) return shown(html`<div id="explain-error">${apiFailure("Explain", a.status, apiMessage(a))}</div>`, html``, a.status < 500 ? 400 : 502);
+    return shown(html``, explainAnswerSection(a.body as ExplainAnswer), 200);
+  });
+}
+
+const explainIntro = html`<p>Paste a request as a client would send it and see how the gateway would decide it: the signals, the decision, the plan and what the plugins would do (<code>POST /admin/explain</code>). <a href="${CONSOLE_PREFIX}/routes">All routes</a></p>`;
+
+/** What the explain form offers: every tenant and its keys, the trusted header names, and the chat entrypoints (for the example body). */
+async function explainContext(c: Ctx, api: AdminApi): Promise<{ callers: ExplainCaller[]; trusted: string[]; entrypoints: string[] }> {
+  const token = c.var.runtime.adminToken!;
+  const [config, routes] = await Promise.all([api(c, token, "GET", "/config"), api(c, token, "GET", "/routes")]);
+  const ts = ((config.body as { publication?: { tenants?: { id?: unknown }[] } } | undefined)?.publication?.tenants ?? []).map((t) => t.id).filter((id): id is string => typeof id === "string");
+  const keyLists = await Promise.all(ts.map(async (t) => ({ t, a: await api(c, token, "GET", `/keys?${new URLSearchParams({ tenant: t })}`) })));
+  const callers = keyLists.flatMap(({ t, a }) => [
+    { tenant: t },
+    ...(a.status === 200 ? ((a.body as { keys?: KeyView[] }).keys ?? []) : []).map((k) => ({ tenant: t, key: k.id, note: k.state === "active" ? undefined : k.state })),
+  ]);
+  const trusted = (config.body as { gateway?: { security?: { trustedHeaders?: unknown } } } | undefined)?.gateway?.security?.trustedHeaders;
+  const eps = ((routes.body as { entrypoints?: { name: string; operation?: string }[] } | undefined)?.entrypoints ?? []).filter((e) => (e.operation ?? "chat") === "chat").map((e) => e.name);
+  return { callers, trusted: Array.isArray(trusted) ? trusted.filter((h): h is string => typeof h === "string") : [], entrypoints: eps };
 }

@@ -84,6 +84,8 @@ input[type=text],input[type=password]{padding:.2rem .4rem}
 button{padding:.2rem .6rem;white-space:nowrap}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .75rem;margin:0}
 dl.fields dt{font-weight:600}dl.fields dd{margin:0;overflow-wrap:anywhere}
+.entrypoint th{overflow-wrap:normal}.entrypoint td strong{white-space:nowrap}
+.tiers{margin:0;padding-left:1.25rem}
 `;
 
 /** One navigation entry: its label and path under the console. */

@@ -1,9 +1,11 @@
-import type { CompiledPublication } from "../publication/compile-publication.ts";
+import { byPriority, type CompiledPublication } from "../publication/compile-publication.ts";
 import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 
 /**
  * Entrypoints → decision rules → logical model revisions → pools → backends, for operators. Shows
  * backend names and protocols, never credentials (only the name of the secret a backend uses).
+ * An entrypoint's `decisions` are listed in the order the decide phase tries them (highest
+ * priority first, equal priorities as written); `routes` is their earlier, first-match form.
  */
 export function describeRoutes(pub: CompiledPublication, snapshot: PinnedSnapshot) {
   const model = (id: string) => {
@@ -33,7 +35,21 @@ export function describeRoutes(pub: CompiledPublication, snapshot: PinnedSnapsho
     publicationRevision: pub.revision,
     entrypoints: pub.source.entrypoints.map((ep) => ({
       name: ep.name,
+      description: ep.description ?? null,
+      operation: ep.operation,
+      plugins: ep.plugins,
       routes: ep.routes.map((r) => ({ name: r.name, when: r.when, tiers: tiers(r.models) })),
+      decisions: byPriority(ep.decisions).map((d) => ({
+          name: d.name,
+          description: d.description ?? null,
+          priority: d.priority,
+          when: d.when,
+          onUnknown: d.onUnknown,
+          // Null: the decision serves with the entrypoint's default tiers.
+          tiers: d.models === undefined ? null : tiers(d.models),
+          plugins: d.plugins,
+          algorithm: d.algorithm ?? null,
+        })),
       default: tiers(ep.default),
       maxAttempts: ep.retry.maxAttempts,
       affinityHeader: ep.affinityHeader ?? null,

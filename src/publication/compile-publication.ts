@@ -151,8 +151,8 @@ function compileDecisions(ep: EntrypointConfig, signals: Map<string, CompiledSig
   );
 }
 
-/** Highest priority first; equal priorities in their configured order. */
-function byPriority<D extends { readonly priority: number }>(decisions: readonly D[]): readonly D[] {
+/** Decisions in the order the decide phase tries them: highest priority first, equal priorities as written. */
+export function byPriority<D extends { readonly priority: number }>(decisions: readonly D[]): readonly D[] {
   return decisions.map((d, i) => ({ d, i })).sort((a, b) => b.d.priority - a.d.priority || a.i - b.i).map(({ d }) => d);
 }
 

@@ -45,6 +45,12 @@ describe("admin API", () => {
     const ep = routes.entrypoints.find((e: any) => e.name === "sluice-chat");
     expect(ep.default[0][0]).toMatchObject({ model: "chat-small", pool: "sim-small", resolvable: true });
     expect(ep.default[0][0].backends[0]).toMatchObject({ name: "sim-local", model: "sim-small", credentialSecret: "SIMULATOR_API_KEY" });
+    // Decisions in the order the decide phase tries them: highest priority first, then as written.
+    const auto = routes.entrypoints.find((e: any) => e.name === "sluice-auto");
+    expect(auto.decisions.map((d: any) => [d.name, d.priority])).toEqual([["jailbreak", 100], ["long-prompt", 10], ["code", 0], ["support", 0]]);
+    expect(auto.decisions[0]).toMatchObject({ when: { signal: "jailbreak" }, tiers: null, plugins: ["refuse"], onUnknown: "skip", algorithm: null });
+    expect(auto.decisions[2].tiers[0][0]).toMatchObject({ model: "chat-large", resolvable: true });
+    expect(auto.plugins).toEqual(["redact-pii"]);
     expect(JSON.stringify(routes)).not.toContain("sim-local-key");
   });
 
