@@ -38,7 +38,7 @@ import { readBodyText } from "./limits.ts";
 import { spendSection, type SpendDayView } from "./console-charts.ts";
 import { limitUses, nearestLimitsSection, pendingSection, spendOverview, topTasksSection, trafficSection, type PendingView, type ScopeSpendView, type TrafficView } from "./console-overview.ts";
 import { consoleTimeMs, REQUEST_FILTERS, requestDetail, requestFilterForm, requestsSection, type RequestFilters, type RequestLogView } from "./console-requests.ts";
-import { routesSection, type NamedPart, type RouteTableView } from "./console-routes.ts";
+import { recentKey, routesSection, type NamedPart, type RouteTableView } from "./console-routes.ts";
 import { callerValue, exampleBody, explainAnswerSection, explainForm, explainRequestOf, type ExplainCaller, type ExplainFormValues } from "./console-explain.ts";
 import { PROTOCOL_IDS, type ProtocolId } from "../protocol/codec.ts";
 import type { ExplainAnswer } from "../kinds/model/explain-answer.ts";
@@ -579,10 +579,12 @@ function registerRouteRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
     const s = await guard(c, true);
     if (s instanceof Response) return s;
     const token = c.var.runtime.adminToken!;
-    const [routes, config] = await Promise.all([api(c, token, "GET", "/routes"), api(c, token, "GET", "/config")]);
+    const [routes, config, traffic] = await Promise.all([api(c, token, "GET", "/routes"), api(c, token, "GET", "/config"), api(c, token, "GET", "/traffic")]);
     if (routes.status !== 200) return render(c, s, "Routes", `${CONSOLE_PREFIX}/routes`, apiFailure("Routes", routes.status, apiMessage(routes)), 502);
     const pub = (config.body as { publication?: { signals?: NamedPart[]; plugins?: NamedPart[] } } | undefined)?.publication;
-    return render(c, s, "Routes", `${CONSOLE_PREFIX}/routes`, routesSection(routes.body as RouteTableView, pub?.signals ?? [], pub?.plugins ?? []));
+    // Each decision's requests in this isolate's traffic window; no column at all when the window cannot be read.
+    const recent = traffic.status === 200 ? new Map((traffic.body as TrafficView).routes.map((r) => [recentKey(r.entrypoint, r.route), r.requests])) : undefined;
+    return render(c, s, "Routes", `${CONSOLE_PREFIX}/routes`, routesSection(routes.body as RouteTableView, pub?.signals ?? [], pub?.plugins ?? [], recent));
   });
 
   app.get("/console/explain", async (c) => {

@@ -144,7 +144,7 @@ export function entrypointSection(ep: EntrypointRoutesView, plugins: ReadonlyMap
   const decisions = ep.decisions ?? [];
   const withRecent = recent !== undefined;
   const figure = (name: string) => formatCount(recent?.get(recentKey(ep.name, name)) ?? 0);
-  const headers = ["Decision", "Priority", "When", "Plan (tiers in order)", "Algorithm", "Plugins", "If a signal is unknown", ...(withRecent ? ["Recent requests"] : [])];
+  const headers = ["Decision", "Priority", "When", "Plan (tiers in order)", "Algorithm", "Plugins", "If a signal is unknown", ...(withRecent ? ["Requests, last 15 min"] : [])];
   const rows: HtmlValue[][] = [
     ...decisions.map((d) => [
       d.description ? html`<strong>${d.name}</strong><br><small>${d.description}</small>` : html`<strong>${d.name}</strong>`,

@@ -154,6 +154,25 @@ describe("every console page passes an accessibility check", () => {
     }
   });
 
+  it("the overview, with its traffic and spend charts", async () => {
+    await visit("/overview?tenant=demo", "overview");
+    for (const chart of await page.locator("main svg").all()) {
+      expect(await chart.getAttribute("role")).toBe("img");
+      expect((await chart.locator("desc").textContent())?.length).toBeGreaterThan(0);
+    }
+  });
+
+  it("routes, the explain form and an explained request", async () => {
+    await visit("/routes", "routes");
+    await visit("/explain?entrypoint=sluice-auto", undefined);
+    const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith(`${CONSOLE}/explain`)), page.click('#explain-form button[type="submit"]')]);
+    expect(answer.status()).toBe(200);
+    await page.waitForLoadState("load");
+    await expectAccessible(page, "an explained request");
+    expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(1280);
+    await shoot(page, "explain");
+  });
+
   it("approvals: the inbox and one approval", async () => {
     await visit("/approvals?tenant=demo", "approvals");
     await visit(`/approvals/${encodeURIComponent(approvalId)}?tenant=demo`, "approval");
@@ -196,7 +215,7 @@ describe("every console page passes an accessibility check", () => {
   it("every other page the navigation links to", async () => {
     await page.goto(`${gateway.adminUrl}${CONSOLE}/approvals`);
     const hrefs = await page.locator("header nav a, header a").evaluateAll((as: unknown[]) => as.map((a) => (a as { getAttribute(n: string): string | null }).getAttribute("href") ?? ""));
-    const checked = new Set(["approvals", "requests", "tasks", "budgets", "keys", "backends", "audit"]);
+    const checked = new Set(["overview", "approvals", "requests", "tasks", "budgets", "keys", "backends", "routes", "audit"]);
     for (const href of new Set(hrefs)) {
       const name = href.slice(`${CONSOLE}/`.length).split(/[/?]/)[0]!;
       if (!href.startsWith(`${CONSOLE}/`) || checked.has(name)) continue;

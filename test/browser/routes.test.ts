@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ExplainAnswer } from "../../src/kinds/model/explain-answer.ts";
 import { signalText } from "../../src/http/console-explain.ts";
 import { ADMIN_TOKEN, startStack, type Stack } from "../e2e/support/stack.ts";
+import { formatCount } from "../../src/http/console-format.ts";
 import { launchChromium, signIn, tableRows } from "./support/browser.ts";
 
 const CONSOLE = "/admin/console";
@@ -67,7 +68,12 @@ describe("the console's Routes page and explain form in Chromium", () => {
 
   it("lists every entrypoint's decisions as GET /admin/routes describes them, in the order they are tried, then the default", async () => {
     await withPage(async (page) => {
+      // Two requests the `code` decision serves, so its row has a figure to show.
+      for (const content of ["fix this bug in my function", "why does my code throw an exception"]) {
+        await stack.client.chat.completions.create({ model: "sluice-auto", messages: [{ role: "user", content }] });
+      }
       await page.goto(`${stack.gateway.adminUrl}${CONSOLE}/routes`);
+      const traffic = (await (await stack.admin("/admin/traffic")).json()) as { routes: { entrypoint: string; route: string; requests: number }[] };
       expect(await page.textContent("header a.on")).toBe("Routes");
       const routes = (await (await stack.admin("/admin/routes")).json()) as RoutesJson;
       expect(routes.entrypoints.length).toBeGreaterThan(1);
@@ -78,9 +84,13 @@ describe("the console's Routes page and explain form in Chromium", () => {
         const section = page.locator(`section[data-entrypoint="${ep.name}"]`);
         const names = await section.locator("tbody tr td:first-child strong").allTextContents();
         expect(names).toEqual([...ep.decisions.map((d) => d.name), ...ep.routes.map((r) => r.name), "default"]);
-        // No traffic figures were given to the page: no column pretends to have them.
-        expect(await section.locator("thead th").allTextContents()).not.toContain("Recent requests");
+        // Each decision's requests in this isolate's window, as GET /admin/traffic counts them.
+        expect(await section.locator("thead th").last().textContent()).toBe("Requests, last 15 min");
+        const shown = (await tableRows(page, `section[data-entrypoint="${ep.name}"] table`)).map((r) => r.at(-1));
+        const counted = [...ep.decisions.map((d) => d.name), ...ep.routes.map((r) => r.name), "default"].map((name) => formatCount(traffic.routes.find((r) => r.entrypoint === ep.name && r.route === name)?.requests ?? 0));
+        expect(shown).toEqual(counted);
       }
+      expect(traffic.routes.find((r) => r.entrypoint === "sluice-auto" && r.route === "code")?.requests).toBe(2);
       const autoRows = await tableRows(page, 'section[data-entrypoint="sluice-auto"] table');
       expect(autoRows[0]!.slice(1, 3)).toEqual(["100", "jailbreak is on"]);
       expect(autoRows[2]![2]).toBe('topic is "code"');
