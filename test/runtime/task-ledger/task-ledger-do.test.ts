@@ -145,6 +145,33 @@ describe("TaskLedger totals kept as calls arrive", () => {
     expect(await run((_s, sql) => sql.exec("SELECT COUNT(*) AS n FROM tl_totals").toArray()[0]!.n)).toBe(2);
   });
 
+  it("keep each task's cost in an indexed column, added and filled from the totals on a ledger made before it", async () => {
+    const stub = env.TASK_LEDGER.getByName("cost-column-tenant");
+    const run = store(stub);
+    await stub.write({ batchId: "a", at: Date.now(), calls: [call("k1", "cheap"), call("k2", "dear"), call("k3", "dear")], events: [], retentionMs: 30 * DAY });
+    // As a ledger from before the column: its totals table without it.
+    await run((_s, sql) => {
+      sql.exec("DROP INDEX tl_totals_cost");
+      sql.exec("CREATE TABLE old_totals AS SELECT task_id, body FROM tl_totals");
+      sql.exec("DROP TABLE tl_totals");
+      sql.exec("CREATE TABLE tl_totals (task_id TEXT PRIMARY KEY, body TEXT NOT NULL)");
+      sql.exec("INSERT INTO tl_totals SELECT * FROM old_totals");
+      sql.exec("DROP TABLE old_totals");
+    });
+    // The next store adds the column, fills it from the JSON and indexes it; "costliest first" reads the index.
+    expect(await run((_s, sql) => sql.exec("SELECT task_id, cost_micros FROM tl_totals ORDER BY task_id").toArray())).toEqual([
+      { task_id: "cheap", cost_micros: 300 },
+      { task_id: "dear", cost_micros: 600 },
+    ]);
+    const plan = await run((_s, sql) => sql.exec("EXPLAIN QUERY PLAN SELECT t.* FROM tl_totals s JOIN tl_tasks t ON t.task_id = s.task_id ORDER BY s.cost_micros DESC LIMIT 10").toArray().map((r) => String(r.detail)).join("; "));
+    expect(plan).toContain("tl_totals_cost");
+    await stub.write({ batchId: "b", at: Date.now(), calls: [call("k4", "cheap"), call("k5", "cheap")], events: [], retentionMs: 30 * DAY });
+    expect((await stub.tasks("cost-column-tenant", { order: "spend", limit: 10 })).map((t) => [t.taskId, t.costMicros])).toEqual([
+      ["cheap", 900],
+      ["dear", 600],
+    ]);
+  });
+
   it("keep counting calls retention removed while the task is still seen, and go with the task", async () => {
     const stub = env.TASK_LEDGER.getByName("totals-retention-tenant");
     const run = store(stub);
