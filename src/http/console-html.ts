@@ -44,11 +44,21 @@ export function html(strings: TemplateStringsArray, ...values: readonly HtmlValu
   return safe(out);
 }
 
+/**
+ * Text a narrow cell may wrap inside: a break opportunity after each `/`, `.`, `_`, `@` and `:`
+ * of a long name (`notifications/initialized`, `chat-small@1`), so a column need not be as wide as
+ * its longest name, and a short word is never split mid-letter.
+ */
+function breakable(v: HtmlValue): HtmlValue {
+  if (typeof v !== "string" || v.length <= 12) return v;
+  return safe(escapeHtml(v).replace(/([/._@:])(?=[^\s])/g, "$1<wbr>"));
+}
+
 /** A table of rows; an empty list says so instead of showing an empty table. */
 export function table(headers: readonly string[], rows: readonly (readonly HtmlValue[])[], empty = "Nothing to show."): SafeHtml {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<table><thead><tr>${headers.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead><tbody>${rows.map(
-    (r) => html`<tr>${r.map((c) => html`<td>${c}</td>`)}</tr>`,
+    (r) => html`<tr>${r.map((c) => html`<td>${breakable(c)}</td>`)}</tr>`,
   )}</tbody></table>`;
 }
 
@@ -70,7 +80,8 @@ header a{color:#fff;text-decoration:none}header a.on{text-decoration:underline}
 header form{margin-left:auto}
 main{padding:1rem}
 table{border-collapse:collapse;background:#fff;margin:.5rem 0 1rem;max-width:100%}
-th,td{border:1px solid #d0d4da;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th,td{border:1px solid #d0d4da;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:break-word}
+td code{overflow-wrap:anywhere}
 time .abs{color:#555;font-size:12px;display:block}
 meter{width:5rem;vertical-align:middle}
 th{background:#eef0f3;overflow-wrap:normal}

@@ -23,7 +23,7 @@ const ENTITIES: Record<string, string> = { "&amp;": "&", "&lt;": "<", "&gt;": ">
 /** The header cells and body rows of the rendered table as text: tags stripped, entities read. */
 function cells(text: string): { head: string[]; rows: string[][] } {
   const strip = (s: string) => s.replace(/<[^>]+>/g, "").replace(/&(?:amp|lt|gt|quot|#39|#96);/g, (e) => ENTITIES[e]!).trim();
-  const head = [...text.matchAll(/<th>(.*?)<\/th>/g)].map((m) => strip(m[1]!));
+  const head = [...text.matchAll(/<th[^>]*>(.*?)<\/th>/g)].map((m) => strip(m[1]!));
   const body = text.slice(text.indexOf("<tbody>"));
   const rows = [...body.matchAll(/<tr>(.*?)<\/tr>/g)].map((r) => [...r[1]!.matchAll(/<td>(.*?)<\/td>/g)].map((m) => strip(m[1]!)));
   return { head, rows };
@@ -49,7 +49,7 @@ describe("console routes: an entrypoint's decisions", () => {
   it("lists the decisions in the order given, then the default, escaping names, with no traffic column when no figures are given", () => {
     const { text } = entrypointSection(EP, new Map([["refuse", { name: "refuse", kind: "block" }]]));
     const { head, rows } = cells(text);
-    expect(head).not.toContain("Recent requests");
+    expect(head).not.toContain("Requests, last 15 min");
     expect(rows.map((r) => r[0])).toEqual(["gate", "code<b>", "default"]);
     expect(text).not.toContain("code<b>");
     expect(rows[0]!.slice(1, 4)).toEqual(["100", "jailbreak is on", "the default tiers"]);
@@ -67,7 +67,7 @@ describe("console routes: an entrypoint's decisions", () => {
       [recentKey("other", "code<b>"), 99],
     ]);
     const { head, rows } = cells(entrypointSection(EP, new Map(), recent).text);
-    expect(head.at(-1)).toBe("Recent requests");
+    expect(head.at(-1)).toBe("Requests, last 15 min");
     expect(rows.map((r) => r.at(-1))).toEqual(["1,234", "0", "5"]);
   });
 });
