@@ -8,28 +8,13 @@ import { html, table, type HtmlValue, type SafeHtml } from "./console-html.ts";
 import { columnChart, spendSection, type SpendDayView } from "./console-charts.ts";
 import { currencyOfMetric, formatCount, formatMoney, timeCell, utilisation } from "./console-format.ts";
 import type { BalanceView, TaskRollup } from "./console-pages.ts";
+import type { TrafficFigures, TrafficSummary } from "../telemetry/recent-traffic.ts";
 
 /** One entrypoint's, route's or backend's figures as `GET /admin/traffic` answers them. */
-export interface TrafficFiguresView {
-  readonly requests: number;
-  readonly success: number;
-  readonly cancelled: number;
-  readonly errors: { readonly client: number; readonly upstream: number; readonly gateway: number };
-  readonly errorRate: number;
-  readonly latencyMs: { readonly p50?: number; readonly p99?: number };
-  readonly ttftMs: { readonly p50?: number; readonly p99?: number };
-}
+export type TrafficFiguresView = TrafficFigures;
 
 /** `GET /admin/traffic`. */
-export interface TrafficView {
-  readonly minutes: number;
-  readonly from: number;
-  readonly to: number;
-  readonly perMinute: readonly { readonly at: number; readonly requests: number; readonly errors: number; readonly cancelled: number }[];
-  readonly entrypoints: readonly ({ readonly name: string } & TrafficFiguresView)[];
-  readonly routes: readonly ({ readonly entrypoint: string; readonly route: string } & TrafficFiguresView)[];
-  readonly backends: readonly ({ readonly name: string } & TrafficFiguresView)[];
-}
+export type TrafficView = TrafficSummary & { readonly minutes: number };
 
 /** One scope of `GET /admin/budgets/:tenant/spend`. */
 export interface ScopeSpendView {

@@ -10,7 +10,7 @@ import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type Child, typ
 import { startMcpTestServer, type McpTestServer } from "../e2e/support/mcp-test-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY } from "../e2e/support/stack.ts";
 import { accessibilityViolations, describeViolations, expectAccessible } from "./support/accessibility.ts";
-import { launchChromium, signIn } from "./support/browser.ts";
+import { eventually, launchChromium, signIn } from "./support/browser.ts";
 
 // A tour of every console page on a gateway with a little of everything to show: task calls,
 // plain calls, a pending approval, a created key. Each page must pass axe's WCAG 2.1 A/AA rules.
@@ -24,17 +24,6 @@ const TASK = "research-agent-42";
 const SHOTS = process.env.SLUICE_SCREENSHOTS ? (isAbsolute(process.env.SLUICE_SCREENSHOTS) ? process.env.SLUICE_SCREENSHOTS : join(ROOT, process.env.SLUICE_SCREENSHOTS)) : undefined;
 /** Taller pages are cut here: a picture in the docs shows the top of the page, not all of it. */
 const MAX_SHOT_HEIGHT = 2000;
-
-/** Polls `probe` until it returns a value (not undefined), for at most `ms`. */
-async function eventually<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Writes the page as `<name>.png` into the screenshot folder, when there is one. */
 async function shoot(page: Page, name: string): Promise<void> {

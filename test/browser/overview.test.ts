@@ -2,20 +2,9 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, startStack, type Stack } from "../e2e/support/stack.ts";
 import { formatCount, formatMoney } from "../../src/http/console-format.ts";
-import { launchChromium, signIn, tableRows } from "./support/browser.ts";
+import { eventually, launchChromium, signIn, tableRows } from "./support/browser.ts";
 
 const CONSOLE = "/admin/console";
-
-/** Polls `probe` until it returns a value (not undefined), for at most `ms`. */
-async function eventually<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 interface Figures {
   name: string;

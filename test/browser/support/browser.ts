@@ -55,3 +55,14 @@ export async function tableRows(page: Page, selector: string): Promise<string[][
     .first()
     .evaluate((table: unknown) => Array.from((table as DomNode).querySelectorAll(":scope > tbody > tr"), (tr) => Array.from(tr.children, (td) => (td.textContent ?? "").trim())));
 }
+
+/** Polls `probe` until it returns a value (not undefined), for at most `ms`. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
