@@ -73,6 +73,7 @@ export { PublicationController } from "../durable-objects/publication-controller
 export { CircuitBreaker } from "../durable-objects/circuit-breaker.ts";
 export { AttemptBudget } from "../durable-objects/attempt-budget.ts";
 export { HealthMonitor } from "../durable-objects/health-monitor.ts";
+export { AgentCardRegistry } from "../durable-objects/agent-card-registry.ts";
 export { BudgetLedger } from "../durable-objects/budget-ledger.ts";
 export { ApprovalDesk } from "../durable-objects/approval-desk.ts";
 export { TaskBinding } from "../durable-objects/task-binding.ts";

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { a2aConfigSchema } from "../a2a/agent-config-schema.ts";
 import { egressConfigSchema } from "../egress/egress-schema.ts";
 import { restServerSchema } from "../mcp/rest-tool.ts";
 import { SERVER_NAME } from "../mcp/tool-names.ts";
@@ -197,6 +198,8 @@ export const gatewayConfigSchema = z.strictObject({
         .optional(),
     })
     .prefault({}),
+  /** A2A agents the gateway fronts at `/a2a/<agent>` (docs/a2a.md); none by default. */
+  a2a: a2aConfigSchema,
   observability: z
     .strictObject({
       /** Response header that carries the request id. */

@@ -47,7 +47,7 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
   if (gateway && publication) issues.push(...publicationIssues(gateway, publication));
   if (gateway && backendsSeed) issues.push(...checkSeedEgress(gateway, backendsSeed));
-  if (gateway) issues.push(...checkExporterEgress(gateway), ...checkMcpServers(gateway));
+  if (gateway) issues.push(...checkExporterEgress(gateway), ...checkMcpServers(gateway), ...checkA2aAgents(gateway));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
   return { gateway, publication, backendsSeed };
 }
@@ -82,6 +82,19 @@ export function checkMcpServers(gateway: GatewayConfig): ConfigIssue[] {
   servers.forEach((s, i) => {
     const verdict = checkEgress(s.url, gateway.security.egress);
     if (!verdict.ok) issues.push({ file, path: `mcp.servers[${i}].url`, message: verdict.refusal.message });
+  });
+  return issues;
+}
+
+/** A2A agents: unique names, and each card URL through the egress guard (an inline card has none to fetch). */
+export function checkA2aAgents(gateway: GatewayConfig): ConfigIssue[] {
+  const file = CONFIG_FILES.gateway;
+  const agents = gateway.a2a.agents;
+  const issues: ConfigIssue[] = duplicates(agents.map((a) => a.name)).map((d) => ({ file, path: "a2a.agents", message: `duplicate agent "${d}"` }));
+  agents.forEach((a, i) => {
+    if (typeof a.card !== "string") return;
+    const verdict = checkEgress(a.card, gateway.security.egress);
+    if (!verdict.ok) issues.push({ file, path: `a2a.agents[${i}].card`, message: verdict.refusal.message });
   });
   return issues;
 }

@@ -32,6 +32,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "not_found":
     case "revision_not_found":
     case "mcp_method_not_found":
+    case "agent_not_found":
       return { openai: "invalid_request_error", anthropic: "not_found_error" };
     case "missing_api_key":
     case "invalid_api_key":
@@ -67,6 +68,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "budget_unavailable":
     case "signal_unavailable":
     case "jwks_unavailable":
+    case "agent_card_unavailable":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":
     case "upstream_timeout":

@@ -64,6 +64,8 @@ export const ERROR_CODES = [
   "content_blocked",
   "signal_unavailable",
   "looper_bound_exceeded",
+  "agent_not_found",
+  "agent_card_unavailable",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -145,6 +147,7 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "not_found":
     case "revision_not_found":
     case "mcp_method_not_found":
+    case "agent_not_found":
       return { status: 404, source: "client", retryable: false };
     case "method_not_allowed":
       return { status: 405, source: "client", retryable: false };
@@ -167,6 +170,9 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "upstream_rate_limited":
       return { status: 429, source: "upstream", retryable: true };
     case "upstream_overloaded":
+      return { status: 503, source: "upstream", retryable: true };
+    case "agent_card_unavailable":
+      // No good card of the agent has been fetched yet: its registry keeps trying on its alarm.
       return { status: 503, source: "upstream", retryable: true };
     case "upstream_unreachable":
     case "upstream_error":

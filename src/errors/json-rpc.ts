@@ -51,6 +51,8 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "insufficient_scope":
     case "jwks_unavailable":
     case "not_found":
+    case "agent_not_found":
+    case "agent_card_unavailable":
     case "no_backend_available":
     case "gateway_overloaded":
     case "gateway_draining":

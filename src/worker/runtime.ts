@@ -30,6 +30,7 @@ import { SnapshotCache } from "../snapshot/snapshot-cache.ts";
 import { BreakerCache } from "../traffic/breaker-cache.ts";
 import { breakerClient } from "../traffic/breaker-client.ts";
 import { HealthCache } from "../traffic/health-cache.ts";
+import { AgentCardCache, agentCardSources, cardRegistryClient } from "../a2a/card-cache.ts";
 import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { RecentTraffic } from "../telemetry/recent-traffic.ts";
@@ -75,6 +76,8 @@ export interface GatewayRuntime {
   readonly breakers: BreakerCache | undefined;
   /** Active health of backends (cached view per isolate); undefined when disabled. */
   readonly health: HealthCache | undefined;
+  /** The A2A agents' cards (inline, or as their AgentCardRegistry objects last fetched them), cached per isolate. */
+  readonly agentCards: AgentCardCache;
   /** The tenants' BudgetLedger objects (striped where the publication says so). */
   /** The tenants' ledgers, through this isolate's budget leases and settlement batches. */
   readonly ledger: LeasingLedgerClient;
@@ -248,11 +251,15 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     // Each tenant's response cache is its own object: a lookup can only ever reach that tenant's entries.
     cacheOf: (tenant) => env.RESPONSE_CACHE.getByName(tenant),
   };
+  const agentCards = new AgentCardCache(cardRegistryClient((agent) => env.AGENT_CARD_REGISTRY.getByName(agent)), agentCardSources(gw.a2a.agents), clock, {
+    onError: (err, agent, operation) => logError({ kind: "agent_card_error", agent, operation, error: String(err) }),
+  });
   const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications"> = {
     publicationController,
     snapshots,
     breakers,
     health,
+    agentCards,
     ledger,
     drain,
     admission,

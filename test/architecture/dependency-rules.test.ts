@@ -77,6 +77,7 @@ const LAYERS = [
   "attribution",
   "audit",
   "mcp",
+  "a2a",
   "approvals",
   "ledger",
   "call-budget",
