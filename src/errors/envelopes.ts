@@ -67,6 +67,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "budget_unavailable":
     case "signal_unavailable":
     case "jwks_unavailable":
+    case "agent_not_routable":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":
     case "upstream_timeout":
