@@ -26,7 +26,8 @@ export const a2aRouteSchema = z.strictObject({
   name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lower-case letters, digits, '-' and '_'"),
   /**
    * Which skills the rule routes: a skill whose id matches one of `skills` or which carries one
-   * of `tags`. Without `match` the rule routes any message to its agents (a default route).
+   * of `tags`. Without `match` the rule is a default route: it takes messages that ask for no
+   * skill or tags, and those asking for a skill one of its agents declares.
    */
   match: z
     .strictObject({ skills: z.array(glob).min(1).optional(), tags: z.array(tag).min(1).optional() })
@@ -218,7 +219,8 @@ export class A2aRouter {
 
     const route = this.#routes.find((r) => r.agents.some((a) => skillFor(r, q.ask, byName.get(a)) !== NONE));
     if (route === undefined) {
-      return refuse("no_route", new GatewayError("not_found", `No published A2A route serves ${describeAsk(q.ask)}.`));
+      const what = asksNothing(q.ask) ? "a message that asks for no skill or tags (there is no default route)" : describeAsk(q.ask);
+      return refuse("no_route", new GatewayError("not_found", `No published A2A route serves ${what}.`));
     }
     const sessionValue = route.affinityHeader === undefined ? undefined : q.trustedHeaders.get(route.affinityHeader);
     const sessionKey = sessionValue === undefined ? undefined : AffinityTable.sessionKey(q.tenant, route.name, sessionValue);
@@ -282,7 +284,9 @@ function askedSkill(ask: CapabilityAsk, facts: AgentFacts): string | undefined |
 /** The first skill of an agent that both the rule and the ask match. */
 function skillFor(route: CompiledRoute, ask: CapabilityAsk, facts: AgentFacts | undefined): string | undefined | typeof NONE {
   if (facts === undefined) return NONE;
-  if (route.catchAll && asksNothing(ask)) return undefined;
+  // A message that asks for nothing goes to a default route only: routes by capability serve
+  // what is asked of them, never a guess at what an unlabelled message wants.
+  if (asksNothing(ask)) return route.catchAll ? undefined : NONE;
   const fits = (s: AgentSkillFacts) => route.catchAll || (route.skills?.some((g) => g.test(s.id)) ?? false) || (route.tags?.some((t) => s.tags.includes(t)) ?? false);
   return facts.skills.find((s) => fits(s) && asks(ask, s))?.id ?? NONE;
 }
