@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { a2aPolicySchema, policySchema } from "../mcp/tool-policy.ts";
-import { a2aRoutesSchema } from "../a2a/a2a-routing.ts";
+import { a2aRoutesSchema } from "./a2a-schema.ts";
 import { REQUEST_FEATURES } from "../protocol/features.ts";
 import { endUserBudgetSchema, entrypointBudgetSchema, priceSchema, scopeLimitsSchema, tenantLedgerSchema } from "./budget-schema.ts";
 import { a2aPricesSchema, toolPricesSchema } from "./tool-price-schema.ts";

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MAX_REQUEST_RATE } from "../ledger/ledger.ts";
 import { SERVER_NAME } from "../mcp/tool-names.ts";
+import { AGENT_NAME } from "./a2a-schema.ts";
 import { moneySchema } from "./budget-schema.ts";
 
 /**
@@ -53,7 +54,7 @@ export const toolPriceRuleSchema = z
 export const a2aPriceRuleSchema = z
   .strictObject({
     ...priceRuleCore,
-    agents: targetNames("an agent name"),
+    agents: z.array(z.union([z.literal("*"), z.string().regex(AGENT_NAME, "an agent name")])).min(1),
     skills: z.array(z.string().regex(NAME_GLOB, "a skill id with * wildcards")).min(1),
   })
   .refine(pricesOrLimits, pricesOrLimitsMessage);

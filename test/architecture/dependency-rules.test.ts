@@ -83,6 +83,7 @@ const LAYERS = [
   "tasks",
   "config",
   "publication",
+  "a2a",
   "context",
   "snapshot",
   "publication-lifecycle",

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { A2aRouter, AffinityTable, a2aRoutesSchema, type AgentFacts, type RouteDecision, type RouteQuestion } from "../../../src/a2a/a2a-routing.ts";
+import { A2aRouter, AffinityTable, type AgentFacts, type RouteDecision, type RouteQuestion } from "../../../src/a2a/a2a-routing.ts";
+import { a2aRoutesSchema } from "../../../src/config/a2a-schema.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 
 const agents: AgentFacts[] = [
