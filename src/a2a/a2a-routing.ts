@@ -41,7 +41,7 @@ export interface RouteQuestion {
 }
 
 /** Why a message was not routed. */
-export type RouteRefusalReason = "pinned_agent_unhealthy" | "pinned_agent_gone" | "pinned_agent_lacks_skill" | "no_healthy_agent" | "no_route";
+export type RouteRefusalReason = "pinned_agent_unhealthy" | "pinned_agent_gone" | "pinned_agent_lacks_skill" | "not_permitted" | "no_healthy_agent" | "no_route";
 
 /** A routing decision: the agent and the skill it serves the message with, or a typed refusal. */
 export type RouteDecision =
@@ -173,9 +173,12 @@ export class A2aRouter {
   /**
    * Routes one message. A pin by context wins over one by session; a new choice pins the session
    * at once, and the context as soon as it is known (here when the message carries one, else by
-   * {@link A2aRouter.pinContext} once the agent's answer names it).
+   * {@link A2aRouter.pinContext} once the agent's answer names it). `permits` is the caller's
+   * policy: an agent it may not use with the matched skill is passed over, so a policy that
+   * allows one agent of a route sends the caller there. A pin is kept without asking it; the
+   * policy decides the pinned call as any other.
    */
-  route(q: RouteQuestion, agents: readonly AgentFacts[], isHealthy: (agent: string) => boolean): RouteDecision {
+  route(q: RouteQuestion, agents: readonly AgentFacts[], isHealthy: (agent: string) => boolean, permits: (agent: string, skill: string | undefined) => boolean = () => true): RouteDecision {
     const byName = new Map(agents.map((a) => [a.agent, a]));
     const contextKey = q.contextId === undefined ? undefined : AffinityTable.contextKey(q.tenant, q.contextId);
     const byContext = contextKey === undefined ? undefined : this.affinity.get(contextKey);
@@ -195,12 +198,18 @@ export class A2aRouter {
       return pinned.ok ? { ...pinned, rule: route.name } : pinned;
     }
 
+    let permitted = false;
     for (const agent of route.agents) {
       const skill = skillFor(route, q.ask, byName.get(agent));
-      if (skill === NONE || !isHealthy(agent)) continue;
+      if (skill === NONE || !permits(agent, skill)) continue;
+      permitted = true;
+      if (!isHealthy(agent)) continue;
       if (sessionKey !== undefined) this.affinity.set(sessionKey, agent);
       if (contextKey !== undefined) this.affinity.set(contextKey, agent);
       return { ok: true, agent, skill, rule: route.name, pinnedBy: undefined };
+    }
+    if (!permitted) {
+      return refuse("not_permitted", new GatewayError("tool_not_allowed", `No agent of route ${route.name} that serves ${describeAsk(q.ask)} is allowed for this caller.`));
     }
     return refuse(
       "no_healthy_agent",

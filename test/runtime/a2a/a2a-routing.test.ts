@@ -71,6 +71,19 @@ describe("A2A capability routing", () => {
     expect(all.error.message).toMatch(/route code/);
   });
 
+  it("passes over agents the caller's policy does not allow, and says so when it allows none", () => {
+    const { router, down } = setup();
+    const q = { tenant: "acme", ask: { skill: "translate" }, trustedHeaders: new Map<string, string>() };
+    const onlyB = (agent: string, skill: string | undefined) => agent === "translator-b" && skill === "translate";
+    expect(ok(router.route(q, agents, () => true, onlyB)).agent).toBe("translator-b");
+    const none = refusal(router.route(q, agents, () => true, () => false));
+    expect(none.reason).toBe("not_permitted");
+    expect(none.error).toMatchObject({ code: "tool_not_allowed", status: 403 });
+    // Allowed but down is "not routable now", not "not allowed".
+    down.add("translator-b");
+    expect(refusal(router.route(q, agents, (a) => !down.has(a), onlyB)).reason).toBe("no_healthy_agent");
+  });
+
   it("keeps a context on the agent that first served it, and refuses when that agent is down rather than moving it", () => {
     const { route, router, down } = setup();
     const first = ok(route({ ask: { skill: "translate" } }));
