@@ -69,7 +69,7 @@ const ruleCore = {
   principals: z.strictObject({ tenants: z.array(glob).min(1).default(["*"]), keys: z.array(glob).min(1).default(["*"]) }).prefault({}),
   /**
    * `required`: a call this allow rule admits waits for a human approver (docs/governance.md,
-   * "Approvals"); narrowed by `arguments` like any rule. Meaningless on a deny rule.
+   * "Approvals"), narrowed like the rule (an MCP rule by its `arguments`). Meaningless on a deny rule.
    */
   approval: z.enum(["required"]).optional(),
 };
