@@ -1,7 +1,7 @@
 import type { Clock } from "../deps/clock.ts";
 import { emptyCachedView, nonNegative, RemoteViewCache, type CachedView, type Schedule } from "../traffic/remote-view-cache.ts";
-import { readAgentCard, type AgentCardView } from "./agent-card.ts";
-import type { A2aAgentConfig } from "./agent-config-schema.ts";
+import { readAgentCard, type AgentCardView } from "../protocol/a2a/agent-card.ts";
+import type { A2aAgentConfig } from "../config/a2a-agents-schema.ts";
 import { cardTargetKey, type CardRegistryView, type CardTarget } from "./card-registry-service.ts";
 
 /** All agents' card registries, keyed by agent name: what {@link AgentCardCache} talks to. */

@@ -3,7 +3,7 @@ import type { AlarmStorage } from "../deps/alarm-storage.ts";
 import type { Clock } from "../deps/clock.ts";
 import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
 import { decodeUtf8Strict, readBounded } from "../io/bounded-read.ts";
-import { generationsOf, readAgentCard, type AgentCardView } from "./agent-card.ts";
+import { generationsOf, readAgentCard, type AgentCardView } from "../protocol/a2a/agent-card.ts";
 
 /**
  * An agent's card registry: what the AgentCardRegistry Durable Object (one per agent) serves over

@@ -1,4 +1,4 @@
-import { JSONRPC_BINDING, SPOKEN_GENERATIONS, generationOfVersion, generationsOf, type A2aGeneration, type AgentCardView } from "./agent-card.ts";
+import { JSONRPC_BINDING, SPOKEN_GENERATIONS, generationOfVersion, generationsOf, type A2aGeneration, type AgentCardView } from "../protocol/a2a/agent-card.ts";
 
 /**
  * The card the gateway serves for an agent: built from the agent's validated view, never copied

@@ -81,6 +81,9 @@ export function checkBudgets(gateway: GatewayConfig, pub: PublicationConfig): Co
     if (r.price) currencies.set(r.price.currency, `mcp.prices[${i}].price.currency`);
     for (const s of r.servers) if (s !== "*" && !servers.has(s)) issues.push({ file: FILE, path: `mcp.prices[${i}].servers`, message: `gateway.yaml mcp.servers has no server "${s}"` });
   });
+  (pub.a2a?.prices ?? []).forEach((r, i) => {
+    if (r.price) currencies.set(r.price.currency, `a2a.prices[${i}].price.currency`);
+  });
   if (currencies.size > 1) {
     const [, path] = [...currencies.entries()][1]!;
     issues.push({ file: FILE, path, message: `one currency for every budget and price, found ${[...currencies.keys()].join(", ")}` });

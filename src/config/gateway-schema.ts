@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { a2aConfigSchema } from "../a2a/agent-config-schema.ts";
+import { a2aConfigSchema } from "./a2a-agents-schema.ts";
 import { egressConfigSchema } from "../egress/egress-schema.ts";
 import { restServerSchema } from "../mcp/rest-tool.ts";
 import { SERVER_NAME } from "../mcp/tool-names.ts";

@@ -1,6 +1,7 @@
 import { gatewayConfigSchema, type GatewayConfig } from "./gateway-schema.ts";
 import { publicationSchema, type PublicationConfig } from "./publication-schema.ts";
 import { snapshotSourceSchema, type SnapshotSource } from "./backends-schema.ts";
+import { checkA2aAgentNames, checkA2aPublication } from "./check-a2a.ts";
 import { checkBudgets, unknownChargeTo } from "./check-budgets.ts";
 import { checkEgress } from "../egress/egress-guard.ts";
 import { CONFIG_FILES, ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
@@ -58,7 +59,7 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
  * publication published at runtime all run exactly these.
  */
 export function publicationIssues(gateway: GatewayConfig, publication: PublicationConfig): ConfigIssue[] {
-  return [...checkPublication(gateway, publication), ...checkRouting(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkOAuth(gateway, publication)];
+  return [...checkPublication(gateway, publication), ...checkRouting(gateway, publication), ...checkBudgets(gateway, publication), ...checkMcpPolicy(gateway, publication), ...checkOAuth(gateway, publication), ...checkA2aPublication(publication, new Set(gateway.security.trustedHeaders)), ...checkA2aAgentNames(publication, new Set(gateway.a2a.agents.map((a) => a.name)))];
 }
 
 /**

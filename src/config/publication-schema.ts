@@ -1,8 +1,9 @@
 import { z } from "zod";
-import { policySchema } from "../mcp/tool-policy.ts";
+import { a2aPolicySchema, policySchema } from "../mcp/tool-policy.ts";
+import { a2aRoutesSchema } from "./a2a-schema.ts";
 import { REQUEST_FEATURES } from "../protocol/features.ts";
 import { endUserBudgetSchema, entrypointBudgetSchema, priceSchema, scopeLimitsSchema, tenantLedgerSchema } from "./budget-schema.ts";
-import { toolPricesSchema } from "./tool-price-schema.ts";
+import { a2aPricesSchema, toolPricesSchema } from "./tool-price-schema.ts";
 import { decisionSchema, tiersSchema } from "./decision-schema.ts";
 import { pluginSchema } from "./plugin-schema.ts";
 import { regexSource, signalSchema } from "../signals/signal-schema.ts";
@@ -241,6 +242,16 @@ export const publicationSchema = z.strictObject({
       prices: toolPricesSchema.default([]),
       /** Named plugins (`pii`, `jailbreak`, `block`) run on every `tools/call`'s arguments before the server sees them. */
       plugins: z.array(id).default([]),
+    })
+    .optional(),
+  /** Who may use which A2A agents and skills, at what price, and the virtual agent's routes (docs/a2a.md); without it every A2A call is denied. */
+  a2a: z
+    .strictObject({
+      policy: a2aPolicySchema,
+      /** Prices and call-rate limits of agents' skills, first matching rule wins (docs/a2a.md). */
+      prices: a2aPricesSchema.default([]),
+      /** Capability routes of the virtual agent `/a2a`, tried in order (docs/a2a.md). */
+      routes: a2aRoutesSchema.default([]),
     })
     .optional(),
 });

@@ -69,6 +69,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "signal_unavailable":
     case "jwks_unavailable":
     case "agent_card_unavailable":
+    case "agent_not_routable":
       return { openai: "server_error", anthropic: "overloaded_error" };
     case "deadline_exceeded":
     case "upstream_timeout":

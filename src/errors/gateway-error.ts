@@ -66,6 +66,7 @@ export const ERROR_CODES = [
   "looper_bound_exceeded",
   "agent_not_found",
   "agent_card_unavailable",
+  "agent_not_routable",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -185,6 +186,10 @@ function factsOf(code: ErrorCode): CodeFacts {
       return { status: 502, source: "upstream", retryable: false };
     case "internal_error":
       return { status: 500, source: "internal", retryable: false };
+    case "agent_not_routable":
+      // The agent holding the caller's context (or every agent of its route) cannot serve now;
+      // another agent would not resume the context, so the caller waits for this one.
+      return { status: 503, source: "upstream", retryable: true };
     case "looper_bound_exceeded":
       // The operator's bound on one algorithm run was reached: the same request would reach it again.
       return { status: 503, source: "internal", retryable: false };

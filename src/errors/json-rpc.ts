@@ -65,6 +65,7 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "budget_unavailable":
     case "signal_unavailable":
     case "looper_bound_exceeded":
+    case "agent_not_routable":
     case "deadline_exceeded":
     case "client_closed":
     case "upstream_error":

@@ -18,7 +18,8 @@ export function regexSource(message: string) {
 
 /**
  * Deny-by-default authorization of MCP tools, prompts and resources: rules per principal ×
- * server × name × constraints on the parsed arguments.
+ * server × name × constraints on the parsed arguments. A2A agents' skills are decided by the same
+ * language and matcher (`a2a.policy`: agents where servers are, skills where names are).
  *
  * The rule language is a small typed schema rather than CEL. A rule here is data the gateway can
  * explain: every decision names the rule that made it, the policy revision and, for a refusal,
@@ -59,26 +60,53 @@ const constraintSchema = z
   })
   .refine((c) => Object.keys(c).length > 0, { message: "a constraint needs at least one condition" });
 
-/** One rule of an MCP policy. */
-export const policyRuleSchema = z.strictObject({
+/** What every rule says, whatever it targets: its name, its effect, whom it covers. */
+const ruleCore = {
   /** Named in every decision it makes (audit lines, errors). */
   id: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "lower-case letters, digits, '-' and '_'"),
   effect: z.enum(["allow", "deny"]),
   /** Who: tenant ids and key ids (`*` for any); both must match. */
   principals: z.strictObject({ tenants: z.array(glob).min(1).default(["*"]), keys: z.array(glob).min(1).default(["*"]) }).prefault({}),
-  /** Which servers (their configured names, or `*`). */
-  servers: z.array(z.union([z.literal("*"), z.string().regex(SERVER_NAME, "a server name")])).min(1),
-  kind: z.enum(["tool", "prompt", "resource"]).default("tool"),
-  /** Tool or prompt names, or resource URIs, with `*` wildcards (upstream names, not namespaced). */
-  names: z.array(glob).min(1),
-  /** Constraints on the call's arguments by name (`a.b` reaches into objects); all must hold. */
-  arguments: z.record(z.string().regex(/^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/), constraintSchema).default({}),
   /**
    * `required`: a call this allow rule admits waits for a human approver (docs/governance.md,
-   * "Approvals"); narrowed by `arguments` like any rule. Meaningless on a deny rule.
+   * "Approvals"), narrowed like the rule (an MCP rule by its `arguments`). Meaningless on a deny rule.
    */
   approval: z.enum(["required"]).optional(),
-}).refine((r) => r.approval === undefined || r.effect === "allow", { message: "approval applies to allow rules only", path: ["approval"] });
+};
+const approvalOnAllow = (r: { approval?: "required" | undefined; effect: "allow" | "deny" }) => r.approval === undefined || r.effect === "allow";
+const approvalOnAllowMessage = { message: "approval applies to allow rules only", path: ["approval"] };
+
+/** A configured server's (or agent's) name, or `*`. */
+const targetNames = (what: string) => z.array(z.union([z.literal("*"), z.string().regex(SERVER_NAME, what)])).min(1);
+
+/** One rule of an MCP policy. */
+export const policyRuleSchema = z
+  .strictObject({
+    ...ruleCore,
+    /** Which servers (their configured names, or `*`). */
+    servers: targetNames("a server name"),
+    kind: z.enum(["tool", "prompt", "resource"]).default("tool"),
+    /** Tool or prompt names, or resource URIs, with `*` wildcards (upstream names, not namespaced). */
+    names: z.array(glob).min(1),
+    /** Constraints on the call's arguments by name (`a.b` reaches into objects); all must hold. */
+    arguments: z.record(z.string().regex(/^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/), constraintSchema).default({}),
+  })
+  .refine(approvalOnAllow, approvalOnAllowMessage);
+
+/**
+ * One rule of an A2A policy: the same language as an MCP rule (id, effect, principals, approval;
+ * one matcher, one decision shape), aimed at agents and their skills instead of servers and
+ * tools. An A2A message has no named arguments, so there are no argument constraints.
+ */
+export const a2aPolicyRuleSchema = z
+  .strictObject({
+    ...ruleCore,
+    /** Which agents (gateway.yaml `a2a.agents[].name`, or `*`). */
+    agents: targetNames("an agent name"),
+    /** Skill ids from the agents' cards, with `*` wildcards. */
+    skills: z.array(glob).min(1),
+  })
+  .refine(approvalOnAllow, approvalOnAllowMessage);
 
 /** An MCP policy: its revision (named in decisions) and its rules. */
 export const policySchema = z.strictObject({
@@ -86,15 +114,26 @@ export const policySchema = z.strictObject({
   rules: z.array(policyRuleSchema).default([]),
 });
 
+/** An A2A policy (publication.yaml `a2a.policy`): its revision and its rules. */
+export const a2aPolicySchema = z.strictObject({
+  revision: z.string().min(1).max(64),
+  rules: z.array(a2aPolicyRuleSchema).default([]),
+});
+
 export type PolicyRule = z.infer<typeof policyRuleSchema>;
 export type PolicyConfig = z.infer<typeof policySchema>;
+export type A2aPolicyRule = z.infer<typeof a2aPolicyRuleSchema>;
+export type A2aPolicyConfig = z.infer<typeof a2aPolicySchema>;
 
-/** What is asked: who, which server, what kind, which name, and for a call its arguments. */
+/**
+ * What is asked: who, which server, what kind, which name, and for a call its arguments. An A2A
+ * question is of kind `skill`: `server` is then the agent and `name` the skill id.
+ */
 export interface PolicyQuestion {
   readonly tenant: string;
   readonly key: string;
   readonly server: string;
-  readonly kind: "tool" | "prompt" | "resource";
+  readonly kind: "tool" | "prompt" | "resource" | "skill";
   readonly name: string;
 }
 
@@ -117,9 +156,30 @@ interface CompiledRule {
   readonly tenants: readonly RegExp[];
   readonly keys: readonly RegExp[];
   readonly servers: readonly string[];
-  readonly kind: PolicyRule["kind"];
+  readonly kind: PolicyQuestion["kind"];
   readonly names: readonly RegExp[];
   readonly constraints: readonly { readonly path: readonly string[]; readonly c: z.infer<typeof constraintSchema>; readonly pattern: RegExp | undefined }[];
+}
+
+/** One rule, whatever its target, as the matcher reads it. */
+function compileRule(
+  r: Pick<PolicyRule, "id" | "effect" | "approval" | "principals">,
+  servers: readonly string[],
+  kind: PolicyQuestion["kind"],
+  names: readonly string[],
+  args: PolicyRule["arguments"],
+): CompiledRule {
+  return {
+    id: r.id,
+    deny: r.effect === "deny",
+    approval: r.approval === "required",
+    tenants: r.principals.tenants.map(globRe),
+    keys: r.principals.keys.map(globRe),
+    servers,
+    kind,
+    names: names.map(globRe),
+    constraints: Object.entries(args).map(([path, c]) => ({ path: path.split("."), c, pattern: c.pattern === undefined ? undefined : new RegExp(`^(?:${c.pattern})$`, "u") })),
+  };
 }
 
 const globRe = (g: string) => new RegExp(`^${g.replace(/[.+?^${}()|[\]\\/:]/g, "\\$&").replace(/\*/g, ".*")}$`, "s");
@@ -129,19 +189,15 @@ export class ToolPolicy {
   readonly revision: string;
   readonly #rules: readonly CompiledRule[];
 
-  constructor(config: PolicyConfig) {
-    this.revision = config.revision;
-    this.#rules = config.rules.map((r) => ({
-      id: r.id,
-      deny: r.effect === "deny",
-      approval: r.approval === "required",
-      tenants: r.principals.tenants.map(globRe),
-      keys: r.principals.keys.map(globRe),
-      servers: r.servers,
-      kind: r.kind,
-      names: r.names.map(globRe),
-      constraints: Object.entries(r.arguments).map(([path, c]) => ({ path: path.split("."), c, pattern: c.pattern === undefined ? undefined : new RegExp(`^(?:${c.pattern})$`, "u") })),
-    }));
+  /** An MCP policy, or (`{ a2a }`) an A2A one: agents stand where servers do, skills where names do. */
+  constructor(config: PolicyConfig | { readonly a2a: A2aPolicyConfig }) {
+    if ("a2a" in config) {
+      this.revision = config.a2a.revision;
+      this.#rules = config.a2a.rules.map((r) => compileRule(r, r.agents, "skill", r.skills, {}));
+    } else {
+      this.revision = config.revision;
+      this.#rules = config.rules.map((r) => compileRule(r, r.servers, r.kind, r.names, r.arguments));
+    }
   }
 
   #matching(q: PolicyQuestion): CompiledRule[] {

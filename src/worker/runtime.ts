@@ -34,6 +34,7 @@ import { AgentCardCache, agentCardSources, cardRegistryClient } from "../a2a/car
 import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { RecentTraffic } from "../telemetry/recent-traffic.ts";
+import { A2aPolicy } from "../a2a/a2a-policy.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream } from "../mcp/upstream-client.ts";
 import type { McpServerHandle } from "../mcp/server-handle.ts";
@@ -78,6 +79,8 @@ export interface GatewayRuntime {
   readonly health: HealthCache | undefined;
   /** The A2A agents' cards (inline, or as their AgentCardRegistry objects last fetched them), cached per isolate. */
   readonly agentCards: AgentCardCache;
+  /** The revision's A2A policy and prices (`a2a` in the publication): deny by default. */
+  readonly a2aPolicy: A2aPolicy;
   /** The tenants' BudgetLedger objects (striped where the publication says so). */
   /** The tenants' ledgers, through this isolate's budget leases and settlement batches. */
   readonly ledger: LeasingLedgerClient;
@@ -254,7 +257,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   const agentCards = new AgentCardCache(cardRegistryClient((agent) => env.AGENT_CARD_REGISTRY.getByName(agent)), agentCardSources(gw.a2a.agents), clock, {
     onError: (err, agent, operation) => logError({ kind: "agent_card_error", agent, operation, error: String(err) }),
   });
-  const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications"> = {
+  const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications" | "a2aPolicy"> = {
     publicationController,
     snapshots,
     breakers,
@@ -297,6 +300,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
       publication: compiled,
       configDigest: await canonicalDigest({ gateway: config.gateway, publication: pub }),
       engine: createEngine({ ...engineDeps, publication: compiled, mcp, oauth }),
+      a2aPolicy: new A2aPolicy(pub.a2a?.policy, pub.a2a?.prices ?? []),
       oauth,
       publications,
     };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { generationsOf, readAgentCard, type AgentCardView } from "../../../src/a2a/agent-card.ts";
-import { a2aConfigSchema } from "../../../src/a2a/agent-config-schema.ts";
+import { generationsOf, readAgentCard, type AgentCardView } from "../../../src/protocol/a2a/agent-card.ts";
+import { a2aConfigSchema } from "../../../src/config/a2a-agents-schema.ts";
 import { REWRITTEN_NOTE, requestedCardShape, rewriteAgentCard, type CardRewrite } from "../../../src/a2a/card-rewrite.ts";
 import { cardV03, cardV1 } from "./cards.ts";
 

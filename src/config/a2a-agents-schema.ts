@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { readAgentCard } from "./agent-card.ts";
+import { readAgentCard } from "../protocol/a2a/agent-card.ts";
 
 /** An agent's name in the gateway (`/a2a/<name>`): like an MCP server's, lower-case letters, digits and '-', at most 32. */
 export const AGENT_NAME = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
