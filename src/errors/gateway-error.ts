@@ -67,10 +67,10 @@ export const ERROR_CODES = [
   "agent_not_found",
   "agent_card_unavailable",
   "agent_not_routable",
-  "a2a_version_not_supported",
-  "a2a_not_bridgeable",
-  "a2a_method_not_found",
-  "a2a_unsupported_operation",
+  "agent_version_not_supported",
+  "agent_not_bridgeable",
+  "agent_method_not_found",
+  "agent_operation_unsupported",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -99,9 +99,9 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "mcp_header_mismatch":
     case "mcp_missing_capability":
     case "mcp_unsupported_version":
-    case "a2a_version_not_supported":
-    case "a2a_not_bridgeable":
-    case "a2a_unsupported_operation":
+    case "agent_version_not_supported":
+    case "agent_not_bridgeable":
+    case "agent_operation_unsupported":
     case "attribution_required":
     case "content_blocked":
       return { status: 400, source: "client", retryable: false };
@@ -155,7 +155,7 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "not_found":
     case "revision_not_found":
     case "mcp_method_not_found":
-    case "a2a_method_not_found":
+    case "agent_method_not_found":
     case "agent_not_found":
       return { status: 404, source: "client", retryable: false };
     case "method_not_allowed":

@@ -21,7 +21,7 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "method_not_allowed":
       return -32600;
     case "mcp_method_not_found":
-    case "a2a_method_not_found":
+    case "agent_method_not_found":
       return -32601;
     case "invalid_request":
       return -32602;
@@ -33,11 +33,11 @@ export function jsonRpcCode(code: ErrorCode): number {
       return -32021;
     case "mcp_unsupported_version":
       return -32022;
-    case "a2a_version_not_supported":
-    case "a2a_not_bridgeable":
+    case "agent_version_not_supported":
+    case "agent_not_bridgeable":
       // A2A's VersionNotSupportedError: `data.supported` names the versions the caller may use.
       return -32009;
-    case "a2a_unsupported_operation":
+    case "agent_operation_unsupported":
       // A2A's UnsupportedOperationError.
       return -32004;
     case "approval_required":
@@ -101,11 +101,11 @@ export interface JsonRpcErrorBody {
   readonly error: { readonly code: number; readonly message: string; readonly data: { readonly code: ErrorCode; readonly retryable: boolean; readonly details?: readonly unknown[]; readonly [field: string]: unknown } };
 }
 
-/** The JSON-RPC envelope of an error (MCP); the Sluice code is always in `error.data.code`. */
+/** The JSON-RPC envelope of an error (MCP, A2A); the Sluice code is always in `error.data.code`. */
 export function toJsonRpcErrorBody(err: GatewayError, id: string | number | null): JsonRpcErrorBody {
-  // MCP's own errors carry their specified data fields (UnsupportedProtocolVersion: `supported`,
-  // `requested`) at the top of `data`, where clients of the protocol read them.
-  const own = (err.code.startsWith("mcp_") || err.code.startsWith("a2a_") || err.code === "approval_required") && err.details?.length === 1 && typeof err.details[0] === "object" && err.details[0] !== null ? (err.details[0] as Record<string, unknown>) : {};
+  // MCP's and A2A's own errors carry their specified data fields (UnsupportedProtocolVersion,
+  // VersionNotSupported: `supported`, `requested`) at the top of `data`, where clients read them.
+  const own = (err.code.startsWith("mcp_") || err.code === "agent_version_not_supported" || err.code === "agent_not_bridgeable" || err.code === "approval_required") && err.details?.length === 1 && typeof err.details[0] === "object" && err.details[0] !== null ? (err.details[0] as Record<string, unknown>) : {};
   return {
     jsonrpc: "2.0",
     id,

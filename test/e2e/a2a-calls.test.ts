@@ -223,17 +223,17 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
   it("refuses an A2A-Version it does not speak, and a cross-generation call, with typed JSON-RPC errors", async () => {
     const body = { jsonrpc: "2.0", id: 9, method: "SendMessage", params: { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hi" }] } } };
     const forged = await raw("echo-v1", body, { "a2a-version": "2.7" });
-    expect(forged.body).toMatchObject({ id: 9, error: { code: -32009, data: { code: "a2a_version_not_supported", supported: ["1.0", "0.3"], requested: "2.7" } } });
+    expect(forged.body).toMatchObject({ id: 9, error: { code: -32009, data: { code: "agent_version_not_supported", supported: ["1.0", "0.3"], requested: "2.7" } } });
     // A 1.0 caller to the 0.3 agent: not bridged yet, and the error names what the agent speaks.
     const cross = await raw("echo-v03", body, { "a2a-version": "1.0" });
-    expect(cross.body).toMatchObject({ id: 9, error: { code: -32009, data: { code: "a2a_not_bridgeable", supported: ["0.3"], requested: "1.0" } } });
+    expect(cross.body).toMatchObject({ id: 9, error: { code: -32009, data: { code: "agent_not_bridgeable", supported: ["0.3"], requested: "1.0" } } });
     // No header is 0.3: a 1.0 method is then unknown, with a hint.
     const noHeader = await raw("echo-v1", body);
-    expect(noHeader.body).toMatchObject({ id: 9, error: { code: -32601, data: { code: "a2a_method_not_found" } } });
+    expect(noHeader.body).toMatchObject({ id: 9, error: { code: -32601, data: { code: "agent_method_not_found" } } });
     expect(noHeader.body.error.message).toMatch(/A2A-Version: 1\.0/);
     // Push configs are not served yet.
     const push = await raw("echo-v1", { jsonrpc: "2.0", id: 10, method: "CreateTaskPushNotificationConfig", params: { taskId: "t", url: "http://169.254.169.254/" } }, { "a2a-version": "1.0" });
-    expect(push.body).toMatchObject({ id: 10, error: { code: -32004, data: { code: "a2a_unsupported_operation" } } });
+    expect(push.body).toMatchObject({ id: 10, error: { code: -32004, data: { code: "agent_operation_unsupported" } } });
     // Other HTTP methods are 405; no credential is 401.
     expect((await fetch(`${gateway.publicUrl}/a2a/echo-v1`, { headers: { authorization: `Bearer ${KEYS.caller}` } })).status).toBe(405);
     expect((await fetch(`${gateway.publicUrl}/a2a/echo-v1`, { method: "POST", body: JSON.stringify(body) })).status).toBe(401);

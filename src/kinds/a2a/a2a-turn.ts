@@ -6,7 +6,7 @@
  * respond relays its answer — one JSON-RPC response, or its SSE stream event by event.
  *
  * Same generation end to end: a caller whose generation the agent's card does not serve is
- * refused (`a2a_not_bridgeable`). The seam a 0.3 ↔ 1.0 bridge plugs into is {@link A2aTurn.#route}.
+ * refused (`agent_not_bridgeable`). The seam a 0.3 ↔ 1.0 bridge plugs into is {@link A2aTurn.#route}.
  */
 
 import type { AdmissionLease } from "../../admit/admission.ts";
@@ -246,7 +246,7 @@ function routeOf(agent: string, card: AgentCardView, generation: A2aGeneration):
   if (url !== undefined) return { url, generation };
   const served = generationsOf(card);
   throw new GatewayError(
-    "a2a_not_bridgeable",
+    "agent_not_bridgeable",
     `Agent ${agent} speaks A2A ${served.join(" and ")} only, and this gateway does not bridge A2A ${generation} to it yet: send A2A-Version: ${served[0]}.`,
     { details: [{ supported: served, requested: generation }] },
   );

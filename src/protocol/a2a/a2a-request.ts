@@ -73,7 +73,7 @@ export function requestGeneration(header: string | null | undefined): A2aGenerat
   if (v === "") return "0.3";
   const g = generationOfVersion(v);
   if (g === undefined) {
-    throw new GatewayError("a2a_version_not_supported", `A2A-Version ${JSON.stringify(v.slice(0, 32))} is not spoken here: this gateway speaks A2A ${SPOKEN_GENERATIONS.join(" and ")}.`, {
+    throw new GatewayError("agent_version_not_supported", `A2A-Version ${JSON.stringify(v.slice(0, 32))} is not spoken here: this gateway speaks A2A ${SPOKEN_GENERATIONS.join(" and ")}.`, {
       details: [{ supported: [...SPOKEN_GENERATIONS], requested: v.slice(0, 32) }],
     });
   }
@@ -129,7 +129,7 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
   if (info === undefined) {
     const other = generation === "1.0" ? "0.3" : "1.0";
     const hint = Object.hasOwn(A2A_METHODS[other], method) ? ` It is an A2A ${other} method: send A2A-Version: ${other}.` : "";
-    throw new GatewayError("a2a_method_not_found", `Method ${JSON.stringify(method.slice(0, 64))} is not an A2A ${generation} method.${hint}`);
+    throw new GatewayError("agent_method_not_found", `Method ${JSON.stringify(method.slice(0, 64))} is not an A2A ${generation} method.${hint}`);
   }
   const params = body.params === undefined ? {} : body.params;
   if (!isRecord(params)) throw new GatewayError("invalid_request", "params must be an object.", { param: "params" });
@@ -150,11 +150,11 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
   } else if (info.kind === "list") {
     contextId = idField(params, "contextId", "params.contextId");
     // The agent knows one caller, the gateway: a list not scoped to a context would be every caller's tasks.
-    if (contextId === undefined) throw new GatewayError("a2a_unsupported_operation", "ListTasks through this gateway needs params.contextId: the agent sees every caller as the gateway, so an unscoped list would show other callers' tasks.", { param: "params.contextId" });
+    if (contextId === undefined) throw new GatewayError("agent_operation_unsupported", "ListTasks through this gateway needs params.contextId: the agent sees every caller as the gateway, so an unscoped list would show other callers' tasks.", { param: "params.contextId" });
   }
   return { id, method, generation, info, params, skill, a2aTaskId, contextId };
 }
 
 function pushRefused(): GatewayError {
-  return new GatewayError("a2a_unsupported_operation", "Push notifications are not served through this gateway yet: poll the task, or stream it.");
+  return new GatewayError("agent_operation_unsupported", "Push notifications are not served through this gateway yet: poll the task, or stream it.");
 }

@@ -28,7 +28,7 @@ describe("the A2A-Version a request speaks", () => {
   it("refuses any other version with VersionNotSupported (-32009), naming the versions spoken", () => {
     for (const v of ["2.0", "1.1", "0.2.5", "1.0; drop", "latest"]) {
       const err = refusal(() => requestGeneration(v));
-      expect(err.code).toBe("a2a_version_not_supported");
+      expect(err.code).toBe("agent_version_not_supported");
       const body = toJsonRpcErrorBody(err, 4);
       expect(body.error.code).toBe(-32009);
       expect(body.error.data).toMatchObject({ supported: ["1.0", "0.3"], requested: v.trim() });
@@ -54,10 +54,10 @@ describe("decoding an A2A JSON-RPC request", () => {
     expect(Object.keys(A2A_METHODS["1.0"])).toEqual(expect.arrayContaining(["SendMessage", "SendStreamingMessage", "GetTask", "ListTasks", "CancelTask", "SubscribeToTask"]));
     expect(Object.keys(A2A_METHODS["0.3"])).toEqual(expect.arrayContaining(["message/send", "message/stream", "tasks/get", "tasks/cancel", "tasks/resubscribe"]));
     const err = refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "message/send", params: {} }, "1.0"));
-    expect(err.code).toBe("a2a_method_not_found");
+    expect(err.code).toBe("agent_method_not_found");
     expect(err.message).toMatch(/A2A-Version: 0\.3/);
     expect(toJsonRpcErrorBody(err, 1).error.code).toBe(-32601);
-    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "toString", params: {} }, "1.0")).code).toBe("a2a_method_not_found");
+    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "toString", params: {} }, "1.0")).code).toBe("agent_method_not_found");
   });
 
   it("refuses a malformed envelope: not an object, a batch, a wrong jsonrpc, no id, bad params", () => {
@@ -72,16 +72,16 @@ describe("decoding an A2A JSON-RPC request", () => {
 
   it("refuses push-notification configuration, as a method or inside a message (UnsupportedOperation, -32004)", () => {
     const method = refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "CreateTaskPushNotificationConfig", params: { taskId: "t" } }, "1.0"));
-    expect(method.code).toBe("a2a_unsupported_operation");
+    expect(method.code).toBe("agent_operation_unsupported");
     expect(toJsonRpcErrorBody(method, 1).error.code).toBe(-32004);
-    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "tasks/pushNotificationConfig/set", params: {} }, "0.3")).code).toBe("a2a_unsupported_operation");
-    expect(refusal(() => decodeA2aRequest(send1({ message: {}, configuration: { taskPushNotificationConfig: { url: "http://10.0.0.1/" } } }), "1.0")).code).toBe("a2a_unsupported_operation");
-    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: {}, configuration: { pushNotificationConfig: { url: "http://x" } } } }, "0.3")).code).toBe("a2a_unsupported_operation");
+    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "tasks/pushNotificationConfig/set", params: {} }, "0.3")).code).toBe("agent_operation_unsupported");
+    expect(refusal(() => decodeA2aRequest(send1({ message: {}, configuration: { taskPushNotificationConfig: { url: "http://10.0.0.1/" } } }), "1.0")).code).toBe("agent_operation_unsupported");
+    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: {}, configuration: { pushNotificationConfig: { url: "http://x" } } } }, "0.3")).code).toBe("agent_operation_unsupported");
   });
 
   it("serves ListTasks only scoped to a context: the agent sees every caller as the gateway", () => {
     expect(decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: { contextId: "c-1" } }, "1.0").contextId).toBe("c-1");
-    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }, "1.0")).code).toBe("a2a_unsupported_operation");
+    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }, "1.0")).code).toBe("agent_operation_unsupported");
   });
 
   it("reads the id to answer with from any body", () => {
