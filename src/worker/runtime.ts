@@ -36,6 +36,8 @@ import { LoadTracker } from "../traffic/load-tracker.ts";
 import { RecentTraffic } from "../telemetry/recent-traffic.ts";
 import { A2aPolicy } from "../a2a/a2a-policy.ts";
 import type { A2aDeps } from "../kinds/a2a/a2a-deps.ts";
+import { A2A_METHODS } from "../protocol/a2a/a2a-request.ts";
+import { SPOKEN_GENERATIONS } from "../protocol/a2a/agent-card.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream } from "../mcp/upstream-client.ts";
 import type { McpServerHandle } from "../mcp/server-handle.ts";
@@ -379,12 +381,12 @@ interface MetricSources {
   readonly publications: () => PublicationCache<GatewayRuntime> | undefined;
 }
 
-/** The label values a publication revision names (MCP requests are named by their endpoint, `mcp` or `mcp/<server>`, and their method as the route). */
+/** The label values a publication revision names (MCP and A2A requests are named by their endpoint, `mcp/<server>` or `a2a/<agent>`, and their method as the route). */
 function metricNamesOf(publication: CompiledPublication, gw: GatewayConfig): PublicationNames {
   return {
-    entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`)],
+    entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`), ...gw.a2a.agents.map((a) => `a2a/${a.name}`)],
     models: [...publication.models.keys()],
-    routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call"],
+    routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call", ...SPOKEN_GENERATIONS.flatMap((g) => Object.keys(A2A_METHODS[g]))],
     tenants: publication.source.tenants.map((t) => t.id),
   };
 }
@@ -408,6 +410,7 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
       ...metricNamesOf(publication, gw),
       tenantLabel: gw.observability.metrics.tenantLabel,
       maxSnapshotNames: gw.observability.metrics.maxSnapshotNames,
+      agents: gw.a2a.agents.map((a) => a.name),
     },
     {
       inFlight: () => src.drain.inFlight,

@@ -142,6 +142,12 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
       outcome: "success",
       a2a: { generation: "1.0", skill: "summarize", sent: true, decision: { allowed: true, rule: "callers", policyRevision: "a2a-e2e-1" } },
     });
+    // Metrics by agent (from gateway.yaml) and skill, as MCP's by server and tool.
+    await expect
+      .poll(async () => await (await fetch(`${gateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text())
+      .toMatch(/sluice_a2a_call_duration_seconds_count\{sluice_a2a_method="SendMessage",sluice_a2a_agent="echo-v1",sluice_a2a_skill="summarize",error_type=""\} [1-9]/);
+    const metrics = await (await fetch(`${gateway.adminUrl}/admin/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text();
+    expect(metrics).toMatch(/sluice_requests_total\{sluice_entrypoint="a2a\/echo-v1",[^}]*sluice_route="SendMessage"[^}]*\} [1-9]/);
   });
 
   it("streams a task (SSE) event by event, then gets it; the A2A task id is a correlation on the record", async () => {
