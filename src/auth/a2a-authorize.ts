@@ -33,7 +33,7 @@ export function authorizeMessage(policy: A2aPolicy, caller: A2aCaller, agent: st
 }
 
 /**
- * A request about the agent's tasks or its extended card: the caller must be allowed some skill
+ * A request about the agent's tasks: the caller must be allowed some skill
  * of the agent (the first allowed one is recorded); the task's own skill is not known here.
  */
 export function authorizeAgentUse(policy: A2aPolicy, caller: A2aCaller, agent: string, declared: readonly string[], record: A2aRecord | undefined): void {

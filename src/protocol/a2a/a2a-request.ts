@@ -17,7 +17,7 @@ export type A2aMethodKind =
   | "task"
   /** Lists tasks (1.0 `ListTasks`). */
   | "list"
-  /** The agent's authenticated extended card. */
+  /** The agent's authenticated extended card: refused for now (it would need the card's rewriting and filtering). */
   | "card"
   /** Push-notification configuration: refused for now. */
   | "push";
@@ -134,6 +134,11 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
   const params = body.params === undefined ? {} : body.params;
   if (!isRecord(params)) throw new GatewayError("invalid_request", "params must be an object.", { param: "params" });
   if (info.kind === "push") throw pushRefused();
+  if (info.kind === "card") {
+    // The agent's own extended card names its URLs, its security schemes and every skill: served
+    // raw it would undo what the gateway's card hides. The gateway's card is the one to read.
+    throw new GatewayError("agent_operation_unsupported", "The agent's extended card is not served through this gateway yet: read the gateway's card at /.well-known/agent-card.json under this agent's URL.");
+  }
   let skill: string | undefined;
   let a2aTaskId: string | undefined;
   let contextId: string | undefined;

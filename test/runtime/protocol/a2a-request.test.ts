@@ -79,6 +79,11 @@ describe("decoding an A2A JSON-RPC request", () => {
     expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: {}, configuration: { pushNotificationConfig: { url: "http://x" } } } }, "0.3")).code).toBe("agent_operation_unsupported");
   });
 
+  it("refuses the agent's extended card, which would show what the gateway's card hides", () => {
+    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "GetExtendedAgentCard", params: {} }, "1.0")).code).toBe("agent_operation_unsupported");
+    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "agent/getAuthenticatedExtendedCard" }, "0.3")).code).toBe("agent_operation_unsupported");
+  });
+
   it("serves ListTasks only scoped to a context: the agent sees every caller as the gateway", () => {
     expect(decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: { contextId: "c-1" } }, "1.0").contextId).toBe("c-1");
     expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }, "1.0")).code).toBe("agent_operation_unsupported");
