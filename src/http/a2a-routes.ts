@@ -57,13 +57,19 @@ export function registerA2aRoutes(app: Hono<A2aEnv>): void {
     if (!session) return await refuse(new GatewayError("agent_not_found", `No agent named ${echo(agent)} is configured.`));
     const onAbort = () => session.abort("client_disconnected");
     request.signal.addEventListener("abort", onAbort, { once: true });
+    let streaming = false;
     try {
       const reply = await session.run();
       if (reply.kind === "error") return errorResponse(reply.error, "json-rpc", idHeader, reply.id, a2aStatus(reply.error));
-      if (reply.kind === "stream") return new Response(reply.body, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...idHeader } });
+      if (reply.kind === "stream") {
+        // The client's going away ends the call even while the agent is silent (a task that waits):
+        // the listener stays for the stream's life, and aborting an ended request does nothing.
+        streaming = true;
+        return new Response(reply.body, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...idHeader } });
+      }
       return new Response(JSON.stringify(reply.body), { status: 200, headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader } });
     } finally {
-      request.signal.removeEventListener("abort", onAbort);
+      if (!streaming) request.signal.removeEventListener("abort", onAbort);
     }
   };
   app.all("/a2a/:agent", handle);

@@ -6,6 +6,7 @@ import type { Message as Message03, Task as Task03 } from "a2a-sdk-v0-3";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
+import { rawSocket } from "./support/raw-http.ts";
 import { startA2aV03Agent, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, bundledConfig, expectNothingLeft } from "./support/stack.ts";
 
@@ -194,6 +195,20 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
     await reading;
     const last = resubscribed.at(-1)!;
     expect(last.payload?.$case === "statusUpdate" ? last.payload.value.status?.state : undefined).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it("a caller that leaves mid-stream, while the agent is silent, ends the call (cancelled)", async () => {
+    const url = new URL(gateway.publicUrl);
+    const body = JSON.stringify({ jsonrpc: "2.0", id: "leave", method: "SendStreamingMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "task hold and leave" }], metadata: { skill: "summarize" } } } });
+    const socket = await rawSocket(gateway.publicUrl);
+    socket.on("error", () => {});
+    const first = new Promise<string>((resolve) => socket.once("data", (d: Buffer) => resolve(d.toString())));
+    socket.write(`POST /a2a/echo-v1 HTTP/1.1\r\nhost: ${url.host}\r\nauthorization: Bearer ${KEYS.caller}\r\na2a-version: 1.0\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    expect(await first).toMatch(/content-type: text\/event-stream/i);
+    await expect.poll(() => v1.held().length).toBeGreaterThan(0);
+    socket.resetAndDestroy();
+    await expect.poll(() => a2aLines().find((l) => l.a2a.jsonrpcId === "leave")?.outcome, { timeout: 5_000 }).toBe("cancelled");
+    for (const id of v1.held()) v1.release(id);
   });
 
   it("serves a 0.3 caller to a 0.3 agent: send and get with the 0.3 SDK", async () => {
