@@ -191,6 +191,8 @@ export interface A2aRecord {
   decision?: { readonly allowed: boolean; readonly rule: string | undefined; readonly policyRevision: string; readonly reason: string } | undefined;
   /** The call was sent to the agent (one refused before that was not executed). */
   sent?: boolean | undefined;
+  /** The JSON-RPC error code the agent answered with (passed on to the caller as it sent it). */
+  agentError?: number | undefined;
   /** A priced or rate-limited call: its reservation in the ledger and how it was settled. */
   charge?: McpCharge | undefined;
 }

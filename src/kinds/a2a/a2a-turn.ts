@@ -179,6 +179,8 @@ export class A2aTurn implements KindTurn<A2aReply> {
   respond(_events: StreamEventChain | undefined): Responded<A2aReply> {
     const answer = this.#answer!;
     if (answer.kind === "json") {
+      const record = this.#ctx.record.a2a;
+      if (record && answer.errorCode !== undefined) record.agentError = answer.errorCode;
       this.#correlate(answer.body.result);
       return { reply: { kind: "json", body: answer.body }, streaming: false };
     }
@@ -208,6 +210,9 @@ export class A2aTurn implements KindTurn<A2aReply> {
             return;
           }
           this.#correlate(next.value.result);
+          const error = next.value.error;
+          const record = ctx.record.a2a;
+          if (record && isRecord(error) && typeof error.code === "number") record.agentError ??= error.code;
           controller.enqueue(frame(next.value));
         } catch (err) {
           const error = ctx.signal.aborted && ctx.signal.reason instanceof GatewayError ? ctx.signal.reason : toGatewayError(err);

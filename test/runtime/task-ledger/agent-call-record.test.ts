@@ -21,6 +21,11 @@ describe("an A2A call in the call ledger and the audit", () => {
     expect(requestRowOf(r, [])).toMatchObject({ kind: "agent", model: "helpdesk/triage", backend: "helpdesk", attempts: 1, costMicros: 10_000 });
   });
 
+  it("an agent's own JSON-RPC error is a failed execution, passed on as the agent sent it", () => {
+    const r = modelRecord({ requestId: "req_err", a2a: { method: "GetTask", jsonrpcId: 2, generation: "1.0", agent: "helpdesk", skill: undefined, decision, sent: true, agentError: -32001 } });
+    expect(auditEventsOf(r, [], ids, "attributed").find((e) => e.type === "agent.executed")).toMatchObject({ execution: "failed", usage: "none" });
+  });
+
   it("a denied call has its decision and no execution; a call never sent has no attempt", () => {
     const denied = modelRecord({ requestId: "req_den", outcome: "error", errorCode: "tool_not_allowed", a2a: { method: "message/send", jsonrpcId: "x", generation: "0.3", agent: "helpdesk", skill: undefined, decision: { ...decision, allowed: false, rule: undefined, reason: "no rule allows it" } } });
     expect(auditEventsOf(denied, [], ids, "attributed").map((e) => e.type)).toEqual(["decision.denied"]);
