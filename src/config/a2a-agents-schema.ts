@@ -29,9 +29,21 @@ export const a2aAgentSchema = z
       .optional(),
     /** How often a fetched card is fetched again, in ms. */
     refreshMs: z.number().int().min(10_000).max(86_400_000).default(DEFAULT_CARD_REFRESH_MS),
+    /**
+     * Active probes of the agent (its HealthMonitor object, `a2a:<name>`): a GET of its card URL,
+     * never a message. Absent: the agent is not probed and counts as healthy.
+     */
+    healthCheck: z
+      .strictObject({
+        intervalMs: z.number().int().min(1000).max(3_600_000).default(30_000),
+        timeoutMs: z.number().int().min(100).max(60_000).default(5_000),
+      })
+      .optional(),
   })
   .superRefine((agent, ctx) => {
     if (typeof agent.card === "string") return;
+    // A probe must not send a message (it could be billed or run as work), and an inline card names no document to fetch.
+    if (agent.healthCheck !== undefined) ctx.addIssue({ code: "custom", path: ["healthCheck"], message: "an agent with an inline card is not probed: there is no card URL to fetch, and a probe never sends a message" });
     const reading = readAgentCard(agent.card);
     if (!reading.ok) for (const reason of reading.reasons) ctx.addIssue({ code: "custom", path: ["card"], message: `invalid agent card: ${reason}` });
   });

@@ -71,6 +71,7 @@ export const ERROR_CODES = [
   "agent_not_bridgeable",
   "agent_method_not_found",
   "agent_operation_unsupported",
+  "agent_call_not_bridgeable",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -198,6 +199,10 @@ function factsOf(code: ErrorCode): CodeFacts {
       // The agent holding the caller's context (or every agent of its route) cannot serve now;
       // another agent would not resume the context, so the caller waits for this one.
       return { status: 503, source: "upstream", retryable: true };
+    case "agent_call_not_bridgeable":
+      // A call valid in the caller's A2A generation that the agent's generation cannot express:
+      // the same call fails the same way until the agent speaks the caller's generation.
+      return { status: 400, source: "client", retryable: false };
     case "looper_bound_exceeded":
       // The operator's bound on one algorithm run was reached: the same request would reach it again.
       return { status: 503, source: "internal", retryable: false };

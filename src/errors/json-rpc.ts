@@ -29,6 +29,9 @@ export function jsonRpcCode(code: ErrorCode): number {
       return -32603;
     case "mcp_header_mismatch":
       return -32020;
+    case "agent_call_not_bridgeable":
+      // A2A's UnsupportedOperationError, the same code in 0.3 and 1.0.
+      return -32004;
     case "mcp_missing_capability":
       return -32021;
     case "mcp_unsupported_version":

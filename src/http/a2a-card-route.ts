@@ -42,7 +42,10 @@ export function registerA2aCardRoutes(app: Hono<A2aEnv>, skillVisible: SkillVisi
     const principal = await authenticateCaller({ publication: rt.publication, oauth: rt.oauth, clock: rt.clock }, presentedCredentials(request.headers), "model");
     const agent = c.req.param("agent");
     if (!rt.agentCards.has(agent)) throw new GatewayError("agent_not_found", `No agent named ${echo(agent)} is configured.`);
-    const view = await rt.agentCards.card(agent, (p) => c.executionCtx.waitUntil(p));
+    const schedule = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
+    // Reading the card is a use of the agent: its probes start here when it has `healthCheck`.
+    rt.agentHealth.forRequest(schedule).status(agent);
+    const view = await rt.agentCards.card(agent, schedule);
     if (view === undefined) throw new GatewayError("agent_card_unavailable", `The card of agent ${echo(agent)} has not been fetched yet.`, { retryAfterSeconds: 5 });
     const card = rewriteAgentCard(
       view,

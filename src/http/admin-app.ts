@@ -20,6 +20,7 @@ import { registerExplainRoutes } from "./admin-explain.ts";
 import { isOutcomeRoute, registerTaskRoutes } from "./admin-tasks.ts";
 import { describeRoutes } from "./route-table.ts";
 import { mcpServerStatuses } from "./admin-mcp-health.ts";
+import { a2aAgentStatuses } from "../a2a/agent-health.ts";
 import { healthClient } from "../traffic/health-client.ts";
 import { isConsolePath, registerConsoleRoutes } from "./admin-console.ts";
 
@@ -129,6 +130,7 @@ export function createAdminApp(runtimeOf: (env: Env) => Promise<GatewayRuntime>)
       // Slices of budgets this isolate holds; idle ones go back on their own (docs/budgets.md).
       budgetLeases: rt.ledger.stats().leases,
       mcpServers: await mcpServerStatuses(rt, healthClient((id) => c.env.HEALTH_MONITOR.getByName(id))),
+      a2aAgents: await a2aAgentStatuses(rt.config.gateway.a2a.agents, rt.config.gateway.health.enabled, healthClient((id) => c.env.HEALTH_MONITOR.getByName(id)), (agent) => c.env.AGENT_CARD_REGISTRY.getByName(agent).state()),
       // Each backend of the active snapshot, and what its provider last said of the gateway's
       // credential in this isolate's traffic: a wrong key shows here, not as an outage.
       backends: snap ? backendStatuses(rt, [...snap.backends.values()]) : [],

@@ -31,6 +31,7 @@ import { BreakerCache } from "../traffic/breaker-cache.ts";
 import { breakerClient } from "../traffic/breaker-client.ts";
 import { HealthCache } from "../traffic/health-cache.ts";
 import { AgentCardCache, agentCardSources, cardRegistryClient } from "../a2a/card-cache.ts";
+import { AgentHealth } from "../a2a/agent-health.ts";
 import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { RecentTraffic } from "../telemetry/recent-traffic.ts";
@@ -82,6 +83,8 @@ export interface GatewayRuntime {
   readonly health: HealthCache | undefined;
   /** The A2A agents' cards (inline, or as their AgentCardRegistry objects last fetched them), cached per isolate. */
   readonly agentCards: AgentCardCache;
+  /** The A2A agents' probed health (over `health`): what routing's `isHealthy(agent)` reads. */
+  readonly agentHealth: AgentHealth;
   /** The revision's A2A policy and prices (`a2a` in the publication): deny by default. */
   readonly a2aPolicy: A2aPolicy;
   /** The tenants' BudgetLedger objects (striped where the publication says so). */
@@ -267,6 +270,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     breakers,
     health,
     agentCards,
+    agentHealth: new AgentHealth(health, gw.a2a.agents),
     ledger,
     drain,
     admission,

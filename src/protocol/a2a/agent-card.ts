@@ -191,16 +191,23 @@ function readV1(raw: object): CardReading {
       description: card.description,
       version: card.version,
       jsonRpc,
-      streaming: card.capabilities.streaming === true,
-      pushNotifications: card.capabilities.pushNotifications === true,
-      defaultInputModes: card.defaultInputModes,
-      defaultOutputModes: card.defaultOutputModes,
-      skills: card.skills.map(skillView),
-      provider: card.provider === undefined ? undefined : { organization: card.provider.organization, url: card.provider.url },
-      documentationUrl: card.documentationUrl || undefined,
-      iconUrl: card.iconUrl || undefined,
-      signed: (card.signatures?.length ?? 0) > 0,
+      ...sharedView(card),
     },
+  };
+}
+
+/** What both generations' cards say alike: capabilities, modes, skills, provider, links, whether signed. */
+function sharedView(card: AgentCardV1 | AgentCardV03) {
+  return {
+    streaming: card.capabilities.streaming === true,
+    pushNotifications: card.capabilities.pushNotifications === true,
+    defaultInputModes: card.defaultInputModes,
+    defaultOutputModes: card.defaultOutputModes,
+    skills: card.skills.map(skillView),
+    provider: card.provider === undefined ? undefined : { organization: card.provider.organization, url: card.provider.url },
+    documentationUrl: card.documentationUrl || undefined,
+    iconUrl: card.iconUrl || undefined,
+    signed: (card.signatures?.length ?? 0) > 0,
   };
 }
 
@@ -218,15 +225,7 @@ function readV03(raw: object): CardReading {
       description: card.description,
       version: card.version,
       jsonRpc: url === undefined ? {} : { "0.3": url },
-      streaming: card.capabilities.streaming === true,
-      pushNotifications: card.capabilities.pushNotifications === true,
-      defaultInputModes: card.defaultInputModes,
-      defaultOutputModes: card.defaultOutputModes,
-      skills: card.skills.map(skillView),
-      provider: card.provider === undefined ? undefined : { organization: card.provider.organization, url: card.provider.url },
-      documentationUrl: card.documentationUrl || undefined,
-      iconUrl: card.iconUrl || undefined,
-      signed: (card.signatures?.length ?? 0) > 0,
+      ...sharedView(card),
     },
   };
 }

@@ -53,6 +53,11 @@ export interface A2aTestAgent {
   readonly card: Readonly<Record<string, unknown>>;
   /** Every request received, oldest first. */
   readonly received: readonly ReceivedRequest[];
+  /**
+   * Serves `body` (JSON) as the card from now on instead of the SDK's, e.g. an invalid one, so a
+   * test can make a refresh fail; undefined serves the SDK's card again.
+   */
+  serveCard(body: unknown): void;
   /** Ends a held task (`completed`); false when no task by that id is held. */
   release(taskId: string): boolean;
   /** Ids of the tasks held now. */
@@ -100,6 +105,19 @@ class Holds {
   endAll(): void {
     for (const id of this.ids()) this.end(id, false);
   }
+}
+
+/** What the card path serves instead of the SDK's card, while set. */
+interface CardOverride {
+  body: unknown;
+}
+
+/** Express middleware: the card override, when one is set. */
+function overridden(override: CardOverride) {
+  return (req: Request, res: Response, next: NextFunction): void => {
+    if (override.body !== undefined && req.method === "GET" && req.path === CARD_PATH) res.status(200).json(override.body);
+    else next();
+  };
 }
 
 /** Express middleware: records the request, then enforces the bearer token where it applies. */
@@ -225,13 +243,15 @@ export async function startA2aV1Agent(options: A2aTestAgentOptions = {}): Promis
   };
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new EchoExecutorV1(name, holds));
   const app = express();
+  const override: CardOverride = { body: undefined };
   app.use(guard(received, options));
+  app.use(overridden(override));
   app.use(CARD_PATH, agentCardHandler({ agentCardProvider: requestHandler }));
   app.use(jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
   setApp(app);
   const served = (await (await fetch(`${origin}${CARD_PATH}`, { headers: options.bearer ? { authorization: `Bearer ${options.bearer}` } : {} })).json()) as Record<string, unknown>;
   received.length = 0;
-  return { origin, cardUrl: `${origin}${CARD_PATH}`, rpcUrl, card: served, received, release: (id) => holds.end(id, true), held: () => holds.ids(), close: closer(server, holds) };
+  return { origin, cardUrl: `${origin}${CARD_PATH}`, rpcUrl, card: served, received, serveCard: (body) => (override.body = body), release: (id) => holds.end(id, true), held: () => holds.ids(), close: closer(server, holds) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -302,11 +322,13 @@ export async function startA2aV03Agent(options: A2aTestAgentOptions = {}): Promi
   };
   const requestHandler = new DefaultRequestHandler03(card, new InMemoryTaskStore03(), new EchoExecutorV03(name, holds));
   const app = express();
+  const override: CardOverride = { body: undefined };
   app.use(guard(received, options));
+  app.use(overridden(override));
   app.use(CARD_PATH, agentCardHandler03({ agentCardProvider: requestHandler }));
   app.use(jsonRpcHandler03({ requestHandler, userBuilder: UserBuilder03.noAuthentication }));
   setApp(app);
   const served = (await (await fetch(`${origin}${CARD_PATH}`, { headers: options.bearer ? { authorization: `Bearer ${options.bearer}` } : {} })).json()) as Record<string, unknown>;
   received.length = 0;
-  return { origin, cardUrl: `${origin}${CARD_PATH}`, rpcUrl, card: served, received, release: (id) => holds.end(id, true), held: () => holds.ids(), close: closer(server, holds) };
+  return { origin, cardUrl: `${origin}${CARD_PATH}`, rpcUrl, card: served, received, serveCard: (body) => (override.body = body), release: (id) => holds.end(id, true), held: () => holds.ids(), close: closer(server, holds) };
 }
