@@ -23,7 +23,6 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "mcp_missing_capability":
     case "mcp_unsupported_version":
     case "agent_version_not_supported":
-    case "agent_not_bridgeable":
     case "agent_operation_unsupported":
     case "not_acceptable":
     case "attribution_required":

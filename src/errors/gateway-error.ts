@@ -68,7 +68,6 @@ export const ERROR_CODES = [
   "agent_card_unavailable",
   "agent_not_routable",
   "agent_version_not_supported",
-  "agent_not_bridgeable",
   "agent_method_not_found",
   "agent_operation_unsupported",
   "agent_call_not_bridgeable",
@@ -101,7 +100,6 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "mcp_missing_capability":
     case "mcp_unsupported_version":
     case "agent_version_not_supported":
-    case "agent_not_bridgeable":
     case "agent_operation_unsupported":
     case "attribution_required":
     case "content_blocked":

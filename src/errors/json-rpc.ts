@@ -37,7 +37,6 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "mcp_unsupported_version":
       return -32022;
     case "agent_version_not_supported":
-    case "agent_not_bridgeable":
       // A2A's VersionNotSupportedError: `data.supported` names the versions the caller may use.
       return -32009;
     case "agent_operation_unsupported":
@@ -108,7 +107,7 @@ export interface JsonRpcErrorBody {
 export function toJsonRpcErrorBody(err: GatewayError, id: string | number | null): JsonRpcErrorBody {
   // MCP's and A2A's own errors carry their specified data fields (UnsupportedProtocolVersion,
   // VersionNotSupported: `supported`, `requested`) at the top of `data`, where clients read them.
-  const own = (err.code.startsWith("mcp_") || err.code === "agent_version_not_supported" || err.code === "agent_not_bridgeable" || err.code === "approval_required") && err.details?.length === 1 && typeof err.details[0] === "object" && err.details[0] !== null ? (err.details[0] as Record<string, unknown>) : {};
+  const own = (err.code.startsWith("mcp_") || err.code === "agent_version_not_supported" || err.code === "approval_required") && err.details?.length === 1 && typeof err.details[0] === "object" && err.details[0] !== null ? (err.details[0] as Record<string, unknown>) : {};
   return {
     jsonrpc: "2.0",
     id,

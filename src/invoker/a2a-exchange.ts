@@ -30,7 +30,7 @@ export interface A2aOutbound {
   /** The agent's credential header from gateway.yaml, or none. */
   readonly credential: Readonly<Record<string, string>>;
   /** The JSON-RPC request as sent (the caller's id, method and params). */
-  readonly message: Readonly<Record<string, unknown>>;
+  readonly message: object;
   readonly streaming: boolean;
   /** The gateway's URL for the agent, which replaces the agent's own in answers. */
   readonly gatewayUrl: string;

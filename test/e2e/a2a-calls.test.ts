@@ -241,13 +241,38 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
     expect((await send("summarize")).body.result).toBeDefined();
   });
 
-  it("refuses an A2A-Version it does not speak, and a cross-generation call, with typed JSON-RPC errors", async () => {
+  it("bridges the generations: a 0.3 SDK client of the 1.0 agent, a 1.0 SDK client streaming from the 0.3 agent", async () => {
+    const f = withKey(KEYS.caller);
+    const factory = new ClientFactory03({ transports: [new JsonRpcTransportFactory03({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver03({ fetchImpl: f }) });
+    const old = await factory.createFromUrl(`${gateway.publicUrl}/a2a/echo-v1/`);
+    const before = v1.received.length;
+    const answer = (await old.sendMessage({ message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "bridged hello" }], metadata: { skill: "summarize" } } })) as Message03;
+    expect(answer).toMatchObject({ kind: "message", role: "agent", parts: [{ kind: "text", text: "[echo-v1] echo: bridged hello" }] });
+    // The agent was spoken to in its own generation, with its own credential.
+    const seen = v1.received.slice(before).find((r) => r.method === "POST")!;
+    expect(seen.headers["a2a-version"]).toBe("1.0");
+    expect(seen.headers.authorization).toBe(`Bearer ${AGENT_TOKEN}`);
+
+    const client = await clientV1(gateway, "echo-v03");
+    const events: StreamResponse[] = [];
+    for await (const ev of client.sendMessageStream(message1("task across generations"))) events.push(ev);
+    expect(events[0]?.payload?.$case).toBe("task");
+    const last = events.at(-1)!;
+    expect(last.payload?.$case === "statusUpdate" ? last.payload.value.status?.state : undefined).toBe(TaskState.TASK_STATE_COMPLETED);
+    const taskId = events[0]!.payload?.$case === "task" ? events[0]!.payload.value.id : "";
+    expect((await client.getTask({ tenant: "", id: taskId, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    await expect.poll(() => a2aLines().find((l) => l.a2a.method === "SendStreamingMessage" && l.a2a.agent === "echo-v03")?.a2a).toMatchObject({ generation: "1.0", a2aTaskId: taskId, sent: true });
+  });
+
+  it("refuses an A2A-Version it does not speak, and what cannot be bridged, with typed JSON-RPC errors", async () => {
     const body = { jsonrpc: "2.0", id: 9, method: "SendMessage", params: { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hi" }] } } };
     const forged = await raw("echo-v1", body, { "a2a-version": "2.7" });
     expect(forged.body).toMatchObject({ id: 9, error: { code: -32009, data: { code: "agent_version_not_supported", supported: ["1.0", "0.3"], requested: "2.7" } } });
-    // A 1.0 caller to the 0.3 agent: not bridged yet, and the error names what the agent speaks.
-    const cross = await raw("echo-v03", body, { "a2a-version": "1.0" });
-    expect(cross.body).toMatchObject({ id: 9, error: { code: -32009, data: { code: "agent_not_bridgeable", supported: ["0.3"], requested: "1.0" } } });
+    // 0.3 has no ListTasks: refused before anything is sent.
+    const before = v03.received.length;
+    const cross = await raw("echo-v03", { jsonrpc: "2.0", id: 9, method: "ListTasks", params: { contextId: "c" } }, { "a2a-version": "1.0" });
+    expect(cross.body).toMatchObject({ id: 9, error: { code: -32004, data: { code: "agent_call_not_bridgeable" } } });
+    expect(v03.received.length).toBe(before);
     // No header is 0.3: a 1.0 method is then unknown, with a hint.
     const noHeader = await raw("echo-v1", body);
     expect(noHeader.body).toMatchObject({ id: 9, error: { code: -32601, data: { code: "agent_method_not_found" } } });

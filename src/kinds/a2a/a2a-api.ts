@@ -28,6 +28,6 @@ export interface A2aIngress {
  * agent's responses, or a refusal the adapter renders in JSON-RPC's envelope with the request's id.
  */
 export type A2aReply =
-  | { readonly kind: "json"; readonly body: Readonly<Record<string, unknown>> }
+  | { readonly kind: "json"; readonly body: object }
   | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array> }
   | { readonly kind: "error"; readonly error: GatewayError; readonly id: string | number | null };

@@ -5,8 +5,10 @@
  * keys on `a2a:<agent>`; invoke sends the request to the agent's JSON-RPC URL for that generation;
  * respond relays its answer — one JSON-RPC response, or its SSE stream event by event.
  *
- * Same generation end to end: a caller whose generation the agent's card does not serve is
- * refused (`agent_not_bridgeable`). The seam a 0.3 ↔ 1.0 bridge plugs into is {@link A2aTurn.#route}.
+ * A caller of the generation the agent speaks is relayed as it came; a caller of the other is
+ * bridged (src/protocol/a2a/bridge.ts): its request translated at decode — so a call the agent's
+ * generation cannot express is refused before anything is reserved — and every answer, or each
+ * event of a stream, translated back.
  */
 
 import type { AdmissionLease } from "../../admit/admission.ts";
@@ -25,6 +27,7 @@ import type { StreamEventChain } from "../../plugins/stream-event-chain.ts";
 import { isRecord } from "../../protocol/fast-guard.ts";
 import { A2A_VERSION_HEADER, decodeA2aRequest, jsonRpcIdOf, requestGeneration, type A2aRequest } from "../../protocol/a2a/a2a-request.ts";
 import { generationsOf, type A2aGeneration, type AgentCardView } from "../../protocol/a2a/agent-card.ts";
+import { agentGenerationFor, bridgeRequest, bridgeResponse, type A2aJsonRpcRequest, type A2aJsonRpcResponse } from "../../protocol/a2a/bridge.ts";
 import type { CompiledPublication } from "../../publication/compile-publication.ts";
 import type { Principal } from "../../publication/principal.ts";
 import { agentRateScope, reservePricedCall, type ToolCallTrack } from "../../reserve/tool-charge.ts";
@@ -46,10 +49,11 @@ export interface A2aKindDeps extends AuthenticatorDeps {
 const NO_HEADERS: ReadonlyMap<string, string> = new Map();
 const encoder = new TextEncoder();
 
-/** Where a call goes: the agent's JSON-RPC URL and the generation it is spoken in there. */
+/** Where a call goes: the agent's JSON-RPC URL, the generation it is spoken in there, and the request as the agent reads it. */
 interface AgentRoute {
   readonly url: string;
   readonly generation: A2aGeneration;
+  readonly request: A2aJsonRpcRequest;
 }
 
 /** An A2A call of one agent, as the runner drives it. */
@@ -101,7 +105,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
     ctx.checkpoint();
     if (card === undefined) throw new GatewayError("agent_card_unavailable", `The card of agent ${echo(agent)} has not been fetched yet.`, { retryAfterSeconds: 5 });
     this.#card = card;
-    this.#route = routeOf(agent, card, generation);
+    this.#route = routeOf(agent, card, req);
     return undefined;
   }
 
@@ -164,7 +168,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
       url: route.url,
       generation: route.generation,
       credential: this.#a2a.credential(agent),
-      message: { jsonrpc: "2.0", id: req.id, method: req.method, params: req.params },
+      message: route.request,
       streaming: req.info.streaming,
       gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
       signal: this.#ctx.signal,
@@ -181,8 +185,9 @@ export class A2aTurn implements KindTurn<A2aReply> {
     if (answer.kind === "json") {
       const record = this.#ctx.record.a2a;
       if (record && answer.errorCode !== undefined) record.agentError = answer.errorCode;
-      this.#correlate(answer.body.result);
-      return { reply: { kind: "json", body: answer.body }, streaming: false };
+      const body = this.#toCaller(answer.body);
+      this.#correlate(body.result);
+      return { reply: { kind: "json", body }, streaming: false };
     }
     return { reply: { kind: "stream", body: this.#relay(answer.events) }, streaming: true };
   }
@@ -209,11 +214,12 @@ export class A2aTurn implements KindTurn<A2aReply> {
             ctx.finish({ kind: "completed" });
             return;
           }
-          this.#correlate(next.value.result);
           const error = next.value.error;
           const record = ctx.record.a2a;
           if (record && isRecord(error) && typeof error.code === "number") record.agentError ??= error.code;
-          controller.enqueue(frame(next.value));
+          const event = this.#toCaller(next.value);
+          this.#correlate(event.result);
+          controller.enqueue(frame(event));
         } catch (err) {
           const error = ctx.signal.aborted && ctx.signal.reason instanceof GatewayError ? ctx.signal.reason : toGatewayError(err);
           controller.enqueue(frame(toJsonRpcErrorBody(error, this.#id)));
@@ -226,6 +232,12 @@ export class A2aTurn implements KindTurn<A2aReply> {
         await it.return?.();
       },
     });
+  }
+
+  /** An answer of the agent (or one event's) in the caller's generation, with the caller's id. */
+  #toCaller(answer: Readonly<Record<string, unknown>>): A2aJsonRpcResponse {
+    const req = this.#req!;
+    return bridgeResponse(answer as unknown as A2aJsonRpcResponse, req.method, req.generation, this.#route!.generation, req.id);
   }
 
   /** The A2A task and context an answer names, recorded once as correlations of the call. */
@@ -242,17 +254,16 @@ export class A2aTurn implements KindTurn<A2aReply> {
 }
 
 /**
- * Where a call in `generation` goes: the agent's JSON-RPC URL for that generation. The bridge
- * between generations plugs in here (a caller's 0.3 to an agent's 1.0, and back); until then a
- * caller whose generation the agent does not serve is refused, naming the ones it does.
+ * Where a call goes: the agent's JSON-RPC URL in the caller's generation when the agent speaks it,
+ * else in the agent's own, with the request bridged to it (refused, typed, when that generation
+ * cannot express it). A card with no generation the gateway speaks cannot be read into a view, so
+ * there is always one.
  */
-function routeOf(agent: string, card: AgentCardView, generation: A2aGeneration): AgentRoute {
-  const url = card.jsonRpc[generation];
-  if (url !== undefined) return { url, generation };
-  const served = generationsOf(card);
-  throw new GatewayError(
-    "agent_not_bridgeable",
-    `Agent ${agent} speaks A2A ${served.join(" and ")} only, and this gateway does not bridge A2A ${generation} to it yet: send A2A-Version: ${served[0]}.`,
-    { details: [{ supported: served, requested: generation }] },
-  );
+function routeOf(agent: string, card: AgentCardView, req: A2aRequest): AgentRoute {
+  const generation = agentGenerationFor(card, req.generation);
+  const url = generation === undefined ? undefined : card.jsonRpc[generation];
+  // A card read into a view names a JSON-RPC interface of a generation the gateway speaks.
+  if (generation === undefined || url === undefined) throw new Error(`agent ${agent}'s card view names no JSON-RPC interface`);
+  const request = bridgeRequest({ jsonrpc: "2.0", id: req.id, method: req.method, params: req.params }, req.generation, generation);
+  return { url, generation, request };
 }
