@@ -15,6 +15,7 @@ export type AuditEventType =
   | "approval.expired"
   | "approval.revoked"
   | "tool.executed"
+  | "agent.executed"
   | "model.completed"
   | "model.tool_call_proposed"
   | "content.redacted"
@@ -35,8 +36,8 @@ export interface AuditEvent {
   /** The call (the gateway's request id) and, for an execution, its attempt. */
   readonly callId?: string | undefined;
   readonly attemptId?: string | undefined;
-  /** What the call reached: a model, or an MCP server's tool. */
-  readonly target?: { readonly kind: "model" | "tool" | "prompt" | "resource"; readonly server?: string | undefined; readonly name: string } | undefined;
+  /** What the call reached: a model, an MCP server's tool, or an A2A agent's skill (`server` the agent, `name` the skill or `*`). */
+  readonly target?: { readonly kind: "model" | "tool" | "prompt" | "resource" | "skill"; readonly server?: string | undefined; readonly name: string } | undefined;
   readonly policyRevision?: string | undefined;
   readonly approvalId?: string | undefined;
   /** The decision, with the rule that made it and why. */

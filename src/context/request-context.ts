@@ -205,6 +205,7 @@ export class RequestContext {
       trace: init.trace ?? requestTrace(undefined, false, init.parent?.record.trace, () => false),
       content: undefined,
       mcp: undefined,
+      a2a: undefined,
       attribution: undefined,
       workload: undefined,
       events: [],

@@ -46,6 +46,8 @@ export interface RequestRecord {
   readonly trace: RequestTrace;
   /** For an MCP request: what was asked, what the policy decided and how the call ended. */
   mcp: McpRecord | undefined;
+  /** The A2A part: one call of an agent through `POST /a2a/<agent>`; undefined for other traffic. */
+  a2a?: A2aRecord | undefined;
   /** The caller's task, session, turn and parent task, as sent (src/attribution/); undefined: unattributed. */
   attribution: Attribution | undefined;
   /** The agent instance and end user behind the call, from trusted headers (metadata, never identity). */
@@ -163,6 +165,35 @@ export interface McpRecord {
   /** The approval the call ran under, when its rule required one. */
   approvalId?: string | undefined;
   /** A priced or rate-limited `tools/call`: its reservation in the ledger and how it was settled. */
+  charge?: McpCharge | undefined;
+}
+
+/**
+ * The A2A part of a request's record: the audit of one agent call. The A2A task and context ids
+ * are correlations with the agent's protocol state, never the business task (that is
+ * `attribution.taskId`, from `x-sluice-task-id`).
+ */
+export interface A2aRecord {
+  /** The JSON-RPC method, as the caller's generation names it. */
+  readonly method: string;
+  readonly jsonrpcId: string | number;
+  /** The generation the caller spoke (`1.0`, `0.3`). */
+  readonly generation: string;
+  /** The agent (its name in gateway.yaml). */
+  readonly agent: string;
+  /** The skill the message named (`message.metadata.skill`); undefined: none named. */
+  readonly skill: string | undefined;
+  /** The A2A task the request refers to, or the one the agent's answer made. */
+  a2aTaskId?: string | undefined;
+  /** The A2A context of the message or its answer. */
+  contextId?: string | undefined;
+  /** The policy's decision on the call: rule, revision and reason. */
+  decision?: { readonly allowed: boolean; readonly rule: string | undefined; readonly policyRevision: string; readonly reason: string } | undefined;
+  /** The call was sent to the agent (one refused before that was not executed). */
+  sent?: boolean | undefined;
+  /** The JSON-RPC error code the agent answered with (passed on to the caller as it sent it). */
+  agentError?: number | undefined;
+  /** A priced or rate-limited call: its reservation in the ledger and how it was settled. */
   charge?: McpCharge | undefined;
 }
 

@@ -2,6 +2,8 @@ import { authenticateCaller, type PresentedCredentials } from "../auth/authentic
 import { grantedEntrypoints } from "../auth/authorize.ts";
 import type { AbortReason } from "../context/request-context.ts";
 import { requestTrace } from "../context/trace-context.ts";
+import type { A2aIngress, A2aReply } from "../kinds/a2a/a2a-api.ts";
+import { A2aTurn } from "../kinds/a2a/a2a-turn.ts";
 import type { McpIngress, McpReply } from "../kinds/mcp/mcp-api.ts";
 import { McpTurn } from "../kinds/mcp/mcp-turn.ts";
 import type { Ingress } from "../kinds/model/model-api.ts";
@@ -17,6 +19,12 @@ export interface McpSession {
   abort(reason: AbortReason): void;
 }
 
+/** An A2A call on the runner: the adapter runs it whole, or aborts it when the client goes. */
+export interface A2aSession {
+  run(): Promise<A2aReply>;
+  abort(reason: AbortReason): void;
+}
+
 /** The transport-neutral gateway engine: one per isolate and publication. */
 export interface Engine {
   readonly publicationRevision: string;
@@ -24,6 +32,8 @@ export interface Engine {
   begin(ingress: Ingress): Session;
   /** An MCP request (the MCP kind) on the same runner; undefined when no MCP server is configured. */
   beginMcp(ingress: McpIngress): McpSession | undefined;
+  /** An A2A call (the A2A kind) on the same runner; undefined when no agent is configured. */
+  beginA2a(ingress: A2aIngress): A2aSession | undefined;
   /**
    * Explains a chat request without dispatching it: the model kind on the one runner in explain
    * mode, for the caller the operator names (`explain.as`). Its `apiKey` is ignored.
@@ -36,6 +46,8 @@ export interface Engine {
 /** Builds the engine over the isolate's runtime: every request it begins runs on the one runner. */
 export function createEngine(deps: EngineDeps): Engine {
   const mcp = deps.mcp;
+  const a2a = deps.a2a;
+  const traceOf = (traceParent: A2aIngress["traceParent"]) => requestTrace(traceParent, deps.tracing?.trustClient ?? false, undefined, deps.tracing?.sample ?? (() => false));
   return {
     publicationRevision: deps.publication.revision,
     begin: (ingress) => new RequestSession(deps, { ingress }),
@@ -52,6 +64,10 @@ export function createEngine(deps: EngineDeps): Engine {
             },
             (ctx) => new McpTurn(deps, mcp, ctx, ingress),
           )
+        : undefined,
+    beginA2a: (ingress) =>
+      a2a
+        ? new Runner(deps, { requestId: ingress.requestId, receivedAt: ingress.receivedAt, waitUntil: ingress.waitUntil, trace: traceOf(ingress.traceParent) }, (ctx) => new A2aTurn(deps, a2a, ctx, ingress))
         : undefined,
     async listModels(credentials) {
       const principal = await authenticateCaller(deps, credentials, "model");

@@ -22,6 +22,8 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "mcp_header_mismatch":
     case "mcp_missing_capability":
     case "mcp_unsupported_version":
+    case "agent_version_not_supported":
+    case "agent_operation_unsupported":
     case "not_acceptable":
     case "attribution_required":
     case "content_blocked":
@@ -33,6 +35,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "not_found":
     case "revision_not_found":
     case "mcp_method_not_found":
+    case "agent_method_not_found":
     case "agent_not_found":
       return { openai: "invalid_request_error", anthropic: "not_found_error" };
     case "missing_api_key":

@@ -67,6 +67,9 @@ export const ERROR_CODES = [
   "agent_not_found",
   "agent_card_unavailable",
   "agent_not_routable",
+  "agent_version_not_supported",
+  "agent_method_not_found",
+  "agent_operation_unsupported",
   "agent_call_not_bridgeable",
 ] as const;
 
@@ -96,6 +99,8 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "mcp_header_mismatch":
     case "mcp_missing_capability":
     case "mcp_unsupported_version":
+    case "agent_version_not_supported":
+    case "agent_operation_unsupported":
     case "attribution_required":
     case "content_blocked":
       return { status: 400, source: "client", retryable: false };
@@ -149,6 +154,7 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "not_found":
     case "revision_not_found":
     case "mcp_method_not_found":
+    case "agent_method_not_found":
     case "agent_not_found":
       return { status: 404, source: "client", retryable: false };
     case "method_not_allowed":

@@ -1,9 +1,9 @@
 import type { ErrorCode, GatewayError } from "./gateway-error.ts";
 
 /**
- * JSON-RPC error codes for MCP: the protocol's own where one exists (JSON-RPC 2.0's, and MCP
+ * JSON-RPC error codes for MCP and A2A: the protocol's own where one exists (JSON-RPC 2.0's, and MCP
  * 2026-07-28's -32020 HeaderMismatch, -32021 MissingRequiredClientCapability, -32022
- * UnsupportedProtocolVersion), and -32000 (the server-defined range) for every gateway refusal,
+ * UnsupportedProtocolVersion; A2A's -32009 VersionNotSupported and -32004 UnsupportedOperation), and -32000 (the server-defined range) for every gateway refusal,
  * whose Sluice code then rides in `error.data.code`. One exhaustive switch, as for the HTTP
  * envelopes: a new code without a JSON-RPC code does not compile.
  */
@@ -21,6 +21,7 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "method_not_allowed":
       return -32600;
     case "mcp_method_not_found":
+    case "agent_method_not_found":
       return -32601;
     case "invalid_request":
       return -32602;
@@ -35,6 +36,12 @@ export function jsonRpcCode(code: ErrorCode): number {
       return -32021;
     case "mcp_unsupported_version":
       return -32022;
+    case "agent_version_not_supported":
+      // A2A's VersionNotSupportedError: `data.supported` names the versions the caller may use.
+      return -32009;
+    case "agent_operation_unsupported":
+      // A2A's UnsupportedOperationError.
+      return -32004;
     case "approval_required":
     case "mcp_url_elicitation_required":
       // URLElicitationRequiredError (MCP 2025-11-25): `data.elicitations` names the approval's page,
@@ -96,11 +103,11 @@ export interface JsonRpcErrorBody {
   readonly error: { readonly code: number; readonly message: string; readonly data: { readonly code: ErrorCode; readonly retryable: boolean; readonly details?: readonly unknown[]; readonly [field: string]: unknown } };
 }
 
-/** The JSON-RPC envelope of an error (MCP); the Sluice code is always in `error.data.code`. */
+/** The JSON-RPC envelope of an error (MCP, A2A); the Sluice code is always in `error.data.code`. */
 export function toJsonRpcErrorBody(err: GatewayError, id: string | number | null): JsonRpcErrorBody {
-  // MCP's own errors carry their specified data fields (UnsupportedProtocolVersion: `supported`,
-  // `requested`) at the top of `data`, where clients of the protocol read them.
-  const own = (err.code.startsWith("mcp_") || err.code === "approval_required") && err.details?.length === 1 && typeof err.details[0] === "object" && err.details[0] !== null ? (err.details[0] as Record<string, unknown>) : {};
+  // MCP's and A2A's own errors carry their specified data fields (UnsupportedProtocolVersion,
+  // VersionNotSupported: `supported`, `requested`) at the top of `data`, where clients read them.
+  const own = (err.code.startsWith("mcp_") || err.code === "agent_version_not_supported" || err.code === "approval_required") && err.details?.length === 1 && typeof err.details[0] === "object" && err.details[0] !== null ? (err.details[0] as Record<string, unknown>) : {};
   return {
     jsonrpc: "2.0",
     id,

@@ -1,5 +1,6 @@
 import type { Hono } from "hono";
 import { requestedCardShape, rewriteAgentCard, type GatewaySecurity } from "../a2a/card-rewrite.ts";
+import { servableGenerations } from "../protocol/a2a/bridge.ts";
 import { authenticateCaller } from "../auth/authenticator-chain.ts";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
@@ -49,7 +50,8 @@ export function registerA2aCardRoutes(app: Hono<A2aEnv>, skillVisible: SkillVisi
     if (view === undefined) throw new GatewayError("agent_card_unavailable", `The card of agent ${echo(agent)} has not been fetched yet.`, { retryAfterSeconds: 5 });
     const card = rewriteAgentCard(
       view,
-      { agent, publicOrigin: new URL(request.url).origin, skillVisible: skillVisible(rt, principal, agent), security: gatewaySecurity(rt) },
+      // `POST /a2a/<agent>` bridges the generation the agent does not speak: the card lists both.
+      { agent, publicOrigin: new URL(request.url).origin, skillVisible: skillVisible(rt, principal, agent), security: gatewaySecurity(rt), generations: servableGenerations(view) },
       requestedCardShape(request.headers.get("a2a-version")),
     );
     return c.json(card, 200, { "cache-control": CARD_CACHE_CONTROL, vary: "A2A-Version, Authorization, x-api-key" });

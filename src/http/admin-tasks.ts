@@ -20,6 +20,7 @@ const AUDIT_TYPES: readonly AuditEventType[] = [
   "approval.expired",
   "approval.revoked",
   "tool.executed",
+  "agent.executed",
   "model.completed",
   "model.tool_call_proposed",
   "content.redacted",

@@ -10,6 +10,7 @@ import { errorProtocolOf, GENERATION_ROUTES } from "./generation-routes.ts";
 import { checkHeaders, discardUnreadBody } from "./limits.ts";
 import { registerMcpRoutes } from "./mcp-routes.ts";
 import { registerA2aCardRoutes } from "./a2a-card-route.ts";
+import { registerA2aRoutes } from "./a2a-routes.ts";
 import { a2aSkillVisible } from "../a2a/a2a-policy.ts";
 import { registerApprovalPage } from "./approval-page.ts";
 import { registerKeyTaskRoutes } from "./key-tasks.ts";
@@ -76,6 +77,7 @@ export function createPublicApp(runtimeOf: (env: Env, routingKey?: () => string 
 
   registerMcpRoutes(app);
   // A card shows the caller only the skills its A2A policy could let it use.
+  registerA2aRoutes(app);
   registerA2aCardRoutes(app, (rt, principal, agent) => (skill) => a2aSkillVisible(rt.a2aPolicy, { tenant: principal.tenantId, key: principal.keyId }, agent, skill));
   registerApprovalPage(app, (env, tenant) => env.APPROVAL_DESK.getByName(tenant));
   registerKeyTaskRoutes(app, (env, tenant) => env.TASK_LEDGER.getByName(tenant));

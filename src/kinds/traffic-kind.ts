@@ -8,8 +8,8 @@ import type { Principal } from "../publication/principal.ts";
 import type { SignalSet, SignalValue } from "../signals/signal-set.ts";
 import type { Subject } from "../signals/subject.ts";
 
-/** The kinds of traffic the runner runs (A2A joins them as a third). */
-export type TrafficKindName = "model" | "mcp";
+/** The kinds of traffic the runner runs. */
+export type TrafficKindName = "model" | "mcp" | "a2a";
 
 /**
  * A hook's early answer: the request needs no further phase.
@@ -26,7 +26,7 @@ export interface Responded<R> {
   readonly streaming: boolean;
 }
 
-/** The admit phase's key: whose share of the isolate the request takes, and of which model (or `mcp:<server>`). */
+/** The admit phase's key: whose share of the isolate the request takes, and of which model (or `mcp:<server>`, `a2a:<agent>`). */
 export interface AdmissionKey {
   readonly tenant: string;
   readonly model: string;

@@ -55,6 +55,9 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           // An MCP call's audit: the method, the server and tool it reached, the policy's decision
           // (rule, revision, reason) and whether the tool reported failure.
           mcp: r.mcp,
+          // An A2A call's audit: method, agent, skill, generation, the agent's task and context ids
+          // (correlations only), the policy's decision and the charge.
+          a2a: r.a2a,
           // A token count: the figure answered, reported or estimated, and why an estimate.
           tokenCount: r.tokenCount,
           // A Looper run: the algorithm, its sub-calls (each its own line, under this request) and the answer accepted.

@@ -1,5 +1,5 @@
 import { usageSourceOf, type AttemptRecord, type UsageSourceLabel } from "../context/attempt-record.ts";
-import type { LooperRecord, RequestRecord } from "../context/request-record.ts";
+import type { A2aRecord, LooperRecord, RequestRecord } from "../context/request-record.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
 import type { Workload } from "../attribution/workload.ts";
 
@@ -25,7 +25,7 @@ export interface CallRecord {
   readonly callId: string;
   readonly at: number;
   readonly endedAt: number;
-  readonly kind: "model" | "tool" | "mcp";
+  readonly kind: "model" | "tool" | "mcp" | "agent";
   readonly key: string;
   /** The team or `team/project` the caller was charged to, when it names one. */
   readonly chargeTo?: string | undefined;
@@ -33,7 +33,7 @@ export interface CallRecord {
   readonly turnId?: string | undefined;
   /** The agent instance and end user behind the call (trusted metadata), when the gateway is told. */
   readonly workload?: Workload | undefined;
-  /** The logical model, or `server/tool` (an MCP method other than a tool call: `server/method`). */
+  /** The logical model, or `server/tool` (an MCP method other than a tool call: `server/method`), or `agent/skill` (an A2A call: `*` for no skill named). */
   readonly target: string;
   readonly outcome: "success" | "error" | "cancelled";
   readonly errorCode?: string | undefined;
@@ -132,6 +132,7 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
       tool: executed ? target : undefined,
     };
   }
+  if (r.a2a) return agentCallOf(r.a2a, r, common);
   const sent = attempts.filter((a) => a.outcome !== "not_sent");
   const list: CallAttempt[] = sent.map((a) => ({
     attemptId: a.id,
@@ -162,6 +163,27 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
     retries: Math.max(0, sent.length - 1 - fallbacks),
     fallbacks,
   };
+}
+
+/**
+ * An A2A call as one of its task's calls: `agent/skill`, with one attempt when it was sent (its
+ * charge's, when priced). The A2A task id is the agent's protocol state, not the business task.
+ */
+function agentCallOf(a: A2aRecord, r: Readonly<RequestRecord>, common: Omit<LedgerCall, "kind" | "target" | "costMicros" | "attempts" | "attemptModels" | "retries" | "fallbacks">): LedgerCall {
+  const charge = a.charge;
+  const attempt: CallAttempt | undefined = charge
+    ? {
+        attemptId: charge.attemptId,
+        backend: a.agent,
+        outcome: r.outcome ?? "error",
+        usage: charge.settlement === "charged" ? "known" : charge.settlement === "released" ? "none" : "unknown",
+        costMicros: charge.settlement === "charged" ? charge.micros : 0,
+      }
+    : a.sent === true
+      ? { attemptId: r.requestId, backend: a.agent, outcome: r.outcome ?? "error", usage: "none", costMicros: 0 }
+      : undefined;
+  const list = attempt ? [attempt] : [];
+  return { ...common, kind: "agent", target: `${a.agent}/${a.skill ?? "*"}`, costMicros: sum(list.map((x) => x.costMicros)), currency: charge?.currency, attempts: list, attemptModels: [], retries: 0, fallbacks: 0 };
 }
 
 /**
@@ -209,6 +231,8 @@ export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Rea
       const usage = settlement === "charged" ? "known" : settlement === "pending_reconciliation" ? "unknown" : "none";
       out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type: "tool.executed", attemptId: m.charge?.attemptId, target, policyRevision: m.decision.policyRevision, approvalId: m.approvalId, execution, usage });
     }
+  } else if (r.a2a) {
+    out.push(...agentEventsOf(r.a2a, r, base, newId));
   } else {
     const completions = modelCompletions === "all" || base.taskId !== undefined;
     for (const a of attempts) {
@@ -230,6 +254,22 @@ export function auditEventsOf(r: Readonly<RequestRecord>, attempts: readonly Rea
     out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type, reason: [`${p.plugin}: ${p.action}`, counts, p.detail].filter((x) => x !== undefined && x !== "").join("; ") });
   }
   out.push(...r.events);
+  return out;
+}
+
+/** An A2A call's decision, and its execution when it was sent (as a tool call's, without `isError`). */
+function agentEventsOf(a: A2aRecord, r: Readonly<RequestRecord>, base: Pick<AuditEvent, "tenant" | "subject" | "taskId" | "callId">, newId: () => string): AuditEvent[] {
+  const out: AuditEvent[] = [];
+  const target = { kind: "skill", server: a.agent, name: a.skill ?? "*" } as const;
+  const d = a.decision;
+  if (d) out.push({ ...base, id: newId(), at: r.receivedAt, type: d.allowed ? "decision.allowed" : "decision.denied", target, policyRevision: d.policyRevision, decision: { allowed: d.allowed, rule: d.rule, reason: d.reason } });
+  if (a.sent === true && d?.allowed === true) {
+    const settlement = a.charge?.settlement;
+    const execution =
+      settlement === "pending_reconciliation" ? "unknown" : settlement === "released" ? "not_executed" : r.outcome === "success" ? (a.agentError === undefined ? "succeeded" : "failed") : r.outcome === "cancelled" || r.errorCode === undefined ? "unknown" : "failed";
+    const usage = settlement === "charged" ? "known" : settlement === "pending_reconciliation" ? "unknown" : "none";
+    out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type: "agent.executed", attemptId: a.charge?.attemptId, target, policyRevision: d.policyRevision, execution, usage });
+  }
   return out;
 }
 

@@ -21,7 +21,7 @@ export interface RequestLogRow {
   /** The wire protocol the client spoke. */
   readonly protocol?: string | undefined;
   readonly stream?: boolean | undefined;
-  readonly kind: "model" | "tool" | "mcp";
+  readonly kind: "model" | "tool" | "mcp" | "agent";
   /** The decision that routed a model call (`default` when none held). */
   readonly decision?: string | undefined;
   /** The logical model of the last attempt sent; an MCP call's `server/tool` (or `server/method`). */
@@ -87,6 +87,19 @@ export function requestRowOf(r: Readonly<RequestRecord>, attempts: readonly Read
       tokens: { input: 0, output: 0 },
       costMicros: charged,
       currency: m.charge?.currency,
+    });
+  }
+  if (r.a2a) {
+    const a = r.a2a;
+    return withoutUndefined<RequestLogRow>({
+      ...base,
+      kind: "agent" as const,
+      model: `${a.agent}/${a.skill ?? "*"}`,
+      backend: a.agent,
+      attempts: a.sent === true ? 1 : 0,
+      tokens: { input: 0, output: 0 },
+      costMicros: a.charge?.settlement === "charged" ? a.charge.micros : 0,
+      currency: a.charge?.currency,
     });
   }
   const sent = attempts.filter((a) => a.outcome !== "not_sent");

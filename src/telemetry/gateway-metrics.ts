@@ -1,6 +1,8 @@
 import type { AttemptOutcome, AttemptRecord, EvidenceClass } from "../context/attempt-record.ts";
 import type { RequestRecord } from "../context/request-record.ts";
 import { ERROR_CODES } from "../errors/gateway-error.ts";
+import { A2A_METHODS } from "../protocol/a2a/a2a-request.ts";
+import { SPOKEN_GENERATIONS } from "../protocol/a2a/agent-card.ts";
 import { PROTOCOL_IDS } from "../protocol/codec.ts";
 import { ConfiguredNames, firstDistinct, MetricRegistry, oneOf, type Counter, type Histogram, type LabelDomain, type LabelSpec } from "./metric-registry.ts";
 import type { FinishedRequestReader } from "./request-assembly.ts";
@@ -20,6 +22,8 @@ export interface MetricDomains {
    * replace at any time: the first this many distinct names are kept per label, the rest fold.
    */
   readonly maxSnapshotNames: number;
+  /** The A2A agents' names (gateway.yaml `a2a.agents`); absent: none. */
+  readonly agents?: readonly string[] | undefined;
 }
 
 /** The names a publication revision gives the labels it owns. */
@@ -77,6 +81,7 @@ export class GatewayMetrics implements FinishedRequestReader {
   readonly #spansDropped: Counter;
   readonly #settlements: Counter;
   readonly #mcpDuration: Histogram;
+  readonly #a2aDuration: Histogram;
   readonly #overruns: Counter;
   readonly #cost: Counter;
   readonly #looperSteps: Counter;
@@ -126,6 +131,7 @@ export class GatewayMetrics implements FinishedRequestReader {
     this.#snapshotRefreshFailures = ops.snapshotRefreshFailures;
     this.#spansDropped = ops.spansDropped;
     this.#mcpDuration = mcpInstrument(registry, d);
+    this.#a2aDuration = a2aInstrument(registry, d);
     const ledger = ledgerInstruments(registry, l);
     this.#settlements = ledger.settlements;
     this.#overruns = ledger.overruns;
@@ -173,6 +179,9 @@ export class GatewayMetrics implements FinishedRequestReader {
     const mcp = r.mcp;
     // Tool names come from upstream lists and callers: only a call the policy let through counts its tool.
     if (mcp) this.#mcpDuration.observe([mcp.method, mcp.server ?? "", mcp.decision?.allowed ? (mcp.target ?? "") : "", error || (mcp.toolError ? "tool_error" : "")], (endedAt - r.receivedAt) / 1000);
+    const a2a = r.a2a;
+    // Skill names come from agents' cards and callers: only a call the policy let through counts its skill.
+    if (a2a) this.#a2aDuration.observe([a2a.method, a2a.agent, a2a.decision?.allowed ? (a2a.skill ?? "*") : "", error], (endedAt - r.receivedAt) / 1000);
     const sent = attempts.filter((a) => a.outcome !== "not_sent");
     const last = sent.at(-1);
     const responseModel = last?.logicalModel ?? "";
@@ -433,6 +442,23 @@ function mcpInstrument(registry: MetricRegistry, d: MetricDomains): Histogram {
     unit: "s",
     help: "MCP requests the gateway served, from receipt to answer, by method, server and tool (MCP semantic conventions).",
     labels: [L("mcp.method.name", oneOf(["server/discover", "ping", "tools/list", "tools/call", "initialize", "prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list"])), L("sluice.mcp.server", firstDistinct(d.maxSnapshotNames)), L("gen_ai.tool.name", firstDistinct(d.maxSnapshotNames)), L("error.type", oneOf(["", "tool_error", ...ERROR_CODES]))],
+    bounds: BUCKETS.duration,
+  });
+}
+
+/** A2A calls the gateway served, by method, agent (from gateway.yaml) and skill (folded like snapshot names). */
+function a2aInstrument(registry: MetricRegistry, d: MetricDomains): Histogram {
+  return registry.histogram({
+    name: "sluice.a2a.call.duration",
+    promName: "sluice_a2a_call_duration_seconds",
+    unit: "s",
+    help: "A2A calls the gateway served (POST /a2a/<agent>), from receipt to answer (a stream's end), by method, agent, skill and error.",
+    labels: [
+      L("sluice.a2a.method", oneOf(SPOKEN_GENERATIONS.flatMap((g) => Object.keys(A2A_METHODS[g])))),
+      L("sluice.a2a.agent", oneOf(d.agents ?? [])),
+      L("sluice.a2a.skill", firstDistinct(d.maxSnapshotNames)),
+      L("error.type", oneOf(["", ...ERROR_CODES])),
+    ],
     bounds: BUCKETS.duration,
   });
 }

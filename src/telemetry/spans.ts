@@ -35,12 +35,14 @@ export function requestSpans(r: Readonly<RequestRecord>, attempts: readonly Read
   const last = sent.at(-1);
   const spans: SpanData[] = [];
   const mcp = r.mcp;
+  const a2a = r.a2a;
   spans.push({
     traceId: t.traceId,
     spanId: t.spanId,
     parentSpanId: t.parentSpanId,
     // An MCP request is named as the MCP conventions ask: `{mcp.method.name} {target}`.
-    name: mcp ? `${mcp.method}${mcp.target ? ` ${mcp.target}` : ""}` : `${OPERATION_CHAT} ${r.entrypoint ?? "unknown"}`,
+    // An A2A call likewise: `{method} {agent}`.
+    name: mcp ? `${mcp.method}${mcp.target ? ` ${mcp.target}` : ""}` : a2a ? `${a2a.method} ${a2a.agent}` : `${OPERATION_CHAT} ${r.entrypoint ?? "unknown"}`,
     kind: "server",
     startMs: r.receivedAt,
     endMs: end,
@@ -81,6 +83,23 @@ export function requestSpans(r: Readonly<RequestRecord>, attempts: readonly Read
             "sluice.mcp.policy_rule": mcp.decision?.rule,
             "sluice.mcp.policy_revision": mcp.decision?.policyRevision,
             "error.type": r.errorCode ?? (mcp.toolError ? "tool_error" : undefined),
+          }
+        : {}),
+      ...(a2a
+        ? {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": undefined,
+            "gen_ai.request.model": undefined,
+            "gen_ai.agent.name": a2a.agent,
+            "jsonrpc.request.id": String(a2a.jsonrpcId),
+            "sluice.a2a.method": a2a.method,
+            "sluice.a2a.generation": a2a.generation,
+            "sluice.a2a.skill": a2a.skill,
+            // The agent's protocol state, a correlation only (the business task is `sluice.task_id`'s).
+            "sluice.a2a.task_id": a2a.a2aTaskId,
+            "sluice.a2a.context_id": a2a.contextId,
+            "sluice.a2a.policy_rule": a2a.decision?.rule,
+            "sluice.a2a.policy_revision": a2a.decision?.policyRevision,
           }
         : {}),
     },

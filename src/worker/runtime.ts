@@ -36,6 +36,9 @@ import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { RecentTraffic } from "../telemetry/recent-traffic.ts";
 import { A2aPolicy } from "../a2a/a2a-policy.ts";
+import type { A2aDeps } from "../kinds/a2a/a2a-deps.ts";
+import { A2A_METHODS } from "../protocol/a2a/a2a-request.ts";
+import { SPOKEN_GENERATIONS } from "../protocol/a2a/agent-card.ts";
 import { ToolPolicy } from "../mcp/tool-policy.ts";
 import { McpUpstream } from "../mcp/upstream-client.ts";
 import type { McpServerHandle } from "../mcp/server-handle.ts";
@@ -231,7 +234,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     line: gw.observability.accessLog ? (line) => console.log(line) : undefined,
     log: logError,
   });
-  const engineDeps: Omit<EngineDeps, "publication" | "mcp" | "oauth"> = {
+  const engineDeps: Omit<EngineDeps, "publication" | "mcp" | "oauth" | "a2a"> = {
     codecs: builtinCodecs,
     clock,
     scheduler: systemScheduler,
@@ -260,6 +263,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   const agentCards = new AgentCardCache(cardRegistryClient((agent) => env.AGENT_CARD_REGISTRY.getByName(agent)), agentCardSources(gw.a2a.agents), clock, {
     onError: (err, agent, operation) => logError({ kind: "agent_card_error", agent, operation, error: String(err) }),
   });
+  const a2aBase = a2aOf(gw, secrets, agentCards);
   const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications" | "a2aPolicy"> = {
     publicationController,
     snapshots,
@@ -298,13 +302,14 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     metrics.admitPublication(metricNamesOf(compiled, gw));
     const oauth = oauthBase?.withTenants(chargeTargetsOf(pub));
     const mcp: McpDeps = { ...mcpBase, policy: new ToolPolicy(pub.mcp?.policy ?? { revision: "none", rules: [] }), prices: new ToolPrices(pub.mcp?.prices ?? []) };
+    const a2aPolicy = new A2aPolicy(pub.a2a?.policy, pub.a2a?.prices ?? []);
     return {
       ...base,
       config: { ...config, publication: pub },
       publication: compiled,
       configDigest: await canonicalDigest({ gateway: config.gateway, publication: pub }),
-      engine: createEngine({ ...engineDeps, publication: compiled, mcp, oauth }),
-      a2aPolicy: new A2aPolicy(pub.a2a?.policy, pub.a2a?.prices ?? []),
+      engine: createEngine({ ...engineDeps, publication: compiled, mcp, oauth, a2a: a2aBase && { ...a2aBase, policy: a2aPolicy } }),
+      a2aPolicy,
       oauth,
       publications,
     };
@@ -380,12 +385,12 @@ interface MetricSources {
   readonly publications: () => PublicationCache<GatewayRuntime> | undefined;
 }
 
-/** The label values a publication revision names (MCP requests are named by their endpoint, `mcp` or `mcp/<server>`, and their method as the route). */
+/** The label values a publication revision names (MCP and A2A requests are named by their endpoint, `mcp/<server>` or `a2a/<agent>`, and their method as the route). */
 function metricNamesOf(publication: CompiledPublication, gw: GatewayConfig): PublicationNames {
   return {
-    entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`)],
+    entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`), ...gw.a2a.agents.map((a) => `a2a/${a.name}`)],
     models: [...publication.models.keys()],
-    routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call"],
+    routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call", ...SPOKEN_GENERATIONS.flatMap((g) => Object.keys(A2A_METHODS[g]))],
     tenants: publication.source.tenants.map((t) => t.id),
   };
 }
@@ -409,6 +414,7 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
       ...metricNamesOf(publication, gw),
       tenantLabel: gw.observability.metrics.tenantLabel,
       maxSnapshotNames: gw.observability.metrics.maxSnapshotNames,
+      agents: gw.a2a.agents.map((a) => a.name),
     },
     {
       inFlight: () => src.drain.inFlight,
@@ -501,6 +507,25 @@ async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, un
     inFlight: new InFlightRequests(),
     sessions: await mcpSessions(gw.mcp.sessions, secrets),
     approvals: await approvalDeps(gw.governance.approvals, secrets, (tenant) => env.APPROVAL_DESK.getByName(tenant)),
+  };
+}
+
+/**
+ * The isolate's A2A parts: the agents' cards, each agent's credential header (read per call, so a
+ * rotated secret applies at once) and the network agents are reached on. Undefined: no agents.
+ */
+function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: AgentCardCache): Omit<A2aDeps, "policy"> | undefined {
+  if (gw.a2a.agents.length === 0) return undefined;
+  const credentials = new Map(gw.a2a.agents.map((a) => [a.name, a.credential] as const));
+  return {
+    cards,
+    credential: (agent): Record<string, string> => {
+      const c = credentials.get(agent);
+      const secret = c ? secrets[c.secret] : undefined;
+      if (!c || typeof secret !== "string" || secret === "") return {};
+      return c.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret };
+    },
+    network: { fetch: (input, init) => fetch(input, init), egress: gw.security.egress },
   };
 }
 

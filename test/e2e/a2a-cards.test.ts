@@ -130,6 +130,8 @@ describe("A2A agent cards through the gateway", () => {
     expect(card.name).toBe("echo-v1");
     expect(card.supportedInterfaces.map((i) => ({ url: i.url, binding: i.protocolBinding, version: i.protocolVersion }))).toEqual([
       { url: `${gateway.publicUrl}/a2a/echo-v1`, binding: "JSONRPC", version: "1.0" },
+      // 0.3 callers are bridged to the 1.0 agent by POST /a2a/<agent>.
+      { url: `${gateway.publicUrl}/a2a/echo-v1`, binding: "JSONRPC", version: "0.3" },
     ]);
     expect(Object.keys(card.securitySchemes).sort()).toEqual([...GATEWAY_SCHEMES].sort());
     expect(card.signatures ?? []).toEqual([]);
@@ -153,12 +155,15 @@ describe("A2A agent cards through the gateway", () => {
     for (const origin of agentOrigins()) expect(raw).not.toContain(origin);
   });
 
-  it("a 1.0 caller of the 0.3 agent gets a 1.0 card that claims only 0.3 on its interface", async () => {
+  it("a 1.0 caller of the 0.3 agent gets a 1.0 card claiming both generations, each at the gateway (the call is bridged)", async () => {
     await cardServed("echo-v03");
     const res = await withKey(cardUrl("echo-v03"), { headers: { "a2a-version": "1.0" } });
     expect(res.status).toBe(200);
     const card = (await res.json()) as { supportedInterfaces: Array<{ url: string; protocolVersion: string }> };
-    expect(card.supportedInterfaces).toEqual([{ url: `${gateway.publicUrl}/a2a/echo-v03`, protocolBinding: "JSONRPC", protocolVersion: "0.3" }]);
+    expect(card.supportedInterfaces).toEqual([
+      { url: `${gateway.publicUrl}/a2a/echo-v03`, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+      { url: `${gateway.publicUrl}/a2a/echo-v03`, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
+    ]);
   });
 
   it("refuses an unknown agent with a 404 JSON error and a caller without a key with 401", async () => {

@@ -40,6 +40,14 @@ describe("spans of a request", () => {
     expect(root!.attributes["gen_ai.request.model"]).toBeUndefined();
   });
 
+  it("names an A2A call's span by method and agent, with the agent's task and context as correlations", () => {
+    const r = requestRecord({ entrypoint: "a2a/helpdesk", route: "SendMessage", a2a: { method: "SendMessage", jsonrpcId: "r1", generation: "1.0", agent: "helpdesk", skill: "triage", a2aTaskId: "t-9", contextId: "c-1", decision: { allowed: true, rule: "r2", policyRevision: "a1", reason: "allowed by rule r2" } } });
+    const [root] = requestSpans(r, []);
+    expect(root!.name).toBe("SendMessage helpdesk");
+    expect(root!.attributes).toMatchObject({ "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "helpdesk", "jsonrpc.request.id": "r1", "sluice.a2a.skill": "triage", "sluice.a2a.task_id": "t-9", "sluice.a2a.context_id": "c-1", "sluice.a2a.policy_rule": "r2" });
+    expect(root!.attributes["gen_ai.request.model"]).toBeUndefined();
+  });
+
   it("encodes OTLP JSON: hex ids, nanosecond strings, span kinds, status, the pinned schema URL", () => {
     const spans = requestSpans(requestRecord({}, client), [attemptRecord()]);
     const body = traceExport(spans, { serviceName: "sluice", serviceVersion: "0.1.0" }) as any;

@@ -1,0 +1,33 @@
+import type { Workload } from "../../attribution/workload.ts";
+import type { TraceParent } from "../../context/trace-context.ts";
+import type { GatewayError } from "../../errors/gateway-error.ts";
+import type { HeaderReader } from "../../protocol/mcp/stateless-request.ts";
+
+/** What the HTTP adapter hands the engine for one `POST /a2a/<agent>`: nothing transport-specific. */
+export interface A2aIngress {
+  readonly requestId: string;
+  readonly receivedAt: number;
+  readonly apiKey: string | undefined;
+  /** The `Authorization: Bearer` credential alone: an OAuth access token is only read from there. */
+  readonly bearer?: string | undefined;
+  /** The request's headers: `A2A-Version` and the attribution headers are read from them. */
+  readonly headers: HeaderReader;
+  readonly readBody: () => Promise<unknown>;
+  /** The agent named in the path. */
+  readonly agent: string;
+  /** The origin the request came in on: the gateway's URL for the agent is built on it. */
+  readonly origin: string;
+  readonly traceParent?: TraceParent | undefined;
+  readonly waitUntil: (p: Promise<unknown>) => void;
+  /** The workload behind the call, from the trusted headers configured for it. */
+  readonly workload?: Workload | undefined;
+}
+
+/**
+ * The answer: one JSON-RPC response (the agent's, or the gateway's own), an SSE stream of the
+ * agent's responses, or a refusal the adapter renders in JSON-RPC's envelope with the request's id.
+ */
+export type A2aReply =
+  | { readonly kind: "json"; readonly body: object }
+  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array> }
+  | { readonly kind: "error"; readonly error: GatewayError; readonly id: string | number | null };

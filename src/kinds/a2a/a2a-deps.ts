@@ -1,0 +1,20 @@
+import type { A2aPolicy } from "../../a2a/a2a-policy.ts";
+import type { A2aNetwork } from "../../invoker/a2a-exchange.ts";
+import type { AgentCardView } from "../../protocol/a2a/agent-card.ts";
+import type { Schedule } from "../../traffic/remote-view-cache.ts";
+
+/** The agents' cards as the kind reads them (the isolate's card cache). */
+export interface AgentCards {
+  has(agent: string): boolean;
+  /** The agent's last good card; undefined: none fetched yet. */
+  card(agent: string, schedule: Schedule): Promise<AgentCardView | undefined>;
+}
+
+/** The A2A agents and the policy an engine serves with: the policy is the revision's, the rest the isolate's. */
+export interface A2aDeps {
+  readonly cards: AgentCards;
+  readonly policy: A2aPolicy;
+  /** The credential header the gateway sends to an agent (from gateway.yaml, read per call); none: `{}`. */
+  readonly credential: (agent: string) => Readonly<Record<string, string>>;
+  readonly network: A2aNetwork;
+}

@@ -1,0 +1,269 @@
+/**
+ * The A2A kind: one `POST /a2a/<agent>` through the runner's phases, like an MCP tool call. Decode
+ * reads the caller's generation (`A2A-Version`) and its JSON-RPC request; authorize asks the A2A
+ * policy about the skill; reserve prices a message (`a2a.prices`) and applies the task cap; admit
+ * keys on `a2a:<agent>`; invoke sends the request to the agent's JSON-RPC URL for that generation;
+ * respond relays its answer — one JSON-RPC response, or its SSE stream event by event.
+ *
+ * A caller of the generation the agent speaks is relayed as it came; a caller of the other is
+ * bridged (src/protocol/a2a/bridge.ts): its request translated at decode — so a call the agent's
+ * generation cannot express is refused before anything is reserved — and every answer, or each
+ * event of a stream, translated back.
+ */
+
+import type { AdmissionLease } from "../../admit/admission.ts";
+import { readAttribution } from "../../attribution/attribution.ts";
+import { gatewayAgentUrl } from "../../a2a/card-rewrite.ts";
+import { authorizeAgentUse, authorizeMessage } from "../../auth/a2a-authorize.ts";
+import { authenticateCaller, type AuthenticatorDeps } from "../../auth/authenticator-chain.ts";
+import type { RequestContext } from "../../context/request-context.ts";
+import type { A2aRecord } from "../../context/request-record.ts";
+import type { Clock } from "../../deps/clock.ts";
+import { echo } from "../../errors/echo.ts";
+import { GatewayError, toGatewayError } from "../../errors/gateway-error.ts";
+import { toJsonRpcErrorBody } from "../../errors/json-rpc.ts";
+import { sendToAgent, type A2aAnswer } from "../../invoker/a2a-exchange.ts";
+import type { StreamEventChain } from "../../plugins/stream-event-chain.ts";
+import { isRecord } from "../../protocol/fast-guard.ts";
+import { A2A_VERSION_HEADER, decodeA2aRequest, jsonRpcIdOf, requestGeneration, type A2aRequest } from "../../protocol/a2a/a2a-request.ts";
+import { generationsOf, type A2aGeneration, type AgentCardView } from "../../protocol/a2a/agent-card.ts";
+import { agentGenerationFor, bridgeRequest, bridgeResponse, type A2aJsonRpcRequest, type A2aJsonRpcResponse } from "../../protocol/a2a/bridge.ts";
+import type { CompiledPublication } from "../../publication/compile-publication.ts";
+import type { Principal } from "../../publication/principal.ts";
+import { agentRateScope, reservePricedCall, type ToolCallTrack } from "../../reserve/tool-charge.ts";
+import type { ReserveDeps } from "../../reserve/reserve-phase.ts";
+import type { SignalSet } from "../../signals/signal-set.ts";
+import type { Subject } from "../../signals/subject.ts";
+import type { AdmissionKey, Early, KindTurn, Responded } from "../traffic-kind.ts";
+import type { A2aIngress, A2aReply } from "./a2a-api.ts";
+import type { A2aDeps } from "./a2a-deps.ts";
+
+/** What the A2A kind's hooks use besides the agents and the policy, built once per isolate. */
+export interface A2aKindDeps extends AuthenticatorDeps {
+  readonly publication: CompiledPublication;
+  readonly clock: Clock;
+  readonly requestDeadlineMs: number;
+  readonly reserve: ReserveDeps;
+}
+
+const NO_HEADERS: ReadonlyMap<string, string> = new Map();
+const encoder = new TextEncoder();
+
+/** Where a call goes: the agent's JSON-RPC URL, the generation it is spoken in there, and the request as the agent reads it. */
+interface AgentRoute {
+  readonly url: string;
+  readonly generation: A2aGeneration;
+  readonly request: A2aJsonRpcRequest;
+}
+
+/** An A2A call of one agent, as the runner drives it. */
+export class A2aTurn implements KindTurn<A2aReply> {
+  readonly kind = "a2a";
+  readonly #deps: A2aKindDeps;
+  readonly #a2a: A2aDeps;
+  readonly #ingress: A2aIngress;
+  readonly #ctx: RequestContext;
+  #principal: Principal | undefined;
+  #id: string | number | null = null;
+  #req: A2aRequest | undefined;
+  #card: AgentCardView | undefined;
+  #route: AgentRoute | undefined;
+  #charge: ToolCallTrack | undefined;
+  #answer: A2aAnswer | undefined;
+
+  constructor(deps: A2aKindDeps, a2a: A2aDeps, ctx: RequestContext, ingress: A2aIngress) {
+    this.#deps = deps;
+    this.#a2a = a2a;
+    this.#ingress = ingress;
+    this.#ctx = ctx;
+    // No plan sets an agent call's deadline: the gateway's own bound applies from the start.
+    ctx.setDeadline(ctx.receivedAt + deps.requestDeadlineMs);
+    ctx.record.entrypoint = `a2a/${ingress.agent}`;
+    ctx.record.workload = ingress.workload;
+  }
+
+  async authenticate(): Promise<Principal> {
+    this.#principal = await authenticateCaller(this.#deps, { apiKey: this.#ingress.apiKey, bearer: this.#ingress.bearer }, "model");
+    return this.#principal;
+  }
+
+  async decode(): Promise<Early<A2aReply> | undefined> {
+    const ctx = this.#ctx;
+    const ingress = this.#ingress;
+    const body = await ingress.readBody();
+    ctx.checkpoint();
+    this.#id = jsonRpcIdOf(body);
+    const generation = requestGeneration(ingress.headers.get(A2A_VERSION_HEADER));
+    const req = decodeA2aRequest(body, generation);
+    this.#req = req;
+    ctx.record.route = req.method;
+    ctx.record.attribution = readAttribution(ingress.headers);
+    ctx.record.a2a = { method: req.method, jsonrpcId: req.id, generation, agent: ingress.agent, skill: req.skill, a2aTaskId: req.a2aTaskId, contextId: req.contextId };
+    const agent = ingress.agent;
+    if (!this.#a2a.cards.has(agent)) throw new GatewayError("agent_not_found", `No agent named ${echo(agent)} is configured.`);
+    const card = await this.#a2a.cards.card(agent, ctx.waitUntil);
+    ctx.checkpoint();
+    if (card === undefined) throw new GatewayError("agent_card_unavailable", `The card of agent ${echo(agent)} has not been fetched yet.`, { retryAfterSeconds: 5 });
+    this.#card = card;
+    this.#route = routeOf(agent, card, req);
+    return undefined;
+  }
+
+  async authorize(): Promise<Early<A2aReply> | undefined> {
+    const req = this.#req!;
+    const declared = this.#card!.skills.map((s) => s.id);
+    const caller = { tenant: this.#principal!.tenantId, key: this.#principal!.keyId };
+    if (req.info.kind === "message") authorizeMessage(this.#a2a.policy, caller, this.#ingress.agent, req.skill, declared, this.#ctx.record.a2a);
+    else authorizeAgentUse(this.#a2a.policy, caller, this.#ingress.agent, declared, this.#ctx.record.a2a);
+    return undefined;
+  }
+
+  subject(): Subject | undefined {
+    return undefined;
+  }
+
+  trusted(): ReadonlyMap<string, string> {
+    return NO_HEADERS;
+  }
+
+  plugins(): { readonly names: readonly string[]; readonly decision: string | undefined } {
+    return { names: [], decision: undefined };
+  }
+
+  async decide(_signals: SignalSet): Promise<Early<A2aReply> | undefined> {
+    // A named agent: nothing to decide beyond the policy (routing is the virtual agent's).
+    return undefined;
+  }
+
+  amend(_subject: Subject): void {}
+
+  async reserve(): Promise<void> {
+    const req = this.#req!;
+    const agent = this.#ingress.agent;
+    const record = this.#ctx.record.a2a;
+    // Only a message is priced; every call counts against the business task's cap.
+    this.#charge = await reservePricedCall(this.#deps.reserve, this.#deps.publication, this.#ctx, this.#principal!, {
+      pricing: req.info.kind === "message" ? this.#a2a.policy.pricing(agent, req.skill) : undefined,
+      label: `a2a:${agent}/${req.skill ?? "*"}`,
+      what: "agent call",
+      rateScope: agentRateScope,
+      onCharge: (charge) => {
+        if (record) record.charge = charge;
+      },
+    });
+  }
+
+  admission(): AdmissionKey {
+    return { tenant: this.#principal!.tenantId, model: `a2a:${this.#ingress.agent}` };
+  }
+
+  async invoke(_lease: AdmissionLease | undefined): Promise<void> {
+    const req = this.#req!;
+    const route = this.#route!;
+    const agent = this.#ingress.agent;
+    const charge = this.#charge;
+    const record = this.#ctx.record.a2a;
+    this.#answer = await sendToAgent(this.#a2a.network, {
+      agent,
+      url: route.url,
+      generation: route.generation,
+      credential: this.#a2a.credential(agent),
+      message: route.request,
+      streaming: req.info.streaming,
+      gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
+      signal: this.#ctx.signal,
+      onSent: () => {
+        if (record) record.sent = true;
+        charge?.onSent();
+      },
+      onEvidence: (e) => charge?.onEvidence(e),
+    });
+  }
+
+  respond(_events: StreamEventChain | undefined): Responded<A2aReply> {
+    const answer = this.#answer!;
+    if (answer.kind === "json") {
+      const record = this.#ctx.record.a2a;
+      if (record && answer.errorCode !== undefined) record.agentError = answer.errorCode;
+      const body = this.#toCaller(answer.body);
+      this.#correlate(body.result);
+      return { reply: { kind: "json", body }, streaming: false };
+    }
+    return { reply: { kind: "stream", body: this.#relay(answer.events) }, streaming: true };
+  }
+
+  failed(error: GatewayError, _thrown: unknown): A2aReply {
+    return { kind: "error", error, id: this.#id };
+  }
+
+  /**
+   * The agent's stream for the client, event by event (SSE, one JSON-RPC response per event). Its
+   * end ends the request; a failure mid-stream is the stream's last event, a JSON-RPC error with
+   * the request's id; a client that goes away aborts the request (and so the agent's stream).
+   */
+  #relay(events: AsyncIterable<Readonly<Record<string, unknown>>>): ReadableStream<Uint8Array> {
+    const ctx = this.#ctx;
+    const it = events[Symbol.asyncIterator]();
+    const frame = (message: unknown) => encoder.encode(`data: ${JSON.stringify(message)}\n\n`);
+    return new ReadableStream<Uint8Array>({
+      pull: async (controller) => {
+        try {
+          const next = await it.next();
+          if (next.done) {
+            controller.close();
+            ctx.finish({ kind: "completed" });
+            return;
+          }
+          const error = next.value.error;
+          const record = ctx.record.a2a;
+          if (record && isRecord(error) && typeof error.code === "number") record.agentError ??= error.code;
+          const event = this.#toCaller(next.value);
+          this.#correlate(event.result);
+          controller.enqueue(frame(event));
+        } catch (err) {
+          const error = ctx.signal.aborted && ctx.signal.reason instanceof GatewayError ? ctx.signal.reason : toGatewayError(err);
+          controller.enqueue(frame(toJsonRpcErrorBody(error, this.#id)));
+          controller.close();
+          ctx.finish({ kind: "failed", error });
+        }
+      },
+      cancel: async () => {
+        ctx.abort("client_disconnected");
+        await it.return?.();
+      },
+    });
+  }
+
+  /** An answer of the agent (or one event's) in the caller's generation, with the caller's id. */
+  #toCaller(answer: Readonly<Record<string, unknown>>): A2aJsonRpcResponse {
+    const req = this.#req!;
+    return bridgeResponse(answer as unknown as A2aJsonRpcResponse, req.method, req.generation, this.#route!.generation, req.id);
+  }
+
+  /** The A2A task and context an answer names, recorded once as correlations of the call. */
+  #correlate(result: unknown): void {
+    const record: A2aRecord | undefined = this.#ctx.record.a2a;
+    if (!record || !isRecord(result)) return;
+    // 1.0 wraps what it answers ({task}, {message}, {statusUpdate}, {artifactUpdate}); 0.3 answers it bare, with a `kind`.
+    const inner = [result.task, result.message, result.statusUpdate, result.artifactUpdate].find(isRecord) ?? result;
+    const isTask = isRecord(result.task) || inner.kind === "task";
+    const taskId = isTask ? inner.id : inner.taskId;
+    if (record.a2aTaskId === undefined && typeof taskId === "string" && taskId !== "") record.a2aTaskId = taskId.slice(0, 256);
+    if (record.contextId === undefined && typeof inner.contextId === "string" && inner.contextId !== "") record.contextId = inner.contextId.slice(0, 256);
+  }
+}
+
+/**
+ * Where a call goes: the agent's JSON-RPC URL in the caller's generation when the agent speaks it,
+ * else in the agent's own, with the request bridged to it (refused, typed, when that generation
+ * cannot express it). A card with no generation the gateway speaks cannot be read into a view, so
+ * there is always one.
+ */
+function routeOf(agent: string, card: AgentCardView, req: A2aRequest): AgentRoute {
+  const generation = agentGenerationFor(card, req.generation);
+  const url = generation === undefined ? undefined : card.jsonRpc[generation];
+  // A card read into a view names a JSON-RPC interface of a generation the gateway speaks.
+  if (generation === undefined || url === undefined) throw new Error(`agent ${agent}'s card view names no JSON-RPC interface`);
+  const request = bridgeRequest({ jsonrpc: "2.0", id: req.id, method: req.method, params: req.params }, req.generation, generation);
+  return { url, generation, request };
+}
