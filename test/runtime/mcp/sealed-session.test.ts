@@ -28,7 +28,8 @@ describe("sealed MCP session ids", () => {
     expect(await sealer.open(id, "other/key", 5_000)).toEqual({ ok: false, reason: "other_principal" });
     expect(await sealer.open(id, state.principal, 10_000)).toEqual({ ok: false, reason: "expired" });
     const parts = id.split(".");
-    const flipped = parts[3]!.slice(0, -2) + (parts[3]!.endsWith("A") ? "B" : "A") + parts[3]!.slice(-1);
+    // The second-to-last character (every bit of it is data) changed to another one.
+    const flipped = parts[3]!.slice(0, -2) + (parts[3]!.at(-2) === "A" ? "B" : "A") + parts[3]!.slice(-1);
     expect(await sealer.open([parts[0], parts[1], parts[2], flipped].join("."), state.principal, 5_000)).toEqual({ ok: false, reason: "tampered" });
     for (const bad of ["", "s1.x", "s2.a.b.c", `${id}.extra`, "s1.k.!!.x", "x".repeat(9000)]) expect((await sealer.open(bad, state.principal, 5_000)).ok, bad).toBe(false);
   });
