@@ -116,6 +116,28 @@ describe("The virtual A2A agent (POST /a2a): routed by capability, with affinity
     await vi.waitFor(() => expect(lines().some((l) => l.a2a.agent === "translator-a" && l.a2a.routed?.pinnedBy === "context" && l.a2a.contextId === context)).toBe(true), { timeout: 5_000, interval: 50 });
   });
 
+  it("routes a streamed message, and pins the context its stream names", async () => {
+    const body = {
+      jsonrpc: "2.0",
+      id: "s1",
+      method: "SendStreamingMessage",
+      params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "task review" }], metadata: { tags: ["code"] } } },
+    };
+    const res = await fetch(`${gateway.publicUrl}/a2a`, { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "a2a-version": "1.0" }, body: JSON.stringify(body) });
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const events = (await res.text())
+      .split("\n\n")
+      .filter((f) => f.startsWith("data: "))
+      .map((f) => JSON.parse(f.slice(6)) as { result?: Record<string, any> });
+    expect(JSON.stringify(events)).toContain("[coder] done: task review");
+    const task = events.map((e) => e.result?.task).find((t) => t !== undefined);
+    const streamed = task?.contextId as string;
+    expect(streamed).toBeTruthy();
+    const next = await send("and this", { tags: ["code"] }, streamed);
+    expect(answerText(next)).toBe("[coder] echo: and this");
+    await vi.waitFor(() => expect(lines().some((l) => l.a2a.agent === "coder" && l.a2a.routed?.pinnedBy === "context" && l.a2a.contextId === streamed)).toBe(true), { timeout: 5_000, interval: 50 });
+  });
+
   it("refuses a task method at /a2a, pointing at /a2a/<agent>", async () => {
     const res = await fetch(`${gateway.publicUrl}/a2a`, {
       method: "POST",
