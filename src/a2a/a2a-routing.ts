@@ -217,6 +217,11 @@ export class A2aRouter {
     );
   }
 
+  /** The trusted headers the routes pin sessions by (lower-case). */
+  get affinityHeaders(): readonly string[] {
+    return this.#routes.flatMap((r) => (r.affinityHeader === undefined ? [] : [r.affinityHeader]));
+  }
+
   /** Pins a context to the agent that answered, once the answer names the context. */
   pinContext(tenant: string, contextId: string, agent: string): void {
     this.affinity.set(AffinityTable.contextKey(tenant, contextId), agent);

@@ -179,8 +179,10 @@ export interface A2aRecord {
   readonly jsonrpcId: string | number;
   /** The generation the caller spoke (`1.0`, `0.3`). */
   readonly generation: string;
-  /** The agent (its name in gateway.yaml). */
-  readonly agent: string;
+  /** The agent (its name in gateway.yaml); for the virtual agent `/a2a`, the one routed to (empty until routed). */
+  agent: string;
+  /** Sent to the virtual agent `/a2a`: the route rule that chose the agent (undefined: a pin did), and what pinned it. */
+  routed?: { readonly rule: string | undefined; readonly pinnedBy: "context" | "session" | undefined } | undefined;
   /** The skill the message named (`message.metadata.skill`); undefined: none named. */
   readonly skill: string | undefined;
   /** The A2A task the request refers to, or the one the agent's answer made. */

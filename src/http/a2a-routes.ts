@@ -20,7 +20,7 @@ function a2aStatus(err: GatewayError): number {
 }
 
 /**
- * The A2A adapter: `POST /a2a/<agent>`, the JSON-RPC binding of A2A 1.0 and 0.3 (docs/a2a.md,
+ * The A2A adapter: `POST /a2a/<agent>` and the virtual agent `POST /a2a`, the JSON-RPC binding of A2A 1.0 and 0.3 (docs/a2a.md,
  * "Calling an agent"). It checks its byte limits, hands the engine an ingress, and writes the
  * engine's answer — one JSON-RPC response, or the agent's SSE stream — and decides nothing.
  * Other methods on the path are 405; nothing is cacheable.
@@ -41,7 +41,8 @@ export function registerA2aRoutes(app: Hono<A2aEnv>): void {
     } catch (err) {
       return await refuse(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request."));
     }
-    const agent = c.req.param("agent") ?? "";
+    // No agent segment: the virtual agent, which routes each message by the capability it asks for.
+    const agent = c.req.param("agent");
     const session = rt.engine.beginA2a({
       requestId: c.get("requestId"),
       receivedAt: c.get("receivedAt"),
@@ -54,7 +55,7 @@ export function registerA2aRoutes(app: Hono<A2aEnv>): void {
       waitUntil: (p) => c.executionCtx.waitUntil(p),
       workload: workloadOf(request.headers, rt.config.gateway.governance.workload),
     });
-    if (!session) return await refuse(new GatewayError("agent_not_found", `No agent named ${echo(agent)} is configured.`));
+    if (!session) return await refuse(new GatewayError("agent_not_found", agent === undefined ? "No A2A agents are configured." : `No agent named ${echo(agent)} is configured.`));
     const onAbort = () => session.abort("client_disconnected");
     request.signal.addEventListener("abort", onAbort, { once: true });
     let streaming = false;
@@ -73,4 +74,5 @@ export function registerA2aRoutes(app: Hono<A2aEnv>): void {
     }
   };
   app.all("/a2a/:agent", handle);
+  app.all("/a2a", handle);
 }

@@ -36,6 +36,7 @@ import { healthClient } from "../traffic/health-client.ts";
 import { LoadTracker } from "../traffic/load-tracker.ts";
 import { RecentTraffic } from "../telemetry/recent-traffic.ts";
 import { A2aPolicy } from "../a2a/a2a-policy.ts";
+import { A2aRouter, AffinityTable } from "../a2a/a2a-routing.ts";
 import type { A2aDeps } from "../kinds/a2a/a2a-deps.ts";
 import { A2A_METHODS } from "../protocol/a2a/a2a-request.ts";
 import { SPOKEN_GENERATIONS } from "../protocol/a2a/agent-card.ts";
@@ -263,14 +264,18 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   const agentCards = new AgentCardCache(cardRegistryClient((agent) => env.AGENT_CARD_REGISTRY.getByName(agent)), agentCardSources(gw.a2a.agents), clock, {
     onError: (err, agent, operation) => logError({ kind: "agent_card_error", agent, operation, error: String(err) }),
   });
-  const a2aBase = a2aOf(gw, secrets, agentCards);
+  const agentHealth = new AgentHealth(health, gw.a2a.agents);
+  // The virtual agent's pins live in this isolate and outlive revisions (a Durable Object would
+  // share them across isolates; until then another isolate routes a context afresh).
+  const affinity = new AffinityTable();
+  const a2aBase = a2aOf(gw, secrets, agentCards, agentHealth);
   const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications" | "a2aPolicy"> = {
     publicationController,
     snapshots,
     breakers,
     health,
     agentCards,
-    agentHealth: new AgentHealth(health, gw.a2a.agents),
+    agentHealth,
     ledger,
     drain,
     admission,
@@ -308,7 +313,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
       config: { ...config, publication: pub },
       publication: compiled,
       configDigest: await canonicalDigest({ gateway: config.gateway, publication: pub }),
-      engine: createEngine({ ...engineDeps, publication: compiled, mcp, oauth, a2a: a2aBase && { ...a2aBase, policy: a2aPolicy } }),
+      engine: createEngine({ ...engineDeps, publication: compiled, mcp, oauth, a2a: a2aBase && { ...a2aBase, policy: a2aPolicy, router: new A2aRouter(pub.a2a?.routes ?? [], affinity) } }),
       a2aPolicy,
       oauth,
       publications,
@@ -388,7 +393,7 @@ interface MetricSources {
 /** The label values a publication revision names (MCP and A2A requests are named by their endpoint, `mcp/<server>` or `a2a/<agent>`, and their method as the route). */
 function metricNamesOf(publication: CompiledPublication, gw: GatewayConfig): PublicationNames {
   return {
-    entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`), ...gw.a2a.agents.map((a) => `a2a/${a.name}`)],
+    entrypoints: [...publication.source.entrypoints.map((e) => e.name), "mcp", ...gw.mcp.servers.map((m) => `mcp/${m.name}`), ...(gw.a2a.agents.length > 0 ? ["a2a"] : []), ...gw.a2a.agents.map((a) => `a2a/${a.name}`)],
     models: [...publication.models.keys()],
     routes: ["default", ...publication.source.entrypoints.flatMap((e) => e.routes.map((r) => r.name)), "server/discover", "ping", "tools/list", "tools/call", ...SPOKEN_GENERATIONS.flatMap((g) => Object.keys(A2A_METHODS[g]))],
     tenants: publication.source.tenants.map((t) => t.id),
@@ -514,11 +519,12 @@ async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, un
  * The isolate's A2A parts: the agents' cards, each agent's credential header (read per call, so a
  * rotated secret applies at once) and the network agents are reached on. Undefined: no agents.
  */
-function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: AgentCardCache): Omit<A2aDeps, "policy"> | undefined {
+function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: AgentCardCache, health: AgentHealth): Omit<A2aDeps, "policy" | "router"> | undefined {
   if (gw.a2a.agents.length === 0) return undefined;
   const credentials = new Map(gw.a2a.agents.map((a) => [a.name, a.credential] as const));
   return {
     cards,
+    isHealthy: (agent, schedule) => health.forRequest(schedule).isHealthy(agent),
     credential: (agent): Record<string, string> => {
       const c = credentials.get(agent);
       const secret = c ? secrets[c.secret] : undefined;

@@ -3,7 +3,7 @@ import type { TraceParent } from "../../context/trace-context.ts";
 import type { GatewayError } from "../../errors/gateway-error.ts";
 import type { HeaderReader } from "../../protocol/mcp/stateless-request.ts";
 
-/** What the HTTP adapter hands the engine for one `POST /a2a/<agent>`: nothing transport-specific. */
+/** What the HTTP adapter hands the engine for one `POST /a2a/<agent>` or `POST /a2a`: nothing transport-specific. */
 export interface A2aIngress {
   readonly requestId: string;
   readonly receivedAt: number;
@@ -13,8 +13,8 @@ export interface A2aIngress {
   /** The request's headers: `A2A-Version` and the attribution headers are read from them. */
   readonly headers: HeaderReader;
   readonly readBody: () => Promise<unknown>;
-  /** The agent named in the path. */
-  readonly agent: string;
+  /** The agent named in the path; undefined: the virtual agent `/a2a`, which routes by capability. */
+  readonly agent: string | undefined;
   /** The origin the request came in on: the gateway's URL for the agent is built on it. */
   readonly origin: string;
   readonly traceParent?: TraceParent | undefined;

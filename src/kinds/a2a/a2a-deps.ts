@@ -1,4 +1,5 @@
 import type { A2aPolicy } from "../../a2a/a2a-policy.ts";
+import type { A2aRouter } from "../../a2a/a2a-routing.ts";
 import type { A2aNetwork } from "../../invoker/a2a-exchange.ts";
 import type { AgentCardView } from "../../protocol/a2a/agent-card.ts";
 import type { Schedule } from "../../traffic/remote-view-cache.ts";
@@ -6,6 +7,8 @@ import type { Schedule } from "../../traffic/remote-view-cache.ts";
 /** The agents' cards as the kind reads them (the isolate's card cache). */
 export interface AgentCards {
   has(agent: string): boolean;
+  /** The configured agents' names. */
+  agents(): readonly string[];
   /** The agent's last good card; undefined: none fetched yet. */
   card(agent: string, schedule: Schedule): Promise<AgentCardView | undefined>;
 }
@@ -17,4 +20,8 @@ export interface A2aDeps {
   /** The credential header the gateway sends to an agent (from gateway.yaml, read per call); none: `{}`. */
   readonly credential: (agent: string) => Readonly<Record<string, string>>;
   readonly network: A2aNetwork;
+  /** The revision's routes for the virtual agent `/a2a`, over the isolate's affinity table. */
+  readonly router: A2aRouter;
+  /** Whether an agent may be routed to now (its health monitor's cached view; probes start on first ask). */
+  readonly isHealthy: (agent: string, schedule: Schedule) => boolean;
 }

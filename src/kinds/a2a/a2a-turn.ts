@@ -70,6 +70,10 @@ export class A2aTurn implements KindTurn<A2aReply> {
   #route: AgentRoute | undefined;
   #charge: ToolCallTrack | undefined;
   #answer: A2aAnswer | undefined;
+  /** The agent called: the one named in the path, or (the virtual agent) the one routed to at decide. */
+  #agent: string;
+  /** The skill the message is decided and priced by: the one it names, or the one routing matched. */
+  #skill: string | undefined;
 
   constructor(deps: A2aKindDeps, a2a: A2aDeps, ctx: RequestContext, ingress: A2aIngress) {
     this.#deps = deps;
@@ -78,7 +82,8 @@ export class A2aTurn implements KindTurn<A2aReply> {
     this.#ctx = ctx;
     // No plan sets an agent call's deadline: the gateway's own bound applies from the start.
     ctx.setDeadline(ctx.receivedAt + deps.requestDeadlineMs);
-    ctx.record.entrypoint = `a2a/${ingress.agent}`;
+    this.#agent = ingress.agent ?? "";
+    ctx.record.entrypoint = ingress.agent === undefined ? "a2a" : `a2a/${ingress.agent}`;
     ctx.record.workload = ingress.workload;
   }
 
@@ -98,23 +103,37 @@ export class A2aTurn implements KindTurn<A2aReply> {
     this.#req = req;
     ctx.record.route = req.method;
     ctx.record.attribution = readAttribution(ingress.headers);
-    ctx.record.a2a = { method: req.method, jsonrpcId: req.id, generation, agent: ingress.agent, skill: req.skill, a2aTaskId: req.a2aTaskId, contextId: req.contextId };
-    const agent = ingress.agent;
+    this.#skill = req.skill;
+    ctx.record.a2a = { method: req.method, jsonrpcId: req.id, generation, agent: this.#agent, skill: req.skill, a2aTaskId: req.a2aTaskId, contextId: req.contextId };
+    if (ingress.agent === undefined) {
+      // The virtual agent routes a message by what it asks for; anything else belongs to the agent that holds it.
+      if (req.info.kind !== "message") throw new GatewayError("invalid_request", `${req.method} names a task or an agent's own state: send it to /a2a/<agent>, the agent that holds it (the answer to the message that made it names the agent's card).`);
+      return undefined;
+    }
+    await this.#load(ingress.agent);
+    return undefined;
+  }
+
+  /** The agent's card and where the call goes on it. */
+  async #load(agent: string): Promise<void> {
+    const ctx = this.#ctx;
+    const req = this.#req!;
     if (!this.#a2a.cards.has(agent)) throw new GatewayError("agent_not_found", `No agent named ${echo(agent)} is configured.`);
     const card = await this.#a2a.cards.card(agent, ctx.waitUntil);
     ctx.checkpoint();
     if (card === undefined) throw new GatewayError("agent_card_unavailable", `The card of agent ${echo(agent)} has not been fetched yet.`, { retryAfterSeconds: 5 });
     this.#card = card;
     this.#route = routeOf(agent, card, req);
-    return undefined;
   }
 
   async authorize(): Promise<Early<A2aReply> | undefined> {
+    // The virtual agent's policy is decided at decide, for the agent routing chooses.
+    if (this.#ingress.agent === undefined) return undefined;
     const req = this.#req!;
     const declared = this.#card!.skills.map((s) => s.id);
     const caller = { tenant: this.#principal!.tenantId, key: this.#principal!.keyId };
-    if (req.info.kind === "message") authorizeMessage(this.#a2a.policy, caller, this.#ingress.agent, req.skill, declared, this.#ctx.record.a2a);
-    else authorizeAgentUse(this.#a2a.policy, caller, this.#ingress.agent, declared, this.#ctx.record.a2a);
+    if (req.info.kind === "message") authorizeMessage(this.#a2a.policy, caller, this.#agent, req.skill, declared, this.#ctx.record.a2a);
+    else authorizeAgentUse(this.#a2a.policy, caller, this.#agent, declared, this.#ctx.record.a2a);
     return undefined;
   }
 
@@ -131,7 +150,43 @@ export class A2aTurn implements KindTurn<A2aReply> {
   }
 
   async decide(_signals: SignalSet): Promise<Early<A2aReply> | undefined> {
-    // A named agent: nothing to decide beyond the policy (routing is the virtual agent's).
+    // A named agent: nothing to decide beyond the policy.
+    if (this.#ingress.agent !== undefined) return undefined;
+    const ctx = this.#ctx;
+    const req = this.#req!;
+    const router = this.#a2a.router;
+    const caller = { tenant: this.#principal!.tenantId, key: this.#principal!.keyId };
+    // Every configured agent's last good card (an agent without one yet offers nothing to route to).
+    const names = this.#a2a.cards.agents();
+    const cards = await Promise.all(names.map((agent) => this.#a2a.cards.card(agent, ctx.waitUntil)));
+    ctx.checkpoint();
+    const facts = names.flatMap((agent, i) => {
+      const card = cards[i];
+      return card === undefined ? [] : [{ agent, skills: card.skills.map((s) => ({ id: s.id, tags: s.tags })) }];
+    });
+    const declared = new Map(facts.map((f) => [f.agent, f.skills.map((s) => s.id)]));
+    const trusted = new Map<string, string>();
+    for (const h of router.affinityHeaders) {
+      const v = this.#ingress.headers.get(h);
+      if (v !== null && v !== "") trusted.set(h, v);
+    }
+    const decision = router.route(
+      { tenant: caller.tenant, ask: { skill: req.skill, tags: req.tags }, contextId: req.contextId, trustedHeaders: trusted },
+      facts,
+      (agent) => this.#a2a.isHealthy(agent, ctx.waitUntil),
+      (agent, skill) => this.#a2a.policy.decide(caller, agent, skill, declared.get(agent) ?? []).allowed,
+    );
+    if (!decision.ok) throw decision.error;
+    const record = ctx.record.a2a;
+    this.#agent = decision.agent;
+    this.#skill = decision.skill ?? req.skill;
+    if (record) {
+      record.agent = decision.agent;
+      record.routed = { rule: decision.rule, pinnedBy: decision.pinnedBy };
+    }
+    await this.#load(decision.agent);
+    // The chosen agent is decided like a named one: the policy asked again, for the skill routing matched.
+    authorizeMessage(this.#a2a.policy, caller, decision.agent, this.#skill, this.#card!.skills.map((s) => s.id), record);
     return undefined;
   }
 
@@ -139,12 +194,13 @@ export class A2aTurn implements KindTurn<A2aReply> {
 
   async reserve(): Promise<void> {
     const req = this.#req!;
-    const agent = this.#ingress.agent;
+    const agent = this.#agent;
+    const skill = this.#skill;
     const record = this.#ctx.record.a2a;
     // Only a message is priced; every call counts against the business task's cap.
     this.#charge = await reservePricedCall(this.#deps.reserve, this.#deps.publication, this.#ctx, this.#principal!, {
-      pricing: req.info.kind === "message" ? this.#a2a.policy.pricing(agent, req.skill) : undefined,
-      label: `a2a:${agent}/${req.skill ?? "*"}`,
+      pricing: req.info.kind === "message" ? this.#a2a.policy.pricing(agent, skill) : undefined,
+      label: `a2a:${agent}/${skill ?? "*"}`,
       what: "agent call",
       rateScope: agentRateScope,
       onCharge: (charge) => {
@@ -154,13 +210,13 @@ export class A2aTurn implements KindTurn<A2aReply> {
   }
 
   admission(): AdmissionKey {
-    return { tenant: this.#principal!.tenantId, model: `a2a:${this.#ingress.agent}` };
+    return { tenant: this.#principal!.tenantId, model: `a2a:${this.#agent}` };
   }
 
   async invoke(_lease: AdmissionLease | undefined): Promise<void> {
     const req = this.#req!;
     const route = this.#route!;
-    const agent = this.#ingress.agent;
+    const agent = this.#agent;
     const charge = this.#charge;
     const record = this.#ctx.record.a2a;
     this.#answer = await sendToAgent(this.#a2a.network, {
@@ -249,7 +305,11 @@ export class A2aTurn implements KindTurn<A2aReply> {
     const isTask = isRecord(result.task) || inner.kind === "task";
     const taskId = isTask ? inner.id : inner.taskId;
     if (record.a2aTaskId === undefined && typeof taskId === "string" && taskId !== "") record.a2aTaskId = taskId.slice(0, 256);
-    if (record.contextId === undefined && typeof inner.contextId === "string" && inner.contextId !== "") record.contextId = inner.contextId.slice(0, 256);
+    if (record.contextId === undefined && typeof inner.contextId === "string" && inner.contextId !== "") {
+      record.contextId = inner.contextId.slice(0, 256);
+      // The virtual agent's answer names the context the agent made: its later messages go to the same agent.
+      if (this.#ingress.agent === undefined) this.#a2a.router.pinContext(this.#principal!.tenantId, record.contextId, this.#agent);
+    }
   }
 }
 

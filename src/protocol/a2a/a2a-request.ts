@@ -89,6 +89,8 @@ export interface A2aRequest {
   readonly params: Readonly<Record<string, unknown>>;
   /** The skill a message names in `message.metadata.skill`; undefined: none named. */
   readonly skill: string | undefined;
+  /** The tags a message asks for in `message.metadata.tags` (the virtual agent routes by them); undefined: none. */
+  readonly tags: readonly string[] | undefined;
   /** The A2A task the request refers to (a task method's `id`, a message's `taskId`): a correlation only. */
   readonly a2aTaskId: string | undefined;
   /** The A2A context a message continues, or a list is scoped to. */
@@ -103,6 +105,19 @@ const idField = (o: Readonly<Record<string, unknown>>, key: string, param: strin
   if (v === undefined || v === null || v === "") return undefined;
   if (typeof v !== "string" || v.length > MAX_ID) throw new GatewayError("invalid_request", `${param} must be a string of at most ${MAX_ID} characters.`, { param });
   return v;
+};
+
+/** The most tags a message may ask for. */
+const MAX_TAGS = 16;
+
+const tagsField = (metadata: Readonly<Record<string, unknown>>): readonly string[] | undefined => {
+  const v = metadata.tags;
+  if (v === undefined || v === null) return undefined;
+  const param = "params.message.metadata.tags";
+  if (!Array.isArray(v) || v.length > MAX_TAGS || !v.every((t) => typeof t === "string" && t !== "" && t.length <= MAX_ID)) {
+    throw new GatewayError("invalid_request", `${param} must be an array of at most ${MAX_TAGS} non-empty strings of at most ${MAX_ID} characters.`, { param });
+  }
+  return v.length === 0 ? undefined : (v as string[]);
 };
 
 /** The JSON-RPC id of a body, when it has a usable one (for answering a body refused later). */
@@ -140,6 +155,7 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
     throw new GatewayError("agent_operation_unsupported", "The agent's extended card is not served through this gateway yet: read the gateway's card at /.well-known/agent-card.json under this agent's URL.");
   }
   let skill: string | undefined;
+  let tags: readonly string[] | undefined;
   let a2aTaskId: string | undefined;
   let contextId: string | undefined;
   if (info.kind === "message") {
@@ -147,6 +163,7 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
     if (!isRecord(message)) throw new GatewayError("invalid_request", "params.message must be an object.", { param: "params.message" });
     if (isRecord(params.configuration) && (params.configuration.pushNotificationConfig != null || params.configuration.taskPushNotificationConfig != null)) throw pushRefused();
     skill = isRecord(message.metadata) ? idField(message.metadata, "skill", "params.message.metadata.skill") : undefined;
+    tags = isRecord(message.metadata) ? tagsField(message.metadata) : undefined;
     a2aTaskId = idField(message, "taskId", "params.message.taskId");
     contextId = idField(message, "contextId", "params.message.contextId");
   } else if (info.kind === "task") {
@@ -157,7 +174,7 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
     // The agent knows one caller, the gateway: a list not scoped to a context would be every caller's tasks.
     if (contextId === undefined) throw new GatewayError("agent_operation_unsupported", "ListTasks through this gateway needs params.contextId: the agent sees every caller as the gateway, so an unscoped list would show other callers' tasks.", { param: "params.contextId" });
   }
-  return { id, method, generation, info, params, skill, a2aTaskId, contextId };
+  return { id, method, generation, info, params, skill, tags, a2aTaskId, contextId };
 }
 
 function pushRefused(): GatewayError {

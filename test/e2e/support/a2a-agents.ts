@@ -73,6 +73,17 @@ export interface A2aTestAgentOptions {
   readonly bearer?: string;
   /** The card needs the bearer token too (only with `bearer`). */
   readonly cardNeedsCredential?: boolean;
+  /** The skills its card declares; default {@link TEST_AGENT_SKILLS}. */
+  readonly skills?: readonly TestAgentSkill[];
+}
+
+/** A skill a test agent's card declares. */
+export interface TestAgentSkill {
+  readonly id: string;
+  readonly name: string;
+  readonly description: string;
+  readonly tags: readonly string[];
+  readonly examples: readonly string[];
 }
 
 /** The skills both agents declare (ids, tags and examples the capability tests match on). */
@@ -238,7 +249,7 @@ export async function startA2aV1Agent(options: A2aTestAgentOptions = {}): Promis
     securityRequirements: options.bearer === undefined ? [] : [{ schemes: { agentBearer: { list: [] } } }],
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
-    skills: TEST_AGENT_SKILLS.map((s) => ({ ...s, tags: [...s.tags], examples: [...s.examples], inputModes: ["text/plain"], outputModes: ["text/plain"], securityRequirements: [] })),
+    skills: (options.skills ?? TEST_AGENT_SKILLS).map((s) => ({ ...s, tags: [...s.tags], examples: [...s.examples], inputModes: ["text/plain"], outputModes: ["text/plain"], securityRequirements: [] })),
     signatures: [{ ...TEST_AGENT_SIGNATURE, header: undefined }],
   };
   const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new EchoExecutorV1(name, holds));

@@ -163,4 +163,9 @@ describe("A2A capability routing", () => {
     expect(AffinityTable.contextKey("a", "b:c")).not.toBe(AffinityTable.contextKey("a:b", "c"));
     expect(AffinityTable.sessionKey("t", "r", "v")).not.toBe(AffinityTable.contextKey("t", "v"));
   });
+
+  it("names the trusted headers its routes pin sessions by (what the kind reads from a request)", () => {
+    expect(new A2aRouter(routes).affinityHeaders).toEqual(["x-session"]);
+    expect(new A2aRouter([]).affinityHeaders).toEqual([]);
+  });
 });

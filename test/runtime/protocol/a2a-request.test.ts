@@ -42,6 +42,16 @@ describe("decoding an A2A JSON-RPC request", () => {
     expect(req).toMatchObject({ id: "r1", method: "SendMessage", generation: "1.0", skill: "summarize", a2aTaskId: "t-1", contextId: "c-1", info: { kind: "message", streaming: false } });
   });
 
+  it("reads the tags a message asks for (the virtual agent routes by them), and refuses malformed ones", () => {
+    const req = decodeA2aRequest(send1({ message: { metadata: { skill: "translate", tags: ["language", "text"] } } }), "1.0");
+    expect(req).toMatchObject({ skill: "translate", tags: ["language", "text"] });
+    expect(decodeA2aRequest(send1({ message: { metadata: { tags: [] } } }), "1.0").tags).toBeUndefined();
+    expect(decodeA2aRequest(send1({ message: {} }), "1.0").tags).toBeUndefined();
+    for (const tags of ["language", [7], [""], ["t".repeat(300)], Array.from({ length: 17 }, (_, i) => `t${i}`)]) {
+      expect(refusal(() => decodeA2aRequest(send1({ message: { metadata: { tags } } }), "1.0")).param).toBe("params.message.metadata.tags");
+    }
+  });
+
   it("reads 0.3 methods, and knows which stream", () => {
     const stream = decodeA2aRequest({ jsonrpc: "2.0", id: 3, method: "message/stream", params: { message: { kind: "message", parts: [] } } }, "0.3");
     expect(stream).toMatchObject({ id: 3, skill: undefined, info: { kind: "message", streaming: true } });
