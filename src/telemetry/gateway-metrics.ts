@@ -452,7 +452,7 @@ function a2aInstrument(registry: MetricRegistry, d: MetricDomains): Histogram {
     name: "sluice.a2a.call.duration",
     promName: "sluice_a2a_call_duration_seconds",
     unit: "s",
-    help: "A2A calls the gateway served (POST /a2a/<agent>), from receipt to answer (a stream's end), by method, agent, skill and error.",
+    help: "A2A calls the gateway served (POST /a2a/<agent>, and POST /a2a under the agent routed to), from receipt to answer (a stream's end), by method, agent, skill and error.",
     labels: [
       L("sluice.a2a.method", oneOf(SPOKEN_GENERATIONS.flatMap((g) => Object.keys(A2A_METHODS[g])))),
       L("sluice.a2a.agent", oneOf(d.agents ?? [])),
