@@ -1,4 +1,7 @@
 import type { AdmissionLease } from "../admit/admission.ts";
+import type { Workload } from "../attribution/workload.ts";
+import type { TraceParent } from "../context/trace-context.ts";
+import type { HeaderReader } from "../protocol/mcp/stateless-request.ts";
 import type { Phase, PluginReport } from "../context/request-record.ts";
 import type { GatewayError } from "../errors/gateway-error.ts";
 import type { RequestFacts } from "../plugins/plugin.ts";
@@ -7,6 +10,24 @@ import type { NeutralResponse } from "../protocol/neutral.ts";
 import type { Principal } from "../publication/principal.ts";
 import type { SignalSet, SignalValue } from "../signals/signal-set.ts";
 import type { Subject } from "../signals/subject.ts";
+
+/**
+ * What every JSON-RPC kind's HTTP adapter hands the engine about the request and its caller
+ * (MCP's and A2A's ingress add their own): nothing transport-specific.
+ */
+export interface CallerIngress {
+  readonly requestId: string;
+  readonly receivedAt: number;
+  readonly apiKey: string | undefined;
+  /** The `Authorization: Bearer` credential alone: an OAuth access token is only read from there. */
+  readonly bearer?: string | undefined;
+  readonly headers: HeaderReader;
+  readonly readBody: () => Promise<unknown>;
+  readonly traceParent?: TraceParent | undefined;
+  readonly waitUntil: (p: Promise<unknown>) => void;
+  /** The workload behind the call, from the trusted headers configured for it. */
+  readonly workload?: Workload | undefined;
+}
 
 /** The kinds of traffic the runner runs. */
 export type TrafficKindName = "model" | "mcp" | "a2a";

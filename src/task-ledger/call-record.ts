@@ -1,5 +1,6 @@
 import { usageSourceOf, type AttemptRecord, type UsageSourceLabel } from "../context/attempt-record.ts";
 import type { A2aRecord, LooperRecord, RequestRecord } from "../context/request-record.ts";
+import type { McpCharge } from "../context/debt.ts";
 import type { AuditEvent } from "../audit/audit-event.ts";
 import type { Workload } from "../attribution/workload.ts";
 
@@ -107,18 +108,7 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
     // Only a call sent to its server is a tool call of the task: one refused or held for approval was not.
     const executed = isTool && m.toolSent === true && m.server !== undefined;
     const charge = m.charge;
-    const attempt: CallAttempt | undefined = charge
-      ? {
-          attemptId: charge.attemptId,
-          backend: m.server,
-          outcome: r.outcome ?? "error",
-          usage: charge.settlement === "charged" ? "known" : charge.settlement === "released" ? "none" : "unknown",
-          costMicros: charge.settlement === "charged" ? charge.micros : 0,
-        }
-      : executed
-        ? { attemptId: r.requestId, backend: m.server, outcome: r.outcome ?? "error", usage: "none", costMicros: 0 }
-        : undefined;
-    const list = attempt ? [attempt] : [];
+    const list = singleAttempt(charge, executed, m.server, r);
     return {
       ...common,
       kind: isTool ? "tool" : "mcp",
@@ -166,23 +156,25 @@ export function callOf(r: Readonly<RequestRecord>, attempts: readonly Readonly<A
 }
 
 /**
+ * The one attempt of a tool or agent call, as a list: its charge's when the call was priced, a
+ * free one when it was sent unpriced, none when it never went out.
+ */
+function singleAttempt(charge: McpCharge | undefined, sent: boolean, backend: string | undefined, r: Readonly<RequestRecord>): CallAttempt[] {
+  const outcome = r.outcome ?? "error";
+  if (charge) {
+    const usage = charge.settlement === "charged" ? "known" : charge.settlement === "released" ? "none" : "unknown";
+    return [{ attemptId: charge.attemptId, backend, outcome, usage, costMicros: charge.settlement === "charged" ? charge.micros : 0 }];
+  }
+  return sent ? [{ attemptId: r.requestId, backend, outcome, usage: "none", costMicros: 0 }] : [];
+}
+
+/**
  * An A2A call as one of its task's calls: `agent/skill`, with one attempt when it was sent (its
  * charge's, when priced). The A2A task id is the agent's protocol state, not the business task.
  */
 function agentCallOf(a: A2aRecord, r: Readonly<RequestRecord>, common: Omit<LedgerCall, "kind" | "target" | "costMicros" | "attempts" | "attemptModels" | "retries" | "fallbacks">): LedgerCall {
   const charge = a.charge;
-  const attempt: CallAttempt | undefined = charge
-    ? {
-        attemptId: charge.attemptId,
-        backend: a.agent,
-        outcome: r.outcome ?? "error",
-        usage: charge.settlement === "charged" ? "known" : charge.settlement === "released" ? "none" : "unknown",
-        costMicros: charge.settlement === "charged" ? charge.micros : 0,
-      }
-    : a.sent === true
-      ? { attemptId: r.requestId, backend: a.agent, outcome: r.outcome ?? "error", usage: "none", costMicros: 0 }
-      : undefined;
-  const list = attempt ? [attempt] : [];
+  const list = singleAttempt(charge, a.sent === true, a.agent, r);
   return { ...common, kind: "agent", target: `${a.agent}/${a.skill ?? "*"}`, costMicros: sum(list.map((x) => x.costMicros)), currency: charge?.currency, attempts: list, attemptModels: [], retries: 0, fallbacks: 0 };
 }
 

@@ -1,26 +1,12 @@
-import type { Workload } from "../../attribution/workload.ts";
-import type { TraceParent } from "../../context/trace-context.ts";
 import type { GatewayError } from "../../errors/gateway-error.ts";
-import type { HeaderReader } from "../../protocol/mcp/stateless-request.ts";
+import type { CallerIngress } from "../traffic-kind.ts";
 
 /** What the HTTP adapter hands the engine for one `POST /a2a/<agent>` or `POST /a2a`: nothing transport-specific. */
-export interface A2aIngress {
-  readonly requestId: string;
-  readonly receivedAt: number;
-  readonly apiKey: string | undefined;
-  /** The `Authorization: Bearer` credential alone: an OAuth access token is only read from there. */
-  readonly bearer?: string | undefined;
-  /** The request's headers: `A2A-Version` and the attribution headers are read from them. */
-  readonly headers: HeaderReader;
-  readonly readBody: () => Promise<unknown>;
+export interface A2aIngress extends CallerIngress {
   /** The agent named in the path; undefined: the virtual agent `/a2a`, which routes by capability. */
   readonly agent: string | undefined;
   /** The origin the request came in on: the gateway's URL for the agent is built on it. */
   readonly origin: string;
-  readonly traceParent?: TraceParent | undefined;
-  readonly waitUntil: (p: Promise<unknown>) => void;
-  /** The workload behind the call, from the trusted headers configured for it. */
-  readonly workload?: Workload | undefined;
 }
 
 /**

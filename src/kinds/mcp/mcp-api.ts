@@ -1,22 +1,10 @@
-import type { Workload } from "../../attribution/workload.ts";
-import type { TraceParent } from "../../context/trace-context.ts";
 import type { GatewayError } from "../../errors/gateway-error.ts";
-import type { HeaderReader } from "../../protocol/mcp/stateless-request.ts";
+import type { CallerIngress } from "../traffic-kind.ts";
 
-/** What the HTTP adapter hands the engine for one MCP request: nothing transport-specific. */
-export interface McpIngress {
-  readonly requestId: string;
-  readonly receivedAt: number;
-  readonly apiKey: string | undefined;
-  /** The `Authorization: Bearer` credential alone: an OAuth access token is only read from there. */
-  readonly bearer?: string | undefined;
-  /** The request's headers, read only to cross-check the body (never to decide). */
-  readonly headers: HeaderReader;
-  readonly readBody: () => Promise<unknown>;
+/** What the HTTP adapter hands the engine for one MCP request (its headers are read only to cross-check the body, never to decide). */
+export interface McpIngress extends CallerIngress {
   /** `/mcp/<server>`: that server alone, names unchanged; undefined: the virtual server. */
   readonly server: string | undefined;
-  readonly traceParent?: TraceParent | undefined;
-  readonly waitUntil: (p: Promise<unknown>) => void;
   /**
    * Sends a message to the client before the answer (progress, logging, a relayed request). The
    * first one turns the answer into a stream; the reply then ends that stream.
@@ -24,8 +12,6 @@ export interface McpIngress {
   readonly send: (message: Readonly<Record<string, unknown>>) => void;
   /** Turns the answer into a stream before any message (a stream that carries only what comes later). */
   readonly open: () => void;
-  /** The workload behind the call, from the trusted headers configured for it. */
-  readonly workload?: Workload | undefined;
   /** `GET`: a stateful-era client's stream of what its servers send outside its requests. */
   readonly httpMethod: "POST" | "GET";
   /**
