@@ -4,10 +4,10 @@ import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type 
 import { ClientFactory as ClientFactory03, DefaultAgentCardResolver as DefaultAgentCardResolver03, JsonRpcTransportFactory as JsonRpcTransportFactory03 } from "a2a-sdk-v0-3/client";
 import type { Message as Message03, Task as Task03 } from "a2a-sdk-v0-3";
 import { stringify } from "yaml";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
 import { rawSocket } from "./support/raw-http.ts";
-import { startA2aV03Agent, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
+import { cardsServed, startA2aV03Agent, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, bundledConfig, expectNothingLeft } from "./support/stack.ts";
 
 const KEYS = { caller: "sk-e2e-a2a-caller", narrow: "sk-e2e-a2a-narrow", tasked: "sk-e2e-a2a-tasked" } as const;
@@ -92,16 +92,7 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
     };
     gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: { AGENT_V1_TOKEN: AGENT_TOKEN }, config: { gateway: stringify(g), publication: stringify(p) } });
     // Cards are fetched off the request path: wait until each agent's first one is in.
-    for (const agent of ["echo-v1", "echo-v03", "priced"]) {
-      await vi.waitFor(
-        async () => {
-          const res = await fetch(`${gateway.publicUrl}/a2a/${agent}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${KEYS.caller}` } });
-          await res.body?.cancel();
-          if (res.status !== 200) throw new Error(`card of ${agent}: ${res.status}`);
-        },
-        { timeout: 15_000, interval: 100 },
-      );
-    }
+    await cardsServed(gateway.publicUrl, KEYS.caller, ["echo-v1", "echo-v03", "priced"]);
   });
 
   afterAll(async () => {

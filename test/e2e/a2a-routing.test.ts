@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
-import { startA2aV1Agent, type A2aTestAgent, type TestAgentSkill } from "./support/a2a-agents.ts";
+import { cardsServed, startA2aV1Agent, type A2aTestAgent, type TestAgentSkill } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, bundledConfig, expectNothingLeft } from "./support/stack.ts";
 
 const KEY = "sk-e2e-a2a-router";
@@ -47,16 +47,7 @@ describe("The virtual A2A agent (POST /a2a): routed by capability, with affinity
     };
     gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { gateway: stringify(g), publication: stringify(p) } });
     // Cards are fetched off the request path: wait until each agent's first one is in.
-    for (const agent of names) {
-      await vi.waitFor(
-        async () => {
-          const res = await fetch(`${gateway.publicUrl}/a2a/${agent}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${KEY}` } });
-          await res.body?.cancel();
-          if (res.status !== 200) throw new Error(`card of ${agent}: ${res.status}`);
-        },
-        { timeout: 15_000, interval: 100 },
-      );
-    }
+    await cardsServed(gateway.publicUrl, KEY, names);
   });
 
   afterAll(async () => {

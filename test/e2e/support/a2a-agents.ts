@@ -20,6 +20,7 @@
  * headers are recorded in `received`, so a test can prove which credentials reached the agent.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { vi } from "vitest";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
@@ -342,4 +343,21 @@ export async function startA2aV03Agent(options: A2aTestAgentOptions = {}): Promi
   const served = (await (await fetch(`${origin}${CARD_PATH}`, { headers: options.bearer ? { authorization: `Bearer ${options.bearer}` } : {} })).json()) as Record<string, unknown>;
   received.length = 0;
   return { origin, cardUrl: `${origin}${CARD_PATH}`, rpcUrl, card: served, received, serveCard: (body) => (override.body = body), release: (id) => holds.end(id, true), held: () => holds.ids(), close: closer(server, holds) };
+}
+
+/**
+ * Waits until the gateway at `publicUrl` serves each agent's card to `key`: cards are fetched off
+ * the request path, so an isolate's first reads may answer 503 until its registry has one.
+ */
+export async function cardsServed(publicUrl: string, key: string, agents: readonly string[]): Promise<void> {
+  for (const agent of agents) {
+    await vi.waitFor(
+      async () => {
+        const res = await fetch(`${publicUrl}/a2a/${agent}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${key}` } });
+        await res.body?.cancel();
+        if (res.status !== 200) throw new Error(`card of ${agent}: ${res.status}`);
+      },
+      { timeout: 15_000, interval: 100 },
+    );
+  }
 }

@@ -2,11 +2,12 @@ import { describe, expect, it } from "vitest";
 import { bridgeRequest, bridgeResponse, isStreamingMethod, methodGeneration, servableGenerations, agentGenerationFor, type A2aJsonRpcRequest, type A2aJsonRpcResponse } from "../../../src/protocol/a2a/bridge.ts";
 import { readAgentCard, type A2aGeneration, type AgentCardView } from "../../../src/protocol/a2a/agent-card.ts";
 import { rewriteAgentCard } from "../../../src/a2a/card-rewrite.ts";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
+import type { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { jsonRpcCode } from "../../../src/errors/json-rpc.ts";
 import { cardV03, cardV1 } from "./cards.ts";
 import exchangesV1 from "./fixtures/exchanges-v1.json";
 import exchangesV03 from "./fixtures/exchanges-v03.json";
+import { refusal } from "../support/refusal.ts";
 
 /**
  * The fixtures are real exchanges: the SDK's 1.x client with the SDK-built 1.0 test agent, the
@@ -70,15 +71,6 @@ function without(v: unknown, field: string): unknown {
   return JSON.parse(JSON.stringify(v), (k, x: unknown) => (k === field ? undefined : x)) as unknown;
 }
 
-function refusal(f: () => unknown): GatewayError {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error("not refused");
-}
 
 describe.each([
   ["0.3", "1.0"],

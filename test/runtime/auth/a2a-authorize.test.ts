@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { A2aPolicy } from "../../../src/a2a/a2a-policy.ts";
 import { authorizeAgentUse, authorizeMessage } from "../../../src/auth/a2a-authorize.ts";
 import type { A2aRecord } from "../../../src/context/request-record.ts";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { a2aPolicySchema } from "../../../src/mcp/tool-policy.ts";
+import { refusal } from "../support/refusal.ts";
 
 const policy = new A2aPolicy(a2aPolicySchema.parse({
   revision: "a2a-t",
@@ -15,15 +15,6 @@ const policy = new A2aPolicy(a2aPolicySchema.parse({
 const caller = { tenant: "acme", key: "k1" };
 const record = (): A2aRecord => ({ method: "SendMessage", jsonrpcId: 1, generation: "1.0", agent: "helpdesk", skill: undefined });
 
-function refusal(f: () => unknown): GatewayError {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe("authorizing an A2A message", () => {
   it("allows a named skill a rule allows, and records the decision", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { refusalCode } from "./refusal.ts";
+import { refusalCode } from "../support/refusal.ts";
 import { buildRestRequest, restToolSchema, trimResponse } from "../../../src/mcp/rest-tool.ts";
 
 const tool = restToolSchema.parse({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EVERYTHING, filterFor, parseFilter, relayedNotification } from "../../../src/mcp/subscriptions.ts";
-import { refusalCode } from "./refusal.ts";
+import { refusalCode } from "../support/refusal.ts";
 
 describe("subscriptions through the gateway", () => {
   it("reads a listen filter strictly", () => {

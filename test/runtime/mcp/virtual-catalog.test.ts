@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { policySchema, ToolPolicy } from "../../../src/mcp/tool-policy.ts";
 import { mergeCatalog, namespacedUri, renameContents, routeCatalogRead, splitNamespacedUri } from "../../../src/mcp/virtual-catalog.ts";
-import { refusalCode } from "./refusal.ts";
+import { refusalCode } from "../support/refusal.ts";
 
 const policy = new ToolPolicy(
   policySchema.parse({

@@ -1,18 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { toJsonRpcErrorBody } from "../../../src/errors/json-rpc.ts";
 import { A2A_METHODS, decodeA2aRequest, jsonRpcIdOf, requestGeneration } from "../../../src/protocol/a2a/a2a-request.ts";
 import { rewriteAgentUrl } from "../../../src/invoker/a2a-exchange.ts";
+import { refusal } from "../support/refusal.ts";
 
-function refusal(f: () => unknown): GatewayError {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error("expected a refusal");
-}
 
 const send1 = (params: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ jsonrpc: "2.0", id: "r1", method: "SendMessage", params, ...extra });
 

@@ -4,12 +4,12 @@
  * are cut, with the provider's in-stream exceptions and cuts as error events.
  */
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { encodeEventStreamMessage } from "../../../src/protocol/bedrock-converse/event-stream.ts";
 import { bedrockConverseCodec } from "../../../src/protocol/bedrock-converse/index.ts";
 import { conversePath } from "../../../src/protocol/bedrock-converse/response.ts";
 import { redactedSignature } from "../../../src/protocol/anthropic-messages/thinking.ts";
 import type { NeutralEvent, NeutralRequest } from "../../../src/protocol/neutral.ts";
+import { refusal } from "../support/refusal.ts";
 
 const codec = bedrockConverseCodec;
 const MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0";
@@ -18,15 +18,6 @@ const base: NeutralRequest = { model: "sluice-chat", messages: [{ role: "user", 
 const encode = (over: Partial<NeutralRequest>) => codec.encodeRequest({ ...base, ...over }, MODEL, { streamUsage: true }) as Record<string, unknown>;
 const enc = new TextEncoder();
 
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error("expected a GatewayError");
-}
 
 describe("bedrock-converse requests", () => {
   it("names the model and the operation in the path, the model id one encoded segment", () => {

@@ -5,7 +5,6 @@
  */
 import { createParser } from "eventsource-parser";
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { requestFeatures } from "../../../src/protocol/features.ts";
 import { geminiPath, readGoogleError } from "../../../src/protocol/gemini/endpoint.ts";
 import { geminiCodec } from "../../../src/protocol/gemini/index.ts";
@@ -13,6 +12,7 @@ import { SKIP_SIGNATURE } from "../../../src/protocol/gemini/request.ts";
 import { geminiCallId, signatureOfCallId } from "../../../src/protocol/gemini/tool-call-id.ts";
 import type { NeutralEvent, NeutralRequest } from "../../../src/protocol/neutral.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
+import { refusal } from "../support/refusal.ts";
 
 const codec = geminiCodec;
 const MODEL = "gemini-2.5-flash";
@@ -20,15 +20,6 @@ const text = (t: string) => [{ type: "text" as const, text: t }];
 const base: NeutralRequest = { model: "sluice-chat", messages: [{ role: "user", content: text("hi") }], stream: false, streamUsage: false };
 const encode = (over: Partial<NeutralRequest>, model = MODEL) => codec.encodeRequest({ ...base, ...over }, model, { streamUsage: true }) as Record<string, unknown>;
 
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error("expected a GatewayError");
-}
 
 describe("the registry", () => {
   it("knows gemini as a backend protocol only: no client can speak it", () => {

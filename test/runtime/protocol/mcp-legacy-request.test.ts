@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { refusalCode } from "../mcp/refusal.ts";
+import { refusalCode } from "../support/refusal.ts";
 import { checkLegacyParams, isStatelessMessage, legacyVersionOf, negotiateVersion, validateLegacyMessage } from "../../../src/protocol/mcp/legacy-request.ts";
 
 const codeOf = refusalCode;

@@ -5,12 +5,12 @@
  */
 import { createParser } from "eventsource-parser";
 import { describe, expect, it } from "vitest";
-import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { NeutralEmbeddingRequest } from "../../../src/protocol/embeddings.ts";
 import type { NeutralEvent, NeutralRequest } from "../../../src/protocol/neutral.ts";
 import { builtinCodecs } from "../../../src/protocol/registry.ts";
 import { workersAiCodec } from "../../../src/protocol/workers-ai/index.ts";
 import { mulberry32 } from "../traffic/helpers.ts";
+import { refusal } from "../support/refusal.ts";
 
 const codec = workersAiCodec;
 const MODEL = "@cf/meta/llama-3.1-8b-instruct";
@@ -18,15 +18,6 @@ const text = (t: string) => [{ type: "text" as const, text: t }];
 const base: NeutralRequest = { model: "sluice-chat", messages: [{ role: "user", content: text("hi") }], stream: false, streamUsage: false };
 const encode = (over: Partial<NeutralRequest>) => codec.encodeRequest({ ...base, ...over }, MODEL, { streamUsage: true }) as Record<string, unknown>;
 
-function refusal(fn: () => unknown): GatewayError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof GatewayError) return err;
-    throw err;
-  }
-  throw new Error("expected a GatewayError");
-}
 
 describe("the registry", () => {
   it("knows workers-ai as a backend protocol only: no client can speak it", () => {
