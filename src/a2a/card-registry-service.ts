@@ -4,6 +4,7 @@ import type { Clock } from "../deps/clock.ts";
 import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
 import { decodeUtf8Strict, readBounded } from "../io/bounded-read.ts";
 import { generationsOf, readAgentCard, type AgentCardView } from "../protocol/a2a/agent-card.ts";
+import { credentialHeader } from "../egress/credential-header.ts";
 
 /**
  * An agent's card registry: what the AgentCardRegistry Durable Object (one per agent) serves over
@@ -170,12 +171,11 @@ export class CardRegistryService {
     const verdict = checkEgress(target.url, policy);
     if (!verdict.ok) return { ok: false, reasons: [`egress_refused: ${verdict.refusal.message}`] };
     // A 1.0 agent that also speaks 0.3 serves the 0.3 card to a request without A2A-Version.
-    const headers: Record<string, string> = { accept: "application/json", "a2a-version": "1.0" };
+    let headers: Record<string, string> = { accept: "application/json", "a2a-version": "1.0" };
     if (target.credential !== undefined) {
       const value = this.#secret(target.credential.secret);
       if (value === undefined || value === "") return { ok: false, reasons: [`credential_missing: ${target.credential.secret}`] };
-      if (target.credential.scheme === "bearer") headers.authorization = `Bearer ${value}`;
-      else headers["x-api-key"] = value;
+      headers = { ...headers, ...credentialHeader(target.credential.scheme, value) };
     }
     let body: string;
     try {

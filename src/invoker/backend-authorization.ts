@@ -7,6 +7,7 @@ import { entraTokenSource } from "./auth/entra.ts";
 import { googleServiceAccountTokenSource } from "./auth/google-service-account.ts";
 import { TokenCache, type TokenSource } from "./auth/token-cache.ts";
 import type { CredentialSource } from "./credentials.ts";
+import { credentialHeader } from "../egress/credential-header.ts";
 
 /** What reading a backend's credentials needs. */
 export interface AuthorizationDeps {
@@ -52,7 +53,7 @@ export function backendAuthorization(deps: AuthorizationDeps, backend: HttpBacke
   if ("kind" in credential) {
     return { ok: true, headers: {}, authorizer: bearerTokenAuthorizer(tokenSource(deps, backend, credential, secret), deps.tokens ?? (fallbackTokens ??= new TokenCache({ clock: deps.clock }))) };
   }
-  return { ok: true, headers: credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { [credential.scheme]: secret } };
+  return { ok: true, headers: credentialHeader(credential.scheme, secret) };
 }
 
 type MintedCredential = Extract<NonNullable<HttpBackend["credential"]>, { readonly kind: string }>;

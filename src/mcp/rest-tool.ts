@@ -2,6 +2,7 @@ import { z } from "zod";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { inputSchemaSchema } from "./input-schema.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
+import { credentialHeader } from "../egress/credential-header.ts";
 
 /**
  * Tools defined in configuration from an HTTP API (a "REST tool"): the caller sees an MCP tool
@@ -113,12 +114,11 @@ export function buildRestRequest(target: RestTarget, tool: RestToolConfig, args:
   if (url.origin !== base.origin || !(url.pathname === basePath || url.pathname.startsWith(`${basePath}/`) || basePath === "")) {
     throw new GatewayError("invalid_request", "The tool's arguments would leave its base URL.", { param: "params.arguments" });
   }
-  const headers: Record<string, string> = { accept: "application/json", "user-agent": "sluice" };
+  let headers: Record<string, string> = { accept: "application/json", "user-agent": "sluice" };
   if (target.credential) {
     const value = secret(target.credential.secret);
     if (!value) throw new GatewayError("internal_error", "The gateway is missing a tool credential.", { cause: `secret ${target.credential.secret} is not set` });
-    if (target.credential.scheme === "bearer") headers.authorization = `Bearer ${value}`;
-    else headers["x-api-key"] = value;
+    headers = { ...headers, ...credentialHeader(target.credential.scheme, value) };
   }
   let body: string | undefined;
   if (tool.body === "arguments") {

@@ -1,6 +1,7 @@
 import type { Clock } from "../deps/clock.ts";
 import type { Rng } from "../deps/rng.ts";
 import { checkEgress, type EgressPolicy } from "../egress/egress-guard.ts";
+import { credentialHeader } from "../egress/credential-header.ts";
 
 /**
  * Active health checking: pure pieces, no I/O of their own (the probe's fetch, clock and randomness
@@ -167,7 +168,7 @@ export function credentialHeaders(
   if (c === undefined) return { headers: {} };
   const value = secret(c.authorizationSecret);
   if (typeof value !== "string" || value === "") return { missing: c.authorizationSecret };
-  return { headers: c.scheme === "bearer" ? { authorization: `Bearer ${value}` } : { [c.scheme]: value } };
+  return { headers: credentialHeader(c.scheme, value) };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@ import type { EngineDeps } from "../engine/engine-deps.ts";
 import type { ActivePublication } from "../publication-lifecycle/controller.ts";
 import type { PublicationControllerClient } from "../publication-lifecycle/controller-client.ts";
 import { PublicationCache } from "../publication-lifecycle/publication-cache.ts";
+import { credentialHeader } from "../egress/credential-header.ts";
 
 /**
  * Everything the adapters need: built once per isolate from config and bindings, and seen by each
@@ -529,7 +530,7 @@ function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: Agent
       const c = credentials.get(agent);
       const secret = c ? secrets[c.secret] : undefined;
       if (!c || typeof secret !== "string" || secret === "") return {};
-      return c.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret };
+      return credentialHeader(c.scheme, secret);
     },
     network: { fetch: (input, init) => fetch(input, init), egress: gw.security.egress },
   };
@@ -543,7 +544,7 @@ function mcpServerHandle(srv: GatewayConfig["mcp"]["servers"][number], secrets: 
     return { name: srv.name, listFailure: srv.listFailure, request: (method, params, opts) => rest.request(method, params, opts) };
   }
   const secret = srv.credential ? secrets[srv.credential.secret] : undefined;
-  const headers: Record<string, string> = srv.credential && typeof secret === "string" && secret !== "" ? (srv.credential.scheme === "bearer" ? { authorization: `Bearer ${secret}` } : { "x-api-key": secret }) : {};
+  const headers: Record<string, string> = srv.credential && typeof secret === "string" && secret !== "" ? credentialHeader(srv.credential.scheme, secret) : {};
   const upstream = new McpUpstream({
     url: srv.url,
     era: srv.era,
