@@ -1,12 +1,10 @@
 import type { Context, Hono } from "hono";
-import { workloadOf } from "../attribution/workload.ts";
-import { parseTraceparent } from "../context/trace-context.ts";
 import { echo } from "../errors/echo.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
+import { callerIngressOf } from "./caller-ingress.ts";
 import { errorResponse } from "./error-response.ts";
-import { presentedCredentials } from "./generation.ts";
-import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
+import { checkHeaders, discardUnreadBody } from "./limits.ts";
 
 type A2aEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -43,18 +41,7 @@ export function registerA2aRoutes(app: Hono<A2aEnv>): void {
     }
     // No agent segment: the virtual agent, which routes each message by the capability it asks for.
     const agent = c.req.param("agent");
-    const session = rt.engine.beginA2a({
-      requestId: c.get("requestId"),
-      receivedAt: c.get("receivedAt"),
-      ...presentedCredentials(request.headers),
-      headers: request.headers,
-      readBody: () => readJsonBody(request, limits),
-      agent,
-      origin: new URL(request.url).origin,
-      traceParent: parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate")),
-      waitUntil: (p) => c.executionCtx.waitUntil(p),
-      workload: workloadOf(request.headers, rt.config.gateway.governance.workload),
-    });
+    const session = rt.engine.beginA2a({ ...callerIngressOf(c), agent, origin: new URL(request.url).origin });
     if (!session) return await refuse(new GatewayError("agent_not_found", agent === undefined ? "No A2A agents are configured." : `No agent named ${echo(agent)} is configured.`));
     const onAbort = () => session.abort("client_disconnected");
     request.signal.addEventListener("abort", onAbort, { once: true });

@@ -10,9 +10,6 @@ import { currencyOfMetric, formatCount, formatMoney, timeCell, utilisation } fro
 import type { BalanceView, TaskRollup } from "./console-pages.ts";
 import type { TrafficFigures, TrafficSummary } from "../telemetry/recent-traffic.ts";
 
-/** One entrypoint's, route's or backend's figures as `GET /admin/traffic` answers them. */
-export type TrafficFiguresView = TrafficFigures;
-
 /** `GET /admin/traffic`. */
 export type TrafficView = TrafficSummary & { readonly minutes: number };
 
@@ -51,7 +48,7 @@ const ms = (v: number | undefined) => (v === undefined ? "—" : v >= 10_000 ? `
 const pct = (r: number, requests: number) => (requests === 0 ? "—" : r === 0 ? "0%" : r < 0.001 ? "<0.1%" : `${(r * 100).toFixed(1)}%`);
 const q = (o: Record<string, string>) => new URLSearchParams(o).toString();
 
-function figureCells(f: TrafficFiguresView): HtmlValue[] {
+function figureCells(f: TrafficFigures): HtmlValue[] {
   return [
     formatCount(f.requests),
     formatCount(f.success),

@@ -1,13 +1,11 @@
 import type { Context, Hono } from "hono";
 import { GatewayError } from "../errors/gateway-error.ts";
-import { parseTraceparent } from "../context/trace-context.ts";
 import { checkStatelessFraming } from "../protocol/mcp/stateless-request.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
-import { presentedCredentials } from "./generation.ts";
-import { workloadOf } from "../attribution/workload.ts";
 import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
+import { callerIngressOf } from "./caller-ingress.ts";
 import { errorResponse } from "./error-response.ts";
-import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
+import { checkHeaders, discardUnreadBody } from "./limits.ts";
 
 type McpEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -51,18 +49,11 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       open().write(encoder.encode(`event: message\ndata: ${JSON.stringify(message)}\n\n`)).catch(() => session?.abort("client_disconnected"));
     };
     const session = rt.engine.beginMcp({
-      requestId: c.get("requestId"),
-      receivedAt: c.get("receivedAt"),
-      ...presentedCredentials(request.headers),
-      headers: request.headers,
-      readBody: () => readJsonBody(request, limits),
+      ...callerIngressOf(c),
       server,
-      traceParent: parseTraceparent(request.headers.get("traceparent"), request.headers.get("tracestate")),
-      waitUntil: (p) => c.executionCtx.waitUntil(p),
       send,
       open: () => void open(),
       httpMethod: request.method === "GET" ? "GET" : "POST",
-      workload: workloadOf(request.headers, rt.config.gateway.governance.workload),
       origin: () => new URL(request.url).origin,
     });
     if (!session) {
