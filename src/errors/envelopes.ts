@@ -37,6 +37,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "mcp_method_not_found":
     case "agent_method_not_found":
     case "agent_not_found":
+    case "agent_task_not_found":
       return { openai: "invalid_request_error", anthropic: "not_found_error" };
     case "missing_api_key":
     case "invalid_api_key":

@@ -65,6 +65,7 @@ export const ERROR_CODES = [
   "signal_unavailable",
   "looper_bound_exceeded",
   "agent_not_found",
+  "agent_task_not_found",
   "agent_card_unavailable",
   "agent_not_routable",
   "agent_version_not_supported",
@@ -156,6 +157,7 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "mcp_method_not_found":
     case "agent_method_not_found":
     case "agent_not_found":
+    case "agent_task_not_found":
       return { status: 404, source: "client", retryable: false };
     case "method_not_allowed":
       return { status: 405, source: "client", retryable: false };
