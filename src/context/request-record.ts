@@ -183,8 +183,8 @@ export interface A2aRecord {
   agent: string;
   /** Sent to the virtual agent `/a2a`: the route rule that chose the agent (undefined: a pin did), and what pinned it. */
   routed?: { readonly rule: string | undefined; readonly pinnedBy: "context" | "session" | undefined } | undefined;
-  /** The skill the message named (`message.metadata.skill`); undefined: none named. */
-  readonly skill: string | undefined;
+  /** The skill the message named (`message.metadata.skill`), or the one the virtual agent's route matched; undefined: none. */
+  skill: string | undefined;
   /** The A2A task the request refers to, or the one the agent's answer made. */
   a2aTaskId?: string | undefined;
   /** The A2A context of the message or its answer. */

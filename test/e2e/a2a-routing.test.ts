@@ -107,6 +107,29 @@ describe("The virtual A2A agent (POST /a2a): routed by capability, with affinity
     await vi.waitFor(() => expect(lines().some((l) => l.a2a.agent === "translator-a" && l.a2a.routed?.pinnedBy === "context" && l.a2a.contextId === agentIdOf(context))).toBe(true), { timeout: 5_000, interval: 50 });
   });
 
+  it("follows a context the gateway gave to the agent that holds it, in any isolate, and records the skill the route matched", async () => {
+    // A context begun at the named agent is pinned nowhere: its bound id alone says where it lives.
+    const res = await fetch(`${gateway.publicUrl}/a2a/translator-b`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "begin" }], metadata: { skill: "translate" } } } }),
+    });
+    const begun = ((await res.json()) as { result: { message: { contextId: string } } }).result.message.contextId;
+    expect(begun).toMatch(/^ac1\./);
+    // The route would prefer translator-a; the context is translator-b's.
+    const next = await send("continue", { tags: ["language"] }, begun);
+    expect(answerText(next)).toBe("[translator-b] echo: continue");
+    await vi.waitFor(
+      () => expect(lines().some((l) => l.entrypoint === "a2a" && l.a2a.agent === "translator-b" && l.a2a.routed?.pinnedBy === "context" && l.a2a.skill === "translate")).toBe(true),
+      { timeout: 5_000, interval: 50 },
+    );
+    // A context of the bound form that is not this caller's at any agent is not found, and nothing is sent.
+    const before = (["translator-a", "translator-b", "coder"] as const).map(posts);
+    const forged = await send("hijack", { tags: ["language"] }, `${begun.slice(0, -4)}AAAA`);
+    expect(forged.error).toMatchObject({ code: -32001, data: { code: "agent_task_not_found" } });
+    expect((["translator-a", "translator-b", "coder"] as const).map(posts)).toEqual(before);
+  });
+
   it("routes a streamed message, and pins the context its stream names", async () => {
     const body = {
       jsonrpc: "2.0",

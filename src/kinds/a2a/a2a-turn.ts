@@ -217,6 +217,9 @@ export class A2aTurn implements KindTurn<A2aReply> {
       const v = this.#ingress.headers.get(h);
       if (v !== null && v !== "") trusted.set(h, v);
     }
+    // A context the gateway gave this caller names its agent in its tag: the pin holds in every
+    // isolate and after a restart, not only where the context began.
+    if (req.contextId !== undefined) await this.#pinBoundContext(req.contextId, names);
     const decision = router.route(
       { tenant: caller.tenant, ask: { skill: req.skill, tags: req.tags }, contextId: req.contextId, trustedHeaders: trusted },
       facts,
@@ -230,11 +233,30 @@ export class A2aTurn implements KindTurn<A2aReply> {
     if (record) {
       record.agent = decision.agent;
       record.routed = { rule: decision.rule, pinnedBy: decision.pinnedBy };
+      // A message routed by its tags is recorded, priced and decided by the skill routing matched.
+      record.skill = this.#skill;
     }
     await this.#load(decision.agent);
     // The chosen agent is decided like a named one: the policy asked again, for the skill routing matched.
     authorizeMessage(this.#a2a.policy, caller, decision.agent, this.#skill, this.#card!.skills.map((s) => s.id), record);
     return undefined;
+  }
+
+  /**
+   * Pins a bound context id (`ac1.`) to the agent it was given for: the one agent whose binding
+   * opens it for this caller. One that opens for none is not this caller's: not found.
+   */
+  async #pinBoundContext(contextId: string, agents: readonly string[]): Promise<void> {
+    const caller = { tenant: this.#principal!.tenantId, key: this.#principal!.keyId };
+    const binding = this.#a2a.ids;
+    if (!binding.forOwner({ ...caller, agent: "" }).isBound("context", contextId)) return;
+    for (const agent of agents) {
+      if ((await binding.forOwner({ ...caller, agent }).open("context", contextId)) !== undefined) {
+        this.#a2a.router.pinContext(caller.tenant, contextId, agent);
+        return;
+      }
+    }
+    throw new GatewayError("agent_task_not_found", `No context ${echo(contextId)} was given to this caller.`, { param: "params.message.contextId" });
   }
 
   amend(_subject: Subject): void {}
