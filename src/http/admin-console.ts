@@ -1,10 +1,12 @@
 import type { Context, Hono } from "hono";
 import type { GatewayRuntime } from "../worker/runtime.ts";
+import type { A2aAgentStatus } from "../a2a/agent-health.ts";
 import { apiFailure, html, notAvailable, page, type NavItem, type SafeHtml } from "./console-html.ts";
 import {
   approvalDetail,
   approvalsSection,
   auditSection,
+  a2aAgentsSection,
   backendsSection,
   balancesSection,
   keysSection,
@@ -527,7 +529,7 @@ function registerKeyRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
   });
 }
 
-/** The served snapshot's backends with their breaker and health state, and the MCP servers, for the admin. */
+/** The served snapshot's backends with their breaker and health state, the MCP servers and the A2A agents, for the admin. */
 function registerBackendRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
   app.get("/console/backends", async (c) => {
     const s = await guard(c, true);
@@ -538,9 +540,10 @@ function registerBackendRoutes(app: Hono<AdminEnv>, api: AdminApi): void {
     const sb = snap.body as { revision?: number; snapshot?: { backends?: SnapshotBackend[] } } | null;
     const backends =
       snap.status === 200 ? backendsSection(sb?.revision ?? "—", sb?.snapshot?.backends ?? [], live, c.var.runtime.clock.now()) : apiFailure("Backends", snap.status, apiMessage(snap));
-    const mcp =
-      status.status === 200 ? mcpServersSection((status.body as { mcpServers?: McpServerView[] }).mcpServers ?? []) : apiFailure("MCP servers", status.status, apiMessage(status));
-    return render(c, s, "Backends", `${CONSOLE_PREFIX}/backends`, html`${backends}<h2>MCP servers</h2>${mcp}`);
+    const body = status.body as { mcpServers?: McpServerView[]; a2aAgents?: A2aAgentStatus[] } | null;
+    const mcp = status.status === 200 ? mcpServersSection(body?.mcpServers ?? []) : apiFailure("MCP servers", status.status, apiMessage(status));
+    const agents = status.status === 200 ? a2aAgentsSection(body?.a2aAgents ?? [], c.var.runtime.clock.now()) : apiFailure("A2A agents", status.status, apiMessage(status));
+    return render(c, s, "Backends", `${CONSOLE_PREFIX}/backends`, html`${backends}<h2>MCP servers</h2>${mcp}<h2>A2A agents</h2>${agents}`);
   });
 }
 

@@ -1,3 +1,4 @@
+import type { A2aAgentStatus } from "../a2a/agent-health.ts";
 import type { KeyView } from "../publication-lifecycle/key-operations.ts";
 import { currencyOfMetric, formatCount, formatMoney, relativeTime, timeCell, utilisation } from "./console-format.ts";
 import { html, table, type HtmlValue, type SafeHtml } from "./console-html.ts";
@@ -379,6 +380,21 @@ export function mcpServersSection(servers: readonly McpServerView[]): SafeHtml {
     ["MCP server", "Kind", "Probed", "Status", "Last reason", "Last probe", "Consecutive failures"],
     servers.map((s) => [s.name, s.kind, s.probed ? "yes" : "no", s.status, s.lastReason ?? "—", s.lastProbeAt ?? "—", n(s.consecutiveFailures)]),
     "No MCP servers are configured.",
+  );
+}
+
+/** The A2A agents: their probes' verdicts and where their cards stand (the registry's last fetch and failure). */
+export function a2aAgentsSection(agents: readonly A2aAgentStatus[], now: number): SafeHtml {
+  const card = (c: A2aAgentStatus["card"]): HtmlValue => {
+    if (c.source === "inline") return "inline";
+    if (c.error !== undefined) return html`<strong>${c.error}</strong>`;
+    const fetched = c.fetchedAt === null ? html`<strong>not fetched yet</strong>` : html`fetched ${relativeTime(Date.parse(c.fetchedAt), now)}`;
+    return c.lastFailure === null ? fetched : html`${fetched}; <span class="why">last failure ${relativeTime(Date.parse(c.lastFailure.at), now)}: ${c.lastFailure.reasons.join("; ")}</span>`;
+  };
+  return table(
+    ["Agent", "Card", "Probed", "Status", "Last reason", "Last probe", "Consecutive failures"],
+    agents.map((a) => [html`<code>${a.name}</code>`, card(a.card), a.probed ? "yes" : "no", a.status, a.lastReason ?? "—", a.lastProbeAt ?? "—", n(a.consecutiveFailures)]),
+    "No A2A agents are configured.",
   );
 }
 

@@ -7,10 +7,11 @@ import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "../../local-stack/build.ts";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type Child, type RunningGateway } from "../../local-stack/stack.ts";
+import { A2A_STATE_SECRET, startA2aV1Agent, type A2aTestAgent } from "../e2e/support/a2a-agents.ts";
 import { startMcpTestServer, type McpTestServer } from "../e2e/support/mcp-test-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY } from "../e2e/support/stack.ts";
 import { accessibilityViolations, describeViolations, expectAccessible } from "./support/accessibility.ts";
-import { eventually, launchChromium, signIn } from "./support/browser.ts";
+import { eventually, launchChromium, signIn, tableRows } from "./support/browser.ts";
 
 // A tour of every console page on a gateway with a little of everything to show: task calls,
 // plain calls, a pending approval, a created key. Each page must pass axe's WCAG 2.1 A/AA rules.
@@ -37,6 +38,7 @@ async function shoot(page: Page, name: string): Promise<void> {
 describe("every console page passes an accessibility check", () => {
   let sim: Child & { url: string };
   let tools: McpTestServer;
+  let agent: A2aTestAgent;
   let gateway: RunningGateway;
   let browser: Browser;
   let ctx: BrowserContext;
@@ -46,18 +48,19 @@ describe("every console page passes an accessibility check", () => {
   const admin = (path: string, init: RequestInit = {}) => fetch(`${gateway.adminUrl}${path}`, { ...init, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json", ...(init.headers ?? {}) } });
 
   beforeAll(async () => {
-    [sim, tools, browser] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startMcpTestServer(), launchChromium()]);
+    [sim, tools, browser, agent] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startMcpTestServer(), launchChromium(), startA2aV1Agent({ name: "summarizer" })]);
     const g = bundledConfig("gateway");
     g.security.egress = { allow: ["127.0.0.1"] };
     g.breaker = { enabled: true };
     g.mcp = { servers: [{ name: "tools", url: tools.url, era: "stateful" }], sessions: { secrets: ["MCP_SESSION_SECRET"] } };
     g.governance = { approverTokenSecret: "SLUICE_APPROVER_TOKEN", approvals: { stateSecret: "SLUICE_APPROVAL_STATE" } };
+    g.a2a = { stateSecret: A2A_STATE_SECRET.name, agents: [{ name: "summarizer", card: agent.cardUrl }] };
     const p = bundledConfig("publication");
     p.mcp = { policy: { revision: "tour-1", rules: [{ id: "echo-approved", effect: "allow", principals: { tenants: ["demo"] }, servers: ["tools"], names: ["echo"], approval: "required" }] } };
     gateway = await startGateway({
       adminToken: ADMIN_TOKEN,
-      secretNames: ["MCP_SESSION_SECRET", "SLUICE_APPROVER_TOKEN", "SLUICE_APPROVAL_STATE"],
-      secrets: { MCP_SESSION_SECRET: "tour-mcp-session-secret-0123456789abc", SLUICE_APPROVER_TOKEN: APPROVER_TOKEN, SLUICE_APPROVAL_STATE: "tour-approval-state-secret" },
+      secretNames: ["MCP_SESSION_SECRET", "SLUICE_APPROVER_TOKEN", "SLUICE_APPROVAL_STATE", A2A_STATE_SECRET.name],
+      secrets: { MCP_SESSION_SECRET: "tour-mcp-session-secret-0123456789abc", SLUICE_APPROVER_TOKEN: APPROVER_TOKEN, SLUICE_APPROVAL_STATE: "tour-approval-state-secret", [A2A_STATE_SECRET.name]: A2A_STATE_SECRET.value },
       config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
     });
 
@@ -105,7 +108,7 @@ describe("every console page passes an accessibility check", () => {
     await ctx?.close();
     await browser?.close();
     await gateway?.stop();
-    await Promise.all([sim?.stop(), tools?.stop()]);
+    await Promise.all([sim?.stop(), tools?.stop(), agent?.close()]);
   });
 
   /** Opens a console page (signed in, unless another page is given), checks it answered, passes axe, and photographs it. */
@@ -194,6 +197,14 @@ describe("every console page passes an accessibility check", () => {
   });
 
   it("backends", async () => {
+    // The agent's card is fetched off the request path: the page shows it once its registry has it.
+    await eventually(async () => {
+      // Its first use starts the registry's fetching.
+      await fetch(`${gateway.publicUrl}/a2a/summarizer/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${DEMO_KEY}` } });
+      await page.goto(`${gateway.adminUrl}${CONSOLE}/backends`);
+      const rows = await tableRows(page, "h2:has-text('A2A agents') + table");
+      return rows.find((r) => r[0] === "summarizer" && r[1]!.startsWith("fetched")) ? true : undefined;
+    });
     await visit("/backends", "backends");
   });
 
