@@ -37,6 +37,7 @@ import { LoadTracker } from "../traffic/load-tracker.ts";
 import { RecentTraffic } from "../telemetry/recent-traffic.ts";
 import { A2aPolicy } from "../a2a/a2a-policy.ts";
 import { A2aRouter, AffinityTable } from "../a2a/a2a-routing.ts";
+import { PushRelaySealer, type PushRelayDeps } from "../a2a/push-relay.ts";
 import type { A2aDeps } from "../kinds/a2a/a2a-deps.ts";
 import { A2A_METHODS } from "../protocol/a2a/a2a-request.ts";
 import { SPOKEN_GENERATIONS } from "../protocol/a2a/agent-card.ts";
@@ -87,6 +88,8 @@ export interface GatewayRuntime {
   readonly agentCards: AgentCardCache;
   /** The A2A agents' probed health (over `health`): what routing's `isHealthy(agent)` reads. */
   readonly agentHealth: AgentHealth;
+  /** Whether the gateway relays A2A push notifications (gateway.yaml `a2a.push`, its secret set): cards claim them only then. */
+  readonly pushRelay: boolean;
   /** The revision's A2A policy and prices (`a2a` in the publication): deny by default. */
   readonly a2aPolicy: A2aPolicy;
   /** The tenants' BudgetLedger objects (striped where the publication says so). */
@@ -269,7 +272,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   // The virtual agent's pins live in this isolate and outlive revisions (a Durable Object would
   // share them across isolates; until then another isolate routes a context afresh).
   const affinity = new AffinityTable();
-  const a2aBase = a2aOf(gw, secrets, agentCards, agentHealth);
+  const a2aBase = a2aOf(gw, secrets, agentCards, agentHealth, await pushRelayOf(gw, secrets));
   const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications" | "a2aPolicy"> = {
     publicationController,
     snapshots,
@@ -277,6 +280,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     health,
     agentCards,
     agentHealth,
+    pushRelay: a2aBase?.push !== undefined,
     ledger,
     drain,
     admission,
@@ -520,11 +524,12 @@ async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, un
  * The isolate's A2A parts: the agents' cards, each agent's credential header (read per call, so a
  * rotated secret applies at once) and the network agents are reached on. Undefined: no agents.
  */
-function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: AgentCardCache, health: AgentHealth): Omit<A2aDeps, "policy" | "router"> | undefined {
+function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: AgentCardCache, health: AgentHealth, push: PushRelayDeps | undefined): Omit<A2aDeps, "policy" | "router"> | undefined {
   if (gw.a2a.agents.length === 0) return undefined;
   const credentials = new Map(gw.a2a.agents.map((a) => [a.name, a.credential] as const));
   return {
     cards,
+    push,
     isHealthy: (agent, schedule) => health.forRequest(schedule).isHealthy(agent),
     credential: (agent): Record<string, string> => {
       const c = credentials.get(agent);
@@ -534,6 +539,23 @@ function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: Agent
     },
     network: { fetch: (input, init) => fetch(input, init), egress: gw.security.egress },
   };
+}
+
+/**
+ * The push relay, or undefined when `a2a.push` is absent or its secret is missing or too short
+ * (logged): push configs are then refused and no card claims push notifications.
+ */
+async function pushRelayOf(gw: GatewayConfig, secrets: Record<string, unknown>): Promise<PushRelayDeps | undefined> {
+  const conf = gw.a2a.push;
+  if (!conf || gw.a2a.agents.length === 0) return undefined;
+  try {
+    const secret = secrets[conf.secret];
+    if (typeof secret !== "string") throw new RangeError(`secret ${conf.secret} is not set`);
+    return { sealer: await PushRelaySealer.fromSecret(secret), egress: gw.security.egress, allowOrigins: conf.allowOrigins };
+  } catch (err) {
+    logError({ kind: "a2a_push_disabled", error: String(err) });
+    return undefined;
+  }
 }
 
 /** One configured MCP server: served by the gateway itself from a REST API, or reached through the gateway's MCP client. */
