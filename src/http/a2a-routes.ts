@@ -4,7 +4,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { callerIngressOf } from "./caller-ingress.ts";
 import { errorResponse } from "./error-response.ts";
-import { checkHeaders, discardUnreadBody } from "./limits.ts";
+import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 
 type A2aEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -85,7 +85,8 @@ async function relay(c: Context<A2aEnv>): Promise<Response> {
   } catch (err) {
     return await refuse(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request."));
   }
-  const { requestId, receivedAt, headers, readBody, traceParent, waitUntil } = callerIngressOf(c);
+  const { requestId, receivedAt, headers, traceParent, waitUntil } = callerIngressOf(c);
+  const readBody = () => readJsonBody(request, limits, true);
   const session = rt.engine.beginA2aPush({ requestId, receivedAt, headers, readBody, traceParent, waitUntil, agent: c.req.param("agent") ?? "", sealed: c.req.param("sealed") ?? "" });
   if (!session) return await refuse(new GatewayError("not_found", "No push relay at this address."));
   const onAbort = () => session.abort("client_disconnected");
