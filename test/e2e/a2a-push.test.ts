@@ -2,6 +2,8 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { Role, type SendMessageRequest, type Task } from "@a2a-js/sdk";
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
+import { ClientFactory as ClientFactory03, DefaultAgentCardResolver as DefaultAgentCardResolver03, JsonRpcTransportFactory as JsonRpcTransportFactory03 } from "a2a-sdk-v0-3/client";
+import type { Task as Task03 } from "a2a-sdk-v0-3";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
@@ -182,6 +184,29 @@ describe("A2A push notifications through the gateway's relay", () => {
     expect(JSON.stringify(theirs.body)).not.toMatch(/caller-token-x|hooks\/cross|\/push\//);
     const theirList = await raw("echo-v03", { jsonrpc: "2.0", id: 4, method: "ListTaskPushNotificationConfigs", params: { taskId: task.id } }, KEYS.other);
     expect(theirList.body.result.configs).toEqual([]);
+  });
+
+  it("a 0.3 caller registers on a 1.0 agent's held task with the 0.3 SDK: its updates arrive in 0.3's shape, with the caller's authentication; delete is forwarded", async () => {
+    const f = withKey(KEYS.caller);
+    const factory = new ClientFactory03({ transports: [new JsonRpcTransportFactory03({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver03({ fetchImpl: f }) });
+    const client = await factory.createFromUrl(`${gateway.publicUrl}/a2a/echo-v1/`);
+    const task = (await client.sendMessage({ message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "task hold for 0.3" }] }, configuration: { blocking: false } })) as Task03;
+    await expect.poll(() => v1.held()).toContain(task.id);
+    const url = `${hooks.origin}/hooks/zero-three`;
+    const set = await client.setTaskPushNotificationConfig({ taskId: task.id, pushNotificationConfig: { id: "cfg-03", url, token: "tok-03", authentication: { schemes: ["Bearer"], credentials: "webhook-cred" } } });
+    expect(set.pushNotificationConfig).toMatchObject({ id: "cfg-03", url, token: "tok-03", authentication: { schemes: ["Bearer"], credentials: "webhook-cred" } });
+    const stored = relayOf(v1, "cfg-03");
+    expect(JSON.stringify(stored.config)).not.toMatch(/tok-03|webhook-cred|zero-three/);
+    expect(v1.release(task.id)).toBe(true);
+    await expect.poll(() => hooks.got.filter((d) => d.path === "/hooks/zero-three" && d.body?.kind === "status-update" && d.body.status?.state === "completed").length, { timeout: 10_000 }).toBeGreaterThan(0);
+    for (const d of hooks.got.filter((x) => x.path === "/hooks/zero-three")) {
+      expect(d.headers["x-a2a-notification-token"]).toBe("tok-03");
+      expect(d.headers.authorization).toBe("Bearer webhook-cred");
+      expect(d.body.taskId ?? d.body.id).toBe(task.id);
+    }
+    expect((await client.listTaskPushNotificationConfig({ id: task.id })).map((c) => c.pushNotificationConfig.url)).toEqual([url]);
+    await client.deleteTaskPushNotificationConfig({ id: task.id, pushNotificationConfigId: "cfg-03" });
+    expect(await client.listTaskPushNotificationConfig({ id: task.id })).toEqual([]);
   });
 
   it("refuses webhooks at metadata, private, loopback (not listed) and internal addresses, and plain http; the agent sees nothing", async () => {
