@@ -118,6 +118,9 @@ export class A2aPushRelayTurn implements KindTurn<A2aPushReply> {
 
   async authorize(): Promise<Early<A2aPushReply> | undefined> {
     const record = this.#record!;
+    // An API key revoked or disabled since it registered stops its webhooks (an OAuth subject has no entry here: the policy decides).
+    const key = this.#deps.publication.source.tenants.find((t) => t.id === record.tenant)?.apiKeys.find((k) => k.id === record.key);
+    if (key !== undefined && (key.revokedAt !== undefined || key.disabled)) throw new GatewayError("tool_not_allowed", `The key that registered this push config is no longer active: agent ${record.agent}'s notifications for it are not relayed.`);
     authorizeAgentUse(this.#a2a.policy, { tenant: record.tenant, key: record.key }, record.agent, this.#card!.skills.map((s) => s.id), this.#ctx.record.a2a);
     return undefined;
   }
