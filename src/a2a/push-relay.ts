@@ -140,23 +140,28 @@ function withConfig(params: Json, path: readonly string[], config: Json): Json {
   return { ...params, [head!]: withConfig(isRecord(inner) ? inner : {}, rest, config) };
 }
 
-const optionalString = (c: Json, key: string, param: string): string | undefined => {
+/** Visible ASCII and spaces: what an HTTP header value the webhook is sent may hold. */
+const HEADER_SAFE = /^[\x20-\x7e]*$/;
+
+const optionalString = (c: Json, key: string, param: string, header = false): string | undefined => {
   const v = c[key];
   if (v === undefined || v === null || v === "") return undefined;
   if (typeof v !== "string" || v.length > MAX_SECRET_CHARS) throw new GatewayError("invalid_request", `${param}.${key} must be a string of at most ${MAX_SECRET_CHARS} characters.`, { param: `${param}.${key}` });
+  // It is sent to the webhook in a header: a line break or control character would not be one header.
+  if (header && !HEADER_SAFE.test(v)) throw new GatewayError("invalid_request", `${param}.${key} must be printable ASCII: it is sent to the webhook in a header.`, { param: `${param}.${key}` });
   return v;
 };
 
 /** A config's fields in `generation`; a config the gateway could not deliver as asked is refused. */
 export function readPushConfig(generation: A2aGeneration, c: Json, param: string): PushConfigFields {
   if (typeof c.url !== "string" || c.url === "") throw new GatewayError("invalid_request", `${param}.url must be the webhook's URL.`, { param: `${param}.url` });
-  const token = optionalString(c, "token", param);
+  const token = optionalString(c, "token", param, true);
   const configId = optionalString(c, "id", param);
   let authentication: PushAuthentication | undefined;
   const a = c.authentication;
   if (a !== undefined && a !== null) {
     if (!isRecord(a)) throw new GatewayError("invalid_request", `${param}.authentication must be an object.`, { param: `${param}.authentication` });
-    const credentials = optionalString(a, "credentials", `${param}.authentication`);
+    const credentials = optionalString(a, "credentials", `${param}.authentication`, true);
     let scheme: unknown;
     if (generation === "1.0") scheme = a.scheme;
     else {

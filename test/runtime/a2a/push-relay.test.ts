@@ -59,6 +59,11 @@ describe("the push relay's sealed configs", () => {
     expect(() => checkRequestPushConfig(d, "SendMessage", "1.0", send("http://127.0.0.1:8123/x"))).not.toThrow();
     expect(refusal(() => checkRequestPushConfig(undefined, "message/send", "0.3", { message: {}, configuration: { pushNotificationConfig: { url: "https://hooks.example.com" } } })).code).toBe("agent_operation_unsupported");
     expect(() => checkRequestPushConfig(undefined, "SendMessage", "1.0", { message: {} })).not.toThrow();
+    // Token and credentials go to the webhook in headers: one line of printable ASCII each.
+    const create = (extra: object) => ({ taskId: "t", url: "https://hooks.example.com/a", ...extra });
+    expect(refusal(() => checkRequestPushConfig(d, "CreateTaskPushNotificationConfig", "1.0", create({ token: "a\r\nx-evil: 1" })))).toMatchObject({ code: "invalid_request", param: "params.token" });
+    expect(refusal(() => checkRequestPushConfig(d, "CreateTaskPushNotificationConfig", "1.0", create({ authentication: { scheme: "Bearer", credentials: "é" } }))).param).toBe("params.authentication.credentials");
+    expect(refusal(() => checkRequestPushConfig(d, "CreateTaskPushNotificationConfig", "1.0", create({ authentication: { scheme: "Bad Scheme" } }))).code).toBe("invalid_request");
   });
 });
 
