@@ -11,6 +11,9 @@ import { GatewayError } from "../errors/gateway-error.ts";
  * link-local, shared and unique-local addresses, in every spelling the guard knows, and names
  * such as `localhost` or `*.internal` are refused.
  *
+ * The operator may state otherwise for exact origins (gateway.yaml `a2a.push.allowOrigins`, an
+ * internal webhook receiver): those may be http and private, never a metadata service.
+ *
  * The guard sees the URL, not DNS: a public name that resolves to a private address is stopped
  * by workerd's network allow list at delivery (docs/security.md), and delivery checks the stored
  * URL again, so a policy that tightened since registration applies.
@@ -58,9 +61,18 @@ function originOf(text: string): string {
  * Checks a caller's webhook URL: the egress guard with no allowlist (so the allowlist lifts
  * nothing), then the gateway's own policy (so nothing the deployment refuses is registered).
  */
-export function checkPushUrl(target: string, policy: EgressPolicy): PushUrlVerdict {
+export function checkPushUrl(target: string, policy: EgressPolicy, allowOrigins: readonly string[] = []): PushUrlVerdict {
   const refuse = (code: PushUrlRefusalCode, message: string): PushUrlVerdict => ({ ok: false, refusal: { code, message } });
   if (target.length > MAX_PUSH_URL_LENGTH) return refuse("too_long", `The push notification URL is longer than ${MAX_PUSH_URL_LENGTH} characters.`);
+  const listed = operatorListed(target, allowOrigins);
+  if (listed !== undefined) {
+    // The operator named this origin: http and a private address are its statement, but the guard
+    // still refuses what no listing lifts (a metadata service, a reserved address, credentials).
+    const verdict = checkEgress(target, { allow: [listed.host] });
+    if (!verdict.ok) return refuse(verdict.refusal.code, `The push notification URL ${originOf(target)} ${REASONS[verdict.refusal.code]}.`);
+    if (verdict.url.hash !== "") return refuse("fragment", "The push notification URL must not have a fragment.");
+    return { ok: true, url: verdict.url };
+  }
   for (const p of [CALLER_POLICY, policy]) {
     const verdict = checkEgress(target, p);
     if (!verdict.ok) return refuse(verdict.refusal.code, `The push notification URL ${originOf(target)} ${REASONS[verdict.refusal.code]}; webhooks must be public https URLs.`);
@@ -70,6 +82,21 @@ export function checkPushUrl(target: string, policy: EgressPolicy): PushUrlVerdi
   // A fragment is never sent, so a URL with one is not the URL the caller thinks it registered.
   if (url.hash !== "") return refuse("fragment", "The push notification URL must not have a fragment.");
   return { ok: true, url };
+}
+
+/**
+ * The URL, when its origin is exactly one the operator allows (gateway.yaml `a2a.push.allowOrigins`);
+ * undefined otherwise. An exact origin, so a listed `http://127.0.0.1:8123` lifts nothing for
+ * another port or for https on the same host.
+ */
+function operatorListed(target: string, allowOrigins: readonly string[]): URL | undefined {
+  if (allowOrigins.length === 0) return undefined;
+  try {
+    const url = new URL(target);
+    return allowOrigins.includes(url.origin) ? url : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The refusal as the one error type: a client error on the push config's `url`. */
@@ -83,63 +110,48 @@ export interface PushCaller {
   readonly key: string;
 }
 
+/** The authentication a caller asked its webhook to be called with: an HTTP scheme and its credentials. */
+export interface PushAuthentication {
+  readonly scheme: string;
+  readonly credentials: string | undefined;
+}
+
 /**
- * What the A2A kind stores for one registered push-notification config. The agent is never given
- * `url`: it is given the gateway's relay address for `id`, and the gateway relays to `url` (checked
- * again at delivery) only the notifications of `taskId` from `agent`.
+ * What the gateway keeps of one registered push-notification config — nowhere but sealed into the
+ * relay address it gives the agent (src/a2a/push-relay.ts). The agent is never given `url`,
+ * `token` or `authentication`: it is given the relay address and `gatewayToken`, and the relay
+ * sends each notification on to `url` (checked again at delivery), in `generation`.
  */
-export interface PushConfigRecord {
-  /** The gateway's id of the config (also the relay address's last segment); not the caller's. */
-  readonly id: string;
-  /** The caller's own id of the config (A2A `PushNotificationConfig.id`), when it gave one. */
-  readonly callerConfigId: string | undefined;
-  readonly agent: string;
-  /** The A2A task id at the agent (a correlation, never the business task id). */
-  readonly taskId: string;
+export interface PushRelayRecord {
   readonly tenant: string;
   readonly key: string;
+  /** The agent that may notify through it (the relay path must name it too). */
+  readonly agent: string;
+  /** The generation the caller registered in (`1.0`, `0.3`): notifications reach it in that one. */
+  readonly generation: "1.0" | "0.3";
   /** The checked webhook URL, as {@link checkPushUrl} normalized it. */
   readonly url: string;
   /** The caller's token, sent back on each notification so its webhook can tell ours from others'. */
   readonly token: string | undefined;
+  readonly authentication: PushAuthentication | undefined;
+  /** The config's id as the caller gave it (A2A `PushNotificationConfig.id`), when it gave one. */
+  readonly configId: string | undefined;
+  /** The token the agent is given in the caller's stead: a notification without it is a forgery. */
+  readonly gatewayToken: string;
   /** When it was registered (ms since the epoch). */
-  readonly createdAt: number;
-}
-
-/** A new record for a caller's config whose URL passed {@link checkPushUrl}. */
-export function pushConfigRecord(input: {
-  readonly id: string;
-  readonly callerConfigId?: string | undefined;
-  readonly agent: string;
-  readonly taskId: string;
-  readonly caller: PushCaller;
-  readonly url: URL;
-  readonly token?: string | undefined;
-  readonly now: number;
-}): PushConfigRecord {
-  return {
-    id: input.id,
-    callerConfigId: input.callerConfigId,
-    agent: input.agent,
-    taskId: input.taskId,
-    tenant: input.caller.tenant,
-    key: input.caller.key,
-    url: input.url.href,
-    token: input.token,
-    createdAt: input.now,
-  };
+  readonly issuedAt: number;
 }
 
 /** Whether the caller owns a record: same tenant and same key. */
-export function ownsPushConfig(record: PushConfigRecord, caller: PushCaller): boolean {
+export function ownsPushConfig(record: PushRelayRecord, caller: PushCaller): boolean {
   return record.tenant === caller.tenant && record.key === caller.key;
 }
 
 /**
- * The check before each delivery: the record's URL against today's policy. A URL that passed at
- * registration may fail now (the policy tightened, or the record predates a rule); then the
- * notification is dropped, not sent.
+ * The check before each delivery: the record's URL against today's policy and today's operator
+ * list. A URL that passed at registration may fail now (the policy tightened, the origin was taken
+ * off the list); then the notification is refused, not sent.
  */
-export function deliverableUrl(record: PushConfigRecord, policy: EgressPolicy): PushUrlVerdict {
-  return checkPushUrl(record.url, policy);
+export function deliverableUrl(record: PushRelayRecord, policy: EgressPolicy, allowOrigins: readonly string[] = []): PushUrlVerdict {
+  return checkPushUrl(record.url, policy, allowOrigins);
 }

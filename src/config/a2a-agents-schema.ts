@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseAllowEntry } from "../egress/egress-guard.ts";
 import { readAgentCard } from "../protocol/a2a/agent-card.ts";
 
 /** An agent's name in the gateway (`/a2a/<name>`): like an MCP server's, lower-case letters, digits and '-', at most 32. */
@@ -48,6 +49,40 @@ export const a2aAgentSchema = z
     if (!reading.ok) for (const reason of reading.reasons) ctx.addIssue({ code: "custom", path: ["card"], message: `invalid agent card: ${reason}` });
   });
 
+/**
+ * One webhook origin the operator lets callers register push notifications at although it is not
+ * public https (`http://127.0.0.1:8123`, `https://hooks.corp.example`): exactly an origin, as a URL
+ * spells it, never a metadata service or a reserved address.
+ */
+const pushOrigin = z.string().superRefine((text, ctx) => {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    ctx.addIssue({ code: "custom", message: "an origin such as https://hooks.example.com or http://127.0.0.1:8123" });
+    return;
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== text) {
+    ctx.addIssue({ code: "custom", message: `an origin exactly as a URL spells it (scheme, host and port only, no trailing slash): ${JSON.stringify(url.origin)}?` });
+    return;
+  }
+  const entry = parseAllowEntry(url.host);
+  if (!entry.ok) ctx.addIssue({ code: "custom", message: entry.message });
+});
+
+/**
+ * gateway.yaml `a2a.push`: the push-notification relay (docs/a2a.md, "Push notifications"); its
+ * relay addresses are sealed under a key derived from `a2a.stateSecret`. Absent: push
+ * notifications are refused and no card claims them.
+ */
+export const a2aPushSchema = z.strictObject({
+  /**
+   * Webhook origins the operator allows although they are not public https (an internal receiver):
+   * the operator's statement, never a caller's. Metadata services stay refused.
+   */
+  allowOrigins: z.array(pushOrigin).max(64).default([]),
+});
+
 /** gateway.yaml `a2a`: the agents the gateway fronts at `/a2a/<agent>` (docs/a2a.md); none by default. */
 export const a2aConfigSchema = z
   .strictObject({
@@ -58,6 +93,7 @@ export const a2aConfigSchema = z
      * gateway can keep one caller from naming another's task.
      */
     stateSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+    push: a2aPushSchema.optional(),
   })
   .superRefine((a2a, ctx) => {
     if (a2a.agents.length > 0 && a2a.stateSecret === undefined) {
@@ -65,5 +101,7 @@ export const a2aConfigSchema = z
     }
   })
   .prefault({});
+
+export type A2aPushConfig = z.infer<typeof a2aPushSchema>;
 
 export type A2aAgentConfig = z.infer<typeof a2aAgentSchema>;

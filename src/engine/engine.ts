@@ -4,6 +4,7 @@ import type { AbortReason } from "../context/request-context.ts";
 import { requestTrace } from "../context/trace-context.ts";
 import type { A2aIngress, A2aReply } from "../kinds/a2a/a2a-api.ts";
 import { A2aTurn } from "../kinds/a2a/a2a-turn.ts";
+import { A2aPushRelayTurn, type A2aPushIngress, type A2aPushReply } from "../kinds/a2a/push-relay-turn.ts";
 import type { McpIngress, McpReply } from "../kinds/mcp/mcp-api.ts";
 import { McpTurn } from "../kinds/mcp/mcp-turn.ts";
 import type { Ingress } from "../kinds/model/model-api.ts";
@@ -25,6 +26,12 @@ export interface A2aSession {
   abort(reason: AbortReason): void;
 }
 
+/** A relayed push notification on the runner (an operation of the A2A kind). */
+export interface A2aPushSession {
+  run(): Promise<A2aPushReply>;
+  abort(reason: AbortReason): void;
+}
+
 /** The transport-neutral gateway engine: one per isolate and publication. */
 export interface Engine {
   readonly publicationRevision: string;
@@ -34,6 +41,8 @@ export interface Engine {
   beginMcp(ingress: McpIngress): McpSession | undefined;
   /** An A2A call (the A2A kind) on the same runner; undefined when no agent is configured. */
   beginA2a(ingress: A2aIngress): A2aSession | undefined;
+  /** An agent's push notification for a caller's webhook, relayed on the same runner; undefined when no agent is configured. */
+  beginA2aPush(ingress: A2aPushIngress): A2aPushSession | undefined;
   /**
    * Explains a chat request without dispatching it: the model kind on the one runner in explain
    * mode, for the caller the operator names (`explain.as`). Its `apiKey` is ignored.
@@ -68,6 +77,10 @@ export function createEngine(deps: EngineDeps): Engine {
     beginA2a: (ingress) =>
       a2a
         ? new Runner(deps, { requestId: ingress.requestId, receivedAt: ingress.receivedAt, waitUntil: ingress.waitUntil, trace: traceOf(ingress.traceParent) }, (ctx) => new A2aTurn(deps, a2a, ctx, ingress))
+        : undefined,
+    beginA2aPush: (ingress) =>
+      a2a
+        ? new Runner(deps, { requestId: ingress.requestId, receivedAt: ingress.receivedAt, waitUntil: ingress.waitUntil, trace: traceOf(ingress.traceParent) }, (ctx) => new A2aPushRelayTurn(deps, a2a, ctx, ingress))
         : undefined,
     async listModels(credentials) {
       const principal = await authenticateCaller(deps, credentials, "model");

@@ -51,7 +51,7 @@ export function registerA2aCardRoutes(app: Hono<A2aEnv>, skillVisible: SkillVisi
     const card = rewriteAgentCard(
       view,
       // `POST /a2a/<agent>` bridges the generation the agent does not speak: the card lists both.
-      { agent, publicOrigin: new URL(request.url).origin, skillVisible: skillVisible(rt, principal, agent), security: gatewaySecurity(rt), generations: servableGenerations(view) },
+      { agent, publicOrigin: new URL(request.url).origin, skillVisible: skillVisible(rt, principal, agent), security: gatewaySecurity(rt), generations: servableGenerations(view), pushNotifications: rt.pushRelay },
       requestedCardShape(request.headers.get("a2a-version")),
     );
     return c.json(card, 200, { "cache-control": CARD_CACHE_CONTROL, vary: "A2A-Version, Authorization, x-api-key" });

@@ -4,7 +4,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { GatewayRuntime } from "../worker/runtime.ts";
 import { callerIngressOf } from "./caller-ingress.ts";
 import { errorResponse } from "./error-response.ts";
-import { checkHeaders, discardUnreadBody } from "./limits.ts";
+import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 
 type A2aEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -62,4 +62,40 @@ export function registerA2aRoutes(app: Hono<A2aEnv>): void {
   };
   app.all("/a2a/:agent", handle);
   app.all("/a2a", handle);
+  app.all("/a2a/:agent/push/:sealed", relay);
+}
+
+/**
+ * `POST /a2a/<agent>/push/<sealed>`: an agent's push notification for a caller's webhook (docs/a2a.md,
+ * "Push notifications"). The engine relays it; the agent hears 204 when the webhook took it, else
+ * the refusal in the JSON error envelope with its status.
+ */
+async function relay(c: Context<A2aEnv>): Promise<Response> {
+  const rt = c.get("runtime");
+  const request = c.req.raw;
+  const idHeader = { [rt.config.gateway.observability.requestIdHeader]: c.get("requestId") };
+  const limits = rt.config.gateway.limits;
+  const refuse = async (err: GatewayError) => {
+    await discardUnreadBody(request, limits);
+    return errorResponse(err, "openai-chat", idHeader, null, err.status);
+  };
+  if (request.method !== "POST") return await refuse(new GatewayError("method_not_allowed", "The push relay takes POST."));
+  try {
+    checkHeaders(request.headers, limits);
+  } catch (err) {
+    return await refuse(err instanceof GatewayError ? err : new GatewayError("internal_error", "The gateway failed to process the request."));
+  }
+  const { requestId, receivedAt, headers, traceParent, waitUntil } = callerIngressOf(c);
+  const readBody = () => readJsonBody(request, limits, true);
+  const session = rt.engine.beginA2aPush({ requestId, receivedAt, headers, readBody, traceParent, waitUntil, agent: c.req.param("agent") ?? "", sealed: c.req.param("sealed") ?? "" });
+  if (!session) return await refuse(new GatewayError("not_found", "No push relay at this address."));
+  const onAbort = () => session.abort("client_disconnected");
+  request.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    const reply = await session.run();
+    if (reply.kind === "error") return errorResponse(reply.error, "openai-chat", idHeader, null, reply.error.status);
+    return new Response(null, { status: 204, headers: { "cache-control": "no-store", ...idHeader } });
+  } finally {
+    request.signal.removeEventListener("abort", onAbort);
+  }
 }

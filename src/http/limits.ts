@@ -98,10 +98,13 @@ export function jsonDepth(text: string): number {
   return max;
 }
 
-/** Content type, body size, depth and syntax checks; returns the parsed JSON value. */
-export async function readJsonBody(request: Request, limits: RequestLimits): Promise<unknown> {
+/**
+ * Content type, body size, depth and syntax checks; returns the parsed JSON value. `a2a` also
+ * takes `application/a2a+json`, the media type A2A 1.0 agents post push notifications with.
+ */
+export async function readJsonBody(request: Request, limits: RequestLimits, a2a = false): Promise<unknown> {
   const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/json\s*(;|$)/i.test(type)) {
+  if (!(a2a ? /^application\/(a2a\+)?json\s*(;|$)/i : /^application\/json\s*(;|$)/i).test(type)) {
     throw new GatewayError("unsupported_media_type", "Send the request body as JSON with 'Content-Type: application/json'.");
   }
   const text = await readBodyText(request, limits);

@@ -38,6 +38,7 @@ import { RecentTraffic } from "../telemetry/recent-traffic.ts";
 import { A2aPolicy } from "../a2a/a2a-policy.ts";
 import { A2aRouter, AffinityTable } from "../a2a/a2a-routing.ts";
 import { A2aIdBinding } from "../a2a/task-binding.ts";
+import { PushRelaySealer, type PushRelayDeps } from "../a2a/push-relay.ts";
 import type { A2aDeps } from "../kinds/a2a/a2a-deps.ts";
 import { A2A_METHODS } from "../protocol/a2a/a2a-request.ts";
 import { SPOKEN_GENERATIONS } from "../protocol/a2a/agent-card.ts";
@@ -88,6 +89,8 @@ export interface GatewayRuntime {
   readonly agentCards: AgentCardCache;
   /** The A2A agents' probed health (over `health`): what routing's `isHealthy(agent)` reads. */
   readonly agentHealth: AgentHealth;
+  /** Whether the gateway relays A2A push notifications (gateway.yaml `a2a.push`, its secret set): cards claim them only then. */
+  readonly pushRelay: boolean;
   /** The revision's A2A policy and prices (`a2a` in the publication): deny by default. */
   readonly a2aPolicy: A2aPolicy;
   /** The tenants' BudgetLedger objects (striped where the publication says so). */
@@ -278,6 +281,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     health,
     agentCards,
     agentHealth,
+    pushRelay: a2aBase?.push !== undefined,
     ledger,
     drain,
     admission,
@@ -530,6 +534,7 @@ async function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards:
   return {
     cards,
     ids: await A2aIdBinding.fromSecret(stateSecret),
+    push: await pushRelayOf(gw, stateSecret),
     isHealthy: (agent, schedule) => health.forRequest(schedule).isHealthy(agent),
     credential: (agent): Record<string, string> => {
       const c = credentials.get(agent);
@@ -539,6 +544,13 @@ async function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards:
     },
     network: { fetch: (input, init) => fetch(input, init), egress: gw.security.egress },
   };
+}
+
+/** The push relay, or undefined when `a2a.push` is absent: push configs are then refused and no card claims push notifications. */
+async function pushRelayOf(gw: GatewayConfig, stateSecret: string): Promise<PushRelayDeps | undefined> {
+  const conf = gw.a2a.push;
+  if (!conf) return undefined;
+  return { sealer: await PushRelaySealer.fromSecret(stateSecret), egress: gw.security.egress, allowOrigins: conf.allowOrigins };
 }
 
 /** One configured MCP server: served by the gateway itself from a REST API, or reached through the gateway's MCP client. */

@@ -1,6 +1,7 @@
 import type { A2aPolicy } from "../../a2a/a2a-policy.ts";
 import type { A2aRouter } from "../../a2a/a2a-routing.ts";
 import type { A2aIdBinding } from "../../a2a/task-binding.ts";
+import type { PushRelayDeps } from "../../a2a/push-relay.ts";
 import type { A2aNetwork } from "../../invoker/a2a-exchange.ts";
 import type { AgentCardView } from "../../protocol/a2a/agent-card.ts";
 import type { Schedule } from "../../traffic/remote-view-cache.ts";
@@ -27,4 +28,6 @@ export interface A2aDeps {
   readonly router: A2aRouter;
   /** Whether an agent may be routed to now (its health monitor's cached view; probes start on first ask). */
   readonly isHealthy: (agent: string, schedule: Schedule) => boolean;
+  /** The push-notification relay (gateway.yaml `a2a.push`); undefined: push configs are refused. */
+  readonly push?: PushRelayDeps | undefined;
 }

@@ -38,6 +38,7 @@ import type { SignalSet } from "../../signals/signal-set.ts";
 import type { Subject } from "../../signals/subject.ts";
 import type { AdmissionKey, Early, KindTurn, Responded } from "../traffic-kind.ts";
 import type { A2aIngress, A2aReply } from "./a2a-api.ts";
+import { answerForCaller, checkPushAtDecode, relayedRequest, type PushCallFacts } from "./push-operations.ts";
 import type { A2aDeps } from "./a2a-deps.ts";
 
 /** What the A2A kind's hooks use besides the agents and the policy, built once per isolate. */
@@ -109,6 +110,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
     const generation = requestGeneration(ingress.headers.get(A2A_VERSION_HEADER));
     const req = decodeA2aRequest(body, generation);
     this.#req = req;
+    checkPushAtDecode(this.#a2a.push, req);
     ctx.record.route = req.method;
     ctx.record.attribution = readAttribution(ingress.headers);
     this.#skill = req.skill;
@@ -288,12 +290,21 @@ export class A2aTurn implements KindTurn<A2aReply> {
     const agent = this.#agent;
     const charge = this.#charge;
     const record = this.#ctx.record.a2a;
-    this.#answer = await sendToAgent(this.#a2a.network, {
+    const push: PushCallFacts = {
+      caller: { tenant: this.#principal!.tenantId, key: this.#principal!.keyId },
+      agent,
+      callerGeneration: req.generation,
+      agentGeneration: route.generation,
+      origin: this.#ingress.origin,
+      now: this.#deps.clock.now(),
+    };
+    const message = await relayedRequest(this.#a2a.push, route.request, push);
+    const answer = await sendToAgent(this.#a2a.network, {
       agent,
       url: route.url,
       generation: route.generation,
       credential: this.#a2a.credential(agent),
-      message: route.request,
+      message,
       streaming: req.info.streaming,
       gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
       signal: this.#ctx.signal,
@@ -303,6 +314,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
       },
       onEvidence: (e) => charge?.onEvidence(e),
     });
+    this.#answer = await answerForCaller(this.#a2a.push, route.request.method, answer, push);
     if (this.#answer.kind === "json") {
       const body = this.#toCaller(this.#answer.body);
       this.#correlate(body.result);

@@ -19,7 +19,7 @@ export type A2aMethodKind =
   | "list"
   /** The agent's authenticated extended card: refused for now (it would need the card's rewriting and filtering). */
   | "card"
-  /** Push-notification configuration: refused for now. */
+  /** Push-notification configuration of one task (relayed by the gateway: src/a2a/push-relay.ts). */
   | "push";
 
 /** One method of a generation's JSON-RPC binding. */
@@ -135,8 +135,8 @@ export function jsonRpcIdOf(body: unknown): string | number | null {
  * Reads one JSON-RPC 2.0 request of `generation`: one object (no batch), `jsonrpc: "2.0"`, a
  * string or number id (every A2A method has a result, so a notification is refused), a method
  * of the generation, object `params`. A message's skill is the string at
- * `params.message.metadata.skill`; a message that carries a push-notification config, and the
- * push-config methods, are refused (not served yet: see docs/a2a.md).
+ * `params.message.metadata.skill`. Push configs (the push-config methods', and one a message
+ * carries) are read and checked by the A2A kind (src/a2a/push-relay.ts), not here.
  */
 export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aRequest {
   if (!isRecord(body)) throw new GatewayError("invalid_request", "An A2A request is one JSON-RPC 2.0 request object.");
@@ -153,7 +153,6 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
   }
   const params = body.params === undefined ? {} : body.params;
   if (!isRecord(params)) throw new GatewayError("invalid_request", "params must be an object.", { param: "params" });
-  if (info.kind === "push") throw pushRefused();
   if (info.kind === "card") {
     // The agent's own extended card names its URLs, its security schemes and every skill: served
     // raw it would undo what the gateway's card hides. The gateway's card is the one to read.
@@ -166,7 +165,6 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
   if (info.kind === "message") {
     const message = params.message;
     if (!isRecord(message)) throw new GatewayError("invalid_request", "params.message must be an object.", { param: "params.message" });
-    if (isRecord(params.configuration) && (params.configuration.pushNotificationConfig != null || params.configuration.taskPushNotificationConfig != null)) throw pushRefused();
     skill = isRecord(message.metadata) ? idField(message.metadata, "skill", "params.message.metadata.skill") : undefined;
     tags = isRecord(message.metadata) ? tagsField(message.metadata) : undefined;
     a2aTaskId = idField(message, "taskId", "params.message.taskId", MAX_TASK_ID);
@@ -174,14 +172,15 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
   } else if (info.kind === "task") {
     a2aTaskId = idField(params, "id", "params.id", MAX_TASK_ID);
     if (a2aTaskId === undefined) throw new GatewayError("invalid_request", `${method} needs params.id, the task's id.`, { param: "params.id" });
+  } else if (info.kind === "push") {
+    // 1.0 names the task `taskId` throughout; 0.3 `taskId` when setting, `id` otherwise.
+    const key = generation === "1.0" || method === "tasks/pushNotificationConfig/set" ? "taskId" : "id";
+    a2aTaskId = idField(params, key, `params.${key}`);
+    if (a2aTaskId === undefined) throw new GatewayError("invalid_request", `${method} needs params.${key}, the task's id.`, { param: `params.${key}` });
   } else if (info.kind === "list") {
     contextId = idField(params, "contextId", "params.contextId", MAX_TASK_ID);
     // The agent knows one caller, the gateway: a list not scoped to a context would be every caller's tasks.
     if (contextId === undefined) throw new GatewayError("agent_operation_unsupported", "ListTasks through this gateway needs params.contextId: the agent sees every caller as the gateway, so an unscoped list would show other callers' tasks.", { param: "params.contextId" });
   }
   return { id, method, generation, info, params, skill, tags, a2aTaskId, contextId };
-}
-
-function pushRefused(): GatewayError {
-  return new GatewayError("agent_operation_unsupported", "Push notifications are not served through this gateway yet: poll the task, or stream it.");
 }

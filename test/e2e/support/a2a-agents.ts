@@ -22,18 +22,32 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { vi } from "vitest";
 import express, { type NextFunction, type Request, type Response } from "express";
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server";
+import {
+  AgentEvent,
+  DefaultExecutionEventBusManager,
+  DefaultPushNotificationSender,
+  DefaultRequestHandler,
+  InMemoryPushNotificationStore,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+  type ServerCallContext,
+} from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { Role, TaskState, type AgentCard, type Message, type Part } from "@a2a-js/sdk";
 import {
+  DefaultExecutionEventBusManager as DefaultExecutionEventBusManager03,
+  DefaultPushNotificationSender as DefaultPushNotificationSender03,
   DefaultRequestHandler as DefaultRequestHandler03,
+  InMemoryPushNotificationStore as InMemoryPushNotificationStore03,
   InMemoryTaskStore as InMemoryTaskStore03,
   type AgentExecutor as AgentExecutor03,
   type ExecutionEventBus as ExecutionEventBus03,
   type RequestContext as RequestContext03,
 } from "a2a-sdk-v0-3/server";
 import { agentCardHandler as agentCardHandler03, jsonRpcHandler as jsonRpcHandler03, UserBuilder as UserBuilder03 } from "a2a-sdk-v0-3/server/express";
-import type { AgentCard as AgentCard03, Message as Message03 } from "a2a-sdk-v0-3";
+import type { AgentCard as AgentCard03, Message as Message03, PushNotificationConfig as PushNotificationConfig03 } from "a2a-sdk-v0-3";
 
 /** One request an agent received. */
 export interface ReceivedRequest {
@@ -63,6 +77,8 @@ export interface A2aTestAgent {
   release(taskId: string): boolean;
   /** Ids of the tasks held now. */
   held(): string[];
+  /** Every push-notification config the agent stored (with `push`), as its store got it, oldest first. */
+  readonly pushConfigs: readonly { readonly taskId: string; readonly config: Readonly<Record<string, unknown>> }[];
   close(): Promise<void>;
 }
 
@@ -76,6 +92,37 @@ export interface A2aTestAgentOptions {
   readonly cardNeedsCredential?: boolean;
   /** The skills its card declares; default {@link TEST_AGENT_SKILLS}. */
   readonly skills?: readonly TestAgentSkill[];
+  /** Serve push notifications with the SDK's in-memory store and default sender; the card says so. */
+  readonly push?: boolean;
+}
+
+/** One stored push config, as {@link A2aTestAgent.pushConfigs} lists it. */
+type StoredConfig = { readonly taskId: string; readonly config: Readonly<Record<string, unknown>> };
+
+/** The SDK's 1.0 in-memory store, keeping a copy of each config saved so a test can read what the agent holds. */
+class RecordingStore extends InMemoryPushNotificationStore {
+  readonly saved: StoredConfig[];
+  constructor(saved: StoredConfig[]) {
+    super();
+    this.saved = saved;
+  }
+  override async save(taskId: string, context: ServerCallContext, config: Parameters<InMemoryPushNotificationStore["save"]>[2]): Promise<void> {
+    this.saved.push({ taskId, config: JSON.parse(JSON.stringify(config)) });
+    await super.save(taskId, context, config);
+  }
+}
+
+/** The same for the 0.3 SDK's store. */
+class RecordingStore03 extends InMemoryPushNotificationStore03 {
+  readonly saved: StoredConfig[];
+  constructor(saved: StoredConfig[]) {
+    super();
+    this.saved = saved;
+  }
+  override async save(taskId: string, config: PushNotificationConfig03): Promise<void> {
+    this.saved.push({ taskId, config: JSON.parse(JSON.stringify(config)) });
+    await super.save(taskId, config);
+  }
 }
 
 /** A skill a test agent's card declares. */
@@ -245,7 +292,7 @@ export async function startA2aV1Agent(options: A2aTestAgentOptions = {}): Promis
     supportedInterfaces: [{ url: rpcUrl, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" }],
     provider: { organization: "Sluice tests", url: "https://example.com/sluice-tests" },
     version: "1.0.0",
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: options.push === true, extensions: [], extendedAgentCard: false },
     securitySchemes: options.bearer === undefined ? {} : { agentBearer: { scheme: { $case: "httpAuthSecurityScheme", value: { description: "the agent's own token", scheme: "Bearer", bearerFormat: "" } } } },
     securityRequirements: options.bearer === undefined ? [] : [{ schemes: { agentBearer: { list: [] } } }],
     defaultInputModes: ["text/plain"],
@@ -253,7 +300,9 @@ export async function startA2aV1Agent(options: A2aTestAgentOptions = {}): Promis
     skills: (options.skills ?? TEST_AGENT_SKILLS).map((s) => ({ ...s, tags: [...s.tags], examples: [...s.examples], inputModes: ["text/plain"], outputModes: ["text/plain"], securityRequirements: [] })),
     signatures: [{ ...TEST_AGENT_SIGNATURE, header: undefined }],
   };
-  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new EchoExecutorV1(name, holds));
+  const pushConfigs: StoredConfig[] = [];
+  const store = options.push === true ? new RecordingStore(pushConfigs) : undefined;
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new EchoExecutorV1(name, holds), new DefaultExecutionEventBusManager(), store, store && new DefaultPushNotificationSender(store));
   const app = express();
   const override: CardOverride = { body: undefined };
   app.use(guard(received, options));
@@ -263,7 +312,7 @@ export async function startA2aV1Agent(options: A2aTestAgentOptions = {}): Promis
   setApp(app);
   const served = (await (await fetch(`${origin}${CARD_PATH}`, { headers: options.bearer ? { authorization: `Bearer ${options.bearer}` } : {} })).json()) as Record<string, unknown>;
   received.length = 0;
-  return { origin, cardUrl: `${origin}${CARD_PATH}`, rpcUrl, card: served, received, serveCard: (body) => (override.body = body), release: (id) => holds.end(id, true), held: () => holds.ids(), close: closer(server, holds) };
+  return { origin, cardUrl: `${origin}${CARD_PATH}`, rpcUrl, card: served, received, serveCard: (body) => (override.body = body), release: (id) => holds.end(id, true), held: () => holds.ids(), pushConfigs, close: closer(server, holds) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -325,14 +374,16 @@ export async function startA2aV03Agent(options: A2aTestAgentOptions = {}): Promi
     protocolVersion: "0.3.0",
     provider: { organization: "Sluice tests", url: "https://example.com/sluice-tests" },
     version: "0.3.0",
-    capabilities: { streaming: true, pushNotifications: false },
+    capabilities: { streaming: true, pushNotifications: options.push === true },
     ...(options.bearer === undefined ? {} : { securitySchemes: { agentBearer: { type: "http" as const, scheme: "bearer", description: "the agent's own token" } }, security: [{ agentBearer: [] }] }),
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
     skills: TEST_AGENT_SKILLS.map((s) => ({ ...s, tags: [...s.tags], examples: [...s.examples] })),
     signatures: [{ ...TEST_AGENT_SIGNATURE }],
   };
-  const requestHandler = new DefaultRequestHandler03(card, new InMemoryTaskStore03(), new EchoExecutorV03(name, holds));
+  const pushConfigs: StoredConfig[] = [];
+  const store = options.push === true ? new RecordingStore03(pushConfigs) : undefined;
+  const requestHandler = new DefaultRequestHandler03(card, new InMemoryTaskStore03(), new EchoExecutorV03(name, holds), new DefaultExecutionEventBusManager03(), store, store && new DefaultPushNotificationSender03(store));
   const app = express();
   const override: CardOverride = { body: undefined };
   app.use(guard(received, options));
@@ -342,7 +393,7 @@ export async function startA2aV03Agent(options: A2aTestAgentOptions = {}): Promi
   setApp(app);
   const served = (await (await fetch(`${origin}${CARD_PATH}`, { headers: options.bearer ? { authorization: `Bearer ${options.bearer}` } : {} })).json()) as Record<string, unknown>;
   received.length = 0;
-  return { origin, cardUrl: `${origin}${CARD_PATH}`, rpcUrl, card: served, received, serveCard: (body) => (override.body = body), release: (id) => holds.end(id, true), held: () => holds.ids(), close: closer(server, holds) };
+  return { origin, cardUrl: `${origin}${CARD_PATH}`, rpcUrl, card: served, received, serveCard: (body) => (override.body = body), release: (id) => holds.end(id, true), held: () => holds.ids(), pushConfigs, close: closer(server, holds) };
 }
 
 /**

@@ -123,3 +123,24 @@ describe("publication a2a section", () => {
     ]);
   });
 });
+
+describe("gateway.yaml a2a.push", () => {
+  const withPush = (push: unknown) => {
+    const g = bundled("gateway");
+    g.a2a = { stateSecret: "A2A_STATE_SECRET", agents: [{ name: "helpdesk", card: cardV1({ name: "helpdesk" }) }], push };
+    return textsWith({ gateway: g });
+  };
+
+  it("takes exact webhook origins, none by default", () => {
+    const config = loadConfig(withPush({ allowOrigins: ["https://hooks.corp.example", "http://127.0.0.1:8123", "http://[::1]:9000"] }));
+    expect(config.gateway.a2a.push).toEqual({ allowOrigins: ["https://hooks.corp.example", "http://127.0.0.1:8123", "http://[::1]:9000"] });
+    expect(loadConfig(withPush({})).gateway.a2a.push?.allowOrigins).toEqual([]);
+  });
+
+  it("refuses what is not exactly an origin, and a metadata service even when the operator lists it", () => {
+    const issues = issuesOf(() => loadConfig(withPush({ allowOrigins: ["https://hooks.example.com/", "ftp://x.example", "http://169.254.169.254", "hooks.example.com", "http://metadata.google.internal"] })));
+    expect(issues.map((i) => i.path)).toEqual(["a2a.push.allowOrigins[0]", "a2a.push.allowOrigins[1]", "a2a.push.allowOrigins[2]", "a2a.push.allowOrigins[3]", "a2a.push.allowOrigins[4]"]);
+    expect(issues[2]!.message).toMatch(/metadata/);
+  });
+});
+

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkPushUrl, deliverableUrl, ownsPushConfig, pushConfigRecord, pushUrlError, type PushUrlVerdict } from "../../../src/a2a/push-url.ts";
+import { checkPushUrl, deliverableUrl, ownsPushConfig, pushUrlError, type PushRelayRecord, type PushUrlVerdict } from "../../../src/a2a/push-url.ts";
 
 /** An allowlist that lifts every private target the tests use: a caller's URL must still be refused. */
 const generous = { allow: ["127.0.0.1", "localhost", "10.0.0.5", "[::1]", "hooks.internal", "169.254.10.10", "[fd00::5]", "public.example.com"] };
@@ -62,13 +62,24 @@ describe("push-notification URLs", () => {
   it("binds a record to its caller and checks its URL again at delivery", () => {
     const v = checkPushUrl("https://hooks.example.com/n", { allow: [] });
     if (!v.ok) throw new Error(v.refusal.message);
-    const record = pushConfigRecord({ id: "pc-1", callerConfigId: "mine", agent: "billing", taskId: "task-9", caller: { tenant: "acme", key: "k1" }, url: v.url, token: "tok", now: 42 });
-    expect(record).toEqual({ id: "pc-1", callerConfigId: "mine", agent: "billing", taskId: "task-9", tenant: "acme", key: "k1", url: "https://hooks.example.com/n", token: "tok", createdAt: 42 });
+    const record: PushRelayRecord = { tenant: "acme", key: "k1", agent: "billing", generation: "1.0", url: v.url.href, token: "tok", authentication: undefined, configId: "mine", gatewayToken: "g", issuedAt: 42 };
     expect(ownsPushConfig(record, { tenant: "acme", key: "k1" })).toBe(true);
     expect(ownsPushConfig(record, { tenant: "acme", key: "k2" })).toBe(false);
     expect(ownsPushConfig(record, { tenant: "other", key: "k1" })).toBe(false);
     expect(deliverableUrl(record, { allow: [] }).ok).toBe(true);
     // A record stored before a check existed (or tampered with) is not delivered.
     expect(code(deliverableUrl({ ...record, url: "https://169.254.169.254/" }, generous))).toBe("metadata_service");
+  });
+
+  it("lifts the https and public rules for an origin the operator lists, exactly, but never for a metadata service", () => {
+    const listed = ["http://127.0.0.1:8123", "https://hooks.corp.internal"];
+    expect(checkPushUrl("http://127.0.0.1:8123/hook?x=1", { allow: [] }, listed).ok).toBe(true);
+    expect(checkPushUrl("https://hooks.corp.internal/a", { allow: [] }, listed).ok).toBe(true);
+    // Another port, another scheme, another host: not listed.
+    expect(code(checkPushUrl("http://127.0.0.1:8124/hook", { allow: [] }, listed))).toBe("private_address");
+    expect(code(checkPushUrl("https://127.0.0.1:8123/hook", { allow: [] }, listed))).toBe("private_address");
+    expect(code(checkPushUrl("http://localhost:8123/hook", { allow: [] }, listed))).toBe("internal_name");
+    expect(code(checkPushUrl("http://169.254.169.254/latest", { allow: [] }, ["http://169.254.169.254"]))).toBe("metadata_service");
+    expect(code(checkPushUrl("http://u:p@127.0.0.1:8123/hook", { allow: [] }, listed))).toBe("credentials_in_url");
   });
 });

@@ -71,13 +71,14 @@ describe("decoding an A2A JSON-RPC request", () => {
     expect(refusal(() => decodeA2aRequest(send1({ message: { metadata: { skill: "s".repeat(300) } } }), "1.0")).code).toBe("invalid_request");
   });
 
-  it("refuses push-notification configuration, as a method or inside a message (UnsupportedOperation, -32004)", () => {
-    const method = refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "CreateTaskPushNotificationConfig", params: { taskId: "t" } }, "1.0"));
-    expect(method.code).toBe("agent_operation_unsupported");
-    expect(toJsonRpcErrorBody(method, 1).error.code).toBe(-32004);
-    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "tasks/pushNotificationConfig/set", params: {} }, "0.3")).code).toBe("agent_operation_unsupported");
-    expect(refusal(() => decodeA2aRequest(send1({ message: {}, configuration: { taskPushNotificationConfig: { url: "http://10.0.0.1/" } } }), "1.0")).code).toBe("agent_operation_unsupported");
-    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: {}, configuration: { pushNotificationConfig: { url: "http://x" } } } }, "0.3")).code).toBe("agent_operation_unsupported");
+  it("reads the push-config methods' task ids (the push config itself is the kind's to check), and refuses one without", () => {
+    expect(decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "CreateTaskPushNotificationConfig", params: { taskId: "t1", url: "https://h.example.com" } }, "1.0")).toMatchObject({ info: { kind: "push" }, a2aTaskId: "t1" });
+    expect(decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "tasks/pushNotificationConfig/set", params: { taskId: "t2", pushNotificationConfig: { url: "x" } } }, "0.3").a2aTaskId).toBe("t2");
+    expect(decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "tasks/pushNotificationConfig/get", params: { id: "t3" } }, "0.3").a2aTaskId).toBe("t3");
+    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "tasks/pushNotificationConfig/set", params: {} }, "0.3"))).toMatchObject({ code: "invalid_request", param: "params.taskId" });
+    expect(refusal(() => decodeA2aRequest({ jsonrpc: "2.0", id: 1, method: "ListTaskPushNotificationConfigs", params: {} }, "1.0")).param).toBe("params.taskId");
+    // A message's push config goes on to the kind, which checks its URL (src/a2a/push-relay.ts).
+    expect(decodeA2aRequest(send1({ message: {}, configuration: { taskPushNotificationConfig: { url: "http://10.0.0.1/" } } }), "1.0").info.kind).toBe("message");
   });
 
   it("refuses the agent's extended card, which would show what the gateway's card hides", () => {
