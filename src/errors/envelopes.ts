@@ -28,6 +28,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "attribution_required":
     case "content_blocked":
     case "agent_call_not_bridgeable":
+    case "agent_task_not_cancelable":
       return { openai: "invalid_request_error", anthropic: "invalid_request_error" };
     case "request_too_large":
       return { openai: "invalid_request_error", anthropic: "request_too_large" };
@@ -37,6 +38,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "mcp_method_not_found":
     case "agent_method_not_found":
     case "agent_not_found":
+    case "agent_task_not_found":
       return { openai: "invalid_request_error", anthropic: "not_found_error" };
     case "missing_api_key":
     case "invalid_api_key":

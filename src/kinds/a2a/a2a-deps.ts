@@ -1,5 +1,6 @@
 import type { A2aPolicy } from "../../a2a/a2a-policy.ts";
 import type { A2aRouter } from "../../a2a/a2a-routing.ts";
+import type { ApprovalDeps } from "../../approvals/approval-desk-rpc.ts";
 import type { A2aNetwork } from "../../invoker/a2a-exchange.ts";
 import type { AgentCardView } from "../../protocol/a2a/agent-card.ts";
 import type { Schedule } from "../../traffic/remote-view-cache.ts";
@@ -24,4 +25,6 @@ export interface A2aDeps {
   readonly router: A2aRouter;
   /** Whether an agent may be routed to now (its health monitor's cached view; probes start on first ask). */
   readonly isHealthy: (agent: string, schedule: Schedule) => boolean;
+  /** The approval desk messages whose rule requires approval wait at (the MCP tool calls' own); absent: such messages are refused. */
+  readonly approvals?: ApprovalDeps | undefined;
 }
