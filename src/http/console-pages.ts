@@ -55,6 +55,8 @@ export interface Approval {
   readonly state: string;
   readonly principal?: { readonly tenant: string; readonly key: string };
   readonly taskId?: string;
+  /** `agent`: a message to an A2A agent (server: the agent, tool: the skill); absent: an MCP tool call. */
+  readonly kind?: string;
   readonly server: string;
   readonly tool: string;
   readonly toolDigest: string;
