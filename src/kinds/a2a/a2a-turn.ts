@@ -120,7 +120,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
     ctx.record.route = req.method;
     ctx.record.attribution = readAttribution(ingress.headers);
     this.#skill = req.skill;
-    ctx.record.a2a = { method: req.method, jsonrpcId: req.id, generation, agent: this.#agent, skill: req.skill, a2aTaskId: held && req.info.kind === "task" ? undefined : req.a2aTaskId, contextId: req.contextId, approvalId: held?.handle.approvalId };
+    ctx.record.a2a = { method: req.method, jsonrpcId: req.id, generation, agent: this.#agent, skill: req.skill, a2aTaskId: held && req.info.kind === "task" ? undefined : req.a2aTaskId?.slice(0, 256), contextId: req.contextId, approvalId: held?.handle.approvalId };
     // An approval task's state is the desk's (decide): the agent is not reached.
     if (held && req.info.kind === "task") return undefined;
     if (ingress.agent === undefined && held === undefined) {

@@ -100,10 +100,16 @@ export interface A2aRequest {
 /** The longest skill, task or context id read from a request (longer: refused). */
 const MAX_ID = 256;
 
-const idField = (o: Readonly<Record<string, unknown>>, key: string, param: string): string | undefined => {
+/**
+ * The longest task id read: a task id is opaque, and the gateway's own tasks of messages waiting
+ * for approval carry the held message in theirs (src/approvals/agent-task-handle.ts).
+ */
+const MAX_TASK_ID = 64 * 1024;
+
+const idField = (o: Readonly<Record<string, unknown>>, key: string, param: string, max = MAX_ID): string | undefined => {
   const v = o[key];
   if (v === undefined || v === null || v === "") return undefined;
-  if (typeof v !== "string" || v.length > MAX_ID) throw new GatewayError("invalid_request", `${param} must be a string of at most ${MAX_ID} characters.`, { param });
+  if (typeof v !== "string" || v.length > max) throw new GatewayError("invalid_request", `${param} must be a string of at most ${max} characters.`, { param });
   return v;
 };
 
@@ -164,10 +170,10 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
     if (isRecord(params.configuration) && (params.configuration.pushNotificationConfig != null || params.configuration.taskPushNotificationConfig != null)) throw pushRefused();
     skill = isRecord(message.metadata) ? idField(message.metadata, "skill", "params.message.metadata.skill") : undefined;
     tags = isRecord(message.metadata) ? tagsField(message.metadata) : undefined;
-    a2aTaskId = idField(message, "taskId", "params.message.taskId");
+    a2aTaskId = idField(message, "taskId", "params.message.taskId", MAX_TASK_ID);
     contextId = idField(message, "contextId", "params.message.contextId");
   } else if (info.kind === "task") {
-    a2aTaskId = idField(params, "id", "params.id");
+    a2aTaskId = idField(params, "id", "params.id", MAX_TASK_ID);
     if (a2aTaskId === undefined) throw new GatewayError("invalid_request", `${method} needs params.id, the task's id.`, { param: "params.id" });
   } else if (info.kind === "list") {
     contextId = idField(params, "contextId", "params.contextId");
