@@ -9,7 +9,9 @@ import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
 import { cardsServed, startA2aV03Agent, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, bundledConfig, expectNothingLeft } from "./support/stack.ts";
 
-const KEYS = { caller: "sk-e2e-a2a-approvals-caller", other: "sk-e2e-a2a-approvals-other" } as const;
+const KEYS = { caller: "sk-e2e-a2a-approvals-caller", other: "sk-e2e-a2a-approvals-other", tasked: "sk-e2e-a2a-approvals-tasked" } as const;
+/** One message to echo-v03 costs 0.01 USD; the tasked key's business task holds exactly one. */
+const PRICE_USD = 0.01;
 const APPROVER_TOKEN = "e2e-a2a-approver-token";
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");
 /** Long enough that no approval here expires while a slow box runs the test. */
@@ -75,8 +77,13 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     g.governance = { approverTokenSecret: "APPROVER_TOKEN", approvals: { ttlMs: TTL_MS, stateSecret: "APPROVAL_STATE_SECRET" } };
     const p = bundledConfig("publication");
     const demo = p.tenants.find((t: any) => t.id === "demo");
-    demo.apiKeys.push({ id: "a2a-appr-caller", sha256: sha(KEYS.caller), entrypoints: ["*"] }, { id: "a2a-appr-other", sha256: sha(KEYS.other), entrypoints: ["*"] });
-    const principals = { keys: ["a2a-appr-caller", "a2a-appr-other"] };
+    demo.teams[0].projects.push({ id: "a2a-appr-loop", taskLimits: { money: { limit: PRICE_USD, currency: "USD" } } });
+    demo.apiKeys.push(
+      { id: "a2a-appr-caller", sha256: sha(KEYS.caller), entrypoints: ["*"] },
+      { id: "a2a-appr-other", sha256: sha(KEYS.other), entrypoints: ["*"] },
+      { id: "a2a-appr-tasked", sha256: sha(KEYS.tasked), entrypoints: ["*"], chargeTo: `${demo.teams[0].id}/a2a-appr-loop` },
+    );
+    const principals = { keys: ["a2a-appr-caller", "a2a-appr-other", "a2a-appr-tasked"] };
     p.a2a = {
       policy: {
         revision: "a2a-approvals-1",
@@ -86,6 +93,7 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
         ],
       },
       routes: [{ name: "language", match: { tags: ["language"] }, agents: ["echo-v1"] }],
+      prices: [{ id: "priced-v03", agents: ["echo-v03"], skills: ["*"], price: { version: "agents-2026-12", currency: "USD", perCall: PRICE_USD } }],
     };
     gateway = await startGateway({
       adminToken: ADMIN_TOKEN,
@@ -115,8 +123,8 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     return await factory.createFromUrl(`${gateway.publicUrl}/a2a/${agent}/`);
   };
   /** A raw JSON-RPC call, for exact errors. */
-  const raw = async (path: string, body: unknown, generation: "1.0" | "0.3" = "1.0", key: string = KEYS.caller) => {
-    const res = await fetch(`${gateway.publicUrl}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "a2a-version": generation }, body: JSON.stringify(body) });
+  const raw = async (path: string, body: unknown, generation: "1.0" | "0.3" = "1.0", key: string = KEYS.caller, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${gateway.publicUrl}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "a2a-version": generation, ...headers }, body: JSON.stringify(body) });
     return { status: res.status, body: (await res.json()) as any };
   };
   const decide = async (id: string, action: "approve" | "deny" | "revoke") => {
@@ -194,6 +202,15 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     const held = (await client.sendMessage(message1("translate this for no one", "translate"))) as Task;
     const get = (id: string, key: string = KEYS.caller, path = "/a2a/echo-v1") => raw(path, { jsonrpc: "2.0", id: "g", method: "GetTask", params: { id } }, "1.0", key);
     expect((await get(held.id)).body.result.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
+    // SubscribeToTask answers the same task as its one event, and the stream ends.
+    const sub = await fetch(`${gateway.publicUrl}/a2a/echo-v1`, { method: "POST", headers: { authorization: `Bearer ${KEYS.caller}`, "content-type": "application/json", "a2a-version": "1.0" }, body: JSON.stringify({ jsonrpc: "2.0", id: "s", method: "SubscribeToTask", params: { id: held.id } }) });
+    expect(sub.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const frames = (await sub.text())
+      .split("\n\n")
+      .filter((f) => f.startsWith("data: "))
+      .map((f) => JSON.parse(f.slice("data: ".length)) as { result: { task: { id: string; status: { state: string } } } });
+    expect(frames).toHaveLength(1);
+    expect(frames[0]!.result.task).toMatchObject({ id: held.id, status: { state: "TASK_STATE_AUTH_REQUIRED" } });
     const notFound = { status: 200, body: { id: "g", error: { code: -32001, data: { code: "agent_task_not_found" } } } };
     expect(await get(held.id, KEYS.other)).toMatchObject(notFound);
     expect(await get(`${held.id.slice(0, -3)}AAA`)).toMatchObject(notFound);
@@ -277,6 +294,22 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     const ran = await send({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "ignored" }], taskId: task.id });
     expect(ran.body.result.message.parts[0].text).toBe("[echo-v1] echo: translate via routing");
     expect(posts(v1)).toBe(before + 1);
+  });
+
+  it("reserves before the claim: a spent task budget refuses the continuation and leaves the approval standing", async () => {
+    const task = { "x-sluice-task-id": "a2a-approval-capped-task" };
+    const send = (message: Message03, id: string) => raw("/a2a/echo-v03", { jsonrpc: "2.0", id, method: "message/send", params: { message } }, "0.3", KEYS.tasked, task);
+    const held = (await send(message03("translate under a cap", "translate"), "h")).body.result as Task03;
+    expect(held.status.state).toBe("auth-required");
+    const approval = approvalOf(held);
+    await decide(approval.id, "approve");
+    const before = posts(v03);
+    // The task's whole cap is spent by a message that needs no approval.
+    expect((await send(message03("spend it", "summarize"), "spend")).body.result).toMatchObject({ kind: "message" });
+    const refused = await send(message03("go", undefined, held.id), "go");
+    expect(refused.body).toMatchObject({ error: { data: { code: "budget_exceeded" } } });
+    expect(posts(v03)).toBe(before + 1);
+    expect(await approvalAtDesk(approval.id)).toMatchObject({ state: "approved" });
   });
 
   it("refuses, typed, a message too large to hold for approval; nothing is asked at the desk", async () => {
