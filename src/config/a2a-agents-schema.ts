@@ -52,6 +52,17 @@ export const a2aAgentSchema = z
 export const a2aConfigSchema = z
   .strictObject({
     agents: z.array(a2aAgentSchema).default([]),
+    /**
+     * The secret the A2A task ids handed to callers are bound with (src/a2a/task-binding.ts):
+     * required with any agent, since an agent sees every caller as the gateway and only the
+     * gateway can keep one caller from naming another's task.
+     */
+    stateSecret: z.string().regex(/^[A-Z_][A-Z0-9_]*$/).optional(),
+  })
+  .superRefine((a2a, ctx) => {
+    if (a2a.agents.length > 0 && a2a.stateSecret === undefined) {
+      ctx.addIssue({ code: "custom", path: ["stateSecret"], message: "required with a2a.agents: the secret that binds each A2A task id to the caller it was given to" });
+    }
   })
   .prefault({});
 

@@ -65,13 +65,13 @@ export const ERROR_CODES = [
   "signal_unavailable",
   "looper_bound_exceeded",
   "agent_not_found",
+  "agent_task_not_found",
   "agent_card_unavailable",
   "agent_not_routable",
   "agent_version_not_supported",
   "agent_method_not_found",
   "agent_operation_unsupported",
   "agent_call_not_bridgeable",
-  "agent_task_not_found",
   "agent_task_not_cancelable",
 ] as const;
 

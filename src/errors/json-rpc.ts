@@ -3,7 +3,7 @@ import type { ErrorCode, GatewayError } from "./gateway-error.ts";
 /**
  * JSON-RPC error codes for MCP and A2A: the protocol's own where one exists (JSON-RPC 2.0's, and MCP
  * 2026-07-28's -32020 HeaderMismatch, -32021 MissingRequiredClientCapability, -32022
- * UnsupportedProtocolVersion; A2A's -32009 VersionNotSupported, -32004 UnsupportedOperation, -32001 TaskNotFound and -32002 TaskNotCancelable), and -32000 (the server-defined range) for every gateway refusal,
+ * UnsupportedProtocolVersion; A2A's -32001 TaskNotFound, -32002 TaskNotCancelable, -32009 VersionNotSupported and -32004 UnsupportedOperation), and -32000 (the server-defined range) for every gateway refusal,
  * whose Sluice code then rides in `error.data.code`. One exhaustive switch, as for the HTTP
  * envelopes: a new code without a JSON-RPC code does not compile.
  */

@@ -37,6 +37,7 @@ import { LoadTracker } from "../traffic/load-tracker.ts";
 import { RecentTraffic } from "../telemetry/recent-traffic.ts";
 import { A2aPolicy } from "../a2a/a2a-policy.ts";
 import { A2aRouter, AffinityTable } from "../a2a/a2a-routing.ts";
+import { A2aIdBinding } from "../a2a/task-binding.ts";
 import type { A2aDeps } from "../kinds/a2a/a2a-deps.ts";
 import { A2A_METHODS } from "../protocol/a2a/a2a-request.ts";
 import { SPOKEN_GENERATIONS } from "../protocol/a2a/agent-card.ts";
@@ -271,7 +272,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   // share them across isolates; until then another isolate routes a context afresh).
   const affinity = new AffinityTable();
   // Agent messages are held at the same approval desk as tool calls.
-  const a2aBase = a2aOf(gw, secrets, agentCards, agentHealth, mcpBase.approvals);
+  const a2aBase = await a2aOf(gw, secrets, agentCards, agentHealth, mcpBase.approvals);
   const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications" | "a2aPolicy"> = {
     publicationController,
     snapshots,
@@ -522,11 +523,15 @@ async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, un
  * The isolate's A2A parts: the agents' cards, each agent's credential header (read per call, so a
  * rotated secret applies at once) and the network agents are reached on. Undefined: no agents.
  */
-function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: AgentCardCache, health: AgentHealth, approvals: ApprovalDeps | undefined): Omit<A2aDeps, "policy" | "router"> | undefined {
+async function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: AgentCardCache, health: AgentHealth, approvals: ApprovalDeps | undefined): Promise<Omit<A2aDeps, "policy" | "router"> | undefined> {
   if (gw.a2a.agents.length === 0) return undefined;
   const credentials = new Map(gw.a2a.agents.map((a) => [a.name, a.credential] as const));
+  // The config requires the secret's name with any agent; its value must be set too.
+  const stateSecret = secretOf(secrets, gw.a2a.stateSecret);
+  if (stateSecret === undefined) throw new RangeError(`secret ${gw.a2a.stateSecret} (a2a.stateSecret) is not set`);
   return {
     cards,
+    ids: await A2aIdBinding.fromSecret(stateSecret),
     approvals,
     isHealthy: (agent, schedule) => health.forRequest(schedule).isHealthy(agent),
     credential: (agent): Record<string, string> => {

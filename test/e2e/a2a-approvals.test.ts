@@ -6,7 +6,7 @@ import type { Message as Message03, Task as Task03 } from "a2a-sdk-v0-3";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
-import { cardsServed, startA2aV03Agent, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
+import { A2A_STATE_SECRET, cardsServed, startA2aV03Agent, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, bundledConfig, expectNothingLeft } from "./support/stack.ts";
 
 const KEYS = { caller: "sk-e2e-a2a-approvals-caller", other: "sk-e2e-a2a-approvals-other", tasked: "sk-e2e-a2a-approvals-tasked" } as const;
@@ -73,7 +73,7 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     [v1, v03] = await Promise.all([startA2aV1Agent(), startA2aV03Agent()]);
     const g = bundledConfig("gateway");
     g.security.egress = { allow: ["127.0.0.1"] };
-    g.a2a = { agents: [{ name: "echo-v1", card: v1.cardUrl }, { name: "echo-v03", card: v03.cardUrl }] };
+    g.a2a = { agents: [{ name: "echo-v1", card: v1.cardUrl }, { name: "echo-v03", card: v03.cardUrl }], stateSecret: A2A_STATE_SECRET.name };
     g.governance = { approverTokenSecret: "APPROVER_TOKEN", approvals: { ttlMs: TTL_MS, stateSecret: "APPROVAL_STATE_SECRET" } };
     const p = bundledConfig("publication");
     const demo = p.tenants.find((t: any) => t.id === "demo");
@@ -97,8 +97,8 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     };
     gateway = await startGateway({
       adminToken: ADMIN_TOKEN,
-      secretNames: ["APPROVER_TOKEN", "APPROVAL_STATE_SECRET"],
-      secrets: { APPROVER_TOKEN, APPROVAL_STATE_SECRET: "approval-state-secret-for-a2a-0123456789" },
+      secretNames: ["APPROVER_TOKEN", "APPROVAL_STATE_SECRET", A2A_STATE_SECRET.name],
+      secrets: { APPROVER_TOKEN, APPROVAL_STATE_SECRET: "approval-state-secret-for-a2a-0123456789", [A2A_STATE_SECRET.name]: A2A_STATE_SECRET.value },
       config: { gateway: stringify(g), publication: stringify(p) },
     });
     await cardsServed(gateway.publicUrl, KEYS.caller, ["echo-v1", "echo-v03"]);

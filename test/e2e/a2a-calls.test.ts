@@ -7,7 +7,7 @@ import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
 import { rawSocket } from "./support/raw-http.ts";
-import { cardsServed, startA2aV03Agent, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
+import { cardsServed, startA2aV03Agent, startA2aV1Agent, type A2aTestAgent, A2A_STATE_SECRET, agentIdOf } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, bundledConfig, expectNothingLeft } from "./support/stack.ts";
 
 const KEYS = { caller: "sk-e2e-a2a-caller", narrow: "sk-e2e-a2a-narrow", tasked: "sk-e2e-a2a-tasked" } as const;
@@ -66,6 +66,7 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
     const g = bundledConfig("gateway");
     g.security.egress = { allow: ["127.0.0.1"] };
     g.a2a = {
+      stateSecret: A2A_STATE_SECRET.name,
       agents: [
         { name: "echo-v1", card: v1.cardUrl, credential: { secret: "AGENT_V1_TOKEN", scheme: "bearer" } },
         { name: "echo-v03", card: v03.cardUrl },
@@ -90,7 +91,7 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
       },
       prices: [{ id: "priced-agent", agents: ["priced"], skills: ["*"], price: { version: "agents-2026-12", currency: "USD", perCall: PRICE_MICROS / 1_000_000 } }],
     };
-    gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: { AGENT_V1_TOKEN: AGENT_TOKEN }, config: { gateway: stringify(g), publication: stringify(p) } });
+    gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: { AGENT_V1_TOKEN: AGENT_TOKEN, [A2A_STATE_SECRET.name]: A2A_STATE_SECRET.value }, config: { gateway: stringify(g), publication: stringify(p) } });
     // Cards are fetched off the request path: wait until each agent's first one is in.
     await cardsServed(gateway.publicUrl, KEYS.caller, ["echo-v1", "echo-v03", "priced"]);
   });
@@ -155,8 +156,11 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
     const task: Task = await client.getTask({ tenant: "", id: taskId, historyLength: undefined });
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(task.artifacts[0]?.parts[0]?.content).toMatchObject({ $case: "text", value: "[echo-v1] done: task stream me" });
-    await expect.poll(() => a2aLines().find((l) => l.a2a.method === "SendStreamingMessage")?.a2a.a2aTaskId).toBe(taskId);
-    expect(a2aLines().find((l) => l.a2a.method === "GetTask")?.a2a).toMatchObject({ a2aTaskId: taskId, sent: true });
+    // The caller holds the gateway's bound id; the record correlates the agent's own.
+    expect(taskId).toMatch(/^at1\./);
+    expect(events.every((e) => (e.payload?.$case === "task" ? e.payload.value.id : e.payload?.$case === "statusUpdate" || e.payload?.$case === "artifactUpdate" ? e.payload.value.taskId : taskId) === taskId)).toBe(true);
+    await expect.poll(() => a2aLines().find((l) => l.a2a.method === "SendStreamingMessage")?.a2a.a2aTaskId).toBe(agentIdOf(taskId));
+    expect(a2aLines().find((l) => l.a2a.method === "GetTask")?.a2a).toMatchObject({ a2aTaskId: agentIdOf(taskId), sent: true });
   });
 
   it("cancels a held task and resubscribes to another until it is released", async () => {
@@ -171,21 +175,59 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
       return ev.payload?.$case === "task" ? ev.payload.value : undefined;
     };
     const held = (await first("task hold one"))!;
-    await expect.poll(() => v1.held()).toContain(held.id);
+    await expect.poll(() => v1.held()).toContain(agentIdOf(held.id));
     const canceled = await client.cancelTask({ tenant: "", id: held.id, metadata: undefined });
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
 
     const other = (await first("task hold two"))!;
-    await expect.poll(() => v1.held()).toContain(other.id);
+    await expect.poll(() => v1.held()).toContain(agentIdOf(other.id));
     const resubscribed: StreamResponse[] = [];
     const reading = (async () => {
       for await (const ev of client.resubscribeTask({ tenant: "", id: other.id })) resubscribed.push(ev);
     })();
     await expect.poll(() => resubscribed.length).toBeGreaterThan(0);
-    expect(v1.release(other.id)).toBe(true);
+    expect(v1.release(agentIdOf(other.id))).toBe(true);
     await reading;
     const last = resubscribed.at(-1)!;
     expect(last.payload?.$case === "statusUpdate" ? last.payload.value.status?.state : undefined).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it("binds task ids to their caller: another key, the agent's raw id and a forged id find no task, and nothing is sent", async () => {
+    const client = await clientV1(gateway, "echo-v1");
+    const stream = client.sendMessageStream(message1("task hold mine", "summarize"));
+    const ev = (await stream.next()).value as StreamResponse;
+    void (async () => {
+      for await (const _ of stream);
+    })().catch(() => undefined);
+    const mine = ev.payload?.$case === "task" ? ev.payload.value.id : "";
+    const context = ev.payload?.$case === "task" ? ev.payload.value.contextId : "";
+    expect(context).toMatch(/^ac1\./);
+    const agentId = agentIdOf(mine);
+    await expect.poll(() => v1.held()).toContain(agentId);
+    const before = v1.received.length;
+    const forged = `at1.${Buffer.from(agentId).toString("base64url")}.${"A".repeat(22)}`;
+    const attempts: [string, string, string][] = [
+      [KEYS.narrow, "GetTask", mine],
+      [KEYS.narrow, "CancelTask", mine],
+      [KEYS.narrow, "SubscribeToTask", mine],
+      [KEYS.caller, "GetTask", agentId],
+      [KEYS.caller, "CancelTask", forged],
+    ];
+    for (const [key, method, id] of attempts) {
+      const res = await raw("echo-v1", { jsonrpc: "2.0", id: 7, method, params: { id } }, { "a2a-version": "1.0" }, key);
+      expect(res.body.error, `${method} ${id.slice(0, 12)}`).toMatchObject({ code: -32001, data: { code: "agent_task_not_found" } });
+      expect(res.body.id).toBe(7);
+    }
+    // Nor can it list the other caller's context.
+    const listed = await raw("echo-v1", { jsonrpc: "2.0", id: 9, method: "ListTasks", params: { contextId: context } }, { "a2a-version": "1.0" }, KEYS.narrow);
+    expect(listed.body.error).toMatchObject({ code: -32001, data: { code: "agent_task_not_found" } });
+    // A message continuing another caller's task is refused the same way.
+    const cont = await raw("echo-v1", { jsonrpc: "2.0", id: 8, method: "SendMessage", params: { message: { messageId: "m-x", role: "ROLE_USER", taskId: mine, parts: [{ text: "hi" }], metadata: { skill: "summarize" } } } }, { "a2a-version": "1.0" }, KEYS.narrow);
+    expect(cont.body.error).toMatchObject({ code: -32001, data: { code: "agent_task_not_found" } });
+    expect(v1.received.length).toBe(before);
+    expect(v1.held()).toContain(agentId);
+    // Its owner still can.
+    expect((await client.cancelTask({ tenant: "", id: mine, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
   });
 
   it("a caller that leaves mid-stream, while the agent is silent, ends the call (cancelled)", async () => {
@@ -213,7 +255,7 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
     const got = await client.getTask({ id: task.id });
     expect(got.status.state).toBe("completed");
     await expect.poll(() => a2aLines().some((l) => l.a2a.method === "tasks/get")).toBe(true);
-    expect(a2aLines().find((l) => l.a2a.method === "tasks/get")?.a2a).toMatchObject({ generation: "0.3", agent: "echo-v03", a2aTaskId: task.id });
+    expect(a2aLines().find((l) => l.a2a.method === "tasks/get")?.a2a).toMatchObject({ generation: "0.3", agent: "echo-v03", a2aTaskId: agentIdOf(task.id) });
   });
 
   it("refuses a skill the policy denies, which is absent from the caller's card, and never sends it", async () => {
@@ -252,7 +294,7 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
     expect(last.payload?.$case === "statusUpdate" ? last.payload.value.status?.state : undefined).toBe(TaskState.TASK_STATE_COMPLETED);
     const taskId = events[0]!.payload?.$case === "task" ? events[0]!.payload.value.id : "";
     expect((await client.getTask({ tenant: "", id: taskId, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    await expect.poll(() => a2aLines().find((l) => l.a2a.method === "SendStreamingMessage" && l.a2a.agent === "echo-v03")?.a2a).toMatchObject({ generation: "1.0", a2aTaskId: taskId, sent: true });
+    await expect.poll(() => a2aLines().find((l) => l.a2a.method === "SendStreamingMessage" && l.a2a.agent === "echo-v03")?.a2a).toMatchObject({ generation: "1.0", a2aTaskId: agentIdOf(taskId), sent: true });
   });
 
   it("refuses an A2A-Version it does not speak, and what cannot be bridged, with typed JSON-RPC errors", async () => {

@@ -3,7 +3,7 @@ import { A2AClient } from "a2a-sdk-v0-3/client";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
-import { startA2aV03Agent, startA2aV1Agent, TEST_AGENT_SIGNATURE, type A2aTestAgent } from "./support/a2a-agents.ts";
+import { startA2aV03Agent, startA2aV1Agent, TEST_AGENT_SIGNATURE, type A2aTestAgent, A2A_STATE_SECRET } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
 interface AgentStatus {
@@ -41,6 +41,7 @@ describe("A2A agent cards through the gateway", () => {
     const g = allowingSimulators(bundledConfig("gateway"), sim.url, v1.origin, v03.origin, flaky.origin);
     g.health = { cacheTtlMs: 100 };
     g.a2a = {
+      stateSecret: A2A_STATE_SECRET.name,
       agents: [
         { name: "echo-v1", card: v1.cardUrl, credential: { secret: "AGENT_V1_TOKEN", scheme: "bearer" }, refreshMs: 10_000 },
         { name: "echo-v03", card: v03.cardUrl, credential: { secret: "AGENT_V03_TOKEN", scheme: "bearer" } },
@@ -59,7 +60,7 @@ describe("A2A agent cards through the gateway", () => {
     };
     gateway = await startGateway({
       adminToken: ADMIN_TOKEN,
-      secrets: { AGENT_V1_TOKEN: "agent-v1-token", AGENT_V03_TOKEN: "agent-v03-token" },
+      secrets: { AGENT_V1_TOKEN: "agent-v1-token", AGENT_V03_TOKEN: "agent-v03-token", [A2A_STATE_SECRET.name]: A2A_STATE_SECRET.value },
       config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
     });
   });

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
-import { cardsServed, startA2aV1Agent, type A2aTestAgent, type TestAgentSkill } from "./support/a2a-agents.ts";
+import { cardsServed, startA2aV1Agent, type A2aTestAgent, type TestAgentSkill, A2A_STATE_SECRET, agentIdOf } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, bundledConfig, expectNothingLeft } from "./support/stack.ts";
 
 const KEY = "sk-e2e-a2a-router";
@@ -34,7 +34,7 @@ describe("The virtual A2A agent (POST /a2a): routed by capability, with affinity
     const g = bundledConfig("gateway");
     g.security.egress = { allow: ["127.0.0.1"] };
     g.health = { cacheTtlMs: 100 };
-    g.a2a = { agents: names.map((name) => ({ name, card: agents[name].cardUrl, healthCheck: { intervalMs: 1000, timeoutMs: 500 } })) };
+    g.a2a = { stateSecret: A2A_STATE_SECRET.name, agents: names.map((name) => ({ name, card: agents[name].cardUrl, healthCheck: { intervalMs: 1000, timeoutMs: 500 } })) };
     const p = bundledConfig("publication");
     const demo = p.tenants.find((t: any) => t.id === "demo");
     demo.apiKeys.push({ id: "a2a-router", sha256: sha(KEY), entrypoints: ["*"] });
@@ -45,7 +45,7 @@ describe("The virtual A2A agent (POST /a2a): routed by capability, with affinity
         { name: "code", match: { skills: ["code-*"] }, agents: ["coder"] },
       ],
     };
-    gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { gateway: stringify(g), publication: stringify(p) } });
+    gateway = await startGateway({ adminToken: ADMIN_TOKEN, secrets: { [A2A_STATE_SECRET.name]: A2A_STATE_SECRET.value }, config: { gateway: stringify(g), publication: stringify(p) } });
     // Cards are fetched off the request path: wait until each agent's first one is in.
     await cardsServed(gateway.publicUrl, KEY, names);
   });
@@ -104,7 +104,7 @@ describe("The virtual A2A agent (POST /a2a): routed by capability, with affinity
     expect(answerText(fresh)).toBe("[translator-a] echo: short");
     const again = await send("again", { tags: ["language", "text"] }, context);
     expect(answerText(again)).toBe("[translator-a] echo: again");
-    await vi.waitFor(() => expect(lines().some((l) => l.a2a.agent === "translator-a" && l.a2a.routed?.pinnedBy === "context" && l.a2a.contextId === context)).toBe(true), { timeout: 5_000, interval: 50 });
+    await vi.waitFor(() => expect(lines().some((l) => l.a2a.agent === "translator-a" && l.a2a.routed?.pinnedBy === "context" && l.a2a.contextId === agentIdOf(context))).toBe(true), { timeout: 5_000, interval: 50 });
   });
 
   it("routes a streamed message, and pins the context its stream names", async () => {
@@ -126,7 +126,7 @@ describe("The virtual A2A agent (POST /a2a): routed by capability, with affinity
     expect(streamed).toBeTruthy();
     const next = await send("and this", { tags: ["code"] }, streamed);
     expect(answerText(next)).toBe("[coder] echo: and this");
-    await vi.waitFor(() => expect(lines().some((l) => l.a2a.agent === "coder" && l.a2a.routed?.pinnedBy === "context" && l.a2a.contextId === streamed)).toBe(true), { timeout: 5_000, interval: 50 });
+    await vi.waitFor(() => expect(lines().some((l) => l.a2a.agent === "coder" && l.a2a.routed?.pinnedBy === "context" && l.a2a.contextId === agentIdOf(streamed))).toBe(true), { timeout: 5_000, interval: 50 });
   });
 
   it("refuses a task method at /a2a, pointing at /a2a/<agent>", async () => {

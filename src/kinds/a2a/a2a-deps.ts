@@ -1,6 +1,7 @@
 import type { A2aPolicy } from "../../a2a/a2a-policy.ts";
 import type { A2aRouter } from "../../a2a/a2a-routing.ts";
 import type { ApprovalDeps } from "../../approvals/approval-desk-rpc.ts";
+import type { A2aIdBinding } from "../../a2a/task-binding.ts";
 import type { A2aNetwork } from "../../invoker/a2a-exchange.ts";
 import type { AgentCardView } from "../../protocol/a2a/agent-card.ts";
 import type { Schedule } from "../../traffic/remote-view-cache.ts";
@@ -21,6 +22,8 @@ export interface A2aDeps {
   /** The credential header the gateway sends to an agent (from gateway.yaml, read per call); none: `{}`. */
   readonly credential: (agent: string) => Readonly<Record<string, string>>;
   readonly network: A2aNetwork;
+  /** Binds the agents' task and context ids to the callers they are handed to (`a2a.stateSecret`). */
+  readonly ids: A2aIdBinding;
   /** The revision's routes for the virtual agent `/a2a`, over the isolate's affinity table. */
   readonly router: A2aRouter;
   /** Whether an agent may be routed to now (its health monitor's cached view; probes start on first ask). */

@@ -15,6 +15,7 @@ import type { AdmissionLease } from "../../admit/admission.ts";
 import { readAttribution } from "../../attribution/attribution.ts";
 import { gatewayAgentUrl } from "../../a2a/card-rewrite.ts";
 import type { A2aDecision } from "../../a2a/a2a-policy.ts";
+import type { CallerIds } from "../../a2a/task-binding.ts";
 import { authorizeAgentUse, authorizeMessage } from "../../auth/a2a-authorize.ts";
 import { authenticateCaller, type AuthenticatorDeps } from "../../auth/authenticator-chain.ts";
 import type { RequestContext } from "../../context/request-context.ts";
@@ -31,6 +32,7 @@ import { isRecord } from "../../protocol/fast-guard.ts";
 import { A2A_VERSION_HEADER, decodeA2aRequest, jsonRpcIdOf, requestGeneration, type A2aRequest } from "../../protocol/a2a/a2a-request.ts";
 import { generationsOf, type A2aGeneration, type AgentCardView } from "../../protocol/a2a/agent-card.ts";
 import { agentGenerationFor, bridgeRequest, bridgeResponse, type A2aJsonRpcRequest, type A2aJsonRpcResponse } from "../../protocol/a2a/bridge.ts";
+import { mapIds, requestIdSlots, resultIdSlots } from "../../protocol/a2a/id-slots.ts";
 import type { CompiledPublication } from "../../publication/compile-publication.ts";
 import type { Principal } from "../../publication/principal.ts";
 import { agentRateScope, reservePricedCall, type ToolCallTrack } from "../../reserve/tool-charge.ts";
@@ -74,6 +76,12 @@ export class A2aTurn implements KindTurn<A2aReply> {
   #route: AgentRoute | undefined;
   #charge: ToolCallTrack | undefined;
   #answer: A2aAnswer | undefined;
+  /** A JSON answer as the caller reads it (its generation, its id, its task ids), made at invoke. */
+  #json: A2aJsonRpcResponse | undefined;
+  /** The caller's bound task and context ids at the agent called (made once the agent is known). */
+  #ids: CallerIds | undefined;
+  /** Whether the virtual agent's answer has pinned its context already. */
+  #pinned = false;
   /** The agent called: the one named in the path, or (the virtual agent) the one routed to at decide. */
   #agent: string;
   /** The skill the message is decided and priced by: the one it names, or the one routing matched. */
@@ -120,6 +128,8 @@ export class A2aTurn implements KindTurn<A2aReply> {
     ctx.record.route = req.method;
     ctx.record.attribution = readAttribution(ingress.headers);
     this.#skill = req.skill;
+    // The task id as presented, until it is opened into the agent's (a correlation, never the business
+    // task); an approval task's id is the gateway's own, and the approval names it instead.
     ctx.record.a2a = { method: req.method, jsonrpcId: req.id, generation, agent: this.#agent, skill: req.skill, a2aTaskId: held && req.info.kind === "task" ? undefined : req.a2aTaskId?.slice(0, 256), contextId: req.contextId, approvalId: held?.handle.approvalId };
     // An approval task's state is the desk's (decide): the agent is not reached.
     if (held && req.info.kind === "task") return undefined;
@@ -141,7 +151,45 @@ export class A2aTurn implements KindTurn<A2aReply> {
     ctx.checkpoint();
     if (card === undefined) throw new GatewayError("agent_card_unavailable", `The card of agent ${echo(agent)} has not been fetched yet.`, { retryAfterSeconds: 5 });
     this.#card = card;
+    this.#ids = this.#a2a.ids.forOwner({ tenant: this.#principal!.tenantId, key: this.#principal!.keyId, agent });
+    await this.#openIds(req);
     this.#route = routeOf(agent, card, req);
+  }
+
+  /**
+   * The caller's task and context ids in the request, swapped for the agent's: an id this gateway
+   * did not give this caller for this agent is one that does not exist, and nothing is sent; a
+   * context id the caller chose itself goes to the agent in the caller's own namespace.
+   */
+  async #openIds(req: A2aRequest): Promise<void> {
+    const slots = requestIdSlots(req);
+    if (slots.length === 0) return;
+    const ids = this.#ids!;
+    const record = this.#ctx.record.a2a;
+    for (const slot of slots) {
+      const ownContext = slot.kind === "context" && !ids.isBound("context", slot.id);
+      const agentId = ownContext ? await ids.ownContext(slot.id) : await ids.open(slot.kind, slot.id);
+      if (agentId === undefined) throw new GatewayError("agent_task_not_found", `No ${slot.kind} ${echo(slot.id)} of agent ${echo(this.#agent)} was given to this caller.`, { param: slot.param });
+      (slot.holder as Record<string | number, unknown>)[slot.key] = agentId;
+      if (record && slot.kind === "task" && slot.id === req.a2aTaskId) record.a2aTaskId = agentId.slice(0, 256);
+      if (record && slot.kind === "context" && slot.id === req.contextId) record.contextId = agentId.slice(0, 256);
+    }
+    this.#ctx.checkpoint();
+  }
+
+  /**
+   * The agent's ids in an answer (already in the caller's generation) swapped for the caller's
+   * bound ids. The virtual agent pins the context the answer names, as the caller will present it,
+   * to the agent that holds it.
+   */
+  async #bindIds(answer: A2aJsonRpcResponse): Promise<void> {
+    const slots = resultIdSlots(answer.result);
+    await mapIds(slots, (kind, id) => this.#ids!.bind(kind, id));
+    if (this.#ingress.agent !== undefined || this.#pinned) return;
+    const context = slots.find((s) => s.kind === "context");
+    if (context === undefined) return;
+    this.#pinned = true;
+    this.#a2a.router.pinContext(this.#principal!.tenantId, (context.holder as Record<string | number, unknown>)[context.key] as string, this.#agent);
   }
 
   async authorize(): Promise<Early<A2aReply> | undefined> {
@@ -288,6 +336,12 @@ export class A2aTurn implements KindTurn<A2aReply> {
         onEvidence: (e) => charge?.onEvidence(e),
       }),
     );
+    if (this.#answer.kind === "json") {
+      const body = this.#toCaller(this.#answer.body);
+      this.#correlate(body.result);
+      await this.#bindIds(body);
+      this.#json = body;
+    }
   }
 
   respond(_events: StreamEventChain | undefined): Responded<A2aReply> {
@@ -295,9 +349,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
     if (answer.kind === "json") {
       const record = this.#ctx.record.a2a;
       if (record && answer.errorCode !== undefined) record.agentError = answer.errorCode;
-      const body = this.#toCaller(answer.body);
-      this.#correlate(body.result);
-      return { reply: { kind: "json", body }, streaming: false };
+      return { reply: { kind: "json", body: this.#json! }, streaming: false };
     }
     return { reply: { kind: "stream", body: this.#relay(answer.events) }, streaming: true };
   }
@@ -329,6 +381,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
           if (record && isRecord(error) && typeof error.code === "number") record.agentError ??= error.code;
           const event = this.#toCaller(next.value);
           this.#correlate(event.result);
+          await this.#bindIds(event);
           controller.enqueue(frame(event));
         } catch (err) {
           const error = ctx.signal.aborted && ctx.signal.reason instanceof GatewayError ? ctx.signal.reason : toGatewayError(err);
@@ -359,11 +412,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
     const isTask = isRecord(result.task) || inner.kind === "task";
     const taskId = isTask ? inner.id : inner.taskId;
     if (record.a2aTaskId === undefined && typeof taskId === "string" && taskId !== "") record.a2aTaskId = taskId.slice(0, 256);
-    if (record.contextId === undefined && typeof inner.contextId === "string" && inner.contextId !== "") {
-      record.contextId = inner.contextId.slice(0, 256);
-      // The virtual agent's answer names the context the agent made: its later messages go to the same agent.
-      if (this.#ingress.agent === undefined) this.#a2a.router.pinContext(this.#principal!.tenantId, record.contextId, this.#agent);
-    }
+    if (record.contextId === undefined && typeof inner.contextId === "string" && inner.contextId !== "") record.contextId = inner.contextId.slice(0, 256);
   }
 }
 

@@ -97,14 +97,20 @@ export interface A2aRequest {
   readonly contextId: string | undefined;
 }
 
-/** The longest skill, task or context id read from a request (longer: refused). */
+/** The longest skill id or tag read from a request (longer: refused). */
 const MAX_ID = 256;
+/**
+ * The longest task or context id read from a request: the ids callers hold are the gateway's
+ * bound form of an agent's id (src/a2a/task-binding.ts), which is longer than the agent's.
+ */
+const MAX_TASK_ID = 4096;
 
 /**
- * The longest task id read: a task id is opaque, and the gateway's own tasks of messages waiting
- * for approval carry the held message in theirs (src/approvals/agent-task-handle.ts).
+ * The longest task id read: the gateway's own tasks of messages waiting for approval carry the
+ * held message in theirs (src/approvals/agent-task-handle.ts); any other, longer than a bound id
+ * can be, opens as no task.
  */
-const MAX_TASK_ID = 64 * 1024;
+const MAX_APPROVAL_TASK_ID = 64 * 1024;
 
 const idField = (o: Readonly<Record<string, unknown>>, key: string, param: string, max = MAX_ID): string | undefined => {
   const v = o[key];
@@ -170,13 +176,13 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
     if (isRecord(params.configuration) && (params.configuration.pushNotificationConfig != null || params.configuration.taskPushNotificationConfig != null)) throw pushRefused();
     skill = isRecord(message.metadata) ? idField(message.metadata, "skill", "params.message.metadata.skill") : undefined;
     tags = isRecord(message.metadata) ? tagsField(message.metadata) : undefined;
-    a2aTaskId = idField(message, "taskId", "params.message.taskId", MAX_TASK_ID);
-    contextId = idField(message, "contextId", "params.message.contextId");
+    a2aTaskId = idField(message, "taskId", "params.message.taskId", MAX_APPROVAL_TASK_ID);
+    contextId = idField(message, "contextId", "params.message.contextId", MAX_TASK_ID);
   } else if (info.kind === "task") {
-    a2aTaskId = idField(params, "id", "params.id", MAX_TASK_ID);
+    a2aTaskId = idField(params, "id", "params.id", MAX_APPROVAL_TASK_ID);
     if (a2aTaskId === undefined) throw new GatewayError("invalid_request", `${method} needs params.id, the task's id.`, { param: "params.id" });
   } else if (info.kind === "list") {
-    contextId = idField(params, "contextId", "params.contextId");
+    contextId = idField(params, "contextId", "params.contextId", MAX_TASK_ID);
     // The agent knows one caller, the gateway: a list not scoped to a context would be every caller's tasks.
     if (contextId === undefined) throw new GatewayError("agent_operation_unsupported", "ListTasks through this gateway needs params.contextId: the agent sees every caller as the gateway, so an unscoped list would show other callers' tasks.", { param: "params.contextId" });
   }

@@ -361,3 +361,9 @@ export async function cardsServed(publicUrl: string, key: string, agents: readon
     );
   }
 }
+
+/** The A2A state secret (gateway.yaml `a2a.stateSecret`) of the e2e gateways: its name, and the value they are started with. */
+export const A2A_STATE_SECRET = { name: "A2A_STATE_SECRET", value: "a2a-state-secret-for-the-e2e-tests-0123456789" } as const;
+
+/** The agent's own task or context id inside the id the gateway gave a caller (`at1.`/`ac1.` + the agent's id in base64url + `.` + tag). */
+export const agentIdOf = (bound: string): string => Buffer.from(bound.split(".")[1] ?? "", "base64url").toString("utf8");

@@ -12,7 +12,7 @@ function texts(a2a: unknown, agents: readonly string[] = ["helpdesk", "helpdesk-
   const g = bundled("gateway");
   const security = g.security as { trustedHeaders?: string[] };
   g.security = { ...security, trustedHeaders: [...(security.trustedHeaders ?? []), "x-session-id"] };
-  g.a2a = { agents: agents.map((name) => ({ name, card: cardV1({ name }) })) };
+  g.a2a = { stateSecret: "A2A_STATE_SECRET", agents: agents.map((name) => ({ name, card: cardV1({ name }) })) };
   const p = bundled("publication");
   p.a2a = a2a;
   return textsWith({ gateway: g, publication: p });

@@ -117,11 +117,16 @@ describe("the card the gateway serves", () => {
 
 describe("a2a config", () => {
   it("defaults, and validates an inline card at load", () => {
-    const ok = a2aConfigSchema.parse({ agents: [{ name: "echo", card: "https://agent.test/.well-known/agent-card.json" }, { name: "inline", card: cardV03() }] });
+    const ok = a2aConfigSchema.parse({ stateSecret: "A2A_STATE_SECRET", agents: [{ name: "echo", card: "https://agent.test/.well-known/agent-card.json" }, { name: "inline", card: cardV03() }] });
     expect(ok.agents[0]).toMatchObject({ refreshMs: 300_000 });
-    const bad = a2aConfigSchema.safeParse({ agents: [{ name: "bad", card: cardV03({ url: "nope" }) }] });
+    const bad = a2aConfigSchema.safeParse({ stateSecret: "A2A_STATE_SECRET", agents: [{ name: "bad", card: cardV03({ url: "nope" }) }] });
     expect(bad.success).toBe(false);
     if (!bad.success) expect(bad.error.issues[0]?.message).toMatch(/^invalid agent card: url:/);
-    expect(a2aConfigSchema.safeParse({ agents: [{ name: "Bad_Name", card: "https://agent.test/" }] }).success).toBe(false);
+    expect(a2aConfigSchema.safeParse({ stateSecret: "A2A_STATE_SECRET", agents: [{ name: "Bad_Name", card: "https://agent.test/" }] }).success).toBe(false);
+    // Agents without the secret their task ids are bound with are refused, naming it.
+    const unbound = a2aConfigSchema.safeParse({ agents: [{ name: "echo", card: "https://agent.test/" }] });
+    expect(unbound.success).toBe(false);
+    if (!unbound.success) expect(unbound.error.issues[0]).toMatchObject({ path: ["stateSecret"], message: expect.stringMatching(/^required with a2a.agents/) });
+    expect(a2aConfigSchema.parse({}).agents).toEqual([]);
   });
 });

@@ -17,7 +17,7 @@ const agent = (over: Record<string, unknown> = {}): A2aAgentConfig => a2aAgentSc
 
 function gatewayWith(agents: unknown[]) {
   const g = bundled("gateway");
-  g.a2a = { agents };
+  g.a2a = { stateSecret: "A2A_STATE_SECRET", agents };
   return textsWith({ gateway: g });
 }
 
