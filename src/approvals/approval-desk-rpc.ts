@@ -1,4 +1,5 @@
 import type { Approval, ApprovalFacts, ApprovalState, ApproverAction, ClaimOutcome, DecideOutcome, ExecutionEnd, RequestOutcome } from "./approval-desk.ts";
+import type { AgentTaskHandleSealer } from "./agent-task-handle.ts";
 import type { RequestStateSealer } from "./request-state.ts";
 import type { TaskHandleSealer } from "./task-handle.ts";
 
@@ -16,12 +17,14 @@ export interface ApprovalDeskRpc {
   revokeKey(key: string, actor: string, reason: string): Promise<Approval[]>;
 }
 
-/** What approvals need (built once per isolate); absent: a call that needs approval is refused. */
+/** What approvals need (built once per isolate), for tool calls and agent messages alike; absent: a call that needs approval is refused. */
 export interface ApprovalDeps {
   readonly desk: (tenant: string) => ApprovalDeskRpc;
   readonly sealer: RequestStateSealer;
   /** Seals the handles of task-augmented calls (MCP 2025-11-25 tasks), under the same secret. */
   readonly tasks: TaskHandleSealer;
+  /** Seals the task ids of A2A messages waiting for approval, under the same secret (a key of their own). */
+  readonly agentTasks: AgentTaskHandleSealer;
   readonly ttlMs: number;
   /** The public URL of an approval's status page. */
   readonly statusUrl: (id: string, requestOrigin: string | undefined) => string;

@@ -1,5 +1,5 @@
 /**
- * Approvals of risky MCP tool calls: the pure state machine the ApprovalDesk Durable Object (one
+ * Approvals of risky MCP tool calls and A2A agent messages (one machinery for both): the pure state machine the ApprovalDesk Durable Object (one
  * per tenant) runs over a synchronous store, each call inside one storage transaction, so a claim
  * is atomic under any concurrency. Decisions use the object's clock (`now`), never the caller's.
  *
@@ -25,11 +25,18 @@ export interface ApprovalFacts {
    */
   readonly principal: { readonly tenant: string; readonly key: string; readonly chargeTo?: string | undefined };
   readonly taskId?: string | undefined;
+  /**
+   * What is approved: absent, an MCP tool call (`server` the MCP server, `tool` the tool's name);
+   * `agent`, a message to an A2A agent (`server` the agent, `tool` the skill it is decided by, or
+   * `*` when it names none). Absent rather than `tool` so approvals stored before agents existed
+   * keep their facts and their lookup key.
+   */
+  readonly kind?: "agent" | undefined;
   readonly server: string;
   readonly tool: string;
-  /** SHA-256 of the tool's listed definition (canonical JSON), or of what is known of it. */
+  /** SHA-256 of the tool's listed definition (canonical JSON), or of what is known of it (an agent's: the skill as its card declares it). */
   readonly toolDigest: string;
-  /** SHA-256 of the arguments' canonical JSON. */
+  /** SHA-256 of the arguments' canonical JSON (an agent's: the message's). */
   readonly argumentsDigest: string;
   readonly policyRevision: string;
   /** The policy rule that required the approval. */
@@ -144,6 +151,7 @@ export function sameFacts(a: ApprovalFacts, b: ApprovalFacts): boolean {
     a.principal.key === b.principal.key &&
     (a.principal.chargeTo ?? null) === (b.principal.chargeTo ?? null) &&
     (a.taskId ?? null) === (b.taskId ?? null) &&
+    (a.kind ?? null) === (b.kind ?? null) &&
     a.server === b.server &&
     a.tool === b.tool &&
     a.toolDigest === b.toolDigest &&
@@ -153,13 +161,15 @@ export function sameFacts(a: ApprovalFacts, b: ApprovalFacts): boolean {
   );
 }
 
-/** The lookup key of a 2025-era retry: the same call again by the same principal in the same task. */
 /**
- * What makes two approvals the same call (principal tenant and key, task, server, tool and
- * arguments): the key the store finds a call's approvals by.
+ * What makes two approvals the same call (principal tenant and key, task, kind, server, tool and
+ * arguments): the key the store finds a call's approvals by. A tool call's key has no kind, as
+ * before agents had approvals, so the index of stored approvals stays valid.
  */
 export function callKey(f: ApprovalFacts): string {
-  return JSON.stringify([f.principal.tenant, f.principal.key, f.taskId ?? null, f.server, f.tool, f.argumentsDigest]);
+  const key: unknown[] = [f.principal.tenant, f.principal.key, f.taskId ?? null, f.server, f.tool, f.argumentsDigest];
+  if (f.kind !== undefined) key.push(f.kind);
+  return JSON.stringify(key);
 }
 
 /** What an approver's action makes of an approval: its new state and the history event (and audit event `approval.<event>`) that says so. */
@@ -221,6 +231,7 @@ export class ApprovalDeskCore {
       state: "pending",
       principal: facts.principal,
       ...(facts.taskId !== undefined ? { taskId: facts.taskId } : {}),
+      ...(facts.kind !== undefined ? { kind: facts.kind } : {}),
       server: facts.server,
       tool: facts.tool,
       toolDigest: facts.toolDigest,

@@ -11,7 +11,8 @@ export function auditEvent(type: AuditEventType, a: Approval, call: { readonly r
     subject: a.principal.key,
     taskId: a.taskId,
     callId: call?.requestId,
-    target: { kind: "tool", server: a.server, name: a.tool },
+    // An agent message's target is the skill, as its `agent.executed` event names it.
+    target: { kind: a.kind === "agent" ? "skill" : "tool", server: a.server, name: a.tool },
     policyRevision: a.policyRevision,
     approvalId: a.id,
     ...extra,

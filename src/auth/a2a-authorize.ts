@@ -16,8 +16,8 @@ function note(record: A2aRecord | undefined, d: PolicyDecision): void {
 /**
  * A message to an agent: the skill it names (which the agent must declare), or — naming none —
  * every skill the agent declares, since it may use any. Refused as `tool_not_allowed` when the
- * policy does; a rule that requires approval is refused as `agent_operation_unsupported` (agent
- * calls are not held for approval yet), so such a call is never sent unapproved.
+ * policy does; a decision that requires approval is answered for decide's approval gate
+ * (src/decide/agent-approval-gate.ts), which holds the message until a human approves it.
  */
 export function authorizeMessage(policy: A2aPolicy, caller: A2aCaller, agent: string, skill: string | undefined, declared: readonly string[], record: A2aRecord | undefined): A2aDecision {
   if (skill !== undefined && declared.length > 0 && !declared.includes(skill)) {
@@ -26,9 +26,6 @@ export function authorizeMessage(policy: A2aPolicy, caller: A2aCaller, agent: st
   const d = policy.decide(caller, agent, skill, declared);
   note(record, d);
   if (!d.allowed) throw new GatewayError("tool_not_allowed", `The message to agent ${agent} is not allowed: ${d.reason} (policy ${d.policyRevision}).`, { param: skill === undefined ? "params.message" : "params.message.metadata.skill" });
-  if (d.approval === "required") {
-    throw new GatewayError("agent_operation_unsupported", `The message to agent ${agent} needs a human approval (rule ${d.rule ?? "?"}), which is not served for agent calls yet: it was not sent.`);
-  }
   return d;
 }
 

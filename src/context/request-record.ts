@@ -195,6 +195,8 @@ export interface A2aRecord {
   sent?: boolean | undefined;
   /** The JSON-RPC error code the agent answered with (passed on to the caller as it sent it). */
   agentError?: number | undefined;
+  /** The approval the message waits for or ran under, when its rule required one. */
+  approvalId?: string | undefined;
   /** A priced or rate-limited call: its reservation in the ledger and how it was settled. */
   charge?: McpCharge | undefined;
 }

@@ -65,6 +65,8 @@ export interface ApprovedCall {
   readonly fromTask: boolean;
   /** Records that the approval expired when the claim found it so (an `approval.expired` event). */
   readonly expired: (a: Approval) => void;
+  /** The refusal of a claim that was not granted, in the caller's protocol's terms; absent: a tool call's. */
+  readonly refuse?: ((a: Approval | undefined) => GatewayError) | undefined;
 }
 
 /** What happens next: answer now (a pending approval), or go on to run the call. */

@@ -28,6 +28,7 @@ export function errorTypes(code: ErrorCode): ProtocolErrorTypes {
     case "attribution_required":
     case "content_blocked":
     case "agent_call_not_bridgeable":
+    case "agent_task_not_cancelable":
       return { openai: "invalid_request_error", anthropic: "invalid_request_error" };
     case "request_too_large":
       return { openai: "invalid_request_error", anthropic: "request_too_large" };

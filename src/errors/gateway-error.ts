@@ -72,6 +72,7 @@ export const ERROR_CODES = [
   "agent_method_not_found",
   "agent_operation_unsupported",
   "agent_call_not_bridgeable",
+  "agent_task_not_cancelable",
 ] as const;
 
 /** One of {@link ERROR_CODES}. */
@@ -159,6 +160,9 @@ function factsOf(code: ErrorCode): CodeFacts {
     case "agent_not_found":
     case "agent_task_not_found":
       return { status: 404, source: "client", retryable: false };
+    case "agent_task_not_cancelable":
+      // The task already ended (ran, rejected, expired, canceled): cancelling it again changes nothing.
+      return { status: 409, source: "client", retryable: false };
     case "method_not_allowed":
       return { status: 405, source: "client", retryable: false };
     case "snapshot_rejected":

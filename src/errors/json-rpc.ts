@@ -3,7 +3,7 @@ import type { ErrorCode, GatewayError } from "./gateway-error.ts";
 /**
  * JSON-RPC error codes for MCP and A2A: the protocol's own where one exists (JSON-RPC 2.0's, and MCP
  * 2026-07-28's -32020 HeaderMismatch, -32021 MissingRequiredClientCapability, -32022
- * UnsupportedProtocolVersion; A2A's -32001 TaskNotFound, -32009 VersionNotSupported and -32004 UnsupportedOperation), and -32000 (the server-defined range) for every gateway refusal,
+ * UnsupportedProtocolVersion; A2A's -32001 TaskNotFound, -32002 TaskNotCancelable, -32009 VersionNotSupported and -32004 UnsupportedOperation), and -32000 (the server-defined range) for every gateway refusal,
  * whose Sluice code then rides in `error.data.code`. One exhaustive switch, as for the HTTP
  * envelopes: a new code without a JSON-RPC code does not compile.
  */
@@ -45,6 +45,9 @@ export function jsonRpcCode(code: ErrorCode): number {
     case "agent_task_not_found":
       // A2A's TaskNotFoundError, the same code in 0.3 and 1.0.
       return -32001;
+    case "agent_task_not_cancelable":
+      // A2A's TaskNotCancelableError, the same code in 0.3 and 1.0.
+      return -32002;
     case "approval_required":
     case "mcp_url_elicitation_required":
       // URLElicitationRequiredError (MCP 2025-11-25): `data.elicitations` names the approval's page,

@@ -7,6 +7,16 @@ import { html, type SafeHtml } from "./console-html.ts";
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
 
+/** What the caller of an agent message does next: it continues the task it was answered with. */
+const WHAT_NEXT_AGENT: Readonly<Record<Approval["state"], string>> = {
+  pending: "Waiting for an approver. Once approved, the caller sends a message with the task's id to run it.",
+  approved: "Approved. The caller sends a message with the task's id: the held message runs once.",
+  denied: "Denied. The message will not be sent.",
+  expired: "Expired before it was used. The caller sends the message anew to ask again.",
+  revoked: "Revoked. The message will not be sent.",
+  executed: "Approved and used: the message was sent once.",
+};
+
 const WHAT_NEXT: Readonly<Record<Approval["state"], string>> = {
   pending: "Waiting for an approver. Call the tool again once it is approved.",
   approved: "Approved. Call the tool again with the same arguments: it runs once.",
@@ -26,8 +36,9 @@ function page(status: number, title: string, body: SafeHtml): Response {
 
 /**
  * `GET /approvals/:id` on the public listener: the approval's status page, the URL the client was
- * sent to. Readable without a credential (the id is unguessable), so it shows only the tool, the
- * server, the state and the expiry — never arguments, principal or reason.
+ * sent to. Readable without a credential (the id is unguessable), so it shows only the tool and
+ * server (an agent message's: the agent and skill), the state and the expiry — never arguments or
+ * message, principal or reason.
  */
 export function registerApprovalPage(app: Hono<PublicEnv>, deskFor: (env: Env, tenant: string) => ApprovalDeskRpc): void {
   app.get("/approvals/:id", async (c) => {
@@ -38,7 +49,9 @@ export function registerApprovalPage(app: Hono<PublicEnv>, deskFor: (env: Env, t
     return page(
       200,
       `Approval: ${a.state}`,
-      html`<h1>Tool call approval</h1><dl><dt>Tool</dt><dd>${a.tool}</dd><dt>Server</dt><dd>${a.server}</dd><dt>State</dt><dd id="state">${a.state}</dd><dt>Expires</dt><dd>${new Date(a.expiresAt).toISOString()}</dd></dl><p>${WHAT_NEXT[a.state]}</p>`,
+      a.kind === "agent"
+        ? html`<h1>Agent message approval</h1><dl><dt>Agent</dt><dd>${a.server}</dd><dt>Skill</dt><dd>${a.tool}</dd><dt>State</dt><dd id="state">${a.state}</dd><dt>Expires</dt><dd>${new Date(a.expiresAt).toISOString()}</dd></dl><p>${WHAT_NEXT_AGENT[a.state]}</p>`
+        : html`<h1>Tool call approval</h1><dl><dt>Tool</dt><dd>${a.tool}</dd><dt>Server</dt><dd>${a.server}</dd><dt>State</dt><dd id="state">${a.state}</dd><dt>Expires</dt><dd>${new Date(a.expiresAt).toISOString()}</dd></dl><p>${WHAT_NEXT[a.state]}</p>`,
     );
   });
 }

@@ -56,6 +56,8 @@ export interface Approval {
   readonly state: string;
   readonly principal?: { readonly tenant: string; readonly key: string };
   readonly taskId?: string;
+  /** `agent`: a message to an A2A agent (server: the agent, tool: the skill); absent: an MCP tool call. */
+  readonly kind?: string;
   readonly server: string;
   readonly tool: string;
   readonly toolDigest: string;
@@ -110,8 +112,8 @@ export function approvalsSection(approvals: readonly Approval[], tenant: string,
       html`<span class="state" data-state="${a.state}">${a.state}</span>`,
       a.principal ? `${a.principal.tenant} / ${a.principal.key}` : "—",
       a.taskId ? html`<a href="/admin/console/tasks/${encodeURIComponent(a.taskId)}?${q({ tenant })}">${a.taskId}</a>` : "—",
-      a.server,
-      a.tool,
+      a.kind === "agent" ? `${a.server} (agent)` : a.server,
+      a.kind === "agent" ? `${a.tool} (skill)` : a.tool,
       html`<code>${a.argumentsDigest}</code>`,
       when(a.createdAt),
       when(a.expiresAt),
@@ -135,8 +137,8 @@ export function approvalDetail(a: Approval, tenant: string, csrf: string): SafeH
     ["Tenant", a.tenant],
     ["Principal", a.principal ? `${a.principal.tenant} / ${a.principal.key}` : "—"],
     ["Task", a.taskId ?? "—"],
-    ["Server", a.server],
-    ["Tool", a.tool],
+    ["Server", a.kind === "agent" ? `${a.server} (agent)` : a.server],
+    ["Tool", a.kind === "agent" ? `${a.tool} (skill)` : a.tool],
     ["Tool digest", html`<code>${a.toolDigest}</code>`],
     ["Arguments digest", html`<code>${a.argumentsDigest}</code>`],
     ["Policy revision", a.policyRevision],

@@ -12,7 +12,7 @@ export interface RunAnswer {
 }
 
 /**
- * The invoke phase of an approved tool call: claims the approval at the desk (atomically: of any
+ * The invoke phase of an approved tool call or agent message: claims the approval at the desk (atomically: of any
  * number of concurrent retries one is granted) right before the call is sent, then runs it.
  *
  * The claim is one of the request's holdings from the moment it is granted. The server's answer
@@ -37,11 +37,13 @@ export async function runClaimed<T extends RunAnswer>(ctx: RequestContext, appro
   if (!claimed.ok) {
     if (claimed.justExpired && claimed.approval) approved.expired(claimed.approval);
     if (claimed.why === "replayed") throw refusedReplay();
+    if (approved.refuse) throw approved.refuse(claimed.why === "facts_differ" ? undefined : claimed.approval);
     if (claimed.why === "facts_differ" || claimed.why === "unknown" || !claimed.approval) throw new GatewayError("approval_refused", "The approval does not cover this call: call the tool again to ask for a new one.", { param: "params.name" });
     throw refusal(claimed.approval, approved.fromTask);
   }
-  // The call's tool.executed event (from the request's record) names the approval it ran under.
+  // The call's tool.executed or agent.executed event (from the request's record) names the approval it ran under.
   if (ctx.record.mcp) ctx.record.mcp.approvalId = approvalId;
+  if (ctx.record.a2a) ctx.record.a2a.approvalId = approvalId;
   let finished = false;
   const finish = (execution: ExecutionEnd) => {
     finished = true;

@@ -260,7 +260,7 @@ function agentEventsOf(a: A2aRecord, r: Readonly<RequestRecord>, base: Pick<Audi
     const execution =
       settlement === "pending_reconciliation" ? "unknown" : settlement === "released" ? "not_executed" : r.outcome === "success" ? (a.agentError === undefined ? "succeeded" : "failed") : r.outcome === "cancelled" || r.errorCode === undefined ? "unknown" : "failed";
     const usage = settlement === "charged" ? "known" : settlement === "pending_reconciliation" ? "unknown" : "none";
-    out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type: "agent.executed", attemptId: a.charge?.attemptId, target, policyRevision: d.policyRevision, execution, usage });
+    out.push({ ...base, id: newId(), at: r.endedAt ?? r.receivedAt, type: "agent.executed", attemptId: a.charge?.attemptId, target, policyRevision: d.policyRevision, approvalId: a.approvalId, execution, usage });
   }
   return out;
 }

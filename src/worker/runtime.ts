@@ -55,6 +55,7 @@ import { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import { isolateConfig, type IsolateConfig } from "./isolate-config.ts";
 import { RequestStateSealer } from "../approvals/request-state.ts";
 import { TaskHandleSealer } from "../approvals/task-handle.ts";
+import { AgentTaskHandleSealer } from "../approvals/agent-task-handle.ts";
 import type { ApprovalDeps, ApprovalDeskRpc } from "../approvals/approval-desk-rpc.ts";
 import type { GatewayConfig } from "../config/gateway-schema.ts";
 import { publicationSchema, type PublicationConfig } from "../config/publication-schema.ts";
@@ -273,7 +274,8 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
   // The virtual agent's pins live in this isolate and outlive revisions (a Durable Object would
   // share them across isolates; until then another isolate routes a context afresh).
   const affinity = new AffinityTable();
-  const a2aBase = await a2aOf(gw, secrets, agentCards, agentHealth);
+  // Agent messages are held at the same approval desk as tool calls.
+  const a2aBase = await a2aOf(gw, secrets, agentCards, agentHealth, mcpBase.approvals);
   const base: Omit<GatewayRuntime, "config" | "publication" | "configDigest" | "engine" | "oauth" | "publications" | "a2aPolicy"> = {
     publicationController,
     snapshots,
@@ -525,7 +527,7 @@ async function mcpOf(env: Env, config: IsolateConfig, secrets: Record<string, un
  * The isolate's A2A parts: the agents' cards, each agent's credential header (read per call, so a
  * rotated secret applies at once) and the network agents are reached on. Undefined: no agents.
  */
-async function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: AgentCardCache, health: AgentHealth): Promise<Omit<A2aDeps, "policy" | "router"> | undefined> {
+async function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards: AgentCardCache, health: AgentHealth, approvals: ApprovalDeps | undefined): Promise<Omit<A2aDeps, "policy" | "router"> | undefined> {
   if (gw.a2a.agents.length === 0) return undefined;
   const credentials = new Map(gw.a2a.agents.map((a) => [a.name, a.credential] as const));
   // The config requires the secret's name with any agent; its value must be set too.
@@ -535,6 +537,7 @@ async function a2aOf(gw: GatewayConfig, secrets: Record<string, unknown>, cards:
     cards,
     ids: await A2aIdBinding.fromSecret(stateSecret),
     push: await pushRelayOf(gw, stateSecret),
+    approvals,
     isHealthy: (agent, schedule) => health.forRequest(schedule).isHealthy(agent),
     credential: (agent): Record<string, string> => {
       const c = credentials.get(agent);
@@ -597,8 +600,9 @@ async function approvalDeps(conf: GatewayConfig["governance"]["approvals"], secr
     if (typeof secret !== "string") throw new RangeError(`secret ${conf.stateSecret} is not set`);
     const sealer = await RequestStateSealer.fromSecret(secret);
     const tasks = await TaskHandleSealer.fromSecret(secret);
+    const agentTasks = await AgentTaskHandleSealer.fromSecret(secret);
     const base = conf.publicUrl?.replace(/\/+$/, "");
-    return { desk, sealer, tasks, ttlMs: conf.ttlMs, statusUrl: (id, origin) => `${base ?? origin ?? ""}/approvals/${id}` };
+    return { desk, sealer, tasks, agentTasks, ttlMs: conf.ttlMs, statusUrl: (id, origin) => `${base ?? origin ?? ""}/approvals/${id}` };
   } catch (err) {
     logError({ kind: "approvals_disabled", error: String(err) });
     return undefined;

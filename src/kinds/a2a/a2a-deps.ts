@@ -1,5 +1,6 @@
 import type { A2aPolicy } from "../../a2a/a2a-policy.ts";
 import type { A2aRouter } from "../../a2a/a2a-routing.ts";
+import type { ApprovalDeps } from "../../approvals/approval-desk-rpc.ts";
 import type { A2aIdBinding } from "../../a2a/task-binding.ts";
 import type { PushRelayDeps } from "../../a2a/push-relay.ts";
 import type { A2aNetwork } from "../../invoker/a2a-exchange.ts";
@@ -30,4 +31,6 @@ export interface A2aDeps {
   readonly isHealthy: (agent: string, schedule: Schedule) => boolean;
   /** The push-notification relay (gateway.yaml `a2a.push`); undefined: push configs are refused. */
   readonly push?: PushRelayDeps | undefined;
+  /** The approval desk messages whose rule requires approval wait at (the MCP tool calls' own); absent: such messages are refused. */
+  readonly approvals?: ApprovalDeps | undefined;
 }

@@ -14,12 +14,15 @@
 import type { AdmissionLease } from "../../admit/admission.ts";
 import { readAttribution } from "../../attribution/attribution.ts";
 import { gatewayAgentUrl } from "../../a2a/card-rewrite.ts";
+import type { A2aDecision } from "../../a2a/a2a-policy.ts";
 import type { CallerIds } from "../../a2a/task-binding.ts";
 import { authorizeAgentUse, authorizeMessage } from "../../auth/a2a-authorize.ts";
 import { authenticateCaller, type AuthenticatorDeps } from "../../auth/authenticator-chain.ts";
 import type { RequestContext } from "../../context/request-context.ts";
 import type { A2aRecord } from "../../context/request-record.ts";
 import type { Clock } from "../../deps/clock.ts";
+import { gateAgentMessage } from "../../decide/agent-approval-gate.ts";
+import type { ApprovedCall } from "../../decide/approval-gate.ts";
 import { echo } from "../../errors/echo.ts";
 import { GatewayError, toGatewayError } from "../../errors/gateway-error.ts";
 import { toJsonRpcErrorBody } from "../../errors/json-rpc.ts";
@@ -38,6 +41,7 @@ import type { SignalSet } from "../../signals/signal-set.ts";
 import type { Subject } from "../../signals/subject.ts";
 import type { AdmissionKey, Early, KindTurn, Responded } from "../traffic-kind.ts";
 import type { A2aIngress, A2aReply } from "./a2a-api.ts";
+import { answerHeldTask, checkHoldable, continuation, endpointOf, heldReply, heldTaskOf, sendClaimed, type HeldTask } from "./a2a-approvals.ts";
 import { answerForCaller, checkPushAtDecode, relayedRequest, type PushCallFacts } from "./push-operations.ts";
 import type { A2aDeps } from "./a2a-deps.ts";
 
@@ -83,6 +87,12 @@ export class A2aTurn implements KindTurn<A2aReply> {
   #agent: string;
   /** The skill the message is decided and priced by: the one it names, or the one routing matched. */
   #skill: string | undefined;
+  /** The gateway's own approval task the request presents (a2a-approvals.ts): read, cancelled or continued. */
+  #held: HeldTask | undefined;
+  /** A message's policy decision (authorize, or decide for the virtual agent). */
+  #decision: A2aDecision | undefined;
+  /** The approval a message runs under, claimed at invoke. */
+  #approved: ApprovedCall | undefined;
 
   constructor(deps: A2aKindDeps, a2a: A2aDeps, ctx: RequestContext, ingress: A2aIngress) {
     this.#deps = deps;
@@ -108,20 +118,29 @@ export class A2aTurn implements KindTurn<A2aReply> {
     ctx.checkpoint();
     this.#id = jsonRpcIdOf(body);
     const generation = requestGeneration(ingress.headers.get(A2A_VERSION_HEADER));
-    const req = decodeA2aRequest(body, generation);
+    const decoded = decodeA2aRequest(body, generation);
+    // An approval task's id is the gateway's own: read, cancelled or continued here, never sent on.
+    const held = await heldTaskOf(this.#a2a.approvals, decoded, this.#principal!, endpointOf(ingress.agent), ctx.clock.now());
+    ctx.checkpoint();
+    const req = held && decoded.info.kind === "message" ? continuation(decoded, held) : decoded;
     this.#req = req;
     checkPushAtDecode(this.#a2a.push, req);
+    this.#held = held;
+    if (held) this.#agent = held.handle.agent;
     ctx.record.route = req.method;
     ctx.record.attribution = readAttribution(ingress.headers);
     this.#skill = req.skill;
-    // The task id as presented, until it is opened into the agent's (a correlation, never the business task).
-    ctx.record.a2a = { method: req.method, jsonrpcId: req.id, generation, agent: this.#agent, skill: req.skill, a2aTaskId: req.a2aTaskId?.slice(0, 256), contextId: req.contextId };
-    if (ingress.agent === undefined) {
+    // The task id as presented, until it is opened into the agent's (a correlation, never the business
+    // task); an approval task's id is the gateway's own, and the approval names it instead.
+    ctx.record.a2a = { method: req.method, jsonrpcId: req.id, generation, agent: this.#agent, skill: req.skill, a2aTaskId: held && req.info.kind === "task" ? undefined : req.a2aTaskId?.slice(0, 256), contextId: req.contextId, approvalId: held?.handle.approvalId };
+    // An approval task's state is the desk's (decide): the agent is not reached.
+    if (held && req.info.kind === "task") return undefined;
+    if (ingress.agent === undefined && held === undefined) {
       // The virtual agent routes a message by what it asks for; anything else belongs to the agent that holds it.
       if (req.info.kind !== "message") throw new GatewayError("invalid_request", `${req.method} names a task or an agent's own state: send it to /a2a/<agent>, the agent that holds it (the answer to the message that made it names the agent's card).`);
       return undefined;
     }
-    await this.#load(ingress.agent);
+    await this.#load(this.#agent);
     return undefined;
   }
 
@@ -176,12 +195,14 @@ export class A2aTurn implements KindTurn<A2aReply> {
   }
 
   async authorize(): Promise<Early<A2aReply> | undefined> {
-    // The virtual agent's policy is decided at decide, for the agent routing chooses.
-    if (this.#ingress.agent === undefined) return undefined;
     const req = this.#req!;
+    // The approval task is the caller's own (its handle opened for it): nothing of the agent's is reached.
+    if (this.#held && req.info.kind === "task") return undefined;
+    // The virtual agent's policy is decided at decide, for the agent routing chooses (a continuation's agent is the handle's).
+    if (this.#ingress.agent === undefined && this.#held === undefined) return undefined;
     const declared = this.#card!.skills.map((s) => s.id);
     const caller = { tenant: this.#principal!.tenantId, key: this.#principal!.keyId };
-    if (req.info.kind === "message") authorizeMessage(this.#a2a.policy, caller, this.#agent, req.skill, declared, this.#ctx.record.a2a);
+    if (req.info.kind === "message") this.#decision = authorizeMessage(this.#a2a.policy, caller, this.#agent, req.skill, declared, this.#ctx.record.a2a);
     else authorizeAgentUse(this.#a2a.policy, caller, this.#agent, declared, this.#ctx.record.a2a);
     return undefined;
   }
@@ -199,10 +220,11 @@ export class A2aTurn implements KindTurn<A2aReply> {
   }
 
   async decide(_signals: SignalSet): Promise<Early<A2aReply> | undefined> {
-    // A named agent: nothing to decide beyond the policy.
-    if (this.#ingress.agent !== undefined) return undefined;
     const ctx = this.#ctx;
     const req = this.#req!;
+    if (this.#held && req.info.kind === "task") return { kind: "respond", reply: await answerHeldTask(this.#a2a.approvals!, ctx, req, this.#held) };
+    // A named agent (or a continuation, whose agent its handle names): the policy decided; the approval gate is left.
+    if (this.#ingress.agent !== undefined || this.#held !== undefined) return await this.#gate();
     const router = this.#a2a.router;
     const caller = { tenant: this.#principal!.tenantId, key: this.#principal!.keyId };
     // Every configured agent's last good card (an agent without one yet offers nothing to route to).
@@ -240,8 +262,36 @@ export class A2aTurn implements KindTurn<A2aReply> {
     }
     await this.#load(decision.agent);
     // The chosen agent is decided like a named one: the policy asked again, for the skill routing matched.
-    authorizeMessage(this.#a2a.policy, caller, decision.agent, this.#skill, this.#card!.skills.map((s) => s.id), record);
-    return undefined;
+    this.#decision = authorizeMessage(this.#a2a.policy, caller, decision.agent, this.#skill, this.#card!.skills.map((s) => s.id), record);
+    return await this.#gate();
+  }
+
+  /** A message whose rule requires approval: held at the desk (answered with its task), or sent under its claim. */
+  async #gate(): Promise<Early<A2aReply> | undefined> {
+    const req = this.#req!;
+    const decision = this.#decision;
+    if (req.info.kind !== "message" || decision === undefined) return undefined;
+    const held = this.#held;
+    const approvals = this.#a2a.approvals;
+    // A new message to be held must fit in its task's id: refused before an approval is asked for.
+    if (decision.approval === "required" && held === undefined && approvals !== undefined) checkHoldable(req.params.message);
+    const out = await gateAgentMessage(approvals, this.#ctx, {
+      principal: this.#principal!,
+      decision,
+      agent: this.#agent,
+      skill: this.#skill,
+      skills: this.#card!.skills,
+      // A continuation is bound by the message it holds, as it was written.
+      message: held ? held.handle.message : (req.params.message as Readonly<Record<string, unknown>>),
+      origin: this.#ingress.origin,
+      continuing: held ? { approvalId: held.handle.approvalId } : undefined,
+    });
+    this.#ctx.checkpoint();
+    if (out.kind === "send") {
+      this.#approved = out.approved;
+      return undefined;
+    }
+    return { kind: "respond", reply: await heldReply(approvals!, this.#ctx, req, this.#principal!, endpointOf(this.#ingress.agent), this.#agent, this.#skill, out.approval, held) };
   }
 
   /**
@@ -299,21 +349,26 @@ export class A2aTurn implements KindTurn<A2aReply> {
       now: this.#deps.clock.now(),
     };
     const message = await relayedRequest(this.#a2a.push, route.request, push);
-    const answer = await sendToAgent(this.#a2a.network, {
-      agent,
-      url: route.url,
-      generation: route.generation,
-      credential: this.#a2a.credential(agent),
-      message,
-      streaming: req.info.streaming,
-      gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
-      signal: this.#ctx.signal,
-      onSent: () => {
-        if (record) record.sent = true;
-        charge?.onSent();
-      },
-      onEvidence: (e) => charge?.onEvidence(e),
-    });
+    // Never sent unapproved: a message whose rule requires approval runs only under its claim.
+    if (this.#decision?.approval === "required" && this.#approved === undefined) throw new Error("a message that needs approval reached invoke without one");
+    const answer = await sendClaimed(this.#ctx, this.#approved, (claimSent) =>
+      sendToAgent(this.#a2a.network, {
+        agent,
+        url: route.url,
+        generation: route.generation,
+        credential: this.#a2a.credential(agent),
+        message,
+        streaming: req.info.streaming,
+        gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
+        signal: this.#ctx.signal,
+        onSent: () => {
+          claimSent();
+          if (record) record.sent = true;
+          charge?.onSent();
+        },
+        onEvidence: (e) => charge?.onEvidence(e),
+      }),
+    );
     this.#answer = await answerForCaller(this.#a2a.push, route.request.method, answer, push);
     if (this.#answer.kind === "json") {
       const body = this.#toCaller(this.#answer.body);

@@ -105,6 +105,13 @@ const MAX_ID = 256;
  */
 const MAX_TASK_ID = 4096;
 
+/**
+ * The longest task id read: the gateway's own tasks of messages waiting for approval carry the
+ * held message in theirs (src/approvals/agent-task-handle.ts); any other, longer than a bound id
+ * can be, opens as no task.
+ */
+const MAX_APPROVAL_TASK_ID = 64 * 1024;
+
 const idField = (o: Readonly<Record<string, unknown>>, key: string, param: string, max = MAX_ID): string | undefined => {
   const v = o[key];
   if (v === undefined || v === null || v === "") return undefined;
@@ -167,10 +174,10 @@ export function decodeA2aRequest(body: unknown, generation: A2aGeneration): A2aR
     if (!isRecord(message)) throw new GatewayError("invalid_request", "params.message must be an object.", { param: "params.message" });
     skill = isRecord(message.metadata) ? idField(message.metadata, "skill", "params.message.metadata.skill") : undefined;
     tags = isRecord(message.metadata) ? tagsField(message.metadata) : undefined;
-    a2aTaskId = idField(message, "taskId", "params.message.taskId", MAX_TASK_ID);
+    a2aTaskId = idField(message, "taskId", "params.message.taskId", MAX_APPROVAL_TASK_ID);
     contextId = idField(message, "contextId", "params.message.contextId", MAX_TASK_ID);
   } else if (info.kind === "task") {
-    a2aTaskId = idField(params, "id", "params.id", MAX_TASK_ID);
+    a2aTaskId = idField(params, "id", "params.id", MAX_APPROVAL_TASK_ID);
     if (a2aTaskId === undefined) throw new GatewayError("invalid_request", `${method} needs params.id, the task's id.`, { param: "params.id" });
   } else if (info.kind === "push") {
     // 1.0 names the task `taskId` throughout; 0.3 `taskId` when setting, `id` otherwise.

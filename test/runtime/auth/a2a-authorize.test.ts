@@ -37,10 +37,11 @@ describe("authorizing an A2A message", () => {
     expect(refusal(() => authorizeMessage(policy, caller, "helpdesk", "nope", ["faq"], record())).code).toBe("invalid_request");
   });
 
-  it("refuses a rule that requires approval: agent calls are not held for approval yet", () => {
-    const err = refusal(() => authorizeMessage(policy, caller, "billing", "refund", ["refund"], record()));
-    expect(err.code).toBe("agent_operation_unsupported");
-    expect(err.message).toMatch(/approval/);
+  it("answers a rule that requires approval with the decision, for decide's approval gate to hold the message", () => {
+    const r = record();
+    const d = authorizeMessage(policy, caller, "billing", "refund", ["refund"], r);
+    expect(d).toMatchObject({ allowed: true, approval: "required" });
+    expect(r.decision).toMatchObject({ allowed: true, rule: d.rule });
   });
 
   it("lets a caller allowed some skill of an agent reach its tasks, and no one else", () => {

@@ -4,6 +4,7 @@ import { gateToolCall, type GatedCall } from "../../../src/decide/approval-gate.
 import { runClaimed } from "../../../src/invoker/approval-claim.ts";
 import { RequestStateSealer } from "../../../src/approvals/request-state.ts";
 import { TaskHandleSealer } from "../../../src/approvals/task-handle.ts";
+import { AgentTaskHandleSealer } from "../../../src/approvals/agent-task-handle.ts";
 import { RequestContext } from "../../../src/context/request-context.ts";
 import { noSettle } from "../support/executor-harness.ts";
 import { memoryDesk as memoryDeskOn } from "../support/mcp-harness.ts";
@@ -17,7 +18,7 @@ const memoryDesk = (): ApprovalDeskRpc => memoryDeskOn(() => clock.now);
 
 async function setup() {
   const desk = memoryDesk();
-  const deps: ApprovalDeps = { desk: () => desk, sealer: await RequestStateSealer.fromSecret("a-secret-of-enough-length"), tasks: await TaskHandleSealer.fromSecret("a-secret-of-enough-length"), ttlMs: 60_000, statusUrl: (id, origin) => `${origin}/approvals/${id}` };
+  const deps: ApprovalDeps = { desk: () => desk, sealer: await RequestStateSealer.fromSecret("a-secret-of-enough-length"), tasks: await TaskHandleSealer.fromSecret("a-secret-of-enough-length"), agentTasks: await AgentTaskHandleSealer.fromSecret("a-secret-of-enough-length"), ttlMs: 60_000, statusUrl: (id, origin) => `${origin}/approvals/${id}` };
   const context = (taskId?: string) => {
     const ctx = new RequestContext({ requestId: `req_${Math.random()}`, receivedAt: 0, clock: { now: () => clock.now }, scheduler: { schedule: () => () => {} }, sink: { attemptFinished: () => {}, requestFinished: () => {} }, waitUntil: () => {}, settle: noSettle, onUndoError: (err) => { throw err; } });
     if (taskId) ctx.record.attribution = { taskId, sessionId: undefined, turnId: undefined, parentTaskId: undefined };

@@ -2,6 +2,7 @@ import { ApprovalDeskCore, callKey, type Approval, type ApprovalStore } from "..
 import type { ApprovalDeps, ApprovalDeskRpc } from "../../../src/approvals/approval-desk-rpc.ts";
 import { RequestStateSealer } from "../../../src/approvals/request-state.ts";
 import { TaskHandleSealer } from "../../../src/approvals/task-handle.ts";
+import { AgentTaskHandleSealer } from "../../../src/approvals/agent-task-handle.ts";
 import { toolPricesSchema } from "../../../src/config/tool-price-schema.ts";
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import type { McpIngress, McpReply } from "../../../src/kinds/mcp/mcp-api.ts";
@@ -96,7 +97,7 @@ const SECRET = "a-test-secret-of-enough-length-for-sealing";
 export async function mcpHarness(opts: McpHarnessOptions) {
   const desk = { current: undefined as ApprovalDeskRpc | undefined };
   const approvals: ApprovalDeps | undefined = opts.approvals
-    ? { desk: () => desk.current!, sealer: await RequestStateSealer.fromSecret(SECRET), tasks: await TaskHandleSealer.fromSecret(SECRET), ttlMs: 3_600_000, statusUrl: (id) => `http://127.0.0.1:9/approvals/${id}` }
+    ? { desk: () => desk.current!, sealer: await RequestStateSealer.fromSecret(SECRET), tasks: await TaskHandleSealer.fromSecret(SECRET), agentTasks: await AgentTaskHandleSealer.fromSecret(SECRET), ttlMs: 3_600_000, statusUrl: (id) => `http://127.0.0.1:9/approvals/${id}` }
     : undefined;
   const mcp: McpDeps = {
     servers: new Map(opts.servers.map((s) => [s.name, s])),
