@@ -1,10 +1,9 @@
 import { createHash } from "node:crypto";
-import { Role, TaskState, type Message, type SendMessageRequest, type StreamResponse, type Task } from "@a2a-js/sdk";
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
-import { ClientFactory as ClientFactory03, DefaultAgentCardResolver as DefaultAgentCardResolver03, JsonRpcTransportFactory as JsonRpcTransportFactory03, type Client as Client03 } from "a2a-sdk-v0-3/client";
+import { Role, TaskState, type Message, type StreamResponse, type Task } from "@a2a-js/sdk";
 import type { Message as Message03, Task as Task03 } from "a2a-sdk-v0-3";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { a2aClientV03, a2aClientV1, messageV1 } from "./support/a2a-clients.ts";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
 import { A2A_STATE_SECRET, cardsServed, startA2aV03Agent, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, bundledConfig, expectNothingLeft } from "./support/stack.ts";
@@ -17,32 +16,7 @@ const sha = (k: string) => createHash("sha256").update(k).digest("hex");
 /** Long enough that no approval here expires while a slow box runs the test. */
 const TTL_MS = 120_000;
 
-const withKey =
-  (key: string): typeof fetch =>
-  (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set("authorization", `Bearer ${key}`);
-    return fetch(input, { ...init, headers });
-  };
 
-function message1(text: string, skill?: string, extra: Partial<Message> = {}): SendMessageRequest {
-  return {
-    tenant: "",
-    message: {
-      messageId: crypto.randomUUID(),
-      contextId: "",
-      taskId: "",
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" }],
-      metadata: skill === undefined ? undefined : { skill },
-      extensions: [],
-      referenceTaskIds: [],
-      ...extra,
-    },
-    configuration: undefined,
-    metadata: undefined,
-  };
-}
 
 const message03 = (text: string, skill?: string, taskId?: string): Message03 => ({
   kind: "message",
@@ -112,16 +86,8 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     }
   });
 
-  const clientV1 = async (agent: string, key: string = KEYS.caller): Promise<Client> => {
-    const f = withKey(key);
-    const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: f }) });
-    return await factory.createFromUrl(`${gateway.publicUrl}/a2a/${agent}/`);
-  };
-  const clientV03 = async (agent: string, key: string = KEYS.caller): Promise<Client03> => {
-    const f = withKey(key);
-    const factory = new ClientFactory03({ transports: [new JsonRpcTransportFactory03({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver03({ fetchImpl: f }) });
-    return await factory.createFromUrl(`${gateway.publicUrl}/a2a/${agent}/`);
-  };
+  const clientV1 = (agent: string, key: string = KEYS.caller) => a2aClientV1(gateway.publicUrl, agent, key);
+  const clientV03 = (agent: string, key: string = KEYS.caller) => a2aClientV03(gateway.publicUrl, agent, key);
   /** A raw JSON-RPC call, for exact errors. */
   const raw = async (path: string, body: unknown, generation: "1.0" | "0.3" = "1.0", key: string = KEYS.caller, headers: Record<string, string> = {}) => {
     const res = await fetch(`${gateway.publicUrl}${path}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "a2a-version": generation, ...headers }, body: JSON.stringify(body) });
@@ -140,7 +106,7 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
   it("1.0: holds the message (auth-required, the status URL), and after approval the continuation sends the original once", async () => {
     const client = await clientV1("echo-v1");
     const before = posts(v1);
-    const held = (await client.sendMessage(message1("translate 'hello' to French", "translate"))) as Task;
+    const held = (await client.sendMessage(messageV1("translate 'hello' to French", "translate"))) as Task;
     expect(held.status?.state).toBe(TaskState.TASK_STATE_AUTH_REQUIRED);
     const approval = approvalOf(held);
     expect(approval).toMatchObject({ url: `${gateway.publicUrl}/approvals/${approval.id}`, state: "pending" });
@@ -161,7 +127,7 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     const pending = await client.getTask({ tenant: "", id: held.id, historyLength: undefined });
     expect(pending.status?.state).toBe(TaskState.TASK_STATE_AUTH_REQUIRED);
     // Still pending: a continuation is answered with the same task, and nothing is sent.
-    const early = (await client.sendMessage(message1("go", undefined, { taskId: held.id }))) as Task;
+    const early = (await client.sendMessage(messageV1("go", undefined, { taskId: held.id }))) as Task;
     expect(early).toMatchObject({ id: held.id, status: { state: TaskState.TASK_STATE_AUTH_REQUIRED } });
     expect(posts(v1)).toBe(before);
 
@@ -172,7 +138,7 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     expect(textOf(approved.status?.message)).toMatch(/approved/i);
 
     // The continuation's own text is not sent: the held message is, once.
-    const ran = (await client.sendMessage(message1("this text is not sent", undefined, { taskId: held.id }))) as Message;
+    const ran = (await client.sendMessage(messageV1("this text is not sent", undefined, { taskId: held.id }))) as Message;
     expect(textOf(ran)).toBe("[echo-v1] echo: translate 'hello' to French");
     expect(posts(v1)).toBe(before + 1);
     const done = await client.getTask({ tenant: "", id: held.id, historyLength: undefined });
@@ -199,7 +165,7 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
 
   it("another key's GetTask, a tampered handle and another endpoint all answer TaskNotFoundError (-32001)", async () => {
     const client = await clientV1("echo-v1");
-    const held = (await client.sendMessage(message1("translate this for no one", "translate"))) as Task;
+    const held = (await client.sendMessage(messageV1("translate this for no one", "translate"))) as Task;
     const get = (id: string, key: string = KEYS.caller, path = "/a2a/echo-v1") => raw(path, { jsonrpc: "2.0", id: "g", method: "GetTask", params: { id } }, "1.0", key);
     expect((await get(held.id)).body.result.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
     // SubscribeToTask answers the same task as its one event, and the stream ends.
@@ -229,7 +195,7 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     const client = await clientV1("echo-v1");
     const before = posts(v1);
     const events: StreamResponse[] = [];
-    for await (const ev of client.sendMessageStream(message1("task translate streamed", "translate"))) events.push(ev);
+    for await (const ev of client.sendMessageStream(messageV1("task translate streamed", "translate"))) events.push(ev);
     expect(events).toHaveLength(1);
     const task = events[0]!.payload?.$case === "task" ? events[0]!.payload.value : undefined;
     expect(task?.status?.state).toBe(TaskState.TASK_STATE_AUTH_REQUIRED);
@@ -238,7 +204,7 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     await decide(approvalOf(task!).id, "approve");
     // Continued as a stream: the agent's own task, event by event.
     const ran: StreamResponse[] = [];
-    for await (const ev of client.sendMessageStream(message1("ignored", undefined, { taskId: task!.id }))) ran.push(ev);
+    for await (const ev of client.sendMessageStream(messageV1("ignored", undefined, { taskId: task!.id }))) ran.push(ev);
     const last = ran.at(-1)?.payload;
     expect(last?.$case === "statusUpdate" ? last.value.status?.state : undefined).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(posts(v1)).toBe(before + 1);
@@ -273,7 +239,7 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
   });
 
   it("a 0.3 caller continues a task held in 1.0: the original message is bridged, sent once", async () => {
-    const held = (await (await clientV1("echo-v1")).sendMessage(message1("translate across", "translate"))) as Task;
+    const held = (await (await clientV1("echo-v1")).sendMessage(messageV1("translate across", "translate"))) as Task;
     await decide(approvalOf(held).id, "approve");
     const before = posts(v1);
     const ran = (await (await clientV03("echo-v1")).sendMessage({ message: message03("ignored", undefined, held.id) })) as Message03;

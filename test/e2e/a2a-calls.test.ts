@@ -1,10 +1,9 @@
 import { createHash } from "node:crypto";
-import { Role, TaskState, type Message, type SendMessageRequest, type StreamResponse, type Task } from "@a2a-js/sdk";
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
-import { ClientFactory as ClientFactory03, DefaultAgentCardResolver as DefaultAgentCardResolver03, JsonRpcTransportFactory as JsonRpcTransportFactory03 } from "a2a-sdk-v0-3/client";
+import { TaskState, type Message, type StreamResponse, type Task } from "@a2a-js/sdk";
 import type { Message as Message03, Task as Task03 } from "a2a-sdk-v0-3";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { a2aClientV03, a2aClientV1, messageV1, withKey } from "./support/a2a-clients.ts";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
 import { rawSocket } from "./support/raw-http.ts";
 import { cardsServed, startA2aV03Agent, startA2aV1Agent, type A2aTestAgent, A2A_STATE_SECRET, agentIdOf } from "./support/a2a-agents.ts";
@@ -18,40 +17,8 @@ const AGENT_TOKEN = "agent-v1-secret-token";
 const PRICE_MICROS = 10_000;
 const CAP_CALLS = 3;
 
-/** A fetch that presents `key` to the gateway, as a caller's own client would. */
-const withKey =
-  (key: string): typeof fetch =>
-  (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set("authorization", `Bearer ${key}`);
-    return fetch(input, { ...init, headers });
-  };
 
-/** An A2A 1.0 client of the SDK, on the gateway's URL for `agent`. */
-async function clientV1(gateway: RunningGateway, agent: string, key = KEYS.caller): Promise<Client> {
-  const f = withKey(key);
-  const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: f }) });
-  return await factory.createFromUrl(`${gateway.publicUrl}/a2a/${agent}/`);
-}
 
-function message1(text: string, skill?: string, extra: Partial<Message> = {}): SendMessageRequest {
-  return {
-    tenant: "",
-    message: {
-      messageId: crypto.randomUUID(),
-      contextId: "",
-      taskId: "",
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" }],
-      metadata: skill === undefined ? undefined : { skill },
-      extensions: [],
-      referenceTaskIds: [],
-      ...extra,
-    },
-    configuration: undefined,
-    metadata: undefined,
-  };
-}
 
 const textOf = (m: Message | undefined) => m?.parts.map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("") ?? "";
 
@@ -118,9 +85,9 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
       .map((l) => JSON.parse(l) as { requestId: string; entrypoint: string; outcome: string; a2a: Record<string, any> });
 
   it("discovers the card, then sends: the agent answers through the gateway, with its own credential only", async () => {
-    const client = await clientV1(gateway, "echo-v1");
+    const client = await a2aClientV1(gateway.publicUrl, "echo-v1", KEYS.caller);
     const before = v1.received.length;
-    const answer = await client.sendMessage(message1("hello there", "summarize"));
+    const answer = await client.sendMessage(messageV1("hello there", "summarize"));
     // A message answers (a task would carry a status).
     expect("status" in answer).toBe(false);
     expect(textOf(answer as Message)).toBe("[echo-v1] echo: hello there");
@@ -144,9 +111,9 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
   });
 
   it("streams a task (SSE) event by event, then gets it; the A2A task id is a correlation on the record", async () => {
-    const client = await clientV1(gateway, "echo-v1");
+    const client = await a2aClientV1(gateway.publicUrl, "echo-v1", KEYS.caller);
     const events: StreamResponse[] = [];
-    for await (const ev of client.sendMessageStream(message1("task stream me", "summarize"))) events.push(ev);
+    for await (const ev of client.sendMessageStream(messageV1("task stream me", "summarize"))) events.push(ev);
     const kinds = events.map((e) => e.payload?.$case);
     expect(kinds[0]).toBe("task");
     expect(kinds).toContain("artifactUpdate");
@@ -164,10 +131,10 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
   });
 
   it("cancels a held task and resubscribes to another until it is released", async () => {
-    const client = await clientV1(gateway, "echo-v1");
+    const client = await a2aClientV1(gateway.publicUrl, "echo-v1", KEYS.caller);
     // A held task: its first stream event names it, and it stays working.
     const first = async (text: string) => {
-      const stream = client.sendMessageStream(message1(text, "summarize"));
+      const stream = client.sendMessageStream(messageV1(text, "summarize"));
       const ev = (await stream.next()).value as StreamResponse;
       void (async () => {
         for await (const _ of stream);
@@ -193,8 +160,8 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
   });
 
   it("binds task ids to their caller: another key, the agent's raw id and a forged id find no task, and nothing is sent", async () => {
-    const client = await clientV1(gateway, "echo-v1");
-    const stream = client.sendMessageStream(message1("task hold mine", "summarize"));
+    const client = await a2aClientV1(gateway.publicUrl, "echo-v1", KEYS.caller);
+    const stream = client.sendMessageStream(messageV1("task hold mine", "summarize"));
     const ev = (await stream.next()).value as StreamResponse;
     void (async () => {
       for await (const _ of stream);
@@ -245,9 +212,7 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
   });
 
   it("serves a 0.3 caller to a 0.3 agent: send and get with the 0.3 SDK", async () => {
-    const f = withKey(KEYS.caller);
-    const factory = new ClientFactory03({ transports: [new JsonRpcTransportFactory03({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver03({ fetchImpl: f }) });
-    const client = await factory.createFromUrl(`${gateway.publicUrl}/a2a/echo-v03/`);
+    const client = await a2aClientV03(gateway.publicUrl, "echo-v03", KEYS.caller);
     const answer = (await client.sendMessage({ message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "hi from 0.3" }] } })) as Message03;
     expect(answer.parts[0]).toMatchObject({ kind: "text", text: "[echo-v03] echo: hi from 0.3" });
     const task = (await client.sendMessage({ message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "task zero three" }] }, configuration: { blocking: true } })) as Task03;
@@ -275,9 +240,7 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
   });
 
   it("bridges the generations: a 0.3 SDK client of the 1.0 agent, a 1.0 SDK client streaming from the 0.3 agent", async () => {
-    const f = withKey(KEYS.caller);
-    const factory = new ClientFactory03({ transports: [new JsonRpcTransportFactory03({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver03({ fetchImpl: f }) });
-    const old = await factory.createFromUrl(`${gateway.publicUrl}/a2a/echo-v1/`);
+    const old = await a2aClientV03(gateway.publicUrl, "echo-v1", KEYS.caller);
     const before = v1.received.length;
     const answer = (await old.sendMessage({ message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "bridged hello" }], metadata: { skill: "summarize" } } })) as Message03;
     expect(answer).toMatchObject({ kind: "message", role: "agent", parts: [{ kind: "text", text: "[echo-v1] echo: bridged hello" }] });
@@ -286,9 +249,9 @@ describe("A2A calls through the gateway (POST /a2a/<agent>)", () => {
     expect(seen.headers["a2a-version"]).toBe("1.0");
     expect(seen.headers.authorization).toBe(`Bearer ${AGENT_TOKEN}`);
 
-    const client = await clientV1(gateway, "echo-v03");
+    const client = await a2aClientV1(gateway.publicUrl, "echo-v03", KEYS.caller);
     const events: StreamResponse[] = [];
-    for await (const ev of client.sendMessageStream(message1("task across generations"))) events.push(ev);
+    for await (const ev of client.sendMessageStream(messageV1("task across generations"))) events.push(ev);
     expect(events[0]?.payload?.$case).toBe("task");
     const last = events.at(-1)!;
     expect(last.payload?.$case === "statusUpdate" ? last.payload.value.status?.state : undefined).toBe(TaskState.TASK_STATE_COMPLETED);

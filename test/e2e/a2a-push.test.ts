@@ -1,11 +1,10 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import { Role, type SendMessageRequest, type Task } from "@a2a-js/sdk";
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
-import { ClientFactory as ClientFactory03, DefaultAgentCardResolver as DefaultAgentCardResolver03, JsonRpcTransportFactory as JsonRpcTransportFactory03 } from "a2a-sdk-v0-3/client";
+import type { SendMessageRequest, Task } from "@a2a-js/sdk";
 import type { Task as Task03 } from "a2a-sdk-v0-3";
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { a2aClientV03, a2aClientV1, messageV1 } from "./support/a2a-clients.ts";
 import { startGateway, type RunningGateway } from "../../local-stack/stack.ts";
 import { A2A_STATE_SECRET, agentIdOf, cardsServed, startA2aV03Agent, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
 import { ADMIN_TOKEN, bundledConfig, expectNothingLeft } from "./support/stack.ts";
@@ -44,38 +43,15 @@ async function startReceiver(): Promise<{ origin: string; got: Delivered[]; clos
   };
 }
 
-const withKey =
-  (key: string): typeof fetch =>
-  (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set("authorization", `Bearer ${key}`);
-    return fetch(input, { ...init, headers });
-  };
 
-async function clientV1(gateway: RunningGateway, agent: string, key = KEYS.caller): Promise<Client> {
-  const f = withKey(key);
-  const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: f }) });
-  return await factory.createFromUrl(`${gateway.publicUrl}/a2a/${agent}/`);
-}
 
 function send1(text: string, push: { url: string; token: string; id: string } | undefined): SendMessageRequest {
   return {
-    tenant: "",
-    message: {
-      messageId: crypto.randomUUID(),
-      contextId: "",
-      taskId: "",
-      role: Role.ROLE_USER,
-      parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" }],
-      metadata: undefined,
-      extensions: [],
-      referenceTaskIds: [],
-    },
+    ...messageV1(text),
     configuration:
       push === undefined
         ? undefined
         : { acceptedOutputModes: [], returnImmediately: false, taskPushNotificationConfig: { tenant: "", id: push.id, taskId: "", url: push.url, token: push.token, authentication: undefined } },
-    metadata: undefined,
   };
 }
 
@@ -130,7 +106,7 @@ describe("A2A push notifications through the gateway's relay", () => {
   });
 
   it("relays a 1.0 agent's notifications to a 1.0 caller's webhook with the caller's token; the agent holds only the relay address", async () => {
-    const client = await clientV1(gateway, "echo-v1");
+    const client = await a2aClientV1(gateway.publicUrl, "echo-v1", KEYS.caller);
     const url = `${hooks.origin}/hooks/one?x=1`;
     const task = (await client.sendMessage(send1("task with push", { url, token: "caller-token-1", id: "cfg-one" }))) as Task;
     expect(task.id).not.toBe("");
@@ -161,7 +137,7 @@ describe("A2A push notifications through the gateway's relay", () => {
   });
 
   it("relays a 0.3 agent's task to a 1.0 caller in 1.0's shape; get and list show the caller its own config, another key nothing", async () => {
-    const client = await clientV1(gateway, "echo-v03");
+    const client = await a2aClientV1(gateway.publicUrl, "echo-v03", KEYS.caller);
     const url = `${hooks.origin}/hooks/cross`;
     const task = (await client.sendMessage(send1("task crossing", { url, token: "caller-token-x", id: "cfg-cross" }))) as Task;
     await expect.poll(() => hooks.got.filter((d) => d.path === "/hooks/cross" && d.body?.task?.status?.state === "TASK_STATE_COMPLETED").length, { timeout: 10_000 }).toBeGreaterThan(0);
@@ -190,9 +166,7 @@ describe("A2A push notifications through the gateway's relay", () => {
   });
 
   it("a 0.3 caller registers on a 1.0 agent's held task with the 0.3 SDK: its updates arrive in 0.3's shape, with the caller's authentication; delete is forwarded", async () => {
-    const f = withKey(KEYS.caller);
-    const factory = new ClientFactory03({ transports: [new JsonRpcTransportFactory03({ fetchImpl: f })], cardResolver: new DefaultAgentCardResolver03({ fetchImpl: f }) });
-    const client = await factory.createFromUrl(`${gateway.publicUrl}/a2a/echo-v1/`);
+    const client = await a2aClientV03(gateway.publicUrl, "echo-v1", KEYS.caller);
     const task = (await client.sendMessage({ message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: "task hold for 0.3" }] }, configuration: { blocking: false } })) as Task03;
     await expect.poll(() => v1.held()).toContain(agentIdOf(task.id));
     const url = `${hooks.origin}/hooks/zero-three`;

@@ -1,8 +1,6 @@
-import { checkRequestPushConfig, isPushConfigMethod, mapConfigAnswer, pushConfigOfRequest, relayRequestParams, type PushRelayDeps } from "../../a2a/push-relay.ts";
-import type { PushCaller } from "../../a2a/push-url.ts";
+import { checkRequestPushConfig, isPushConfigMethod, mapConfigAnswer, pushConfigOfRequest, relayRequestParams, type PushRelayDeps, type RelayRegistration } from "../../a2a/push-relay.ts";
 import type { A2aAnswer } from "../../invoker/a2a-exchange.ts";
 import type { A2aRequest } from "../../protocol/a2a/a2a-request.ts";
-import type { A2aGeneration } from "../../protocol/a2a/agent-card.ts";
 import type { A2aJsonRpcRequest } from "../../protocol/a2a/bridge.ts";
 
 /**
@@ -18,14 +16,7 @@ export function checkPushAtDecode(push: PushRelayDeps | undefined, req: A2aReque
 }
 
 /** Where a call is sent and for whom: what a relayed config is sealed with. */
-export interface PushCallFacts {
-  readonly caller: PushCaller;
-  readonly agent: string;
-  readonly callerGeneration: A2aGeneration;
-  readonly agentGeneration: A2aGeneration;
-  readonly origin: string;
-  readonly now: number;
-}
+export type PushCallFacts = RelayRegistration;
 
 /** Invoke, before sending: the request as the agent gets it, with the relay's config in place of the caller's. */
 export async function relayedRequest(push: PushRelayDeps | undefined, request: A2aJsonRpcRequest, facts: PushCallFacts): Promise<A2aJsonRpcRequest> {
