@@ -163,6 +163,21 @@ describe("approvals of A2A messages (a rule with approval: required)", () => {
     expect(trail().find((e) => e.type === "agent.executed")?.execution).toBe("succeeded");
   });
 
+  it("a held message that continues a context keeps the caller's context id: held, answered and sent in it", async () => {
+    const client = await clientV1("echo-v1");
+    const first = (await client.sendMessage(messageV1("summarize first", "summarize"))) as Message;
+    const context = first.contextId;
+    expect(context).toMatch(/^ac1\./);
+    const held = (await client.sendMessage(messageV1("translate in context", "translate", { contextId: context }))) as Task;
+    expect(held.status?.state).toBe(TaskState.TASK_STATE_AUTH_REQUIRED);
+    // The caller's id, not the agent's behind it.
+    expect(held.contextId).toBe(context);
+    await decide(approvalOf(held).id, "approve");
+    const ran = (await client.sendMessage(messageV1("go", undefined, { taskId: held.id }))) as Message;
+    expect(textOf(ran)).toBe("[echo-v1] echo: translate in context");
+    expect(ran.contextId).toBe(context);
+  });
+
   it("another key's GetTask, a tampered handle and another endpoint all answer TaskNotFoundError (-32001)", async () => {
     const client = await clientV1("echo-v1");
     const held = (await client.sendMessage(messageV1("translate this for no one", "translate"))) as Task;

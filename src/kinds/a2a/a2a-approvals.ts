@@ -81,7 +81,8 @@ const SEND_METHOD: Readonly<Record<A2aGeneration, string>> = { "1.0": "SendMessa
 export function continuation(req: A2aRequest, held: HeldTask): A2aRequest {
   const h = held.handle;
   const original = bridgeRequest({ jsonrpc: "2.0", id: req.id, method: SEND_METHOD[h.generation], params: { message: h.message } }, h.generation, req.generation).params;
-  const message = isRecord(original) && isRecord(original.message) ? original.message : h.message;
+  // A copy: the request's ids are opened in place, and the handle's message must stay as the caller wrote it (the approval is bound to it).
+  const message = structuredClone(isRecord(original) && isRecord(original.message) ? original.message : h.message) as Readonly<Record<string, unknown>>;
   const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
   return { ...req, params: { ...req.params, message }, skill: h.skill, tags: undefined, a2aTaskId: text(message.taskId), contextId: text(message.contextId) };
 }

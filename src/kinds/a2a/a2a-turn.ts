@@ -81,6 +81,8 @@ export class A2aTurn implements KindTurn<A2aReply> {
   #json: A2aJsonRpcResponse | undefined;
   /** The caller's bound task and context ids at the agent called (made once the agent is known). */
   #ids: CallerIds | undefined;
+  /** A message's own form before its ids were opened (set only when it names any). */
+  #callerMessage: Readonly<Record<string, unknown>> | undefined;
   /** Whether the virtual agent's answer has pinned its context already. */
   #pinned = false;
   /** The agent called: the one named in the path, or (the virtual agent) the one routed to at decide. */
@@ -166,6 +168,8 @@ export class A2aTurn implements KindTurn<A2aReply> {
   async #openIds(req: A2aRequest): Promise<void> {
     const slots = requestIdSlots(req);
     if (slots.length === 0) return;
+    // A message held for approval is kept (and answered, and later sent) as the caller wrote it: its ids are opened again when it is sent.
+    if (req.info.kind === "message") this.#callerMessage = structuredClone(req.params.message) as Readonly<Record<string, unknown>>;
     const ids = this.#ids!;
     const record = this.#ctx.record.a2a;
     for (const slot of slots) {
@@ -274,7 +278,9 @@ export class A2aTurn implements KindTurn<A2aReply> {
     const held = this.#held;
     const approvals = this.#a2a.approvals;
     // A new message to be held must fit in its task's id: refused before an approval is asked for.
-    if (decision.approval === "required" && held === undefined && approvals !== undefined) checkHoldable(req.params.message);
+    // The message as the caller wrote it (its task and context ids the caller's, not the agent's).
+    const written = this.#callerMessage ?? (req.params.message as Readonly<Record<string, unknown>>);
+    if (decision.approval === "required" && held === undefined && approvals !== undefined) checkHoldable(written);
     const out = await gateAgentMessage(approvals, this.#ctx, {
       principal: this.#principal!,
       decision,
@@ -282,7 +288,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
       skill: this.#skill,
       skills: this.#card!.skills,
       // A continuation is bound by the message it holds, as it was written.
-      message: held ? held.handle.message : (req.params.message as Readonly<Record<string, unknown>>),
+      message: held ? held.handle.message : written,
       origin: this.#ingress.origin,
       continuing: held ? { approvalId: held.handle.approvalId } : undefined,
     });
@@ -291,7 +297,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
       this.#approved = out.approved;
       return undefined;
     }
-    return { kind: "respond", reply: await heldReply(approvals!, this.#ctx, req, this.#principal!, endpointOf(this.#ingress.agent), this.#agent, this.#skill, out.approval, held) };
+    return { kind: "respond", reply: await heldReply(approvals!, this.#ctx, { ...req, params: { ...req.params, message: written } }, this.#principal!, endpointOf(this.#ingress.agent), this.#agent, this.#skill, out.approval, held) };
   }
 
   /**
