@@ -179,7 +179,8 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
   readonly #queues = new Map<string, Waiter[]>();
   /** When each queue's flush timer was armed. */
   readonly #armed = new Map<string, number>();
-  #idleArmed = false;
+  /** When the isolate's one idle timer is due; undefined while none is armed. */
+  #idleDue: number | undefined;
   #draining = false;
 
   constructor(plain: BudgetLedgerClient, objectFor: (name: string) => BudgetLedgerRpc, options: LeasingOptions) {
@@ -425,27 +426,46 @@ export class LeasingLedgerClient implements BudgetLedgerClient {
     const now = this.#o.clock.now();
     path.lastActive = now;
     if (lease.open === 0 && (lease.closing || !lease.admits(now))) opts?.keepAlive?.(this.#close(lease));
-    if (path.open === 0 && !this.#idleArmed && opts?.keepAlive) {
-      // The path went idle: one timer for the isolate returns idle leases if nothing comes.
-      this.#idleArmed = true;
-      opts.keepAlive(this.#idleCheck());
-    }
+    // The path went idle: one timer for the isolate returns idle leases if nothing comes. A timer
+    // long overdue belonged to a request the runtime ended before it fired: armed again.
+    if (path.open === 0 && opts?.keepAlive && (this.#idleDue === undefined || now > this.#idleDue + this.#o.idleMs)) opts.keepAlive(this.#idleCheck(now + this.#o.idleMs));
   }
 
-  async #idleCheck(): Promise<void> {
-    await new Promise<void>((resolve) => this.#o.scheduler.schedule(this.#o.idleMs, resolve));
-    this.#idleArmed = false;
-    const now = this.#o.clock.now();
-    const closing = new Set<string>();
-    for (const p of this.#paths.values()) {
-      if (p.open > 0 || now - p.lastActive < this.#o.idleMs) continue;
-      for (const l of [...p.leases]) {
-        this.#close(l);
-        closing.add(l.object);
+  /**
+   * The isolate's one idle timer: at `due`, closes the leases of every path idle for `idleMs`, then
+   * waits for the earliest path that went idle meanwhile (its own deadline), until none is left.
+   * Paths that go idle while the timer is armed are found by that scan, so admissions and
+   * settlements arm nothing more; the scan runs once per deadline, not per request.
+   */
+  async #idleCheck(due: number): Promise<void> {
+    const idleMs = this.#o.idleMs;
+    this.#idleDue = due;
+    for (let next: number | undefined = due; next !== undefined; ) {
+      const at = next;
+      await new Promise<void>((resolve) => this.#o.scheduler.schedule(Math.max(0, at - this.#o.clock.now()), resolve));
+      // A newer timer took over (this one's request was presumed ended): it does the work.
+      if (this.#idleDue !== at) return;
+      const now = this.#o.clock.now();
+      const closing = new Set<string>();
+      next = undefined;
+      for (const p of this.#paths.values()) {
+        if (p.open > 0) continue;
+        if (now - p.lastActive < idleMs) {
+          // Idle, not for long enough yet: its own deadline may be the next one.
+          if (p.leases.length > 0 && (next === undefined || p.lastActive + idleMs < next)) next = p.lastActive + idleMs;
+          continue;
+        }
+        for (const l of [...p.leases]) {
+          this.#close(l);
+          closing.add(l.object);
+        }
+        if (p.leases.length === 0 && p.fetch === undefined) this.#paths.delete(p.key);
       }
-      if (p.leases.length === 0 && p.fetch === undefined) this.#paths.delete(p.key);
+      // Before the writes: a path going idle meanwhile is due after `next`, or arms a new timer.
+      this.#idleDue = next;
+      await Promise.all([...closing].map((o) => this.#flush(o)));
+      if (this.#idleDue !== next) return;
     }
-    await Promise.all([...closing].map((o) => this.#flush(o)));
   }
 
   /** Queues a lease's close; the promise settles when it is written (never rejects). */

@@ -8,7 +8,7 @@ import { ADMIN_TOKEN, allowingSimulators, BACKEND_PROTOCOLS, bundledConfig, expe
 
 
 const BACKENDS = BACKEND_PROTOCOLS;
-const KEYS = { cap: "sk-e2e-cap", open: "sk-e2e-open", rate: "sk-e2e-rate", prepaid: "sk-e2e-prepaid", bulk: "sk-e2e-bulk" } as const;
+const KEYS = { cap: "sk-e2e-cap", open: "sk-e2e-open", rate: "sk-e2e-rate", prepaid: "sk-e2e-prepaid", bulk: "sk-e2e-bulk", quiet: "sk-e2e-quiet" } as const;
 const sha = (k: string) => createHash("sha256").update(k).digest("hex");
 /** One capped project and key per backend protocol, so each race starts from an empty window. */
 const capKey = (backend: string) => `sk-e2e-cap-${backend}`;
@@ -63,6 +63,12 @@ beforeAll(async () => {
     limits: { tokens: { limit: 8 * WORST, window: "1h" } },
     ledger: { stripes: 4 },
     apiKeys: [{ id: "bulk", sha256: sha(KEYS.bulk), entrypoints: ["*"] }],
+  });
+  // A second plain tenant, whose path goes idle after acme's (the idle lease test).
+  pub.tenants.push({
+    id: "quiet",
+    limits: { money: { limit: 100, currency: "USD", period: "30d" } },
+    apiKeys: [{ id: "quiet", sha256: sha(KEYS.quiet), entrypoints: ["*"] }],
   });
   const gw = allowingSimulators(bundledConfig("gateway"), sim.url);
   gw.breaker = { enabled: false };
@@ -289,6 +295,27 @@ describe("strict budgets through the HTTP API", () => {
     expect((await chat(KEYS.open, { max_tokens: 5, messages: [{ role: "user", content: "o" }] })).status).toBe(200);
     const { audit } = await admin("/admin/budgets/acme/audit");
     expect(audit.filter((a: any) => a.action === "set_limits" && a.scope === "key:open").map((a: any) => a.detail.override)).toEqual([{ tokens: { limit: 10, windowMs: 3_600_000 } }, null]);
+  });
+
+  it("returns both tenants' budget leases with no further traffic when their paths go idle at staggered times", async () => {
+    const say = { max_tokens: 20, messages: [{ role: "user", content: "hello" }] };
+    const first = await chat(KEYS.open, say);
+    expect(first.status).toBe(200);
+    // The second tenant's path goes idle well after the first's, inside the first one's idle second.
+    const second = await chat(KEYS.quiet, { ...say, messages: [{ role: "user", content: "hello [[sim latency-ms=600]]" }] });
+    expect(second.status).toBe(200);
+    // Only the status is read until then: a budget read closes idle leases itself.
+    const until = Date.now() + 5_000;
+    for (;;) {
+      const status = await admin("/admin/status");
+      if (status.budgetLeases === 0) break;
+      if (Date.now() > until) throw new Error(`${status.budgetLeases} budget lease(s) still held with nothing in flight`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    // The quiet tenant's path is this test's alone: its call was admitted from a lease, which came
+    // back on its own (acme's path carries earlier tests' traffic, and may go one by one).
+    expect((await admin(`/admin/budgets/acme/attempts/${attemptIds(first)[0]}`)).attempt).toMatchObject({ state: "settled" });
+    expect((await admin(`/admin/budgets/quiet/attempts/${attemptIds(second)[0]}`)).attempt).toMatchObject({ state: "settled", fromLease: expect.any(String) });
   });
 
   it("reports usage by model for a scope", async () => {

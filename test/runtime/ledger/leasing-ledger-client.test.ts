@@ -125,6 +125,29 @@ describe("LeasingLedgerClient", () => {
     expect(client.stats()).toEqual({ leases: 0, inFlight: 0, queued: 0 });
   });
 
+  it("returns every path's lease within idleMs of its own idleness, when paths go idle at staggered times", async () => {
+    const s = setup();
+    const client = s.isolate();
+    const other = [{ name: "tenant:u", limits: usd(1_000_000_000) }, { name: "key:v" }];
+    const heldOf = (root: string) => s.ledgers.core(root).balance(root, s.clock.now()).money!.held;
+    const a = await client.reserve("a0", s.args(), s.keepAlive);
+    const b = await client.reserve("b0", s.args({ scopes: other }), s.keepAlive);
+    // Path a goes idle first and arms the isolate's idle timer; b goes idle 500 ms later, while it is armed.
+    void settle(client, a.handle, "a0", { micros: 10, tokens: 1 }, s.keepAlive);
+    await s.tick(500);
+    void settle(client, b.handle, "b0", { micros: 10, tokens: 1 }, s.keepAlive);
+    const bIdleAt = s.clock.now();
+    await s.tick(600);
+    // a has been idle for idleMs: its lease is back; b's is not due yet.
+    expect(heldOf("tenant:t")).toBe(0);
+    expect(heldOf("tenant:u")).toBeGreaterThan(0);
+    // Nothing arrives: b's lease is back within idleMs (plus the flush delay) of its own idleness.
+    while (s.clock.now() < bIdleAt + 1_000 + 20) await s.tick(10);
+    await s.tick(0);
+    expect(heldOf("tenant:u")).toBe(0);
+    expect(client.stats()).toEqual({ leases: 0, inFlight: 0, queued: 0 });
+  });
+
   it("near a limit goes one by one and admits exactly what fits, however many race", async () => {
     // Room for exactly 7 worst cases: no slice can hold two and leave as much again for long.
     const s = setup(usd(7 * W.micros));
