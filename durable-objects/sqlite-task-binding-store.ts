@@ -7,7 +7,11 @@ interface Row extends Record<string, SqlStorageValue> {
   bound_at: number;
 }
 
-/** Task bindings in their Durable Object's SQLite storage: one row per task id. */
+/**
+ * Task bindings in their Durable Object's SQLite storage: one row per tenant and task id. (An
+ * older table keyed by task id alone, from when one object held an id for every tenant, is left
+ * unread: its bindings are not carried over.)
+ */
 export class SqliteTaskBindingStore implements TaskBindingStore {
   readonly #storage: DurableObjectStorage;
   readonly #sql: SqlStorage;
@@ -25,25 +29,26 @@ export class SqliteTaskBindingStore implements TaskBindingStore {
     return this.#storage.transactionSync(fn);
   }
 
-  get(taskId: string): TaskBinding | undefined {
+  get(tenant: string, taskId: string): TaskBinding | undefined {
     this.#schema();
-    const r = this.#sql.exec<Row>("SELECT * FROM task_binding WHERE task_id = ?", taskId).toArray()[0];
+    const r = this.#sql.exec<Row>("SELECT * FROM tenant_task_binding WHERE tenant = ? AND task_id = ?", tenant, taskId).toArray()[0];
     return r === undefined ? undefined : { taskId: r.task_id, tenant: r.tenant, project: r.project, boundAt: r.bound_at };
   }
 
   put(b: TaskBinding): void {
     this.#schema();
-    // A binding never changes: a second put of the same id is ignored, never an overwrite.
-    this.#sql.exec("INSERT INTO task_binding (task_id, tenant, project, bound_at) VALUES (?, ?, ?, ?) ON CONFLICT(task_id) DO NOTHING", b.taskId, b.tenant, b.project, b.boundAt);
+    // A binding never changes: a second put of the same tenant and id is ignored, never an overwrite.
+    this.#sql.exec("INSERT INTO tenant_task_binding (tenant, task_id, project, bound_at) VALUES (?, ?, ?, ?) ON CONFLICT(tenant, task_id) DO NOTHING", b.tenant, b.taskId, b.project, b.boundAt);
   }
 
   #schema(): void {
     if (this.#ready) return;
-    this.#sql.exec(`CREATE TABLE IF NOT EXISTS task_binding (
-      task_id TEXT PRIMARY KEY,
+    this.#sql.exec(`CREATE TABLE IF NOT EXISTS tenant_task_binding (
       tenant TEXT NOT NULL,
+      task_id TEXT NOT NULL,
       project TEXT NOT NULL,
-      bound_at INTEGER NOT NULL
+      bound_at INTEGER NOT NULL,
+      PRIMARY KEY (tenant, task_id)
     )`);
     this.#ready = true;
   }

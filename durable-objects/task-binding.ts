@@ -5,7 +5,8 @@ import { bindTask, taskClaim, type TaskBinding as Binding, type TaskClaim } from
 import { SqliteTaskBindingStore } from "./sqlite-task-binding-store.ts";
 
 /**
- * TaskBinding: one instance per task id (`TASK_BINDING.getByName(taskId)`). A thin RPC shell over
+ * TaskBinding: one instance per tenant and task id (`TASK_BINDING.getByName(taskBindingName(tenant,
+ * taskId))`, src/tasks/task-binding.ts), so tenants never share one. A thin RPC shell over
  * bindTask (src/tasks/task-binding.ts), tested without this class. The read and the first write
  * run in one `transactionSync`, so of two first uses racing from any isolates exactly one binds.
  */

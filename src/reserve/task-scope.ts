@@ -25,9 +25,9 @@ export function parseTaskBudget(raw: string | undefined): number | undefined {
  * The attribution checks of the reserve phase, model requests and tool calls alike:
  * - ids the caller's key or entrypoint requires (`requireAttribution`) must be present, so leaving
  *   one out is refused rather than a way around a per-task or per-user limit;
- * - a task id (and its parent's) is bound to the tenant and project that first used it
- *   (src/tasks/task-binding.ts): another tenant's, or another project's under `taskSharing:
- *   project`, is refused.
+ * - a task id (and its parent's) is the caller's tenant's own, bound to the project that first
+ *   used it (src/tasks/task-binding.ts): another project's, under `taskSharing: project`, is
+ *   refused. Another tenant's use of the same id is another task, never seen here.
  * Answers the task's scope for the caller's budget path when the request names a task; the
  * caller adds it only where the tenant keeps a ledger.
  */
@@ -67,12 +67,9 @@ export async function governTask(
     }
     bindings.forEach((b, i) => {
       const claim = claims[i]!;
-      // A parent is only checked for its tenant: a child task may be charged to another project.
-      const refusal = checkClaim(b, claim, i === 0 ? policy.sharing : "tenant");
-      if (refusal !== undefined) {
-        const which = i === 0 ? "task id" : "parent task id";
-        const whose = refusal === "other_tenant" ? "another tenant" : "another project";
-        throw new GatewayError("task_not_yours", `The ${which} '${claim.taskId}' belongs to ${whose}. Use a new task id.`, { param: i === 0 ? "x-sluice-task-id" : "x-sluice-parent-task-id" });
+      // A parent is checked under tenant sharing: a child task may be charged to another project.
+      if (checkClaim(b, claim, i === 0 ? policy.sharing : "tenant") !== undefined) {
+        throw new GatewayError("task_not_yours", `The task id '${claim.taskId}' belongs to another project. Use a new task id.`, { param: "x-sluice-task-id" });
       }
     });
   }

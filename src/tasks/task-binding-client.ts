@@ -1,6 +1,6 @@
-import type { TaskBinding, TaskClaim } from "./task-binding.ts";
+import { taskBindingName, type TaskBinding, type TaskClaim } from "./task-binding.ts";
 
-/** One task id's binding, as the TaskBinding Durable Object serves it (one object per task id). */
+/** A tenant's binding of one task id, as the TaskBinding Durable Object serves it (one object per tenant and task id). */
 export interface TaskBindingRpc {
   /** The task's binding; the claim becomes it when the task id was never used. */
   bind(claim: TaskClaim): Promise<TaskBinding>;
@@ -15,19 +15,21 @@ export interface TaskBindingClient {
 const CACHE_SIZE = 10_000;
 
 /**
- * A {@link TaskBindingClient} over per-task RPC objects (`objectFor` is e.g.
- * `(id) => env.TASK_BINDING.getByName(id)`). A binding never changes once made, so a confirmed one
- * is cached for the isolate's life: a task's later calls cost no round trip.
+ * A {@link TaskBindingClient} over per-tenant, per-task RPC objects (`objectFor` is e.g.
+ * `(name) => env.TASK_BINDING.getByName(name)`, with the name from {@link taskBindingName}). A
+ * binding never changes once made, so a confirmed one is cached for the isolate's life, under the
+ * same tenant-and-task name: a task's later calls cost no round trip.
  */
-export function taskBindingClient(objectFor: (taskId: string) => TaskBindingRpc): TaskBindingClient {
+export function taskBindingClient(objectFor: (name: string) => TaskBindingRpc): TaskBindingClient {
   const cache = new Map<string, TaskBinding>();
   return {
     async bind(claim) {
-      const known = cache.get(claim.taskId);
+      const name = taskBindingName(claim.tenant, claim.taskId);
+      const known = cache.get(name);
       if (known) return known;
-      const binding = await objectFor(claim.taskId).bind(claim);
+      const binding = await objectFor(name).bind(claim);
       if (cache.size >= CACHE_SIZE) cache.delete(cache.keys().next().value!);
-      cache.set(claim.taskId, binding);
+      cache.set(name, binding);
       return binding;
     },
   };

@@ -1,10 +1,13 @@
 /**
- * Task ids are names a caller picks, so the first use of one binds it: to the tenant and the
- * project (the key's `chargeTo` project) that used it. A binding never changes; later uses are
- * checked against it, so nobody can shift cost into, or read spend of, someone else's task.
+ * Task ids are names a caller picks, and each tenant has its own: the same id used by two tenants
+ * is two tasks, so another tenant's id tells a caller nothing (no refusal reveals it exists) and
+ * cannot be claimed ahead of it. Within a tenant the first use of an id binds it to the project
+ * (the key's `chargeTo` project) that used it. A binding never changes; later uses are checked
+ * against it, so no project can shift cost into, or read spend of, another project's task.
  *
- * Pure logic over a synchronous store: the TaskBinding Durable Object (one per task id) runs
- * {@link bindTask} inside one `transactionSync`, which makes "first use wins" atomic across isolates.
+ * Pure logic over a synchronous store: the TaskBinding Durable Object (one per tenant and task id,
+ * named by {@link taskBindingName}) runs {@link bindTask} inside one `transactionSync`, which makes
+ * "first use wins" atomic across isolates.
  */
 
 /** Who first used a task id. */
@@ -23,11 +26,17 @@ export interface TaskClaim {
   readonly project: string;
 }
 
-/** Where bindings live; calls come from inside one transaction. */
+/** Where bindings live, keyed by tenant and task id; calls come from inside one transaction. */
 export interface TaskBindingStore {
-  get(taskId: string): TaskBinding | undefined;
+  get(tenant: string, taskId: string): TaskBinding | undefined;
   put(binding: TaskBinding): void;
 }
+
+/**
+ * The name of the object that holds a tenant's binding of a task id. Unambiguous whatever either
+ * string holds, so no task id of one tenant names another tenant's object.
+ */
+export const taskBindingName = (tenant: string, taskId: string): string => JSON.stringify([tenant, taskId]);
 
 /**
  * A claim as it arrives over RPC, checked and copied: exactly its three strings, whatever else the
@@ -41,9 +50,9 @@ export function taskClaim(value: TaskClaim): TaskClaim {
 /** `project`: only the binding project's keys may use the task; `tenant`: any key of the tenant. */
 export type TaskSharing = "project" | "tenant";
 
-/** The stored binding of the claim's task id, storing the claim as the binding when there is none. */
+/** The stored binding of the claim's task id in its tenant, storing the claim as the binding when there is none. */
 export function bindTask(store: TaskBindingStore, claim: TaskClaim, now: number): TaskBinding {
-  const existing = store.get(claim.taskId);
+  const existing = store.get(claim.tenant, claim.taskId);
   if (existing) return existing;
   const binding: TaskBinding = { taskId: claim.taskId, tenant: claim.tenant, project: claim.project, boundAt: now };
   store.put(binding);
@@ -51,11 +60,15 @@ export function bindTask(store: TaskBindingStore, claim: TaskClaim, now: number)
 }
 
 /** Why a use of a bound task is refused; undefined when it may go ahead. */
-export type TaskRefusal = "other_tenant" | "other_project";
+export type TaskRefusal = "other_project";
 
-/** Checks a claim against its task's binding under the tenant's sharing policy. */
+/**
+ * Checks a claim against its task's binding (of the claim's tenant) under the tenant's sharing
+ * policy. A binding of another tenant is a store that broke its keying: thrown, never answered
+ * as a refusal that would tell the caller the id exists elsewhere.
+ */
 export function checkClaim(binding: TaskBinding, claim: TaskClaim, sharing: TaskSharing): TaskRefusal | undefined {
-  if (binding.tenant !== claim.tenant) return "other_tenant";
+  if (binding.tenant !== claim.tenant || binding.taskId !== claim.taskId) throw new Error("task binding store answered another tenant's or task's binding");
   if (sharing === "project" && binding.project !== claim.project) return "other_project";
   return undefined;
 }
@@ -64,11 +77,12 @@ export function checkClaim(binding: TaskBinding, claim: TaskClaim, sharing: Task
 export class MemoryTaskBindingStore implements TaskBindingStore {
   readonly #rows = new Map<string, TaskBinding>();
 
-  get(taskId: string): TaskBinding | undefined {
-    return this.#rows.get(taskId);
+  get(tenant: string, taskId: string): TaskBinding | undefined {
+    return this.#rows.get(taskBindingName(tenant, taskId));
   }
 
   put(binding: TaskBinding): void {
-    this.#rows.set(binding.taskId, binding);
+    const key = taskBindingName(binding.tenant, binding.taskId);
+    if (!this.#rows.has(key)) this.#rows.set(key, binding);
   }
 }

@@ -355,7 +355,7 @@ function ledgerClients(env: Env, stripes: ReadonlyMap<string, number>, clock: Cl
   return {
     ledger,
     callBudgets: attemptBudgetClient((key) => env.ATTEMPT_BUDGET.getByName(key)),
-    tasks: taskBindingClient((taskId) => env.TASK_BINDING.getByName(taskId)),
+    tasks: taskBindingClient((name) => env.TASK_BINDING.getByName(name)),
   };
 }
 

@@ -105,20 +105,28 @@ describe("per-task budgets and task binding", () => {
     await bad.arrayBuffer();
   });
 
-  it("refuses a task id bound to another tenant, and a child of another tenant's task", async () => {
+  it("scopes a task id by tenant: another tenant using it, or a child of it, gets its own task, and claiming it first takes nothing", async () => {
     const mine = await chat(KEYS.agent, task("owned-1"));
     expect(mine.status).toBe(200);
     await mine.arrayBuffer();
+    // No refusal tells the rival that acme uses "owned-1": its call is served as on a new id.
     const before = await served();
-    const forged = await chat(KEYS.rival, task("owned-1"));
-    expect(forged.status).toBe(403);
-    expect(forged.headers.get("x-sluice-error-code")).toBe("task_not_yours");
-    expect(((await forged.json()) as any).error.type).toBe("permission_error");
+    const same = await chat(KEYS.rival, task("owned-1"));
+    expect(same.status).toBe(200);
+    await same.arrayBuffer();
     const child = await chat(KEYS.rival, task("rival-child", { "x-sluice-parent-task-id": "owned-1" }));
-    expect(child.status).toBe(403);
-    expect(child.headers.get("x-sluice-error-code")).toBe("task_not_yours");
+    expect(child.status).toBe(200);
     await child.arrayBuffer();
-    expect((await served()) - before).toBe(0);
+    expect((await served()) - before).toBe(2);
+    // An id the rival used first is still a new task for acme: nothing committed to it yet.
+    const claimed = await chat(KEYS.rival, task("claimed-first"));
+    expect(claimed.status).toBe(200);
+    await claimed.arrayBuffer();
+    const fresh = await chat(KEYS.agent, task("claimed-first"));
+    expect(fresh.status).toBe(200);
+    await fresh.arrayBuffer();
+    expect(fresh.headers.get("x-sluice-task-spent")).toBe(`tokens=${WORST}`);
+    expect(fresh.headers.get("x-sluice-task-remaining")).toBe(`tokens=${(K - 1) * WORST}`);
   });
 
   it("refuses a key of another project of the same tenant", async () => {

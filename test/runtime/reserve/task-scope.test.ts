@@ -76,12 +76,17 @@ describe("task scope and attribution", () => {
     expect(scope?.limits?.money?.limitMicros).toBe(100_000);
   });
 
-  it("refuses another tenant's task, another project's task and a child of another tenant's task", async () => {
+  it("refuses another project's task; another tenant using the same id gets its own task, with no refusal to learn from", async () => {
     const t = tasks();
     await governTask(t, pub, context({ taskId: "mine" }), keyOf(pub, "demo"), none, undefined, undefined);
-    expect(await codeOf(governTask(t, pub, context({ taskId: "mine" }), keyOf(pub, "r"), none, undefined, undefined))).toBe("task_not_yours");
     expect(await codeOf(governTask(t, pub, context({ taskId: "mine" }), keyOf(pub, "other"), none, undefined, undefined))).toBe("task_not_yours");
-    expect(await codeOf(governTask(t, pub, context({ taskId: "theirs-child", parentTaskId: "mine" }), keyOf(pub, "r"), none, undefined, undefined))).toBe("task_not_yours");
+    // The rival tenant's "mine" and a child of it are the rival's own: answered as for any new id.
+    expect(await governTask(t, pub, context({ taskId: "mine" }), keyOf(pub, "r"), none, undefined, undefined)).toEqual(await governTask(t, pub, context({ taskId: "fresh" }), keyOf(pub, "r"), none, undefined, undefined).then((s) => s && { ...s, name: "task:mine" }));
+    expect(await codeOf(governTask(t, pub, context({ taskId: "theirs-child", parentTaskId: "mine" }), keyOf(pub, "r"), none, undefined, undefined))).toBe("ok");
+    // Claiming the id first does not take it from the tenant that uses it next.
+    expect(await codeOf(governTask(t, pub, context({ taskId: "claimed-first" }), keyOf(pub, "r"), none, undefined, undefined))).toBe("ok");
+    expect(await codeOf(governTask(t, pub, context({ taskId: "claimed-first" }), keyOf(pub, "demo"), none, undefined, undefined))).toBe("ok");
+    expect(await codeOf(governTask(t, pub, context({ taskId: "claimed-first" }), keyOf(pub, "other"), none, undefined, undefined))).toBe("task_not_yours");
     // A child task may be charged to another project of the same tenant.
     expect(await codeOf(governTask(t, pub, context({ taskId: "child", parentTaskId: "mine" }), keyOf(pub, "other"), none, undefined, undefined))).toBe("ok");
   });

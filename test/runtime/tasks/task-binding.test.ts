@@ -1,23 +1,30 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { taskBindingClient, type TaskBindingRpc } from "../../../src/tasks/task-binding-client.ts";
-import { bindTask, checkClaim, MemoryTaskBindingStore, taskClaim } from "../../../src/tasks/task-binding.ts";
+import { bindTask, checkClaim, MemoryTaskBindingStore, taskBindingName, taskClaim } from "../../../src/tasks/task-binding.ts";
 
 const claim = (taskId: string, tenant: string, project: string) => ({ taskId, tenant, project });
 
 describe("task binding", () => {
-  it("binds a task id to its first user and never changes it", () => {
+  it("binds a task id to its tenant's first user and never changes it; another tenant's same id is its own task", () => {
     const store = new MemoryTaskBindingStore();
     expect(bindTask(store, claim("t1", "acme", "ml/search"), 10)).toEqual({ taskId: "t1", tenant: "acme", project: "ml/search", boundAt: 10 });
-    expect(bindTask(store, claim("t1", "evil", "x/y"), 20)).toEqual({ taskId: "t1", tenant: "acme", project: "ml/search", boundAt: 10 });
-    expect(store.get("t1")?.tenant).toBe("acme");
+    expect(bindTask(store, claim("t1", "acme", "x/y"), 20)).toEqual({ taskId: "t1", tenant: "acme", project: "ml/search", boundAt: 10 });
+    expect(bindTask(store, claim("t1", "evil", "x/y"), 30)).toEqual({ taskId: "t1", tenant: "evil", project: "x/y", boundAt: 30 });
+    expect(store.get("acme", "t1")?.project).toBe("ml/search");
+    expect(store.get("evil", "t1")?.project).toBe("x/y");
   });
 
-  it("refuses another tenant always, another project unless the tenant shares tasks", () => {
+  it("names each tenant's binding of an id apart, whatever the strings hold", () => {
+    expect(taskBindingName("a", "b/c")).not.toBe(taskBindingName("a/b", "c"));
+    expect(taskBindingName("a", "b\",c")).not.toBe(taskBindingName("a\",\"b", "c"));
+  });
+
+  it("refuses another project unless the tenant shares tasks; a binding of another tenant is a broken store, never a refusal", () => {
     const b = { taskId: "t1", tenant: "acme", project: "ml/search", boundAt: 0 };
     expect(checkClaim(b, claim("t1", "acme", "ml/search"), "project")).toBeUndefined();
-    expect(checkClaim(b, claim("t1", "other", "ml/search"), "project")).toBe("other_tenant");
-    expect(checkClaim(b, claim("t1", "other", "ml/search"), "tenant")).toBe("other_tenant");
+    expect(() => checkClaim(b, claim("t1", "other", "ml/search"), "project")).toThrow(/another tenant/);
+    expect(() => checkClaim(b, claim("t2", "acme", "ml/search"), "tenant")).toThrow(/another tenant/);
     expect(checkClaim(b, claim("t1", "acme", "ml/ads"), "project")).toBe("other_project");
     expect(checkClaim(b, claim("t1", "acme", ""), "project")).toBe("other_project");
     expect(checkClaim(b, claim("t1", "acme", "ml/ads"), "tenant")).toBeUndefined();
@@ -30,23 +37,26 @@ describe("task binding", () => {
     }
   });
 
-  it("caches a confirmed binding: a task's later uses cost no round trip", async () => {
-    let calls = 0;
+  it("caches a confirmed binding per tenant: a task's later uses cost no round trip, another tenant's id its own", async () => {
+    const names: string[] = [];
     const store = new MemoryTaskBindingStore();
-    const rpc: TaskBindingRpc = { bind: async (c) => (calls++, bindTask(store, c, 0)) };
-    const client = taskBindingClient(() => rpc);
+    const client = taskBindingClient((name): TaskBindingRpc => ({ bind: async (c) => (names.push(name), bindTask(store, c, 0)) }));
     await client.bind(claim("t1", "acme", "p"));
-    expect(await client.bind(claim("t1", "evil", "q"))).toMatchObject({ tenant: "acme", project: "p" });
-    expect(calls).toBe(1);
+    expect(await client.bind(claim("t1", "acme", "q"))).toMatchObject({ tenant: "acme", project: "p" });
+    expect(await client.bind(claim("t1", "evil", "q"))).toMatchObject({ tenant: "evil", project: "q" });
+    expect(names).toEqual([taskBindingName("acme", "t1"), taskBindingName("evil", "t1")]);
   });
 
-  it("the Durable Object binds exactly one of many racing first uses, and keeps it", async () => {
-    const tenants = Array.from({ length: 20 }, (_, i) => `tenant-${i}`);
-    const answers = await Promise.all(tenants.map((t) => env.TASK_BINDING.getByName("race").bind(claim("race", t, "p"))));
-    const winners = new Set(answers.map((a) => a.tenant));
+  it("the Durable Object binds exactly one of many racing first uses of a tenant, and keeps it", async () => {
+    const projects = Array.from({ length: 20 }, (_, i) => `team/p${i}`);
+    const object = () => env.TASK_BINDING.getByName(taskBindingName("acme", "race"));
+    const answers = await Promise.all(projects.map((p) => object().bind(claim("race", "acme", p))));
+    const winners = new Set(answers.map((a) => a.project));
     expect(winners.size).toBe(1);
     const [winner] = [...winners];
-    expect(tenants).toContain(winner);
-    expect(await env.TASK_BINDING.getByName("race").bind(claim("race", "late", "p"))).toMatchObject({ tenant: winner, project: "p" });
+    expect(projects).toContain(winner);
+    expect(await object().bind(claim("race", "acme", "team/late"))).toMatchObject({ tenant: "acme", project: winner });
+    // Even sent to the same object, another tenant's claim never reads acme's binding.
+    expect(await object().bind(claim("race", "rival", "team/x"))).toMatchObject({ tenant: "rival", project: "team/x" });
   });
 });
