@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { budgetLedgerClient, type ReserveArgs } from "../../../src/ledger/ledger-client.ts";
+import type { Scheduler } from "../../../src/deps/scheduler.ts";
 import { LeasingLedgerClient } from "../../../src/ledger/leasing-ledger-client.ts";
 import type { ScopeLimits } from "../../../src/ledger/ledger.ts";
 import { ManualTimers } from "../support/engine-harness.ts";
@@ -34,9 +35,9 @@ function setup(limits: ScopeLimits = usd(1_000_000_000), stripes = 1) {
     };
   };
   let n = 0;
-  const isolate = () => {
+  const isolate = (scheduler: Scheduler = timers) => {
     const plain = budgetLedgerClient(objectFor, { stripes: () => stripes });
-    return new LeasingLedgerClient(plain, objectFor, { clock, scheduler: timers, newId: () => `id${++n}`, stripes: () => stripes, flushDelayMs: 20, idleMs: 1_000 });
+    return new LeasingLedgerClient(plain, objectFor, { clock, scheduler, newId: () => `id${++n}`, stripes: () => stripes, flushDelayMs: 20, idleMs: 1_000 });
   };
   const scopes = [{ name: "tenant:t", limits }, { name: "key:k" }];
   const args = (over: Partial<ReserveArgs> = {}): ReserveArgs => ({ scopes, currency: "USD", amount: W, countsRequest: true, ...over });
@@ -144,6 +145,28 @@ describe("LeasingLedgerClient", () => {
     // Nothing arrives: b's lease is back within idleMs (plus the flush delay) of its own idleness.
     while (s.clock.now() < bIdleAt + 1_000 + 20) await s.tick(10);
     await s.tick(0);
+    expect(heldOf("tenant:u")).toBe(0);
+    expect(client.stats()).toEqual({ leases: 0, inFlight: 0, queued: 0 });
+  });
+
+  it("arms the idle timer again when the armed one never fired (its request ended): the idle leases still come back", async () => {
+    const s = setup();
+    // The first idle timer belongs to a request the runtime ended: it never fires.
+    let dropped = 0;
+    const client = s.isolate({ schedule: (ms, fn) => (ms === 1_000 && dropped++ === 0 ? () => {} : s.timers.schedule(ms, fn)) });
+    const other = [{ name: "tenant:u", limits: usd(1_000_000_000) }, { name: "key:v" }];
+    const heldOf = (root: string) => s.ledgers.core(root).balance(root, s.clock.now()).money!.held;
+    const a = await client.reserve("a0", s.args(), s.keepAlive);
+    void settle(client, a.handle, "a0", { micros: 10, tokens: 1 }, s.keepAlive);
+    await s.tick(2_100);
+    expect(dropped).toBe(1);
+    expect(heldOf("tenant:t")).toBeGreaterThan(0);
+    // The next path to go idle finds that timer long overdue and arms a new one, which returns both.
+    const b = await client.reserve("b0", s.args({ scopes: other }), s.keepAlive);
+    void settle(client, b.handle, "b0", { micros: 10, tokens: 1 }, s.keepAlive);
+    await s.tick(1_000);
+    await s.tick();
+    expect(heldOf("tenant:t")).toBe(0);
     expect(heldOf("tenant:u")).toBe(0);
     expect(client.stats()).toEqual({ leases: 0, inFlight: 0, queued: 0 });
   });
