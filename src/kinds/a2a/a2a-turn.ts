@@ -357,24 +357,35 @@ export class A2aTurn implements KindTurn<A2aReply> {
     const message = await relayedRequest(this.#a2a.push, route.request, push);
     // Never sent unapproved: a message whose rule requires approval runs only under its claim.
     if (this.#decision?.approval === "required" && this.#approved === undefined) throw new Error("a message that needs approval reached invoke without one");
-    const answer = await sendClaimed(this.#ctx, this.#approved, (claimSent) =>
-      sendToAgent(this.#a2a.network, {
-        agent,
-        url: route.url,
-        generation: route.generation,
-        credential: this.#a2a.credential(agent),
-        message,
-        streaming: req.info.streaming,
-        gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
-        signal: this.#ctx.signal,
-        onSent: () => {
-          claimSent();
-          if (record) record.sent = true;
-          charge?.onSent();
-        },
-        onEvidence: (e) => charge?.onEvidence(e),
-      }),
-    );
+    // The agent's time, from the send to its answer read (a stream's: to the stream's end, which
+    // ends the request and so this wait).
+    let endWait: (() => void) | undefined;
+    let answer: A2aAnswer;
+    try {
+      answer = await sendClaimed(this.#ctx, this.#approved, (claimSent) =>
+        sendToAgent(this.#a2a.network, {
+          agent,
+          url: route.url,
+          generation: route.generation,
+          credential: this.#a2a.credential(agent),
+          message,
+          streaming: req.info.streaming,
+          gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
+          signal: this.#ctx.signal,
+          onSent: () => {
+            endWait = this.#ctx.upstream.begin();
+            claimSent();
+            if (record) record.sent = true;
+            charge?.onSent();
+          },
+          onEvidence: (e) => charge?.onEvidence(e),
+        }),
+      );
+    } catch (err) {
+      endWait?.();
+      throw err;
+    }
+    if (answer.kind !== "stream") endWait?.();
     this.#answer = await answerForCaller(this.#a2a.push, route.request.method, answer, push);
     if (this.#answer.kind === "json") {
       const body = this.#toCaller(this.#answer.body);
