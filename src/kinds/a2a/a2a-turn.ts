@@ -358,34 +358,36 @@ export class A2aTurn implements KindTurn<A2aReply> {
     // Never sent unapproved: a message whose rule requires approval runs only under its claim.
     if (this.#decision?.approval === "required" && this.#approved === undefined) throw new Error("a message that needs approval reached invoke without one");
     // The agent's time, from the send to its answer read (a stream's: to the stream's end, which
-    // ends the request and so this wait).
+    // ends the request and so this wait); an approval claim's report after it is the gateway's.
     let endWait: (() => void) | undefined;
-    let answer: A2aAnswer;
-    try {
-      answer = await sendClaimed(this.#ctx, this.#approved, (claimSent) =>
-        sendToAgent(this.#a2a.network, {
-          agent,
-          url: route.url,
-          generation: route.generation,
-          credential: this.#a2a.credential(agent),
-          message,
-          streaming: req.info.streaming,
-          gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
-          signal: this.#ctx.signal,
-          onSent: () => {
-            endWait = this.#ctx.upstream.begin();
-            claimSent();
-            if (record) record.sent = true;
-            charge?.onSent();
-          },
-          onEvidence: (e) => charge?.onEvidence(e),
-        }),
-      );
-    } catch (err) {
-      endWait?.();
-      throw err;
-    }
-    if (answer.kind !== "stream") endWait?.();
+    const answer = await sendClaimed(this.#ctx, this.#approved, (claimSent) =>
+      sendToAgent(this.#a2a.network, {
+        agent,
+        url: route.url,
+        generation: route.generation,
+        credential: this.#a2a.credential(agent),
+        message,
+        streaming: req.info.streaming,
+        gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
+        signal: this.#ctx.signal,
+        onSent: () => {
+          endWait = this.#ctx.upstream.begin();
+          claimSent();
+          if (record) record.sent = true;
+          charge?.onSent();
+        },
+        onEvidence: (e) => charge?.onEvidence(e),
+      }).then(
+        (sent) => {
+          if (sent.kind !== "stream") endWait?.();
+          return sent;
+        },
+        (err: unknown) => {
+          endWait?.();
+          throw err;
+        },
+      ),
+    );
     this.#answer = await answerForCaller(this.#a2a.push, route.request.method, answer, push);
     if (this.#answer.kind === "json") {
       const body = this.#toCaller(this.#answer.body);
