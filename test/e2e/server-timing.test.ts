@@ -1,6 +1,7 @@
 import { stringify } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, startSimulatorProcess, SIMULATOR_API_KEY, type RunningGateway } from "../../local-stack/stack.ts";
+import { A2A_STATE_SECRET, cardsServed, startA2aV1Agent, type A2aTestAgent } from "./support/a2a-agents.ts";
 import { startModernMcpTestServer, type ModernMcpTestServer } from "./support/mcp-modern-server.ts";
 import { ADMIN_TOKEN, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
@@ -33,21 +34,29 @@ const CLOCK_SLACK_MS = 1;
 describe("Server-Timing and the gateway's overhead", () => {
   let sim: Simulator;
   let mcp: ModernMcpTestServer;
+  let agent: A2aTestAgent;
   let gateway: RunningGateway;
 
   beforeAll(async () => {
-    [sim, mcp] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startModernMcpTestServer()]);
+    [sim, mcp, agent] = await Promise.all([startSimulatorProcess({ apiKey: SIMULATOR_API_KEY }), startModernMcpTestServer(), startA2aV1Agent()]);
     const g = bundledConfig("gateway");
     g.security.egress = { allow: ["127.0.0.1"] };
     g.mcp = { servers: [{ name: "modern", url: mcp.url, era: "stateless" }] };
+    g.a2a = { stateSecret: A2A_STATE_SECRET.name, agents: [{ name: "echo-v1", card: agent.cardUrl }] };
     const p = bundledConfig("publication");
     p.mcp = { policy: { revision: "mcp-1", rules: [{ id: "demo-tools", effect: "allow", principals: { tenants: ["demo"] }, servers: ["*"], names: ["*"] }] } };
-    gateway = await startGateway({ adminToken: ADMIN_TOKEN, config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) } });
+    p.a2a = { policy: { revision: "a2a-1", rules: [{ id: "demo-agents", effect: "allow", principals: { tenants: ["demo"] }, agents: ["*"], skills: ["*"] }] } };
+    gateway = await startGateway({
+      adminToken: ADMIN_TOKEN,
+      secrets: { [A2A_STATE_SECRET.name]: A2A_STATE_SECRET.value },
+      config: { gateway: stringify(g), publication: stringify(p), backends: stringify(backendsFor(sim.url)) },
+    });
+    await cardsServed(gateway.publicUrl, DEMO_KEY, ["echo-v1"]);
   });
 
   afterAll(async () => {
     await gateway?.stop();
-    await Promise.all([sim?.stop(), mcp?.stop()]);
+    await Promise.all([sim?.stop(), mcp?.stop(), agent?.close()]);
   });
 
   const chat = (content: string, stream: boolean, key = DEMO_KEY) =>
@@ -96,6 +105,19 @@ describe("Server-Timing and the gateway's overhead", () => {
     expect(t.gw! + t.upstream!).toBeLessThanOrEqual(clientMs + CLOCK_SLACK_MS);
   });
 
+  it("times an A2A message with the agent's wait", async () => {
+    const { res, clientMs } = await timedFetch(`${gateway.publicUrl}/a2a/echo-v1`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${DEMO_KEY}`, "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "SendMessage", params: { message: { messageId: "m-timed", role: "ROLE_USER", parts: [{ text: "timed" }], metadata: { skill: "summarize" } } } }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { result?: unknown }).result).toBeDefined();
+    const t = entries(res.headers.get("server-timing"));
+    expect(Object.keys(t)).toEqual(["gw", "upstream"]);
+    expect(t.gw! + t.upstream!).toBeLessThanOrEqual(clientMs + CLOCK_SLACK_MS);
+  });
+
   it("gives the gateway's own refusals its time alone", async () => {
     const refused = await chat("hello", false, "sk-not-a-key");
     expect(refused.res.status).toBe(401);
@@ -121,6 +143,7 @@ describe("Server-Timing and the gateway's overhead", () => {
     await expect.poll(async () => series(await scrape(), "sluice_gateway_overhead_seconds_count", /sluice_kind="model",[^}]*sluice_outcome="success"/)).toBeGreaterThanOrEqual(2);
     const text = await scrape();
     expect(series(text, "sluice_gateway_overhead_seconds_count", /sluice_kind="mcp"/)).toBeGreaterThanOrEqual(1);
+    expect(series(text, "sluice_gateway_overhead_seconds_count", /sluice_kind="a2a"/)).toBeGreaterThanOrEqual(1);
     expect(series(text, "sluice_gateway_overhead_seconds_count", /sluice_kind="model",[^}]*sluice_outcome="error"/)).toBeGreaterThanOrEqual(1);
     // The two chats waited at least 270 ms on the simulator; none of it is the gateway's.
     const overhead = series(text, "sluice_gateway_overhead_seconds_sum", /sluice_kind="model",[^}]*sluice_outcome="success"/);
