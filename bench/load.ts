@@ -23,6 +23,8 @@ interface Outcome {
   readonly detail?: string;
   readonly latencyMs: number;
   readonly ttfbMs: number;
+  /** The answer's own `Server-Timing` `gw`, when it carried one. */
+  readonly gwMs: number | undefined;
 }
 
 const spec = JSON.parse(process.argv[2] ?? "") as LoadSpec;
@@ -49,22 +51,31 @@ const watchdog = setTimeout(
 );
 watchdog.unref();
 
+/** The `gw` duration of a `Server-Timing` header, when it has one. */
+function gatewayTime(header: string | string[] | undefined): number | undefined {
+  const value = Array.isArray(header) ? header.join(", ") : header;
+  const m = value === undefined ? null : /(?:^|,)\s*gw;dur=([0-9.]+)/.exec(value);
+  return m ? Number(m[1]) : undefined;
+}
+
 function once(): Promise<Outcome> {
   return new Promise((resolve) => {
     const start = performance.now();
     let ttfb = -1;
+    let gwMs: number | undefined;
     let settled = false;
     const settle = (error?: string, detail?: string) => {
       if (settled) return;
       settled = true;
       const now = performance.now();
-      resolve({ error, detail, latencyMs: now - start, ttfbMs: ttfb < 0 ? now - start : ttfb });
+      resolve({ error, detail, latencyMs: now - start, ttfbMs: ttfb < 0 ? now - start : ttfb, gwMs });
     };
     const next = nextRequest();
     const req = request(
       { host: target.hostname, port: target.port, path: target.pathname, method: "POST", agent, headers: next.headers },
       (res) => {
         const chunks: Buffer[] = [];
+        gwMs = gatewayTime(res.headers["server-timing"]);
         res.on("data", (chunk: Buffer) => {
           if (ttfb < 0) ttfb = performance.now() - start;
           chunks.push(chunk);
@@ -99,10 +110,12 @@ interface Phase {
   errorSamples: string[];
   latency: Samples;
   ttfb: Samples;
+  /** The `gw` entries of the answers' `Server-Timing` headers. */
+  gw: Samples;
 }
 
 async function phase(durationMs: number): Promise<Phase> {
-  const p: Phase = { requests: 0, ok: 0, errors: 0, errorKinds: {}, errorSamples: [], latency: new Samples(), ttfb: new Samples() };
+  const p: Phase = { requests: 0, ok: 0, errors: 0, errorKinds: {}, errorSamples: [], latency: new Samples(), ttfb: new Samples(), gw: new Samples() };
   const until = performance.now() + durationMs;
   const worker = async () => {
     while (performance.now() < until && p.requests < MAX_REQUESTS_PER_PHASE) {
@@ -112,6 +125,7 @@ async function phase(durationMs: number): Promise<Phase> {
         p.ok++;
         p.latency.push(o.latencyMs);
         p.ttfb.push(o.ttfbMs);
+        if (o.gwMs !== undefined) p.gw.push(o.gwMs);
       } else {
         p.errors++;
         p.errorKinds[o.error] = (p.errorKinds[o.error] ?? 0) + 1;
@@ -170,6 +184,7 @@ try {
     rps: Math.round((measured.ok / elapsedMs) * 1000 * 10) / 10,
     latencyMs: summary(measured.latency),
     ttfbMs: summary(measured.ttfb),
+    ...(measured.gw.size > 0 ? { serverTimingGwMs: summary(measured.gw) } : {}),
     cpuMs,
     clientCpuMs: Math.round(clientCpuMs),
     machineBusyCores: cores(machineMs),

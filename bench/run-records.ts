@@ -56,6 +56,8 @@ export function logRun(label: string, target: string, rec: RunRecord, runs: numb
 /** A target's figures over its runs: the median, metric by metric (what every stage reads, and the load generator's own CPU and counts). */
 export interface TargetSummary extends MeasuredSummary {
   readonly clientCpuMsPerReq: number;
+  /** The median over runs of the mean and the median `gw` the answers' `Server-Timing` reported (NaN for a target that sends none). */
+  readonly serverTimingGw: { readonly meanMs: number; readonly p50Ms: number };
   readonly requests: number;
 }
 
@@ -69,6 +71,7 @@ export function summarize(runs: readonly RunRecord[]): TargetSummary {
     serverCpuMsPerReq: m((r) => r.serverCpuMsPerReq),
     simCpuMsPerReq: m((r) => r.simCpuMsPerReq),
     clientCpuMsPerReq: m((r) => r.clientCpuMsPerReq),
+    serverTimingGw: { meanMs: m((r) => r.result.serverTimingGwMs?.mean ?? Number.NaN), p50Ms: m((r) => r.result.serverTimingGwMs?.p50 ?? Number.NaN) },
     otherBusyCores: m((r) => r.result.otherBusyCores),
     requests: runs.reduce((a, r) => a + r.result.requests, 0),
     errors: runs.reduce((a, r) => a + runErrors(r), 0),

@@ -434,6 +434,10 @@ function report(st: Stage, o: Options, s: Record<TargetName, TargetSummary>, r: 
     `open key vs null: workerd CPU/req ×${f(r.openCpuPerReqVsNull, 2)}`,
     `budgeted vs open key (same process): workerd CPU/req ×${f(r.budgetedCpuVsOpen, 2)}, p50 added over direct ×${f(r.budgetedAddedP50VsOpen, 2)} ` +
       `(budgeted +${f(r.addedP50Ms.sluice, 2)} ms, open +${f(r.addedP50Ms.open, 2)} ms, null +${f(r.addedP50Ms.null, 2)} ms)`,
+    // Sluice's own account (whole milliseconds per answer, so the mean is the figure to compare) beside the bench's.
+    `Server-Timing gw (sluice's own, to the headers): budgeted mean ${f(s.sluice.serverTimingGw.meanMs, 2)} ms (p50 ${f(s.sluice.serverTimingGw.p50Ms, 0)}), ` +
+      `open mean ${f(s["sluice-open"].serverTimingGw.meanMs, 2)} ms (p50 ${f(s["sluice-open"].serverTimingGw.p50Ms, 0)}); the bench's TTFB p50 added over direct: ` +
+      `budgeted +${f(s.sluice.ttfbP50Ms - s.direct.ttfbP50Ms, 2)} ms, open +${f(s["sluice-open"].ttfbP50Ms - s.direct.ttfbP50Ms, 2)} ms`,
   ].join("\n");
 }
 

@@ -42,6 +42,8 @@ export interface AttemptRecord {
   /** The attempt's span in the request's trace (what a provider sees as parent when it propagates). */
   readonly spanId?: string | undefined;
   readonly startedAt: number;
+  /** When it went out (after its holds were taken): its upstream wait begins here. */
+  sentAt?: number;
   headersAt?: number;
   /** First content the model produced (non-empty text or reasoning, or a tool call starting), not the first byte or a heartbeat. */
   firstContentAt?: number;

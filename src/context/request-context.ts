@@ -6,6 +6,8 @@ import type { Debt, Owed, SettleStep } from "./debt.ts";
 import { Holdings, type Held, type ResourceKind, type UndoErrorHandler } from "./holdings.ts";
 import type { Phase, RequestRecord } from "./request-record.ts";
 import { requestTrace, type RequestTrace } from "./trace-context.ts";
+import { requestTiming, type RequestTiming } from "./request-timing.ts";
+import { UpstreamMeter } from "./upstream-meter.ts";
 
 /** Why a request was stopped from outside its phases. */
 export type AbortReason = "client_disconnected" | "deadline" | "drain" | "parent_ended";
@@ -149,6 +151,8 @@ export class RequestContext {
   readonly waitUntil: (p: Promise<unknown>) => void;
   readonly parent: RequestContext | undefined;
   readonly record: RequestRecord;
+  /** The time the request spent waiting for upstreams; what is left of its duration is the gateway's own. */
+  readonly upstream: UpstreamMeter;
   readonly #scheduler: Scheduler;
   readonly #sink: RecordSink;
   readonly #onUndoError: UndoErrorHandler;
@@ -175,6 +179,7 @@ export class RequestContext {
     this.clock = init.clock;
     this.waitUntil = init.waitUntil;
     this.parent = init.parent;
+    this.upstream = new UpstreamMeter(init.clock, init.parent?.upstream);
     this.#scheduler = init.scheduler;
     this.#sink = init.sink;
     this.#onUndoError = init.onUndoError;
@@ -209,6 +214,7 @@ export class RequestContext {
       attribution: undefined,
       workload: undefined,
       events: [],
+      upstreamMs: undefined,
     };
     if (init.parent) {
       const parent = init.parent;
@@ -216,6 +222,11 @@ export class RequestContext {
       this.#parentHold = parent.own("subcall", () => this.abort(parent.abortReason ?? "parent_ended"));
       this.#deadlineAt = parent.deadlineAt;
     }
+  }
+
+  /** Where the request's time went so far (to its end once it ended): the gateway's own and the upstreams'. */
+  timing(): RequestTiming {
+    return requestTiming(this.receivedAt, this.upstream, this.#attempts, this.record.endedAt ?? this.clock.now());
   }
 
   /** Aborted when the request is aborted or ends: everything it started upstream listens to it. */
@@ -395,6 +406,8 @@ export class RequestContext {
     if (end.kind === "failed" && !this.#controller.signal.aborted) this.#controller.abort(end.error);
     const r = this.record;
     r.endedAt = this.clock.now();
+    // Open waits (a stream still being read when a client left) count up to the end.
+    if (this.upstream.used) r.upstreamMs = this.upstream.freeze(r.endedAt);
     r.attempts = this.#attempts.map((a) => a.id);
     r.outcome = end.kind === "completed" ? "success" : end.kind === "aborted" ? "cancelled" : "error";
     r.errorCode = end.kind === "failed" ? end.error.code : end.kind === "aborted" ? ABORT_CODES[end.reason] : undefined;
@@ -433,6 +446,8 @@ export class AttemptScope {
   readonly #debts: Debts<AttemptRecord>;
   readonly #hooks: { started(a: AttemptRecord): void; closed(s: AttemptScope): void };
   #state: "preparing" | "started" | "ended" = "preparing";
+  /** Ends the attempt's upstream wait: from its start to its end, the whole of a stream included. */
+  #endWait: (() => void) | undefined;
 
   constructor(
     request: RequestContext,
@@ -471,6 +486,8 @@ export class AttemptScope {
   start(): void {
     if (this.#state !== "preparing") return;
     this.#state = "started";
+    this.#endWait = this.request.upstream.begin();
+    this.record.sentAt = this.request.clock.now();
     this.#hooks.started(this.record);
   }
 
@@ -479,6 +496,7 @@ export class AttemptScope {
     if (this.#state === "ended") return;
     if (this.#state === "preparing") this.start();
     this.#state = "ended";
+    this.#endWait?.();
     const a = this.record;
     a.endedAt = this.request.clock.now();
     a.outcome = outcome;

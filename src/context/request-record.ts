@@ -69,6 +69,12 @@ export interface RequestRecord {
   tokenCount?: TokenCountRecord | undefined;
   /** For a request its decision answered with a Looper algorithm: the run, step by step. */
   looper?: LooperRecord | undefined;
+  /**
+   * Milliseconds the request spent waiting for upstreams (providers, MCP servers, agents; its
+   * sub-requests' waits included), overlapping waits counted once; undefined when it made no
+   * upstream call. The rest of its duration is the gateway's own time.
+   */
+  upstreamMs?: number | undefined;
 }
 
 /**

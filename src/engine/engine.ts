@@ -1,6 +1,7 @@
 import { authenticateCaller, type PresentedCredentials } from "../auth/authenticator-chain.ts";
 import { grantedEntrypoints } from "../auth/authorize.ts";
 import type { AbortReason } from "../context/request-context.ts";
+import type { RequestTiming } from "../context/request-timing.ts";
 import { requestTrace } from "../context/trace-context.ts";
 import type { A2aIngress, A2aReply } from "../kinds/a2a/a2a-api.ts";
 import { A2aTurn } from "../kinds/a2a/a2a-turn.ts";
@@ -18,18 +19,24 @@ import type { ListedModel, Session } from "./session-api.ts";
 export interface McpSession {
   run(): Promise<McpReply>;
   abort(reason: AbortReason): void;
+  /** Where the request's time went so far (see `Runner.timing`). */
+  timing(): RequestTiming;
 }
 
 /** An A2A call on the runner: the adapter runs it whole, or aborts it when the client goes. */
 export interface A2aSession {
   run(): Promise<A2aReply>;
   abort(reason: AbortReason): void;
+  /** Where the request's time went so far (see `Runner.timing`). */
+  timing(): RequestTiming;
 }
 
 /** A relayed push notification on the runner (an operation of the A2A kind). */
 export interface A2aPushSession {
   run(): Promise<A2aPushReply>;
   abort(reason: AbortReason): void;
+  /** Where the request's time went so far (see `Runner.timing`). */
+  timing(): RequestTiming;
 }
 
 /** The transport-neutral gateway engine: one per isolate and publication. */

@@ -6,6 +6,7 @@ import type { UndoErrorHandler } from "../context/holdings.ts";
 import { RequestContext, type AbortReason, type RecordSink } from "../context/request-context.ts";
 import type { RequestTrace } from "../context/trace-context.ts";
 import type { Clock } from "../deps/clock.ts";
+import type { RequestTiming } from "../context/request-timing.ts";
 import type { Scheduler } from "../deps/scheduler.ts";
 import { GatewayError, toGatewayError } from "../errors/gateway-error.ts";
 import type { Explained, KindTurn } from "../kinds/traffic-kind.ts";
@@ -176,6 +177,11 @@ export class Runner<R> {
   /** Stops the request from outside (client disconnect): releases everything there and then. */
   abort(reason: AbortReason): void {
     this.ctx.abort(reason);
+  }
+
+  /** Where the request's time went so far: the gateway's own and the upstreams' (for `Server-Timing`). */
+  timing(): RequestTiming {
+    return this.ctx.timing();
   }
 
   /** Ends whatever is left of the request (idempotent). */

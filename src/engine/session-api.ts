@@ -1,4 +1,5 @@
 import type { AbortReason } from "../context/request-context.ts";
+import type { RequestTiming } from "../context/request-timing.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import type { GatewayError } from "../errors/gateway-error.ts";
 import type { EmbeddingSubcall, ModerationSubcall, Reply, SubcallRequest } from "../kinds/model/model-api.ts";
@@ -38,6 +39,8 @@ export interface Session {
   readonly models: ModelExecutor;
   abort(reason: AbortReason): void;
   close(): void;
+  /** Where the request's time went so far: the gateway's own and the upstreams' (for `Server-Timing`). */
+  timing(): RequestTiming;
 }
 
 export type SubcallResult =

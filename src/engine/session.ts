@@ -1,4 +1,5 @@
 import type { AbortReason, RequestContext } from "../context/request-context.ts";
+import type { RequestTiming } from "../context/request-timing.ts";
 import { requestTrace } from "../context/trace-context.ts";
 import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import { ChatTurn } from "../kinds/model/chat-turn.ts";
@@ -91,6 +92,10 @@ export class RequestSession implements Session {
 
   close(): void {
     this.#runner.close();
+  }
+
+  timing(): RequestTiming {
+    return this.#runner.timing();
   }
 
   async prepare(): Promise<Action> {

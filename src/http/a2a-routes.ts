@@ -5,6 +5,7 @@ import type { GatewayRuntime } from "../worker/runtime.ts";
 import { callerIngressOf } from "./caller-ingress.ts";
 import { errorResponse } from "./error-response.ts";
 import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
+import { timed } from "./server-timing.ts";
 
 type A2aEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -48,14 +49,15 @@ export function registerA2aRoutes(app: Hono<A2aEnv>): void {
     let streaming = false;
     try {
       const reply = await session.run();
-      if (reply.kind === "error") return errorResponse(reply.error, "json-rpc", idHeader, reply.id, a2aStatus(reply.error));
+      const headers = timed(idHeader, session.timing());
+      if (reply.kind === "error") return errorResponse(reply.error, "json-rpc", headers, reply.id, a2aStatus(reply.error));
       if (reply.kind === "stream") {
         // The client's going away ends the call even while the agent is silent (a task that waits):
         // the listener stays for the stream's life, and aborting an ended request does nothing.
         streaming = true;
-        return new Response(reply.body, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...idHeader } });
+        return new Response(reply.body, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...headers } });
       }
-      return new Response(JSON.stringify(reply.body), { status: 200, headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader } });
+      return new Response(JSON.stringify(reply.body), { status: 200, headers: { "content-type": "application/json", "cache-control": "no-store", ...headers } });
     } finally {
       if (!streaming) request.signal.removeEventListener("abort", onAbort);
     }
@@ -93,8 +95,9 @@ async function relay(c: Context<A2aEnv>): Promise<Response> {
   request.signal.addEventListener("abort", onAbort, { once: true });
   try {
     const reply = await session.run();
-    if (reply.kind === "error") return errorResponse(reply.error, "openai-chat", idHeader, null, reply.error.status);
-    return new Response(null, { status: 204, headers: { "cache-control": "no-store", ...idHeader } });
+    const headers = timed(idHeader, session.timing());
+    if (reply.kind === "error") return errorResponse(reply.error, "openai-chat", headers, null, reply.error.status);
+    return new Response(null, { status: 204, headers: { "cache-control": "no-store", ...headers } });
   } finally {
     request.signal.removeEventListener("abort", onAbort);
   }

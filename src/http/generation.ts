@@ -14,6 +14,7 @@ import { errorResponse } from "./error-response.ts";
 import { limitFigure } from "./budget-headers.ts";
 import { checkHeaders, discardUnreadBody, readJsonBody } from "./limits.ts";
 import { bearerOf } from "./bearer-token.ts";
+import { timed } from "./server-timing.ts";
 
 /** Transport facts the HTTP adapter passes along; nothing here is Hono-specific. */
 export interface GenerationInput {
@@ -122,18 +123,20 @@ export async function handleGeneration(rt: GatewayRuntime, input: GenerationInpu
     if (action.kind === "immediate") {
       // Refused before its body was read (a bad key, say): drop the body so the client can read the answer.
       await discardUnreadBody(request, limits);
-      return errorResponse(action.error, protocol, idHeader);
+      return errorResponse(action.error, protocol, timed(idHeader, session.timing()));
     }
     const reply = await session.dispatch();
+    // What is known as the headers go out: a stream's whole figures are in the overhead histogram.
+    const headers = timed(metaHeaders(idHeader, reply.meta), session.timing());
     switch (reply.kind) {
       case "error":
-        return errorResponse(reply.error, protocol, metaHeaders(idHeader, reply.meta));
+        return errorResponse(reply.error, protocol, headers);
       case "buffered":
-        return new Response(JSON.stringify(reply.body), { headers: { "content-type": "application/json", ...metaHeaders(idHeader, reply.meta) } });
+        return new Response(JSON.stringify(reply.body), { headers: { "content-type": "application/json", ...headers } });
       case "stream":
         streaming = true;
         // The runtime cancels the body when the client goes away; the stream ends the request.
-        return new Response(reply.body, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...metaHeaders(idHeader, reply.meta) } });
+        return new Response(reply.body, { headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...headers } });
     }
     throw new Error("unreachable: every reply kind is written above");
   } finally {

@@ -6,6 +6,7 @@ import { toJsonRpcErrorBody } from "../errors/json-rpc.ts";
 import { callerIngressOf } from "./caller-ingress.ts";
 import { errorResponse } from "./error-response.ts";
 import { checkHeaders, discardUnreadBody } from "./limits.ts";
+import { timed } from "./server-timing.ts";
 
 type McpEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -40,7 +41,9 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
       if (!stream) {
         const pipe = new TransformStream<Uint8Array, Uint8Array>();
         stream = pipe.writable.getWriter();
-        streaming(new Response(pipe.readable, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...idHeader } }));
+        // Opened by the engine's first message, while the request runs: its timing so far.
+        const headers = session ? timed(idHeader, session.timing()) : idHeader;
+        streaming(new Response(pipe.readable, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-store", ...headers } }));
       }
       return stream;
     };
@@ -71,9 +74,10 @@ export function registerMcpRoutes(app: Hono<McpEnv>): void {
           await stream.close().catch(() => undefined);
           return undefined;
         }
-        if (reply.kind === "error") return errorResponse(reply.error, "json-rpc", idHeader, reply.id, reply.status);
-        if (reply.body === undefined) return new Response(null, { status: reply.status, headers: { ...idHeader, ...reply.headers } });
-        return new Response(JSON.stringify(reply.body), { status: reply.status, headers: { "content-type": "application/json", "cache-control": "no-store", ...idHeader, ...reply.headers } });
+        const headers = timed(idHeader, session.timing());
+        if (reply.kind === "error") return errorResponse(reply.error, "json-rpc", headers, reply.id, reply.status);
+        if (reply.body === undefined) return new Response(null, { status: reply.status, headers: { ...headers, ...reply.headers } });
+        return new Response(JSON.stringify(reply.body), { status: reply.status, headers: { "content-type": "application/json", "cache-control": "no-store", ...headers, ...reply.headers } });
       })
       .finally(() => request.signal.removeEventListener("abort", onAbort));
     return (await Promise.race([streamed, answered])) ?? (await streamed);

@@ -15,6 +15,7 @@ import { a2aSkillVisible } from "../a2a/a2a-policy.ts";
 import { registerApprovalPage } from "./approval-page.ts";
 import { registerKeyTaskRoutes } from "./key-tasks.ts";
 import { routingKeyOf } from "./routing-key.ts";
+import { gatewayTiming, SERVER_TIMING } from "./server-timing.ts";
 
 type PublicEnv = { Bindings: Env; Variables: { runtime: GatewayRuntime; requestId: string; receivedAt: number } };
 
@@ -43,6 +44,9 @@ export function createPublicApp(runtimeOf: (env: Env, routingKey?: () => string 
     // copy the whole Response, which the profile showed on every generation request.
     const idHeader = runtime.config.gateway.observability.requestIdHeader;
     if (!c.res.headers.has(idHeader)) c.header(idHeader, c.get("requestId"));
+    // Every answer says what it cost; a route the engine ran wrote its own (with its upstream wait),
+    // and the rest — refusals at the door, lists, readiness — were the gateway's time alone.
+    if (!c.res.headers.has(SERVER_TIMING)) c.header(SERVER_TIMING, gatewayTiming(c.get("receivedAt"), Date.now()));
     const cors = corsResponseHeaders(c.req.raw, origins, c.res.headers);
     if (cors) for (const [name, value] of Object.entries(cors)) c.header(name, value, { append: name === "vary" });
   });

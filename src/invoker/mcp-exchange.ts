@@ -59,7 +59,7 @@ export async function invokeUpstream(call: McpExchange, name: string, method: st
     onNotification: (n: UpstreamNotification) => relayNotification(call, n, progressToken),
     ...evidence,
   };
-  let answer = await upstream.request(method, params, opts);
+  let answer = await waited(ctx, () => upstream.request(method, params, opts));
   if (client.era === "stateless" || upstream.era !== "stateless") return answer;
   for (let round = 1; answer.ok; round++) {
     const needed = inputRequiredOf(answer.result);
@@ -72,9 +72,19 @@ export async function invokeUpstream(call: McpExchange, name: string, method: st
       if ("error" in reply) throw new GatewayError("invalid_request", `The client answered the relayed ${r.method} with error ${reply.error.code}.`);
       responses[key] = reply.result;
     }
-    answer = await upstream.request(method, { ...params, inputResponses: responses, ...(needed.requestState !== undefined ? { requestState: needed.requestState } : {}) }, opts);
+    answer = await waited(ctx, () => upstream.request(method, { ...params, inputResponses: responses, ...(needed.requestState !== undefined ? { requestState: needed.requestState } : {}) }, opts));
   }
   return answer;
+}
+
+/** One upstream request, its whole exchange (the answer read) counted as the request's upstream wait. */
+async function waited<T>(ctx: RequestContext, send: () => Promise<T>): Promise<T> {
+  const end = ctx.upstream.begin();
+  try {
+    return await send();
+  } finally {
+    end();
+  }
 }
 
 /**

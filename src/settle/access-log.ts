@@ -52,6 +52,8 @@ export function accessLog(enabled: boolean, write: (line: string) => void = (lin
           outcome: r.outcome,
           errorCode: r.errorCode,
           durationMs: r.endedAt === undefined ? undefined : r.endedAt - r.receivedAt,
+          // Of that, the wait for upstreams (when any); the rest was the gateway's own time.
+          upstreamMs: r.upstreamMs,
           // An MCP call's audit: the method, the server and tool it reached, the policy's decision
           // (rule, revision, reason) and whether the tool reported failure.
           mcp: r.mcp,

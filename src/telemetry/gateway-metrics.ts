@@ -66,6 +66,7 @@ export class GatewayMetrics implements FinishedRequestReader {
   readonly registry: MetricRegistry;
   readonly #requests: Counter;
   readonly #serverDuration: Histogram;
+  readonly #overhead: Histogram;
   readonly #ttft: Histogram;
   readonly #tpot: Histogram;
   readonly #clientDuration: Histogram;
@@ -106,6 +107,7 @@ export class GatewayMetrics implements FinishedRequestReader {
     const request = requestInstruments(registry, l);
     this.#requests = request.requests;
     this.#serverDuration = request.serverDuration;
+    this.#overhead = request.overhead;
     this.#ttft = request.ttft;
     this.#tpot = request.tpot;
     const attempt = attemptInstruments(registry, l);
@@ -188,6 +190,12 @@ export class GatewayMetrics implements FinishedRequestReader {
     const server = [OPERATION_CHAT, GATEWAY_PROVIDER, entrypoint, responseModel];
     const stream = r.stream === true ? "true" : "false";
     if (r.entrypoint !== undefined) this.#serverDuration.observe([...server, error, stream, publication], (endedAt - r.receivedAt) / 1000);
+    // A sub-request's own time is inside its parent's: only the caller's requests are observed.
+    if (r.parentRequestId === undefined) {
+      const kind = r.mcp ? "mcp" : r.a2a ? "a2a" : "model";
+      const total = endedAt - r.receivedAt;
+      this.#overhead.observe([kind, entrypoint, stream, r.outcome ?? "error", publication], Math.max(0, total - Math.min(total, r.upstreamMs ?? 0)) / 1000);
+    }
     if (r.outcome === "success" && last?.firstContentAt !== undefined) {
       this.#ttft.observe([...server, stream], (last.firstContentAt - r.receivedAt) / 1000);
       const out = last.usage?.outputTokens;
@@ -280,7 +288,7 @@ function L(key: string, domain: LabelDomain): LabelSpec {
 }
 
 /** Requests as the client saw them: counted by outcome, timed to the last byte and to the first token. */
-function requestInstruments(registry: MetricRegistry, l: SharedLabels): { requests: Counter; serverDuration: Histogram; ttft: Histogram; tpot: Histogram } {
+function requestInstruments(registry: MetricRegistry, l: SharedLabels): { requests: Counter; serverDuration: Histogram; overhead: Histogram; ttft: Histogram; tpot: Histogram } {
   const { entrypoint, protocol, errorType, route, tenant, op, provider, model, publication } = l;
   const requests = registry.counter({
     name: "sluice.requests",
@@ -307,6 +315,14 @@ function requestInstruments(registry: MetricRegistry, l: SharedLabels): { reques
     labels: [...serverLabels, L("error.type", errorType), L("sluice.stream", oneOf(["true", "false"])), L("sluice.publication", publication)],
     bounds: BUCKETS.duration,
   });
+  const overhead = registry.histogram({
+    name: "sluice.gateway.overhead",
+    promName: "sluice_gateway_overhead_seconds",
+    unit: "s",
+    help: "The gateway's own time per request: from receipt to the end of the answer (streams included), less the time waiting for providers, MCP servers or agents.",
+    labels: [L("sluice.kind", oneOf(["model", "mcp", "a2a"])), L("sluice.entrypoint", entrypoint), L("sluice.stream", oneOf(["true", "false"])), L("sluice.outcome", oneOf(["success", "error", "cancelled"])), L("sluice.publication", publication)],
+    bounds: BUCKETS.overhead,
+  });
   const ttft = registry.histogram({
     name: "gen_ai.server.time_to_first_token",
     promName: "gen_ai_server_time_to_first_token_seconds",
@@ -323,7 +339,7 @@ function requestInstruments(registry: MetricRegistry, l: SharedLabels): { reques
     labels: serverLabels,
     bounds: BUCKETS.timePerOutputToken,
   });
-  return { requests, serverDuration, ttft, tpot };
+  return { requests, serverDuration, overhead, ttft, tpot };
 }
 
 /** Attempts at providers: their duration, reported tokens, outcomes, and what retries and fallbacks cost. */

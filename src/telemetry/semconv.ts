@@ -22,6 +22,8 @@ export const BUCKETS = {
   tokens: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864],
   /** Sluice's own waits (admission queue): milliseconds to a minute. */
   wait: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  /** The gateway's own time per request: from a tenth of a millisecond (the runtime floor) to a few seconds. */
+  overhead: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
 } as const;
 
 /**

@@ -357,6 +357,9 @@ export class A2aTurn implements KindTurn<A2aReply> {
     const message = await relayedRequest(this.#a2a.push, route.request, push);
     // Never sent unapproved: a message whose rule requires approval runs only under its claim.
     if (this.#decision?.approval === "required" && this.#approved === undefined) throw new Error("a message that needs approval reached invoke without one");
+    // The agent's time, from the send to its answer read (a stream's: to the stream's end, which
+    // ends the request and so this wait); an approval claim's report after it is the gateway's.
+    let endWait: (() => void) | undefined;
     const answer = await sendClaimed(this.#ctx, this.#approved, (claimSent) =>
       sendToAgent(this.#a2a.network, {
         agent,
@@ -368,12 +371,22 @@ export class A2aTurn implements KindTurn<A2aReply> {
         gatewayUrl: gatewayAgentUrl(this.#ingress.origin, agent),
         signal: this.#ctx.signal,
         onSent: () => {
+          endWait = this.#ctx.upstream.begin();
           claimSent();
           if (record) record.sent = true;
           charge?.onSent();
         },
         onEvidence: (e) => charge?.onEvidence(e),
-      }),
+      }).then(
+        (sent) => {
+          if (sent.kind !== "stream") endWait?.();
+          return sent;
+        },
+        (err: unknown) => {
+          endWait?.();
+          throw err;
+        },
+      ),
     );
     this.#answer = await answerForCaller(this.#a2a.push, route.request.method, answer, push);
     if (this.#answer.kind === "json") {

@@ -126,6 +126,14 @@ describe("accessLog: the request line", () => {
     });
   });
 
+  it("says how much of the request's duration was the wait for upstreams, and nothing when there was none", () => {
+    const c = capture();
+    c.log.finished({ ...record(), upstreamMs: 1_180 }, [refused, answered]);
+    expect(c.lines()[0]).toMatchObject({ durationMs: 1_250, upstreamMs: 1_180 });
+    c.log.finished(record(), []);
+    expect(c.lines()[1]).not.toHaveProperty("upstreamMs");
+  });
+
   it("nests each sent attempt with its timings measured from its own start", () => {
     const c = capture();
     c.log.finished(record(), [refused, answered]);

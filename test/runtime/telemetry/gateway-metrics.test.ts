@@ -172,4 +172,21 @@ describe("gateway metrics", () => {
     text = prometheusText(m.registry);
     expect(text).toContain('sluice_publication_revision{sluice_publication="canary"} 0');
   });
+
+  it("observes the gateway's own time per caller request: the duration less the upstream wait, a sub-request's inside its parent's", () => {
+    const m = new GatewayMetrics(domains, gauges);
+    m.finished(requestRecord({ receivedAt: 1_000, endedAt: 1_900, upstreamMs: 880 }), [attemptRecord()]);
+    m.finished(requestRecord({ requestId: "req_sub", parentRequestId: "req_1", receivedAt: 1_100, endedAt: 1_500, upstreamMs: 390 }), [attemptRecord({ id: "att_s" })]);
+    // A refusal at authenticate: no upstream, all of it the gateway's.
+    m.finished(requestRecord({ requestId: "req_2", entrypoint: undefined, stream: false, outcome: "error", errorCode: "invalid_api_key", receivedAt: 2_000, endedAt: 2_003, attempts: [] }), []);
+    m.finished(requestRecord({ requestId: "req_3", entrypoint: undefined, stream: false, receivedAt: 3_000, endedAt: 3_050, upstreamMs: 45, mcp: { method: "tools/call", jsonrpcId: 1, protocolVersion: "2026-07-28" } }), []);
+    const overhead = instrument(m, "sluice.gateway.overhead") as Histogram;
+    const series = Object.fromEntries([...overhead.all()].map((s) => [s.values.join("|"), s.state]));
+    expect(Object.keys(series).sort()).toEqual(["mcp|other|false|success|stable", "model|other|false|error|stable", "model|sluice-chat|true|success|stable"]);
+    expect(series["model|sluice-chat|true|success|stable"]!.count).toBe(1);
+    expect(series["model|sluice-chat|true|success|stable"]!.sum).toBeCloseTo(0.02);
+    expect(series["model|other|false|error|stable"]!.sum).toBeCloseTo(0.003);
+    expect(series["mcp|other|false|success|stable"]!.sum).toBeCloseTo(0.005);
+    expect(prometheusText(m.registry)).toContain('sluice_gateway_overhead_seconds_count{sluice_kind="model",sluice_entrypoint="sluice-chat",sluice_stream="true",sluice_outcome="success",sluice_publication="stable"} 1');
+  });
 });
