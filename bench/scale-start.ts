@@ -2,8 +2,10 @@
  * The start and the resting memory of the gateway with the bundled config and with a scale config
  * (bench/scale-config.ts), interleaved round by round (docs/performance.md, "Scale"):
  *
- *   node bench/scale-start.ts [--rounds 3]
+ *   node bench/scale-start.ts [--rounds 3] [--base DIR]
  *
+ * With `--base`, another checkout (its CLI and its own bundle) runs each config too, interleaved
+ * with this one, so a change is compared within one run on one box.
  * Each round times `sluice config validate` on each directory, then runs `sluice serve` on it
  * (one prebuilt bundle for both) and times the start to the first 2xx of `/health`; after `/ready`
  * answers, and once more after a `/v1/models` for a scale key, it reads the resting RSS of the
@@ -21,7 +23,6 @@ import { SCALE_SIZES, scaleConfigTexts, scaleKey } from "./scale-config.ts";
 import { writeFileSync, mkdirSync } from "node:fs";
 
 const NODE = process.execPath;
-const CLI = join(ROOT, "cli", "main.ts");
 const ENV = { ...process.env, SLUICE_ADMIN_TOKEN: "scale-admin-token", SIMULATOR_API_KEY: "sim-local-key" };
 
 /** RSS of a process in MiB, from /proc (Linux). */
@@ -45,18 +46,18 @@ async function until2xx(url: string, headers: Record<string, string> = {}, timeo
   }
 }
 
-function validateSeconds(dir: string): number {
+function validateSeconds(cli: string, dir: string): number {
   const t0 = performance.now();
-  const res = spawnSync(NODE, [CLI, "config", "validate", "--config", dir, "--no-secrets"], { encoding: "utf8" });
+  const res = spawnSync(NODE, [cli, "config", "validate", "--config", dir, "--no-secrets"], { encoding: "utf8" });
   if (res.status !== 0) throw new Error(`config validate failed: ${res.stderr}`);
   return (performance.now() - t0) / 1000;
 }
 
-async function serveOnce(dir: string, bundle: string, key: string): Promise<{ startS: number; restingMiB: number; afterModelsMiB: number }> {
+async function serveOnce(cli: string, dir: string, bundle: string, key: string): Promise<{ startS: number; restingMiB: number; afterModelsMiB: number }> {
   const state = mkdtempSync(join(tmpdir(), "sluice-scale-state-"));
   const [pub, admin] = [await freePort(), await freePort()];
   const t0 = performance.now();
-  const child = spawn(NODE, [CLI, "serve", "--config", dir, "--state", state, "--bundle", bundle, "--public", `127.0.0.1:${pub}`, "--admin", `127.0.0.1:${admin}`], { env: ENV, stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(NODE, [cli, "serve", "--config", dir, "--state", state, "--bundle", bundle, "--public", `127.0.0.1:${pub}`, "--admin", `127.0.0.1:${admin}`], { env: ENV, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   let workerd: number | undefined;
   child.stderr.on("data", (c: Buffer) => {
@@ -81,9 +82,15 @@ async function serveOnce(dir: string, bundle: string, key: string): Promise<{ st
   }
 }
 
-const { values } = parseArgs({ options: { rounds: { type: "string" } } });
+const { values } = parseArgs({ options: { rounds: { type: "string" }, base: { type: "string" } } });
 const rounds = Number(values.rounds ?? 3);
-const bundle = buildBundle();
+/** The checkouts that run: this one, and the base's when given (bundled by its own build). */
+const checkouts = [{ name: "this", cli: join(ROOT, "cli", "main.ts"), bundle: buildBundle() }];
+if (values.base !== undefined) {
+  const build = spawnSync(NODE, ["--input-type=module", "-e", `import { buildBundle } from ${JSON.stringify(join(values.base, "local-stack", "build.ts"))}; buildBundle();`], { encoding: "utf8" });
+  if (build.status !== 0) throw new Error(`the base's bundle did not build: ${build.stderr}`);
+  checkouts.unshift({ name: "base", cli: join(values.base, "cli", "main.ts"), bundle: join(values.base, "dist") });
+}
 const scaleDir = mkdtempSync(join(tmpdir(), "sluice-scale-config-"));
 mkdirSync(scaleDir, { recursive: true });
 for (const [name, text] of Object.entries(scaleConfigTexts())) writeFileSync(join(scaleDir, `${name}.yaml`), text);
@@ -95,15 +102,18 @@ const results: Record<string, { validateS: number[]; startS: number[]; restingMi
 try {
   for (let r = 0; r < rounds; r++) {
     for (const c of configs) {
-      const validateS = validateSeconds(c.dir);
-      const served = await serveOnce(c.dir, bundle, c.key);
-      const row = { round: r + 1, config: c.name, validateS, ...served };
-      process.stdout.write(`${JSON.stringify(row)}\n`);
-      const into = (results[c.name] ??= { validateS: [], startS: [], restingMiB: [], afterModelsMiB: [] });
-      into.validateS.push(validateS);
-      into.startS.push(served.startS);
-      into.restingMiB.push(served.restingMiB);
-      into.afterModelsMiB.push(served.afterModelsMiB);
+      for (const k of checkouts) {
+        const name = checkouts.length > 1 ? `${k.name}/${c.name}` : c.name;
+        const validateS = validateSeconds(k.cli, c.dir);
+        const served = await serveOnce(k.cli, c.dir, k.bundle, c.key);
+        const row = { round: r + 1, config: name, validateS, ...served };
+        process.stdout.write(`${JSON.stringify(row)}\n`);
+        const into = (results[name] ??= { validateS: [], startS: [], restingMiB: [], afterModelsMiB: [] });
+        into.validateS.push(validateS);
+        into.startS.push(served.startS);
+        into.restingMiB.push(served.restingMiB);
+        into.afterModelsMiB.push(served.afterModelsMiB);
+      }
     }
   }
 } finally {
