@@ -1,6 +1,3 @@
-import type { GatewayConfig } from "../config/gateway-schema.ts";
-import type { NormalizedBackend } from "../snapshot/normalize.ts";
-
 /**
  * The secrets the gateway holds, by name and by value: what a provider's response must never carry
  * to a client (a backend that echoes its own key in a header, an error page quoting a token).
@@ -34,12 +31,13 @@ export function secretNamesIn(value: unknown, into: Set<string> = new Set()): Se
 }
 
 /**
- * The values of every secret the bootstrap and the backends name that are set, longest first
- * (empty ones left out: they are in every string).
+ * The values of every secret the given config objects name (gateway.yaml's bootstrap, each
+ * backend of a snapshot) that are set, longest first; empty ones left out, as they are in every
+ * string. Any object is walked, so this layer needs none of their types.
  */
-export function heldSecretValues(gateway: GatewayConfig, backends: Iterable<NormalizedBackend>, read: (name: string) => string | undefined): readonly string[] {
-  const names = secretNamesIn(gateway);
-  for (const b of backends) secretNamesIn(b, names);
+export function heldSecretValues(configs: Iterable<unknown>, read: (name: string) => string | undefined): readonly string[] {
+  const names = new Set<string>();
+  for (const c of configs) secretNamesIn(c, names);
   const values = new Set<string>();
   for (const name of names) {
     const v = read(name);

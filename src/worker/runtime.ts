@@ -481,9 +481,9 @@ function heldSecretsOf(gw: GatewayConfig, secrets: Record<string, unknown>, snap
   let withoutSnapshot: readonly string[] | undefined;
   return () => {
     const snapshot = snapshots.peek();
-    if (snapshot === undefined) return (withoutSnapshot ??= heldSecretValues(gw, [], read));
+    if (snapshot === undefined) return (withoutSnapshot ??= heldSecretValues([gw], read));
     let held = bySnapshot.get(snapshot);
-    if (!held) bySnapshot.set(snapshot, (held = heldSecretValues(gw, snapshot.backends.values(), read)));
+    if (!held) bySnapshot.set(snapshot, (held = heldSecretValues([gw, ...snapshot.backends.values()], read)));
     return held;
   };
 }

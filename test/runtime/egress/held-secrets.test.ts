@@ -22,7 +22,7 @@ describe("the secrets the gateway holds", () => {
     expect([...secretNamesIn(r.snapshot.backends)].sort()).toEqual(["AWS_ID", "AWS_SECRET", "AWS_SESSION", "SIMULATOR_API_KEY"]);
     // Values of those that are set, none empty.
     const env: Record<string, string> = { SLUICE_ADMIN_TOKEN: "admin-tok", SIMULATOR_API_KEY: "sim-key", AWS_ID: "AKIA123", AWS_SECRET: "", UNRELATED: "not-a-secret" };
-    expect([...heldSecretValues(cfg.gateway, r.snapshot.backends, (n) => env[n])].sort()).toEqual(["AKIA123", "admin-tok", "sim-key"]);
+    expect([...heldSecretValues([cfg.gateway, ...r.snapshot.backends], (n) => env[n])].sort()).toEqual(["AKIA123", "admin-tok", "sim-key"]);
   });
 
   it("keeps a passed header whose value holds none of them, and reads them only when a value would pass", () => {
