@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { loadConfig, type ConfigTexts, type LoadedConfig } from "../src/config/load-config.ts";
+import { loadConfigWithSeed, type ConfigTexts, type LoadedConfig } from "../src/config/load-config.ts";
 import { CONFIG_FILES } from "../src/config/parse-file.ts";
 import { ConfigValidationError, formatIssues } from "../src/config/parse-file.ts";
 import { builtinCodecs } from "../src/protocol/registry.ts";
@@ -17,6 +17,8 @@ export interface ValidConfigDir {
   readonly files: { readonly gateway: string; readonly publication: string; readonly backends: string };
   readonly texts: ConfigTexts;
   readonly config: LoadedConfig;
+  /** publication.yaml as written, before defaults (what the publication controller adopts as its seed). */
+  readonly publicationDocument: unknown;
   /** Digest of the seed BackendSnapshot, as the controller would compute it. */
   readonly seedDigest: string;
   /** The seed BackendSnapshot's backends, normalized as the controller would store them. */
@@ -47,8 +49,9 @@ export async function readConfigDir(dirArg: string): Promise<ValidConfigDir> {
   const texts = { gateway: read(CONFIG_FILES.gateway, files.gateway), publication: read(CONFIG_FILES.publication, files.publication), backends: read(CONFIG_FILES.backends, files.backends) };
   if (unreadable.length > 0) throw failure(`invalid config in ${dir}:\n${unreadable.join("\n")}`);
   let config: LoadedConfig;
+  let publicationDocument: unknown;
   try {
-    config = loadConfig(texts);
+    ({ config, publicationDocument } = loadConfigWithSeed(texts));
   } catch (err) {
     if (err instanceof ConfigValidationError) throw failure(`invalid config in ${dir}:\n${formatIssues(err.issues)}`);
     throw err;
@@ -59,7 +62,7 @@ export async function readConfigDir(dirArg: string): Promise<ValidConfigDir> {
     egress: config.gateway.security.egress,
   });
   if (!seed.ok) throw failure(`invalid config in ${dir}:\n` + seed.reasons.map((r) => `${CONFIG_FILES.backends}: ${r.path}: ${r.message}`).join("\n"));
-  return { dir, files, texts, config, seedDigest: seed.digest, seedBackends: seed.snapshot.backends };
+  return { dir, files, texts, config, publicationDocument, seedDigest: seed.digest, seedBackends: seed.snapshot.backends };
 }
 
 /** A secret the config names, and where it names it (for the message when it is missing). */

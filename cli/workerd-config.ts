@@ -4,6 +4,7 @@ import { parse } from "yaml";
 import { ROOT } from "../local-stack/build.ts";
 import { gatewayConfigSchema } from "../src/config/gateway-schema.ts";
 import { networkAllowFor } from "../src/egress/egress-guard.ts";
+import { VALIDATED_CONFIG_BINDING, VALIDATED_CONFIG_FORMAT } from "../src/config/validated-config.ts";
 import { TLS_BINDINGS_VAR } from "../src/snapshot/tls-bindings.ts";
 import type { TlsBackendService, TlsKeypairFiles } from "./tls-material.ts";
 
@@ -30,6 +31,11 @@ export interface WorkerdConfigOptions {
    * allowlist: for a bundle of another revision, whose gateway.yaml this one cannot read.
    */
   readonly networkAllow?: readonly string[] | undefined;
+  /**
+   * The validated config's artifact (src/config/validated-config.ts), bound as
+   * `SLUICE_VALIDATED_CONFIG`: the Worker then reads it instead of validating the YAML again.
+   */
+  readonly validatedConfig?: string | undefined;
   /** Config override files (absolute paths), bound as SLUICE_*_YAML text. */
   readonly configFiles?: { readonly gateway?: string; readonly publication?: string; readonly backends?: string } | undefined;
   /**
@@ -82,6 +88,7 @@ export function renderWorkerdConfig(o: WorkerdConfigOptions): string {
   if (files.gateway) bindings.push(`(name = "SLUICE_GATEWAY_YAML", text = ${embed(files.gateway)})`);
   if (files.publication) bindings.push(`(name = "SLUICE_PUBLICATION_YAML", text = ${embed(files.publication)})`);
   if (files.backends) bindings.push(`(name = "SLUICE_BACKENDS_YAML", text = ${embed(files.backends)})`);
+  if (o.validatedConfig) bindings.push(`(name = ${str(VALIDATED_CONFIG_BINDING)}, text = ${embed(o.validatedConfig)})`);
   const tlsBackends = o.tlsBackends ?? [];
   // Always rendered (`{}` without TLS backends): a snapshot naming a binding the process lacks is refused at validation.
   bindings.push(`(name = ${str(TLS_BINDINGS_VAR)}, text = ${str(JSON.stringify(Object.fromEntries(tlsBackends.map((t) => [t.binding, t.fingerprint]))))})`);
@@ -163,6 +170,18 @@ function networkAllow(o: WorkerdConfigOptions): string[] {
     return parsed.success ? networkAllowFor(parsed.data.security.egress) : ["public"];
   } catch {
     return ["public"];
+  }
+}
+
+/**
+ * Whether the bundle reads the validated config artifact of this CLI's format: a bundle of another
+ * revision may not, and then validates the YAML bindings itself.
+ */
+export function bundleReadsValidatedConfig(bundleDir: string): boolean {
+  try {
+    return readFileSync(join(bundleDir, "index.js"), "utf8").includes(VALIDATED_CONFIG_FORMAT);
+  } catch {
+    return false;
   }
 }
 

@@ -12,7 +12,8 @@ import { checkCredentials, checkLine } from "../credential-check.ts";
 import { readConfigDir, secretsNamed, secretsRequired, type ValidConfigDir } from "../config-dir.ts";
 import { pinnedRequest } from "../pinned-https.ts";
 import { checkPemFile, tlsBackendServices, type TlsKeypairFiles } from "../tls-material.ts";
-import { compatibilitySettings, renderWorkerdConfig } from "../workerd-config.ts";
+import { bundleReadsValidatedConfig, compatibilitySettings, renderWorkerdConfig } from "../workerd-config.ts";
+import { renderValidatedConfig } from "../../src/config/validated-config.ts";
 import { watchPublication } from "../publication-watch.ts";
 
 /** Where `serve` keeps Durable Object state when `--state` is not given (relative to the working directory). */
@@ -181,6 +182,12 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
   } catch (err) {
     throw failure((err as Error).message);
   }
+  // The config was validated above (readConfigDir): the Worker is handed that result, not the YAML to check again.
+  let validatedConfig: string | undefined;
+  if (bundleReadsValidatedConfig(bundleDir)) {
+    validatedConfig = join(stateDir, "validated-config.json");
+    writeFileSync(validatedConfig, renderValidatedConfig({ config: o.config.config, publicationDocument: o.config.publicationDocument }), { mode: 0o600 });
+  }
   const absolute = (p: TlsKeypairFiles | undefined) => (p === undefined ? undefined : { certFile: resolve(p.certFile), keyFile: resolve(p.keyFile) });
   // The rendered config holds paths and binding names only: secret values stay in the environment.
   const capnp = renderWorkerdConfig({
@@ -195,6 +202,7 @@ export async function startServe(o: ServeOptions): Promise<ServedGateway> {
     vars: {},
     secretsFromEnv: named.map((s) => s.name),
     configFiles: o.config.files,
+    validatedConfig,
     publicTls: absolute(o.publicTls),
     adminTls: absolute(o.adminTls),
     tlsBackends,

@@ -4,7 +4,7 @@ import { snapshotSourceSchema, type SnapshotSource } from "./backends-schema.ts"
 import { checkA2aAgentNames, checkA2aPublication } from "./check-a2a.ts";
 import { checkBudgets, unknownChargeTo } from "./check-budgets.ts";
 import { checkEgress } from "../egress/egress-guard.ts";
-import { CONFIG_FILES, ConfigValidationError, duplicates, parseConfigText, type ConfigIssue } from "./parse-file.ts";
+import { CONFIG_FILES, ConfigValidationError, duplicates, parseConfigDocument, parseConfigText, validateValue, type ConfigIssue } from "./parse-file.ts";
 import { PER_MODEL_CALL_PLUGIN_KINDS, TOOL_CALL_PLUGIN_KINDS } from "./plugin-schema.ts";
 import { compileSignal, type SignalShape } from "../signals/compile-signals.ts";
 import { compileCondition } from "../signals/conditions.ts";
@@ -29,6 +29,14 @@ export interface LoadedConfig {
  * checks the references between them. Throws ConfigValidationError.
  */
 export function loadConfig(texts: ConfigTexts): LoadedConfig {
+  return loadConfigWithSeed(texts).config;
+}
+
+/**
+ * {@link loadConfig}, also giving publication.yaml's document as written (the publication
+ * controller's seed), so a caller that hands both on does not parse the YAML twice.
+ */
+export function loadConfigWithSeed(texts: ConfigTexts): { readonly config: LoadedConfig; readonly publicationDocument: unknown } {
   const issues: ConfigIssue[] = [];
   const attempt = <T>(fn: () => T): T | undefined => {
     try {
@@ -42,15 +50,16 @@ export function loadConfig(texts: ConfigTexts): LoadedConfig {
     }
   };
   const gateway = attempt(() => parseConfigText(CONFIG_FILES.gateway, texts.gateway, gatewayConfigSchema));
-  const publication = attempt(() =>
-    parseConfigText(CONFIG_FILES.publication, texts.publication, publicationSchema),
-  );
+  // Boxed: an empty file's document is itself empty, and the schema must still say so.
+  const publicationParsed = attempt(() => ({ document: parseConfigDocument(CONFIG_FILES.publication, texts.publication) }));
+  const publicationDocument = publicationParsed?.document;
+  const publication = publicationParsed && attempt(() => validateValue(CONFIG_FILES.publication, publicationParsed.document, publicationSchema));
   const backendsSeed = attempt(() => parseConfigText(CONFIG_FILES.backends, texts.backends, snapshotSourceSchema));
   if (gateway && publication) issues.push(...publicationIssues(gateway, publication));
   if (gateway && backendsSeed) issues.push(...checkSeedEgress(gateway, backendsSeed));
   if (gateway) issues.push(...checkExporterEgress(gateway), ...checkMcpServers(gateway), ...checkA2aAgents(gateway));
   if (!gateway || !publication || !backendsSeed || issues.length > 0) throw new ConfigValidationError(issues);
-  return { gateway, publication, backendsSeed };
+  return { config: { gateway, publication, backendsSeed }, publicationDocument };
 }
 
 /**

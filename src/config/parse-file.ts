@@ -74,6 +74,11 @@ export function validateValue<S extends z.ZodType>(file: string, value: unknown,
  * errors because a silently-overridden key in a routing file is a production incident.
  */
 export function parseConfigText<S extends z.ZodType>(file: string, text: string, schema: S): z.output<S> {
+  return validateValue(file, parseConfigDocument(file, text), schema);
+}
+
+/** The YAML text as a plain document, not yet validated; throws on syntax errors and duplicate keys as {@link parseConfigText} does. */
+export function parseConfigDocument(file: string, text: string): unknown {
   const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
   if (doc.errors.length > 0) {
     throw new ConfigValidationError(
@@ -84,7 +89,7 @@ export function parseConfigText<S extends z.ZodType>(file: string, text: string,
       })),
     );
   }
-  return validateValue(file, doc.toJS(), schema);
+  return doc.toJS();
 }
 
 /** Values listed more than once, each once (config cross-checks report duplicate ids with it). */

@@ -27,16 +27,21 @@ export function responseHeaderRefusal(name: string): string | undefined {
 
 /**
  * The listed headers the provider sent, refused names left out (a stored snapshot may predate a
- * refusal). Lower-case names; an empty object when nothing is listed or sent.
+ * refusal), and any value that contains a secret the gateway holds (`held`, read only when a value
+ * would pass): a provider that echoes a key back must not hand it to the client. Lower-case names;
+ * an empty object when nothing is listed or sent.
  */
-export function passedResponseHeaders(headers: Headers, names: readonly string[] | undefined): Readonly<Record<string, string>> {
+export function passedResponseHeaders(headers: Headers, names: readonly string[] | undefined, held: () => readonly string[] = NOTHING_HELD): Readonly<Record<string, string>> {
   if (names === undefined || names.length === 0) return EMPTY;
   const out: Record<string, string> = {};
   for (const name of names) {
     const value = headers.get(name);
-    if (value !== null && responseHeaderRefusal(name) === undefined) out[name.toLowerCase()] = value;
+    if (value === null || responseHeaderRefusal(name) !== undefined) continue;
+    if (held().some((secret) => value.includes(secret))) continue;
+    out[name.toLowerCase()] = value;
   }
   return out;
 }
 
 const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
+const NOTHING_HELD = (): readonly string[] => [];

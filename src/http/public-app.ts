@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { echo } from "../errors/echo.ts";
-import { unmetRequirements } from "../snapshot/requirements.ts";
+import { unmetRequirementsOf } from "../snapshot/requirements.ts";
 import { newRequestId, type GatewayRuntime } from "../worker/runtime.ts";
 import { corsPreflight, corsResponseHeaders } from "./cors.ts";
 import { errorResponse } from "./error-response.ts";
@@ -58,7 +58,7 @@ export function createPublicApp(runtimeOf: (env: Env, routingKey?: () => string 
     if (rt.drain.draining) return c.json({ status: "not_ready" }, 503);
     try {
       const snapshot = await rt.snapshots.current();
-      if (unmetRequirements(snapshot, rt.publication.poolRequirements).length > 0) return c.json({ status: "not_ready" }, 503);
+      if (unmetRequirementsOf(snapshot, rt.publication.poolRequirements).length > 0) return c.json({ status: "not_ready" }, 503);
       return c.json({ status: "ready" });
     } catch {
       return c.json({ status: "not_ready" }, 503);

@@ -128,6 +128,8 @@ export interface ExecutorDeps {
   readonly tlsFetchers?: TlsFetchers | undefined;
   /** The isolate's minted access tokens (Entra ID credentials; see invoker/auth/token-cache.ts). */
   readonly tokens?: TokenCache | undefined;
+  /** The values of every secret the gateway holds: a passed-through provider header containing one is dropped (egress/held-secrets.ts). */
+  readonly heldSecrets?: (() => readonly string[]) | undefined;
   /** Told which backends' providers refused or accepted the gateway's credential (for `/admin/status`). */
   readonly credentialWatch?: CredentialWatch | undefined;
 }
@@ -201,7 +203,7 @@ export class GatewayExecutor {
   async execute(plan: DispatchPlan, request: NeutralRequest, ctx: InvocationContext): Promise<Execution> {
     try {
       const candidates = eligibleCandidates(plan, requestFeatures(request), ctx.snapshot, this.#deps.codecs, () => true);
-      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeChat(request, ctx.upstreamHeaders), read: (choice, codec) => readChat(choice, plan.stream, codec) });
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeChat(request, ctx.upstreamHeaders), read: (choice, codec) => readChat(choice, plan.stream, codec, this.#deps.heldSecrets) });
       if (!done.ok) return done;
       const { success, choice, attempt } = done;
       return success.kind === "buffered"
@@ -221,7 +223,7 @@ export class GatewayExecutor {
   async executeInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, plan: DispatchPlan, request: Req, ctx: InvocationContext): Promise<InputExecution<Res>> {
     try {
       const candidates = eligibleCandidates(plan, [], ctx.snapshot, this.#deps.codecs, (codec) => op.backendWire(codec) !== undefined);
-      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeInput(op, request), read: (choice, codec) => readInput(op, choice, codec, request.inputs.length) });
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeInput(op, request), read: (choice, codec) => readInput(op, choice, codec, request.inputs.length, this.#deps.heldSecrets) });
       return done.ok ? { ok: true, response: done.success.response, headers: done.success.headers } : done;
     } catch (err) {
       return refusalOf(err);
@@ -245,7 +247,7 @@ export class GatewayExecutor {
       return { ok: false, reason: "no_counter", error: refused.error };
     }
     try {
-      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeCount(request), read: (choice, codec) => readCount(choice, codec), unbilled: true });
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeCount(request), read: (choice, codec) => readCount(choice, codec, this.#deps.heldSecrets), unbilled: true });
       return done.ok ? { ok: true, inputTokens: done.success.inputTokens, headers: done.success.headers } : { ok: false, reason: "failed", error: done.error };
     } catch (err) {
       return { ok: false, reason: "failed", error: refusalOf(err).error };

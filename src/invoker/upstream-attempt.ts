@@ -67,6 +67,11 @@ export interface AttemptDeps {
    * per isolate (the composition root's). Absent: a cache of this module's, per isolate too.
    */
   readonly tokens?: TokenCache | undefined;
+  /**
+   * The values of every secret the gateway holds (egress/held-secrets.ts): a `responseHeaders`
+   * value containing one is not passed to the client. Absent: none are known.
+   */
+  readonly heldSecrets?: (() => readonly string[]) | undefined;
 }
 
 /** A successful chat attempt: the provider answered 2xx with a readable body or a stream. */
@@ -449,7 +454,7 @@ export function encodeCount(request: NeutralRequest): (codec: BackendCodec, choi
 }
 
 /** A token count: the provider's figure (the attempt has no usage: counting is not billed). */
-export function readCount(choice: Choice, codec: BackendCodec): AnswerReader<CountSuccess> {
+export function readCount(choice: Choice, codec: BackendCodec, held?: () => readonly string[]): AnswerReader<CountSuccess> {
   const backend = choice.member.backend;
   return async (res, attempt, aborted) => {
     const json = await readJson(res, attempt, aborted);
@@ -462,12 +467,12 @@ export function readCount(choice: Choice, codec: BackendCodec): AnswerReader<Cou
     }
     attempt.record.evidence = { class: "success", reason: "ok", status: res.status };
     attempt.finish("success");
-    return { ok: true, success: { inputTokens, headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
+    return { ok: true, success: { inputTokens, headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
   };
 }
 
 /** A chat answer: a stream handed on open, or a buffered body decoded once into a neutral response. */
-export function readChat(choice: Choice, stream: boolean, codec: BackendCodec): AnswerReader<AttemptSuccess> {
+export function readChat(choice: Choice, stream: boolean, codec: BackendCodec, held?: () => readonly string[]): AnswerReader<AttemptSuccess> {
   const backend = choice.member.backend;
   return async (res, attempt, aborted) => {
     const a = attempt.record;
@@ -478,7 +483,7 @@ export function readChat(choice: Choice, stream: boolean, codec: BackendCodec): 
         return failed(attempt, new GatewayError("upstream_protocol_error", "The model provider did not answer with a stream."), { class: "unknown", reason: "protocol_error" }, "protocol_error");
       }
       a.evidence = { class: "success", reason: "ok", status: res.status };
-      return { ok: true, success: { kind: "stream", body: res.body, decoder: codec.createStreamDecoder(), headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
+      return { ok: true, success: { kind: "stream", body: res.body, decoder: codec.createStreamDecoder(), headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
     }
     const json = await readJson(res, attempt, aborted);
     if ("ok" in json) return json;
@@ -494,7 +499,7 @@ export function readChat(choice: Choice, stream: boolean, codec: BackendCodec): 
     a.outputChars = response.text.length + (response.reasoning ?? []).reduce((n, r) => n + r.text.length, 0) + response.toolCalls.reduce((n, c) => n + c.arguments.length, 0);
     a.evidence = { class: "success", reason: "ok", status: res.status };
     attempt.finish("success");
-    return { ok: true, success: { kind: "buffered", response, headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
+    return { ok: true, success: { kind: "buffered", response, headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
   };
 }
 
@@ -502,7 +507,7 @@ export function readChat(choice: Choice, stream: boolean, codec: BackendCodec): 
  * An input-only operation's answer: one result per input, decoded once by the operation's wire;
  * its input tokens, when the provider reported them, are the attempt's usage (none: unknown).
  */
-export function readInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, choice: Choice, codec: BackendCodec, inputs: number): AnswerReader<InputSuccess<Res>> {
+export function readInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, choice: Choice, codec: BackendCodec, inputs: number, held?: () => readonly string[]): AnswerReader<InputSuccess<Res>> {
   const backend = choice.member.backend;
   return async (res, attempt, aborted) => {
     const json = await readJson(res, attempt, aborted);
@@ -518,7 +523,7 @@ export function readInput<Req extends InputRequest, Res extends InputResponse>(o
     if (response.inputTokens !== undefined) a.usage = { inputTokens: response.inputTokens, outputTokens: 0, source: "provider" };
     a.evidence = { class: "success", reason: "ok", status: res.status };
     attempt.finish("success");
-    return { ok: true, success: { response, headers: passedResponseHeaders(res.headers, backend.responseHeaders) } };
+    return { ok: true, success: { response, headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
   };
 }
 

@@ -112,6 +112,12 @@ export interface CompiledPublication {
   readonly mcpPlugins: readonly string[];
   /** Whether a principal may call an entrypoint. */
   mayUse(principal: Principal, entrypoint: string): boolean;
+  /**
+   * The entrypoints a principal may call, in the publication's order: for a model listing. Read
+   * from its grants (all entrypoints, listed once per revision, for `*`), so the cost follows what
+   * the caller may see, not the size of the publication.
+   */
+  grantedEntrypoints(principal: Principal): readonly CompiledEntrypoint[];
 }
 
 /**
@@ -204,6 +210,13 @@ export function compilePublication(pub: PublicationConfig, controllerRevision?: 
   }
   const signals = new Map(compileSignals(pub.signals));
   const entrypoints = new Map(pub.entrypoints.map((ep) => [ep.name, compileEntrypoint(ep, budgets, signals)]));
+  const everyEntrypoint = Object.freeze([...entrypoints.values()]);
+  const order = new Map(pub.entrypoints.map((ep, i) => [ep.name, i]));
+  const listed = (names: Iterable<string>): readonly CompiledEntrypoint[] =>
+    [...new Set(names)]
+      .filter((n) => order.has(n))
+      .sort((a, b) => order.get(a)! - order.get(b)!)
+      .map((n) => entrypoints.get(n)!);
   return Object.freeze({
     revision: controllerRevision === undefined ? pub.revision : `${pub.revision}@${controllerRevision}`,
     source: pub,
@@ -220,6 +233,12 @@ export function compilePublication(pub: PublicationConfig, controllerRevision?: 
       if (principal.entrypoints !== undefined) return principal.entrypoints.includes("*") || principal.entrypoints.includes(entrypoint);
       const g = grants.get(`${principal.tenantId}\u0000${principal.keyId}`);
       return g === "*" || (g !== undefined && g.has(entrypoint));
+    },
+    grantedEntrypoints(principal: Principal): readonly CompiledEntrypoint[] {
+      // A token's scopes, as mayUse reads them; else the key's grant.
+      if (principal.entrypoints !== undefined) return principal.entrypoints.includes("*") ? everyEntrypoint : listed(principal.entrypoints);
+      const g = grants.get(`${principal.tenantId}\u0000${principal.keyId}`);
+      return g === undefined ? [] : g === "*" ? everyEntrypoint : listed(g);
     },
   });
 }

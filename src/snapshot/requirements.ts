@@ -21,3 +21,19 @@ export function unmetRequirements(snapshot: PinnedSnapshot, requirements: readon
   }
   return out;
 }
+
+/** Per pinned snapshot (kept while its revision is current), the verdict per publication revision's requirements. */
+const verdicts = new WeakMap<PinnedSnapshot, WeakMap<readonly PoolRequirement[], readonly string[]>>();
+
+/**
+ * {@link unmetRequirements}, worked out once per pinned snapshot and publication revision: `/ready`
+ * asks on every probe, and a snapshot and a revision are both immutable, so the answer only
+ * changes when one of them does (a large publication's check is then not repeated per probe).
+ */
+export function unmetRequirementsOf(snapshot: PinnedSnapshot, requirements: readonly PoolRequirement[]): readonly string[] {
+  let bySnapshot = verdicts.get(snapshot);
+  if (!bySnapshot) verdicts.set(snapshot, (bySnapshot = new WeakMap()));
+  let unmet = bySnapshot.get(requirements);
+  if (!unmet) bySnapshot.set(requirements, (unmet = Object.freeze(unmetRequirements(snapshot, requirements))));
+  return unmet;
+}

@@ -8,6 +8,8 @@ interface Env {
   SLUICE_PUBLICATION_YAML?: string;
   /** Full YAML text replacing the bundled config/backends.yaml (the snapshot seed). */
   SLUICE_BACKENDS_YAML?: string;
+  /** The config `sluice serve` validated, as JSON (src/config/validated-config.ts); the YAML bindings are then not parsed. */
+  SLUICE_VALIDATED_CONFIG?: string;
   /** The TLS bindings `sluice serve` rendered (JSON: binding → fingerprint); absent on the edge. */
   SLUICE_TLS_BINDINGS?: string;
 }

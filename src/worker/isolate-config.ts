@@ -1,14 +1,14 @@
 import backendsYaml from "../../config/backends.yaml";
 import gatewayYaml from "../../config/gateway.yaml";
 import publicationYaml from "../../config/publication.yaml";
-import { loadConfig, type ConfigTexts, type LoadedConfig } from "../config/load-config.ts";
+import { loadConfigWithSeed, type ConfigTexts, type LoadedConfig } from "../config/load-config.ts";
+import { readValidatedConfig, type ValidatedConfig } from "../config/validated-config.ts";
 import { demoKeyIssues } from "../config/demo-keys.ts";
 import { CONFIG_FILES, ConfigValidationError } from "../config/parse-file.ts";
 import { compilePublication, type CompiledPublication } from "../publication/compile-publication.ts";
 import { publicationSchema } from "../config/publication-schema.ts";
 import { builtinCodecs } from "../protocol/registry.ts";
 import type { SnapshotSeed } from "../snapshot/controller.ts";
-import { parseDocument } from "yaml";
 import { pinSnapshot } from "../snapshot/pinned-snapshot.ts";
 import type { ActivePublication, CandidateCheck } from "../publication-lifecycle/controller.ts";
 import { validateCandidate } from "../publication-lifecycle/validate-candidate.ts";
@@ -34,7 +34,15 @@ export interface IsolateConfig extends LoadedConfig {
   readonly compiled: CompiledPublication;
 }
 
-let cached: { texts: ConfigTexts; refuseDemoKeys: boolean; config: IsolateConfig } | undefined;
+let cached: { texts: ConfigTexts; artifact: string | undefined; refuseDemoKeys: boolean; config: IsolateConfig; publicationDocument: unknown } | undefined;
+
+/**
+ * The config as validated: read from the artifact `sluice serve` binds (`SLUICE_VALIDATED_CONFIG`,
+ * the CLI having run every check already) with one JSON parse, else parsed and checked here.
+ */
+function validated(env: Env, texts: ConfigTexts): ValidatedConfig {
+  return env.SLUICE_VALIDATED_CONFIG !== undefined ? readValidatedConfig(env.SLUICE_VALIDATED_CONFIG) : loadConfigWithSeed(texts);
+}
 
 /**
  * Validated once per isolate (and again only if the bound texts change). Throws
@@ -42,20 +50,25 @@ let cached: { texts: ConfigTexts; refuseDemoKeys: boolean; config: IsolateConfig
  * config fails the start, not the Nth request.
  */
 export function isolateConfig(env: Env): IsolateConfig {
+  return isolateState(env).config;
+}
+
+function isolateState(env: Env): NonNullable<typeof cached> {
   const texts = configTexts(env);
+  const artifact = env.SLUICE_VALIDATED_CONFIG;
   const refuseDemoKeys = refusesDemoKeys(env);
-  if (cached && cached.refuseDemoKeys === refuseDemoKeys && cached.texts.gateway === texts.gateway && cached.texts.publication === texts.publication && cached.texts.backends === texts.backends) {
-    return cached.config;
+  if (cached && cached.refuseDemoKeys === refuseDemoKeys && cached.artifact === artifact && cached.texts.gateway === texts.gateway && cached.texts.publication === texts.publication && cached.texts.backends === texts.backends) {
+    return cached;
   }
-  const loaded = loadConfig(texts);
+  const { config: loaded, publicationDocument } = validated(env, texts);
   // An edge environment never serves the demo keys: its start fails, naming them (docs/deploy.md).
   if (refuseDemoKeys) {
     const issues = demoKeyIssues(loaded.publication, CONFIG_FILES.publication);
     if (issues.length > 0) throw new ConfigValidationError(issues);
   }
   const config = { ...loaded, compiled: compilePublication(loaded.publication) };
-  cached = { texts, refuseDemoKeys, config };
-  return config;
+  cached = { texts, artifact, refuseDemoKeys, config, publicationDocument };
+  return cached;
 }
 
 /** What every snapshot candidate is checked against in this build, publication and process (its TLS bindings). */
@@ -90,7 +103,8 @@ export type PublicationSeed = () => unknown;
 
 /** The bundled (or bound) publication.yaml as a document: what the publication controller activates on first use. */
 export function publicationSeedOf(env: Env): PublicationSeed {
-  return () => parseDocument(configTexts(env).publication, { uniqueKeys: true }).toJS();
+  // The document the isolate's validation already parsed: the YAML is not parsed again.
+  return () => isolateState(env).publicationDocument;
 }
 
 /**

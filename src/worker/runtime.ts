@@ -27,6 +27,7 @@ import { assembledSink } from "../telemetry/request-assembly.ts";
 import { taskLedgerSink, type TaskLedgerSink } from "../task-ledger/task-ledger-client.ts";
 import type { SnapshotControllerClient } from "../snapshot/controller-client.ts";
 import { SnapshotCache } from "../snapshot/snapshot-cache.ts";
+import type { PinnedSnapshot } from "../snapshot/pinned-snapshot.ts";
 import { BreakerCache } from "../traffic/breaker-cache.ts";
 import { breakerClient } from "../traffic/breaker-client.ts";
 import { HealthCache } from "../traffic/health-cache.ts";
@@ -53,6 +54,7 @@ import { mcpProbeTarget } from "../mcp/health-probe.ts";
 import { SessionSealer } from "../mcp/sealed-session.ts";
 import { OAuthVerifier } from "../auth/oauth-verifier.ts";
 import { isolateConfig, type IsolateConfig } from "./isolate-config.ts";
+import { heldSecretValues } from "../egress/held-secrets.ts";
 import { RequestStateSealer } from "../approvals/request-state.ts";
 import { TaskHandleSealer } from "../approvals/task-handle.ts";
 import { AgentTaskHandleSealer } from "../approvals/agent-task-handle.ts";
@@ -251,7 +253,7 @@ async function buildRuntime(env: Env): Promise<PublicationCache<GatewayRuntime>>
     drain,
     admission,
     snapshot: () => snapshots.current(),
-    invoker: invokerOf(gw, secrets, clock, tokens, credentialWatch, load),
+    invoker: invokerOf(gw, secrets, clock, tokens, credentialWatch, load, heldSecretsOf(gw, secrets, snapshots)),
     reserve: { ledger, callBudgets, tasks, log: logError },
     settle: settleStep({ ledger, log: logError, onSettlement: (o) => metrics.settlement(o) }),
     breakers,
@@ -469,10 +471,28 @@ function telemetryOf(config: IsolateConfig, secrets: Record<string, unknown>, cl
 }
 
 /**
+ * The secret values the isolate holds: those gateway.yaml names and those the backends of the
+ * snapshot it last pinned name, worked out once per snapshot (read only when a provider header
+ * would be passed to a client).
+ */
+function heldSecretsOf(gw: GatewayConfig, secrets: Record<string, unknown>, snapshots: SnapshotCache): () => readonly string[] {
+  const read = (name: string) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined);
+  const bySnapshot = new WeakMap<PinnedSnapshot, readonly string[]>();
+  let withoutSnapshot: readonly string[] | undefined;
+  return () => {
+    const snapshot = snapshots.peek();
+    if (snapshot === undefined) return (withoutSnapshot ??= heldSecretValues([gw], read));
+    let held = bySnapshot.get(snapshot);
+    if (!held) bySnapshot.set(snapshot, (held = heldSecretValues([gw, ...snapshot.backends.values()], read)));
+    return held;
+  };
+}
+
+/**
  * The invoke phase's executor: backends reached through the egress guard, credentials read per
  * attempt, and binding-protocol backends (Workers AI) through the Worker's own bindings by name.
  */
-function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock, tokens: TokenCache, credentialWatch: CredentialWatch, load: LoadTracker): GatewayExecutor {
+function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: Clock, tokens: TokenCache, credentialWatch: CredentialWatch, load: LoadTracker, heldSecrets: () => readonly string[]): GatewayExecutor {
   return new GatewayExecutor({
     codecs: builtinCodecs,
     credentials: { get: (name) => (typeof secrets[name] === "string" ? (secrets[name] as string) : undefined) },
@@ -491,6 +511,7 @@ function invokerOf(gw: GatewayConfig, secrets: Record<string, unknown>, clock: C
       return isWorkersAiBinding(binding) ? binding : undefined;
     },
     tlsFetchers: fetcherBindings(secrets),
+    heldSecrets,
   });
 }
 

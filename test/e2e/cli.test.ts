@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
@@ -8,6 +8,7 @@ import { buildBundle, ROOT } from "../../local-stack/build.ts";
 import { freePort } from "../../local-stack/ports.ts";
 import { startSimulatorProcess, SIMULATOR_API_KEY } from "../../local-stack/stack.ts";
 import { freshFetch } from "./support/raw-http.ts";
+import { readValidatedConfig } from "../../src/config/validated-config.ts";
 import { allowingSimulators, backendsFor, bundledConfig, DEMO_KEY, type Simulator } from "./support/stack.ts";
 
 const TOKEN = "cli-e2e-admin-token";
@@ -261,6 +262,15 @@ describe("the sluice CLI against a real gateway", () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("missing secret SIMULATOR_API_KEY (named by backends.yaml: backends[0].credential.secret (sim-local))");
     expect(r.stderr).toContain("missing secret EXTRA_PROVIDER_KEY (named by --secret)");
+  });
+
+  it("hands workerd the config it validated, so the Worker does not parse and check the YAML again", async () => {
+    const capnp = readFileSync(join(stateDir, "sluice.capnp"), "utf8");
+    expect(capnp).toContain(`(name = "SLUICE_VALIDATED_CONFIG", text = embed "validated-config.json")`);
+    const handed = readValidatedConfig(readFileSync(join(stateDir, "validated-config.json"), "utf8"));
+    // What the running gateway serves is that config: its entrypoints are the validated ones.
+    const models = (await (await fetch(`http://127.0.0.1:${publicPort}/v1/models`, { headers: { authorization: `Bearer ${DEMO_KEY}` } })).json()) as { data: { id: string }[] };
+    expect(models.data.map((m) => m.id).sort()).toEqual(handed.config.publication.entrypoints.map((e) => e.name).sort());
   });
 
   it("status, backends list and routes list read the running gateway, as tables and as JSON", () => {

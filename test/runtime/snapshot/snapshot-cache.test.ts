@@ -5,7 +5,7 @@ import { compilePublication } from "../../../src/publication/compile-publication
 import { GatewayError } from "../../../src/errors/gateway-error.ts";
 import { normalizeSnapshot } from "../../../src/snapshot/normalize.ts";
 import { pinSnapshot, type ActiveSnapshot } from "../../../src/snapshot/pinned-snapshot.ts";
-import { unmetRequirements } from "../../../src/snapshot/requirements.ts";
+import { unmetRequirements, unmetRequirementsOf } from "../../../src/snapshot/requirements.ts";
 import { SnapshotCache } from "../../../src/snapshot/snapshot-cache.ts";
 import { bundledTexts, FakeClock } from "../support/fixtures.ts";
 
@@ -107,5 +107,34 @@ describe("unmetRequirements", () => {
     const small = full.pools.get("sim-small")!;
     const stripped = { ...full, pools: new Map([["sim-small", { ...small, members: small.members.map((m) => ({ ...m, backend: { ...m.backend, capabilities: ["chat" as const] } })) }]]) };
     expect(unmetRequirements(stripped, weak)[0]).toContain("lacks images");
+  });
+});
+
+describe("unmetRequirementsOf (what /ready asks on every probe)", () => {
+  it("reads the snapshot once per snapshot and publication revision, and answers as unmetRequirements does", async () => {
+    const cfg = loadConfig(bundledTexts);
+    const reqs = compilePublication(cfg.publication).poolRequirements;
+    const full = pinSnapshot(await active(1));
+    let reads = 0;
+    class CountingMap<K, V> extends Map<K, V> {
+      override get(key: K): V | undefined {
+        reads++;
+        return super.get(key);
+      }
+    }
+    const counted = { ...full, pools: new CountingMap([...full.pools].filter(([name]) => name !== "sim-large")) };
+    const first = unmetRequirementsOf(counted, reqs);
+    expect(first).toEqual(unmetRequirements(counted, reqs));
+    expect(first).toEqual(['pool "sim-large" (needed by model chat-large revision 1) is missing']);
+    const readsAfterFirst = reads;
+    expect(readsAfterFirst).toBeGreaterThan(0);
+    expect(unmetRequirementsOf(counted, reqs)).toBe(first);
+    expect(reads).toBe(readsAfterFirst);
+    // Another revision's requirements (a new array) are checked afresh against the same snapshot.
+    const revised = compilePublication(cfg.publication).poolRequirements;
+    expect(unmetRequirementsOf(counted, revised)).toEqual(first);
+    expect(reads).toBeGreaterThan(readsAfterFirst);
+    // And another snapshot with the same requirements.
+    expect(unmetRequirementsOf(full, reqs)).toEqual([]);
   });
 });
