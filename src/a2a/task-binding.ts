@@ -33,6 +33,11 @@ const enc = new TextEncoder();
 // `ignoreBOM` keeps a leading U+FEFF of an agent's id: the id opened is byte for byte the id bound.
 const dec = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
+/** Whether a presented id has the bound form of `kind` (else it is one the caller chose itself); the form says nothing of whose it is. */
+export function isBoundId(kind: BoundIdKind, presented: string): boolean {
+  return presented.startsWith(PREFIX[kind]);
+}
+
 /** Who the ids are bound to: the caller (tenant and key) and the agent that holds the tasks. */
 export interface IdOwner {
   readonly tenant: string;
@@ -46,8 +51,6 @@ export interface CallerIds {
   bind(kind: BoundIdKind, agentId: string): Promise<string>;
   /** The agent's id a caller presented, or undefined when it is not this owner's (forged, another caller's or agent's, malformed). */
   open(kind: BoundIdKind, callerId: string): Promise<string | undefined>;
-  /** Whether a presented id has the bound form of `kind` (else it is one the caller chose itself). */
-  isBound(kind: BoundIdKind, presented: string): boolean;
   /** The agent's context id for one the caller chose itself: the caller's id in the caller's own namespace. */
   ownContext(callerChosen: string): Promise<string>;
 }
@@ -103,7 +106,6 @@ export class A2aIdBinding {
         minted.set(`${kind}\n${agentId}`, callerId);
         return agentId;
       },
-      isBound: (kind, presented) => presented.startsWith(PREFIX[kind]),
       ownContext: async (callerChosen) => `sluice-${toBase64url(await tag("own-context", callerChosen)).slice(0, 16)}-${callerChosen}`,
     };
   }

@@ -36,6 +36,8 @@ export interface Extensions {
 export const NO_EXTENSIONS: Extensions = { signals: [], requestSafe: [], streamEvent: [], terminalObservers: [] };
 
 const NO_PLUGINS: PluginsByClass = { requestSafe: [], streamEvent: [], observers: [] };
+/** No trusted headers: what a kind without a `trusted` hook offers header signals. */
+const NO_TRUSTED_HEADERS: ReadonlyMap<string, string> = new Map();
 
 /**
  * The signals of a runtime that declares none: asking for any is a bug, and there is no state to
@@ -303,7 +305,7 @@ export class Runner<R> {
     // Without signals there is nothing to compute or keep: every request shares one empty set.
     if (declared.length === 0 && extra.length === 0) return NO_SIGNALS();
     this.#signals ??= new SignalSet(extra.length === 0 ? this.#compiled.signalIndex : [...declared, ...extra], {
-      input: () => ({ subject: this.#turn.subject(), principal: this.#principal, trustedHeaders: this.#turn.trusted(), models: this.#signalModels }),
+      input: () => ({ subject: this.#turn.subject?.(), principal: this.#principal, trustedHeaders: this.#turn.trusted?.() ?? NO_TRUSTED_HEADERS, models: this.#signalModels }),
       signal: ctx.signal,
       offline: this.#explain?.offline,
       scheduler: this.#deps.scheduler,
@@ -317,7 +319,7 @@ export class Runner<R> {
    * instantiated for this request alone; their terminal observers are registered now.
    */
   #instantiate(): PluginsByClass {
-    const { names } = this.#turn.plugins();
+    const names = this.#turn.plugins?.().names ?? [];
     if (names.length === 0) return NO_PLUGINS;
     const report = (entry: PluginReport) => void this.ctx.record.plugins.push(entry);
     const factories = this.#compiled.plugins;
@@ -342,13 +344,13 @@ export class Runner<R> {
     const own = this.#plugins.requestSafe;
     const plugins = own.length === 0 ? this.#extensions.requestSafe : [...this.#extensions.requestSafe, ...own];
     if (plugins.length === 0) return undefined;
-    const subject = this.#turn.subject();
+    const subject = this.#turn.subject?.();
     if (subject === undefined) return undefined;
     const changed = await applyRequestSafe(plugins, {
       subject,
       principal: this.#principal!,
       signals: this.#signalsOf(),
-      decision: this.#turn.plugins().decision,
+      decision: this.#turn.plugins?.().decision,
       report,
       signal: this.ctx.signal,
       facts: this.#turn.facts?.(),
@@ -357,7 +359,7 @@ export class Runner<R> {
     });
     this.ctx.checkpoint();
     if (changed.kind === "answer") return amend ? changed : undefined;
-    if (amend && changed !== subject) this.#turn.amend(changed);
+    if (amend && changed !== subject) this.#turn.amend?.(changed);
     return undefined;
   }
 

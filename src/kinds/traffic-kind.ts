@@ -69,19 +69,22 @@ export interface KindTurn<R> {
   decode(): Promise<Early<R> | undefined>;
   /** Phase 3: may the caller make this request? */
   authorize(): Promise<Early<R> | undefined>;
-  /** What signals and `request_safe` plugins see; undefined: this request has nothing to inspect. */
-  subject(): Subject | undefined;
-  /** The trusted headers the request carried (lower-case names), for header signals. */
-  trusted(): ReadonlyMap<string, string>;
+  /**
+   * What signals and `request_safe` plugins see; undefined (or no hook: a kind with nothing to
+   * inspect, such as an agent call): this request has nothing to inspect.
+   */
+  subject?(): Subject | undefined;
+  /** The trusted headers the request carried (lower-case names), for header signals; no hook: none. */
+  trusted?(): ReadonlyMap<string, string>;
   /**
    * After decide: the plugins the request runs, by name (its entrypoint's, then its decision's),
-   * and the decision that chose them.
+   * and the decision that chose them; no hook: none.
    */
-  plugins(): { readonly names: readonly string[]; readonly decision: string | undefined };
+  plugins?(): { readonly names: readonly string[]; readonly decision: string | undefined };
   /** Phase 4: what to do (a plan), with the request's signals at hand; or an answer now. */
   decide(signals: SignalSet): Promise<Early<R> | undefined>;
-  /** Takes a `request_safe` plugin's change of the subject (same kind): that is what is sent. */
-  amend(subject: Subject): void;
+  /** Takes a `request_safe` plugin's change of the subject (same kind): that is what is sent. Needed only with {@link subject}. */
+  amend?(subject: Subject): void;
   /** Phase 5: what the request may spend, reserved or prepared before anything is sent. */
   reserve(): Promise<void>;
   /**

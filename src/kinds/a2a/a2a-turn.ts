@@ -15,7 +15,7 @@ import type { AdmissionLease } from "../../admit/admission.ts";
 import { readAttribution } from "../../attribution/attribution.ts";
 import { gatewayAgentUrl } from "../../a2a/card-rewrite.ts";
 import type { A2aDecision } from "../../a2a/a2a-policy.ts";
-import type { CallerIds } from "../../a2a/task-binding.ts";
+import { isBoundId, type CallerIds } from "../../a2a/task-binding.ts";
 import { authorizeAgentUse, authorizeMessage } from "../../auth/a2a-authorize.ts";
 import { authenticateCaller, type AuthenticatorDeps } from "../../auth/authenticator-chain.ts";
 import type { RequestContext } from "../../context/request-context.ts";
@@ -32,13 +32,12 @@ import { isRecord } from "../../protocol/fast-guard.ts";
 import { A2A_VERSION_HEADER, decodeA2aRequest, jsonRpcIdOf, requestGeneration, type A2aRequest } from "../../protocol/a2a/a2a-request.ts";
 import { generationsOf, type A2aGeneration, type AgentCardView } from "../../protocol/a2a/agent-card.ts";
 import { agentGenerationFor, bridgeRequest, bridgeResponse, type A2aJsonRpcRequest, type A2aJsonRpcResponse } from "../../protocol/a2a/bridge.ts";
-import { mapIds, requestIdSlots, resultIdSlots } from "../../protocol/a2a/id-slots.ts";
+import { mapIds, requestIdSlots, resultIdSlots, type IdSlot } from "../../protocol/a2a/id-slots.ts";
 import type { CompiledPublication } from "../../publication/compile-publication.ts";
 import type { Principal } from "../../publication/principal.ts";
 import { agentRateScope, reservePricedCall, type ToolCallTrack } from "../../reserve/tool-charge.ts";
 import type { ReserveDeps } from "../../reserve/reserve-phase.ts";
 import type { SignalSet } from "../../signals/signal-set.ts";
-import type { Subject } from "../../signals/subject.ts";
 import type { AdmissionKey, Early, KindTurn, Responded } from "../traffic-kind.ts";
 import type { A2aIngress, A2aReply } from "./a2a-api.ts";
 import { answerHeldTask, checkHoldable, continuation, endpointOf, heldReply, heldTaskOf, sendClaimed, type HeldTask } from "./a2a-approvals.ts";
@@ -53,7 +52,6 @@ export interface A2aKindDeps extends AuthenticatorDeps {
   readonly reserve: ReserveDeps;
 }
 
-const NO_HEADERS: ReadonlyMap<string, string> = new Map();
 const encoder = new TextEncoder();
 
 /** Where a call goes: the agent's JSON-RPC URL, the generation it is spoken in there, and the request as the agent reads it. */
@@ -81,8 +79,8 @@ export class A2aTurn implements KindTurn<A2aReply> {
   #json: A2aJsonRpcResponse | undefined;
   /** The caller's bound task and context ids at the agent called (made once the agent is known). */
   #ids: CallerIds | undefined;
-  /** A message's own form before its ids were opened (set only when it names any). */
-  #callerMessage: Readonly<Record<string, unknown>> | undefined;
+  /** The ids opened in the request, each with the caller's form it had. */
+  #opened: readonly IdSlot[] = [];
   /** Whether the virtual agent's answer has pinned its context already. */
   #pinned = false;
   /** The agent called: the one named in the path, or (the virtual agent) the one routed to at decide. */
@@ -168,12 +166,12 @@ export class A2aTurn implements KindTurn<A2aReply> {
   async #openIds(req: A2aRequest): Promise<void> {
     const slots = requestIdSlots(req);
     if (slots.length === 0) return;
-    // A message held for approval is kept (and answered, and later sent) as the caller wrote it: its ids are opened again when it is sent.
-    if (req.info.kind === "message") this.#callerMessage = structuredClone(req.params.message) as Readonly<Record<string, unknown>>;
+    // Kept so that a message held for approval can be put back as the caller wrote it (#writtenMessage).
+    this.#opened = slots;
     const ids = this.#ids!;
     const record = this.#ctx.record.a2a;
     for (const slot of slots) {
-      const ownContext = slot.kind === "context" && !ids.isBound("context", slot.id);
+      const ownContext = slot.kind === "context" && !isBoundId("context", slot.id);
       const agentId = ownContext ? await ids.ownContext(slot.id) : await ids.open(slot.kind, slot.id);
       if (agentId === undefined) throw new GatewayError("agent_task_not_found", `No ${slot.kind} ${echo(slot.id)} of agent ${echo(this.#agent)} was given to this caller.`, { param: slot.param });
       (slot.holder as Record<string | number, unknown>)[slot.key] = agentId;
@@ -209,18 +207,6 @@ export class A2aTurn implements KindTurn<A2aReply> {
     if (req.info.kind === "message") this.#decision = authorizeMessage(this.#a2a.policy, caller, this.#agent, req.skill, declared, this.#ctx.record.a2a);
     else authorizeAgentUse(this.#a2a.policy, caller, this.#agent, declared, this.#ctx.record.a2a);
     return undefined;
-  }
-
-  subject(): Subject | undefined {
-    return undefined;
-  }
-
-  trusted(): ReadonlyMap<string, string> {
-    return NO_HEADERS;
-  }
-
-  plugins(): { readonly names: readonly string[]; readonly decision: string | undefined } {
-    return { names: [], decision: undefined };
   }
 
   async decide(_signals: SignalSet): Promise<Early<A2aReply> | undefined> {
@@ -277,9 +263,9 @@ export class A2aTurn implements KindTurn<A2aReply> {
     if (req.info.kind !== "message" || decision === undefined) return undefined;
     const held = this.#held;
     const approvals = this.#a2a.approvals;
+    // A message to be held is kept, answered and bound as the caller wrote it; one that needs no approval is not copied.
+    const written = decision.approval === "required" && held === undefined ? this.#writtenMessage() : (req.params.message as Readonly<Record<string, unknown>>);
     // A new message to be held must fit in its task's id: refused before an approval is asked for.
-    // The message as the caller wrote it (its task and context ids the caller's, not the agent's).
-    const written = this.#callerMessage ?? (req.params.message as Readonly<Record<string, unknown>>);
     if (decision.approval === "required" && held === undefined && approvals !== undefined) checkHoldable(written);
     const out = await gateAgentMessage(approvals, this.#ctx, {
       principal: this.#principal!,
@@ -300,6 +286,21 @@ export class A2aTurn implements KindTurn<A2aReply> {
     return { kind: "respond", reply: await heldReply(approvals!, this.#ctx, { ...req, params: { ...req.params, message: written } }, this.#principal!, endpointOf(this.#ingress.agent), this.#agent, this.#skill, out.approval, held) };
   }
 
+  /** A copy of the message with the caller's own task and context ids in it (the request holds the agent's once opened). */
+  #writtenMessage(): Readonly<Record<string, unknown>> {
+    const message = this.#req!.params.message as Readonly<Record<string, unknown>>;
+    const opened = this.#opened;
+    if (opened.length === 0) return message;
+    const put = (slot: IdSlot, v: unknown) => void ((slot.holder as Record<string | number, unknown>)[slot.key] = v);
+    const agentIds = opened.map((slot) => (slot.holder as Record<string | number, unknown>)[slot.key]);
+    opened.forEach((slot) => put(slot, slot.id));
+    try {
+      return structuredClone(message);
+    } finally {
+      opened.forEach((slot, i) => put(slot, agentIds[i]));
+    }
+  }
+
   /**
    * Pins a bound context id (`ac1.`) to the agent it was given for: the one agent whose binding
    * opens it for this caller. One that opens for none is not this caller's: not found.
@@ -307,7 +308,7 @@ export class A2aTurn implements KindTurn<A2aReply> {
   async #pinBoundContext(contextId: string, agents: readonly string[]): Promise<void> {
     const caller = { tenant: this.#principal!.tenantId, key: this.#principal!.keyId };
     const binding = this.#a2a.ids;
-    if (!binding.forOwner({ ...caller, agent: "" }).isBound("context", contextId)) return;
+    if (!isBoundId("context", contextId)) return;
     for (const agent of agents) {
       if ((await binding.forOwner({ ...caller, agent }).open("context", contextId)) !== undefined) {
         this.#a2a.router.pinContext(caller.tenant, contextId, agent);
@@ -316,8 +317,6 @@ export class A2aTurn implements KindTurn<A2aReply> {
     }
     throw new GatewayError("agent_task_not_found", `No context ${echo(contextId)} was given to this caller.`, { param: "params.message.contextId" });
   }
-
-  amend(_subject: Subject): void {}
 
   async reserve(): Promise<void> {
     const req = this.#req!;

@@ -23,7 +23,6 @@ import type { A2aGeneration, AgentCardView } from "../../protocol/a2a/agent-card
 import type { HeaderReader } from "../../protocol/mcp/stateless-request.ts";
 import type { Principal } from "../../publication/principal.ts";
 import type { SignalSet } from "../../signals/signal-set.ts";
-import type { Subject } from "../../signals/subject.ts";
 import type { AdmissionKey, Early, KindTurn, Responded } from "../traffic-kind.ts";
 import type { A2aKindDeps } from "./a2a-turn.ts";
 import type { A2aDeps } from "./a2a-deps.ts";
@@ -46,7 +45,6 @@ export interface A2aPushIngress {
 /** The answer to the agent: delivered (no content), or a refusal. */
 export type A2aPushReply = { readonly kind: "delivered" } | { readonly kind: "error"; readonly error: GatewayError };
 
-const NO_HEADERS: ReadonlyMap<string, string> = new Map();
 
 /** What a forged, tampered or misdirected relay address is told: nothing about why. */
 const unknownRelay = () => new GatewayError("not_found", "No push relay at this address.");
@@ -125,23 +123,9 @@ export class A2aPushRelayTurn implements KindTurn<A2aPushReply> {
     return undefined;
   }
 
-  subject(): Subject | undefined {
-    return undefined;
-  }
-
-  trusted(): ReadonlyMap<string, string> {
-    return NO_HEADERS;
-  }
-
-  plugins(): { readonly names: readonly string[]; readonly decision: string | undefined } {
-    return { names: [], decision: undefined };
-  }
-
   async decide(_signals: SignalSet): Promise<Early<A2aPushReply> | undefined> {
     return undefined;
   }
-
-  amend(_subject: Subject): void {}
 
   async reserve(): Promise<void> {}
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { A2aIdBinding } from "../../../src/a2a/task-binding.ts";
+import { A2aIdBinding, isBoundId } from "../../../src/a2a/task-binding.ts";
 import { decodeA2aRequest } from "../../../src/protocol/a2a/a2a-request.ts";
 import { mapIds, requestIdSlots, resultIdSlots } from "../../../src/protocol/a2a/id-slots.ts";
 
@@ -46,8 +46,8 @@ describe("A2A task ids bound to the caller", () => {
     const ids = binding.forOwner(alice);
     const context = await ids.bind("context", "ctx-1");
     expect(context).toMatch(/^ac1\./);
-    expect(ids.isBound("context", context)).toBe(true);
-    expect(ids.isBound("context", "my-own")).toBe(false);
+    expect(isBoundId("context", context)).toBe(true);
+    expect(isBoundId("context", "my-own")).toBe(false);
     expect(await ids.open("context", context)).toBe("ctx-1");
     // A task's id is not a context's, and the other way round.
     expect(await ids.open("task", context)).toBeUndefined();
