@@ -1,5 +1,5 @@
 import { deriveSecretKey, MIN_SECRET_LENGTH } from "../digest/derived-key.ts";
-import { openJson, sealJson } from "../digest/sealed-json.ts";
+import { openToken, sealToken } from "../digest/sealed-json.ts";
 import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
@@ -57,13 +57,11 @@ export class PushRelaySealer {
   }
 
   async seal(record: PushRelayRecord): Promise<string> {
-    return `${VERSION}.${await sealJson(this.#key, VERSION, record)}`;
+    return await sealToken(this.#key, VERSION, record);
   }
 
   async open(sealed: string): Promise<{ readonly ok: true; readonly record: PushRelayRecord } | { readonly ok: false; readonly why: RelayFailure }> {
-    const parts = sealed.length <= MAX_SEALED_CHARS ? sealed.split(".") : [];
-    if (parts.length !== 3 || parts[0] !== VERSION) return { ok: false, why: "malformed" };
-    const opened = await openJson<PushRelayRecord>(this.#key, VERSION, parts[1]!, parts[2]!);
+    const opened = await openToken<PushRelayRecord>(this.#key, VERSION, sealed, MAX_SEALED_CHARS);
     if (!opened.ok) return opened;
     return { ok: true, record: opened.value };
   }

@@ -11,7 +11,7 @@
  * authenticated as associated data.
  */
 
-import { openJson, sealJson } from "../digest/sealed-json.ts";
+import { openToken, sealToken } from "../digest/sealed-json.ts";
 import type { A2aGeneration } from "../protocol/a2a/agent-card.ts";
 import { deriveApprovalKey } from "./approval-key.ts";
 
@@ -83,7 +83,7 @@ export class AgentTaskHandleSealer {
   /** The sealed handle; undefined when the message is larger than {@link MAX_HELD_MESSAGE_BYTES}. */
   async seal(handle: AgentTaskHandle): Promise<string | undefined> {
     if (!fitsAgentTaskHandle(handle.message)) return undefined;
-    return `${PREFIX}${await sealJson(this.#key, VERSION, handle)}`;
+    return await sealToken(this.#key, VERSION, handle);
   }
 
   /** The handle `presented` by `principal` on `endpoint` at `now`, or why it is refused. */
@@ -93,9 +93,7 @@ export class AgentTaskHandleSealer {
     endpoint: string,
     now: number,
   ): Promise<{ readonly ok: true; readonly handle: AgentTaskHandle } | { readonly ok: false; readonly why: AgentHandleFailure }> {
-    const parts = presented.length <= MAX_HANDLE_CHARS ? presented.split(".") : [];
-    if (parts.length !== 3 || parts[0] !== VERSION) return { ok: false, why: "malformed" };
-    const opened = await openJson<AgentTaskHandle>(this.#key, VERSION, parts[1]!, parts[2]!);
+    const opened = await openToken<AgentTaskHandle>(this.#key, VERSION, presented, MAX_HANDLE_CHARS);
     if (!opened.ok) return opened;
     const handle = opened.value;
     if (handle.tenant !== principal.tenant || handle.key !== principal.key) return { ok: false, why: "other_principal" };

@@ -10,7 +10,7 @@
  * It is `t1.<iv>.<ciphertext>` in base64url; the version is authenticated as associated data.
  */
 
-import { openJson, sealJson } from "../digest/sealed-json.ts";
+import { openToken, sealToken } from "../digest/sealed-json.ts";
 import { deriveApprovalKey } from "./approval-key.ts";
 
 /** What a handle carries. */
@@ -65,14 +65,12 @@ export class TaskHandleSealer {
   /** The sealed handle; undefined when the arguments are larger than {@link MAX_TASK_ARGUMENTS_BYTES}. */
   async seal(handle: TaskHandle): Promise<string | undefined> {
     if (!fitsTaskHandle(handle.arguments)) return undefined;
-    return `${VERSION}.${await sealJson(this.#key, VERSION, handle)}`;
+    return await sealToken(this.#key, VERSION, handle);
   }
 
   /** The handle `presented` by `principal` at `now`, or why it is refused. */
   async open(presented: string, principal: { readonly tenant: string; readonly key: string }, now: number): Promise<{ readonly ok: true; readonly handle: TaskHandle } | { readonly ok: false; readonly why: HandleFailure }> {
-    const parts = presented.length <= MAX_HANDLE_CHARS ? presented.split(".") : [];
-    if (parts.length !== 3 || parts[0] !== VERSION) return { ok: false, why: "malformed" };
-    const opened = await openJson<TaskHandle>(this.#key, VERSION, parts[1]!, parts[2]!);
+    const opened = await openToken<TaskHandle>(this.#key, VERSION, presented, MAX_HANDLE_CHARS);
     if (!opened.ok) return opened;
     const handle = opened.value;
     if (handle.tenant !== principal.tenant || handle.key !== principal.key) return { ok: false, why: "other_principal" };

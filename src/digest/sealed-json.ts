@@ -29,3 +29,22 @@ export async function openJson<T>(key: CryptoKey, aad: string, ivText: string, s
     return { ok: false, why: "tampered" };
   }
 }
+
+/**
+ * A sealed token as the gateway hands it out: `<version>.<iv>.<ciphertext>`, the version
+ * authenticated with the value (task handles, agent task handles, push relay addresses).
+ */
+export async function sealToken(key: CryptoKey, version: string, value: unknown): Promise<string> {
+  return `${version}.${await sealJson(key, version, value)}`;
+}
+
+/**
+ * The value of a token {@link sealToken} made under `version`: `malformed` when the text is longer
+ * than `maxChars` (not read at all) or not of the token's shape and version, `tampered` when it
+ * does not open.
+ */
+export async function openToken<T>(key: CryptoKey, version: string, text: string, maxChars: number): Promise<{ readonly ok: true; readonly value: T } | { readonly ok: false; readonly why: "malformed" | "tampered" }> {
+  const parts = text.length <= maxChars ? text.split(".") : [];
+  if (parts.length !== 3 || parts[0] !== version) return { ok: false, why: "malformed" };
+  return openJson<T>(key, version, parts[1]!, parts[2]!);
+}
