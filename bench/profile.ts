@@ -32,6 +32,7 @@ import {
   workloadFlag,
 } from "./sluice-config.ts";
 import { CASCADE_QUALITY } from "./cascade-stage.ts";
+import { cdp, inspectorTarget } from "./inspector.ts";
 import { gatewayPath, requestBody } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
@@ -70,42 +71,6 @@ interface CpuProfile {
   readonly endTime: number;
   readonly samples?: readonly number[];
   readonly timeDeltas?: readonly number[];
-}
-
-/** A minimal Chrome DevTools Protocol client over Node's WebSocket. */
-async function cdp(url: string): Promise<{ send(method: string, params?: object): Promise<unknown>; close(): void }> {
-  const ws = new WebSocket(url);
-  await new Promise<void>((resolve, reject) => {
-    ws.addEventListener("open", () => resolve(), { once: true });
-    ws.addEventListener("error", () => reject(new BenchError(`could not connect to the inspector at ${url}`)), { once: true });
-  });
-  let next = 1;
-  const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
-  ws.addEventListener("message", (ev) => {
-    const msg = JSON.parse(String(ev.data)) as { id?: number; result?: unknown; error?: { message: string } };
-    if (msg.id === undefined) return;
-    const w = waiting.get(msg.id);
-    waiting.delete(msg.id);
-    if (msg.error) w?.reject(new BenchError(`inspector: ${msg.error.message}`));
-    else w?.resolve(msg.result);
-  });
-  return {
-    send(method, params = {}) {
-      const id = next++;
-      ws.send(JSON.stringify({ id, method, params }));
-      return new Promise((resolve, reject) => waiting.set(id, { resolve, reject }));
-    },
-    close: () => ws.close(),
-  };
-}
-
-/** The inspector target of the gateway's Worker (workerd lists one per service). */
-async function inspectorTarget(port: number): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${port}/json/list`);
-  const targets = (await res.json()) as { webSocketDebuggerUrl?: string; title?: string; id?: string }[];
-  const t = targets.find((x) => x.title === "sluice" || x.id === "sluice") ?? targets[0];
-  if (!t?.webSocketDebuggerUrl) throw new BenchError(`workerd's inspector lists no target: ${JSON.stringify(targets)}`);
-  return t.webSocketDebuggerUrl;
 }
 
 /**
