@@ -259,7 +259,7 @@ async function main(): Promise<number> {
     await inspector.send("HeapProfiler.collectGarbage");
     const base = { rss: rssKiB(pid) * 1024, heap: (await inspector.send("Runtime.getHeapUsage")) as HeapUsage };
     const peak = { rss: base.rss, used: base.heap.usedSize, total: base.heap.totalSize };
-    const round = holdStreams({ url: spec(streaming, 1, 0).url, headers: spec(streaming, 1, 0).headers, body: requestBody(streaming, PUBLIC_MODEL), n });
+    const round = holdStreams({ url: spec(streaming, 1, 0).url, headers: spec(streaming, 1, 0).headers, body: paddedBody(streaming, promptKib), n });
     let ended = false;
     const roundEnded = round.allEnded.finally(() => (ended = true));
     while (!ended) {
@@ -274,7 +274,7 @@ async function main(): Promise<number> {
     const kib = (bytes: number) => (bytes / n / 1024).toFixed(1);
     report(
       [
-        `${n} concurrent streams of 20 tokens 100 ms apart (${key.name} key), growth from rest to peak, per stream:`,
+        `${n} concurrent streams of 20 tokens 100 ms apart (${key.name} key${promptKib > 0 ? `, prompts of ${promptKib} KiB` : ""}), growth from rest to peak, per stream:`,
         `  process RSS ${kib(peak.rss - base.rss)} KiB; isolate heap total ${kib(peak.total - base.heap.totalSize)} KiB, heap used ${kib(peak.used - base.heap.usedSize)} KiB`,
         `  (at rest: RSS ${mib(base.rss)} MiB, heap used ${mib(base.heap.usedSize)} of ${mib(base.heap.totalSize)} MiB)`,
       ].join("\n"),

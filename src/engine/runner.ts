@@ -251,6 +251,8 @@ export class Runner<R> {
       const out = turn.respond(this.#streamEvents());
       streaming = out.streaming;
       if (!streaming) ctx.finish({ kind: "completed" });
+      // Nothing asks a signal once the answer streams; their input holds the request.
+      else this.#signals?.releaseInput();
       return out.reply;
     } catch (err) {
       return this.#fail(err);

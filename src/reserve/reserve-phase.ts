@@ -55,7 +55,10 @@ export interface Sizing {
 export function chatSizing(request: NeutralRequest, ep: CompiledEntrypoint): { readonly sizing: Sizing; readonly request: NeutralRequest } {
   const cap = outputCap(request, ep.budget.defaultMaxOutputTokens);
   const sent = cap.injected ? { ...request, maxOutputTokens: cap.cap } : request;
-  return { sizing: { inputBound: inputTokenBound(sent), inputEstimate: () => estimatePromptTokens(sent), outputCap: cap.cap, injectedCap: cap.injected ? cap.cap : undefined }, request: sent };
+  // Counted now (a walk over lengths, as the bound is) rather than by a closure over the request:
+  // the estimate's debt lives as long as the stream, and the closure kept the whole prompt with it.
+  const estimate = estimatePromptTokens(sent);
+  return { sizing: { inputBound: inputTokenBound(sent), inputEstimate: () => estimate, outputCap: cap.cap, injectedCap: cap.injected ? cap.cap : undefined }, request: sent };
 }
 
 /** An input-only request's sizing (embeddings, moderations): its inputs bound its tokens, and it produces none. */

@@ -192,6 +192,14 @@ export class SignalSet {
     return def;
   }
 
+  /**
+   * Forgets the request the signals were computed on (their values stay): a streaming request
+   * lets go of its prompt once it is sent, and this copy would keep it for the stream's life.
+   */
+  releaseInput(): void {
+    this.#input = undefined;
+  }
+
   #inputs(): Omit<SignalInput, "signal"> {
     this.#input ??= this.#options.input();
     return this.#input;

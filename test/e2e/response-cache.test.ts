@@ -245,6 +245,43 @@ describe("the response cache", () => {
     expect(await upstreamChats()).toBe(before);
   });
 
+  it("stores a streamed miss, whose prompt is let go while it streams, and books it once", async () => {
+    // A long prompt, so that the request the gateway releases once the stream is handed on is a
+    // real one: the cache key, the settlement's estimate and the call ledger all still need its facts.
+    const prompt = `Summarise the shipping terms for parcels over ${"twenty kilograms and a bit, ".repeat(120)}`;
+    const task = { "x-sluice-task-id": "task-cache-streamed-miss" };
+    const stream = await client()
+      .chat.completions.create({ model: "cached", messages: [{ role: "user", content: prompt }], max_tokens: 60, stream: true, stream_options: { include_usage: true } }, { headers: task })
+      .withResponse();
+    expect(stream.response.headers.get("x-sluice-cache")).toBeNull();
+    let text = "";
+    let usage: { completion_tokens?: number } | undefined;
+    for await (const chunk of stream.data) {
+      text += chunk.choices[0]?.delta?.content ?? "";
+      usage = chunk.usage ?? usage;
+    }
+    expect(text.length).toBeGreaterThan(0);
+    expect(usage?.completion_tokens).toBeGreaterThan(0);
+    const hit = await untilHit("cached", prompt);
+    expect(hit.text).toBe(text);
+    const requestId = stream.response.headers.get("x-request-id");
+    const calls = await vi.waitFor(
+      async () => {
+        const body = (await (await stack.admin("/admin/tasks/task-cache-streamed-miss?tenant=demo")).json()) as any;
+        // The request itself, not the embedding sub-call its semantic key took.
+        const own = ((body.calls ?? []) as any[]).filter((c) => c.parentCallId === undefined);
+        expect(own).toHaveLength(1);
+        return own;
+      },
+      { timeout: 10_000, interval: 100 },
+    );
+    expect(calls[0]).toMatchObject({ callId: requestId, kind: "model", outcome: "success", target: "chat-small" });
+    expect(calls[0].costMicros).toBeGreaterThan(0);
+    expect(calls[0].attempts).toHaveLength(1);
+    // One terminal: one access line for the streamed request.
+    await vi.waitFor(() => expect(accessLines().filter((l) => l.requestId === requestId)).toHaveLength(1), { timeout: 10_000, interval: 50 });
+  });
+
   it("lets the client bypass it, and the operator empty a tenant's partition", async () => {
     const prompt = "Do you offer a nonprofit discount?";
     await ask("cached", prompt);

@@ -219,7 +219,13 @@ export class ChatTurn implements KindTurn<Reply> {
       return { reply: { kind: "stream", body, meta }, streaming: false };
     }
     const answer = respond(execution, codec, this.#caller.stamp(this.#plan!.entrypoint), this.#request!, deps, events);
-    if (answer.kind === "stream") return { reply: { kind: "stream", body: answer.body, meta }, streaming: true };
+    if (answer.kind === "stream") {
+      // Sent, and nothing after this reads it (the settlement's estimate, the cache key and the
+      // sampled content were taken before): a stream is held for as long as the provider talks,
+      // and the prompt need not be held with it.
+      this.#request = undefined;
+      return { reply: { kind: "stream", body: answer.body, meta }, streaming: true };
+    }
     const content = ctx.record.content;
     if (content) content.completion = answer.response.text.slice(0, content.maxChars + CONTENT_MARGIN);
     return { reply: { kind: "buffered", response: answer.response, body: answer.body, meta }, streaming: false };

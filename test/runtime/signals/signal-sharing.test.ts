@@ -64,3 +64,27 @@ describe("a signal index shared by requests", () => {
     expect(() => second.local("undeclared")).toThrow(/not declared/);
   });
 });
+
+describe("a signal set that lets go of its input", () => {
+  it("keeps the values it computed, and asks for the input again only for a signal not asked before", () => {
+    let inputs = 0;
+    const defs: SignalDefinition[] = [
+      { name: "a", cost: "local", compute: (i) => i.principal?.tenantId ?? "none" },
+      { name: "b", cost: "local", compute: (i) => i.principal?.tenantId ?? "none" },
+    ];
+    let principal: { tenantId: string; keyId: string } | undefined = { tenantId: "acme", keyId: "k" };
+    const set = new SignalSet(defs, {
+      input: () => (inputs++, { subject: undefined, principal, trustedHeaders: new Map<string, string>(), models: undefined }),
+      signal: noSignal(),
+      scheduler: { schedule: () => () => {} },
+      onFailure: () => {},
+    });
+    expect(set.local("a")).toEqual({ state: "known", value: "acme" });
+    principal = undefined;
+    set.releaseInput();
+    expect(set.local("a")).toEqual({ state: "known", value: "acme" });
+    expect(inputs).toBe(1);
+    expect(set.local("b")).toEqual({ state: "known", value: "none" });
+    expect(inputs).toBe(2);
+  });
+});
