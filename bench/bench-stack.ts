@@ -7,7 +7,7 @@ import { SIMULATOR_API_KEY } from "../local-stack/stack.ts";
 import { BenchError } from "./entry.ts";
 import { exchange, runLoad, simJson } from "./load-runner.ts";
 import { startNullGateway } from "./null-gateway.ts";
-import { BACKEND_MODEL, BEDROCK_MODEL, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
+import { BACKEND_MODEL, BEDROCK_MODEL, EMBED_BACKEND_MODEL, embeddingsEntrypoint, DEMO_KEY, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
 import type { RunRecord } from "./run-records.ts";
 import { UNIQUE_MARKER, uniquePrompt, type CellSpec } from "./cache-stage.ts";
 import { cellName, type KeyName } from "./paired-stage.ts";
@@ -59,8 +59,12 @@ export interface Stack {
   readonly admin: { readonly url: string; readonly token: string };
   /** Sluice (open key) streaming from an OpenAI Chat backend and from a Bedrock one: the bedrock-streaming stage's. */
   readonly protocols: readonly ProtocolTarget[];
-  /** A cell of the cache or cascade stage: Sluice, with either key, asked one kind of request. */
+  /** A cell of the cache, cascade or similarity stage: Sluice, with either key, asked one kind of request. */
   readonly cell: (spec: CellSpec, key: KeyName) => Endpoint;
+  /** The targets, each asking its own embeddings model: the embeddings stage's. */
+  readonly embeddingTargets: readonly Target[];
+  /** The simulator: the scale stage's gateway calls it too. */
+  readonly sim: { readonly url: string; readonly alive: () => boolean; readonly output: () => string };
 }
 
 export async function startStack(o: Options): Promise<Stack> {
@@ -72,7 +76,8 @@ export async function startStack(o: Options): Promise<Stack> {
 
   console.log("building the gateway bundle (when stale) and starting Sluice on workerd …");
   const looper = o.stages.includes("cache") || o.stages.includes("cascade");
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp"), bedrock, looper });
+  const embeddings = o.stages.includes("embeddings") || o.stages.includes("similarity");
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp"), bedrock, looper, embeddings });
   const sluicePid = resolveWorkerPid(sluice.process.pid ?? 0, "workerd");
   const viaSluice = (name: ProtocolName, model: string, description: string): ProtocolTarget => ({
     name,
@@ -86,11 +91,59 @@ export async function startStack(o: Options): Promise<Stack> {
   });
 
   console.log("starting the null gateway on workerd …");
-  const nul = await startNullGateway({ upstreamUrl: `${sim.url}/v1`, upstreamKey: SIMULATOR_API_KEY, upstreamModel: BACKEND_MODEL, upstreamMcpUrl: `${sim.url}${simulatorPath(MCP_WORKLOAD)}` });
+  const nul = await startNullGateway({ upstreamUrl: `${sim.url}/v1`, upstreamKey: SIMULATOR_API_KEY, upstreamModel: BACKEND_MODEL, upstreamEmbedModel: EMBED_BACKEND_MODEL, upstreamMcpUrl: `${sim.url}${simulatorPath(MCP_WORKLOAD)}` });
 
+  const targets: Target[] = [
+    {
+      name: "direct",
+      description: "client → simulator",
+      url: (w) => `${sim.url}${simulatorPath(w)}`,
+      headers: { authorization: `Bearer ${SIMULATOR_API_KEY}` },
+      model: BACKEND_MODEL,
+      serverPid: simPid,
+      alive: sim.alive,
+      output: sim.output,
+    },
+    {
+      name: "null",
+      description: "client → null-gateway Worker (workerd) → simulator",
+      url: (w) => `${nul.url}${gatewayPath(w)}`,
+      headers: { authorization: `Bearer ${DEMO_KEY}` },
+      model: PUBLIC_MODEL,
+      serverPid: resolveWorkerPid(nul.pid, "workerd"),
+      alive: () => nul.alive() && sim.alive(),
+      output: nul.output,
+    },
+    {
+      name: "sluice",
+      description: "client → Sluice (workerd) → simulator",
+      url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
+      headers: { authorization: `Bearer ${DEMO_KEY}` },
+      model: PUBLIC_MODEL,
+      serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
+      alive: () => sluice.alive() && sim.alive(),
+      output: sluice.output,
+    },
+    {
+      name: "sluice-open",
+      description: "the same Sluice process, a key of a tenant without budgets",
+      url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
+      headers: { authorization: `Bearer ${OPEN_KEY}` },
+      model: PUBLIC_MODEL,
+      serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
+      alive: () => sluice.alive() && sim.alive(),
+      output: sluice.output,
+    },
+  ];
+  // The embeddings entrypoint is this tree's shipped one, which a null gateway maps to the simulator's embedding model.
+  const embedModel = embeddings ? embeddingsEntrypoint() : PUBLIC_MODEL;
+  const embeddingModels: Record<TargetName, string> = { direct: EMBED_BACKEND_MODEL, null: embedModel, sluice: embedModel, "sluice-open": embedModel };
   return {
     simUrl: sim.url,
     simPid,
+    sim: { url: sim.url, alive: sim.alive, output: sim.output },
+    targets,
+    embeddingTargets: targets.map((t) => ({ ...t, model: embeddingModels[t.name] })),
     admin: { url: sluice.adminUrl, token: sluice.adminToken },
     cell: (spec, key) => ({
       ...viaSluice("sse", spec.model, `client → Sluice (${key} key) → ${spec.model}: ${spec.kind}`),
@@ -106,48 +159,6 @@ export async function startStack(o: Options): Promise<Stack> {
           viaSluice("bedrock", BEDROCK_MODEL, "client → Sluice (open key) → simulator over Bedrock ConverseStream: SigV4-signed, a binary event stream"),
         ]
       : [],
-    targets: [
-      {
-        name: "direct",
-        description: "client → simulator",
-        url: (w) => `${sim.url}${simulatorPath(w)}`,
-        headers: { authorization: `Bearer ${SIMULATOR_API_KEY}` },
-        model: BACKEND_MODEL,
-        serverPid: simPid,
-        alive: sim.alive,
-        output: sim.output,
-      },
-      {
-        name: "null",
-        description: "client → null-gateway Worker (workerd) → simulator",
-        url: (w) => `${nul.url}${gatewayPath(w)}`,
-        headers: { authorization: `Bearer ${DEMO_KEY}` },
-        model: PUBLIC_MODEL,
-        serverPid: resolveWorkerPid(nul.pid, "workerd"),
-        alive: () => nul.alive() && sim.alive(),
-        output: nul.output,
-      },
-      {
-        name: "sluice",
-        description: "client → Sluice (workerd) → simulator",
-        url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
-        headers: { authorization: `Bearer ${DEMO_KEY}` },
-        model: PUBLIC_MODEL,
-        serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
-        alive: () => sluice.alive() && sim.alive(),
-        output: sluice.output,
-      },
-      {
-        name: "sluice-open",
-        description: "the same Sluice process, a key of a tenant without budgets",
-        url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
-        headers: { authorization: `Bearer ${OPEN_KEY}` },
-        model: PUBLIC_MODEL,
-        serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
-        alive: () => sluice.alive() && sim.alive(),
-        output: sluice.output,
-      },
-    ],
   };
 }
 

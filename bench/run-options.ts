@@ -19,8 +19,13 @@ export const USAGE = `Usage: npm run bench -- [options]
   --stages LIST         load stages to run, of buffered, streaming, unloaded (buffered, one in
                         flight), mcp (MCP tools/call), bedrock-streaming (Sluice streaming from an
                         OpenAI Chat backend against a Bedrock ConverseStream one), cache (a cache hit
-                        against a buffered miss) and cascade (a two-step cascade against a buffered
-                        request) (default: all seven)
+                        against a buffered miss), cascade (a two-step cascade against a buffered
+                        request), embeddings (POST /v1/embeddings), similarity (a chat request decided
+                        on local signals and on a similarity signal, against a plain one) and scale
+                        (the buffered request on a Sluice serving a generated publication of 1,000
+                        models, 10,000 keys, 100 tenants and 1,000 backends, against the bench
+                        config; also that config's validate time, start and resting memory)
+                        (default: all ten)
   --streams N           concurrent streams of the memory stage, 0 to skip (default 1000)
   --soak S              seconds of the soak stage (steady mixed load on Sluice), 0 to skip (default 180)
   --out FILE            where the JSON results go (default: the OS temp directory)
@@ -45,8 +50,8 @@ export interface Options {
   readonly stages: readonly StageId[];
 }
 
-export type StageId = "buffered" | "streaming" | "unloaded" | "mcp" | "bedrock-streaming" | "cache" | "cascade";
-export const STAGE_IDS: readonly StageId[] = ["buffered", "streaming", "unloaded", "mcp", "bedrock-streaming", "cache", "cascade"];
+export type StageId = "buffered" | "streaming" | "unloaded" | "mcp" | "embeddings" | "bedrock-streaming" | "cache" | "cascade" | "similarity" | "scale";
+export const STAGE_IDS: readonly StageId[] = ["buffered", "streaming", "unloaded", "mcp", "embeddings", "bedrock-streaming", "cache", "cascade", "similarity", "scale"];
 
 function stagesFlag(text: string | undefined): StageId[] {
   if (text === undefined) return [...STAGE_IDS];

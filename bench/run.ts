@@ -2,12 +2,15 @@
  * `npm run bench`: Sluice against the provider simulator directly and against a null gateway on the
  * same runtime, under the same closed-loop load: chat completions, and MCP tool calls to the
  * simulator's MCP server; Sluice streaming from an OpenAI Chat backend (SSE) against a Bedrock
- * ConverseStream one (binary event stream); a response-cache hit against a buffered miss; and a
- * cascade step against a buffered request. See docs/performance.md.
+ * ConverseStream one (binary event stream); embeddings; a response-cache hit against a buffered
+ * miss; a cascade step against a buffered request; a request decided on local signals and on a
+ * similarity signal against a plain one; and the buffered request on a Sluice serving a generated
+ * scale publication against the bench config. See docs/performance.md.
  *
  *   npm run bench -- [--duration 5] [--warmup 1] [--concurrency 32] [--runs 3] [--quick]
  *                    [--buffered-tokens 16] [--stream-tokens 32] [--long-stream-tokens 256]
- *                    [--no-access-log] [--out FILE] [--stages buffered,streaming,unloaded,mcp,bedrock-streaming,cache,cascade]
+ *                    [--no-access-log] [--out FILE] [--streams 1000] [--soak 180]
+ *                    [--stages buffered,streaming,unloaded,mcp,embeddings,bedrock-streaming,cache,cascade,similarity,scale]
  *
  * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
  * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
@@ -22,10 +25,11 @@ import { logRun, summarize, type RunRecord, type TargetSummary } from "./run-rec
 import { CACHE_CELLS, cacheStageReport, cacheStageResult, fillCache, type CacheStageResult, type CellSpec } from "./cache-stage.ts";
 import { CASCADE_CELLS, CASCADE_QUALITY, cascadeStageReport, cascadeStageResult, type CascadeStageResult } from "./cascade-stage.ts";
 import type { KeyName } from "./paired-stage.ts";
+import { SIMILARITY_CELLS, similarityStageReport, similarityStageResult, type SimilarityStageResult } from "./similarity-stage.ts";
 import { procAvailable } from "./proc.ts";
 import { cellKey, protocolStageReport, protocolStageResult, type ProtocolStageResult } from "./bedrock-streaming.ts";
 import { countEventStreamFrames, countSseEvents, type UpstreamCount } from "./upstream-events.ts";
-import { requestBody, requestHeaders, MCP_WORKLOAD, type ChatWorkload } from "./workload.ts";
+import { EMBEDDINGS_WORKLOAD, MCP_WORKLOAD, requestBody, requestHeaders, type ChatWorkload, type Workload } from "./workload.ts";
 import { parseOptions, type Options } from "./run-options.ts";
 import { oneRun, preflight, REQUEST_TIMEOUT_MS, startStack, type Stack, type TargetName } from "./bench-stack.ts";
 import { f, ratios, report, type Ratios, type Stage } from "./stage-report.ts";
@@ -153,16 +157,19 @@ async function main(): Promise<number> {
       // Unloaded latency: what each target adds to one call when nothing queues.
       { id: "unloaded", label: "buffered, one in flight", workload: buffered, concurrency: 1 },
       { id: "mcp", label: "mcp", workload: MCP_WORKLOAD, concurrency: o.concurrency },
+      { id: "embeddings", label: "embeddings", workload: EMBEDDINGS_WORKLOAD, concurrency: o.concurrency },
     ] satisfies Stage[]
   ).filter((st) => o.stages.includes(st.id));
   // bedrock-streaming runs on its own targets (Sluice's two backend protocols), after these.
   const protocolsStage = o.stages.includes("bedrock-streaming");
   const workloads = [...new Set(stages.map((st) => st.workload))];
   const stack = await startStack(o);
+  // Each target asks its own embeddings model for an embedding, its chat model otherwise.
+  const targetsOf = (w: Workload) => (w.name === "embeddings" ? stack.embeddingTargets : stack.targets);
 
   for (const w of workloads) {
     await configureSimulator(stack.simUrl, w);
-    for (const t of stack.targets) await preflight(t, w);
+    for (const t of targetsOf(w)) await preflight(t, w);
   }
   console.log(
     `all targets answer; ${stages.length} stages × ${o.runs} runs × ${stack.targets.length} targets` +
@@ -183,7 +190,7 @@ async function main(): Promise<number> {
     const runs: Record<TargetName, RunRecord[]> = { direct: [], null: [], sluice: [], "sluice-open": [] };
     for (let run = 1; run <= o.runs; run++) {
       // Interleaved: direct, null, sluice, direct, null, sluice, … so drift hits every target alike.
-      for (const t of stack.targets) {
+      for (const t of targetsOf(w)) {
         const rec = await oneRun(stack, t, w, o, run, st.concurrency);
         runs[t.name].push(rec);
         logRun(st.label, t.name, rec, o.runs, problems);
@@ -213,6 +220,13 @@ async function main(): Promise<number> {
     reports.push(cascadeStageReport(cascade, o));
   }
 
+  let similarity: SimilarityStageResult<RunRecord, TargetSummary> | undefined;
+  if (o.stages.includes("similarity")) {
+    await configureSimulator(stack.simUrl, buffered);
+    similarity = similarityStageResult(KEYS, await pairedStage(stack, o, "similarity", SIMILARITY_CELLS, buffered, problems), summarize);
+    reports.push(similarityStageReport(similarity, o));
+  }
+
   const soaked = await soakStage(stack, o, streaming, problems);
   reports.push(...soaked.reports);
 
@@ -225,7 +239,7 @@ async function main(): Promise<number> {
   const busiest = Math.max(
     ...Object.values(results).flatMap((r) => Object.values(r.median).map((t) => t.otherBusyCores)),
     ...(protocols?.result.cells.map((c) => c.median.otherBusyCores) ?? []),
-    ...[...(cache?.miss ?? []), ...(cache?.bypass ?? []), ...(cascade ?? [])].flatMap((p) => [p.a.median.otherBusyCores, p.b.median.otherBusyCores]),
+    ...[...(cache?.miss ?? []), ...(cache?.bypass ?? []), ...(cascade ?? []), ...(similarity?.local ?? []), ...(similarity?.similarity ?? [])].flatMap((p) => [p.a.median.otherBusyCores, p.b.median.otherBusyCores]),
   );
   if (busiest > 0.25) console.log(`note: up to ${f(busiest, 2)} CPUs were busy with other work during the runs; expect noisy figures.`);
 
@@ -238,6 +252,7 @@ async function main(): Promise<number> {
     bedrockStreaming: protocols?.result,
     cache,
     cascade,
+    similarity,
     streams: streamed.streams,
     soak: soaked.soak,
     problems,
