@@ -25,13 +25,14 @@ import { logRun, summarize, type RunRecord, type TargetSummary } from "./run-rec
 import { CACHE_CELLS, cacheStageReport, cacheStageResult, fillCache, type CacheStageResult, type CellSpec } from "./cache-stage.ts";
 import { CASCADE_CELLS, CASCADE_QUALITY, cascadeStageReport, cascadeStageResult, type CascadeStageResult } from "./cascade-stage.ts";
 import type { KeyName } from "./paired-stage.ts";
+import { BUNDLED_CELL, measureScaleStarts, scaleStageReport, scaleStageResult, startScaleGateway, type ScaleStageResult } from "./scale-stage.ts";
 import { SIMILARITY_CELLS, similarityStageReport, similarityStageResult, type SimilarityStageResult } from "./similarity-stage.ts";
 import { procAvailable } from "./proc.ts";
 import { cellKey, protocolStageReport, protocolStageResult, type ProtocolStageResult } from "./bedrock-streaming.ts";
 import { countEventStreamFrames, countSseEvents, type UpstreamCount } from "./upstream-events.ts";
 import { EMBEDDINGS_WORKLOAD, MCP_WORKLOAD, requestBody, requestHeaders, type ChatWorkload, type Workload } from "./workload.ts";
 import { parseOptions, type Options } from "./run-options.ts";
-import { oneRun, preflight, REQUEST_TIMEOUT_MS, startStack, type Stack, type TargetName } from "./bench-stack.ts";
+import { oneRun, preflight, REQUEST_TIMEOUT_MS, startStack, type Endpoint, type Stack, type TargetName } from "./bench-stack.ts";
 import { f, ratios, report, type Ratios, type Stage } from "./stage-report.ts";
 import { soakStage, streamsStage } from "./memory-stages.ts";
 
@@ -124,7 +125,11 @@ const KEYS: readonly KeyName[] = ["budgeted", "open"];
  * cell whose answers come from the cache has them stored first.
  */
 async function pairedStage(stack: Stack, o: Options, label: string, specs: readonly CellSpec[], w: ChatWorkload, problems: string[]): Promise<Map<string, RunRecord[]>> {
-  const cells = KEYS.flatMap((key) => specs.map((spec) => ({ spec, t: stack.cell(spec, key) })));
+  return interleaved(stack, o, label, KEYS.flatMap((key) => specs.map((spec) => ({ spec, t: stack.cell(spec, key) }))), w, problems);
+}
+
+/** Each cell's runs, interleaved, the order alternating run by run; a `stored` cell's answer is in the cache before each run. */
+async function interleaved(stack: Stack, o: Options, label: string, cells: readonly { readonly spec: Pick<CellSpec, "stored">; readonly t: Endpoint }[], w: ChatWorkload, problems: string[]): Promise<Map<string, RunRecord[]>> {
   for (const { spec, t } of cells) {
     if (spec.stored) await fillCache(t.url(w), requestHeaders(w, t.headers), requestBody(w, t.model), REQUEST_TIMEOUT_MS);
     await preflight(t, w);
@@ -227,6 +232,21 @@ async function main(): Promise<number> {
     reports.push(similarityStageReport(similarity, o));
   }
 
+  let scale: ScaleStageResult<RunRecord, TargetSummary> | undefined;
+  if (o.stages.includes("scale")) {
+    // Started only when selected: the scale config takes seconds to compile, and its process stays large.
+    const starts = await measureScaleStarts();
+    const gw = await startScaleGateway(stack, o.accessLog);
+    try {
+      await configureSimulator(stack.simUrl, buffered);
+      const cells = [{ spec: {}, t: stack.cell(BUNDLED_CELL, "budgeted") }, ...gw.endpoints.map((t) => ({ spec: {}, t }))];
+      scale = scaleStageResult(await interleaved(stack, o, "scale", cells, buffered, problems), summarize, starts);
+    } finally {
+      await gw.stop();
+    }
+    reports.push(scaleStageReport(scale, o));
+  }
+
   const soaked = await soakStage(stack, o, streaming, problems);
   reports.push(...soaked.reports);
 
@@ -239,7 +259,7 @@ async function main(): Promise<number> {
   const busiest = Math.max(
     ...Object.values(results).flatMap((r) => Object.values(r.median).map((t) => t.otherBusyCores)),
     ...(protocols?.result.cells.map((c) => c.median.otherBusyCores) ?? []),
-    ...[...(cache?.miss ?? []), ...(cache?.bypass ?? []), ...(cascade ?? []), ...(similarity?.local ?? []), ...(similarity?.similarity ?? [])].flatMap((p) => [p.a.median.otherBusyCores, p.b.median.otherBusyCores]),
+    ...[...(cache?.miss ?? []), ...(cache?.bypass ?? []), ...(cascade ?? []), ...(similarity?.local ?? []), ...(similarity?.similarity ?? []), ...(scale ? [scale.first, scale.last] : [])].flatMap((p) => [p.a.median.otherBusyCores, p.b.median.otherBusyCores]),
   );
   if (busiest > 0.25) console.log(`note: up to ${f(busiest, 2)} CPUs were busy with other work during the runs; expect noisy figures.`);
 
@@ -253,6 +273,7 @@ async function main(): Promise<number> {
     cache,
     cascade,
     similarity,
+    scale,
     streams: streamed.streams,
     soak: soaked.soak,
     problems,

@@ -191,13 +191,7 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
   const pointed = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
   if (pointed === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
-  const shipped = shippedGatewayYaml(bundleDir);
-  let gateway = shipped;
-  if (!accessLog) {
-    gateway = shipped.replace(/^(\s*accessLog:\s*)true\s*$/m, "$1false");
-    if (gateway === shipped) throw new BenchError("the shipped gateway.yaml has no `accessLog: true` line to turn off");
-  }
-  gateway = allowingSimulator(gateway, simUrl);
+  let gateway = benchGatewayYaml(simUrl, accessLog, bundleDir);
   const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as BenchPublication;
   if (decisions) {
     // This tree only: everything shipped is kept, and the two decision entrypoints are added.
@@ -228,6 +222,17 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   const backendsOut = looper ? withCacheAndCascade(withProtocols, pub) : withProtocols;
   if (embeddings) withDecisionEntrypoints(pub);
   return { backends: backendsOut, publication: stringifyYaml(pub), gateway };
+}
+
+/** The shipped gateway.yaml (the bundle's own for another revision's bundle), its access log as asked, the simulator's address allowed. */
+export function benchGatewayYaml(simUrl: string, accessLog: boolean, bundleDir?: string): string {
+  const shipped = shippedGatewayYaml(bundleDir);
+  let gateway = shipped;
+  if (!accessLog) {
+    gateway = shipped.replace(/^(\s*accessLog:\s*)true\s*$/m, "$1false");
+    if (gateway === shipped) throw new BenchError("the shipped gateway.yaml has no `accessLog: true` line to turn off");
+  }
+  return allowingSimulator(gateway, simUrl);
 }
 
 /** The tenant without budgets whose key is {@link OPEN_KEY}. */
