@@ -16,6 +16,8 @@ export interface NullGatewayOptions {
   readonly upstreamUrl: string;
   readonly upstreamKey: string;
   readonly upstreamModel: string;
+  /** The model `/v1/embeddings` requests ask for (default: `upstreamModel`). */
+  readonly upstreamEmbedModel?: string;
   /** The MCP server's endpoint, where `/mcp/…` requests go. */
   readonly upstreamMcpUrl: string;
 }
@@ -49,7 +51,7 @@ const nullGateway :Workerd.Worker = (
   bindings = [
     (name = "UPSTREAM_URL", text = ${str(o.upstreamUrl)}),
     (name = "UPSTREAM_KEY", text = ${str(o.upstreamKey)}),
-    (name = "UPSTREAM_MODEL", text = ${str(o.upstreamModel)}),
+    (name = "UPSTREAM_MODEL", text = ${str(o.upstreamModel)}),${o.upstreamEmbedModel === undefined ? "" : `\n    (name = "UPSTREAM_EMBED_MODEL", text = ${str(o.upstreamEmbedModel)}),`}
     (name = "UPSTREAM_MCP_URL", text = ${str(o.upstreamMcpUrl)}),
   ],
   globalOutbound = "internet",

@@ -2,265 +2,39 @@
  * `npm run bench`: Sluice against the provider simulator directly and against a null gateway on the
  * same runtime, under the same closed-loop load: chat completions, and MCP tool calls to the
  * simulator's MCP server; Sluice streaming from an OpenAI Chat backend (SSE) against a Bedrock
- * ConverseStream one (binary event stream); a response-cache hit against a buffered miss; and a
- * cascade step against a buffered request. See docs/performance.md.
+ * ConverseStream one (binary event stream); embeddings; a response-cache hit against a buffered
+ * miss; a cascade step against a buffered request; a request decided on local signals and on a
+ * similarity signal against a plain one; and the buffered request on a Sluice serving a generated
+ * scale publication against the bench config. See docs/performance.md.
  *
  *   npm run bench -- [--duration 5] [--warmup 1] [--concurrency 32] [--runs 3] [--quick]
  *                    [--buffered-tokens 16] [--stream-tokens 32] [--long-stream-tokens 256]
- *                    [--no-access-log] [--out FILE] [--stages buffered,streaming,unloaded,mcp,bedrock-streaming,cache,cascade]
+ *                    [--no-access-log] [--out FILE] [--streams 1000] [--soak 180]
+ *                    [--stages buffered,streaming,unloaded,mcp,embeddings,bedrock-streaming,cache,cascade,similarity,scale]
  *
  * Every process runs on loopback and is stopped at the end, on error and on SIGINT/SIGTERM. Any
  * failed, incomplete or unexpected response makes the bench exit non-zero after printing the table.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { SIMULATOR_API_KEY } from "../local-stack/stack.ts";
-import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
-import { configureSimulator, exchange, runLoad, simJson, table } from "./load-runner.ts";
-import { startNullGateway } from "./null-gateway.ts";
-import { BACKEND_MODEL, BEDROCK_MODEL, DEMO_KEY, DEMO_TENANT, ECHO_PRICE_MICROS, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator } from "./sluice-config.ts";
+import { cpus } from "node:os";
+import { dirname } from "node:path";
+import { BenchError, runBench } from "./entry.ts";
+import { configureSimulator, exchange, simJson } from "./load-runner.ts";
+import { ECHO_PRICE_MICROS, DEMO_TENANT } from "./sluice-config.ts";
 import { logRun, summarize, type RunRecord, type TargetSummary } from "./run-records.ts";
-import { CACHE_CELLS, cacheStageReport, cacheStageResult, fillCache, UNIQUE_MARKER, uniquePrompt, type CacheStageResult, type CellSpec } from "./cache-stage.ts";
+import { CACHE_CELLS, cacheStageReport, cacheStageResult, fillCache, type CacheStageResult, type CellSpec } from "./cache-stage.ts";
 import { CASCADE_CELLS, CASCADE_QUALITY, cascadeStageReport, cascadeStageResult, type CascadeStageResult } from "./cascade-stage.ts";
-import { cellName, type KeyName } from "./paired-stage.ts";
-import { clockTicksPerSecond, procAvailable, resolveWorkerPid } from "./proc.ts";
-import { concurrentStreams, soak, type SoakResult, type StreamsResult } from "./memory.ts";
-import { cellKey, protocolStageReport, protocolStageResult, type ProtocolName, type ProtocolStageResult } from "./bedrock-streaming.ts";
+import type { KeyName } from "./paired-stage.ts";
+import { BUNDLED_CELL, measureScaleStarts, scaleStageReport, scaleStageResult, startScaleGateway, type ScaleStageResult } from "./scale-stage.ts";
+import { SIMILARITY_CELLS, similarityStageReport, similarityStageResult, type SimilarityStageResult } from "./similarity-stage.ts";
+import { procAvailable } from "./proc.ts";
+import { cellKey, protocolStageReport, protocolStageResult, type ProtocolStageResult } from "./bedrock-streaming.ts";
 import { countEventStreamFrames, countSseEvents, type UpstreamCount } from "./upstream-events.ts";
-import { gatewayPath, invalidBody, MCP_SERVER, MCP_WORKLOAD, requestBody, requestHeaders, simulatorPath, unexpectedHeader, type ChatWorkload, type ExpectedHeader, type Workload } from "./workload.ts";
-
-const USAGE = `Usage: npm run bench -- [options]
-  --duration S          measured seconds per run (default 5)
-  --warmup S            discarded warm-up seconds before each run (default 1)
-  --concurrency N       requests in flight (default 32)
-  --runs N              interleaved runs per target and workload; the median is reported (default 3)
-  --quick               smoke test: 1 run of 1 s after 0.3 s warm-up (explicit flags still win)
-  --buffered-tokens N   output tokens of the buffered workload (default 16)
-  --stream-tokens N     output tokens of the streaming workload (default 32)
-  --long-stream-tokens N  the bedrock-streaming stage's second answer size, for the cost of one more
-                        event; 0 measures --stream-tokens only (default 256)
-  --no-access-log       run Sluice with observability.accessLog off (default: as shipped, on)
-  --stages LIST         load stages to run, of buffered, streaming, unloaded (buffered, one in
-                        flight), mcp (MCP tools/call), bedrock-streaming (Sluice streaming from an
-                        OpenAI Chat backend against a Bedrock ConverseStream one), cache (a cache hit
-                        against a buffered miss) and cascade (a two-step cascade against a buffered
-                        request) (default: all seven)
-  --streams N           concurrent streams of the memory stage, 0 to skip (default 1000)
-  --soak S              seconds of the soak stage (steady mixed load on Sluice), 0 to skip (default 180)
-  --out FILE            where the JSON results go (default: the OS temp directory)
-  --help                show this text`;
-
-const REQUEST_TIMEOUT_MS = 30_000;
-
-// ---------------------------------------------------------------------------------------------
-// Options
-
-interface Options {
-  readonly durationMs: number;
-  readonly warmupMs: number;
-  readonly concurrency: number;
-  readonly runs: number;
-  readonly bufferedTokens: number;
-  readonly streamTokens: number;
-  readonly longStreamTokens: number;
-  readonly accessLog: boolean;
-  readonly out: string;
-  readonly quick: boolean;
-  readonly streams: number;
-  readonly soakMs: number;
-  readonly stages: readonly StageId[];
-}
-
-type StageId = "buffered" | "streaming" | "unloaded" | "mcp" | "bedrock-streaming" | "cache" | "cascade";
-const STAGE_IDS: readonly StageId[] = ["buffered", "streaming", "unloaded", "mcp", "bedrock-streaming", "cache", "cascade"];
-
-function stagesFlag(text: string | undefined): StageId[] {
-  if (text === undefined) return [...STAGE_IDS];
-  const ids = text.split(",").map((s) => s.trim());
-  const unknown = ids.filter((id) => !(STAGE_IDS as readonly string[]).includes(id));
-  if (unknown.length > 0 || ids.length === 0) throw new BenchError(`--stages takes a comma-separated list of ${STAGE_IDS.join(", ")}, got '${text}'\n${USAGE}`);
-  return STAGE_IDS.filter((id) => ids.includes(id));
-}
-
-function parseOptions(): Options {
-  const values = parseFlags(
-    {
-      duration: { type: "string" },
-      warmup: { type: "string" },
-      concurrency: { type: "string" },
-      runs: { type: "string" },
-      quick: { type: "boolean" },
-      "buffered-tokens": { type: "string" },
-      "stream-tokens": { type: "string" },
-      "long-stream-tokens": { type: "string" },
-      "no-access-log": { type: "boolean" },
-      streams: { type: "string" },
-      soak: { type: "string" },
-      stages: { type: "string" },
-      out: { type: "string" },
-      help: { type: "boolean" },
-    },
-    USAGE,
-  );
-  const quick = values.quick === true;
-  const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-  return {
-    durationMs: Math.round(numberFlag("duration", values.duration, quick ? 1 : 5, 0.2, 600, false) * 1000),
-    warmupMs: Math.round(numberFlag("warmup", values.warmup, quick ? 0.3 : 1, 0, 120, false) * 1000),
-    concurrency: numberFlag("concurrency", values.concurrency, 32, 1, 1024, true),
-    runs: numberFlag("runs", values.runs, quick ? 1 : 3, 1, 21, true),
-    bufferedTokens: numberFlag("buffered-tokens", values["buffered-tokens"], 16, 1, 4096, true),
-    streamTokens: numberFlag("stream-tokens", values["stream-tokens"], 32, 1, 4096, true),
-    longStreamTokens: numberFlag("long-stream-tokens", values["long-stream-tokens"], 256, 0, 4096, true),
-    accessLog: values["no-access-log"] !== true,
-    out: values.out ?? join(tmpdir(), "sluice-bench", `results-${stamp}.json`),
-    quick,
-    streams: numberFlag("streams", values.streams, quick ? 100 : 1000, 0, 5000, true),
-    soakMs: Math.round(numberFlag("soak", values.soak, quick ? 5 : 180, 0, 3600, false) * 1000),
-    stages: stagesFlag(values.stages),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Targets
-
-type TargetName = "direct" | "null" | "sluice" | "sluice-open";
-const TARGETS: readonly TargetName[] = ["direct", "null", "sluice", "sluice-open"];
-
-/** Something a load runs against: a gateway's (or the simulator's) endpoint for a workload. */
-interface Endpoint {
-  readonly name: string;
-  readonly description: string;
-  /** The endpoint a workload's requests go to. */
-  readonly url: (w: Workload) => string;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly model: string;
-  /** The process whose CPU time is "server CPU" (the simulator itself for `direct`). */
-  readonly serverPid: number;
-  readonly alive: () => boolean;
-  readonly output: () => string;
-  /** A header every answer must carry with a given value (or must not carry). */
-  readonly expectHeader?: ExpectedHeader;
-  /** Requests each client request makes to the simulator (default 1). */
-  readonly upstreamPerRequest?: number;
-  /** Every request asks a new prompt (the cache stage's miss): the body carries this marker. */
-  readonly uniqueMarker?: string;
-}
-
-interface Target extends Endpoint {
-  readonly name: TargetName;
-}
-
-interface Stack {
-  readonly simUrl: string;
-  readonly simPid: number;
-  readonly targets: readonly Target[];
-  /** Sluice's admin API, where the books are read. */
-  readonly admin: { readonly url: string; readonly token: string };
-  /** Sluice (open key) streaming from an OpenAI Chat backend and from a Bedrock one: the bedrock-streaming stage's. */
-  readonly protocols: readonly ProtocolTarget[];
-  /** A cell of the cache or cascade stage: Sluice, with either key, asked one kind of request. */
-  readonly cell: (spec: CellSpec, key: KeyName) => Endpoint;
-}
-
-async function startStack(o: Options): Promise<Stack> {
-  const bedrock = o.stages.includes("bedrock-streaming");
-  console.log("starting the provider simulator …");
-  // With the Bedrock stage, the simulator verifies every Bedrock request's SigV4 signature.
-  const sim = await startBenchSimulator(["--history", "0", ...(bedrock ? SIMULATOR_AWS_ARGS : [])]);
-  const simPid = sim.process.pid ?? 0;
-
-  console.log("building the gateway bundle (when stale) and starting Sluice on workerd …");
-  const looper = o.stages.includes("cache") || o.stages.includes("cascade");
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp"), bedrock, looper });
-  const sluicePid = resolveWorkerPid(sluice.process.pid ?? 0, "workerd");
-  const viaSluice = (name: ProtocolName, model: string, description: string): ProtocolTarget => ({
-    name,
-    description,
-    url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
-    headers: { authorization: `Bearer ${OPEN_KEY}` },
-    model,
-    serverPid: sluicePid,
-    alive: () => sluice.alive() && sim.alive(),
-    output: sluice.output,
-  });
-
-  console.log("starting the null gateway on workerd …");
-  const nul = await startNullGateway({ upstreamUrl: `${sim.url}/v1`, upstreamKey: SIMULATOR_API_KEY, upstreamModel: BACKEND_MODEL, upstreamMcpUrl: `${sim.url}${simulatorPath(MCP_WORKLOAD)}` });
-
-  return {
-    simUrl: sim.url,
-    simPid,
-    admin: { url: sluice.adminUrl, token: sluice.adminToken },
-    cell: (spec, key) => ({
-      ...viaSluice("sse", spec.model, `client → Sluice (${key} key) → ${spec.model}: ${spec.kind}`),
-      name: cellName(spec.kind, key),
-      headers: { authorization: `Bearer ${key === "open" ? OPEN_KEY : DEMO_KEY}`, ...spec.headers },
-      expectHeader: spec.expectHeader,
-      upstreamPerRequest: spec.upstreamPerRequest,
-      ...(spec.unique ? { uniqueMarker: UNIQUE_MARKER } : {}),
-    }),
-    protocols: bedrock
-      ? [
-          viaSluice("sse", SSE_MODEL, "client → Sluice (open key) → simulator over OpenAI Chat: an SSE stream"),
-          viaSluice("bedrock", BEDROCK_MODEL, "client → Sluice (open key) → simulator over Bedrock ConverseStream: SigV4-signed, a binary event stream"),
-        ]
-      : [],
-    targets: [
-      {
-        name: "direct",
-        description: "client → simulator",
-        url: (w) => `${sim.url}${simulatorPath(w)}`,
-        headers: { authorization: `Bearer ${SIMULATOR_API_KEY}` },
-        model: BACKEND_MODEL,
-        serverPid: simPid,
-        alive: sim.alive,
-        output: sim.output,
-      },
-      {
-        name: "null",
-        description: "client → null-gateway Worker (workerd) → simulator",
-        url: (w) => `${nul.url}${gatewayPath(w)}`,
-        headers: { authorization: `Bearer ${DEMO_KEY}` },
-        model: PUBLIC_MODEL,
-        serverPid: resolveWorkerPid(nul.pid, "workerd"),
-        alive: () => nul.alive() && sim.alive(),
-        output: nul.output,
-      },
-      {
-        name: "sluice",
-        description: "client → Sluice (workerd) → simulator",
-        url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
-        headers: { authorization: `Bearer ${DEMO_KEY}` },
-        model: PUBLIC_MODEL,
-        serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
-        alive: () => sluice.alive() && sim.alive(),
-        output: sluice.output,
-      },
-      {
-        name: "sluice-open",
-        description: "the same Sluice process, a key of a tenant without budgets",
-        url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
-        headers: { authorization: `Bearer ${OPEN_KEY}` },
-        model: PUBLIC_MODEL,
-        serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
-        alive: () => sluice.alive() && sim.alive(),
-        output: sluice.output,
-      },
-    ],
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Simulator control
-
-interface SimStats {
-  readonly total: number;
-  readonly outcomes: Readonly<Record<string, number>>;
-}
-
-const simStats = (simUrl: string) => simJson(simUrl, "GET", "/__sim/stats") as Promise<SimStats>;
+import { EMBEDDINGS_WORKLOAD, MCP_WORKLOAD, requestBody, requestHeaders, type ChatWorkload, type Workload } from "./workload.ts";
+import { parseOptions, type Options } from "./run-options.ts";
+import { oneRun, preflight, REQUEST_TIMEOUT_MS, startStack, type Endpoint, type Stack, type TargetName } from "./bench-stack.ts";
+import { f, ratios, report, type Ratios, type Stage } from "./stage-report.ts";
+import { soakStage, streamsStage } from "./memory-stages.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The books of the budgeted key's tool calls
@@ -301,217 +75,8 @@ async function checkToolCharges(stack: Stack, before: Money, runs: readonly RunR
   }
   return `ledger: the budgeted key's ${calls} tool calls (warm-ups included) charged ${charged} micro-USD at ${ECHO_PRICE_MICROS} each, ${after.held} held, ${pending} pending`;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Running load
-
-/** A target's request body for `w`; with a marker for the load generator to make each prompt new, when the target asks for that. */
-const bodyOf = (t: Endpoint, w: Workload): string => (t.uniqueMarker === undefined ? requestBody(w, t.model) : uniquePrompt(requestBody(w, t.model)));
-
-/** One request per target, checked like the load generator checks them, so a broken target fails fast and readably. */
-async function preflight(t: Endpoint, w: Workload): Promise<void> {
-  let status: number;
-  let text: string;
-  let headers: Awaited<ReturnType<typeof exchange>>["headers"];
-  try {
-    ({ status, text, headers } = await exchange(t.url(w), "POST", requestHeaders(w, t.headers), bodyOf(t, w).replace(UNIQUE_MARKER, "preflight"), REQUEST_TIMEOUT_MS));
-  } catch (err) {
-    throw new BenchError(`${t.name}: the ${w.name} check request failed: ${String(err)}\n${t.output()}`);
-  }
-  const problem = status < 200 || status > 299 ? `HTTP ${status}` : (invalidBody(w, text) ?? (t.expectHeader && unexpectedHeader(t.expectHeader, headers[t.expectHeader.name])));
-  if (problem !== undefined) throw new BenchError(`${t.name}: the ${w.name} check request got ${problem}:\n${text.slice(0, 2000)}\n${t.output()}`);
-}
-
-async function oneRun(stack: Stack, t: Endpoint, w: Workload, o: Options, run: number, concurrency: number): Promise<RunRecord> {
-  const before = await simStats(stack.simUrl);
-  const result = await runLoad({
-    url: t.url(w),
-    headers: t.headers,
-    body: bodyOf(t, w),
-    ...(t.uniqueMarker ? { uniqueMarker: t.uniqueMarker } : {}),
-    workload: w,
-    ...(t.expectHeader ? { expectHeader: t.expectHeader } : {}),
-    concurrency,
-    warmupMs: o.warmupMs,
-    durationMs: o.durationMs,
-    requestTimeoutMs: REQUEST_TIMEOUT_MS,
-    cpuPids: { server: t.serverPid, simulator: stack.simPid },
-    clockTicksPerSecond: TICKS,
-  });
-  if (!t.alive()) throw new BenchError(`${t.name}: a server process exited during the run:\n${t.output()}`);
-  const after = await simStats(stack.simUrl);
-  const anomalies: Record<string, number> = {};
-  for (const [kind, n] of Object.entries(after.outcomes)) {
-    const delta = n - (before.outcomes[kind] ?? 0);
-    if (kind !== "completed" && delta > 0) anomalies[kind] = delta;
-  }
-  const per = (ms: number | undefined) => (result.requests > 0 && ms !== undefined ? ms / result.requests : Number.NaN);
-  return {
-    run,
-    result,
-    serverCpuMsPerReq: per(result.cpuMs.server),
-    simCpuMsPerReq: per(result.cpuMs.simulator),
-    clientCpuMsPerReq: per(result.clientCpuMs),
-    upstreamAnomalies: anomalies,
-    upstreamRequests: after.total - before.total,
-    upstreamPerRequest: t.upstreamPerRequest ?? 1,
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The report
-
-interface Ratios {
-  readonly throughputVsDirect: number;
-  readonly throughputVsNull: number;
-  readonly p50VsNull: number;
-  readonly p50AddedVsNullMs: number;
-  readonly cpuPerReqVsNull: number;
-  readonly cpuPerReqAddedVsNullMs: number;
-  /** The key without budgets against the null gateway. */
-  readonly openCpuPerReqVsNull: number;
-  /** What strict budgets cost: the budgeted key against the open one, same process. */
-  readonly budgetedCpuVsOpen: number;
-  /** Latency each key adds over calling the simulator directly, budgeted against open (p50). */
-  readonly budgetedAddedP50VsOpen: number;
-  readonly addedP50Ms: { readonly sluice: number; readonly open: number; readonly null: number };
-}
-
-function ratios(s: Record<TargetName, TargetSummary>): Ratios {
-  const added = (t: TargetName) => s[t].p50Ms - s.direct.p50Ms;
-  return {
-    throughputVsDirect: s.sluice.rps / s.direct.rps,
-    throughputVsNull: s.sluice.rps / s.null.rps,
-    p50VsNull: s.sluice.p50Ms / s.null.p50Ms,
-    p50AddedVsNullMs: s.sluice.p50Ms - s.null.p50Ms,
-    cpuPerReqVsNull: s.sluice.serverCpuMsPerReq / s.null.serverCpuMsPerReq,
-    cpuPerReqAddedVsNullMs: s.sluice.serverCpuMsPerReq - s.null.serverCpuMsPerReq,
-    openCpuPerReqVsNull: s["sluice-open"].serverCpuMsPerReq / s.null.serverCpuMsPerReq,
-    budgetedCpuVsOpen: s.sluice.serverCpuMsPerReq / s["sluice-open"].serverCpuMsPerReq,
-    budgetedAddedP50VsOpen: added("sluice") / added("sluice-open"),
-    addedP50Ms: { sluice: added("sluice"), open: added("sluice-open"), null: added("null") },
-  };
-}
-
-const f = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
-
-/** One measured stage: a workload at a concurrency. */
-interface Stage {
-  readonly id: StageId;
-  readonly label: string;
-  readonly workload: Workload;
-  readonly concurrency: number;
-}
-
-function report(st: Stage, o: Options, s: Record<TargetName, TargetSummary>, r: Ratios): string {
-  const w = st.workload;
-  const header = ["target", "req/s", "p50 ms", "p99 ms", ...(w.stream ? ["TTFB p50 ms"] : []), "server CPU ms/req", "sim CPU ms/req", "other load", "errors"];
-  const rows = TARGETS.map((name) => {
-    const t = s[name];
-    return [
-      name,
-      f(t.rps, 0),
-      f(t.p50Ms, 2),
-      f(t.p99Ms, 2),
-      ...(w.stream ? [f(t.ttfbP50Ms, 2)] : []),
-      name === "direct" ? `${f(t.serverCpuMsPerReq, 3)} (sim)` : f(t.serverCpuMsPerReq, 3),
-      f(t.simCpuMsPerReq, 3),
-      f(t.otherBusyCores, 2),
-      t.errors > 0 ? `${t.errors} !!` : "0",
-    ];
-  });
-  const what =
-    w.name === "mcp"
-      ? `tools/call of the simulator's echo tool (2026-07-28) at /mcp/${MCP_SERVER}, direct at the simulator's /mcp`
-      : w.name === "embeddings"
-        ? "one embedding of the prompt"
-        : `${w.stream ? "stream: true + include_usage, " : ""}${w.tokens} output tokens`;
-  const title = `${st.label}: ${what}, concurrency ${st.concurrency}, median of ${o.runs} × ${o.durationMs / 1000} s`;
-  return [
-    title,
-    table(header, rows, 1),
-    `sluice vs null:   throughput ×${f(r.throughputVsNull, 2)}, p50 ×${f(r.p50VsNull, 2)} (+${f(r.p50AddedVsNullMs, 2)} ms), workerd CPU/req ×${f(r.cpuPerReqVsNull, 2)} (+${f(r.cpuPerReqAddedVsNullMs, 3)} ms)`,
-    `open key vs null: workerd CPU/req ×${f(r.openCpuPerReqVsNull, 2)}`,
-    `budgeted vs open key (same process): workerd CPU/req ×${f(r.budgetedCpuVsOpen, 2)}, p50 added over direct ×${f(r.budgetedAddedP50VsOpen, 2)} ` +
-      `(budgeted +${f(r.addedP50Ms.sluice, 2)} ms, open +${f(r.addedP50Ms.open, 2)} ms, null +${f(r.addedP50Ms.null, 2)} ms)`,
-    // Sluice's own account (whole milliseconds per answer, so the mean is the figure to compare) beside the bench's.
-    `Server-Timing gw (sluice's own, to the headers): budgeted mean ${f(s.sluice.serverTimingGw.meanMs, 2)} ms (p50 ${f(s.sluice.serverTimingGw.p50Ms, 0)}), ` +
-      `open mean ${f(s["sluice-open"].serverTimingGw.meanMs, 2)} ms (p50 ${f(s["sluice-open"].serverTimingGw.p50Ms, 0)}); the bench's TTFB p50 added over direct: ` +
-      `budgeted +${f(s.sluice.ttfbP50Ms - s.direct.ttfbP50Ms, 2)} ms, open +${f(s["sluice-open"].ttfbP50Ms - s.direct.ttfbP50Ms, 2)} ms`,
-  ].join("\n");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Memory
-
-const mib = (kib: number) => f(kib / 1024, 1);
-
-/**
- * The concurrent-streams stage (every workerd target, one after the other) and the soak stage
- * (Sluice, budgeted key, buffered and streaming load at once).
- */
-async function streamsStage(stack: Stack, o: Options, streaming: ChatWorkload, problems: string[]): Promise<{ reports: string[]; streams: Partial<Record<TargetName, StreamsResult>> }> {
-  const reports: string[] = [];
-  const streams: Partial<Record<TargetName, StreamsResult>> = {};
-  if (o.streams > 0) {
-    // 20 tokens 100 ms apart: every stream stays open about 2 s, so all of them overlap.
-    await simJson(stack.simUrl, "PUT", "/__sim/config", { tokens: 20, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 100 });
-    // First, on fresh processes: memory a process took once is rarely given back, so a process
-    // measured after other load shows less. The open key shares Sluice's process: not measured here.
-    for (const t of stack.targets) {
-      if (t.name === "direct" || t.name === "sluice-open") continue;
-      console.log(`streams   ${o.streams} concurrent ${t.name} …`);
-      const r = await concurrentStreams({ url: t.url(streaming), headers: t.headers, body: requestBody(streaming, t.model), n: o.streams, pid: t.serverPid, settleMs: 3_000 });
-      streams[t.name] = r;
-      if (r.ok !== r.streams) problems.push(`streams ${t.name}: ${r.streams - r.ok} of ${r.streams} failed: ${r.errors.join("; ")}`);
-    }
-    const rows = (Object.keys(streams) as TargetName[]).map((name) => {
-      const r = streams[name]!;
-      return [name, mib(r.rssBeforeKiB), mib(r.rssPeakKiB), mib(r.rssAfterKiB), f(r.perStreamKiB, 0), f(r.firstByteP50Ms, 0), f(r.firstByteMaxMs, 0), r.ok === r.streams ? "0" : `${r.streams - r.ok} !!`];
-    });
-    const n = streams.null?.perStreamKiB ?? Number.NaN;
-    reports.push(
-      [
-        `concurrent streams: ${o.streams} at once, each 20 tokens 100 ms apart`,
-        table(["target", "RSS before MiB", "peak MiB", "after MiB", "KiB/stream", "first byte p50 ms", "max ms", "errors"], rows, 1),
-        `memory per stream vs null: sluice ×${f((streams.sluice?.perStreamKiB ?? Number.NaN) / n, 2)}`,
-      ].join("\n"),
-    );
-  }
-  return { reports, streams };
-}
-
-async function soakStage(stack: Stack, o: Options, streaming: ChatWorkload, problems: string[]): Promise<{ reports: string[]; soak: SoakResult | undefined }> {
-  const reports: string[] = [];
-  let soaked: SoakResult | undefined;
-  if (o.soakMs > 0) {
-    const sluice = stack.targets.find((t) => t.name === "sluice")!;
-    await configureSimulator(stack.simUrl, streaming);
-    console.log(`soak      ${o.soakMs / 1000} s of buffered and streaming load on Sluice (budgeted key) …`);
-    const run = (w: Workload) =>
-      runLoad({ url: sluice.url(w), headers: sluice.headers, body: requestBody(w, sluice.model), workload: w, concurrency: 8, warmupMs: 0, durationMs: o.soakMs, requestTimeoutMs: REQUEST_TIMEOUT_MS, cpuPids: { server: sluice.serverPid }, clockTicksPerSecond: TICKS });
-    const load = Promise.all([run({ name: "buffered", stream: false, tokens: streaming.tokens }), run(streaming)]);
-    soaked = await soak(sluice.serverPid, load, { warmupMs: Math.min(30_000, o.soakMs / 5), everyMs: Math.max(1_000, o.soakMs / 60) });
-    const results = await load;
-    const errors = results.reduce((n, r) => n + r.errors, 0);
-    if (errors > 0) problems.push(`soak: ${errors} failed requests: ${results.flatMap((r) => r.errorSamples).slice(0, 3).join("; ")}`);
-    reports.push(
-      [
-        `soak: ${o.soakMs / 1000} s, buffered and streaming at 8 in flight each, Sluice with the budgeted key (${results.reduce((n, r) => n + r.requests, 0)} requests, ${errors} errors)`,
-        `RSS after warm-up ${mib(soaked.afterWarmupKiB)} MiB, max ${mib(soaked.maxKiB)} MiB, at the end ${mib(soaked.endKiB)} MiB: growth ${soaked.growthKiB >= 0 ? "+" : ""}${mib(soaked.growthKiB)} MiB`,
-      ].join("\n"),
-    );
-  }
-  return { reports, soak: soaked };
-}
-
 // ---------------------------------------------------------------------------------------------
 // Bedrock streaming: the binary event stream against SSE
-
-/** Sluice (open key) streaming from one backend protocol. */
-interface ProtocolTarget extends Endpoint {
-  readonly name: ProtocolName;
-}
 
 /**
  * The bedrock-streaming stage: Sluice serves the same OpenAI Chat stream to the client (the
@@ -549,7 +114,6 @@ async function protocolStage(stack: Stack, o: Options, problems: string[]): Prom
   const result = protocolStageResult(sizes, stack.protocols.map((t) => t.name), runs, upstream, summarize);
   return { report: protocolStageReport(result, sizes, o), result };
 }
-
 // ---------------------------------------------------------------------------------------------
 // Cache and cascade: two kinds of request per key, interleaved
 
@@ -561,7 +125,11 @@ const KEYS: readonly KeyName[] = ["budgeted", "open"];
  * cell whose answers come from the cache has them stored first.
  */
 async function pairedStage(stack: Stack, o: Options, label: string, specs: readonly CellSpec[], w: ChatWorkload, problems: string[]): Promise<Map<string, RunRecord[]>> {
-  const cells = KEYS.flatMap((key) => specs.map((spec) => ({ spec, t: stack.cell(spec, key) })));
+  return interleaved(stack, o, label, KEYS.flatMap((key) => specs.map((spec) => ({ spec, t: stack.cell(spec, key) }))), w, problems);
+}
+
+/** Each cell's runs, interleaved, the order alternating run by run; a `stored` cell's answer is in the cache before each run. */
+async function interleaved(stack: Stack, o: Options, label: string, cells: readonly { readonly spec: Pick<CellSpec, "stored">; readonly t: Endpoint }[], w: ChatWorkload, problems: string[]): Promise<Map<string, RunRecord[]>> {
   for (const { spec, t } of cells) {
     if (spec.stored) await fillCache(t.url(w), requestHeaders(w, t.headers), requestBody(w, t.model), REQUEST_TIMEOUT_MS);
     await preflight(t, w);
@@ -579,11 +147,8 @@ async function pairedStage(stack: Stack, o: Options, label: string, specs: reado
   }
   return runs;
 }
-
 // ---------------------------------------------------------------------------------------------
 // Main
-
-const TICKS = clockTicksPerSecond();
 
 async function main(): Promise<number> {
   const o = parseOptions();
@@ -597,16 +162,19 @@ async function main(): Promise<number> {
       // Unloaded latency: what each target adds to one call when nothing queues.
       { id: "unloaded", label: "buffered, one in flight", workload: buffered, concurrency: 1 },
       { id: "mcp", label: "mcp", workload: MCP_WORKLOAD, concurrency: o.concurrency },
+      { id: "embeddings", label: "embeddings", workload: EMBEDDINGS_WORKLOAD, concurrency: o.concurrency },
     ] satisfies Stage[]
   ).filter((st) => o.stages.includes(st.id));
   // bedrock-streaming runs on its own targets (Sluice's two backend protocols), after these.
   const protocolsStage = o.stages.includes("bedrock-streaming");
   const workloads = [...new Set(stages.map((st) => st.workload))];
   const stack = await startStack(o);
+  // Each target asks its own embeddings model for an embedding, its chat model otherwise.
+  const targetsOf = (w: Workload) => (w.name === "embeddings" ? stack.embeddingTargets : stack.targets);
 
   for (const w of workloads) {
     await configureSimulator(stack.simUrl, w);
-    for (const t of stack.targets) await preflight(t, w);
+    for (const t of targetsOf(w)) await preflight(t, w);
   }
   console.log(
     `all targets answer; ${stages.length} stages × ${o.runs} runs × ${stack.targets.length} targets` +
@@ -627,7 +195,7 @@ async function main(): Promise<number> {
     const runs: Record<TargetName, RunRecord[]> = { direct: [], null: [], sluice: [], "sluice-open": [] };
     for (let run = 1; run <= o.runs; run++) {
       // Interleaved: direct, null, sluice, direct, null, sluice, … so drift hits every target alike.
-      for (const t of stack.targets) {
+      for (const t of targetsOf(w)) {
         const rec = await oneRun(stack, t, w, o, run, st.concurrency);
         runs[t.name].push(rec);
         logRun(st.label, t.name, rec, o.runs, problems);
@@ -657,6 +225,28 @@ async function main(): Promise<number> {
     reports.push(cascadeStageReport(cascade, o));
   }
 
+  let similarity: SimilarityStageResult<RunRecord, TargetSummary> | undefined;
+  if (o.stages.includes("similarity")) {
+    await configureSimulator(stack.simUrl, buffered);
+    similarity = similarityStageResult(KEYS, await pairedStage(stack, o, "similarity", SIMILARITY_CELLS, buffered, problems), summarize);
+    reports.push(similarityStageReport(similarity, o));
+  }
+
+  let scale: ScaleStageResult<RunRecord, TargetSummary> | undefined;
+  if (o.stages.includes("scale")) {
+    // Started only when selected: the scale config takes seconds to compile, and its process stays large.
+    const starts = await measureScaleStarts();
+    const gw = await startScaleGateway(stack, o.accessLog);
+    try {
+      await configureSimulator(stack.simUrl, buffered);
+      const cells = [{ spec: {}, t: stack.cell(BUNDLED_CELL, "budgeted") }, ...gw.endpoints.map((t) => ({ spec: {}, t }))];
+      scale = scaleStageResult(await interleaved(stack, o, "scale", cells, buffered, problems), summarize, starts);
+    } finally {
+      await gw.stop();
+    }
+    reports.push(scaleStageReport(scale, o));
+  }
+
   const soaked = await soakStage(stack, o, streaming, problems);
   reports.push(...soaked.reports);
 
@@ -669,7 +259,7 @@ async function main(): Promise<number> {
   const busiest = Math.max(
     ...Object.values(results).flatMap((r) => Object.values(r.median).map((t) => t.otherBusyCores)),
     ...(protocols?.result.cells.map((c) => c.median.otherBusyCores) ?? []),
-    ...[...(cache?.miss ?? []), ...(cache?.bypass ?? []), ...(cascade ?? [])].flatMap((p) => [p.a.median.otherBusyCores, p.b.median.otherBusyCores]),
+    ...[...(cache?.miss ?? []), ...(cache?.bypass ?? []), ...(cascade ?? []), ...(similarity?.local ?? []), ...(similarity?.similarity ?? []), ...(scale ? [scale.first, scale.last] : [])].flatMap((p) => [p.a.median.otherBusyCores, p.b.median.otherBusyCores]),
   );
   if (busiest > 0.25) console.log(`note: up to ${f(busiest, 2)} CPUs were busy with other work during the runs; expect noisy figures.`);
 
@@ -682,6 +272,8 @@ async function main(): Promise<number> {
     bedrockStreaming: protocols?.result,
     cache,
     cascade,
+    similarity,
+    scale,
     streams: streamed.streams,
     soak: soaked.soak,
     problems,

@@ -34,11 +34,18 @@ const KEY_ENTRYPOINTS = 5;
 /** The plaintext of tenant `t`'s key `k` (both from 0). */
 export const scaleKey = (t: number, k: number): string => `sk-scale-${t}-${k}`;
 
+/** The entrypoint of model `m` (from 0). */
+export const scaleEntrypoint = (m: number): string => `scale-${m}`;
+
+/** The entrypoints tenant `t`'s key `k` may call: every one (`*`) for a tenant's first key, a handful otherwise. */
+export function scaleKeyEntrypoints(t: number, k: number, sizes: ScaleSizes = SCALE_SIZES): string[] {
+  return k === 0 ? ["*"] : Array.from({ length: KEY_ENTRYPOINTS }, (_, i) => scaleEntrypoint((t * sizes.keysPerTenant + k * KEY_ENTRYPOINTS + i) % sizes.models));
+}
+
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
 /** The three config texts of a scale config. */
 export function scaleConfigTexts(sizes: ScaleSizes = SCALE_SIZES): { gateway: string; publication: string; backends: string } {
-  const entrypoint = (m: number) => `scale-${m}`;
   const tenants = Array.from({ length: sizes.tenants }, (_, t) => ({
     id: `tenant-${t}`,
     limits: { money: { limit: 1000, currency: "USD", period: "30d" } },
@@ -46,7 +53,7 @@ export function scaleConfigTexts(sizes: ScaleSizes = SCALE_SIZES): { gateway: st
     apiKeys: Array.from({ length: sizes.keysPerTenant }, (_, k) => ({
       id: `key-${k}`,
       sha256: sha256(scaleKey(t, k)),
-      entrypoints: k === 0 ? ["*"] : Array.from({ length: KEY_ENTRYPOINTS }, (_, i) => entrypoint((t * sizes.keysPerTenant + k * KEY_ENTRYPOINTS + i) % sizes.models)),
+      entrypoints: scaleKeyEntrypoints(t, k, sizes),
       chargeTo: "team/project",
     })),
   }));
@@ -54,7 +61,7 @@ export function scaleConfigTexts(sizes: ScaleSizes = SCALE_SIZES): { gateway: st
     version: 1,
     revision: "scale-1",
     tenants,
-    entrypoints: Array.from({ length: sizes.models }, (_, m) => ({ name: entrypoint(m), default: [[`model-${m}`]] })),
+    entrypoints: Array.from({ length: sizes.models }, (_, m) => ({ name: scaleEntrypoint(m), default: [[`model-${m}`]] })),
     models: Array.from({ length: sizes.models }, (_, m) => ({
       id: `model-${m}`,
       activeRevision: 1,

@@ -12,7 +12,7 @@
  * workerd process. Prints one JSON line per measurement and the medians.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -20,13 +20,12 @@ import { buildBundle, ROOT } from "../local-stack/build.ts";
 import { freePort } from "../local-stack/ports.ts";
 import { median } from "./stats.ts";
 import { SCALE_SIZES, scaleConfigTexts, scaleKey } from "./scale-config.ts";
-import { writeFileSync, mkdirSync } from "node:fs";
 
 const NODE = process.execPath;
 const ENV = { ...process.env, SLUICE_ADMIN_TOKEN: "scale-admin-token", SIMULATOR_API_KEY: "sim-local-key" };
 
 /** RSS of a process in MiB, from /proc (Linux). */
-function rssMiB(pid: number): number {
+export function rssMiB(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"));
   return Number(/(\d+)/.exec(line ?? "")?.[1] ?? Number.NaN) / 1024;
 }
@@ -46,14 +45,20 @@ async function until2xx(url: string, headers: Record<string, string> = {}, timeo
   }
 }
 
-function validateSeconds(cli: string, dir: string): number {
+/** Seconds `sluice config validate` (the CLI at `cli`) takes on the config directory `dir`. */
+export function validateSeconds(cli: string, dir: string): number {
   const t0 = performance.now();
   const res = spawnSync(NODE, [cli, "config", "validate", "--config", dir, "--no-secrets"], { encoding: "utf8" });
   if (res.status !== 0) throw new Error(`config validate failed: ${res.stderr}`);
   return (performance.now() - t0) / 1000;
 }
 
-async function serveOnce(cli: string, dir: string, bundle: string, key: string): Promise<{ startS: number; restingMiB: number; afterModelsMiB: number }> {
+/**
+ * `sluice serve` (the CLI at `cli`, with a prebuilt bundle) on `dir`: seconds from the launch to
+ * the first 2xx of `/health`, the workerd process's RSS 3 s after `/ready`, and again after a
+ * `/v1/models` for `key`. The gateway is stopped before it returns.
+ */
+export async function serveOnce(cli: string, dir: string, bundle: string, key: string): Promise<{ startS: number; restingMiB: number; afterModelsMiB: number }> {
   const state = mkdtempSync(join(tmpdir(), "sluice-scale-state-"));
   const [pub, admin] = [await freePort(), await freePort()];
   const t0 = performance.now();
@@ -82,44 +87,59 @@ async function serveOnce(cli: string, dir: string, bundle: string, key: string):
   }
 }
 
-const { values } = parseArgs({ options: { rounds: { type: "string" }, base: { type: "string" } } });
-const rounds = Number(values.rounds ?? 3);
-/** The checkouts that run: this one, and the base's when given (bundled by its own build). */
-const checkouts = [{ name: "this", cli: join(ROOT, "cli", "main.ts"), bundle: buildBundle() }];
-if (values.base !== undefined) {
-  const build = spawnSync(NODE, ["--input-type=module", "-e", `import { buildBundle } from ${JSON.stringify(join(values.base, "local-stack", "build.ts"))}; buildBundle();`], { encoding: "utf8" });
-  if (build.status !== 0) throw new Error(`the base's bundle did not build: ${build.stderr}`);
-  checkouts.unshift({ name: "base", cli: join(values.base, "cli", "main.ts"), bundle: join(values.base, "dist") });
+/** This checkout's CLI. */
+export const THIS_CLI = join(ROOT, "cli", "main.ts");
+
+/** Writes the scale config ({@link SCALE_SIZES}) into a new temporary directory, returned; the caller removes it. */
+export function writeScaleConfigDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-scale-config-"));
+  for (const [name, text] of Object.entries(scaleConfigTexts())) writeFileSync(join(dir, `${name}.yaml`), text);
+  return dir;
 }
-const scaleDir = mkdtempSync(join(tmpdir(), "sluice-scale-config-"));
-mkdirSync(scaleDir, { recursive: true });
-for (const [name, text] of Object.entries(scaleConfigTexts())) writeFileSync(join(scaleDir, `${name}.yaml`), text);
-const configs = [
-  { name: "bundled", dir: join(ROOT, "config"), key: "sk-sluice-demo" },
-  { name: "scale", dir: scaleDir, key: scaleKey(SCALE_SIZES.tenants - 1, SCALE_SIZES.keysPerTenant - 1) },
-];
-const results: Record<string, { validateS: number[]; startS: number[]; restingMiB: number[]; afterModelsMiB: number[] }> = {};
-try {
-  for (let r = 0; r < rounds; r++) {
-    for (const c of configs) {
-      for (const k of checkouts) {
-        const name = checkouts.length > 1 ? `${k.name}/${c.name}` : c.name;
-        const validateS = validateSeconds(k.cli, c.dir);
-        const served = await serveOnce(k.cli, c.dir, k.bundle, c.key);
-        const row = { round: r + 1, config: name, validateS, ...served };
-        process.stdout.write(`${JSON.stringify(row)}\n`);
-        const into = (results[name] ??= { validateS: [], startS: [], restingMiB: [], afterModelsMiB: [] });
-        into.validateS.push(validateS);
-        into.startS.push(served.startS);
-        into.restingMiB.push(served.restingMiB);
-        into.afterModelsMiB.push(served.afterModelsMiB);
+
+/** The two configs measured: the bundled one with its demo key, and the scale one with its last key. */
+export function startConfigs(scaleDir: string): { readonly name: "bundled" | "scale"; readonly dir: string; readonly key: string }[] {
+  return [
+    { name: "bundled", dir: join(ROOT, "config"), key: "sk-sluice-demo" },
+    { name: "scale", dir: scaleDir, key: scaleKey(SCALE_SIZES.tenants - 1, SCALE_SIZES.keysPerTenant - 1) },
+  ];
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({ options: { rounds: { type: "string" }, base: { type: "string" } } });
+  const rounds = Number(values.rounds ?? 3);
+  /** The checkouts that run: this one, and the base's when given (bundled by its own build). */
+  const checkouts = [{ name: "this", cli: THIS_CLI, bundle: buildBundle() }];
+  if (values.base !== undefined) {
+    const build = spawnSync(NODE, ["--input-type=module", "-e", `import { buildBundle } from ${JSON.stringify(join(values.base, "local-stack", "build.ts"))}; buildBundle();`], { encoding: "utf8" });
+    if (build.status !== 0) throw new Error(`the base's bundle did not build: ${build.stderr}`);
+    checkouts.unshift({ name: "base", cli: join(values.base, "cli", "main.ts"), bundle: join(values.base, "dist") });
+  }
+  const scaleDir = writeScaleConfigDir();
+  const configs = startConfigs(scaleDir);
+  const results: Record<string, { validateS: number[]; startS: number[]; restingMiB: number[]; afterModelsMiB: number[] }> = {};
+  try {
+    for (let r = 0; r < rounds; r++) {
+      for (const c of configs) {
+        for (const k of checkouts) {
+          const name = checkouts.length > 1 ? `${k.name}/${c.name}` : c.name;
+          const validateS = validateSeconds(k.cli, c.dir);
+          const served = await serveOnce(k.cli, c.dir, k.bundle, c.key);
+          const row = { round: r + 1, config: name, validateS, ...served };
+          process.stdout.write(`${JSON.stringify(row)}\n`);
+          const into = (results[name] ??= { validateS: [], startS: [], restingMiB: [], afterModelsMiB: [] });
+          into.validateS.push(validateS);
+          into.startS.push(served.startS);
+          into.restingMiB.push(served.restingMiB);
+          into.afterModelsMiB.push(served.afterModelsMiB);
+        }
       }
     }
+  } finally {
+    rmSync(scaleDir, { recursive: true, force: true });
   }
-} finally {
-  rmSync(scaleDir, { recursive: true, force: true });
-}
-for (const [name, r] of Object.entries(results)) {
-  const m = (xs: number[]) => Number(median(xs).toFixed(2));
-  process.stdout.write(`${JSON.stringify({ config: name, median: { validateS: m(r.validateS), startS: m(r.startS), restingMiB: m(r.restingMiB), afterModelsMiB: m(r.afterModelsMiB) } })}\n`);
+  for (const [name, r] of Object.entries(results)) {
+    const m = (xs: number[]) => Number(median(xs).toFixed(2));
+    process.stdout.write(`${JSON.stringify({ config: name, median: { validateS: m(r.validateS), startS: m(r.startS), restingMiB: m(r.restingMiB), afterModelsMiB: m(r.afterModelsMiB) } })}\n`);
+  }
 }

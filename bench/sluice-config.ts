@@ -27,6 +27,8 @@ const OPEN_TENANT = "bench-open";
 export const PUBLIC_MODEL = "sluice-chat";
 /** The simulator model behind it (what the null gateway asks for). */
 export const BACKEND_MODEL = "sim-small";
+/** The simulator model behind the shipped embeddings entrypoint (what the null gateway asks for embeddings). */
+export const EMBED_BACKEND_MODEL = "sim-embed";
 
 /**
  * The gateway.yaml a bundle ships: its own bundled copy when `bundleDir` is another revision's
@@ -127,7 +129,7 @@ function withCacheAndCascade(backendsYaml: string, pub: BenchPublication): strin
   };
   mirror("chat-small", CASCADE_TIERS[0]);
   mirror("chat-large", CASCADE_TIERS[1]);
-  pub.signals = [{ name: "bench-context", kind: "context" }];
+  pub.signals = [...((pub.signals as unknown[] | undefined) ?? []), { name: "bench-context", kind: "context" }];
   pub.plugins = [{ name: "bench-cache", kind: "cache", mode: "exact" }];
   const always = { signal: "bench-context", above: 0 };
   // Room for both steps of the bench's short answers; the open key's requests carry no output cap, so the step's is what maxTokens leaves.
@@ -181,19 +183,15 @@ function withEchoTool(mcp: McpPublication | undefined): McpPublication {
  * and their signals are added. With `bedrock` (this tree only), a Bedrock backend and the
  * entrypoints {@link SSE_MODEL} and {@link BEDROCK_MODEL} (see {@link withBedrock}). With `looper`
  * (this tree only), the entrypoints {@link CACHE_MODEL} and {@link CASCADE_MODEL} (see
- * {@link withCacheAndCascade}).
+ * {@link withCacheAndCascade}). With `embeddings` (this tree only), the shipped embeddings
+ * entrypoint is kept, and {@link LOCAL_DECISIONS_MODEL} and {@link SIMILARITY_DECISIONS_MODEL} are
+ * added beside the other stages' entrypoints.
  */
-export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false, decisions = false, bedrock = false, looper = false): { backends: string; publication: string; gateway: string } {
+export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir?: string, mcp = false, decisions = false, bedrock = false, looper = false, embeddings = false): { backends: string; publication: string; gateway: string } {
   const backends = readFileSync(join(ROOT, "config", "backends.yaml"), "utf8");
   const pointed = backends.replace(/^(\s*baseUrl:\s*)http:\/\/127\.0\.0\.1:\d+\/v1\s*$/m, `$1${simUrl}/v1`);
   if (pointed === backends) throw new BenchError("config/backends.yaml has no `baseUrl: http://127.0.0.1:<port>/v1` line to point at the simulator");
-  const shipped = shippedGatewayYaml(bundleDir);
-  let gateway = shipped;
-  if (!accessLog) {
-    gateway = shipped.replace(/^(\s*accessLog:\s*)true\s*$/m, "$1false");
-    if (gateway === shipped) throw new BenchError("the shipped gateway.yaml has no `accessLog: true` line to turn off");
-  }
-  gateway = allowingSimulator(gateway, simUrl);
+  let gateway = benchGatewayYaml(simUrl, accessLog, bundleDir);
   const pub = parseYaml(readFileSync(join(ROOT, "config", "publication.yaml"), "utf8")) as BenchPublication;
   if (decisions) {
     // This tree only: everything shipped is kept, and the two decision entrypoints are added.
@@ -205,7 +203,7 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   // refuse the entrypoints serving them, their models, pools and capabilities, and one from
   // before decisions would refuse signals, plugins and the entrypoints that use them; one from
   // before the Looper the `logprobs` capability and the cascade's models, which require it.
-  const inputOnly = pub.entrypoints.filter((e) => e.operation !== undefined && e.operation !== "chat");
+  const inputOnly = pub.entrypoints.filter((e) => e.operation !== undefined && e.operation !== "chat" && !(embeddings && e.operation === "embeddings"));
   const scoredModels = pub.models.filter((m) => m.revisions.some((r) => r.requires?.includes("logprobs"))).map((m) => m.id);
   const inputModels = new Set([...inputOnly.flatMap((e) => e.default.flat()), ...scoredModels]);
   const inputPools = new Set(pub.models.filter((m) => inputModels.has(m.id)).flatMap((m) => m.revisions.map((r) => r.pool)));
@@ -222,7 +220,19 @@ export function benchGatewayConfig(simUrl: string, accessLog: boolean, bundleDir
   }
   const withProtocols = bedrock ? withBedrock(backendsForSim, pub, simUrl) : backendsForSim;
   const backendsOut = looper ? withCacheAndCascade(withProtocols, pub) : withProtocols;
+  if (embeddings) withDecisionEntrypoints(pub);
   return { backends: backendsOut, publication: stringifyYaml(pub), gateway };
+}
+
+/** The shipped gateway.yaml (the bundle's own for another revision's bundle), its access log as asked, the simulator's address allowed. */
+export function benchGatewayYaml(simUrl: string, accessLog: boolean, bundleDir?: string): string {
+  const shipped = shippedGatewayYaml(bundleDir);
+  let gateway = shipped;
+  if (!accessLog) {
+    gateway = shipped.replace(/^(\s*accessLog:\s*)true\s*$/m, "$1false");
+    if (gateway === shipped) throw new BenchError("the shipped gateway.yaml has no `accessLog: true` line to turn off");
+  }
+  return allowingSimulator(gateway, simUrl);
 }
 
 /** The tenant without budgets whose key is {@link OPEN_KEY}. */
@@ -268,12 +278,10 @@ function withDecisionEntrypoints(pub: BenchPublication): void {
   const chat = pub.entrypoints.find((e) => e.name === PUBLIC_MODEL);
   if (chat === undefined) throw new BenchError(`the shipped publication has no entrypoint ${PUBLIC_MODEL}`);
   const models = chat.default;
-  pub.signals = [
-    ...((pub.signals as unknown[] | undefined) ?? []),
-    { name: "bench-jailbreak", kind: "jailbreak" },
-    { name: "bench-context", kind: "context" },
-    similaritySignal(embed.name),
-  ];
+  const signals = (pub.signals as { name: string }[] | undefined) ?? [];
+  // The cache and cascade entrypoints may have declared the same context signal already.
+  const added = [{ name: "bench-jailbreak", kind: "jailbreak" }, { name: "bench-context", kind: "context" }, similaritySignal(embed.name)];
+  pub.signals = [...signals, ...added.filter((a) => !signals.some((s) => s.name === a.name))];
   const local = [
     { name: "jailbreak", priority: 100, when: { signal: "bench-jailbreak" }, models },
     { name: "long-prompt", priority: 10, when: { signal: "bench-context", above: 4000 }, models },
@@ -352,12 +360,15 @@ export function startBenchSimulator(args: readonly string[] = ["--history", "0"]
 /**
  * Sluice on workerd with {@link benchGatewayConfig} (the simulator's MCP server configured when
  * `mcp`, the Bedrock entrypoints and their secrets when `bedrock`, the cache and cascade
- * entrypoints when `looper`), a random admin token (returned,
+ * entrypoints when `looper`, the embeddings and decision entrypoints when `embeddings`), a random admin token (returned,
  * for reading the books), registered for shutdown as `name`.
  */
-export function startBenchGateway(simUrl: string, o: { readonly name: string; readonly accessLog: boolean; readonly mcp?: boolean; readonly decisions?: boolean; readonly bedrock?: boolean; readonly looper?: boolean } & Omit<GatewayOptions, "adminToken" | "config">) {
-  const { name, accessLog, mcp, decisions, bedrock, looper, ...options } = o;
+export function startBenchGateway(
+  simUrl: string,
+  o: { readonly name: string; readonly accessLog: boolean; readonly mcp?: boolean; readonly decisions?: boolean; readonly bedrock?: boolean; readonly looper?: boolean; readonly embeddings?: boolean } & Omit<GatewayOptions, "adminToken" | "config">,
+) {
+  const { name, accessLog, mcp, decisions, bedrock, looper, embeddings, ...options } = o;
   const adminToken = `bench-${randomBytes(12).toString("hex")}`;
   const secrets = bedrock ? { ...options.secrets, ...BEDROCK_SECRETS } : options.secrets;
-  return starting(() => startGateway({ ...options, secrets, adminToken, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir, mcp, decisions, bedrock, looper) }).then((g) => ({ ...g, name, adminToken })));
+  return starting(() => startGateway({ ...options, secrets, adminToken, config: benchGatewayConfig(simUrl, accessLog, options.bundleDir, mcp, decisions, bedrock, looper, embeddings) }).then((g) => ({ ...g, name, adminToken })));
 }

@@ -5,18 +5,23 @@
 // An MCP request (`/mcp/…`) is the same floor for a tool call: nothing in it needs changing, so
 // its body and the headers of its protocol revision are passed to the MCP server as they came.
 //
+// An embeddings request (`/v1/embeddings`) is the chat path's floor for its operation: the model
+// swapped for the embedding backend's, the provider's body handed back.
+//
 // Bindings: UPSTREAM_URL (provider base URL incl. /v1), UPSTREAM_KEY, UPSTREAM_MODEL,
-// UPSTREAM_MCP_URL (the MCP server's endpoint).
+// UPSTREAM_EMBED_MODEL (optional; the embeddings model), UPSTREAM_MCP_URL (the MCP server's endpoint).
 
 const MCP_HEADERS = ["accept", "mcp-protocol-version", "mcp-method", "mcp-name"];
 
 export default {
   async fetch(request, env) {
     if (request.method !== "POST") return new Response("ok\n"); // readiness probe
-    if (new URL(request.url).pathname.startsWith("/mcp")) return await proxyMcp(request, env);
+    const path = new URL(request.url).pathname;
+    if (path.startsWith("/mcp")) return await proxyMcp(request, env);
+    const embeddings = path === "/v1/embeddings";
     const body = await request.json();
-    body.model = env.UPSTREAM_MODEL;
-    const upstream = await fetch(`${env.UPSTREAM_URL}/chat/completions`, {
+    body.model = embeddings ? (env.UPSTREAM_EMBED_MODEL ?? env.UPSTREAM_MODEL) : env.UPSTREAM_MODEL;
+    const upstream = await fetch(`${env.UPSTREAM_URL}${embeddings ? "/embeddings" : "/chat/completions"}`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${env.UPSTREAM_KEY}` },
       body: JSON.stringify(body),
