@@ -77,7 +77,7 @@ export async function startStack(o: Options): Promise<Stack> {
   console.log("building the gateway bundle (when stale) and starting Sluice on workerd …");
   const looper = o.stages.includes("cache") || o.stages.includes("cascade");
   const embeddings = o.stages.includes("embeddings") || o.stages.includes("similarity");
-  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp"), bedrock, looper, embeddings });
+  const sluice = await startBenchGateway(sim.url, { name: "Sluice (workerd)", accessLog: o.accessLog, mcp: o.stages.includes("mcp") || o.stages.includes("unloaded"), bedrock, looper, embeddings });
   const sluicePid = resolveWorkerPid(sluice.process.pid ?? 0, "workerd");
   const viaSluice = (name: ProtocolName, model: string, description: string): ProtocolTarget => ({
     name,

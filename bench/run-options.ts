@@ -16,8 +16,8 @@ export const USAGE = `Usage: npm run bench -- [options]
   --long-stream-tokens N  the bedrock-streaming stage's second answer size, for the cost of one more
                         event; 0 measures --stream-tokens only (default 256)
   --no-access-log       run Sluice with observability.accessLog off (default: as shipped, on)
-  --stages LIST         load stages to run, of buffered, streaming, unloaded (buffered, one in
-                        flight), mcp (MCP tools/call), bedrock-streaming (Sluice streaming from an
+  --stages LIST         load stages to run, of buffered, streaming, unloaded (buffered, streaming
+                        and an MCP tools/call, one in flight each), mcp (MCP tools/call), bedrock-streaming (Sluice streaming from an
                         OpenAI Chat backend against a Bedrock ConverseStream one), cache (a cache hit
                         against a buffered miss), cascade (a two-step cascade against a buffered
                         request), embeddings (POST /v1/embeddings), similarity (a chat request decided

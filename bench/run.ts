@@ -161,6 +161,8 @@ async function main(): Promise<number> {
       { id: "streaming", label: "streaming", workload: streaming, concurrency: o.concurrency },
       // Unloaded latency: what each target adds to one call when nothing queues.
       { id: "unloaded", label: "buffered, one in flight", workload: buffered, concurrency: 1 },
+      { id: "unloaded", label: "streaming, one in flight", workload: streaming, concurrency: 1 },
+      { id: "unloaded", label: "mcp, one in flight", workload: MCP_WORKLOAD, concurrency: 1 },
       { id: "mcp", label: "mcp", workload: MCP_WORKLOAD, concurrency: o.concurrency },
       { id: "embeddings", label: "embeddings", workload: EMBEDDINGS_WORKLOAD, concurrency: o.concurrency },
     ] satisfies Stage[]
