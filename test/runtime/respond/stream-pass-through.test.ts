@@ -194,6 +194,11 @@ describe("pass-through: the same facts and the same answer as the full path", ()
         expect(pass.text).not.toContain("PROVIDER");
         expect(pass.text).not.toContain("provider-model");
         expect(pass.text).not.toContain("1111111111");
+        // Nor the provider's other fields: the client's chunks hold what the full path's do.
+        expect(pass.text).not.toContain("fp_x");
+        for (const c of chunksOf(pass.events).filter((c) => !c.error)) {
+          expect(Object.keys(c).sort()).toEqual(["choices", "created", "id", "model", "object", ...(streamUsage ? ["usage"] : [])]);
+        }
       });
     }
   }
