@@ -7,7 +7,7 @@ import type { Clock } from "../deps/clock.ts";
 import type { Rng } from "../deps/rng.ts";
 import type { EgressPolicy } from "../egress/egress-guard.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { BackendCodec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import type { BackendCodec, BackendProtocolId, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import type { TokenCache } from "./auth/token-cache.ts";
 import type { InputOperation } from "../protocol/input-operation.ts";
 import type { InputRequest, InputResponse } from "../protocol/input-wire.ts";
@@ -76,6 +76,8 @@ export type Execution =
       readonly kind: "stream";
       readonly body: ReadableStream<Uint8Array>;
       readonly decoder: StreamDecoder;
+      /** The wire protocol the provider's stream speaks (its decoder's). */
+      readonly protocol: BackendProtocolId;
       /** The stream's attempt, still open: the respond phase ends it with the stream. */
       readonly attempt: AttemptScope;
       readonly downgraded: readonly RequestFeature[];
@@ -208,7 +210,7 @@ export class GatewayExecutor {
       const { success, choice, attempt } = done;
       return success.kind === "buffered"
         ? { ok: true, kind: "buffered", response: success.response, downgraded: choice.drop, headers: success.headers }
-        : { ok: true, kind: "stream", body: success.body, decoder: success.decoder, attempt, downgraded: choice.drop, headers: success.headers };
+        : { ok: true, kind: "stream", body: success.body, decoder: success.decoder, protocol: success.protocol, attempt, downgraded: choice.drop, headers: success.headers };
     } catch (err) {
       return refusalOf(err);
     }

@@ -7,7 +7,7 @@ import type { DispatchPlan } from "../decide/dispatch-plan.ts";
 import { checkEgress, type EgressPolicy, type EgressVerdict } from "../egress/egress-guard.ts";
 import { passedResponseHeaders } from "../egress/response-headers.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { BackendCodec, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
+import type { BackendCodec, BackendProtocolId, CodecRegistry, StreamDecoder } from "../protocol/codec.ts";
 import { isRecord } from "../protocol/fast-guard.ts";
 import { withoutFeatures } from "../protocol/features.ts";
 import type { InputOperation } from "../protocol/input-operation.ts";
@@ -77,7 +77,7 @@ export interface AttemptDeps {
 /** A successful chat attempt: the provider answered 2xx with a readable body or a stream. */
 export type AttemptSuccess = (
   | { readonly kind: "buffered"; readonly response: NeutralResponse }
-  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array>; readonly decoder: StreamDecoder }
+  | { readonly kind: "stream"; readonly body: ReadableStream<Uint8Array>; readonly decoder: StreamDecoder; readonly protocol: BackendProtocolId }
 ) & {
   /** The provider response headers the backend lists in `responseHeaders`, for the client. */
   readonly headers: Readonly<Record<string, string>>;
@@ -483,7 +483,7 @@ export function readChat(choice: Choice, stream: boolean, codec: BackendCodec, h
         return failed(attempt, new GatewayError("upstream_protocol_error", "The model provider did not answer with a stream."), { class: "unknown", reason: "protocol_error" }, "protocol_error");
       }
       a.evidence = { class: "success", reason: "ok", status: res.status };
-      return { ok: true, success: { kind: "stream", body: res.body, decoder: codec.createStreamDecoder(), headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
+      return { ok: true, success: { kind: "stream", body: res.body, decoder: codec.createStreamDecoder(), protocol: codec.id, headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
     }
     const json = await readJson(res, attempt, aborted);
     if ("ok" in json) return json;

@@ -2,7 +2,7 @@ import type { BackendEmbeddingsWire, EmbeddingsCodec } from "./embeddings.ts";
 import type { RequestFeature } from "./features.ts";
 import type { BackendInputWire } from "./input-wire.ts";
 import type { ModerationsCodec, NeutralModerationRequest, NeutralModerationResponse } from "./moderations.ts";
-import type { NeutralEvent, NeutralRequest, NeutralResponse } from "./neutral.ts";
+import type { NeutralEvent, NeutralRequest, NeutralResponse, StopReason, Usage } from "./neutral.ts";
 import type { BackendTokenCountWire, TokenCountCodec } from "./token-count.ts";
 
 /** Wire protocols, for clients and backends alike. */
@@ -52,6 +52,38 @@ export interface StreamDecoder {
   readonly bytes?: ((chunk: Uint8Array) => readonly NeutralEvent[]) | undefined;
   /** Called at end of input; yields an error event when the stream did not end the protocol's way. */
   finish(): readonly NeutralEvent[];
+}
+
+/** The error event that ends a stream. */
+export type StreamErrorEvent = Extract<NeutralEvent, { type: "error" }>;
+
+/**
+ * What a pass-through stream tells the gateway about the events it forwards: the facts the full
+ * path reads off neutral events, and nothing else.
+ */
+export interface StreamFacts {
+  /** Content reached the client (TTFT, the idle limit): `chars` of text, reasoning or tool arguments (0 for a tool call's start). */
+  content(chars: number): void;
+  /** The provider proposed a call of this tool. */
+  toolCall(name: string): void;
+  stop(reason: StopReason): void;
+  usage(usage: Usage): void;
+}
+
+/**
+ * A stream whose provider speaks the client's protocol, forwarded nearly as it is: each provider
+ * event is scanned for the facts the gateway must know, rewritten only where the gateway's stamp
+ * and the client's options say so, and never decoded to neutral events or re-encoded. One per
+ * stream, stateful. Heartbeats and the gateway's own error events still go through the client
+ * protocol's stream encoder, so those bytes are the full path's.
+ */
+export interface PassThroughScanner {
+  /** One provider event: its facts go to `facts`; returns the client's text for it ("" to drop it), or the error event that ends the stream. */
+  scan(event: SseEvent, facts: StreamFacts): string | StreamErrorEvent;
+  /** At end of input: the cut's error event when the stream did not end the protocol's way. */
+  finish(): StreamErrorEvent | undefined;
+  /** Closing text after a stream that ended cleanly (e.g. `data: [DONE]`). */
+  end(): string;
 }
 
 /**
@@ -120,6 +152,12 @@ export interface Codec extends BackendCodec {
   encodeResponse(response: NeutralResponse, stamp: ResponseStamp): unknown;
   /** Client side: a stream encoder for one response. */
   createStreamEncoder(stamp: ResponseStamp, request: NeutralRequest): StreamEncoder;
+  /**
+   * Client side: a pass-through scanner for one stream whose provider speaks this same protocol,
+   * when the protocol has one (undefined: the stream takes the full path). Only asked when nothing
+   * else needs the stream's events (no `stream_event_safe` plugin, no content sampling).
+   */
+  readonly createPassThrough?: ((stamp: ResponseStamp, request: NeutralRequest) => PassThroughScanner | undefined) | undefined;
   /** The protocol's embeddings wire, both directions, when its providers serve embeddings. */
   readonly embeddings?: EmbeddingsCodec | undefined;
   /** The protocol's moderations wire, both directions. */

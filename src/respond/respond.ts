@@ -14,7 +14,9 @@ export type Answer =
  * The respond phase: provider output, decoded once by the invoke phase, encoded last for the
  * client. A buffered answer is encoded at once (or handed over neutral to an in-process caller,
  * which has no wire protocol); a stream becomes the client's SSE stream, which ends its attempt
- * and its request however it ends.
+ * and its request however it ends — decoded and re-encoded, or, when the provider speaks the
+ * client's protocol and nothing needs the events, forwarded nearly as it is (the codec's
+ * pass-through scanner).
  */
 export function respond(
   execution: Extract<Execution, { ok: true }>,
@@ -31,6 +33,12 @@ export function respond(
     return { kind: "buffered", response, body: codec ? codec.encodeResponse(response, stamp) : response };
   }
   if (!codec) throw new Error("an in-process call has no stream encoder: sub-calls are buffered");
+  // Near pass-through when nothing needs the events: the provider speaks the client's protocol, no
+  // plugin filters them, and the request's content is not sampled (which keeps the text).
+  const passThrough =
+    execution.protocol === codec.id && events === undefined && execution.attempt.request.record.content === undefined
+      ? codec.createPassThrough?.(stamp, request)
+      : undefined;
   const body = createClientStream(execution.body, {
     decoder: execution.decoder,
     encoder: codec.createStreamEncoder(stamp, request),
@@ -38,6 +46,7 @@ export function respond(
     clock: opts.clock,
     timeouts: opts.streamTimeouts,
     events,
+    passThrough,
   });
   return { kind: "stream", body };
 }

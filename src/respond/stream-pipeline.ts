@@ -4,7 +4,7 @@ import { ABORT_CODES, abortError, type AttemptScope, type RequestContext } from 
 import { CONTENT_MARGIN, type RequestContent } from "../context/request-record.ts";
 import type { Clock } from "../deps/clock.ts";
 import { GatewayError } from "../errors/gateway-error.ts";
-import type { StreamDecoder, StreamEncoder } from "../protocol/codec.ts";
+import type { PassThroughScanner, SseEvent, StreamDecoder, StreamEncoder, StreamFacts } from "../protocol/codec.ts";
 import type { NeutralEvent } from "../protocol/neutral.ts";
 import type { StreamEventChain } from "../plugins/stream-event-chain.ts";
 
@@ -30,6 +30,12 @@ export interface StreamPipelineOptions {
    * client's encoder (undefined or empty: events go straight to the encoder).
    */
   readonly events?: StreamEventChain | undefined;
+  /**
+   * The provider speaks the client's protocol and nothing needs the stream's events: its events
+   * go to this scanner and on to the client nearly as they are, instead of through the decoder,
+   * the plugins and the encoder (which still writes heartbeats and the gateway's error events).
+   */
+  readonly passThrough?: PassThroughScanner | undefined;
 }
 
 /** Stateless, so one per isolate. */
@@ -122,6 +128,9 @@ class StreamPump {
   readonly #content: RequestContent | undefined;
   readonly #startedAt: number;
   readonly #chain: StreamEventChain | undefined;
+  readonly #pass: PassThroughScanner | undefined;
+  /** The attempt's record, as a pass-through scanner reports its facts. */
+  readonly #facts: StreamFacts;
   #lastContentAt: number | undefined;
   #failed = false;
   /** The code of the error event that ended the stream (the first one), for the attempt record. */
@@ -146,6 +155,21 @@ class StreamPump {
     this.#startedAt = opts.clock.now();
     this.#content = this.request.record.content;
     this.#chain = opts.events;
+    this.#pass = opts.passThrough;
+    const a = this.#a;
+    this.#facts = {
+      content: (chars) => {
+        this.#noteContent();
+        if (chars > 0) a.outputChars = (a.outputChars ?? 0) + chars;
+      },
+      toolCall: (name) => noteProposedToolCall(a, name),
+      stop: (reason) => {
+        a.stopReason = reason;
+      },
+      usage: (usage) => {
+        a.usage = usage;
+      },
+    };
     this.#reader = upstream.getReader();
     // The provider's body goes when the request ends, whoever ends it.
     this.request.own("upstream_body", () => void this.#reader.cancel().catch(() => {}));
@@ -153,7 +177,9 @@ class StreamPump {
     this.#parser = createParser({
       onEvent: (msg) => {
         // The parser's message is an SSE event already (event, data): no copy per event.
-        if (!this.#failed) this.#emit(opts.decoder.decode(msg));
+        if (this.#failed) return;
+        if (this.#pass) this.#passOn(this.#pass, msg);
+        else this.#emit(opts.decoder.decode(msg));
       },
       onComment: () => {
         if (!this.#failed) this.#emit([{ type: "heartbeat" }]);
@@ -190,6 +216,13 @@ class StreamPump {
     const chain = this.#chain;
     if (chain === undefined) return this.#handle(events);
     for (const ev of events) this.#handle(chain.push(ev));
+  }
+
+  /** One provider event on the pass-through: its scanner keeps the record; an error event ends the stream as on the full path. */
+  #passOn(pass: PassThroughScanner, msg: SseEvent): void {
+    const out = pass.scan(msg, this.#facts);
+    if (typeof out === "string") this.#out += out;
+    else this.#handle([out]);
   }
 
   /** Keeps the attempt's record (first content, output size, stop, usage, failure) and encodes each event. */
@@ -271,7 +304,8 @@ class StreamPump {
   /** The client's stream ends: what plugins still hold, the encoder's ending, then close. */
   #close(controller: Controller): void {
     if (this.#chain) this.#handle(this.#chain.end());
-    this.#out += this.#opts.encoder.end();
+    const pass = this.#pass;
+    this.#out += pass ? (this.#failed ? "" : pass.end()) : this.#opts.encoder.end();
     const bytes = this.#take();
     if (bytes) controller.enqueue(bytes);
     controller.close();
@@ -355,7 +389,11 @@ class StreamPump {
   #endDone(controller: Controller): void {
     if (!this.#failed) {
       if (this.#opts.decoder.bytes === undefined) this.#parser.feed(this.#textDecoder.decode());
-      this.#emit(this.#opts.decoder.finish());
+      const pass = this.#pass;
+      if (pass) {
+        const cut = this.#failed ? undefined : pass.finish();
+        if (cut) this.#handle([cut]);
+      } else this.#emit(this.#opts.decoder.finish());
       // What plugins still hold is content of this attempt: it is counted before the attempt ends.
       if (this.#chain) this.#handle(this.#chain.end());
     }
@@ -386,7 +424,7 @@ class StreamPump {
       }
       if (result.done) return this.#endDone(controller);
       // A binary framing (Bedrock's event stream) is its decoder's to read; anything else is SSE text.
-      const binary = this.#opts.decoder.bytes;
+      const binary = this.#pass ? undefined : this.#opts.decoder.bytes;
       if (binary !== undefined) {
         if (!this.#failed) this.#emit(binary(result.value));
       } else this.#parser.feed(this.#textDecoder.decode(result.value, STREAMING));

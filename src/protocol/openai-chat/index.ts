@@ -4,6 +4,7 @@ import { openAiModerationsCodec } from "../openai-moderations/index.ts";
 import type { RequestFeature } from "../features.ts";
 import { decodeChatRequest } from "./decode-request.ts";
 import { encodeChatRequest } from "./encode-request.ts";
+import { createChatPassThrough } from "./pass-through.ts";
 import { decodeChatResponse, encodeChatResponse } from "./response.ts";
 import { createChatStreamDecoder, createChatStreamEncoder } from "./stream.ts";
 
@@ -70,6 +71,7 @@ export const openAiChatCodec: Codec = {
   decodeRequest: decodeChatRequest,
   encodeResponse: encodeChatResponse,
   createStreamEncoder: createChatStreamEncoder,
+  createPassThrough: createChatPassThrough,
   rejectedBeforeProcessing: new Set([429]),
   upstreamPath: "/chat/completions",
   encodeRequest: encodeChatRequest,

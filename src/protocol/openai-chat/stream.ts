@@ -1,6 +1,7 @@
 import type { ResponseStamp, SseEvent, StreamDecoder, StreamEncoder } from "../codec.ts";
 import type { Reader } from "../fast-guard.ts";
 import type { NeutralEvent, NeutralRequest } from "../neutral.ts";
+import { literalChars, literalEscaped, matchDelta, templateOf, type DeltaTemplate } from "./delta-template.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
 import { readChatChunk, type ChatChunk } from "./stream-chunk.ts";
 
@@ -18,9 +19,23 @@ export function chatStreamDecoder(readChunk: Reader<ChatChunk>): StreamDecoder {
   let stopped = false;
   let done = false;
   let failed = false;
+  // The shapes of a plain content and reasoning delta once one was parsed: later deltas of the
+  // same shape are read without parsing them (see DeltaTemplate).
+  let content: DeltaTemplate | undefined;
+  let reasoning: DeltaTemplate | undefined;
+  /** The string of a delta of a learnt shape: its events, or undefined when `data` is not of that shape. */
+  const plain = (data: string, t: DeltaTemplate | undefined, type: "text" | "reasoning"): readonly NeutralEvent[] | undefined => {
+    const close = t === undefined ? -1 : matchDelta(data, t);
+    if (close < 0) return undefined;
+    if (literalChars() === 0) return [];
+    const text = literalEscaped() ? (JSON.parse(data.slice(t!.inPrefix.length - 1, close + 1)) as string) : data.slice(t!.inPrefix.length, close);
+    return [{ type, text }];
+  };
   return {
     decode(sse: SseEvent): readonly NeutralEvent[] {
       if (done || failed) return [];
+      const fast = plain(sse.data, content, "text") ?? plain(sse.data, reasoning, "reasoning");
+      if (fast !== undefined) return fast;
       if (sse.data === "[DONE]") {
         done = true;
         // A provider that ends properly but never said why still delivered a complete answer;
@@ -63,6 +78,10 @@ export function chatStreamDecoder(readChunk: Reader<ChatChunk>): StreamDecoder {
         out.push({ type: "stop", reason: stopFromFinish(choice.finish_reason) });
       }
       if (chunk.usage) out.push({ type: "usage", usage: usageFromWire(chunk.usage) });
+      if (delta && chunk.choices?.length === 1 && !choice?.finish_reason && !chunk.usage && !delta.tool_calls?.length) {
+        if (delta.content && !delta.reasoning_content) content = templateOf(sse.data, '"content":', delta.content) ?? content;
+        else if (delta.reasoning_content && !delta.content) reasoning = templateOf(sse.data, '"reasoning_content":', delta.reasoning_content) ?? reasoning;
+      }
       return out;
     },
     finish(): readonly NeutralEvent[] {

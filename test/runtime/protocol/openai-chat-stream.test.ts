@@ -264,3 +264,59 @@ describe("openai-chat stream encoder", () => {
     expect(decodeAll(client)).toEqual(providerEvents);
   });
 });
+
+describe("OpenAI Chat stream decoder: deltas of a learnt shape", () => {
+  /** Each event decoded on its own (after the role chunk, which teaches no shape): no shape learnt from earlier deltas. */
+  function alone(events: readonly string[]): NeutralEvent[][] {
+    return events.map((data, i) => {
+      if (i === 0) return [...openAiChatCodec.createStreamDecoder().decode({ data })];
+      const d = openAiChatCodec.createStreamDecoder();
+      d.decode({ data: events[0]! });
+      return [...d.decode({ data })];
+    });
+  }
+
+  const raw = (delta: Record<string, unknown>, swap?: [string, string]) => {
+    const text = JSON.stringify(deltaChunk(delta));
+    return swap ? text.replace(swap[0], swap[1]) : text;
+  };
+
+  it("reads each delta as parsing it alone would, whatever its string holds", () => {
+    const events = [
+      raw({ role: "assistant", content: "" }),
+      raw({ content: "Hello" }),
+      raw({ content: "" }),
+      raw({ content: "é 👋 \u2028 \"quoted\" back\\slash\nline" }),
+      raw({ content: "é!" }, ["é", String.raw`\u00e9`]),
+      raw({ content: "ab" }, ["ab", String.raw`\ud83d\udc4b`]),
+      raw({ content: "xy" }, ["xy", String.raw`\q`]),
+      raw({ content: "xy" }, ['"xy"', '"x\ty"']),
+      raw({ content: "xy" }, ['"xy"', '"x"y"']),
+      raw({ content: 5 }),
+      raw({ content: null }),
+      raw({ reasoning_content: "think" }),
+      raw({ reasoning_content: "more" }),
+      raw({ content: "both", reasoning_content: "both" }),
+      raw({ content: "x", tool_calls: [{ index: 0, function: { arguments: "{}" } }] }),
+      JSON.stringify({ ...deltaChunk({ content: "extra" }), extra: 1 }),
+      raw({ content: "after" }),
+      JSON.stringify({ ...deltaChunk({ content: "u" }), usage: { prompt_tokens: 1, completion_tokens: 1 } }),
+      JSON.stringify(deltaChunk({ content: "fin" }, "stop")),
+    ];
+    const d = openAiChatCodec.createStreamDecoder();
+    const reference = alone(events);
+    const sequential = events.map((data) => [...d.decode({ data })]);
+    // A decoder stops at the first unreadable event: compare the stream up to it, then each later
+    // event on its own decoder that learnt the content and reasoning shapes first.
+    const firstBad = reference.findIndex((evs) => evs.some((e) => e.type === "error"));
+    expect(firstBad).toBeGreaterThan(4);
+    expect(sequential.slice(0, firstBad + 1)).toEqual(reference.slice(0, firstBad + 1));
+    for (let i = firstBad; i < events.length; i++) {
+      const learnt = openAiChatCodec.createStreamDecoder();
+      for (const data of events.slice(0, 5)) learnt.decode({ data });
+      learnt.decode({ data: events[11]! });
+      learnt.decode({ data: events[12]! });
+      expect(learnt.decode({ data: events[i]! }), `event ${i}: ${events[i]}`).toEqual(reference[i]);
+    }
+  });
+});
