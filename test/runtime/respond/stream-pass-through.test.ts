@@ -5,7 +5,7 @@ import type { NeutralRequest } from "../../../src/protocol/neutral.ts";
 import { openAiChatCodec } from "../../../src/protocol/openai-chat/index.ts";
 import { createClientStream, MAX_SSE_BUFFER_CHARS } from "../../../src/respond/stream-pipeline.ts";
 import { deltaChunk, parseClientSse, providerSse, usageChunk, type ClientEvent } from "../protocol/sse-helpers.ts";
-import { startedAttempt } from "../support/attempt-scope.ts";
+import { startedAttempt, streamAttemptRecord } from "../support/attempt-scope.ts";
 
 const stamp: ResponseStamp = { id: "gw-7", created: 1_760_000_000, model: "public-model" };
 const enc = new TextEncoder();
@@ -15,22 +15,6 @@ class StepClock {
   now = (): number => this.t;
 }
 
-function newAttempt(): AttemptRecord {
-  return {
-    id: "att_test",
-    requestId: "req_test",
-    snapshotRevision: 3,
-    logicalModel: "public-model",
-    modelRevision: 1,
-    pool: "default",
-    backendId: "b1",
-    backendName: "backend-one",
-    upstreamModel: "provider-model",
-    startedAt: 1_000,
-    headersAt: 1_040,
-    outcome: "in_progress",
-  };
-}
 
 /** A provider body handing over the given chunks one per pull; the clock steps before each. */
 function upstreamOf(chunks: readonly Uint8Array[], clock: StepClock, opts: { hang?: boolean } = {}): { stream: ReadableStream<Uint8Array>; cancels: unknown[] } {
@@ -64,7 +48,7 @@ interface Run {
 /** One provider stream through the pipeline, on the full path or the pass-through. */
 async function run(chunks: readonly (string | Uint8Array)[], mode: "full" | "pass", opts: { streamUsage?: boolean; hang?: boolean } = {}): Promise<Run> {
   const clock = new StepClock();
-  const started = startedAttempt(clock, newAttempt(), { deadlineAt: 600_000 });
+  const started = startedAttempt(clock, streamAttemptRecord(), { deadlineAt: 600_000 });
   const request: NeutralRequest = {
     model: "public-model",
     messages: [{ role: "user", content: [{ type: "text", text: "hi" }] }],

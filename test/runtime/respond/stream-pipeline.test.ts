@@ -4,10 +4,11 @@ import { createClientStream, MAX_SSE_BUFFER_CHARS } from "../../../src/respond/s
 import type { ResponseStamp } from "../../../src/protocol/codec.ts";
 import type { NeutralRequest } from "../../../src/protocol/neutral.ts";
 import { openAiChatCodec } from "../../../src/protocol/openai-chat/index.ts";
-import { startedAttempt } from "../support/attempt-scope.ts";
+import { startedAttempt, streamAttemptRecord } from "../support/attempt-scope.ts";
 import { deltaChunk, parseClientSse, providerSse, usageChunk, type ClientEvent } from "../protocol/sse-helpers.ts";
 import { mulberry32 } from "../traffic/helpers.ts";
 
+/** The times streamAttemptRecord() opens its attempt with. */
 const STARTED_AT = 1_000;
 const HEADERS_AT = 1_040;
 const DEADLINE_AT = 60_000;
@@ -20,22 +21,6 @@ class FakeClock {
   now = (): number => this.t;
 }
 
-function newAttempt(): AttemptRecord {
-  return {
-    id: "att_test",
-    requestId: "req_test",
-    snapshotRevision: 3,
-    logicalModel: "public-model",
-    modelRevision: 1,
-    pool: "default",
-    backendId: "b1",
-    backendName: "backend-one",
-    upstreamModel: "provider-model",
-    startedAt: STARTED_AT,
-    headersAt: HEADERS_AT,
-    outcome: "in_progress",
-  };
-}
 
 interface Upstream {
   readonly stream: ReadableStream<Uint8Array>;
@@ -92,7 +77,7 @@ interface Harness {
 
 function pipeline(upstream: ReadableStream<Uint8Array>, opts: { streamUsage?: boolean; clock?: FakeClock } = {}): Harness {
   const clock = opts.clock ?? new FakeClock();
-  const attempt = newAttempt();
+  const attempt = streamAttemptRecord();
   const started = startedAttempt(clock, attempt, { deadlineAt: DEADLINE_AT });
   const request: NeutralRequest = {
     model: "public-model",
@@ -372,7 +357,7 @@ describe("createClientStream: a throw inside the pipeline", () => {
     it(`from the ${where}: the attempt and the request still end once, and the client sees an error`, async () => {
       const up = upstreamOf(completeChunks);
       const clock = new FakeClock();
-      const started = startedAttempt(clock, newAttempt(), { deadlineAt: DEADLINE_AT });
+      const started = startedAttempt(clock, streamAttemptRecord(), { deadlineAt: DEADLINE_AT });
       const req: NeutralRequest = { model: "public-model", messages: [], stream: true, streamUsage: true };
       const decoder = openAiChatCodec.createStreamDecoder();
       const encoder = openAiChatCodec.createStreamEncoder(stamp, req);

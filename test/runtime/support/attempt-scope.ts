@@ -32,3 +32,21 @@ export function startedAttempt(clock: Clock, record: AttemptRecord, opts: { dead
   attempt.own("load_lease", (a) => releases.push(headerLatency(a)));
   return { context, attempt, finished, requests, releases };
 }
+
+/** A stream's attempt record as the invoke phase opens it: sent at 1,000 ms, headers at 1,040 ms. */
+export function streamAttemptRecord(): AttemptRecord {
+  return {
+    id: "att_test",
+    requestId: "req_test",
+    snapshotRevision: 3,
+    logicalModel: "public-model",
+    modelRevision: 1,
+    pool: "default",
+    backendId: "b1",
+    backendName: "backend-one",
+    upstreamModel: "provider-model",
+    startedAt: 1_000,
+    headersAt: 1_040,
+    outcome: "in_progress",
+  };
+}
