@@ -141,8 +141,9 @@ describe("the call ledger and audit trail", () => {
 
   it("rolls a task up to exactly the sums of its calls' attempts", async () => {
     // The child task's calls are written off the request path too, maybe in a later batch: the
-    // parent names it as a child only once they are in.
-    const [{ task: t, calls }] = await Promise.all([parentDone(), childDone()]);
+    // parent names it as a child only once they are in, so the parent is read again after both.
+    await Promise.all([parentDone(), childDone()]);
+    const { task: t, calls } = await task(PARENT);
     const attempts = calls.flatMap((c: any) => c.attempts);
     expect(t.calls).toBe(calls.length);
     expect(t.attempts).toBe(attempts.length);
