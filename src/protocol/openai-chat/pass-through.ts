@@ -1,8 +1,8 @@
 import type { PassThroughScanner, ResponseStamp, SseEvent, StreamErrorEvent, StreamFacts } from "../codec.ts";
 import type { NeutralRequest } from "../neutral.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
-import { literalChars, matchDelta, templateOf, type DeltaTemplate } from "./delta-template.ts";
-import { readChatChunk } from "./stream-chunk.ts";
+import { literalChars } from "./delta-template.ts";
+import { CUT_EVENT, PlainDeltaShapes, readChatEvent } from "./stream-event.ts";
 import { createChatStreamEncoder } from "./stream.ts";
 import type { ChatChunk } from "./stream-chunk.ts";
 
@@ -32,15 +32,11 @@ function clientDelta(delta: ChatDelta | null | undefined): Record<string, unknow
   return out;
 }
 
-const UNREADABLE: StreamErrorEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
-const PROVIDER_ERROR: StreamErrorEvent = { type: "error", code: "upstream_error", message: "The provider reported an error mid-stream." };
-const CUT: StreamErrorEvent = { type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." };
-
 /**
  * The Chat Completions pass-through (provider and client both speak Chat Completions). A plain
  * delta — one content or reasoning string, the bulk of a stream — is neither parsed nor
  * re-encoded once one like it has been: it matches the shape learnt from that one around its
- * string (see {@link DeltaTemplate}), its string is measured in place (TTFT, the idle limit, the output
+ * string (see DeltaTemplate), its string is measured in place (TTFT, the idle limit, the output
  * size) and put into the client's event as the provider wrote it. Any other event — the first,
  * a finish, usage, tool calls, an error, an unknown shape — is parsed and checked exactly as the
  * full path's decoder does, its facts read, and re-serialised with the fields the full path's
@@ -54,38 +50,19 @@ export function createChatPassThrough(stamp: ResponseStamp, request: NeutralRequ
   const id = `chatcmpl-${stamp.id}`;
   // Writes the stop chunk the full path adds when the provider ended without a finish reason.
   const encoder = createChatStreamEncoder(stamp, request);
-  let content: DeltaTemplate | undefined;
-  let reasoning: DeltaTemplate | undefined;
+  const shapes = new PlainDeltaShapes();
   let stopped = false;
   let done = false;
   let failed = false;
 
-  /** A plain delta of a learnt shape: its client text (its facts noted), or undefined. */
-  function fast(data: string, t: DeltaTemplate | undefined, facts: StreamFacts): string | undefined {
-    const close = t === undefined ? -1 : matchDelta(data, t);
-    if (close < 0) return undefined;
-    if (literalChars() > 0) facts.content(literalChars());
-    return `data: ${t!.outPrefix}${data.slice(t!.inPrefix.length, close)}${t!.outSuffix}\n\n`;
-  }
-
-  /** Any other event: parsed and checked as the full path's decoder does. */
+  /** Any event but a plain delta of a learnt shape: parsed and checked as the full path's decoder does. */
   function parsed(data: string, facts: StreamFacts): string | StreamErrorEvent {
-    let json: unknown;
-    try {
-      json = JSON.parse(data);
-    } catch {
+    const read = readChatEvent(data);
+    if (read.error) {
       failed = true;
-      return UNREADABLE;
+      return read.error;
     }
-    const chunk = readChatChunk(json);
-    if (chunk === undefined) {
-      failed = true;
-      return UNREADABLE;
-    }
-    if (chunk.error) {
-      failed = true;
-      return PROVIDER_ERROR;
-    }
+    const chunk = read.chunk;
     const choice = chunk.choices?.[0];
     const delta = choice?.delta;
     if (delta) {
@@ -121,10 +98,7 @@ export function createChatPassThrough(stamp: ResponseStamp, request: NeutralRequ
     } else if (includeUsage) client.usage = null;
     const out = JSON.stringify(client);
     // A plain delta (one string, nothing else to read) teaches the shape of those that follow.
-    if (delta && chunk.choices?.length === 1 && !choice?.finish_reason && !chunk.usage && !delta.tool_calls?.length) {
-      if (delta.content && !delta.reasoning_content) content = templateOf(data, '"content":', delta.content, out) ?? content;
-      else if (delta.reasoning_content && !delta.content) reasoning = templateOf(data, '"reasoning_content":', delta.reasoning_content, out) ?? reasoning;
-    }
+    shapes.learn(data, chunk, out);
     return `data: ${out}\n\n`;
   }
 
@@ -140,12 +114,17 @@ export function createChatPassThrough(stamp: ResponseStamp, request: NeutralRequ
         facts.stop("other");
         return encoder.encode({ type: "stop", reason: "other" });
       }
-      return fast(data, content, facts) ?? fast(data, reasoning, facts) ?? parsed(data, facts);
+      const close = shapes.match(data);
+      if (close < 0) return parsed(data, facts);
+      // A plain delta of a learnt shape: its string measured in place and re-framed, not parsed.
+      if (literalChars() > 0) facts.content(literalChars());
+      const t = shapes.matched!;
+      return `data: ${t.outPrefix}${data.slice(t.inPrefix.length, close)}${t.outSuffix}\n\n`;
     },
     finish(): StreamErrorEvent | undefined {
       if (done || failed) return undefined;
       failed = true;
-      return CUT;
+      return CUT_EVENT;
     },
     end(): string {
       return stopped && done ? "data: [DONE]\n\n" : "";

@@ -1,9 +1,10 @@
 import type { ResponseStamp, SseEvent, StreamDecoder, StreamEncoder } from "../codec.ts";
 import type { Reader } from "../fast-guard.ts";
 import type { NeutralEvent, NeutralRequest } from "../neutral.ts";
-import { literalChars, literalEscaped, matchDelta, templateOf, type DeltaTemplate } from "./delta-template.ts";
+import { literalChars, literalEscaped } from "./delta-template.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
 import { readChatChunk, type ChatChunk } from "./stream-chunk.ts";
+import { CUT_EVENT, PlainDeltaShapes, readChatEvent } from "./stream-event.ts";
 
 /**
  * Decodes an OpenAI Chat Completions SSE stream. A stream is complete only when `data: [DONE]`
@@ -21,43 +22,29 @@ export function chatStreamDecoder(readChunk: Reader<ChatChunk>): StreamDecoder {
   let failed = false;
   // The shapes of a plain content and reasoning delta once one was parsed: later deltas of the
   // same shape are read without parsing them (see DeltaTemplate).
-  let content: DeltaTemplate | undefined;
-  let reasoning: DeltaTemplate | undefined;
-  /** The string of a delta of a learnt shape: its events, or undefined when `data` is not of that shape. */
-  const plain = (data: string, t: DeltaTemplate | undefined, type: "text" | "reasoning"): readonly NeutralEvent[] | undefined => {
-    const close = t === undefined ? -1 : matchDelta(data, t);
-    if (close < 0) return undefined;
-    if (literalChars() === 0) return [];
-    const text = literalEscaped() ? (JSON.parse(data.slice(t!.inPrefix.length - 1, close + 1)) as string) : data.slice(t!.inPrefix.length, close);
-    return [{ type, text }];
-  };
+  const shapes = new PlainDeltaShapes();
   return {
     decode(sse: SseEvent): readonly NeutralEvent[] {
       if (done || failed) return [];
-      const fast = plain(sse.data, content, "text") ?? plain(sse.data, reasoning, "reasoning");
-      if (fast !== undefined) return fast;
+      const close = shapes.match(sse.data);
+      if (close >= 0) {
+        if (literalChars() === 0) return [];
+        const t = shapes.matched!;
+        const text = literalEscaped() ? (JSON.parse(sse.data.slice(t.inPrefix.length - 1, close + 1)) as string) : sse.data.slice(t.inPrefix.length, close);
+        return [{ type: shapes.kind, text }];
+      }
       if (sse.data === "[DONE]") {
         done = true;
         // A provider that ends properly but never said why still delivered a complete answer;
         // give the client a finish rather than a stream that just stops.
         return stopped ? [] : [{ type: "stop", reason: "other" }];
       }
-      let json: unknown;
-      try {
-        json = JSON.parse(sse.data);
-      } catch {
+      const read = readChatEvent(sse.data, readChunk);
+      if (read.error) {
         failed = true;
-        return [{ type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." }];
+        return [read.error];
       }
-      const chunk = readChunk(json);
-      if (chunk === undefined) {
-        failed = true;
-        return [{ type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." }];
-      }
-      if (chunk.error) {
-        failed = true;
-        return [{ type: "error", code: "upstream_error", message: "The provider reported an error mid-stream." }];
-      }
+      const chunk = read.chunk;
       const out: NeutralEvent[] = [];
       if (!started) {
         started = true;
@@ -78,16 +65,13 @@ export function chatStreamDecoder(readChunk: Reader<ChatChunk>): StreamDecoder {
         out.push({ type: "stop", reason: stopFromFinish(choice.finish_reason) });
       }
       if (chunk.usage) out.push({ type: "usage", usage: usageFromWire(chunk.usage) });
-      if (delta && chunk.choices?.length === 1 && !choice?.finish_reason && !chunk.usage && !delta.tool_calls?.length) {
-        if (delta.content && !delta.reasoning_content) content = templateOf(sse.data, '"content":', delta.content) ?? content;
-        else if (delta.reasoning_content && !delta.content) reasoning = templateOf(sse.data, '"reasoning_content":', delta.reasoning_content) ?? reasoning;
-      }
+      shapes.learn(sse.data, chunk);
       return out;
     },
     finish(): readonly NeutralEvent[] {
       if (done || failed) return [];
       failed = true;
-      return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
+      return [CUT_EVENT];
     },
   };
 }
