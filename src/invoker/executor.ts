@@ -102,7 +102,7 @@ export type CountExecution =
 /** What one kind of model operation does per attempt: build the backend's request, read its answer. */
 interface AttemptOperation<S> {
   readonly encode: (codec: BackendCodec, choice: Choice) => EncodedAttempt;
-  readonly read: (choice: Choice, codec: BackendCodec) => AnswerReader<S>;
+  readonly read: (codec: BackendCodec) => AnswerReader<S>;
   /** The operation costs nothing at the provider (a token count): its attempts owe no usage. */
   readonly unbilled?: boolean | undefined;
 }
@@ -205,7 +205,7 @@ export class GatewayExecutor {
   async execute(plan: DispatchPlan, request: NeutralRequest, ctx: InvocationContext): Promise<Execution> {
     try {
       const candidates = eligibleCandidates(plan, requestFeatures(request), ctx.snapshot, this.#deps.codecs, () => true);
-      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeChat(request, ctx.upstreamHeaders), read: (choice, codec) => readChat(choice, plan.stream, codec, this.#deps.heldSecrets) });
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeChat(request, ctx.upstreamHeaders), read: (codec) => readChat(plan.stream, codec) });
       if (!done.ok) return done;
       const { success, choice, attempt } = done;
       return success.kind === "buffered"
@@ -225,7 +225,7 @@ export class GatewayExecutor {
   async executeInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, plan: DispatchPlan, request: Req, ctx: InvocationContext): Promise<InputExecution<Res>> {
     try {
       const candidates = eligibleCandidates(plan, [], ctx.snapshot, this.#deps.codecs, (codec) => op.backendWire(codec) !== undefined);
-      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeInput(op, request), read: (choice, codec) => readInput(op, choice, codec, request.inputs.length, this.#deps.heldSecrets) });
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeInput(op, request), read: (codec) => readInput(op, codec, request.inputs.length) });
       return done.ok ? { ok: true, response: done.success.response, headers: done.success.headers } : done;
     } catch (err) {
       return refusalOf(err);
@@ -249,7 +249,7 @@ export class GatewayExecutor {
       return { ok: false, reason: "no_counter", error: refused.error };
     }
     try {
-      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeCount(request), read: (choice, codec) => readCount(choice, codec, this.#deps.heldSecrets), unbilled: true });
+      const done = await this.#attempts(plan, ctx, candidates, { encode: encodeCount(request), read: readCount, unbilled: true });
       return done.ok ? { ok: true, inputTokens: done.success.inputTokens, headers: done.success.headers } : { ok: false, reason: "failed", error: done.error };
     } catch (err) {
       return { ok: false, reason: "failed", error: refusalOf(err).error };
@@ -358,7 +358,7 @@ export class GatewayExecutor {
         req.checkpoint();
         return { ok: false, error: new GatewayError("client_closed", "The request ended before its attempt was sent.") };
       }
-      const result = await sendAttempt(this.#deps, req, choice, attempt, prepared, op.read(choice, prepared.codec));
+      const result = await sendAttempt(this.#deps, req, choice, attempt, prepared, op.read(prepared.codec));
       const watch = this.#deps.credentialWatch;
       if (watch) {
         // By code, never by message: a refused credential is upstream_auth_failed in every protocol.

@@ -109,7 +109,13 @@ export type AttemptResult<S = AttemptSuccess> = { readonly ok: true; readonly su
  * stays open: the respond phase ends it with the stream). `aborted` classifies a read that failed
  * because the request or the attempt's own limit stopped it.
  */
-export type AnswerReader<S> = (res: Response, attempt: AttemptScope, aborted: (err: unknown) => AttemptFailure | undefined) => Promise<AttemptResult<S>>;
+export type AnswerReader<S> = (
+  res: Response,
+  attempt: AttemptScope,
+  aborted: (err: unknown) => AttemptFailure | undefined,
+  /** The provider's headers the client is given (the backend's `responseHeaders`, none holding a secret of the gateway's). */
+  passedHeaders: () => Readonly<Record<string, string>>,
+) => Promise<AttemptResult<S>>;
 
 /**
  * The request as this backend will receive it, built before anything is reserved for it, and the
@@ -415,7 +421,7 @@ export async function sendAttempt<S>(deps: AttemptDeps, request: RequestContext,
     const f = prepared.failure(res.status, after, detail, res.headers);
     return failed(attempt, f.error, f.evidence, f.outcome);
   }
-  return await read(res, attempt, (err) => (signal.aborted ? aborted(err) : undefined));
+  return await read(res, attempt, (err) => (signal.aborted ? aborted(err) : undefined), () => passedResponseHeaders(res.headers, backend.responseHeaders, deps.heldSecrets));
 }
 
 /** The request as a chat backend receives it: the features it cannot carry dropped (allowed by the revision's downgrades). */
@@ -454,9 +460,8 @@ export function encodeCount(request: NeutralRequest): (codec: BackendCodec, choi
 }
 
 /** A token count: the provider's figure (the attempt has no usage: counting is not billed). */
-export function readCount(choice: Choice, codec: BackendCodec, held?: () => readonly string[]): AnswerReader<CountSuccess> {
-  const backend = choice.member.backend;
-  return async (res, attempt, aborted) => {
+export function readCount(codec: BackendCodec): AnswerReader<CountSuccess> {
+  return async (res, attempt, aborted, passedHeaders) => {
     const json = await readJson(res, attempt, aborted);
     if ("ok" in json) return json;
     let inputTokens: number;
@@ -467,14 +472,13 @@ export function readCount(choice: Choice, codec: BackendCodec, held?: () => read
     }
     attempt.record.evidence = { class: "success", reason: "ok", status: res.status };
     attempt.finish("success");
-    return { ok: true, success: { inputTokens, headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
+    return { ok: true, success: { inputTokens, headers: passedHeaders() } };
   };
 }
 
 /** A chat answer: a stream handed on open, or a buffered body decoded once into a neutral response. */
-export function readChat(choice: Choice, stream: boolean, codec: BackendCodec, held?: () => readonly string[]): AnswerReader<AttemptSuccess> {
-  const backend = choice.member.backend;
-  return async (res, attempt, aborted) => {
+export function readChat(stream: boolean, codec: BackendCodec): AnswerReader<AttemptSuccess> {
+  return async (res, attempt, aborted, passedHeaders) => {
     const a = attempt.record;
     const contentType = res.headers.get("content-type") ?? "";
     if (stream) {
@@ -483,7 +487,7 @@ export function readChat(choice: Choice, stream: boolean, codec: BackendCodec, h
         return failed(attempt, new GatewayError("upstream_protocol_error", "The model provider did not answer with a stream."), { class: "unknown", reason: "protocol_error" }, "protocol_error");
       }
       a.evidence = { class: "success", reason: "ok", status: res.status };
-      return { ok: true, success: { kind: "stream", body: res.body, decoder: codec.createStreamDecoder(), protocol: codec.id, headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
+      return { ok: true, success: { kind: "stream", body: res.body, decoder: codec.createStreamDecoder(), protocol: codec.id, headers: passedHeaders() } };
     }
     const json = await readJson(res, attempt, aborted);
     if ("ok" in json) return json;
@@ -499,7 +503,7 @@ export function readChat(choice: Choice, stream: boolean, codec: BackendCodec, h
     a.outputChars = response.text.length + (response.reasoning ?? []).reduce((n, r) => n + r.text.length, 0) + response.toolCalls.reduce((n, c) => n + c.arguments.length, 0);
     a.evidence = { class: "success", reason: "ok", status: res.status };
     attempt.finish("success");
-    return { ok: true, success: { kind: "buffered", response, headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
+    return { ok: true, success: { kind: "buffered", response, headers: passedHeaders() } };
   };
 }
 
@@ -507,9 +511,8 @@ export function readChat(choice: Choice, stream: boolean, codec: BackendCodec, h
  * An input-only operation's answer: one result per input, decoded once by the operation's wire;
  * its input tokens, when the provider reported them, are the attempt's usage (none: unknown).
  */
-export function readInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, choice: Choice, codec: BackendCodec, inputs: number, held?: () => readonly string[]): AnswerReader<InputSuccess<Res>> {
-  const backend = choice.member.backend;
-  return async (res, attempt, aborted) => {
+export function readInput<Req extends InputRequest, Res extends InputResponse>(op: InputOperation<Req, Res>, codec: BackendCodec, inputs: number): AnswerReader<InputSuccess<Res>> {
+  return async (res, attempt, aborted, passedHeaders) => {
     const json = await readJson(res, attempt, aborted);
     if ("ok" in json) return json;
     let response: Res;
@@ -523,7 +526,7 @@ export function readInput<Req extends InputRequest, Res extends InputResponse>(o
     if (response.inputTokens !== undefined) a.usage = { inputTokens: response.inputTokens, outputTokens: 0, source: "provider" };
     a.evidence = { class: "success", reason: "ok", status: res.status };
     attempt.finish("success");
-    return { ok: true, success: { response, headers: passedResponseHeaders(res.headers, backend.responseHeaders, held) } };
+    return { ok: true, success: { response, headers: passedHeaders() } };
   };
 }
 
