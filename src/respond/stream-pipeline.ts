@@ -111,6 +111,21 @@ export function createClientStream(upstream: ReadableStream<Uint8Array>, opts: S
 type Controller = ReadableStreamDefaultController<Uint8Array>;
 
 /**
+ * How a stream's provider events become client text, chosen once per stream: decoded into neutral
+ * events, through the plugins and encoded, or through a pass-through scanner.
+ */
+interface EventRoute {
+  /** One SSE event from the provider. */
+  event(msg: SseEvent): void;
+  /** A binary framing's chunk (Bedrock's event stream); undefined: the provider speaks SSE text. */
+  readonly bytes: ((chunk: Uint8Array) => void) | undefined;
+  /** The provider's input is over: a cut if it did not end its protocol's way, and what plugins still hold. */
+  endOfInput(): void;
+  /** Closing text for the client (e.g. `data: [DONE]` after a clean end). */
+  closing(): string;
+}
+
+/**
  * One stream's state and its steps: reading within the stream timeouts, turning provider events
  * into client bytes (with the attempt's record kept as they pass), and each way the stream ends.
  * A class rather than closures: one object per stream, its steps shared on the prototype.
@@ -128,7 +143,7 @@ class StreamPump {
   readonly #content: RequestContent | undefined;
   readonly #startedAt: number;
   readonly #chain: StreamEventChain | undefined;
-  readonly #pass: PassThroughScanner | undefined;
+  readonly #route: EventRoute;
   /** The attempt's record, as a pass-through scanner reports its facts. */
   readonly #facts: StreamFacts;
   #lastContentAt: number | undefined;
@@ -155,7 +170,7 @@ class StreamPump {
     this.#startedAt = opts.clock.now();
     this.#content = this.request.record.content;
     this.#chain = opts.events;
-    this.#pass = opts.passThrough;
+    this.#route = opts.passThrough ? this.#passRoute(opts.passThrough) : this.#decodeRoute(opts.decoder, opts.encoder);
     const a = this.#a;
     this.#facts = {
       content: (chars) => {
@@ -177,9 +192,7 @@ class StreamPump {
     this.#parser = createParser({
       onEvent: (msg) => {
         // The parser's message is an SSE event already (event, data): no copy per event.
-        if (this.#failed) return;
-        if (this.#pass) this.#passOn(this.#pass, msg);
-        else this.#emit(opts.decoder.decode(msg));
+        if (!this.#failed) this.#route.event(msg);
       },
       onComment: () => {
         if (!this.#failed) this.#emit([{ type: "heartbeat" }]);
@@ -218,11 +231,39 @@ class StreamPump {
     for (const ev of events) this.#handle(chain.push(ev));
   }
 
-  /** One provider event on the pass-through: its scanner keeps the record; an error event ends the stream as on the full path. */
-  #passOn(pass: PassThroughScanner, msg: SseEvent): void {
-    const out = pass.scan(msg, this.#facts);
-    if (typeof out === "string") this.#out += out;
-    else this.#handle([out]);
+  /** The full path: decoded once, through the request's plugins, encoded last. */
+  #decodeRoute(decoder: StreamDecoder, encoder: StreamEncoder): EventRoute {
+    const binary = decoder.bytes;
+    return {
+      event: (msg) => this.#emit(decoder.decode(msg)),
+      bytes: binary === undefined ? undefined : (chunk) => this.#emit(binary(chunk)),
+      endOfInput: () => {
+        this.#emit(decoder.finish());
+        // What plugins still hold is content of this attempt: it is counted before the attempt ends.
+        if (this.#chain) this.#handle(this.#chain.end());
+      },
+      closing: () => {
+        if (this.#chain) this.#handle(this.#chain.end());
+        return encoder.end();
+      },
+    };
+  }
+
+  /** The pass-through: its scanner keeps the record; an error event ends the stream as on the full path. */
+  #passRoute(pass: PassThroughScanner): EventRoute {
+    return {
+      event: (msg) => {
+        const out = pass.scan(msg, this.#facts);
+        if (typeof out === "string") this.#out += out;
+        else this.#handle([out]);
+      },
+      bytes: undefined,
+      endOfInput: () => {
+        const cut = this.#failed ? undefined : pass.finish();
+        if (cut) this.#handle([cut]);
+      },
+      closing: () => (this.#failed ? "" : pass.end()),
+    };
   }
 
   /** Keeps the attempt's record (first content, output size, stop, usage, failure) and encodes each event. */
@@ -301,11 +342,9 @@ class StreamPump {
     this.request.finish(code === undefined ? { kind: "completed" } : { kind: "failed", error: new GatewayError(code, "The stream ended with an error.") });
   }
 
-  /** The client's stream ends: what plugins still hold, the encoder's ending, then close. */
+  /** The client's stream ends: what plugins still hold, the route's closing text, then close. */
   #close(controller: Controller): void {
-    if (this.#chain) this.#handle(this.#chain.end());
-    const pass = this.#pass;
-    this.#out += pass ? (this.#failed ? "" : pass.end()) : this.#opts.encoder.end();
+    this.#out += this.#route.closing();
     const bytes = this.#take();
     if (bytes) controller.enqueue(bytes);
     controller.close();
@@ -388,14 +427,8 @@ class StreamPump {
   /** The provider's stream is over: complete, or ended by the error event it carried. */
   #endDone(controller: Controller): void {
     if (!this.#failed) {
-      if (this.#opts.decoder.bytes === undefined) this.#parser.feed(this.#textDecoder.decode());
-      const pass = this.#pass;
-      if (pass) {
-        const cut = this.#failed ? undefined : pass.finish();
-        if (cut) this.#handle([cut]);
-      } else this.#emit(this.#opts.decoder.finish());
-      // What plugins still hold is content of this attempt: it is counted before the attempt ends.
-      if (this.#chain) this.#handle(this.#chain.end());
+      if (this.#route.bytes === undefined) this.#parser.feed(this.#textDecoder.decode());
+      this.#route.endOfInput();
     }
     if (this.#failed) this.#settle(outcomeOf(this.#failure), this.#failure);
     else this.#settle("success");
@@ -424,9 +457,9 @@ class StreamPump {
       }
       if (result.done) return this.#endDone(controller);
       // A binary framing (Bedrock's event stream) is its decoder's to read; anything else is SSE text.
-      const binary = this.#pass ? undefined : this.#opts.decoder.bytes;
+      const binary = this.#route.bytes;
       if (binary !== undefined) {
-        if (!this.#failed) this.#emit(binary(result.value));
+        if (!this.#failed) binary(result.value);
       } else this.#parser.feed(this.#textDecoder.decode(result.value, STREAMING));
       const bytes = this.#take();
       if (this.#failed) {
