@@ -93,6 +93,17 @@ export async function startStack(o: Options): Promise<Stack> {
   console.log("starting the null gateway on workerd …");
   const nul = await startNullGateway({ upstreamUrl: `${sim.url}/v1`, upstreamKey: SIMULATOR_API_KEY, upstreamModel: BACKEND_MODEL, upstreamEmbedModel: EMBED_BACKEND_MODEL, upstreamMcpUrl: `${sim.url}${simulatorPath(MCP_WORKLOAD)}` });
 
+  /** A gateway in front of the simulator, called with the public model and one of its keys. */
+  const gatewayTarget = (name: TargetName, description: string, base: string, key: string, serverPid: number, gw: { alive(): boolean; output: Target["output"] }): Target => ({
+    name,
+    description,
+    url: (w) => `${base}${gatewayPath(w)}`,
+    headers: { authorization: `Bearer ${key}` },
+    model: PUBLIC_MODEL,
+    serverPid,
+    alive: () => gw.alive() && sim.alive(),
+    output: gw.output,
+  });
   const targets: Target[] = [
     {
       name: "direct",
@@ -104,36 +115,9 @@ export async function startStack(o: Options): Promise<Stack> {
       alive: sim.alive,
       output: sim.output,
     },
-    {
-      name: "null",
-      description: "client → null-gateway Worker (workerd) → simulator",
-      url: (w) => `${nul.url}${gatewayPath(w)}`,
-      headers: { authorization: `Bearer ${DEMO_KEY}` },
-      model: PUBLIC_MODEL,
-      serverPid: resolveWorkerPid(nul.pid, "workerd"),
-      alive: () => nul.alive() && sim.alive(),
-      output: nul.output,
-    },
-    {
-      name: "sluice",
-      description: "client → Sluice (workerd) → simulator",
-      url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
-      headers: { authorization: `Bearer ${DEMO_KEY}` },
-      model: PUBLIC_MODEL,
-      serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
-      alive: () => sluice.alive() && sim.alive(),
-      output: sluice.output,
-    },
-    {
-      name: "sluice-open",
-      description: "the same Sluice process, a key of a tenant without budgets",
-      url: (w) => `${sluice.publicUrl}${gatewayPath(w)}`,
-      headers: { authorization: `Bearer ${OPEN_KEY}` },
-      model: PUBLIC_MODEL,
-      serverPid: resolveWorkerPid(sluice.process.pid ?? 0, "workerd"),
-      alive: () => sluice.alive() && sim.alive(),
-      output: sluice.output,
-    },
+    gatewayTarget("null", "client → null-gateway Worker (workerd) → simulator", nul.url, DEMO_KEY, resolveWorkerPid(nul.pid, "workerd"), nul),
+    gatewayTarget("sluice", "client → Sluice (workerd) → simulator", sluice.publicUrl, DEMO_KEY, sluicePid, sluice),
+    gatewayTarget("sluice-open", "the same Sluice process, a key of a tenant without budgets", sluice.publicUrl, OPEN_KEY, sluicePid, sluice),
   ];
   // The embeddings entrypoint is this tree's shipped one, which a null gateway maps to the simulator's embedding model.
   const embedModel = embeddings ? embeddingsEntrypoint() : PUBLIC_MODEL;
