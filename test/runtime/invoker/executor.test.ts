@@ -567,48 +567,40 @@ describe("GatewayExecutor: egress", () => {
     expect(only.calls).toHaveLength(0);
   });
 
-  it("passes the provider headers a backend lists, and no other, on buffered and streamed answers", async () => {
-    const providerHeaders = { "x-request-id": "prov-123", "openai-processing-ms": "42", "set-cookie": "session=abc", server: "nginx", "x-powered-by": "Express" };
-    const { executor } = recording((url) =>
-      url.includes("9001")
-        ? Response.json(
-            { id: "c", model: "x", choices: [{ index: 0, message: { role: "assistant", content: "Hi!" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } },
-            { headers: providerHeaders },
-          )
-        : new Response("data: [DONE]\n\n", { headers: { ...providerHeaders, "content-type": "text/event-stream" } }),
-    );
-    const listed = ["openai-processing-ms", "x-request-id"];
+  /** A provider answering with these headers: buffered on port 9001, an (empty) stream elsewhere. */
+  const answeringWith = (providerHeaders: Record<string, string>) => (url: string) =>
+    url.includes("9001")
+      ? Response.json(
+          { id: "c", model: "x", choices: [{ index: 0, message: { role: "assistant", content: "Hi!" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } },
+          { headers: providerHeaders },
+        )
+      : new Response("data: [DONE]\n\n", { headers: { ...providerHeaders, "content-type": "text/event-stream" } });
+  /** The headers a client is given, buffered and streamed, from backends listing `listed`. */
+  const passedBothWays = async (executor: ReturnType<typeof recording>["executor"], listed: readonly string[]) => {
     const a = plan();
-    const buffered = await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001, responseHeaders: listed }]), clientSignal: live() });
-    expect(buffered.ok && buffered.headers).toEqual({ "x-request-id": "prov-123", "openai-processing-ms": "42" });
+    const buffered = await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001, responseHeaders: [...listed] }]), clientSignal: live() });
     const s = plan({ stream: true });
-    const streamed = await executor.execute(s.plan, s.request, { snapshot: await snapshot([{ name: "b", port: 9002, responseHeaders: listed }]), clientSignal: live() });
-    expect(streamed.ok && streamed.kind === "stream" && streamed.headers).toEqual({ "x-request-id": "prov-123", "openai-processing-ms": "42" });
+    const streamed = await executor.execute(s.plan, s.request, { snapshot: await snapshot([{ name: "b", port: 9002, responseHeaders: [...listed] }]), clientSignal: live() });
     if (streamed.ok && streamed.kind === "stream") await streamed.body.cancel();
+    return { buffered: buffered.ok && buffered.headers, streamed: streamed.ok && streamed.kind === "stream" && streamed.headers };
+  };
+
+  it("passes the provider headers a backend lists, and no other, on buffered and streamed answers", async () => {
+    const { executor } = recording(answeringWith({ "x-request-id": "prov-123", "openai-processing-ms": "42", "set-cookie": "session=abc", server: "nginx", "x-powered-by": "Express" }));
+    const passed = { "x-request-id": "prov-123", "openai-processing-ms": "42" };
+    expect(await passedBothWays(executor, ["openai-processing-ms", "x-request-id"])).toEqual({ buffered: passed, streamed: passed });
+    const a = plan();
     const unlisted = await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001 }]), clientSignal: live() });
     expect(unlisted.ok && unlisted.headers).toEqual({});
   });
 
   it("drops a listed provider header whose value contains a secret the gateway holds, buffered and streamed", async () => {
     const held = ["provider-secret", "sk-other-backend-key"];
-    const providerHeaders = { "x-request-id": "prov-123", "x-echo-key": "Bearer provider-secret", "x-debug": "keys=sk-other-backend-key;", "openai-processing-ms": "42" };
     const { executor } = recording(
-      (url) =>
-        url.includes("9001")
-          ? Response.json(
-              { id: "c", model: "x", choices: [{ index: 0, message: { role: "assistant", content: "Hi!" }, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } },
-              { headers: providerHeaders },
-            )
-          : new Response("data: [DONE]\n\n", { headers: { ...providerHeaders, "content-type": "text/event-stream" } }),
+      answeringWith({ "x-request-id": "prov-123", "x-echo-key": "Bearer provider-secret", "x-debug": "keys=sk-other-backend-key;", "openai-processing-ms": "42" }),
       { heldSecrets: () => held },
     );
-    const listed = ["openai-processing-ms", "x-debug", "x-echo-key", "x-request-id"];
-    const a = plan();
-    const buffered = await executor.execute(a.plan, a.request, { snapshot: await snapshot([{ name: "a", port: 9001, responseHeaders: listed }]), clientSignal: live() });
-    expect(buffered.ok && buffered.headers).toEqual({ "x-request-id": "prov-123", "openai-processing-ms": "42" });
-    const s = plan({ stream: true });
-    const streamed = await executor.execute(s.plan, s.request, { snapshot: await snapshot([{ name: "b", port: 9002, responseHeaders: listed }]), clientSignal: live() });
-    expect(streamed.ok && streamed.kind === "stream" && streamed.headers).toEqual({ "x-request-id": "prov-123", "openai-processing-ms": "42" });
-    if (streamed.ok && streamed.kind === "stream") await streamed.body.cancel();
+    const passed = { "x-request-id": "prov-123", "openai-processing-ms": "42" };
+    expect(await passedBothWays(executor, ["openai-processing-ms", "x-debug", "x-echo-key", "x-request-id"])).toEqual({ buffered: passed, streamed: passed });
   });
 });
