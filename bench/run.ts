@@ -31,7 +31,7 @@ import { procAvailable } from "./proc.ts";
 import { cellKey, protocolStageReport, protocolStageResult, type ProtocolStageResult } from "./bedrock-streaming.ts";
 import { countEventStreamFrames, countSseEvents, type UpstreamCount } from "./upstream-events.ts";
 import { EMBEDDINGS_WORKLOAD, MCP_WORKLOAD, requestBody, requestHeaders, type ChatWorkload, type Workload } from "./workload.ts";
-import { parseOptions, type Options } from "./run-options.ts";
+import { parseOptions, type Options, type StageId } from "./run-options.ts";
 import { oneRun, preflight, REQUEST_TIMEOUT_MS, startStack, type Endpoint, type Stack, type TargetName } from "./bench-stack.ts";
 import { f, ratios, report, type Ratios, type Stage } from "./stage-report.ts";
 import { soakStage, streamsStage } from "./memory-stages.ts";
@@ -213,26 +213,20 @@ async function main(): Promise<number> {
   const protocols = protocolsStage ? await protocolStage(stack, o, problems) : undefined;
   if (protocols) reports.push(protocols.report);
 
-  let cache: CacheStageResult<RunRecord, TargetSummary> | undefined;
-  if (o.stages.includes("cache")) {
-    await configureSimulator(stack.simUrl, buffered);
-    cache = cacheStageResult(KEYS, await pairedStage(stack, o, "cache", CACHE_CELLS, buffered, problems), summarize);
-    reports.push(cacheStageReport(cache, o));
-  }
-  let cascade: CascadeStageResult<RunRecord, TargetSummary> | undefined;
-  if (o.stages.includes("cascade")) {
-    // Every model unsure: the first step always escalates, the second is accepted as it is.
-    await simJson(stack.simUrl, "PUT", "/__sim/config", { tokens: buffered.tokens, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0, quality: CASCADE_QUALITY });
-    cascade = cascadeStageResult(KEYS, await pairedStage(stack, o, "cascade", CASCADE_CELLS, buffered, problems), summarize);
-    reports.push(cascadeStageReport(cascade, o));
-  }
-
-  let similarity: SimilarityStageResult<RunRecord, TargetSummary> | undefined;
-  if (o.stages.includes("similarity")) {
-    await configureSimulator(stack.simUrl, buffered);
-    similarity = similarityStageResult(KEYS, await pairedStage(stack, o, "similarity", SIMILARITY_CELLS, buffered, problems), summarize);
-    reports.push(similarityStageReport(similarity, o));
-  }
+  /** A paired stage, when selected: the simulator set up for it, its cells run, its report kept. */
+  const paired = async <R,>(id: StageId, cells: readonly CellSpec[], setUp: () => Promise<unknown>, result: (runs: Map<string, RunRecord[]>) => R, reportOf: (r: R) => string): Promise<R | undefined> => {
+    if (!o.stages.includes(id)) return undefined;
+    await setUp();
+    const r = result(await pairedStage(stack, o, id, cells, buffered, problems));
+    reports.push(reportOf(r));
+    return r;
+  };
+  const plainSimulator = () => configureSimulator(stack.simUrl, buffered);
+  const cache = await paired<CacheStageResult<RunRecord, TargetSummary>>("cache", CACHE_CELLS, plainSimulator, (runs) => cacheStageResult(KEYS, runs, summarize), (r) => cacheStageReport(r, o));
+  // Every model unsure: the first step always escalates, the second is accepted as it is.
+  const cascadeSimulator = () => simJson(stack.simUrl, "PUT", "/__sim/config", { tokens: buffered.tokens, "latency-ms": 0, "ttft-ms": 0, "token-interval-ms": 0, quality: CASCADE_QUALITY });
+  const cascade = await paired<CascadeStageResult<RunRecord, TargetSummary>>("cascade", CASCADE_CELLS, cascadeSimulator, (runs) => cascadeStageResult(KEYS, runs, summarize), (r) => cascadeStageReport(r, o));
+  const similarity = await paired<SimilarityStageResult<RunRecord, TargetSummary>>("similarity", SIMILARITY_CELLS, plainSimulator, (runs) => similarityStageResult(KEYS, runs, summarize), (r) => similarityStageReport(r, o));
 
   let scale: ScaleStageResult<RunRecord, TargetSummary> | undefined;
   if (o.stages.includes("scale")) {
