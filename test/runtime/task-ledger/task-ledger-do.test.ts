@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { TaskLedger } from "../../../durable-objects/task-ledger.ts";
 import type { AuditEvent } from "../../../src/audit/audit-event.ts";
 import { callOf, type LedgerCall } from "../../../src/task-ledger/call-record.ts";
+import { requestRowOf } from "../../../src/task-ledger/request-log.ts";
 import { RETENTION_BATCH, TaskLedgerStore } from "../../../src/task-ledger/task-ledger-store.ts";
 import { rollupTask } from "../../../src/task-ledger/task-rollup.ts";
 import { attempt, modelRecord } from "./task-fixtures.ts";
@@ -55,6 +56,20 @@ describe("TaskLedger store on real SQLite", () => {
     expect(await stub.setOutcome("parent", { status: "succeeded", evidence: "ci://run/1", at: 1, verifier: "verifier" })).toBe(true);
     expect(await stub.setOutcome("nope", { status: "succeeded", evidence: "x", at: 1, verifier: "verifier" })).toBe(false);
     expect((await stub.task("store-tenant", "parent"))!.task.outcome).toMatchObject({ status: "succeeded", evidence: "ci://run/1" });
+  });
+
+  it("stores every event and request row of a large batch, in arrival order", async () => {
+    const stub = env.TASK_LEDGER.getByName("store-big-batch");
+    const at = Date.now();
+    // More rows than one statement may bind (100 parameters): a batched insert must still keep them all, in order.
+    const events: AuditEvent[] = Array.from({ length: 47 }, (_, i) => ({ id: `evt_${i}`, at: at + i, type: "decision.denied", tenant: "store-big-batch", subject: "k1", taskId: i % 2 === 0 ? "even" : undefined, callId: `r${i}` }));
+    const requests = Array.from({ length: 23 }, (_, i) => requestRowOf(modelRecord({ requestId: `req_${i}`, receivedAt: at + i, endedAt: at + i + 1, attribution: undefined }), [attempt({ id: `att_req_${i}`, requestId: `req_${i}` })])!);
+    await stub.write({ batchId: "big", at, calls: [], events, retentionMs: 30 * DAY, requests });
+    expect((await stub.audit({ limit: 100 })).map((e) => e.id)).toEqual(events.map((e) => e.id).reverse());
+    expect(await stub.audit({ taskId: "even", limit: 100 })).toHaveLength(24);
+    const rows = (await stub.requests({ limit: 100 })).calls;
+    expect(rows.map((r) => r.requestId)).toEqual(requests.map((r) => r.requestId).reverse());
+    expect(await stub.request("req_22")).toEqual(requests[22]);
   });
 
   it("survives a new instance: records are in SQLite, not memory", async () => {
