@@ -71,11 +71,13 @@ export interface StreamFacts {
 }
 
 /**
- * A stream whose provider speaks the client's protocol, forwarded nearly as it is: each provider
- * event is scanned for the facts the gateway must know, rewritten only where the gateway's stamp
- * and the client's options say so, and never decoded to neutral events or re-encoded. One per
- * stream, stateful. Heartbeats and the gateway's own error events still go through the client
- * protocol's stream encoder, so those bytes are the full path's.
+ * A stream whose provider speaks the client's protocol, forwarded nearly as it is: a plain delta
+ * (the bulk of a stream) is scanned for the facts the gateway must know and re-framed where the
+ * gateway's stamp says so, never decoded to neutral events or re-encoded; the stream's other
+ * events are read as the full path reads them (a protocol may run them through its decoder and
+ * encoder), so the client's bytes say what the full path's would. One per stream, stateful.
+ * Heartbeats and the gateway's own error events still go through the client protocol's stream
+ * encoder, so those bytes are the full path's.
  */
 export interface PassThroughScanner {
   /** One provider event: its facts go to `facts`; returns the client's text for it ("" to drop it), or the error event that ends the stream. */

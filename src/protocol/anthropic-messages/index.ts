@@ -4,6 +4,7 @@ import { anthropicTokenCount } from "./count-tokens.ts";
 import { decodeAnthropicRequest } from "./decode-request.ts";
 import { encodeAnthropicRequest } from "./encode-request.ts";
 import { decodeAnthropicResponse, encodeAnthropicResponse } from "./response.ts";
+import { createAnthropicPassThrough } from "./pass-through.ts";
 import { createAnthropicStreamDecoder, createAnthropicStreamEncoder } from "./stream.ts";
 
 /**
@@ -79,5 +80,6 @@ export const anthropicMessagesCodec: Codec = {
   encodeRequest: encodeAnthropicRequest,
   decodeResponse: decodeAnthropicResponse,
   createStreamDecoder: createAnthropicStreamDecoder,
+  createPassThrough: createAnthropicPassThrough,
   countTokens: anthropicTokenCount,
 };

@@ -1,7 +1,7 @@
 import type { PassThroughScanner, ResponseStamp, SseEvent, StreamErrorEvent, StreamFacts } from "../codec.ts";
 import type { NeutralRequest } from "../neutral.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
-import { literalChars } from "./delta-template.ts";
+import { literalChars } from "../delta-template.ts";
 import { CUT_EVENT, PlainDeltaShapes, readChatEvent } from "./stream-event.ts";
 import { createChatStreamEncoder } from "./stream.ts";
 import type { ChatChunk } from "./stream-chunk.ts";

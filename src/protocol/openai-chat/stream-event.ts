@@ -1,6 +1,6 @@
 import type { StreamErrorEvent } from "../codec.ts";
 import type { Reader } from "../fast-guard.ts";
-import { matchDelta, templateOf, type DeltaTemplate } from "./delta-template.ts";
+import { matchDelta, templateOf, type DeltaTemplate } from "../delta-template.ts";
 import { readChatChunk, type ChatChunk } from "./stream-chunk.ts";
 
 /** The error event for a stream event that is not JSON or not a chunk. */

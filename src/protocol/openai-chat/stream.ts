@@ -1,7 +1,7 @@
 import type { ResponseStamp, SseEvent, StreamDecoder, StreamEncoder } from "../codec.ts";
 import type { Reader } from "../fast-guard.ts";
 import type { NeutralEvent, NeutralRequest } from "../neutral.ts";
-import { literalChars, literalEscaped } from "./delta-template.ts";
+import { literalChars, literalEscaped } from "../delta-template.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
 import { readChatChunk, type ChatChunk } from "./stream-chunk.ts";
 import { CUT_EVENT, PlainDeltaShapes, readChatEvent } from "./stream-event.ts";

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { AttemptRecord } from "../../../src/context/attempt-record.ts";
-import type { ResponseStamp } from "../../../src/protocol/codec.ts";
+import type { Codec, ResponseStamp } from "../../../src/protocol/codec.ts";
 import type { NeutralRequest } from "../../../src/protocol/neutral.ts";
+import { anthropicMessagesCodec } from "../../../src/protocol/anthropic-messages/index.ts";
 import { openAiChatCodec } from "../../../src/protocol/openai-chat/index.ts";
 import { createClientStream, MAX_SSE_BUFFER_CHARS } from "../../../src/respond/stream-pipeline.ts";
-import { deltaChunk, parseClientSse, providerSse, usageChunk, type ClientEvent } from "../protocol/sse-helpers.ts";
+import { deltaChunk, parseClientSse, parseTypedSse, providerSse, usageChunk, type ClientEvent } from "../protocol/sse-helpers.ts";
 import { startedAttempt, streamAttemptRecord } from "../support/attempt-scope.ts";
 
 const stamp: ResponseStamp = { id: "gw-7", created: 1_760_000_000, model: "public-model" };
@@ -46,7 +47,8 @@ interface Run {
 }
 
 /** One provider stream through the pipeline, on the full path or the pass-through. */
-async function run(chunks: readonly (string | Uint8Array)[], mode: "full" | "pass", opts: { streamUsage?: boolean; hang?: boolean } = {}): Promise<Run> {
+async function run(chunks: readonly (string | Uint8Array)[], mode: "full" | "pass", opts: { streamUsage?: boolean; hang?: boolean; codec?: Codec } = {}): Promise<Run> {
+  const codec = opts.codec ?? openAiChatCodec;
   const clock = new StepClock();
   const started = startedAttempt(clock, streamAttemptRecord(), { deadlineAt: 600_000 });
   const request: NeutralRequest = {
@@ -60,17 +62,19 @@ async function run(chunks: readonly (string | Uint8Array)[], mode: "full" | "pas
     clock,
     opts,
   );
-  const passThrough = mode === "pass" ? openAiChatCodec.createPassThrough!(stamp, request) : undefined;
+  const passThrough = mode === "pass" ? codec.createPassThrough!(stamp, request) : undefined;
   if (mode === "pass") expect(passThrough).toBeDefined();
   const client = createClientStream(up.stream, {
-    decoder: openAiChatCodec.createStreamDecoder(),
-    encoder: openAiChatCodec.createStreamEncoder(stamp, request),
+    decoder: codec.createStreamDecoder(),
+    encoder: codec.createStreamEncoder(stamp, request),
     attempt: started.attempt,
     clock,
     passThrough,
   });
   const text = await new Response(client).text();
-  return { text, events: parseClientSse(text), record: started.finished[0]!, finished: started.finished.length, cancels: up.cancels };
+  // Chat's events, parsed; other protocols' tests parse the text their own way.
+  const events = codec === openAiChatCodec ? parseClientSse(text) : [];
+  return { text, events, record: started.finished[0]!, finished: started.finished.length, cancels: up.cancels };
 }
 
 /** What the gateway knows of an attempt: what the equivalence must keep. */
@@ -270,5 +274,105 @@ describe("pass-through framing", () => {
     const pass = await run(chunks, "pass");
     expect(observed(pass.events).text).toBe("multi");
     expect(facts(pass.record)).toEqual(facts(full.record));
+  });
+});
+
+describe("Anthropic Messages pass-through: the full path's events, byte for byte but a string's escapes", () => {
+  const ev = (type: string, body: Record<string, unknown> = {}) => `event: ${type}\ndata: ${JSON.stringify({ type, ...body })}\n\n`;
+  const delta = (index: number, d: Record<string, unknown>) => ev("content_block_delta", { index, delta: d });
+  const text = (index: number, t: string) => delta(index, { type: "text_delta", text: t });
+  const start = ev("message_start", {
+    message: { id: "msg_PROVIDER", type: "message", role: "assistant", model: "provider-model", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 25, output_tokens: 1, cache_read_input_tokens: 3 } },
+  });
+  const ending = [ev("message_delta", { delta: { stop_reason: "tool_use", stop_sequence: null }, usage: { output_tokens: 15 } }), ev("message_stop")];
+  const complete = [
+    start,
+    ev("content_block_start", { index: 0, content_block: { type: "thinking", thinking: "", signature: "" } }),
+    delta(0, { type: "thinking_delta", thinking: "Let me " }),
+    delta(0, { type: "thinking_delta", thinking: "think \"hard\"\n" }),
+    delta(0, { type: "signature_delta", signature: "sig-1" }),
+    ev("content_block_stop", { index: 0 }),
+    ev("content_block_start", { index: 1, content_block: { type: "text", text: "" } }),
+    text(1, "Héllo"),
+    ev("ping"),
+    text(1, " wörld 👋 \u2028"),
+    text(1, ""),
+    text(1, "!"),
+    ev("content_block_stop", { index: 1 }),
+    ev("content_block_start", { index: 2, content_block: { type: "tool_use", id: "toolu_1", name: "lookup", input: {} } }),
+    delta(2, { type: "input_json_delta", partial_json: '{"q":' }),
+    delta(2, { type: "input_json_delta", partial_json: "1}" }),
+    ev("content_block_stop", { index: 2 }),
+    ...ending,
+  ];
+  // A server tool's block is skipped: the text block after it is the client's index 1, not 2.
+  const skipped = [
+    start,
+    ev("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
+    text(0, "a"),
+    text(0, "b"),
+    ev("content_block_stop", { index: 0 }),
+    ev("content_block_start", { index: 1, content_block: { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: {} } }),
+    delta(1, { type: "input_json_delta", partial_json: '{"query":"x"}' }),
+    ev("content_block_stop", { index: 1 }),
+    ev("content_block_start", { index: 2, content_block: { type: "text", text: "" } }),
+    text(2, "c"),
+    text(2, "d"),
+    text(2, "e"),
+    ev("content_block_stop", { index: 2 }),
+    ev("message_delta", { delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 5 } }),
+    ev("message_stop"),
+  ];
+  const cases: Record<string, readonly string[]> = {
+    complete,
+    "a skipped block renumbers the blocks after it": skipped,
+    "a cut stream": complete.slice(0, 10),
+    "cut after the stop": complete.slice(0, -1),
+    "a provider error event": [...complete.slice(0, 9), ev("error", { error: { type: "overloaded_error", message: "Overloaded" } }), ...complete.slice(9)],
+    "an unreadable event": [...complete.slice(0, 9), 'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"x"}\n\n', ...complete.slice(9)],
+    "a delta of the wrong shape": [...complete.slice(0, 9), text(1, 5 as unknown as string), ...complete.slice(9)],
+    "a bad escape in a delta": [...complete.slice(0, 9), 'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"a\\qb"}}\n\n', ...complete.slice(9)],
+    "a delta to a block never opened": [...complete.slice(0, 9), text(7, "x"), ...complete.slice(9)],
+    "text after the stop": [...complete.slice(0, -2), ending[0]!, text(1, "late"), text(1, "later"), ending[1]!],
+    "events after message_stop are ignored": [...complete, text(1, "late")],
+    "spaced JSON": [...complete.slice(0, 8), `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "sp" } }, null, 1).replaceAll("\n", " ")}\n\n`, ...complete.slice(8)],
+  };
+  const anthropic = { codec: anthropicMessagesCodec };
+  const events = (r: Run) => parseTypedSse(r.text);
+
+  for (const [name, chunks] of Object.entries(cases)) {
+    it(name, async () => {
+      const full = await run(chunks, "full", anthropic);
+      const pass = await run(chunks, "pass", anthropic);
+      expect(pass.finished).toBe(1);
+      expect(facts(pass.record)).toEqual(facts(full.record));
+      expect(events(pass)).toEqual(events(full));
+      expect(pass.text).not.toContain("PROVIDER");
+      expect(pass.text).not.toContain("provider-model");
+    });
+  }
+
+  it("forwards a delta of the shape just parsed as the provider wrote its string", async () => {
+    const escaped = text(1, "é!").replace("é", String.raw`\u00e9`);
+    // The block's first delta opens the client's block, the second teaches the shape, the third is forwarded.
+    const chunks = [...complete.slice(0, 8), text(1, " and "), escaped, ...complete.slice(12)];
+    const pass = await run(chunks, "pass", anthropic);
+    const full = await run(chunks, "full", anthropic);
+    expect(pass.text).toContain(String.raw`"\u00e9!"`);
+    expect(full.text).not.toContain(String.raw`\u00e9`);
+    expect(events(pass)).toEqual(events(full));
+    expect(facts(pass.record)).toEqual(facts(full.record));
+  });
+
+  it("gives the same client bytes and facts wherever the provider's bytes are split", async () => {
+    const bytes = enc.encode(skipped.join(""));
+    const reference = await run([bytes], "pass", anthropic);
+    expect(reference.record.outcome).toBe("success");
+    expect(events(reference)).toEqual(events(await run([bytes], "full", anthropic)));
+    for (let cut = 1; cut < bytes.length; cut++) {
+      const r = await run([bytes.slice(0, cut), bytes.slice(cut)], "pass", anthropic);
+      expect(r.text, `split at byte ${cut}`).toBe(reference.text);
+      expect(facts(r.record)).toEqual({ ...facts(reference.record), firstContentAt: r.record.firstContentAt });
+    }
   });
 });
