@@ -4,6 +4,7 @@ import type { NeutralEvent, NeutralRequest, StopReason, Usage } from "../neutral
 import { anthropicFromStop, messageId, stopFromAnthropic, thinkingBlock, usageToWire } from "./response.ts";
 import { anthropicStreamReaders, type AnthropicStreamReaders, type StreamUsage } from "./stream-events.ts";
 import { redactedData, redactedSignature } from "./thinking.ts";
+import { literalChars, literalEscaped, matchDelta, templateOf, type DeltaTemplate } from "../delta-template.ts";
 
 type Block = { kind: "text" | "thinking" | "other" } | { kind: "tool"; tool: number; sentArgs: boolean; startInput: unknown };
 
@@ -59,6 +60,14 @@ class AnthropicDecodeState {
   usageSent = false;
   /** Tool calls so far: the next call's neutral index. */
   tools = 0;
+  /**
+   * The shapes of the last text and thinking deltas parsed: later deltas of the same shape (same
+   * block, same fields) are read without parsing them (see DeltaTemplate). A block's kind never
+   * changes once it opened, so a shape learnt from a delta that decoded stays good while the
+   * stream lasts.
+   */
+  textShape: DeltaTemplate | undefined = undefined;
+  thinkingShape: DeltaTemplate | undefined = undefined;
   readonly blocks = new Map<number, Block>();
   readonly read: AnthropicStreamReaders;
 
@@ -78,6 +87,9 @@ function decodeAnthropicEvent(st: AnthropicDecodeState, sse: SseEvent): readonly
   if (st.done || st.failed) return [];
   let json: unknown;
   try {
+    // Inside the try: an event that is not one is unreadable whichever way it is read.
+    const known = ofLearntShape(st, sse.data);
+    if (known !== undefined) return known;
     json = JSON.parse(sse.data);
   } catch {
     return fail(st, PROTOCOL_ERROR);
@@ -99,6 +111,7 @@ function decodeAnthropicEvent(st: AnthropicDecodeState, sse: SseEvent): readonly
       break;
     case "content_block_delta":
       if (!onBlockDelta(st, json, out)) return fail(st, PROTOCOL_ERROR);
+      learnShape(st, sse.data, json);
       break;
     case "content_block_stop":
       if (!onBlockStop(st, json, out)) return fail(st, PROTOCOL_ERROR);
@@ -116,6 +129,32 @@ function decodeAnthropicEvent(st: AnthropicDecodeState, sse: SseEvent): readonly
       break;
   }
   return out;
+}
+
+/** A text or thinking delta of a learnt shape, decoded from its string alone; undefined for any other event. */
+function ofLearntShape(st: AnthropicDecodeState, data: string): readonly NeutralEvent[] | undefined {
+  let type: "text" | "reasoning" = "text";
+  let t = st.textShape;
+  let close = t === undefined ? -1 : matchDelta(data, t);
+  if (close < 0) {
+    t = st.thinkingShape;
+    close = t === undefined ? -1 : matchDelta(data, t);
+    if (close < 0) return undefined;
+    type = "reasoning";
+  }
+  if (literalChars() === 0) return [];
+  const open = t!.inPrefix.length;
+  const text = literalEscaped() ? (JSON.parse(data.slice(open - 1, close + 1)) as string) : data.slice(open, close);
+  return [{ type, text }];
+}
+
+/** After a delta decoded: a text or thinking delta to an open block teaches the shape of those that follow. */
+function learnShape(st: AnthropicDecodeState, data: string, json: unknown): void {
+  const delta = (json as { delta?: { type?: unknown; text?: unknown; thinking?: unknown } }).delta;
+  const block = st.blocks.get((json as { index: number }).index);
+  if (block === undefined || block.kind === "other") return;
+  if (delta?.type === "text_delta" && typeof delta.text === "string") st.textShape = templateOf(data, '"text":', delta.text) ?? st.textShape;
+  else if (delta?.type === "thinking_delta" && typeof delta.thinking === "string") st.thinkingShape = templateOf(data, '"thinking":', delta.thinking) ?? st.thinkingShape;
 }
 
 /** The provider's own mid-stream error; its text is not forwarded, its type decides the wording only. */

@@ -595,3 +595,56 @@ describe("anthropic-messages stream encoder, read by the Anthropic SDK", () => {
     expect((err as { error?: unknown }).error).toEqual({ type: "error", error: { type: "api_error", message: "cut" } });
   });
 });
+
+describe("Anthropic Messages stream decoder: deltas of a learnt shape", () => {
+  const ev = (type: string, body: Record<string, unknown> = {}) => JSON.stringify({ type, ...body });
+  const opening = [
+    ev("message_start", { message: { id: "msg_1", type: "message", role: "assistant", model: "m", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 3, output_tokens: 1 } } }),
+    ev("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
+    ev("content_block_start", { index: 1, content_block: { type: "thinking", thinking: "", signature: "" } }),
+    ev("content_block_start", { index: 2, content_block: { type: "server_tool_use", id: "srv_1", name: "web_search", input: {} } }),
+  ];
+  const text = (index: number, t: unknown) => ev("content_block_delta", { index, delta: { type: "text_delta", text: t } });
+  const thinking = (t: string) => ev("content_block_delta", { index: 1, delta: { type: "thinking_delta", thinking: t } });
+  const swap = (data: string, from: string, to: string) => data.replace(from, to);
+
+  /** An event decoded by a decoder that saw only the opening events: no shape learnt. */
+  function alone(data: string): NeutralEvent[] {
+    const d = codec.createStreamDecoder();
+    for (const o of opening) d.decode({ data: o });
+    return [...d.decode({ data })];
+  }
+
+  it("reads each delta as parsing it alone would, whatever its string holds", () => {
+    const deltas = [
+      text(0, "Hello"),
+      text(0, ""),
+      text(0, "é 👋 \u2028 \"quoted\" back\\slash\nline"),
+      swap(text(0, "é!"), "é", String.raw`\u00e9`),
+      swap(text(0, "ab"), "ab", String.raw`\ud83d\udc4b`),
+      thinking("think"),
+      thinking("more"),
+      JSON.stringify({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "cited", citations: [] } }),
+      text(0, "again"),
+      text(2, "skipped block"),
+      text(2, "still skipped"),
+      ev("ping"),
+      text(0, "after"),
+    ];
+    const d = codec.createStreamDecoder();
+    for (const o of opening) d.decode({ data: o });
+    for (const data of deltas) expect(d.decode({ data }), data).toEqual(alone(data));
+  });
+
+  it("fails an event of a learnt shape whose string is not a well-formed one, as parsing does", () => {
+    for (const bad of [swap(text(0, "xy"), "xy", String.raw`\q`), swap(text(0, "xy"), '"xy"', '"x\ty"'), swap(text(0, "xy"), '"xy"', '"x"y"'), text(0, 5)]) {
+      const d = codec.createStreamDecoder();
+      for (const o of opening) d.decode({ data: o });
+      d.decode({ data: text(0, "learn") });
+      d.decode({ data: text(0, "learnt") });
+      const events = d.decode({ data: bad });
+      expect(events, bad).toEqual(alone(bad));
+      expect(events[0]?.type, bad).toBe("error");
+    }
+  });
+});
