@@ -31,7 +31,7 @@ import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { configureSimulator, runLoad, simJson, table } from "./load-runner.ts";
 import { concurrentStreams } from "./memory.ts";
 import { clockTicksPerSecond, resolveWorkerPid } from "./proc.ts";
-import { BEDROCK_MODEL, keyFlag, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
+import { ANTHROPIC_MODEL, BEDROCK_MODEL, keyFlag, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
 import { median } from "./stats.ts";
 import { gatewayPath, requestBody } from "./workload.ts";
 
@@ -41,9 +41,9 @@ const USAGE = `Usage: npm run bench:compare -- [options]
                              mcp needs a base that has the MCP gateway)
   --tokens N                 output tokens per chat answer (default: 16 buffered, 32 streaming)
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
-  --model NAME               the public model a chat asks for (default ${PUBLIC_MODEL}); ${SSE_MODEL} and ${BEDROCK_MODEL}
-                             are one model over OpenAI Chat and over Bedrock ConverseStream (needs a base
-                             that has the bedrock-converse protocol)
+  --model NAME               the public model a chat asks for (default ${PUBLIC_MODEL}); ${SSE_MODEL}, ${BEDROCK_MODEL}
+                             and ${ANTHROPIC_MODEL} are one model over OpenAI Chat, over Bedrock ConverseStream
+                             and over Anthropic Messages (needs a base that has the bedrock-converse protocol)
   --runs N                   alternating runs of each side (default 5)
   --duration S               measured seconds per run (default 3)
   --warmup S                 discarded warm-up seconds before each run (default 1)
@@ -105,7 +105,7 @@ async function main(): Promise<number> {
   const workload = workloadFlag(values.workload, USAGE, values.tokens === undefined ? undefined : numberFlag("tokens", values.tokens, 0, 1, 4096, true));
   const key = keyFlag(values.key, USAGE);
   const model = values.model ?? PUBLIC_MODEL;
-  if (![PUBLIC_MODEL, SSE_MODEL, BEDROCK_MODEL].includes(model)) throw new BenchError(`--model must be ${PUBLIC_MODEL}, ${SSE_MODEL} or ${BEDROCK_MODEL}\n${USAGE}`);
+  if (![PUBLIC_MODEL, SSE_MODEL, BEDROCK_MODEL, ANTHROPIC_MODEL].includes(model)) throw new BenchError(`--model must be ${PUBLIC_MODEL}, ${SSE_MODEL}, ${BEDROCK_MODEL} or ${ANTHROPIC_MODEL}\n${USAGE}`);
   if (workload.name === "mcp" && values.model !== undefined) throw new BenchError(`--model names a chat model; an MCP call has none\n${USAGE}`);
   // The protocol entrypoints exist only in the bench's Bedrock config, with the simulator checking signatures.
   const bedrock = model !== PUBLIC_MODEL;

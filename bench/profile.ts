@@ -18,6 +18,7 @@ import { BenchError, numberFlag, parseFlags, runBench } from "./entry.ts";
 import { configureSimulator, runLoad, simJson, table } from "./load-runner.ts";
 import { clockTicksPerSecond } from "./proc.ts";
 import {
+  ANTHROPIC_MODEL,
   BEDROCK_MODEL,
   CACHE_MODEL,
   CASCADE_MODEL,
@@ -40,8 +41,9 @@ const USAGE = `Usage: npm run bench:profile -- [options]
   --workload buffered|streaming|mcp   a chat completion, or an MCP tools/call (default buffered)
   --model NAME               the public model a chat asks for (default ${PUBLIC_MODEL}); ${LOCAL_DECISIONS_MODEL} and
                              ${SIMILARITY_DECISIONS_MODEL} are the decision entrypoints bench:decisions measures;
-                             ${SSE_MODEL} and ${BEDROCK_MODEL} the same model over OpenAI Chat and over Bedrock
-                             ConverseStream (SigV4-signed), which the bedrock-streaming stage compares;
+                             ${SSE_MODEL}, ${BEDROCK_MODEL} and ${ANTHROPIC_MODEL} the same model over OpenAI Chat,
+                             over Bedrock ConverseStream (SigV4-signed), which the bedrock-streaming stage
+                             compares, and over Anthropic Messages;
                              ${CACHE_MODEL} (answered from the cache after its first request) and ${CASCADE_MODEL}
                              (a two-step cascade), the cache and cascade stages'
   --tokens N                 output tokens of a chat answer (default: the bench's, 16 buffered, 32 streaming)
@@ -186,7 +188,7 @@ async function main(): Promise<number> {
   // The decision entrypoints exist only in the bench's decisions config.
   const decisions = model === LOCAL_DECISIONS_MODEL || model === SIMILARITY_DECISIONS_MODEL;
   // And the protocol entrypoints only in its Bedrock config, with the simulator checking signatures.
-  const bedrock = model === SSE_MODEL || model === BEDROCK_MODEL;
+  const bedrock = model === SSE_MODEL || model === BEDROCK_MODEL || model === ANTHROPIC_MODEL;
   // And the cache and cascade entrypoints only in its looper config.
   const looper = model === CACHE_MODEL || model === CASCADE_MODEL;
   const concurrency = numberFlag("concurrency", values.concurrency, 16, 1, 1024, true);

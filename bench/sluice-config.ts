@@ -71,16 +71,21 @@ export const SIMULATOR_AWS_ARGS: readonly string[] = ["--aws-key", `${BENCH_AWS.
 export const SSE_MODEL = "bench-sse";
 /** The same entrypoint, its model served over Bedrock ConverseStream (binary event stream, SigV4-signed). */
 export const BEDROCK_MODEL = "bench-bedrock";
+/** The same entrypoint again, its model served over Anthropic Messages (SSE, the Anthropic decoder on the full path for an OpenAI client). */
+export const ANTHROPIC_MODEL = "bench-anthropic";
 /** The Bedrock model id the gateway asks the simulator for (one encoded path segment, as real ids are). */
 export const BEDROCK_MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0";
+/** The model the Anthropic backend asks the simulator for. */
+const BENCH_ANTHROPIC_MODEL_ID = "claude-bench";
 /** The region the Bedrock backend signs for. */
 export const BEDROCK_REGION = "us-east-1";
 
 /**
  * Adds a `bedrock-converse` backend on the simulator (signed for {@link BEDROCK_REGION} with the
- * key of {@link BEDROCK_SECRETS}), its pool and model, and the entrypoints {@link SSE_MODEL} and
- * {@link BEDROCK_MODEL}: alike but for the model (one tier, no routes, the same capabilities and
- * price), so that what differs between them is the backend protocol alone. Returns the backends text.
+ * key of {@link BEDROCK_SECRETS}) and an `anthropic-messages` one, their pools and models, and the
+ * entrypoints {@link SSE_MODEL}, {@link BEDROCK_MODEL} and {@link ANTHROPIC_MODEL}: alike but for
+ * the model (one tier, no routes, the same capabilities and price), so that what differs between
+ * them is the backend protocol alone. Returns the backends text.
  */
 function withBedrock(backendsYaml: string, pub: BenchPublication, simUrl: string): string {
   const b = parseYaml(backendsYaml) as { backends: unknown[]; pools: unknown[] };
@@ -93,12 +98,22 @@ function withBedrock(backendsYaml: string, pub: BenchPublication, simUrl: string
     capabilities: ["chat", "streaming", "stream-usage", "tools"],
   });
   b.pools.push({ name: "sim-bedrock", selector: "p2c", members: [{ backend: "sim-bedrock", model: BEDROCK_MODEL_ID }] });
+  b.backends.push({
+    name: "sim-anthropic",
+    protocol: "anthropic-messages",
+    baseUrl: `${simUrl}/v1`,
+    credential: { secret: SIMULATOR_SECRET, scheme: "x-api-key" },
+    capabilities: ["chat", "streaming", "stream-usage", "tools"],
+  });
+  b.pools.push({ name: "sim-anthropic", selector: "p2c", members: [{ backend: "sim-anthropic", model: BENCH_ANTHROPIC_MODEL_ID }] });
   const small = pub.models.find((m) => m.id === "chat-small");
   if (small === undefined) throw new BenchError("the shipped publication has no model chat-small to mirror for the Bedrock entrypoint");
   pub.models.push({ ...small, id: "chat-bedrock", revisions: small.revisions.map((r) => ({ ...r, pool: "sim-bedrock" })) });
+  pub.models.push({ ...small, id: "chat-anthropic", revisions: small.revisions.map((r) => ({ ...r, pool: "sim-anthropic" })) });
   pub.entrypoints.push(
     { name: SSE_MODEL, description: "Bench: chat-small over OpenAI Chat, one tier.", default: [["chat-small"]] },
     { name: BEDROCK_MODEL, description: "Bench: the same model over Bedrock ConverseStream, one tier.", default: [["chat-bedrock"]] },
+    { name: ANTHROPIC_MODEL, description: "Bench: the same model over Anthropic Messages, one tier.", default: [["chat-anthropic"]] },
   );
   return stringifyYaml(b);
 }
