@@ -9,7 +9,7 @@ let lastEscaped = false;
  * The index of the closing quote of the JSON string literal whose opening quote is at `open`, or
  * -1 when it is not a well-formed literal. Counting, not decoding: its decoded length (UTF-16
  * units, as `String.length` counts) and whether it had escapes are left for {@link literalChars}
- * and {@link literalEscaped}.
+ * and {@link DeltaShapes.matchedString}.
  */
 function scanLiteral(s: string, open: number): number {
   let n = 0;
@@ -39,11 +39,6 @@ function scanLiteral(s: string, open: number): number {
 /** The decoded length of the string the last match read. */
 export function literalChars(): number {
   return lastChars;
-}
-
-/** Whether the string the last match read had escapes (else its raw text is its value). */
-export function literalEscaped(): boolean {
-  return lastEscaped;
 }
 
 /**
@@ -96,4 +91,42 @@ export function matchDelta(data: string, t: DeltaTemplate): number {
   // Slices compared whole: a flat compare, where startsWith and endsWith went char by char.
   if (close < open || data.slice(0, open) !== t.inPrefix || data.slice(close) !== t.inSuffix) return -1;
   return scanLiteral(data, open - 1) === close ? close : -1;
+}
+
+/**
+ * One stream's learnt shapes: one for text deltas and one for reasoning deltas, each set by the
+ * protocol's decoder from the last delta of its kind that it parsed and checked.
+ */
+export class DeltaShapes {
+  text: DeltaTemplate | undefined = undefined;
+  reasoning: DeltaTemplate | undefined = undefined;
+  /** The shape the last successful {@link match} found. */
+  matched: DeltaTemplate | undefined = undefined;
+  /** What the string of the last successful {@link match} is. */
+  kind: "text" | "reasoning" = "text";
+
+  /**
+   * The index of `data`'s string's closing quote when `data` has a learnt shape (then
+   * {@link matched}, {@link kind} and {@link literalChars} describe it), else -1.
+   */
+  match(data: string): number {
+    const close = this.#matchOne(data, this.text, "text");
+    return close >= 0 ? close : this.#matchOne(data, this.reasoning, "reasoning");
+  }
+
+  /** The string of the event the last {@link match} found (whose string closes at `close`), decoded. */
+  matchedString(data: string, close: number): string {
+    const open = this.matched!.inPrefix.length;
+    return lastEscaped ? (JSON.parse(data.slice(open - 1, close + 1)) as string) : data.slice(open, close);
+  }
+
+  #matchOne(data: string, t: DeltaTemplate | undefined, kind: "text" | "reasoning"): number {
+    if (t === undefined) return -1;
+    const close = matchDelta(data, t);
+    if (close >= 0) {
+      this.matched = t;
+      this.kind = kind;
+    }
+    return close;
+  }
 }

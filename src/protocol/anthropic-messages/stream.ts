@@ -4,7 +4,7 @@ import type { NeutralEvent, NeutralRequest, StopReason, Usage } from "../neutral
 import { anthropicFromStop, messageId, stopFromAnthropic, thinkingBlock, usageToWire } from "./response.ts";
 import { anthropicStreamReaders, type AnthropicStreamReaders, type StreamUsage } from "./stream-events.ts";
 import { redactedData, redactedSignature } from "./thinking.ts";
-import { literalChars, literalEscaped, matchDelta, templateOf, type DeltaTemplate } from "../delta-template.ts";
+import { DeltaShapes, literalChars, templateOf } from "../delta-template.ts";
 
 type Block = { kind: "text" | "thinking" | "other" } | { kind: "tool"; tool: number; sentArgs: boolean; startInput: unknown };
 
@@ -66,8 +66,7 @@ class AnthropicDecodeState {
    * changes once it opened, so a shape learnt from a delta that decoded stays good while the
    * stream lasts.
    */
-  textShape: DeltaTemplate | undefined = undefined;
-  thinkingShape: DeltaTemplate | undefined = undefined;
+  readonly shapes = new DeltaShapes();
   readonly blocks = new Map<number, Block>();
   readonly read: AnthropicStreamReaders;
 
@@ -133,19 +132,11 @@ function decodeAnthropicEvent(st: AnthropicDecodeState, sse: SseEvent): readonly
 
 /** A text or thinking delta of a learnt shape, decoded from its string alone; undefined for any other event. */
 function ofLearntShape(st: AnthropicDecodeState, data: string): readonly NeutralEvent[] | undefined {
-  let type: "text" | "reasoning" = "text";
-  let t = st.textShape;
-  let close = t === undefined ? -1 : matchDelta(data, t);
-  if (close < 0) {
-    t = st.thinkingShape;
-    close = t === undefined ? -1 : matchDelta(data, t);
-    if (close < 0) return undefined;
-    type = "reasoning";
-  }
+  const shapes = st.shapes;
+  const close = shapes.match(data);
+  if (close < 0) return undefined;
   if (literalChars() === 0) return [];
-  const open = t!.inPrefix.length;
-  const text = literalEscaped() ? (JSON.parse(data.slice(open - 1, close + 1)) as string) : data.slice(open, close);
-  return [{ type, text }];
+  return [{ type: shapes.kind, text: shapes.matchedString(data, close) }];
 }
 
 /** After a delta decoded: a text or thinking delta to an open block teaches the shape of those that follow. */
@@ -153,8 +144,8 @@ function learnShape(st: AnthropicDecodeState, data: string, json: unknown): void
   const delta = (json as { delta?: { type?: unknown; text?: unknown; thinking?: unknown } }).delta;
   const block = st.blocks.get((json as { index: number }).index);
   if (block === undefined || block.kind === "other") return;
-  if (delta?.type === "text_delta" && typeof delta.text === "string") st.textShape = templateOf(data, '"text":', delta.text) ?? st.textShape;
-  else if (delta?.type === "thinking_delta" && typeof delta.thinking === "string") st.thinkingShape = templateOf(data, '"thinking":', delta.thinking) ?? st.thinkingShape;
+  if (delta?.type === "text_delta" && typeof delta.text === "string") st.shapes.text = templateOf(data, '"text":', delta.text) ?? st.shapes.text;
+  else if (delta?.type === "thinking_delta" && typeof delta.thinking === "string") st.shapes.reasoning = templateOf(data, '"thinking":', delta.thinking) ?? st.shapes.reasoning;
 }
 
 /** The provider's own mid-stream error; its text is not forwarded, its type decides the wording only. */

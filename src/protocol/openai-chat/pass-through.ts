@@ -1,8 +1,8 @@
 import type { PassThroughScanner, ResponseStamp, SseEvent, StreamErrorEvent, StreamFacts } from "../codec.ts";
 import type { NeutralRequest } from "../neutral.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
-import { literalChars } from "../delta-template.ts";
-import { CUT_EVENT, PlainDeltaShapes, readChatEvent } from "./stream-event.ts";
+import { DeltaShapes, literalChars } from "../delta-template.ts";
+import { CUT_EVENT, learnChatShape, readChatEvent } from "./stream-event.ts";
 import { createChatStreamEncoder } from "./stream.ts";
 import type { ChatChunk } from "./stream-chunk.ts";
 
@@ -50,7 +50,7 @@ export function createChatPassThrough(stamp: ResponseStamp, request: NeutralRequ
   const id = `chatcmpl-${stamp.id}`;
   // Writes the stop chunk the full path adds when the provider ended without a finish reason.
   const encoder = createChatStreamEncoder(stamp, request);
-  const shapes = new PlainDeltaShapes();
+  const shapes = new DeltaShapes();
   let stopped = false;
   let done = false;
   let failed = false;
@@ -98,7 +98,7 @@ export function createChatPassThrough(stamp: ResponseStamp, request: NeutralRequ
     } else if (includeUsage) client.usage = null;
     const out = JSON.stringify(client);
     // A plain delta (one string, nothing else to read) teaches the shape of those that follow.
-    shapes.learn(data, chunk, out);
+    learnChatShape(shapes, data, chunk, out);
     return `data: ${out}\n\n`;
   }
 

@@ -1,6 +1,6 @@
 import type { StreamErrorEvent } from "../codec.ts";
 import type { Reader } from "../fast-guard.ts";
-import { matchDelta, templateOf, type DeltaTemplate } from "../delta-template.ts";
+import { templateOf, type DeltaShapes } from "../delta-template.ts";
 import { readChatChunk, type ChatChunk } from "./stream-chunk.ts";
 
 /** The error event for a stream event that is not JSON or not a chunk. */
@@ -31,51 +31,14 @@ export function readChatEvent(data: string, readChunk: Reader<ChatChunk> = readC
 }
 
 /**
- * The learnt shapes of one stream's plain deltas (see {@link DeltaTemplate}): one for content and
- * one for reasoning, each learnt from the last plain delta of its kind that was parsed.
+ * Learns from a parsed, checked chunk: a plain delta (one choice, one string, no finish, usage or
+ * tool call) teaches the shape of those that follow (see DeltaTemplate); `out` is the client's
+ * text for it, when the shape is to be re-framed rather than decoded.
  */
-export class PlainDeltaShapes {
-  #content: DeltaTemplate | undefined;
-  #reasoning: DeltaTemplate | undefined;
-  /** The shape the last successful {@link match} found. */
-  matched: DeltaTemplate | undefined;
-  /** What the string of the last successful {@link match} is. */
-  kind: "text" | "reasoning" = "text";
-
-  /**
-   * The index of `data`'s string's closing quote when `data` has a learnt shape (then
-   * {@link matched}, {@link kind} and the delta template's `literalChars` describe it), else -1.
-   */
-  match(data: string): number {
-    if (this.#content !== undefined) {
-      const close = matchDelta(data, this.#content);
-      if (close >= 0) {
-        this.matched = this.#content;
-        this.kind = "text";
-        return close;
-      }
-    }
-    if (this.#reasoning !== undefined) {
-      const close = matchDelta(data, this.#reasoning);
-      if (close >= 0) {
-        this.matched = this.#reasoning;
-        this.kind = "reasoning";
-        return close;
-      }
-    }
-    return -1;
-  }
-
-  /**
-   * Learns from a parsed, checked event: a plain delta (one choice, one string, no finish, usage or
-   * tool call) teaches the shape of those that follow; `out` is the client's text for it, when the
-   * shape is to be re-framed rather than decoded.
-   */
-  learn(data: string, chunk: ChatChunk, out?: string): void {
-    const choice = chunk.choices?.[0];
-    const delta = choice?.delta;
-    if (!delta || chunk.choices?.length !== 1 || choice?.finish_reason || chunk.usage || delta.tool_calls?.length) return;
-    if (delta.content && !delta.reasoning_content) this.#content = templateOf(data, '"content":', delta.content, out) ?? this.#content;
-    else if (delta.reasoning_content && !delta.content) this.#reasoning = templateOf(data, '"reasoning_content":', delta.reasoning_content, out) ?? this.#reasoning;
-  }
+export function learnChatShape(shapes: DeltaShapes, data: string, chunk: ChatChunk, out?: string): void {
+  const choice = chunk.choices?.[0];
+  const delta = choice?.delta;
+  if (!delta || chunk.choices?.length !== 1 || choice?.finish_reason || chunk.usage || delta.tool_calls?.length) return;
+  if (delta.content && !delta.reasoning_content) shapes.text = templateOf(data, '"content":', delta.content, out) ?? shapes.text;
+  else if (delta.reasoning_content && !delta.content) shapes.reasoning = templateOf(data, '"reasoning_content":', delta.reasoning_content, out) ?? shapes.reasoning;
 }

@@ -1,10 +1,10 @@
 import type { ResponseStamp, SseEvent, StreamDecoder, StreamEncoder } from "../codec.ts";
 import type { Reader } from "../fast-guard.ts";
 import type { NeutralEvent, NeutralRequest } from "../neutral.ts";
-import { literalChars, literalEscaped } from "../delta-template.ts";
+import { DeltaShapes, literalChars } from "../delta-template.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
 import { readChatChunk, type ChatChunk } from "./stream-chunk.ts";
-import { CUT_EVENT, PlainDeltaShapes, readChatEvent } from "./stream-event.ts";
+import { CUT_EVENT, learnChatShape, readChatEvent } from "./stream-event.ts";
 
 /**
  * Decodes an OpenAI Chat Completions SSE stream. A stream is complete only when `data: [DONE]`
@@ -22,16 +22,14 @@ export function chatStreamDecoder(readChunk: Reader<ChatChunk>): StreamDecoder {
   let failed = false;
   // The shapes of a plain content and reasoning delta once one was parsed: later deltas of the
   // same shape are read without parsing them (see DeltaTemplate).
-  const shapes = new PlainDeltaShapes();
+  const shapes = new DeltaShapes();
   return {
     decode(sse: SseEvent): readonly NeutralEvent[] {
       if (done || failed) return [];
       const close = shapes.match(sse.data);
       if (close >= 0) {
         if (literalChars() === 0) return [];
-        const t = shapes.matched!;
-        const text = literalEscaped() ? (JSON.parse(sse.data.slice(t.inPrefix.length - 1, close + 1)) as string) : sse.data.slice(t.inPrefix.length, close);
-        return [{ type: shapes.kind, text }];
+        return [{ type: shapes.kind, text: shapes.matchedString(sse.data, close) }];
       }
       if (sse.data === "[DONE]") {
         done = true;
@@ -65,7 +63,7 @@ export function chatStreamDecoder(readChunk: Reader<ChatChunk>): StreamDecoder {
         out.push({ type: "stop", reason: stopFromFinish(choice.finish_reason) });
       }
       if (chunk.usage) out.push({ type: "usage", usage: usageFromWire(chunk.usage) });
-      shapes.learn(sse.data, chunk);
+      learnChatShape(shapes, sse.data, chunk);
       return out;
     },
     finish(): readonly NeutralEvent[] {
