@@ -33,13 +33,15 @@ import { concurrentStreams } from "./memory.ts";
 import { clockTicksPerSecond, resolveWorkerPid } from "./proc.ts";
 import { ANTHROPIC_MODEL, BEDROCK_MODEL, keyFlag, OPEN_KEY, PUBLIC_MODEL, SIMULATOR_AWS_ARGS, SSE_MODEL, startBenchGateway, startBenchSimulator, workloadFlag } from "./sluice-config.ts";
 import { median } from "./stats.ts";
-import { gatewayPath, requestBody } from "./workload.ts";
+import { gatewayPath, requestBody, type Workload } from "./workload.ts";
 
 const USAGE = `Usage: npm run bench:compare -- [options]
   --base REV                 the revision to compare against (default HEAD)
   --workload buffered|streaming|mcp   a chat completion, or an MCP tools/call (default buffered;
                              mcp needs a base that has the MCP gateway)
   --tokens N                 output tokens per chat answer (default: 16 buffered, 32 streaming)
+  --client openai-chat|anthropic-messages   the protocol a chat is asked in (default openai-chat; /v1/messages
+                             for anthropic-messages, which with ${ANTHROPIC_MODEL} is a pass-through)
   --key open|budgeted        the open key (no budgets) or the demo key (strict budgets) (default open)
   --model NAME               the public model a chat asks for (default ${PUBLIC_MODEL}); ${SSE_MODEL}, ${BEDROCK_MODEL}
                              and ${ANTHROPIC_MODEL} are one model over OpenAI Chat, over Bedrock ConverseStream
@@ -87,6 +89,7 @@ async function main(): Promise<number> {
       base: { type: "string" },
       workload: { type: "string" },
       tokens: { type: "string" },
+      client: { type: "string" },
       key: { type: "string" },
       model: { type: "string" },
       runs: { type: "string" },
@@ -102,7 +105,11 @@ async function main(): Promise<number> {
     USAGE,
   );
   const base = values.base ?? "HEAD";
-  const workload = workloadFlag(values.workload, USAGE, values.tokens === undefined ? undefined : numberFlag("tokens", values.tokens, 0, 1, 4096, true));
+  const chosen = workloadFlag(values.workload, USAGE, values.tokens === undefined ? undefined : numberFlag("tokens", values.tokens, 0, 1, 4096, true));
+  const client = values.client;
+  if (client !== undefined && client !== "openai-chat" && client !== "anthropic-messages") throw new BenchError(`--client must be openai-chat or anthropic-messages\n${USAGE}`);
+  if (client !== undefined && (chosen.name === "mcp" || chosen.name === "embeddings")) throw new BenchError(`--client names a chat protocol; a ${chosen.name} request has none\n${USAGE}`);
+  const workload: Workload = (chosen.name === "buffered" || chosen.name === "streaming") && client !== undefined ? { ...chosen, client } : chosen;
   const key = keyFlag(values.key, USAGE);
   const model = values.model ?? PUBLIC_MODEL;
   if (![PUBLIC_MODEL, SSE_MODEL, BEDROCK_MODEL, ANTHROPIC_MODEL].includes(model)) throw new BenchError(`--model must be ${PUBLIC_MODEL}, ${SSE_MODEL}, ${BEDROCK_MODEL} or ${ANTHROPIC_MODEL}\n${USAGE}`);

@@ -9,6 +9,8 @@ export interface ChatWorkload {
   readonly stream: boolean;
   /** Output tokens the simulator generates per response. */
   readonly tokens: number;
+  /** The client's protocol (default OpenAI Chat Completions); Anthropic Messages at `/v1/messages`. */
+  readonly client?: "openai-chat" | "anthropic-messages" | undefined;
 }
 
 /** An MCP `tools/call` of the simulator's echo tool, in the 2026-07-28 revision. */
@@ -39,16 +41,22 @@ export const PROMPT = "Hello from the benchmark. Please answer briefly.";
 const ECHO_TEXT = "Hello from the benchmark.";
 
 const CHAT_PATH = "/v1/chat/completions";
+const MESSAGES_PATH = "/v1/messages";
 const EMBEDDINGS_PATH = "/v1/embeddings";
 
 /** Where a request of `w` goes on a gateway (Sluice, or the null gateway, which serves the same paths). */
 export function gatewayPath(w: Workload): string {
-  return w.name === "mcp" ? `${MCP_PATH}/${MCP_SERVER}` : w.name === "embeddings" ? EMBEDDINGS_PATH : CHAT_PATH;
+  return w.name === "mcp" ? `${MCP_PATH}/${MCP_SERVER}` : w.name === "embeddings" ? EMBEDDINGS_PATH : messagesClient(w) ? MESSAGES_PATH : CHAT_PATH;
+}
+
+/** Whether `w` is a chat asked in Anthropic Messages. */
+function messagesClient(w: Workload): boolean {
+  return (w.name === "buffered" || w.name === "streaming") && w.client === "anthropic-messages";
 }
 
 /** Where a request of `w` goes on the simulator itself. */
 export function simulatorPath(w: Workload): string {
-  return w.name === "mcp" ? MCP_PATH : w.name === "embeddings" ? EMBEDDINGS_PATH : CHAT_PATH;
+  return w.name === "mcp" ? MCP_PATH : w.name === "embeddings" ? EMBEDDINGS_PATH : messagesClient(w) ? MESSAGES_PATH : CHAT_PATH;
 }
 
 /** The JSON body of one request for `model` (which an MCP call does not name). */
@@ -66,6 +74,8 @@ export function requestBody(w: Workload, model: string): string {
     });
   }
   if (w.name === "embeddings") return JSON.stringify({ model, input: PROMPT });
+  // The simulator's answer size is its own setting; max_tokens only has to allow it.
+  if (messagesClient(w)) return JSON.stringify({ model, max_tokens: 8192, messages: [{ role: "user", content: PROMPT }], ...(w.stream ? { stream: true } : {}) });
   return JSON.stringify({
     model,
     messages: [{ role: "user", content: PROMPT }],
@@ -93,6 +103,7 @@ export function requestHeaders(w: Workload, base: Readonly<Record<string, string
 export function invalidBody(w: Workload, text: string): string | undefined {
   if (w.name === "mcp") return invalidToolResult(text);
   if (w.name === "embeddings") return invalidEmbedding(text);
+  if (messagesClient(w)) return invalidMessage(w.stream, text);
   if (w.stream) {
     if (!text.trimEnd().endsWith("data: [DONE]")) return "incomplete stream (no [DONE])";
     if (!text.includes('"usage":{')) return "stream without usage chunk";
@@ -104,6 +115,22 @@ export function invalidBody(w: Workload, text: string): string | undefined {
   if (json.object !== "chat.completion") return "body is not a chat.completion";
   const content = json.choices?.[0]?.message?.content;
   if (typeof content !== "string" || content === "") return "completion without text";
+  return undefined;
+}
+
+/** An Anthropic Messages answer: a stream ends with `message_stop` after text and usage; a buffered one is a message with text. */
+function invalidMessage(stream: boolean, text: string): string | undefined {
+  if (stream) {
+    if (!text.trimEnd().endsWith('data: {"type":"message_stop"}')) return "incomplete stream (no message_stop)";
+    if (!text.includes('"output_tokens":')) return "stream without usage";
+    if (!text.includes('"text_delta"')) return "stream without content";
+    return undefined;
+  }
+  const json = parsed<{ type?: unknown; content?: { text?: unknown }[] }>(text);
+  if (json === undefined) return "body is not JSON";
+  if (json.type !== "message") return "body is not a message";
+  const content = json.content?.[0]?.text;
+  if (typeof content !== "string" || content === "") return "message without text";
   return undefined;
 }
 
