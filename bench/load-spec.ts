@@ -50,6 +50,8 @@ export interface LoadResult {
   readonly latencyMs: LatencySummary;
   /** Time to the first response body byte of successful requests, ms. */
   readonly ttfbMs: LatencySummary;
+  /** Time to the response's headers of successful requests, ms (absent in results from before it was measured). */
+  readonly headersMs?: LatencySummary | undefined;
   /** The `gw` figure of successful answers' `Server-Timing` header (the gateway's own time as it reports it), ms; absent when none carried one. */
   readonly serverTimingGwMs?: LatencySummary | undefined;
   /** CPU time (user + system) each watched process spent in the window, ms. */

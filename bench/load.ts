@@ -23,6 +23,8 @@ interface Outcome {
   readonly detail?: string;
   readonly latencyMs: number;
   readonly ttfbMs: number;
+  /** To the response's headers (for a stream, before its first event). */
+  readonly headersMs: number;
   /** The answer's own `Server-Timing` `gw`, when it carried one. */
   readonly gwMs: number | undefined;
 }
@@ -62,18 +64,20 @@ function once(): Promise<Outcome> {
   return new Promise((resolve) => {
     const start = performance.now();
     let ttfb = -1;
+    let headers = -1;
     let gwMs: number | undefined;
     let settled = false;
     const settle = (error?: string, detail?: string) => {
       if (settled) return;
       settled = true;
       const now = performance.now();
-      resolve({ error, detail, latencyMs: now - start, ttfbMs: ttfb < 0 ? now - start : ttfb, gwMs });
+      resolve({ error, detail, latencyMs: now - start, ttfbMs: ttfb < 0 ? now - start : ttfb, headersMs: headers < 0 ? now - start : headers, gwMs });
     };
     const next = nextRequest();
     const req = request(
       { host: target.hostname, port: target.port, path: target.pathname, method: "POST", agent, headers: next.headers },
       (res) => {
+        headers = performance.now() - start;
         const chunks: Buffer[] = [];
         gwMs = gatewayTime(res.headers["server-timing"]);
         res.on("data", (chunk: Buffer) => {
@@ -110,12 +114,13 @@ interface Phase {
   errorSamples: string[];
   latency: Samples;
   ttfb: Samples;
+  headers: Samples;
   /** The `gw` entries of the answers' `Server-Timing` headers. */
   gw: Samples;
 }
 
 async function phase(durationMs: number): Promise<Phase> {
-  const p: Phase = { requests: 0, ok: 0, errors: 0, errorKinds: {}, errorSamples: [], latency: new Samples(), ttfb: new Samples(), gw: new Samples() };
+  const p: Phase = { requests: 0, ok: 0, errors: 0, errorKinds: {}, errorSamples: [], latency: new Samples(), ttfb: new Samples(), headers: new Samples(), gw: new Samples() };
   const until = performance.now() + durationMs;
   const worker = async () => {
     while (performance.now() < until && p.requests < MAX_REQUESTS_PER_PHASE) {
@@ -125,6 +130,7 @@ async function phase(durationMs: number): Promise<Phase> {
         p.ok++;
         p.latency.push(o.latencyMs);
         p.ttfb.push(o.ttfbMs);
+        p.headers.push(o.headersMs);
         if (o.gwMs !== undefined) p.gw.push(o.gwMs);
       } else {
         p.errors++;
@@ -184,6 +190,7 @@ try {
     rps: Math.round((measured.ok / elapsedMs) * 1000 * 10) / 10,
     latencyMs: summary(measured.latency),
     ttfbMs: summary(measured.ttfb),
+    headersMs: summary(measured.headers),
     ...(measured.gw.size > 0 ? { serverTimingGwMs: summary(measured.gw) } : {}),
     cpuMs,
     clientCpuMs: Math.round(clientCpuMs),

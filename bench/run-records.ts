@@ -56,6 +56,8 @@ export function logRun(label: string, target: string, rec: RunRecord, runs: numb
 /** A target's figures over its runs: the median, metric by metric (what every stage reads, and the load generator's own CPU and counts). */
 export interface TargetSummary extends MeasuredSummary {
   readonly clientCpuMsPerReq: number;
+  /** The median over runs of the p50 time to the response's headers (NaN in results from before it was measured). */
+  readonly headersP50Ms: number;
   /** The median over runs of the mean and the median `gw` the answers' `Server-Timing` reported (NaN for a target that sends none). */
   readonly serverTimingGw: { readonly meanMs: number; readonly p50Ms: number };
   readonly requests: number;
@@ -68,6 +70,7 @@ export function summarize(runs: readonly RunRecord[]): TargetSummary {
     p50Ms: m((r) => r.result.latencyMs.p50),
     p99Ms: m((r) => r.result.latencyMs.p99),
     ttfbP50Ms: m((r) => r.result.ttfbMs.p50),
+    headersP50Ms: m((r) => r.result.headersMs?.p50 ?? Number.NaN),
     serverCpuMsPerReq: m((r) => r.serverCpuMsPerReq),
     simCpuMsPerReq: m((r) => r.simCpuMsPerReq),
     clientCpuMsPerReq: m((r) => r.clientCpuMsPerReq),

@@ -53,6 +53,12 @@ export interface Stage {
   readonly concurrency: number;
 }
 
+/** Sluice's two keys and null, as `budgeted +x ms, open +y ms, null +z ms`: each over direct's, or as they are. */
+function addedParts(s: Record<TargetName, TargetSummary>, of: (t: TargetSummary) => number, overDirect = true): string {
+  const v = (t: TargetSummary) => of(t) - (overDirect ? of(s.direct) : 0);
+  return `budgeted ${f(v(s.sluice), 2)} ms, open ${f(v(s["sluice-open"]), 2)} ms, null ${f(v(s.null), 2)} ms${overDirect ? "" : `, direct ${f(of(s.direct), 2)} ms`}`;
+}
+
 export function report(st: Stage, o: Options, s: Record<TargetName, TargetSummary>, r: Ratios): string {
   const w = st.workload;
   const header = ["target", "req/s", "p50 ms", "p99 ms", ...(w.stream ? ["TTFB p50 ms"] : []), "server CPU ms/req", "sim CPU ms/req", "other load", "errors"];
@@ -88,5 +94,7 @@ export function report(st: Stage, o: Options, s: Record<TargetName, TargetSummar
     `Server-Timing gw (sluice's own, to the headers): budgeted mean ${f(s.sluice.serverTimingGw.meanMs, 2)} ms (p50 ${f(s.sluice.serverTimingGw.p50Ms, 0)}), ` +
       `open mean ${f(s["sluice-open"].serverTimingGw.meanMs, 2)} ms (p50 ${f(s["sluice-open"].serverTimingGw.p50Ms, 0)}); the bench's TTFB p50 added over direct: ` +
       `budgeted +${f(s.sluice.ttfbP50Ms - s.direct.ttfbP50Ms, 2)} ms, open +${f(s["sluice-open"].ttfbP50Ms - s.direct.ttfbP50Ms, 2)} ms`,
+    // A stream's first byte is its first event, after its headers: where the time added goes.
+    ...(w.stream ? [`stream headers p50 added over direct: ${addedParts(s, (t) => t.headersP50Ms)}; headers to first event p50: ${addedParts(s, (t) => t.ttfbP50Ms - t.headersP50Ms, false)}`] : []),
   ].join("\n");
 }
