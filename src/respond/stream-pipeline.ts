@@ -7,6 +7,7 @@ import { GatewayError } from "../errors/gateway-error.ts";
 import type { PassThroughScanner, SseEvent, StreamDecoder, StreamEncoder, StreamFacts } from "../protocol/codec.ts";
 import type { NeutralEvent } from "../protocol/neutral.ts";
 import type { StreamEventChain } from "../plugins/stream-event-chain.ts";
+import { CUT_EVENT } from "../protocol/stream-errors.ts";
 
 /** Largest SSE event (or unterminated buffer) accepted from a provider before the stream is failed. */
 export const MAX_SSE_BUFFER_CHARS = 1024 * 1024;
@@ -410,7 +411,7 @@ class StreamPump {
     this.#emit(
       timedOut
         ? [{ type: "error", code: "deadline_exceeded", message: "The request deadline passed before the stream completed." }]
-        : [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }],
+        : [CUT_EVENT],
     );
     this.#settle(timedOut ? "timeout" : "stream_cut", timedOut ? "deadline_exceeded" : "upstream_stream_cut");
     this.#close(controller);

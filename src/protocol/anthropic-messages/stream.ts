@@ -5,10 +5,10 @@ import { anthropicFromStop, messageId, stopFromAnthropic, thinkingBlock, usageTo
 import { anthropicStreamReaders, type AnthropicStreamReaders, type StreamUsage } from "./stream-events.ts";
 import { redactedData, redactedSignature } from "./thinking.ts";
 import { DeltaShapes, literalChars, templateOf } from "../delta-template.ts";
+import { CUT_EVENT, UNREADABLE_EVENT } from "../stream-errors.ts";
 
 type Block = { kind: "text" | "thinking" | "other" } | { kind: "tool"; tool: number; sentArgs: boolean; startInput: unknown };
 
-const PROTOCOL_ERROR: NeutralEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
 
 /** The neutral usage once both the input side and the output side are known; never a guessed figure. */
 function combineUsage(start: StreamUsage | undefined, end: StreamUsage | undefined): Usage | undefined {
@@ -91,10 +91,10 @@ function decodeAnthropicEvent(st: AnthropicDecodeState, sse: SseEvent): readonly
     if (known !== undefined) return known;
     json = JSON.parse(sse.data);
   } catch {
-    return fail(st, PROTOCOL_ERROR);
+    return fail(st, UNREADABLE_EVENT);
   }
   const type = typeof json === "object" && json !== null ? (json as { type?: unknown }).type : undefined;
-  if (typeof type !== "string") return fail(st, PROTOCOL_ERROR);
+  if (typeof type !== "string") return fail(st, UNREADABLE_EVENT);
   if (type === "error") return fail(st, providerError(st.read, json));
   const out: NeutralEvent[] = [];
   if (!st.started) {
@@ -103,20 +103,20 @@ function decodeAnthropicEvent(st: AnthropicDecodeState, sse: SseEvent): readonly
   }
   switch (type) {
     case "message_start":
-      if (!onMessageStart(st, json)) return fail(st, PROTOCOL_ERROR);
+      if (!onMessageStart(st, json)) return fail(st, UNREADABLE_EVENT);
       break;
     case "content_block_start":
-      if (!onBlockStart(st, json, out)) return fail(st, PROTOCOL_ERROR);
+      if (!onBlockStart(st, json, out)) return fail(st, UNREADABLE_EVENT);
       break;
     case "content_block_delta":
-      if (!onBlockDelta(st, json, out)) return fail(st, PROTOCOL_ERROR);
+      if (!onBlockDelta(st, json, out)) return fail(st, UNREADABLE_EVENT);
       learnShape(st, sse.data, json);
       break;
     case "content_block_stop":
-      if (!onBlockStop(st, json, out)) return fail(st, PROTOCOL_ERROR);
+      if (!onBlockStop(st, json, out)) return fail(st, UNREADABLE_EVENT);
       break;
     case "message_delta":
-      if (!onMessageDelta(st, json, out)) return fail(st, PROTOCOL_ERROR);
+      if (!onMessageDelta(st, json, out)) return fail(st, UNREADABLE_EVENT);
       break;
     case "message_stop":
       onMessageStop(st, out);
@@ -308,7 +308,7 @@ function blockDelta(read: AnthropicStreamReaders, block: Block, raw: { type: str
 function finishAnthropicStream(st: AnthropicDecodeState): readonly NeutralEvent[] {
   if (st.done || st.failed) return [];
   st.failed = true;
-  return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
+  return [CUT_EVENT];
 }
 
 /** One SSE event as Anthropic writes it: the event name, then its JSON (whose `type` is the same name). */

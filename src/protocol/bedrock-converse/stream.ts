@@ -5,6 +5,7 @@ import { isRecord } from "../fast-guard.ts";
 import type { NeutralEvent, StopReason, Usage } from "../neutral.ts";
 import { EventStreamDecoder, stringHeader, type EventStreamMessage } from "./event-stream.ts";
 import { converseUsageSchema, stopFromConverse, usageFromConverse } from "./response.ts";
+import { CUT_EVENT, UNREADABLE_EVENT } from "../stream-errors.ts";
 
 /*
  * A ConverseStream answer is an AWS event stream (see event-stream.ts) whose events carry JSON:
@@ -16,8 +17,6 @@ import { converseUsageSchema, stopFromConverse, usageFromConverse } from "./resp
  * validationException), named by the `:exception-type` header.
  */
 
-const PROTOCOL_ERROR: NeutralEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
-const CUT: NeutralEvent = { type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." };
 const utf8 = new TextDecoder();
 
 /** The provider's own mid-stream error: its type decides the wording only, its text is not forwarded. */
@@ -129,21 +128,21 @@ export function createConverseStreamDecoder(): StreamDecoder {
     const kind = stringHeader(m, ":message-type");
     if (kind === "exception") return void fail(out, providerError(stringHeader(m, ":exception-type")));
     if (kind === "error") return void fail(out, providerError(stringHeader(m, ":error-code")));
-    if (kind !== "event") return void fail(out, PROTOCOL_ERROR);
+    if (kind !== "event") return void fail(out, UNREADABLE_EVENT);
     let json: unknown = {};
     if (m.payload.length > 0) {
       try {
         json = JSON.parse(utf8.decode(m.payload));
       } catch {
-        return void fail(out, PROTOCOL_ERROR);
+        return void fail(out, UNREADABLE_EVENT);
       }
     }
-    if (!isRecord(json) || !onEvent(stringHeader(m, ":event-type"), json, out)) fail(out, PROTOCOL_ERROR);
+    if (!isRecord(json) || !onEvent(stringHeader(m, ":event-type"), json, out)) fail(out, UNREADABLE_EVENT);
   };
 
   return {
     // ConverseStream is never SSE: its bytes come through `bytes`.
-    decode: () => (ended ? [] : fail([], PROTOCOL_ERROR)),
+    decode: () => (ended ? [] : fail([], UNREADABLE_EVENT)),
     bytes(chunk: Uint8Array): readonly NeutralEvent[] {
       if (ended) return [];
       const out: NeutralEvent[] = [];
@@ -163,7 +162,7 @@ export function createConverseStreamDecoder(): StreamDecoder {
     finish(): readonly NeutralEvent[] {
       if (ended) return [];
       const out: NeutralEvent[] = [];
-      if (frames.pending > 0 || stop === undefined) return fail(out, CUT);
+      if (frames.pending > 0 || stop === undefined) return fail(out, CUT_EVENT);
       close(out);
       return out;
     },

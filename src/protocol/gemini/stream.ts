@@ -2,6 +2,7 @@ import type { SseEvent, StreamDecoder } from "../codec.ts";
 import { isRecord } from "../fast-guard.ts";
 import type { NeutralEvent, StopReason, Usage } from "../neutral.ts";
 import { generateContentResponseSchema, stopFromFinish, toolCallOf, usageFromMetadata } from "./response.ts";
+import { CUT_EVENT, UNREADABLE_EVENT } from "../stream-errors.ts";
 
 /*
  * `streamGenerateContent?alt=sse` is server-sent events whose data are `GenerateContentResponse`
@@ -12,7 +13,6 @@ import { generateContentResponseSchema, stopFromFinish, toolCallOf, usageFromMet
  * after the stream began comes as Google's error envelope in a data chunk.
  */
 
-const unreadable: NeutralEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
 
 /**
  * Decodes a Gemini stream. The stop and the usage are sent at the end of input, after the last
@@ -35,7 +35,7 @@ export function createGeminiStreamDecoder(): StreamDecoder {
         json = JSON.parse(sse.data);
       } catch {
         failed = true;
-        return [unreadable];
+        return [UNREADABLE_EVENT];
       }
       if (isRecord(json) && isRecord(json.error)) {
         // Google's error envelope as a chunk: the provider ended the stream with an error. Its
@@ -47,7 +47,7 @@ export function createGeminiStreamDecoder(): StreamDecoder {
       const parsed = generateContentResponseSchema.safeParse(json);
       if (!parsed.success) {
         failed = true;
-        return [unreadable];
+        return [UNREADABLE_EVENT];
       }
       const chunk = parsed.data;
       const out: NeutralEvent[] = [];
@@ -74,7 +74,7 @@ export function createGeminiStreamDecoder(): StreamDecoder {
     finish(): readonly NeutralEvent[] {
       if (failed) return [];
       failed = true;
-      if (finishReason === undefined) return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
+      if (finishReason === undefined) return [CUT_EVENT];
       const out: NeutralEvent[] = started ? [] : [{ type: "start" }];
       const reason: StopReason = finishReason === "BLOCKED" ? "content_filter" : stopFromFinish(finishReason, calls > 0);
       out.push({ type: "stop", reason });

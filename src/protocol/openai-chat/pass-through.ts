@@ -2,7 +2,8 @@ import type { PassThroughScanner, ResponseStamp, SseEvent, StreamErrorEvent, Str
 import type { NeutralRequest } from "../neutral.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
 import { DeltaShapes, literalChars } from "../delta-template.ts";
-import { CUT_EVENT, learnChatShape, readChatEvent } from "./stream-event.ts";
+import { learnChatShape, readChatEvent } from "./stream-event.ts";
+import { CUT_EVENT } from "../stream-errors.ts";
 import { createChatStreamEncoder } from "./stream.ts";
 import type { ChatChunk } from "./stream-chunk.ts";
 

@@ -2,13 +2,10 @@ import type { StreamErrorEvent } from "../codec.ts";
 import type { Reader } from "../fast-guard.ts";
 import { templateOf, type DeltaShapes } from "../delta-template.ts";
 import { readChatChunk, type ChatChunk } from "./stream-chunk.ts";
+import { UNREADABLE_EVENT } from "../stream-errors.ts";
 
-/** The error event for a stream event that is not JSON or not a chunk. */
-export const UNREADABLE_EVENT: StreamErrorEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
 /** The error event for a chunk that carries the provider's error. */
 export const PROVIDER_ERROR_EVENT: StreamErrorEvent = { type: "error", code: "upstream_error", message: "The provider reported an error mid-stream." };
-/** The error event for a stream that ended without `[DONE]`. */
-export const CUT_EVENT: StreamErrorEvent = { type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." };
 
 /** One stream event's data read as a chunk, or the error event that ends the stream. */
 export type ChatEventRead = { readonly chunk: ChatChunk; readonly error?: undefined } | { readonly chunk?: undefined; readonly error: StreamErrorEvent };

@@ -4,7 +4,8 @@ import type { NeutralEvent, NeutralRequest } from "../neutral.ts";
 import { DeltaShapes, literalChars } from "../delta-template.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
 import { readChatChunk, type ChatChunk } from "./stream-chunk.ts";
-import { CUT_EVENT, learnChatShape, readChatEvent } from "./stream-event.ts";
+import { learnChatShape, readChatEvent } from "./stream-event.ts";
+import { CUT_EVENT } from "../stream-errors.ts";
 
 /**
  * Decodes an OpenAI Chat Completions SSE stream. A stream is complete only when `data: [DONE]`

@@ -15,10 +15,10 @@ import {
   usageFromWire,
 } from "./response.ts";
 import { responsesStreamReaders, type ResponsesCallItem, type ResponsesLifecycle, type ResponsesStreamReaders } from "./stream-events.ts";
+import { CUT_EVENT, UNREADABLE_EVENT } from "../stream-errors.ts";
 
 // ---- Backend side: provider events → neutral events -----------------------------------------
 
-const PROTOCOL_ERROR: NeutralEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
 
 /**
  * Decodes an OpenAI Responses SSE stream. It is complete only when `response.completed` or
@@ -69,7 +69,7 @@ class ResponsesDecodeState {
 }
 
 /** Ends the stream as failed: nothing after a failure is decoded; `out` so far is reported with `ev`. */
-function fail(st: ResponsesDecodeState, out: NeutralEvent[], ev: NeutralEvent = PROTOCOL_ERROR): NeutralEvent[] {
+function fail(st: ResponsesDecodeState, out: NeutralEvent[], ev: NeutralEvent = UNREADABLE_EVENT): NeutralEvent[] {
   st.failed = true;
   out.push(ev);
   return out;
@@ -275,7 +275,7 @@ function finishWith(st: ResponsesDecodeState, response: ResponsesLifecycle["resp
 function finishResponsesStream(st: ResponsesDecodeState): readonly NeutralEvent[] {
   if (st.done || st.failed) return [];
   st.failed = true;
-  return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
+  return [CUT_EVENT];
 }
 
 // ---- Client side: neutral events → Responses events -----------------------------------------

@@ -5,6 +5,7 @@ import type { NeutralEvent, Usage } from "../neutral.ts";
 import { usageFromWire, wireUsageSchema } from "../openai-chat/response.ts";
 import { createChatStreamDecoder } from "../openai-chat/stream.ts";
 import { argumentsText, generatedCallId, nativeStop } from "./response.ts";
+import { CUT_EVENT, UNREADABLE_EVENT } from "../stream-errors.ts";
 
 /*
  * A Workers AI stream (`stream: true`) is server-sent events, `data: {"response":"…"}` per piece of
@@ -30,7 +31,6 @@ const chunkSchema = z.looseObject({
   finish_reason: z.string().nullable().optional(),
 });
 
-const unreadable: NeutralEvent = { type: "error", code: "upstream_protocol_error", message: "The provider sent an unreadable stream event." };
 
 /**
  * Decodes a Workers AI stream. Complete only when `[DONE]` arrived; anything else at the end of
@@ -92,7 +92,7 @@ export function createWorkersAiStreamDecoder(): StreamDecoder {
         json = JSON.parse(sse.data);
       } catch {
         failed = true;
-        return [unreadable];
+        return [UNREADABLE_EVENT];
       }
       if (!started && isRecord(json) && Array.isArray(json.choices)) {
         chat = createChatStreamDecoder();
@@ -101,7 +101,7 @@ export function createWorkersAiStreamDecoder(): StreamDecoder {
       const parsed = chunkSchema.safeParse(json);
       if (!parsed.success) {
         failed = true;
-        return [unreadable];
+        return [UNREADABLE_EVENT];
       }
       const chunk = parsed.data;
       const out: NeutralEvent[] = [];
@@ -120,7 +120,7 @@ export function createWorkersAiStreamDecoder(): StreamDecoder {
       if (chat) return chat.finish();
       if (done || failed) return [];
       failed = true;
-      return [{ type: "error", code: "upstream_stream_cut", message: "The provider's stream ended before it was complete." }];
+      return [CUT_EVENT];
     },
   };
 }
