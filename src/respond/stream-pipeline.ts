@@ -8,6 +8,7 @@ import type { PassThroughScanner, SseEvent, StreamDecoder, StreamEncoder, Stream
 import type { NeutralEvent } from "../protocol/neutral.ts";
 import type { StreamEventChain } from "../plugins/stream-event-chain.ts";
 import { CUT_EVENT } from "../protocol/stream-errors.ts";
+import { noteEventFacts } from "../protocol/stream-facts.ts";
 
 /** Largest SSE event (or unterminated buffer) accepted from a provider before the stream is failed. */
 export const MAX_SSE_BUFFER_CHARS = 1024 * 1024;
@@ -145,7 +146,7 @@ class StreamPump {
   readonly #startedAt: number;
   readonly #chain: StreamEventChain | undefined;
   readonly #route: EventRoute;
-  /** The attempt's record, as a pass-through scanner reports its facts. */
+  /** The attempt's record, as the stream's events (decoded, or read by a pass-through scanner) report its facts. */
   readonly #facts: StreamFacts;
   #lastContentAt: number | undefined;
   #failed = false;
@@ -269,42 +270,13 @@ class StreamPump {
 
   /** Keeps the attempt's record (first content, output size, stop, usage, failure) and encodes each event. */
   #handle(events: readonly NeutralEvent[]): void {
-    const a = this.#a;
     const encoder = this.#opts.encoder;
     for (const ev of events) {
-      switch (ev.type) {
-        case "text":
-        case "reasoning":
-          if (ev.text !== "") {
-            this.#noteContent();
-            a.outputChars = (a.outputChars ?? 0) + ev.text.length;
-            if (ev.type === "text") this.#keepContent(ev.text);
-          }
-          break;
-        case "tool_call_start":
-          this.#noteContent();
-          noteProposedToolCall(a, ev.name);
-          break;
-        case "tool_call_args":
-          if (ev.delta !== "") {
-            this.#noteContent();
-            a.outputChars = (a.outputChars ?? 0) + ev.delta.length;
-          }
-          break;
-        case "stop":
-          a.stopReason = ev.reason;
-          break;
-        case "usage":
-          a.usage = ev.usage;
-          break;
-        case "error":
-          if (!this.#failed) this.#failure = ev.code;
-          this.#failed = true;
-          break;
-        case "start":
-        case "heartbeat":
-        case "reasoning_signature":
-          break;
+      noteEventFacts(ev, this.#facts);
+      if (ev.type === "text" && ev.text !== "") this.#keepContent(ev.text);
+      else if (ev.type === "error") {
+        if (!this.#failed) this.#failure = ev.code;
+        this.#failed = true;
       }
       this.#out += encoder.encode(ev);
     }

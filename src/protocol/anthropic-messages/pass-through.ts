@@ -1,37 +1,10 @@
 import type { PassThroughScanner, ResponseStamp, SseEvent, StreamErrorEvent, StreamFacts } from "../codec.ts";
-import type { NeutralEvent, NeutralRequest } from "../neutral.ts";
+import type { NeutralRequest } from "../neutral.ts";
+import { noteEventFacts } from "../stream-facts.ts";
 import { literalChars, matchDelta, templateOf, type DeltaTemplate } from "../delta-template.ts";
 import { createAnthropicStreamDecoder, createAnthropicStreamEncoder } from "./stream.ts";
 
 const DELTA_HEAD = "event: content_block_delta\ndata: ";
-
-/** Notes what one neutral event tells the gateway, as the stream pump does for the full path. */
-function note(ev: NeutralEvent, facts: StreamFacts): void {
-  switch (ev.type) {
-    case "text":
-    case "reasoning":
-      if (ev.text !== "") facts.content(ev.text.length);
-      return;
-    case "tool_call_start":
-      facts.content(0);
-      facts.toolCall(ev.name);
-      return;
-    case "tool_call_args":
-      if (ev.delta !== "") facts.content(ev.delta.length);
-      return;
-    case "stop":
-      facts.stop(ev.reason);
-      return;
-    case "usage":
-      facts.usage(ev.usage);
-      return;
-    case "start":
-    case "heartbeat":
-    case "reasoning_signature":
-    case "error":
-      return;
-  }
-}
 
 /**
  * The Anthropic Messages pass-through (provider and client both speak Messages). A plain text or
@@ -63,7 +36,7 @@ export function createAnthropicPassThrough(stamp: ResponseStamp, request: Neutra
         failed = true;
         return ev;
       }
-      note(ev, facts);
+      noteEventFacts(ev, facts);
       out += encoder.encode(ev);
     }
     // A delta that became one delta of the block already open teaches the shape of those after it.
