@@ -71,7 +71,7 @@ function fullPath(codec: Codec, events: readonly SseEvent[]): string {
 
 /** The client's text for one stream through the protocol's pass-through scanner. */
 function passThrough(codec: Codec, events: readonly SseEvent[]): string {
-  const scanner = codec.createPassThrough!(STAMP, REQUEST)!;
+  const scanner = codec.createPassThrough!(STAMP, REQUEST, { decoder: codec.createStreamDecoder(), encoder: codec.createStreamEncoder(STAMP, REQUEST) })!;
   let out = "";
   for (const sse of events) {
     const text = scanner.scan(sse, NO_FACTS);

@@ -71,6 +71,16 @@ export interface StreamFacts {
 }
 
 /**
+ * The stream's own decoder (the provider's side, same protocol) and client encoder, which the
+ * pump also holds: a scanner that reads or writes some events the full path's way uses these
+ * rather than making its own.
+ */
+export interface PassThroughParts {
+  readonly decoder: StreamDecoder;
+  readonly encoder: StreamEncoder;
+}
+
+/**
  * A stream whose provider speaks the client's protocol, forwarded nearly as it is: a plain delta
  * (the bulk of a stream) is scanned for the facts the gateway must know and re-framed where the
  * gateway's stamp says so, never decoded to neutral events or re-encoded; the stream's other
@@ -159,7 +169,7 @@ export interface Codec extends BackendCodec {
    * when the protocol has one (undefined: the stream takes the full path). Only asked when nothing
    * else needs the stream's events (no `stream_event_safe` plugin, no content sampling).
    */
-  readonly createPassThrough?: ((stamp: ResponseStamp, request: NeutralRequest) => PassThroughScanner | undefined) | undefined;
+  readonly createPassThrough?: ((stamp: ResponseStamp, request: NeutralRequest, stream: PassThroughParts) => PassThroughScanner | undefined) | undefined;
   /** The protocol's embeddings wire, both directions, when its providers serve embeddings. */
   readonly embeddings?: EmbeddingsCodec | undefined;
   /** The protocol's moderations wire, both directions. */

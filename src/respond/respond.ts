@@ -35,13 +35,14 @@ export function respond(
   if (!codec) throw new Error("an in-process call has no stream encoder: sub-calls are buffered");
   // Near pass-through when nothing needs the events: the provider speaks the client's protocol, no
   // plugin filters them, and the request's content is not sampled (which keeps the text).
+  const encoder = codec.createStreamEncoder(stamp, request);
   const passThrough =
     execution.protocol === codec.id && events === undefined && execution.attempt.request.record.content === undefined
-      ? codec.createPassThrough?.(stamp, request)
+      ? codec.createPassThrough?.(stamp, request, { decoder: execution.decoder, encoder })
       : undefined;
   const body = createClientStream(execution.body, {
     decoder: execution.decoder,
-    encoder: codec.createStreamEncoder(stamp, request),
+    encoder,
     attempt: execution.attempt,
     clock: opts.clock,
     timeouts: opts.streamTimeouts,

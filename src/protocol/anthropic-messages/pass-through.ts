@@ -1,8 +1,7 @@
-import type { PassThroughScanner, ResponseStamp, SseEvent, StreamErrorEvent, StreamFacts } from "../codec.ts";
+import type { PassThroughParts, PassThroughScanner, ResponseStamp, SseEvent, StreamErrorEvent, StreamFacts } from "../codec.ts";
 import type { NeutralRequest } from "../neutral.ts";
 import { noteEventFacts } from "../stream-facts.ts";
 import { literalChars, matchDelta, templateOf, type DeltaTemplate } from "../delta-template.ts";
-import { createAnthropicStreamDecoder, createAnthropicStreamEncoder } from "./stream.ts";
 
 const DELTA_HEAD = "event: content_block_delta\ndata: ";
 
@@ -20,9 +19,8 @@ const DELTA_HEAD = "event: content_block_delta\ndata: ";
  * (and teaches the shape again). Between two deltas of one block the decoder and the encoder
  * change no state, which is why skipping both for the second is the same as running them.
  */
-export function createAnthropicPassThrough(stamp: ResponseStamp, request: NeutralRequest): PassThroughScanner {
-  const decoder = createAnthropicStreamDecoder();
-  const encoder = createAnthropicStreamEncoder(stamp, request);
+export function createAnthropicPassThrough(_stamp: ResponseStamp, _request: NeutralRequest, stream: PassThroughParts): PassThroughScanner {
+  const { decoder, encoder } = stream;
   let shape: DeltaTemplate | undefined;
   let failed = false;
 

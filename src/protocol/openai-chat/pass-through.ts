@@ -1,10 +1,9 @@
-import type { PassThroughScanner, ResponseStamp, SseEvent, StreamErrorEvent, StreamFacts } from "../codec.ts";
+import type { PassThroughParts, PassThroughScanner, ResponseStamp, SseEvent, StreamErrorEvent, StreamFacts } from "../codec.ts";
 import type { NeutralRequest } from "../neutral.ts";
 import { finishFromStop, stopFromFinish, usageFromWire, usageToWire } from "./response.ts";
 import { DeltaShapes, literalChars } from "../delta-template.ts";
 import { learnChatShape, readChatEvent } from "./stream-event.ts";
 import { CUT_EVENT } from "../stream-errors.ts";
-import { createChatStreamEncoder } from "./stream.ts";
 import type { ChatChunk } from "./stream-chunk.ts";
 
 type ChatDelta = NonNullable<NonNullable<ChatChunk["choices"]>[number]["delta"]>;
@@ -46,11 +45,11 @@ function clientDelta(delta: ChatDelta | null | undefined): Record<string, unknow
  * (`stream_options.include_usage`; the gateway always asks the provider), as the gateway read it.
  * `[DONE]` is written by the stream's end, only after a clean stop, as on the full path.
  */
-export function createChatPassThrough(stamp: ResponseStamp, request: NeutralRequest): PassThroughScanner {
+export function createChatPassThrough(stamp: ResponseStamp, request: NeutralRequest, stream: PassThroughParts): PassThroughScanner {
   const includeUsage = request.streamUsage === true;
   const id = `chatcmpl-${stamp.id}`;
   // Writes the stop chunk the full path adds when the provider ended without a finish reason.
-  const encoder = createChatStreamEncoder(stamp, request);
+  const encoder = stream.encoder;
   const shapes = new DeltaShapes();
   let stopped = false;
   let done = false;

@@ -62,11 +62,13 @@ async function run(chunks: readonly (string | Uint8Array)[], mode: "full" | "pas
     clock,
     opts,
   );
-  const passThrough = mode === "pass" ? codec.createPassThrough!(stamp, request) : undefined;
+  const decoder = codec.createStreamDecoder();
+  const encoder = codec.createStreamEncoder(stamp, request);
+  const passThrough = mode === "pass" ? codec.createPassThrough!(stamp, request, { decoder, encoder }) : undefined;
   if (mode === "pass") expect(passThrough).toBeDefined();
   const client = createClientStream(up.stream, {
-    decoder: codec.createStreamDecoder(),
-    encoder: codec.createStreamEncoder(stamp, request),
+    decoder,
+    encoder,
     attempt: started.attempt,
     clock,
     passThrough,
